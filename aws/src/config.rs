@@ -1,0 +1,127 @@
+//! Building SDK clients: region, endpoint overrides (`--aws-api-endpoints`), credentials.
+//! No instance-metadata lookups happen when region and VPC are given, as on RKE2 nodes where
+//! IMDS is often unreachable from pods.
+
+use aws_config::BehaviorVersion;
+use aws_config::retry::RetryConfig;
+use aws_credential_types::provider::SharedCredentialsProvider;
+use std::collections::HashMap;
+
+/// Endpoint overrides by service. Keys accept ALBC's service IDs (`Elastic Load Balancing v2`,
+/// `EC2`, `STS`) and the short endpoint names (`elasticloadbalancing`, `ec2`, `sts`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Endpoints {
+    pub elbv2: Option<String>,
+    pub ec2: Option<String>,
+    pub sts: Option<String>,
+}
+
+/// An `--aws-api-endpoints` value that does not parse.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error(
+    "invalid --aws-api-endpoints entry {entry:?}: {why}; expected serviceID=URL pairs separated by commas, \
+     e.g. \"Elastic Load Balancing v2=http://127.0.0.1:4566,EC2=http://127.0.0.1:4566\""
+)]
+pub struct InvalidEndpoints {
+    pub entry: String,
+    pub why: String,
+}
+
+impl Endpoints {
+    pub fn parse(flag: &str) -> Result<Self, InvalidEndpoints> {
+        let mut out = Self::default();
+        for entry in flag.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+            let err = |why: &str| InvalidEndpoints { entry: entry.into(), why: why.into() };
+            let (svc, url) = entry.split_once('=').ok_or_else(|| err("missing '='"))?;
+            let url = url.trim();
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err(err("the URL must start with http:// or https://"));
+            }
+            let slot = match svc.trim().to_ascii_lowercase().as_str() {
+                "elastic load balancing v2" | "elasticloadbalancing" | "elbv2" => &mut out.elbv2,
+                "ec2" => &mut out.ec2,
+                "sts" => &mut out.sts,
+                _ => {
+                    return Err(err("unknown service (known: Elastic Load Balancing v2, EC2, STS)"));
+                }
+            };
+            *slot = Some(url.to_string());
+        }
+        Ok(out)
+    }
+
+    /// Same URL for every service (the local emulator).
+    pub fn all(url: &str) -> Self {
+        Self { elbv2: Some(url.into()), ec2: Some(url.into()), sts: Some(url.into()) }
+    }
+}
+
+/// Inputs for the SDK clients.
+pub struct ClientSettings {
+    pub region: String,
+    pub endpoints: Endpoints,
+    /// `None`: the SDK's default credential chain (env, profile, web identity, ...).
+    pub credentials: Option<SharedCredentialsProvider>,
+}
+
+/// The SDK clients, with SDK retries off: [`crate::call::CallRunner`] retries so that every
+/// attempt is throttled and counted.
+pub struct Clients {
+    pub elbv2: aws_sdk_elasticloadbalancingv2::Client,
+    pub ec2: aws_sdk_ec2::Client,
+}
+
+pub async fn build_clients(s: &ClientSettings) -> Clients {
+    let mut loader = aws_config::defaults(BehaviorVersion::latest())
+        .region(aws_config::Region::new(s.region.clone()))
+        .retry_config(RetryConfig::disabled());
+    if let Some(c) = &s.credentials {
+        loader = loader.credentials_provider(c.clone());
+    }
+    let shared = loader.load().await;
+    let mut elb = aws_sdk_elasticloadbalancingv2::config::Builder::from(&shared);
+    if let Some(u) = &s.endpoints.elbv2 {
+        elb = elb.endpoint_url(u);
+    }
+    let mut ec2 = aws_sdk_ec2::config::Builder::from(&shared);
+    if let Some(u) = &s.endpoints.ec2 {
+        ec2 = ec2.endpoint_url(u);
+    }
+    Clients {
+        elbv2: aws_sdk_elasticloadbalancingv2::Client::from_conf(elb.build()),
+        ec2: aws_sdk_ec2::Client::from_conf(ec2.build()),
+    }
+}
+
+/// Parses `k=v,k=v` maps (`--default-tags` style).
+pub fn parse_map(flag: &str) -> HashMap<String, String> {
+    flag.split(',')
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .filter(|(k, _)| !k.is_empty())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints_accept_albc_ids_and_short_names() {
+        let e = Endpoints::parse("Elastic Load Balancing v2=http://127.0.0.1:4566, ec2=https://ec2.internal").unwrap();
+        assert_eq!(e.elbv2.as_deref(), Some("http://127.0.0.1:4566"));
+        assert_eq!(e.ec2.as_deref(), Some("https://ec2.internal"));
+        assert_eq!(e.sts, None);
+        assert_eq!(Endpoints::parse("").unwrap(), Endpoints::default());
+        assert!(Endpoints::parse("S3=http://x").unwrap_err().to_string().contains("unknown service"));
+        assert!(Endpoints::parse("EC2=ftp://x").unwrap_err().to_string().contains("http://"));
+        assert!(Endpoints::parse("EC2").unwrap_err().to_string().contains("missing '='"));
+    }
+
+    #[test]
+    fn maps_parse() {
+        let m = parse_map("team=core, env=prod,bad");
+        assert_eq!(m.get("team").map(String::as_str), Some("core"));
+        assert_eq!(m.len(), 2);
+    }
+}

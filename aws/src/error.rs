@@ -1,0 +1,237 @@
+//! AWS errors, classified by what the controller should do about them.
+
+use aws_smithy_runtime_api::client::result::SdkError;
+use aws_smithy_types::error::metadata::ProvideErrorMetadata;
+use std::fmt;
+
+/// What kind of failure a call met.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// AWS (or our emulator) said `Throttling`/`RequestLimitExceeded`: slow down and retry.
+    Throttled,
+    /// The resource does not exist (e.g. a target group deleted out of band).
+    NotFound,
+    /// IAM denied the call: the policy lacks an action.
+    AccessDenied,
+    /// Credentials missing, expired or rejected.
+    Credentials,
+    /// The request itself is wrong (bad target, validation error): retrying will not help.
+    Invalid,
+    /// 5xx, timeouts, connection failures: retry.
+    Transient,
+    Other,
+}
+
+impl ErrorKind {
+    /// Metric label and Warning-event reason suffix.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Throttled => "throttled",
+            Self::NotFound => "not_found",
+            Self::AccessDenied => "access_denied",
+            Self::Credentials => "credentials",
+            Self::Invalid => "invalid_request",
+            Self::Transient => "transient",
+            Self::Other => "other",
+        }
+    }
+
+    pub fn is_retryable(self) -> bool {
+        matches!(self, Self::Throttled | Self::Transient)
+    }
+
+    /// Classifies an AWS error code (and HTTP status when there is no code).
+    pub fn from_code(code: Option<&str>, status: Option<u16>) -> Self {
+        match code.unwrap_or_default() {
+            "Throttling"
+            | "ThrottlingException"
+            | "RequestLimitExceeded"
+            | "TooManyRequestsException"
+            | "RequestThrottled"
+            | "SlowDown" => Self::Throttled,
+            "TargetGroupNotFound"
+            | "LoadBalancerNotFound"
+            | "ListenerNotFound"
+            | "RuleNotFound"
+            | "InvalidVpcID.NotFound"
+            | "InvalidGroup.NotFound"
+            | "InvalidSubnetID.NotFound"
+            | "InvalidNetworkInterfaceID.NotFound" => Self::NotFound,
+            "AccessDenied" | "AccessDeniedException" | "UnauthorizedOperation" => Self::AccessDenied,
+            "ExpiredToken"
+            | "ExpiredTokenException"
+            | "InvalidClientTokenId"
+            | "UnrecognizedClientException"
+            | "AuthFailure"
+            | "SignatureDoesNotMatch"
+            | "MissingAuthenticationToken"
+            | "InvalidAccessKeyId" => Self::Credentials,
+            "InvalidTarget"
+            | "ValidationError"
+            | "InvalidParameterValue"
+            | "InvalidParameterCombination"
+            | "InvalidConfigurationRequest"
+            | "TooManyTargets"
+            | "TooManyRegistrationsForTargetId" => Self::Invalid,
+            "ServiceUnavailable" | "InternalFailure" | "InternalError" | "Unavailable" => Self::Transient,
+            "" => match status {
+                Some(s) if s >= 500 => Self::Transient,
+                Some(429) => Self::Throttled,
+                _ => Self::Other,
+            },
+            _ => match status {
+                Some(s) if s >= 500 => Self::Transient,
+                _ => Self::Other,
+            },
+        }
+    }
+}
+
+/// A failed AWS call, with enough context to act on it from a log line alone.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AwsError {
+    pub kind: ErrorKind,
+    pub service: &'static str,
+    pub operation: &'static str,
+    pub code: Option<String>,
+    pub message: String,
+}
+
+impl std::error::Error for AwsError {}
+
+impl fmt::Display for AwsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {} failed", self.service, self.operation)?;
+        if let Some(code) = &self.code {
+            write!(f, " ({code})")?;
+        }
+        write!(f, ": {}", self.message)?;
+        let hint = match self.kind {
+            ErrorKind::AccessDenied => {
+                " — the controller's IAM policy lacks this action; compare it with docs/iam-policy.json"
+            }
+            ErrorKind::Credentials => {
+                " — AWS credentials are missing, expired or wrong; check the controller's credential source (flag --aws-credentials-source) and its logs"
+            }
+            ErrorKind::Throttled => " — AWS is rate-limiting this account; the controller slows down and retries",
+            _ => "",
+        };
+        f.write_str(hint)
+    }
+}
+
+impl AwsError {
+    pub fn new(kind: ErrorKind, service: &'static str, operation: &'static str, message: impl Into<String>) -> Self {
+        Self { kind, service, operation, code: None, message: message.into() }
+    }
+
+    /// Classifies an SDK error.
+    pub fn from_sdk<E, R>(service: &'static str, operation: &'static str, err: SdkError<E, R>) -> Self
+    where
+        E: ProvideErrorMetadata + std::error::Error + 'static,
+        R: fmt::Debug + HttpStatus,
+    {
+        let (kind, code, message) = match &err {
+            SdkError::ServiceError(se) => {
+                let status = se.raw().status_code();
+                let code = se.err().code().map(str::to_string);
+                let msg = se.err().message().map(str::to_string).unwrap_or_else(|| format!("HTTP {status}"));
+                (ErrorKind::from_code(code.as_deref(), Some(status)), code, msg)
+            }
+            SdkError::TimeoutError(_) => (ErrorKind::Transient, None, "request timed out".to_string()),
+            SdkError::DispatchFailure(d) => {
+                let msg = format!("could not reach the endpoint: {}", source_chain(&err));
+                let kind = if d.is_io() || d.is_timeout() { ErrorKind::Transient } else { ErrorKind::Other };
+                // The SDK reports credential-provider failures as dispatch/construction failures.
+                let kind = if msg.contains("credential") { ErrorKind::Credentials } else { kind };
+                (kind, None, msg)
+            }
+            SdkError::ConstructionFailure(_) => {
+                let msg = source_chain(&err);
+                let kind = if msg.contains("credential") { ErrorKind::Credentials } else { ErrorKind::Other };
+                (kind, None, msg)
+            }
+            SdkError::ResponseError(r) => {
+                let status = r.raw().status_code();
+                (
+                    ErrorKind::from_code(None, Some(status)),
+                    None,
+                    format!("unreadable response (HTTP {status}): {}", source_chain(&err)),
+                )
+            }
+            _ => (ErrorKind::Other, None, source_chain(&err)),
+        };
+        Self { kind, service, operation, code, message }
+    }
+}
+
+/// HTTP status of a raw response (implemented for the SDK's response type).
+pub trait HttpStatus {
+    fn status_code(&self) -> u16;
+}
+
+impl HttpStatus for aws_smithy_runtime_api::http::Response {
+    fn status_code(&self) -> u16 {
+        self.status().as_u16()
+    }
+}
+
+fn source_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        let m = c.to_string();
+        if !s.contains(&m) {
+            s.push_str(": ");
+            s.push_str(&m);
+        }
+        cur = c.source();
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classification_table() {
+        use ErrorKind::*;
+        let cases = [
+            (Some("Throttling"), Some(400), Throttled),
+            (Some("RequestLimitExceeded"), Some(503), Throttled),
+            (Some("TargetGroupNotFound"), Some(400), NotFound),
+            (Some("UnauthorizedOperation"), Some(403), AccessDenied),
+            (Some("AccessDenied"), Some(403), AccessDenied),
+            (Some("ExpiredToken"), Some(403), Credentials),
+            (Some("InvalidClientTokenId"), Some(403), Credentials),
+            (Some("InvalidTarget"), Some(400), Invalid),
+            (Some("ValidationError"), Some(400), Invalid),
+            (Some("ServiceUnavailable"), Some(503), Transient),
+            (Some("SomethingNew"), Some(502), Transient),
+            (Some("SomethingNew"), Some(400), Other),
+            (None, Some(500), Transient),
+            (None, Some(429), Throttled),
+            (None, None, Other),
+        ];
+        for (code, status, want) in cases {
+            assert_eq!(ErrorKind::from_code(code, status), want, "{code:?} {status:?}");
+        }
+        assert!(Throttled.is_retryable() && Transient.is_retryable());
+        assert!(!Invalid.is_retryable() && !AccessDenied.is_retryable() && !NotFound.is_retryable());
+    }
+
+    #[test]
+    fn messages_say_what_to_do() {
+        let e = AwsError {
+            kind: ErrorKind::AccessDenied,
+            service: "elasticloadbalancing",
+            operation: "RegisterTargets",
+            code: Some("AccessDenied".into()),
+            message: "User is not authorized".into(),
+        };
+        let s = e.to_string();
+        assert!(s.starts_with("elasticloadbalancing RegisterTargets failed (AccessDenied): User is not authorized"));
+        assert!(s.contains("docs/iam-policy.json"));
+    }
+}

@@ -1,0 +1,183 @@
+//! In-memory ELBv2/EC2 for unit tests of the controller: target groups, registrations with a
+//! settable health state, a call log and injectable errors. Integration and e2e tests use the
+//! moto-based emulator instead (e2e/emulator).
+
+use crate::ec2::Ec2;
+use crate::elbv2::{ElbV2, RegisteredTarget, TargetGroupInfo};
+use crate::error::{AwsError, ErrorKind};
+use async_trait::async_trait;
+use lbc_model::target::{HealthState, Target, TargetHealth};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Mutex;
+
+/// One recorded call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FakeCall {
+    pub operation: &'static str,
+    pub target_group_arn: String,
+    pub targets: usize,
+}
+
+#[derive(Default)]
+struct State {
+    groups: HashMap<String, TargetGroupInfo>,
+    targets: HashMap<String, BTreeMap<Target, TargetHealth>>,
+    calls: Vec<FakeCall>,
+    /// (operation, error kind) queued failures, consumed in order.
+    faults: VecDeque<(&'static str, ErrorKind)>,
+    /// State newly registered targets start in.
+    initial_state: Option<HealthState>,
+}
+
+/// In-memory ELBv2.
+#[derive(Default)]
+pub struct FakeElbV2 {
+    state: Mutex<State>,
+}
+
+impl FakeElbV2 {
+    pub fn add_target_group(&self, info: TargetGroupInfo) {
+        let mut s = self.state.lock().unwrap();
+        s.targets.entry(info.arn.clone()).or_default();
+        s.groups.insert(info.arn.clone(), info);
+    }
+
+    pub fn remove_target_group(&self, arn: &str) {
+        let mut s = self.state.lock().unwrap();
+        s.groups.remove(arn);
+        s.targets.remove(arn);
+    }
+
+    /// Sets the health of a registered target.
+    pub fn set_health(&self, arn: &str, t: Target, state: HealthState) {
+        let mut s = self.state.lock().unwrap();
+        if let Some(h) = s.targets.get_mut(arn).and_then(|m| m.get_mut(&t)) {
+            *h = TargetHealth::new(state);
+        }
+    }
+
+    /// New registrations start in this state (default `healthy`).
+    pub fn set_initial_state(&self, state: HealthState) {
+        self.state.lock().unwrap().initial_state = Some(state);
+    }
+
+    /// Removes a registration behind the controller's back (drift).
+    pub fn remove_out_of_band(&self, arn: &str, t: Target) {
+        self.state.lock().unwrap().targets.get_mut(arn).map(|m| m.remove(&t));
+    }
+
+    pub fn inject_fault(&self, operation: &'static str, kind: ErrorKind) {
+        self.state.lock().unwrap().faults.push_back((operation, kind));
+    }
+
+    pub fn registered(&self, arn: &str) -> Vec<Target> {
+        self.state.lock().unwrap().targets.get(arn).map(|m| m.keys().copied().collect()).unwrap_or_default()
+    }
+
+    pub fn calls(&self) -> Vec<FakeCall> {
+        self.state.lock().unwrap().calls.clone()
+    }
+
+    pub fn clear_calls(&self) {
+        self.state.lock().unwrap().calls.clear();
+    }
+
+    fn enter(
+        &self,
+        operation: &'static str,
+        arn: &str,
+        targets: usize,
+    ) -> Result<std::sync::MutexGuard<'_, State>, AwsError> {
+        let mut s = self.state.lock().unwrap();
+        s.calls.push(FakeCall { operation, target_group_arn: arn.to_string(), targets });
+        if let Some(pos) = s.faults.iter().position(|(op, _)| *op == operation) {
+            let (_, kind) = s.faults.remove(pos).unwrap();
+            return Err(AwsError::new(kind, "elasticloadbalancing", operation, "injected by FakeElbV2"));
+        }
+        Ok(s)
+    }
+
+    fn not_found(operation: &'static str, arn: &str) -> AwsError {
+        AwsError {
+            kind: ErrorKind::NotFound,
+            service: "elasticloadbalancing",
+            operation,
+            code: Some("TargetGroupNotFound".into()),
+            message: format!("One or more target groups not found: {arn}"),
+        }
+    }
+}
+
+#[async_trait]
+impl ElbV2 for FakeElbV2 {
+    async fn describe_target_group(&self, arn: &str) -> Result<Option<TargetGroupInfo>, AwsError> {
+        let s = self.enter("DescribeTargetGroups", arn, 0)?;
+        Ok(s.groups.get(arn).cloned())
+    }
+
+    async fn describe_target_group_by_name(&self, name: &str) -> Result<Option<TargetGroupInfo>, AwsError> {
+        let s = self.enter("DescribeTargetGroups", name, 0)?;
+        Ok(s.groups.values().find(|g| g.name == name).cloned())
+    }
+
+    async fn describe_target_health(
+        &self,
+        arn: &str,
+        targets: Option<&[Target]>,
+    ) -> Result<Vec<RegisteredTarget>, AwsError> {
+        let s = self.enter("DescribeTargetHealth", arn, targets.map_or(0, <[Target]>::len))?;
+        let m = s.targets.get(arn).ok_or_else(|| Self::not_found("DescribeTargetHealth", arn))?;
+        let out = match targets {
+            None => m.iter().map(|(t, h)| RegisteredTarget { target: *t, health: h.clone() }).collect(),
+            Some(ts) => ts
+                .iter()
+                .map(|t| RegisteredTarget {
+                    target: *t,
+                    health: m.get(t).cloned().unwrap_or(TargetHealth {
+                        state: HealthState::Unused,
+                        reason: Some("Target.NotRegistered".into()),
+                        description: None,
+                    }),
+                })
+                .collect(),
+        };
+        Ok(out)
+    }
+
+    async fn register_targets(&self, arn: &str, targets: &[Target], _az: Option<&str>) -> Result<(), AwsError> {
+        let mut s = self.enter("RegisterTargets", arn, targets.len())?;
+        let initial = s.initial_state.unwrap_or(HealthState::Healthy);
+        let m = s.targets.get_mut(arn).ok_or_else(|| Self::not_found("RegisterTargets", arn))?;
+        for t in targets {
+            m.insert(*t, TargetHealth::new(initial));
+        }
+        Ok(())
+    }
+
+    async fn deregister_targets(&self, arn: &str, targets: &[Target]) -> Result<(), AwsError> {
+        let mut s = self.enter("DeregisterTargets", arn, targets.len())?;
+        let m = s.targets.get_mut(arn).ok_or_else(|| Self::not_found("DeregisterTargets", arn))?;
+        for t in targets {
+            m.remove(t);
+        }
+        Ok(())
+    }
+}
+
+/// In-memory EC2 with fixed VPC CIDRs.
+#[derive(Default)]
+pub struct FakeEc2 {
+    pub vpcs: Mutex<HashMap<String, Vec<String>>>,
+}
+
+#[async_trait]
+impl Ec2 for FakeEc2 {
+    async fn vpc_cidrs(&self, vpc_id: &str) -> Result<Vec<String>, AwsError> {
+        self.vpcs
+            .lock()
+            .unwrap()
+            .get(vpc_id)
+            .cloned()
+            .ok_or_else(|| AwsError::new(ErrorKind::NotFound, "ec2", "DescribeVpcs", format!("VPC {vpc_id} not found")))
+    }
+}

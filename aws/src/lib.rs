@@ -1,0 +1,23 @@
+//! AWS side effects of aws-lb-controller: ELBv2 and EC2 behind traits so the controller can be
+//! tested against an in-memory fake, with every call throttled client-side, retried within a
+//! bound, counted and timed ([`call`]).
+//!
+//! - [`elbv2`]: target groups, targets, target health.
+//! - [`ec2`]: VPC lookups.
+//! - [`error`]: SDK errors classified into what the controller acts on.
+//! - [`throttle`]: token buckets with adaptive slow-down on `Throttling`.
+//! - [`call`]: the wrapper every call goes through; [`metrics`]: what it records.
+//! - [`config`]: building SDK clients (region, endpoint overrides, credentials).
+//! - [`fake`]: in-memory ELBv2/EC2 for unit tests.
+
+pub mod call;
+pub mod config;
+pub mod ec2;
+pub mod elbv2;
+pub mod error;
+#[cfg(any(test, feature = "fake"))]
+pub mod fake;
+pub mod metrics;
+pub mod throttle;
+
+pub use error::AwsError;

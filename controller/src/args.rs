@@ -1,0 +1,213 @@
+//! Command-line flags. Names follow the upstream AWS Load Balancer Controller where they
+//! overlap, so existing Helm values and manifests carry over.
+
+use clap::{Parser, Subcommand, ValueEnum};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+#[derive(Parser, Debug, Clone)]
+#[command(name = "aws-lb-controller", version, about = "Keeps AWS NLB/ALB IP target groups in sync with pod IPs")]
+pub struct Args {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
+    /// Name of the Kubernetes cluster; must equal the value of the `kubernetes.io/cluster/<name>`
+    /// tags on subnets and the `elbv2.k8s.aws/cluster` tag on resources.
+    #[arg(long, env = "LBC_CLUSTER_NAME", default_value = "")]
+    pub cluster_name: String,
+
+    /// AWS region (required: the instance metadata service is never consulted).
+    #[arg(long, env = "AWS_REGION", default_value = "")]
+    pub aws_region: String,
+
+    /// VPC of the cluster; pod IPs outside its CIDRs are reported as overlay addresses.
+    #[arg(long, env = "LBC_AWS_VPC_ID", default_value = "")]
+    pub aws_vpc_id: String,
+
+    /// Endpoint overrides, `serviceID=URL,...` (e.g. `Elastic Load Balancing v2=http://127.0.0.1:4566,EC2=...`).
+    #[arg(long, default_value = "")]
+    pub aws_api_endpoints: String,
+
+    /// Client-side rate limits, `serviceID:operationRegex=rate:burst,...`, before the defaults.
+    #[arg(long, default_value = "")]
+    pub aws_api_throttle: String,
+
+    /// Retries of a throttled or failed AWS call before the reconcile backs off.
+    #[arg(long, default_value_t = 3)]
+    pub aws_max_retries: u32,
+
+    /// Where AWS credentials come from.
+    #[arg(long, value_enum, default_value_t = CredentialsSource::Default)]
+    pub aws_credentials_source: CredentialsSource,
+
+    /// Only watch this namespace (all namespaces when empty).
+    #[arg(long, default_value = "")]
+    pub watch_namespace: String,
+
+    /// Prometheus metrics listen address.
+    #[arg(long, default_value = "0.0.0.0:8080", value_parser = parse_addr)]
+    pub metrics_bind_addr: SocketAddr,
+
+    /// Health probe (`/healthz`, `/readyz`) listen address.
+    #[arg(long, default_value = "0.0.0.0:61779", value_parser = parse_addr)]
+    pub health_probe_bind_addr: SocketAddr,
+
+    /// Admission webhook port.
+    #[arg(long, default_value_t = 9443)]
+    pub webhook_bind_port: u16,
+
+    /// Directory holding the webhook certificate and key.
+    #[arg(long, default_value_t = default_cert_dir())]
+    pub webhook_cert_dir: String,
+
+    #[arg(long, default_value = "tls.crt")]
+    pub webhook_cert_file: String,
+
+    #[arg(long, default_value = "tls.key")]
+    pub webhook_key_file: String,
+
+    /// Run leader election (only the leader writes to AWS and pod status).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub enable_leader_election: bool,
+
+    #[arg(long, default_value = "aws-load-balancer-controller-leader")]
+    pub leader_election_id: String,
+
+    /// Namespace of the leader Lease (the pod's namespace when empty).
+    #[arg(long, env = "POD_NAMESPACE", default_value = "")]
+    pub leader_election_namespace: String,
+
+    /// Seconds a leader's lease is valid without renewal.
+    #[arg(long, default_value_t = 15)]
+    pub leader_election_lease_duration: u64,
+
+    /// Parallel TargetGroupBinding reconciles (one binding is never reconciled twice at once).
+    #[arg(long, default_value_t = 8)]
+    pub targetgroupbinding_max_concurrent_reconciles: u16,
+
+    /// Cap of the per-binding error backoff (ALBC: 16m40s).
+    #[arg(long, default_value = "2m", value_parser = parse_duration)]
+    pub targetgroupbinding_max_exponential_backoff_delay: Duration,
+
+    /// Longest wait between health polls of a target group whose pods wait on a readiness gate;
+    /// the actual interval is half the group's health-check interval, within [1s, this].
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub targetgroupbinding_requeue_duration: Duration,
+
+    /// Burst window: EndpointSlice events for one binding within it become one plan.
+    #[arg(long, default_value = "50ms", value_parser = parse_duration)]
+    pub targetgroupbinding_debounce: Duration,
+
+    /// Targets per RegisterTargets/DeregisterTargets call.
+    #[arg(long, default_value_t = lbc_model::plan::DEFAULT_BATCH_SIZE)]
+    pub targetgroupbinding_batch_size: usize,
+
+    /// How often each binding is re-verified against AWS (drift: targets removed or added out
+    /// of band). Jittered by up to +50%.
+    #[arg(long, default_value = "10m", value_parser = parse_duration)]
+    pub sync_period: Duration,
+
+    /// Register pod IPs outside the VPC's CIDRs with AvailabilityZone=all instead of refusing
+    /// them (only for pod networks the VPC really routes, e.g. peered VPCs).
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set)]
+    pub allow_targets_outside_vpc: bool,
+
+    /// Log format.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+
+    /// Log level (or a `RUST_LOG`-style filter).
+    #[arg(long, default_value = "info")]
+    pub log_level: String,
+
+    /// Path to a kubeconfig (in-cluster config or $KUBECONFIG when empty).
+    #[arg(long, env = "KUBECONFIG", default_value = "")]
+    pub kubeconfig: String,
+}
+
+#[derive(Subcommand, Debug, Clone)]
+pub enum Command {
+    /// Print the CustomResourceDefinitions this controller serves, as YAML.
+    Crd,
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CredentialsSource {
+    /// The AWS SDK default chain (environment, profile, web identity, ...).
+    Default,
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+fn default_cert_dir() -> String {
+    std::env::temp_dir().join("k8s-webhook-server/serving-certs").to_string_lossy().into_owned()
+}
+
+/// Accepts `:8080` (all interfaces, as ALBC writes it) as well as `host:port`.
+fn parse_addr(s: &str) -> Result<SocketAddr, String> {
+    let full = if s.starts_with(':') { format!("0.0.0.0{s}") } else { s.to_string() };
+    full.parse().map_err(|_| format!("invalid address {s:?}: expected host:port or :port"))
+}
+
+/// Go-style durations: `500ms`, `15s`, `2m`, `1h`, `16m40s`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let bad = || format!("invalid duration {s:?}: expected e.g. 500ms, 15s, 2m, 1h30m");
+    let mut total = Duration::ZERO;
+    let mut rest = s.trim();
+    if rest.is_empty() {
+        return Err(bad());
+    }
+    while !rest.is_empty() {
+        let num_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).ok_or_else(bad)?;
+        let (num, tail) = rest.split_at(num_end);
+        let unit_end = tail.find(|c: char| c.is_ascii_digit()).unwrap_or(tail.len());
+        let (unit, next) = tail.split_at(unit_end);
+        let n: f64 = num.parse().map_err(|_| bad())?;
+        let secs = match unit {
+            "ms" => n / 1000.0,
+            "s" => n,
+            "m" => n * 60.0,
+            "h" => n * 3600.0,
+            _ => return Err(bad()),
+        };
+        total += Duration::from_secs_f64(secs);
+        rest = next;
+    }
+    Ok(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("16m40s").unwrap(), Duration::from_secs(1000));
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
+        for bad in ["", "5", "5x", "m"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn albc_style_flags_parse() {
+        let a = Args::try_parse_from([
+            "aws-lb-controller",
+            "--cluster-name=dev-meta",
+            "--aws-region=us-east-1",
+            "--metrics-bind-addr=:8080",
+            "--enable-leader-election=false",
+            "--targetgroupbinding-max-exponential-backoff-delay=16m40s",
+        ])
+        .unwrap();
+        assert_eq!(a.cluster_name, "dev-meta");
+        assert_eq!(a.metrics_bind_addr.port(), 8080);
+        assert!(!a.enable_leader_election);
+        assert_eq!(a.targetgroupbinding_max_exponential_backoff_delay, Duration::from_secs(1000));
+    }
+}

@@ -1,0 +1,127 @@
+//! Everything a reconcile needs, shared by all reconciles (`Arc<Context>`).
+
+use crate::metrics::Metrics;
+use crate::stores::{Stores, Triggers};
+use kube::Client;
+use kube::runtime::events::{Event, EventType, Recorder};
+use kube::runtime::reflector::ObjectRef;
+use lbc_aws::ec2::Ec2;
+use lbc_aws::elbv2::{ElbV2, TargetGroupInfo};
+use lbc_model::crd::TargetGroupBinding;
+use lbc_model::net::VpcCidrs;
+use lbc_model::target::{Target, TargetHealth};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+/// Tunables of the TargetGroupBinding reconciler (from flags).
+#[derive(Clone, Debug)]
+pub struct TgbConfig {
+    pub cluster_vpc_id: String,
+    pub batch_size: usize,
+    pub allow_outside_vpc: bool,
+    /// Upper bound of the health-poll interval while gates are pending.
+    pub health_poll_ceiling: Duration,
+    pub health_poll_floor: Duration,
+    /// How often a binding is verified against AWS even when nothing changed.
+    pub sync_period: Duration,
+    pub max_backoff: Duration,
+}
+
+/// What this process knows about one binding between reconciles. Lost on restart on purpose:
+/// the checkpoint annotation is what survives.
+#[derive(Default)]
+pub struct BindingState {
+    /// The target group's registrations as last read or written by us; `None` = unknown.
+    pub registered: Option<BTreeMap<Target, TargetHealth>>,
+    /// When each target was registered by this process (latency metrics).
+    pub registered_at: HashMap<Target, Instant>,
+    /// When the next verification against AWS is due even if nothing changed.
+    pub verify_due: Option<Instant>,
+    pub last_health_poll: Option<Instant>,
+    pub failures: u32,
+}
+
+/// Shared reconcile context.
+pub struct Context {
+    pub client: Client,
+    pub stores: Stores,
+    pub triggers: Triggers,
+    pub elb: Arc<dyn ElbV2>,
+    pub ec2: Arc<dyn Ec2>,
+    pub recorder: Recorder,
+    pub metrics: Metrics,
+    pub cfg: TgbConfig,
+    pub leader: watch::Receiver<bool>,
+    pub bindings: Mutex<HashMap<ObjectRef<TargetGroupBinding>, BindingState>>,
+    pub target_groups: Mutex<HashMap<String, TargetGroupInfo>>,
+    pub vpcs: Mutex<HashMap<String, VpcCidrs>>,
+}
+
+impl Context {
+    pub fn is_leader(&self) -> bool {
+        *self.leader.borrow()
+    }
+
+    /// Checked right before every write: a replica that lost the lease mid-reconcile stops at once.
+    pub fn ensure_leader(&self) -> crate::error::Result<()> {
+        if self.is_leader() {
+            Ok(())
+        } else {
+            Err(crate::error::Error::Refused("this replica is no longer the leader; write skipped".into()))
+        }
+    }
+
+    /// Runs `f` on the binding's state.
+    pub fn with_state<R>(&self, key: &ObjectRef<TargetGroupBinding>, f: impl FnOnce(&mut BindingState) -> R) -> R {
+        let mut m = self.bindings.lock().expect("bindings lock");
+        f(m.entry(key.clone()).or_default())
+    }
+
+    pub fn forget(&self, key: &ObjectRef<TargetGroupBinding>) {
+        self.bindings.lock().expect("bindings lock").remove(key);
+    }
+
+    /// Publishes an Event; failures to publish are logged, never fatal.
+    pub async fn event(
+        &self,
+        regarding: &k8s_openapi::api::core::v1::ObjectReference,
+        warning: bool,
+        reason: &str,
+        note: String,
+    ) {
+        if warning {
+            tracing::warn!(object = ?regarding.name, namespace = ?regarding.namespace, reason, "{note}");
+        } else {
+            tracing::info!(object = ?regarding.name, namespace = ?regarding.namespace, reason, "{note}");
+        }
+        let ev = Event {
+            type_: if warning { EventType::Warning } else { EventType::Normal },
+            reason: reason.to_string(),
+            note: Some(truncate(note, 1024)),
+            action: "Reconcile".into(),
+            secondary: None,
+        };
+        if let Err(e) = self.recorder.publish(&ev, regarding).await {
+            tracing::debug!(error = %e, "could not publish event");
+        }
+    }
+}
+
+fn truncate(mut s: String, max: usize) -> String {
+    if s.len() > max {
+        let mut cut = max;
+        while !s.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        s.truncate(cut);
+    }
+    s
+}
+
+/// `d` plus up to +50% jitter, so periodic work spreads out instead of arriving in one wave.
+pub fn jittered(d: Duration) -> Duration {
+    d + d.mul_f64(fastrand::f64() * 0.5)
+}

@@ -1,0 +1,190 @@
+//! Wiring: clients, caches, admin servers, leader election and the controllers, with graceful
+//! shutdown on SIGTERM/SIGINT.
+
+use crate::admin::{self, Health};
+use crate::args::Args;
+use crate::context::{Context, TgbConfig};
+use crate::leader::{self, LeaderConfig};
+use crate::metrics::Metrics;
+use crate::stores::{Stores, Triggers};
+use crate::tgb;
+use anyhow::{Context as _, bail};
+use kube::Client;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::runtime::events::{Recorder, Reporter};
+use lbc_aws::call::CallRunner;
+use lbc_aws::config::{ClientSettings, Endpoints, build_clients};
+use lbc_aws::ec2::SdkEc2;
+use lbc_aws::elbv2::SdkElbV2;
+use lbc_aws::throttle::Throttler;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+use tokio::sync::watch;
+
+pub async fn run(args: Args) -> anyhow::Result<()> {
+    if args.cluster_name.is_empty() {
+        bail!(
+            "--cluster-name is required: the name in your subnets' kubernetes.io/cluster/<name> tags (e.g. --cluster-name=dev-meta)"
+        );
+    }
+    if args.aws_region.is_empty() {
+        bail!("--aws-region (or AWS_REGION) is required: the instance metadata service is never used to guess it");
+    }
+    let client = kube_client(&args).await?;
+    let metrics = Metrics::new();
+
+    let endpoints = Endpoints::parse(&args.aws_api_endpoints)?;
+    let rules = lbc_model::throttle::parse_rules(&args.aws_api_throttle)?;
+    let runner = CallRunner::new(Throttler::new(rules), metrics.aws.clone(), args.aws_max_retries);
+    let clients =
+        build_clients(&ClientSettings { region: args.aws_region.clone(), endpoints, credentials: None }).await;
+    let elb = Arc::new(SdkElbV2::new(clients.elbv2, runner.clone()));
+    let ec2 = Arc::new(SdkEc2::new(clients.ec2, runner));
+
+    let health = Health::default();
+    tokio::spawn(log_exit("metrics server", admin::serve_metrics(args.metrics_bind_addr, metrics.clone())));
+    tokio::spawn(log_exit("health server", admin::serve_health(args.health_probe_bind_addr, health.clone())));
+
+    let triggers = Triggers::default();
+    let (stores, _tasks) = Stores::start(&client, &args.watch_namespace, triggers.clone(), metrics.clone());
+
+    let identity = identity();
+    let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    let (leader_tx, leader_rx) = watch::channel(false);
+    let leader_task = if args.enable_leader_election {
+        let ns = if args.leader_election_namespace.is_empty() {
+            "kube-system".to_string()
+        } else {
+            args.leader_election_namespace.clone()
+        };
+        let cfg = LeaderConfig {
+            namespace: ns,
+            name: args.leader_election_id.clone(),
+            identity: identity.clone(),
+            lease_duration: Duration::from_secs(args.leader_election_lease_duration.max(3)),
+        };
+        Some(tokio::spawn(leader::run(client.clone(), cfg, leader_tx, shutdown_rx.clone())))
+    } else {
+        let _ = leader_tx.send(true);
+        std::mem::forget(leader_tx);
+        None
+    };
+
+    let recorder =
+        Recorder::new(client.clone(), Reporter { controller: "aws-lb-controller".into(), instance: Some(identity) });
+    let ctx = Arc::new(Context {
+        client,
+        stores: stores.clone(),
+        triggers,
+        elb,
+        ec2,
+        recorder,
+        metrics: metrics.clone(),
+        cfg: TgbConfig {
+            cluster_vpc_id: args.aws_vpc_id.clone(),
+            batch_size: args.targetgroupbinding_batch_size.max(1),
+            allow_outside_vpc: args.allow_targets_outside_vpc,
+            health_poll_ceiling: args.targetgroupbinding_requeue_duration,
+            health_poll_floor: Duration::from_secs(1),
+            sync_period: args.sync_period,
+            max_backoff: args.targetgroupbinding_max_exponential_backoff_delay,
+        },
+        leader: leader_rx.clone(),
+        bindings: Default::default(),
+        target_groups: Default::default(),
+        vpcs: Default::default(),
+    });
+
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        tracing::info!("shutdown requested; finishing in-flight work");
+        let _ = shutdown_tx.send(true);
+    });
+
+    tokio::select! {
+        _ = stores.wait_synced() => {}
+        _ = wait_true(shutdown_rx.clone()) => return Ok(()),
+    }
+    health.caches_synced.store(true, Ordering::Release);
+    tracing::info!("all watch caches synced");
+
+    let mut leader = leader_rx;
+    loop {
+        tokio::select! {
+            _ = wait_true(leader.clone()) => {}
+            _ = wait_true(shutdown_rx.clone()) => break,
+        }
+        metrics.leader.set(1);
+        tracing::info!("leading: starting controllers");
+        let shutdown = shutdown_rx.clone();
+        let graceful = async move { wait_true(shutdown).await };
+        let lost = {
+            let l = leader.clone();
+            async move { wait_false(l).await }
+        };
+        tokio::select! {
+            _ = tgb::run(ctx.clone(), args.targetgroupbinding_max_concurrent_reconciles, args.targetgroupbinding_debounce, graceful) => {}
+            // Leadership lost: drop the controllers now, cancelling in-flight work at its next step.
+            _ = lost => tracing::warn!("leadership lost: controllers stopped, no further writes"),
+        }
+        ctx.triggers.set_sender(None);
+        metrics.leader.set(0);
+        if *shutdown_rx.borrow() {
+            break;
+        }
+        leader.mark_changed();
+    }
+    if let Some(t) = leader_task {
+        let _ = tokio::time::timeout(Duration::from_secs(5), t).await;
+    }
+    tracing::info!("stopped");
+    Ok(())
+}
+
+async fn kube_client(args: &Args) -> anyhow::Result<Client> {
+    let config = if args.kubeconfig.is_empty() {
+        kube::Config::infer()
+            .await
+            .context("no Kubernetes config: not in a cluster and no --kubeconfig / KUBECONFIG")?
+    } else {
+        let kc = Kubeconfig::read_from(&args.kubeconfig)
+            .with_context(|| format!("reading kubeconfig {}", args.kubeconfig))?;
+        kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await?
+    };
+    Ok(Client::try_from(config)?)
+}
+
+fn identity() -> String {
+    let host =
+        std::env::var("POD_NAME").or_else(|_| std::env::var("HOSTNAME")).unwrap_or_else(|_| "aws-lb-controller".into());
+    format!("{host}_{:08x}", fastrand::u32(..))
+}
+
+async fn wait_true(mut rx: watch::Receiver<bool>) {
+    let _ = rx.wait_for(|v| *v).await;
+}
+
+async fn wait_false(mut rx: watch::Receiver<bool>) {
+    let _ = rx.wait_for(|v| !*v).await;
+}
+
+async fn log_exit(what: &'static str, f: impl std::future::Future<Output = std::io::Result<()>>) {
+    if let Err(e) = f.await {
+        tracing::error!(error = %e, "{what} stopped");
+    }
+}
+
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        let mut term =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = tokio::signal::ctrl_c().await;
+}

@@ -1,0 +1,283 @@
+//! Cached views of the cluster (reflectors) and the triggers they feed.
+//!
+//! Every replica keeps the caches warm, leader or not, so a newly elected leader starts with
+//! synced stores. Watch events are mapped to the TargetGroupBindings they affect and sent to the
+//! running controller only while this replica leads (see [`Triggers`]). Reconcilers never list
+//! from the API server: all reads come from these stores.
+
+use crate::metrics::Metrics;
+use futures::TryStreamExt;
+use k8s_openapi::api::core::v1::{Node, Pod, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client, Resource, ResourceExt};
+use lbc_model::crd::TargetGroupBinding;
+use lbc_model::names::{SERVICE_NAME_LABEL, tgb_of_readiness_gate};
+use lbc_model::pod::{trim_node, trim_pod};
+use std::collections::HashMap;
+use std::fmt::Debug;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+use tokio::sync::mpsc::UnboundedSender;
+use tokio::task::JoinHandle;
+
+/// The caches reconcilers read from.
+#[derive(Clone)]
+pub struct Stores {
+    pub tgbs: Store<TargetGroupBinding>,
+    pub services: Store<Service>,
+    pub slices: Store<EndpointSlice>,
+    pub pods: Store<Pod>,
+    pub nodes: Store<Node>,
+}
+
+/// Why a binding was triggered, for latency metrics.
+#[derive(Default)]
+struct Dirty {
+    /// First EndpointSlice change not yet reconciled, per binding.
+    since: HashMap<ObjectRef<TargetGroupBinding>, Instant>,
+}
+
+/// Routes watch events to the controller while this replica leads.
+#[derive(Clone, Default)]
+pub struct Triggers {
+    sender: Arc<Mutex<Option<UnboundedSender<ObjectRef<TargetGroupBinding>>>>>,
+    dirty: Arc<Mutex<Dirty>>,
+}
+
+impl Triggers {
+    /// Installs (leader) or removes (follower) the controller's trigger channel.
+    pub fn set_sender(&self, s: Option<UnboundedSender<ObjectRef<TargetGroupBinding>>>) {
+        *self.sender.lock().expect("trigger lock") = s;
+        if self.sender.lock().expect("trigger lock").is_none() {
+            self.dirty.lock().expect("dirty lock").since.clear();
+        }
+    }
+
+    fn send(&self, r: ObjectRef<TargetGroupBinding>, endpoint_change: bool) {
+        let guard = self.sender.lock().expect("trigger lock");
+        let Some(tx) = guard.as_ref() else { return };
+        if endpoint_change {
+            self.dirty.lock().expect("dirty lock").since.entry(r.clone()).or_insert_with(Instant::now);
+        }
+        let _ = tx.send(r);
+    }
+
+    /// When the oldest unreconciled EndpointSlice change for this binding arrived (cleared).
+    pub fn take_dirty_since(&self, r: &ObjectRef<TargetGroupBinding>) -> Option<Instant> {
+        self.dirty.lock().expect("dirty lock").since.remove(r)
+    }
+
+    /// Bindings with endpoint changes not yet reconciled (the controller's backlog).
+    pub fn pending(&self) -> usize {
+        self.dirty.lock().expect("dirty lock").since.len()
+    }
+}
+
+fn tgb_ref(ns: &str, name: &str) -> ObjectRef<TargetGroupBinding> {
+    ObjectRef::new(name).within(ns)
+}
+
+/// Bindings in `ns` whose Service is `svc`.
+pub fn bindings_for_service(
+    tgbs: &Store<TargetGroupBinding>,
+    ns: &str,
+    svc: &str,
+) -> Vec<ObjectRef<TargetGroupBinding>> {
+    tgbs.state()
+        .iter()
+        .filter(|t| t.namespace().as_deref() == Some(ns) && t.spec.service_ref.name == svc)
+        .map(|t| ObjectRef::from_obj(t.as_ref()))
+        .collect()
+}
+
+fn watch_config(label_selector: Option<&str>) -> watcher::Config {
+    let c = watcher::Config::default();
+    match label_selector {
+        Some(l) => c.labels(l),
+        None => c,
+    }
+}
+
+fn api<K>(client: &Client, ns: &str) -> Api<K>
+where
+    K: Resource<Scope = k8s_openapi::NamespaceResourceScope> + Clone + serde::de::DeserializeOwned + Debug,
+    K::DynamicType: Default,
+{
+    if ns.is_empty() { Api::all(client.clone()) } else { Api::namespaced(client.clone(), ns) }
+}
+
+/// Drives one reflector; `on_change` maps each changed object to bindings.
+fn drive<K>(
+    name: &'static str,
+    api: Api<K>,
+    cfg: watcher::Config,
+    trim: fn(&mut K),
+    metrics: Metrics,
+    on_change: impl Fn(&K) + Send + 'static,
+) -> (Store<K>, JoinHandle<()>)
+where
+    K: Resource + Clone + serde::de::DeserializeOwned + Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Eq + std::hash::Hash + Clone + Send + Sync,
+{
+    let (reader, writer) = reflector::store::<K>();
+    let store = reader.clone();
+    let task = tokio::spawn(async move {
+        let stream = watcher(api, cfg).modify(trim).default_backoff().reflect(writer);
+        futures::pin_mut!(stream);
+        loop {
+            match stream.try_next().await {
+                Ok(Some(ev)) => {
+                    match &ev {
+                        watcher::Event::Apply(o) | watcher::Event::Delete(o) => on_change(o),
+                        watcher::Event::InitDone => {
+                            tracing::info!(resource = name, objects = reader.len(), "cache synced");
+                        }
+                        _ => {}
+                    }
+                    metrics
+                        .cache_objects
+                        .get_or_create(&crate::metrics::ResourceLabel { resource: name })
+                        .set(reader.len() as i64);
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    tracing::warn!(resource = name, error = %e, "watch failed; retrying with backoff")
+                }
+            }
+        }
+    });
+    (store, task)
+}
+
+fn trim_meta<K: Resource>(o: &mut K) {
+    o.meta_mut().managed_fields = None;
+}
+
+impl Stores {
+    /// Starts every reflector. Returns at once; use [`Stores::wait_synced`] before reconciling.
+    pub fn start(
+        client: &Client,
+        namespace: &str,
+        triggers: Triggers,
+        metrics: Metrics,
+    ) -> (Self, Vec<JoinHandle<()>>) {
+        let mut tasks = Vec::new();
+
+        let t = triggers.clone();
+        let (tgbs, task) = drive::<TargetGroupBinding>(
+            "targetgroupbindings",
+            api(client, namespace),
+            watch_config(None),
+            trim_meta,
+            metrics.clone(),
+            move |o| t.send(ObjectRef::from_obj(o), false),
+        );
+        tasks.push(task);
+
+        let (t, idx) = (triggers.clone(), tgbs.clone());
+        let (services, task) = drive::<Service>(
+            "services",
+            api(client, namespace),
+            watch_config(None),
+            trim_meta,
+            metrics.clone(),
+            move |s| {
+                let ns = s.namespace().unwrap_or_default();
+                for r in bindings_for_service(&idx, &ns, &s.name_any()) {
+                    t.send(r, false);
+                }
+            },
+        );
+        tasks.push(task);
+
+        let (t, idx) = (triggers.clone(), tgbs.clone());
+        let (slices, task) = drive::<EndpointSlice>(
+            "endpointslices",
+            api(client, namespace),
+            watch_config(Some(SERVICE_NAME_LABEL)),
+            trim_meta,
+            metrics.clone(),
+            move |s| {
+                let (Some(ns), Some(svc)) = (s.namespace(), s.labels().get(SERVICE_NAME_LABEL)) else {
+                    return;
+                };
+                for r in bindings_for_service(&idx, &ns, svc) {
+                    t.send(r, true);
+                }
+            },
+        );
+        tasks.push(task);
+
+        let t = triggers.clone();
+        let (pods, task) =
+            drive::<Pod>("pods", api(client, namespace), watch_config(None), trim_pod, metrics.clone(), move |p| {
+                let ns = p.namespace().unwrap_or_default();
+                let gates = p.spec.as_ref().and_then(|s| s.readiness_gates.as_ref());
+                for g in gates.into_iter().flatten() {
+                    if let Some(name) = tgb_of_readiness_gate(&g.condition_type) {
+                        t.send(tgb_ref(&ns, name), false);
+                    }
+                }
+            });
+        tasks.push(task);
+
+        let (nodes, task) =
+            drive::<Node>("nodes", Api::all(client.clone()), watch_config(None), trim_node, metrics, |_| {});
+        tasks.push(task);
+
+        (Self { tgbs, services, slices, pods, nodes }, tasks)
+    }
+
+    /// Waits until every cache holds a complete initial list. Reconciling earlier would read an
+    /// empty cache as "no endpoints" and deregister everything.
+    pub async fn wait_synced(&self) {
+        let _ = futures::join!(
+            self.tgbs.wait_until_ready(),
+            self.services.wait_until_ready(),
+            self.slices.wait_until_ready(),
+            self.pods.wait_until_ready(),
+            self.nodes.wait_until_ready(),
+        );
+    }
+
+    /// EndpointSlices of a Service.
+    pub fn slices_of(&self, ns: &str, svc: &str) -> Vec<Arc<EndpointSlice>> {
+        self.slices
+            .state()
+            .into_iter()
+            .filter(|s| {
+                s.namespace().as_deref() == Some(ns)
+                    && s.labels().get(SERVICE_NAME_LABEL).map(String::as_str) == Some(svc)
+            })
+            .collect()
+    }
+
+    pub fn service(&self, ns: &str, name: &str) -> Option<Arc<Service>> {
+        self.services.get(&ObjectRef::new(name).within(ns))
+    }
+
+    pub fn pod(&self, ns: &str, name: &str) -> Option<Arc<Pod>> {
+        self.pods.get(&ObjectRef::new(name).within(ns))
+    }
+
+    pub fn node(&self, name: &str) -> Option<Arc<Node>> {
+        self.nodes.get(&ObjectRef::new(name))
+    }
+
+    /// Pods in `ns` carrying the readiness gate `gate`.
+    pub fn pods_with_gate(&self, ns: &str, gate: &str) -> Vec<Arc<Pod>> {
+        self.pods
+            .state()
+            .into_iter()
+            .filter(|p| {
+                p.namespace().as_deref() == Some(ns)
+                    && p.spec
+                        .as_ref()
+                        .and_then(|s| s.readiness_gates.as_ref())
+                        .is_some_and(|gs| gs.iter().any(|g| g.condition_type == gate))
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,76 @@
+//! Deletion of a binding: deregister its targets, release its pods' gates, drop the finalizer.
+//! A target group that no longer exists does not block deletion.
+
+use super::{gates, status};
+use crate::context::Context;
+use crate::error::Result;
+use kube::ResourceExt;
+use kube::runtime::controller::Action;
+use kube::runtime::reflector::ObjectRef;
+use lbc_aws::error::ErrorKind;
+use lbc_model::crd::TargetGroupBinding;
+use lbc_model::names::readiness_gate_condition;
+use lbc_model::plan::batches;
+use lbc_model::readiness::GateCondition;
+use lbc_model::target::Target;
+use std::sync::Arc;
+
+pub(super) async fn cleanup(tgb: Arc<TargetGroupBinding>, ctx: &Context) -> Result<Action> {
+    let key = ObjectRef::from_obj(tgb.as_ref());
+    let ns = tgb.namespace().unwrap_or_default();
+    if let Some(arn) = tgb.spec.target_group_arn.as_deref().filter(|a| !a.is_empty()) {
+        match ctx.elb.describe_target_health(arn, None).await {
+            Ok(all) => {
+                let owned =
+                    if tgb.spec.is_multi_cluster() { Some(status::read_owned_targets(ctx, &tgb).await?) } else { None };
+                let ours: Vec<Target> = all
+                    .iter()
+                    .filter(|r| !r.health.state.is_draining())
+                    .map(|r| r.target)
+                    .filter(|t| owned.as_ref().is_none_or(|o| o.contains(t)))
+                    .collect();
+                for b in batches(&ours, ctx.cfg.batch_size) {
+                    match ctx.elb.deregister_targets(arn, b).await {
+                        Err(e) if e.kind == ErrorKind::NotFound => break,
+                        r => r?,
+                    }
+                }
+                tracing::info!(binding = %key, target_group = arn, deregistered = ours.len(), "binding deleted: targets deregistered");
+            }
+            Err(e) if e.kind == ErrorKind::NotFound => {
+                ctx.event(
+                    &kube::Resource::object_ref(tgb.as_ref(), &()),
+                    false,
+                    "TargetGroupNotFound",
+                    format!("target group {arn} no longer exists; nothing to deregister, deletion continues"),
+                )
+                .await;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    if tgb.spec.is_multi_cluster() {
+        status::delete_owned_targets(ctx, &tgb).await?;
+    }
+    // Release the gates so rollouts of pods that still carry them are not blocked forever.
+    let gate = readiness_gate_condition(&tgb.name_any());
+    let released = GateCondition::binding_deleted();
+    for pod in ctx.stores.pods_with_gate(&ns, &gate) {
+        let cur =
+            pod.status.as_ref().and_then(|s| s.conditions.as_ref()).and_then(|cs| cs.iter().find(|c| c.type_ == gate));
+        if released.differs_from(cur.map(|c| (c.status.as_str(), c.reason.as_deref(), c.message.as_deref()))) {
+            let changed = cur.map(|c| c.status.as_str()) != Some("True");
+            gates::patch_condition(
+                ctx,
+                &pod,
+                &gate,
+                &released,
+                changed,
+                cur.and_then(|c| c.last_transition_time.clone()),
+            )
+            .await?;
+        }
+    }
+    ctx.forget(&key);
+    Ok(Action::await_change())
+}

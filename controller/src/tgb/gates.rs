@@ -1,0 +1,142 @@
+//! Pod readiness gates: poll target health while gates are pending (only then, and only for the
+//! pending targets), and patch `target-health.elbv2.k8s.aws/<binding>` conditions on change.
+
+use crate::context::Context;
+use crate::error::Result;
+use k8s_openapi::api::core::v1::Pod;
+use kube::ResourceExt;
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::reflector::ObjectRef;
+use lbc_aws::elbv2::TargetGroupInfo;
+use lbc_model::crd::TargetGroupBinding;
+use lbc_model::endpoints::DesiredTargets;
+use lbc_model::readiness::{GateCondition, health_poll_interval};
+use lbc_model::target::Target;
+use serde_json::json;
+use std::collections::HashSet;
+use std::time::Duration;
+use tokio::time::Instant;
+
+pub(super) struct GateOutcome {
+    /// Gated pods whose condition is still not True.
+    pub pending: usize,
+    /// When the next health poll is due.
+    pub poll_in: Duration,
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn update(
+    ctx: &Context,
+    tgb: &TargetGroupBinding,
+    key: &ObjectRef<TargetGroupBinding>,
+    arn: &str,
+    tg: &TargetGroupInfo,
+    desired: &DesiredTargets,
+    gate: &str,
+    just_registered: &[Target],
+) -> Result<GateOutcome> {
+    let ns = tgb.namespace().unwrap_or_default();
+    let pending: Vec<(Target, &str)> = desired
+        .targets
+        .iter()
+        .filter_map(|(t, p)| {
+            p.as_ref().filter(|p| p.gated && p.gate_status.as_deref() != Some("True")).map(|p| (*t, p.name.as_str()))
+        })
+        .collect();
+    let interval =
+        health_poll_interval(tg.health_check_interval_seconds, ctx.cfg.health_poll_floor, ctx.cfg.health_poll_ceiling);
+    if pending.is_empty() {
+        return Ok(GateOutcome { pending: 0, poll_in: interval });
+    }
+
+    let fresh: HashSet<Target> = just_registered.iter().copied().collect();
+    let now = Instant::now();
+    let last = ctx.with_state(key, |s| s.last_health_poll);
+    let due = last.is_none_or(|t| now.duration_since(t) >= interval);
+    let to_poll: Vec<Target> = pending.iter().map(|(t, _)| *t).filter(|t| !fresh.contains(t)).collect();
+    if due && !to_poll.is_empty() {
+        let health = ctx.elb.describe_target_health(arn, Some(&to_poll)).await?;
+        ctx.with_state(key, |s| {
+            s.last_health_poll = Some(now);
+            let reg = s.registered.get_or_insert_with(Default::default);
+            for r in health {
+                if r.health.state.is_registered() {
+                    reg.insert(r.target, r.health);
+                }
+            }
+        });
+    }
+
+    let mut still_pending = 0;
+    for (t, pod_name) in &pending {
+        let health = ctx.with_state(key, |s| s.registered.as_ref().and_then(|r| r.get(t).cloned()));
+        let cond = match (&health, fresh.contains(t)) {
+            (_, true) | (None, false) => GateCondition::registering(),
+            (Some(h), false) => GateCondition::from_health(h),
+        };
+        if cond.status != "True" {
+            still_pending += 1;
+        }
+        let Some(pod) = ctx.stores.pod(&ns, pod_name) else {
+            continue;
+        };
+        let current =
+            pod.status.as_ref().and_then(|s| s.conditions.as_ref()).and_then(|cs| cs.iter().find(|c| c.type_ == gate));
+        let cur = current.map(|c| (c.status.as_str(), c.reason.as_deref(), c.message.as_deref()));
+        if !cond.differs_from(cur) {
+            continue;
+        }
+        let status_changed = current.map(|c| c.status.as_str()) != Some(cond.status);
+        patch_condition(ctx, &pod, gate, &cond, status_changed, current.and_then(|c| c.last_transition_time.clone()))
+            .await?;
+        if cond.status == "True" {
+            if let Some(at) = ctx.with_state(key, |s| s.registered_at.remove(t)) {
+                let secs = at.elapsed().as_secs_f64();
+                ctx.metrics.readiness_gate_ready.observe(secs);
+                ctx.metrics.registered_to_healthy.observe(secs);
+            }
+        }
+    }
+    let poll_in = if due { interval } else { interval.saturating_sub(now.duration_since(last.unwrap_or(now))) };
+    Ok(GateOutcome { pending: still_pending, poll_in })
+}
+
+/// Patches one readiness-gate condition. The pod's UID is part of the patch: a pod deleted and
+/// recreated under the same name is not touched (the API server answers 409).
+pub(super) async fn patch_condition(
+    ctx: &Context,
+    pod: &Pod,
+    gate: &str,
+    cond: &GateCondition,
+    status_changed: bool,
+    previous_transition: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
+) -> Result<()> {
+    ctx.ensure_leader()?;
+    let ns = pod.namespace().unwrap_or_default();
+    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &ns);
+    let transition = if status_changed || previous_transition.is_none() {
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::now())
+    } else {
+        previous_transition.expect("checked above")
+    };
+    let body = json!({
+        "metadata": { "uid": pod.metadata.uid },
+        "status": { "conditions": [{
+            "type": gate,
+            "status": cond.status,
+            "reason": cond.reason,
+            "message": cond.message,
+            "lastProbeTime": null,
+            "lastTransitionTime": transition,
+        }]}
+    });
+    match api.patch_status(&pod.name_any(), &PatchParams::default(), &Patch::Strategic(body)).await {
+        Ok(_) => {
+            ctx.metrics.pod_condition_patches.inc();
+            Ok(())
+        }
+        // The pod is gone or was replaced: nothing to do, the next pass sees the new one.
+        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}

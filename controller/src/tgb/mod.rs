@@ -1,0 +1,128 @@
+//! The TargetGroupBinding reconciler: the hot path from an EndpointSlice change to AWS calls to
+//! pod readiness-gate conditions.
+//!
+//! One pass: stores → `model::endpoints::desired_targets` → checkpoint check → AWS read (cached)
+//! → `model::plan::plan` (with its refuse-to-wipe guard) → Register/DeregisterTargets in batches
+//! → health poll for pending gates → pod conditions → status and checkpoint.
+
+mod cleanup;
+mod gates;
+mod status;
+mod sync;
+
+use crate::context::{Context, jittered};
+use crate::error::{Error, Result};
+use futures::StreamExt;
+use kube::api::Api;
+use kube::runtime::controller::{Action, Config, Controller};
+use kube::runtime::finalizer::{Event as FinalizerEvent, finalizer};
+use kube::runtime::reflector::ObjectRef;
+use kube::{Resource, ResourceExt};
+use lbc_model::crd::TargetGroupBinding;
+use lbc_model::names::TGB_FINALIZER;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::UnboundedReceiverStream;
+
+pub const CONTROLLER: &str = "targetgroupbinding";
+
+/// Runs the controller until `stop` resolves. Every binding is reconciled once at start
+/// (cheaply: bindings whose checkpoint matches make no AWS call), then on every relevant change.
+pub async fn run(
+    ctx: Arc<Context>,
+    concurrency: u16,
+    debounce: Duration,
+    stop: impl std::future::Future<Output = ()> + Send + Sync + 'static,
+) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    for t in ctx.stores.tgbs.state() {
+        let _ = tx.send(ObjectRef::from_obj(t.as_ref()));
+    }
+    ctx.triggers.set_sender(Some(tx));
+    let controller = Controller::for_shared_stream(futures::stream::pending(), ctx.stores.tgbs.clone())
+        .with_config(Config::default().concurrency(concurrency).debounce(debounce))
+        .reconcile_on(UnboundedReceiverStream::new(rx))
+        .graceful_shutdown_on(stop)
+        .run(reconcile, error_policy, ctx.clone())
+        .for_each(|res| {
+            match res {
+                Ok(_) => {}
+                Err(kube::runtime::controller::Error::ObjectNotFound(r)) => {
+                    tracing::debug!(object = %r, "binding gone before reconcile")
+                }
+                Err(e) => tracing::debug!(error = %e, "reconcile failed"),
+            }
+            futures::future::ready(())
+        });
+    controller.await;
+    ctx.triggers.set_sender(None);
+}
+
+async fn reconcile(tgb: Arc<TargetGroupBinding>, ctx: Arc<Context>) -> Result<Action> {
+    if !ctx.is_leader() {
+        // Leadership was lost while this was queued: write nothing.
+        return Ok(Action::await_change());
+    }
+    let start = std::time::Instant::now();
+    let ns = tgb.namespace().unwrap_or_default();
+    let key = ObjectRef::from_obj(tgb.as_ref());
+    let api: Api<TargetGroupBinding> = Api::namespaced(ctx.client.clone(), &ns);
+    let res = finalizer(&api, TGB_FINALIZER, tgb, |ev| async {
+        match ev {
+            FinalizerEvent::Apply(t) => sync::apply(t, &ctx).await,
+            FinalizerEvent::Cleanup(t) => cleanup::cleanup(t, &ctx).await,
+        }
+    })
+    .await
+    .map_err(|e| match e {
+        kube::runtime::finalizer::Error::ApplyFailed(e) | kube::runtime::finalizer::Error::CleanupFailed(e) => e,
+        other => Error::Finalizer(other.to_string()),
+    });
+    ctx.metrics
+        .reconcile_duration
+        .get_or_create(&crate::metrics::ControllerLabel { controller: CONTROLLER })
+        .observe(start.elapsed().as_secs_f64());
+    ctx.metrics.pending_reconciles.set(ctx.triggers.pending() as i64);
+    if res.is_ok() {
+        ctx.with_state(&key, |s| s.failures = 0);
+    }
+    res
+}
+
+/// Per-binding exponential backoff, capped low (ALBC's 16m40s cap is a known pain): 1 s, 2 s,
+/// 4 s … up to `--targetgroupbinding-max-exponential-backoff-delay`. A failing binding never
+/// delays the others: each has its own schedule and reconciles run concurrently.
+fn error_policy(tgb: Arc<TargetGroupBinding>, err: &Error, ctx: Arc<Context>) -> Action {
+    let key = ObjectRef::from_obj(tgb.as_ref());
+    let failures = ctx.with_state(&key, |s| {
+        s.failures += 1;
+        // Unknown AWS state after a failed write: read it again next time.
+        s.registered = None;
+        s.failures
+    });
+    ctx.metrics
+        .reconcile_errors
+        .get_or_create(&crate::metrics::ErrorLabels { controller: CONTROLLER, category: err.category() })
+        .inc();
+    let base = Duration::from_secs(1u64 << failures.saturating_sub(1).min(10));
+    let delay = jittered(base.min(ctx.cfg.max_backoff)).min(ctx.cfg.max_backoff.max(Duration::from_secs(1)));
+    tracing::warn!(
+        binding = %key, error = %err, category = err.category(), failures, retry_in = ?delay,
+        "TargetGroupBinding reconcile failed"
+    );
+    let reference = tgb.object_ref(&());
+    let note = err.to_string();
+    let reason = format!("FailedReconcile{}", camel(err.category()));
+    tokio::spawn(async move { ctx.event(&reference, true, &reason, note).await });
+    Action::requeue(delay)
+}
+
+fn camel(s: &str) -> String {
+    s.split('_')
+        .map(|w| {
+            let mut c = w.chars();
+            c.next().map(|f| f.to_ascii_uppercase().to_string() + c.as_str()).unwrap_or_default()
+        })
+        .collect()
+}

@@ -1,0 +1,220 @@
+//! Status, conditions, the checkpoint annotation and the multi-cluster ConfigMap of a binding.
+//! Every write happens only on a real change, so a healthy steady state costs no API calls.
+
+use crate::context::Context;
+use crate::error::Result;
+use crate::metrics::{TargetStateLabels, TgbLabels};
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta, Time};
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::{Resource, ResourceExt};
+use lbc_model::crd::TargetGroupBinding;
+use lbc_model::endpoints::DesiredTargets;
+use lbc_model::names::{CHECKPOINT_ANNOTATION, CHECKPOINT_TIMESTAMP_ANNOTATION, multicluster_configmap_name};
+use lbc_model::plan::Plan;
+use lbc_model::target::{HealthState, Target, TargetHealth};
+use serde_json::json;
+use std::collections::{BTreeMap, BTreeSet};
+
+const READY: &str = "Ready";
+
+fn api(ctx: &Context, tgb: &TargetGroupBinding) -> Api<TargetGroupBinding> {
+    Api::namespaced(ctx.client.clone(), &tgb.namespace().unwrap_or_default())
+}
+
+fn current_ready(tgb: &TargetGroupBinding) -> Option<&Condition> {
+    tgb.status.as_ref().and_then(|s| s.conditions.iter().find(|c| c.type_ == READY))
+}
+
+/// Writes the Ready condition (and counts) when anything differs; returns whether it wrote.
+async fn write_status(
+    ctx: &Context,
+    tgb: &TargetGroupBinding,
+    ready: bool,
+    reason: &str,
+    message: &str,
+    counts: Option<(i32, i32)>,
+) -> Result<bool> {
+    let status = if ready { "True" } else { "False" };
+    let cur = current_ready(tgb);
+    let generation = tgb.metadata.generation;
+    let st = tgb.status.as_ref();
+    let same = cur.is_some_and(|c| c.status == status && c.reason == reason && c.message == message)
+        && st.and_then(|s| s.observed_generation) == generation
+        && counts.is_none_or(|(r, h)| {
+            st.and_then(|s| s.registered_targets) == Some(r) && st.and_then(|s| s.healthy_targets) == Some(h)
+        });
+    if same {
+        return Ok(false);
+    }
+    let transition = match cur {
+        Some(c) if c.status == status => c.last_transition_time.clone(),
+        _ => Time(jiff::Timestamp::now()),
+    };
+    let mut body = json!({
+        "status": {
+            "observedGeneration": generation,
+            "conditions": [{
+                "type": READY, "status": status, "reason": reason, "message": message,
+                "lastTransitionTime": transition, "observedGeneration": generation,
+            }],
+        }
+    });
+    if let Some((r, h)) = counts {
+        body["status"]["registeredTargets"] = json!(r);
+        body["status"]["healthyTargets"] = json!(h);
+    }
+    match api(ctx, tgb).patch_status(&tgb.name_any(), &PatchParams::default(), &Patch::Merge(body)).await {
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Reports a problem that stops the sync: Ready=False plus a Warning event (once per change).
+pub(super) async fn set_not_ready(ctx: &Context, tgb: &TargetGroupBinding, reason: &str, message: &str) -> Result<()> {
+    if write_status(ctx, tgb, false, reason, message, None).await? {
+        ctx.event(&tgb.object_ref(&()), true, reason, message.to_string()).await;
+    }
+    Ok(())
+}
+
+/// The target group does not exist: reported, and the binding's cached AWS state dropped.
+pub(super) async fn set_target_group_missing(ctx: &Context, tgb: &TargetGroupBinding, message: &str) -> Result<()> {
+    if let Some(arn) = &tgb.spec.target_group_arn {
+        ctx.target_groups.lock().expect("tg cache").remove(arn);
+    }
+    ctx.forget(&kube::runtime::reflector::ObjectRef::from_obj(tgb));
+    set_not_ready(ctx, tgb, "TargetGroupNotFound", message).await
+}
+
+pub(super) async fn set_synced(
+    ctx: &Context,
+    tgb: &TargetGroupBinding,
+    registered: &BTreeMap<Target, TargetHealth>,
+    plan: &Plan,
+    desired: &DesiredTargets,
+) -> Result<()> {
+    let total = registered.values().filter(|h| h.state.is_registered()).count() as i32;
+    let healthy = registered.values().filter(|h| h.state == HealthState::Healthy).count() as i32;
+    let mut message = format!("{total} targets registered for {} endpoints", desired.targets.len());
+    if desired.stats.not_ready > 0 {
+        message.push_str(&format!("; {} endpoints not ready", desired.stats.not_ready));
+    }
+    if !plan.outside_vpc.is_empty() {
+        message.push_str(&format!("; {} pod IPs outside the VPC not registered", plan.outside_vpc.len()));
+    }
+    let reason = if plan.outside_vpc.is_empty() { "Synced" } else { "SyncedWithOverlayIPs" };
+    let wrote = write_status(ctx, tgb, plan.outside_vpc.is_empty(), reason, &message, Some((total, healthy))).await?;
+    let was_ready = current_ready(tgb).is_some_and(|c| c.status == "True");
+    if wrote && !was_ready && plan.outside_vpc.is_empty() {
+        ctx.event(&tgb.object_ref(&()), false, "SuccessfullyReconciled", format!("target group in sync: {message}"))
+            .await;
+    }
+    Ok(())
+}
+
+pub(super) fn record_target_gauges(ctx: &Context, labels: &TgbLabels, registered: &BTreeMap<Target, TargetHealth>) {
+    use HealthState::*;
+    for state in [Initial, Healthy, Unhealthy, Draining, Unavailable] {
+        let n = registered.values().filter(|h| h.state == state).count();
+        ctx.metrics
+            .targets
+            .get_or_create(&TargetStateLabels {
+                namespace: labels.namespace.clone(),
+                name: labels.name.clone(),
+                state: state.as_str(),
+            })
+            .set(n as i64);
+    }
+}
+
+pub(super) async fn write_checkpoint(ctx: &Context, tgb: &TargetGroupBinding, cp: &str) -> Result<()> {
+    if tgb.annotations().get(CHECKPOINT_ANNOTATION).map(String::as_str) == Some(cp) {
+        return Ok(());
+    }
+    let body = json!({"metadata": {"annotations": {
+        CHECKPOINT_ANNOTATION: cp,
+        CHECKPOINT_TIMESTAMP_ANNOTATION: jiff::Timestamp::now().to_string(),
+    }}});
+    ignore_not_found(api(ctx, tgb).patch(&tgb.name_any(), &PatchParams::default(), &Patch::Merge(body)).await)
+}
+
+/// Drops the checkpoint before any AWS write, so a crash mid-change forces a full pass later.
+pub(super) async fn clear_checkpoint(ctx: &Context, tgb: &TargetGroupBinding) -> Result<()> {
+    if !tgb.annotations().contains_key(CHECKPOINT_ANNOTATION) {
+        return Ok(());
+    }
+    let body =
+        json!({"metadata": {"annotations": {CHECKPOINT_ANNOTATION: null, CHECKPOINT_TIMESTAMP_ANNOTATION: null}}});
+    ignore_not_found(api(ctx, tgb).patch(&tgb.name_any(), &PatchParams::default(), &Patch::Merge(body)).await)
+}
+
+fn ignore_not_found<T>(r: Result<T, kube::Error>) -> Result<()> {
+    match r {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Multi-cluster: targets this binding registered, from ConfigMap `aws-lbc-targets-<name>`
+/// (key `targets`, comma-separated `ip:port`, as ALBC keeps it).
+pub(super) async fn read_owned_targets(ctx: &Context, tgb: &TargetGroupBinding) -> Result<BTreeSet<Target>> {
+    let cms: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &tgb.namespace().unwrap_or_default());
+    let Some(cm) = cms.get_opt(&multicluster_configmap_name(&tgb.name_any())).await? else {
+        return Ok(BTreeSet::new());
+    };
+    let raw = cm.data.as_ref().and_then(|d| d.get("targets")).cloned().unwrap_or_default();
+    Ok(raw.split(',').filter_map(|s| parse_target(s.trim())).collect())
+}
+
+fn parse_target(s: &str) -> Option<Target> {
+    let (ip, port) = s.rsplit_once(':')?;
+    let ip = ip.trim_start_matches('[').trim_end_matches(']');
+    Some(Target::new(ip.parse().ok()?, port.parse().ok()?))
+}
+
+pub(super) async fn write_owned_targets(
+    ctx: &Context,
+    tgb: &TargetGroupBinding,
+    targets: &BTreeSet<Target>,
+) -> Result<()> {
+    let ns = tgb.namespace().unwrap_or_default();
+    let name = multicluster_configmap_name(&tgb.name_any());
+    let cms: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &ns);
+    let value: Vec<String> = targets.iter().map(|t| t.to_string()).collect();
+    let cm = ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(name.clone()),
+            namespace: Some(ns),
+            owner_references: tgb.controller_owner_ref(&()).map(|r| vec![r]),
+            ..Default::default()
+        },
+        data: Some([("targets".to_string(), value.join(","))].into()),
+        ..Default::default()
+    };
+    match cms.replace(&name, &PostParams::default(), &cm).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 404 => {
+            cms.create(&PostParams::default(), &cm).await.map(|_| ()).map_err(Into::into)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+pub(super) async fn delete_owned_targets(ctx: &Context, tgb: &TargetGroupBinding) -> Result<()> {
+    let cms: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &tgb.namespace().unwrap_or_default());
+    ignore_not_found(cms.delete(&multicluster_configmap_name(&tgb.name_any()), &Default::default()).await)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn owned_targets_parse_v4_v6_and_skip_garbage() {
+        assert_eq!(super::parse_target("10.0.0.1:80").unwrap().to_string(), "10.0.0.1:80");
+        assert_eq!(super::parse_target("[fd00::1]:443").unwrap().to_string(), "[fd00::1]:443");
+        assert!(super::parse_target("nonsense").is_none());
+        assert!(super::parse_target("10.0.0.1:99999").is_none());
+    }
+}

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# Builds the real Kubernetes control-plane binaries (kube-apiserver, kube-controller-manager, kubectl),
+# etcd and kwok from the Go module proxy, into a cache outside the repo. A second run costs nothing:
+# each binary is rebuilt only when it is missing or reports another version.
+#
+#   KUBE_VERSION   Kubernetes release to build (default: oldest 1.34.x the proxy serves, pinned below)
+#   ETCD_VERSION   etcd release (3.6.x)
+#   KWOK_VERSION   kwok release
+#   LBC_CACHE      cache root (default ~/.cache/aws-lb-controller)
+#
+# The wrapper modules under e2e/go/* are ours: k8s.io/kubernetes cannot be built with `go install`
+# because its go.mod points every staging module at ./staging; the wrapper replaces each one with its
+# published v0.X twin. `--regen` rewrites a wrapper's go.mod from the upstream go.mod (on version bumps).
+set -euo pipefail
+HERE="$(cd "$(dirname "$0")/.." && pwd)"
+KUBE_VERSION="${KUBE_VERSION:-1.34.0}"
+ETCD_VERSION="${ETCD_VERSION:-3.6.16}"
+KWOK_VERSION="${KWOK_VERSION:-0.8.0}"
+LBC_CACHE="${LBC_CACHE:-$HOME/.cache/aws-lb-controller}"
+BIN="$LBC_CACHE/bin/k8s-$KUBE_VERSION-etcd-$ETCD_VERSION-kwok-$KWOK_VERSION"
+REGEN=0; [ "${1:-}" = "--regen" ] && REGEN=1
+export CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS=-mod=mod
+mkdir -p "$BIN"
+log() { printf '[build-bins] %s\n' "$*" >&2; }
+
+have_version() { # binary, expected substring of its --version output
+  [ -x "$1" ] && "$1" --version 2>/dev/null | grep -- "$2" >/dev/null  # no -q: an early exit would SIGPIPE the binary and fail the pipe (pipefail)
+}
+
+build_k8s() {
+  local dir="$HERE/go/k8s" minor sv
+  minor="$(echo "$KUBE_VERSION" | cut -d. -f2)"; sv="v0.${KUBE_VERSION#1.}"
+  if have_version "$BIN/kube-apiserver" "v$KUBE_VERSION" && have_version "$BIN/kube-controller-manager" "v$KUBE_VERSION" \
+     && [ -x "$BIN/kubectl" ]; then log "kubernetes v$KUBE_VERSION cached in $BIN"; return; fi
+  cd "$dir"
+  if [ "$REGEN" = 1 ] || ! grep -q "k8s.io/kubernetes v$KUBE_VERSION\$" go.mod 2>/dev/null; then
+    log "generating wrapper go.mod for kubernetes v$KUBE_VERSION"
+    rm -f go.mod go.sum
+    go mod init aws-lb-controller.local/e2e/k8sbins >/dev/null 2>&1
+    local kmod
+    kmod="$(go mod download -json "k8s.io/kubernetes@v$KUBE_VERSION" | python3 -c 'import json,sys;print(json.load(sys.stdin)["GoMod"])')"
+    # every staging module replaced by ./staging upstream -> its published twin at the same minor
+    for m in $(sed -nE 's#^[[:space:]]*(replace[[:space:]]+)?(k8s\.io/[A-Za-z0-9._-]+)[[:space:]]+=>[[:space:]]+\./staging/.*#\2#p' "$kmod"); do
+      go mod edit -replace="$m=$m@$sv"
+    done
+    sed -nE 's/^godebug[[:space:]]+([^ ()]+=[^ ()]+)$/\1/p' "$kmod" | while read -r g; do go mod edit -godebug="$g"; done
+    cat > tools.go <<'GO'
+//go:build tools
+
+// Package tools pins the Kubernetes commands this wrapper module builds.
+package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kubectl"
+)
+GO
+    go get "k8s.io/kubernetes@v$KUBE_VERSION"
+    go mod tidy
+  fi
+  local ld="-s -w"
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ld="$ld -X $p.gitVersion=v$KUBE_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
+  done
+  log "building kube-apiserver, kube-controller-manager, kubectl v$KUBE_VERSION (first time: 20-40 min on 2 cores)"
+  go build -trimpath -ldflags "$ld" -o "$BIN/" k8s.io/kubernetes/cmd/kube-apiserver \
+    k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl
+  "$BIN/kube-apiserver" --version
+}
+
+build_etcd() {
+  if have_version "$BIN/etcd" "$ETCD_VERSION"; then log "etcd $ETCD_VERSION cached"; return; fi
+  cd "$HERE/go/etcd"
+  if [ "$REGEN" = 1 ] || ! grep -q "go.etcd.io/etcd/server/v3 v$ETCD_VERSION\$" go.mod 2>/dev/null; then
+    rm -f go.mod go.sum
+    go mod init aws-lb-controller.local/e2e/etcdbin >/dev/null 2>&1
+    cat > tools.go <<'GO'
+//go:build tools
+
+// Package tools pins the etcd server this wrapper module builds.
+package tools
+
+import _ "go.etcd.io/etcd/server/v3"
+GO
+    go get "go.etcd.io/etcd/server/v3@v$ETCD_VERSION"
+    go mod tidy
+  fi
+  log "building etcd $ETCD_VERSION"
+  go build -trimpath -ldflags "-s -w" -o "$BIN/etcd" go.etcd.io/etcd/server/v3
+  "$BIN/etcd" --version | head -1
+}
+
+build_kwok() {
+  if have_version "$BIN/kwok" "$KWOK_VERSION"; then log "kwok $KWOK_VERSION cached"; return; fi
+  cd "$HERE/go/kwok"
+  if [ "$REGEN" = 1 ] || ! grep -q "sigs.k8s.io/kwok v$KWOK_VERSION\$" go.mod 2>/dev/null; then
+    rm -f go.mod go.sum
+    go mod init aws-lb-controller.local/e2e/kwokbin >/dev/null 2>&1
+    cat > tools.go <<'GO'
+//go:build tools
+
+// Package tools pins the kwok controller this wrapper module builds.
+package tools
+
+import _ "sigs.k8s.io/kwok/cmd/kwok"
+GO
+    go get "sigs.k8s.io/kwok@v$KWOK_VERSION"
+    go mod tidy
+  fi
+  log "building kwok $KWOK_VERSION"
+  go build -trimpath -ldflags "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=v$KUBE_VERSION" \
+    -o "$BIN/kwok" sigs.k8s.io/kwok/cmd/kwok
+}
+
+only="${ONLY:-etcd k8s kwok}"
+for t in $only; do "build_$t"; done
+echo "$BIN"

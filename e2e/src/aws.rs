@@ -1,0 +1,48 @@
+//! AWS SDK clients pointed at the emulator, and helpers to create test target groups.
+
+use crate::Env;
+use aws_credential_types::Credentials;
+use aws_sdk_elasticloadbalancingv2 as elbv2;
+use std::collections::BTreeSet;
+
+pub async fn elbv2(env: &Env) -> elbv2::Client {
+    let conf = elbv2::Config::builder()
+        .behavior_version(elbv2::config::BehaviorVersion::latest())
+        .region(elbv2::config::Region::new(env.get("AWS_REGION").to_string()))
+        .credentials_provider(Credentials::new("testing", "testing", None, None, "e2e"))
+        .endpoint_url(env.aws_endpoint())
+        // Tests see every AWS answer as it is, throttling included.
+        .retry_config(elbv2::config::retry::RetryConfig::disabled())
+        .build();
+    elbv2::Client::from_conf(conf)
+}
+
+/// Creates an IP target group in the e2e VPC; returns its ARN.
+pub async fn create_ip_target_group(env: &Env, client: &elbv2::Client, name: &str, port: i32) -> String {
+    let out = client
+        .create_target_group()
+        .name(name)
+        .protocol(elbv2::types::ProtocolEnum::Tcp)
+        .port(port)
+        .vpc_id(env.get("LBC_VPC_ID"))
+        .target_type(elbv2::types::TargetTypeEnum::Ip)
+        .health_check_interval_seconds(5)
+        .health_check_timeout_seconds(4)
+        .send()
+        .await
+        .expect("CreateTargetGroup");
+    out.target_groups()[0].target_group_arn().expect("arn").to_string()
+}
+
+/// Registered (not draining) targets as `ip:port`, sorted.
+pub async fn registered(client: &elbv2::Client, arn: &str) -> BTreeSet<String> {
+    let out = client.describe_target_health().target_group_arn(arn).send().await.expect("DescribeTargetHealth");
+    out.target_health_descriptions()
+        .iter()
+        .filter(|d| {
+            let s = d.target_health().and_then(|h| h.state()).map(|s| s.as_str().to_string()).unwrap_or_default();
+            s != "draining" && s != "unused"
+        })
+        .filter_map(|d| d.target().map(|t| format!("{}:{}", t.id().unwrap_or_default(), t.port().unwrap_or_default())))
+        .collect()
+}

@@ -1,0 +1,110 @@
+//! Runs the real `aws-lb-controller` binary against the e2e environment, one process per test,
+//! watching only that test's namespace and electing its leader on a Lease of its own.
+
+use crate::Env;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+/// A running controller, killed (SIGKILL) when dropped.
+pub struct ControllerProc {
+    child: Child,
+    pub metrics_port: u16,
+    pub health_port: u16,
+    pub log: PathBuf,
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
+}
+
+/// The controller binary built next to this test (`cargo build -p aws-lb-controller` first).
+pub fn binary() -> PathBuf {
+    let exe = std::env::current_exe().expect("test exe");
+    let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
+    let bin = dir.join("aws-lb-controller");
+    assert!(bin.exists(), "{} not found: build it first with `cargo build -p aws-lb-controller`", bin.display());
+    bin
+}
+
+impl ControllerProc {
+    /// Starts a controller for namespace `ns` with lease `lease` and extra flags.
+    pub fn start(env: &Env, ns: &str, lease: &str, extra: &[&str]) -> Self {
+        let (metrics_port, health_port) = (free_port(), free_port());
+        let log = env.repo.join(format!("e2e/.run/logs/controller-{ns}-{metrics_port}.log"));
+        let file = std::fs::File::create(&log).expect("controller log");
+        let child = Command::new(binary())
+            .args([
+                &format!("--cluster-name={}", env.get("LBC_CLUSTER_NAME")),
+                &format!("--aws-region={}", env.get("AWS_REGION")),
+                &format!("--aws-vpc-id={}", env.get("LBC_VPC_ID")),
+                &format!("--aws-api-endpoints=Elastic Load Balancing v2={e},EC2={e},STS={e}", e = env.aws_endpoint()),
+                &format!("--watch-namespace={ns}"),
+                &format!("--metrics-bind-addr=127.0.0.1:{metrics_port}"),
+                &format!("--health-probe-bind-addr=127.0.0.1:{health_port}"),
+                &format!("--leader-election-id={lease}"),
+                &format!("--leader-election-namespace={ns}"),
+                "--leader-election-lease-duration=6",
+                "--targetgroupbinding-requeue-duration=1s",
+                "--log-level=info,aws_lb_controller=debug",
+            ])
+            .args(extra)
+            .envs(env.vars())
+            .stdout(file.try_clone().expect("log fd"))
+            .stderr(file)
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("start aws-lb-controller");
+        Self { child, metrics_port, health_port, log }
+    }
+
+    /// Fetches `/metrics`.
+    pub async fn metrics(&self) -> String {
+        reqwest::get(format!("http://127.0.0.1:{}/metrics", self.metrics_port))
+            .await
+            .map(|r| r)
+            .expect("metrics endpoint")
+            .text()
+            .await
+            .unwrap_or_default()
+    }
+
+    /// Value of a metric line that starts with `prefix` (first match), if any.
+    pub async fn metric(&self, prefix: &str) -> Option<f64> {
+        self.metrics()
+            .await
+            .lines()
+            .find(|l| l.starts_with(prefix))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse().ok())
+    }
+
+    /// Whether `/readyz` answers 200.
+    pub async fn ready(&self) -> bool {
+        reqwest::get(format!("http://127.0.0.1:{}/readyz", self.health_port))
+            .await
+            .is_ok_and(|r| r.status().is_success())
+    }
+
+    /// Sends SIGTERM and waits for exit (graceful shutdown).
+    pub fn terminate(mut self) {
+        let _ = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status();
+        let _ = self.child.wait();
+    }
+
+    /// SIGKILL now (a crash).
+    pub fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for ControllerProc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

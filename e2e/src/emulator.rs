@@ -1,0 +1,81 @@
+//! Client of the AWS emulator's control API (`/_awsemu/`, see e2e/emulator/README.md).
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+#[derive(Clone)]
+pub struct Emulator {
+    base: String,
+    http: reqwest::Client,
+}
+
+/// One AWS call as the emulator logged it.
+#[derive(Clone, Debug, Deserialize)]
+pub struct Call {
+    pub seq: u64,
+    pub time: f64,
+    pub service: String,
+    pub operation: String,
+    pub target_group_arn: Option<String>,
+    pub targets: Option<u64>,
+    pub outcome: String,
+    pub error_code: Option<String>,
+}
+
+impl Emulator {
+    pub fn new(endpoint: &str) -> Self {
+        Self { base: format!("{}/_awsemu", endpoint.trim_end_matches('/')), http: reqwest::Client::new() }
+    }
+
+    async fn post(&self, path: &str, body: Value) -> Value {
+        let r = self.http.post(format!("{}/{path}", self.base)).json(&body).send().await.expect("emulator reachable");
+        let status = r.status();
+        let v: Value = r.json().await.unwrap_or(Value::Null);
+        assert!(status.is_success(), "emulator {path}: HTTP {status}: {v}");
+        v
+    }
+
+    /// Calls with `seq > since`, optionally for one target group.
+    pub async fn calls(&self, since: u64, target_group_arn: Option<&str>) -> (Vec<Call>, u64) {
+        let mut url = format!("{}/calls?since={since}", self.base);
+        if let Some(arn) = target_group_arn {
+            url.push_str(&format!("&target_group_arn={}", urlencode(arn)));
+        }
+        let v: Value = self.http.get(url).send().await.expect("emulator reachable").json().await.expect("json");
+        let calls: Vec<Call> = serde_json::from_value(v["calls"].clone()).expect("call records");
+        (calls, v["last_seq"].as_u64().unwrap_or(0))
+    }
+
+    /// The current end of the call log.
+    pub async fn mark(&self) -> u64 {
+        self.calls(u64::MAX - 1, Some("none")).await.1
+    }
+
+    /// Health policy for one target group: `initial` for `initial_seconds`, then `then`.
+    pub async fn tg_health(&self, arn: &str, initial_seconds: f64, then: &str) {
+        self.post(
+            "health-policy",
+            json!({"scope": "target_group", "target_group_arn": arn, "initial_seconds": initial_seconds, "then": then}),
+        )
+        .await;
+    }
+
+    /// Injects a fault; returns its id.
+    pub async fn fault(&self, spec: Value) -> String {
+        self.post("faults", spec).await["id"].as_str().unwrap_or_default().to_string()
+    }
+
+    pub async fn clear_fault(&self, id: &str) {
+        let r = self.http.delete(format!("{}/faults/{id}", self.base)).send().await.expect("emulator reachable");
+        assert!(r.status().is_success());
+    }
+}
+
+fn urlencode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}

@@ -1,0 +1,78 @@
+//! Kubernetes helpers: a client for the e2e apiserver, per-test namespaces, bindings.
+
+use crate::Env;
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kube::api::{Api, DeleteParams, ObjectMeta, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, ResourceExt};
+use lbc_model::crd::{ServiceReference, TargetGroupBinding, TargetGroupBindingSpec, TargetType};
+
+pub async fn client(env: &Env) -> Client {
+    let kc = Kubeconfig::read_from(env.get("KUBECONFIG")).expect("kubeconfig");
+    let cfg = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await.expect("kube config");
+    Client::try_from(cfg).expect("kube client")
+}
+
+/// Creates a namespace with the given labels.
+pub async fn namespace(client: &Client, name: &str, labels: &[(&str, &str)]) {
+    let ns = Namespace {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            labels: Some(labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    Api::<Namespace>::all(client.clone()).create(&PostParams::default(), &ns).await.expect("create namespace");
+}
+
+pub async fn delete_namespace(client: &Client, name: &str) {
+    let _ = Api::<Namespace>::all(client.clone()).delete(name, &DeleteParams::default()).await;
+}
+
+/// Creates an ip-type binding of `service:port` to `arn`.
+pub async fn create_binding(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    service: &str,
+    port: i32,
+    arn: &str,
+) -> TargetGroupBinding {
+    let tgb = TargetGroupBinding {
+        metadata: ObjectMeta { name: Some(name.into()), namespace: Some(ns.into()), ..Default::default() },
+        spec: TargetGroupBindingSpec {
+            target_group_arn: Some(arn.into()),
+            target_type: Some(TargetType::Ip),
+            service_ref: ServiceReference { name: service.into(), port: IntOrString::Int(port) },
+            ..Default::default()
+        },
+        status: None,
+    };
+    Api::<TargetGroupBinding>::namespaced(client.clone(), ns)
+        .create(&PostParams::default(), &tgb)
+        .await
+        .expect("create binding")
+}
+
+/// Status of the readiness-gate condition `gate` on every pod of a set, by pod name.
+pub async fn gate_status(client: &Client, ns: &str, set: &str, gate: &str) -> Vec<(String, Option<String>)> {
+    let pods = Api::<Pod>::namespaced(client.clone(), ns)
+        .list(&kube::api::ListParams::default().labels(&format!("lbc-e2e/set={set}")))
+        .await
+        .expect("list pods");
+    pods.items
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .map(|p| {
+            let s = p
+                .status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .and_then(|cs| cs.iter().find(|c| c.type_ == gate))
+                .map(|c| c.status.clone());
+            (p.name_any(), s)
+        })
+        .collect()
+}

@@ -1,0 +1,244 @@
+//! `elbv2.k8s.aws/v1beta1` TargetGroupBinding: the same fields and meaning as the upstream
+//! AWS Load Balancer Controller's CRD, so existing manifests apply unchanged. The CRD YAML in
+//! `charts/` is generated from these types (`aws-lb-controller crd`) and checked for drift in CI.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Binds a Service's endpoints to an AWS target group.
+#[derive(CustomResource, Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[kube(
+    group = "elbv2.k8s.aws",
+    version = "v1beta1",
+    kind = "TargetGroupBinding",
+    plural = "targetgroupbindings",
+    singular = "targetgroupbinding",
+    namespaced,
+    status = "TargetGroupBindingStatus",
+    printcolumn = r#"{"name":"SERVICE-NAME","type":"string","description":"The Kubernetes Service's name","jsonPath":".spec.serviceRef.name"}"#,
+    printcolumn = r#"{"name":"SERVICE-PORT","type":"string","description":"The Kubernetes Service's port","jsonPath":".spec.serviceRef.port"}"#,
+    printcolumn = r#"{"name":"TARGET-TYPE","type":"string","description":"The AWS TargetGroup's TargetType","jsonPath":".spec.targetType"}"#,
+    printcolumn = r#"{"name":"READY","type":"string","description":"Whether the target group holds the Service's endpoints","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
+    printcolumn = r#"{"name":"ARN","type":"string","description":"The AWS TargetGroup's Amazon Resource Name","jsonPath":".spec.targetGroupARN","priority":1}"#,
+    printcolumn = r#"{"name":"AGE","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct TargetGroupBindingSpec {
+    /// ARN of the target group. Immutable. Either this or targetGroupName is required.
+    #[serde(rename = "targetGroupARN", default, skip_serializing_if = "Option::is_none")]
+    pub target_group_arn: Option<String>,
+    /// Name of the target group; resolved to an ARN by the mutating webhook.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_group_name: Option<String>,
+    /// Share the target group with other clusters: only targets this binding registered are
+    /// ever deregistered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multi_cluster_target_group: Option<bool>,
+    /// How targets are registered: `ip` (pod IPs) or `instance` (node instances). Immutable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_type: Option<TargetType>,
+    /// Protocol of the target group (defaulted from AWS by the webhook).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_group_protocol: Option<TargetGroupProtocol>,
+    /// The Service whose endpoints are registered.
+    pub service_ref: ServiceReference,
+    /// Security-group rules the controller maintains so the load balancer can reach targets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub networking: Option<TargetGroupBindingNetworking>,
+    /// Which nodes are instance targets (instance mode only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_selector: Option<LabelSelector>,
+    /// IP family of the targets; selects the EndpointSlice address type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ip_address_type: Option<TargetGroupIpAddressType>,
+    /// VPC of the target group (defaulted from AWS by the webhook).
+    #[serde(rename = "vpcID", default, skip_serializing_if = "Option::is_none")]
+    pub vpc_id: Option<String>,
+    /// IAM role to assume to manage a target group in another account (ip targets only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iam_role_arn_to_assume: Option<String>,
+    /// External ID for the role assumption.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assume_role_external_id: Option<String>,
+}
+
+/// Target type of a binding.
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum TargetType {
+    Instance,
+    Ip,
+}
+
+/// Target group protocol as AWS names it.
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum TargetGroupProtocol {
+    HTTP,
+    HTTPS,
+    TCP,
+    TLS,
+    UDP,
+    #[serde(rename = "TCP_UDP")]
+    TcpUdp,
+    GENEVE,
+    QUIC,
+    #[serde(rename = "TCP_QUIC")]
+    TcpQuic,
+}
+
+/// IP family of a target group.
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum TargetGroupIpAddressType {
+    #[default]
+    Ipv4,
+    Ipv6,
+}
+
+/// Reference to a Service port in the binding's namespace.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+pub struct ServiceReference {
+    /// Name of the Service.
+    pub name: String,
+    /// Service port, by number or by name.
+    pub port: IntOrString,
+}
+
+/// Networking rules for the binding.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+pub struct TargetGroupBindingNetworking {
+    /// Ingress rules the controller keeps on the targets' security groups.
+    #[serde(default)]
+    pub ingress: Vec<NetworkingIngressRule>,
+}
+
+/// One ingress rule: traffic from these peers to these ports.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+pub struct NetworkingIngressRule {
+    pub from: Vec<NetworkingPeer>,
+    pub ports: Vec<NetworkingPort>,
+}
+
+/// A traffic source: a CIDR block or a security group.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NetworkingPeer {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ip_block: Option<IpBlock>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub security_group: Option<SecurityGroupRef>,
+}
+
+/// CIDR peer.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+pub struct IpBlock {
+    pub cidr: String,
+}
+
+/// Security-group peer.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+pub struct SecurityGroupRef {
+    #[serde(rename = "groupID")]
+    pub group_id: String,
+}
+
+/// Port (and protocol) of a rule; all ports when `port` is absent.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+pub struct NetworkingPort {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<NetworkingProtocol>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<IntOrString>,
+}
+
+/// Protocol of a networking rule.
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum NetworkingProtocol {
+    TCP,
+    UDP,
+}
+
+/// Observed state of a binding.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TargetGroupBindingStatus {
+    /// The generation last reconciled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// `Ready` (target group in sync with the Service's endpoints) and `TargetGroupFound`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    /// Targets registered by the last successful sync.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registered_targets: Option<i32>,
+    /// Of those, how many AWS reported healthy at the last health read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub healthy_targets: Option<i32>,
+}
+
+impl TargetGroupBindingSpec {
+    /// Target type with ALBC's default applied (the webhook fills it from AWS; `ip` otherwise,
+    /// since IP mode is the only one this controller registers today).
+    pub fn effective_target_type(&self) -> TargetType {
+        self.target_type.unwrap_or(TargetType::Ip)
+    }
+
+    /// Whether this binding shares its target group with other clusters.
+    pub fn is_multi_cluster(&self) -> bool {
+        self.multi_cluster_target_group.unwrap_or(false)
+    }
+
+    /// IP family with the default applied.
+    pub fn ip_family(&self) -> TargetGroupIpAddressType {
+        self.ip_address_type.unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::CustomResourceExt;
+
+    #[test]
+    fn albc_manifest_deserializes_unchanged() {
+        let yaml = r#"{
+            "apiVersion": "elbv2.k8s.aws/v1beta1",
+            "kind": "TargetGroupBinding",
+            "metadata": {"name": "web", "namespace": "shop"},
+            "spec": {
+                "serviceRef": {"name": "web", "port": 80},
+                "targetGroupARN": "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/web/0123456789abcdef",
+                "targetType": "ip",
+                "ipAddressType": "ipv4",
+                "vpcID": "vpc-0abc",
+                "multiClusterTargetGroup": true,
+                "targetGroupProtocol": "TCP_UDP",
+                "networking": {"ingress": [{"from": [{"securityGroup": {"groupID": "sg-1"}}, {"ipBlock": {"cidr": "10.0.0.0/16"}}],
+                                             "ports": [{"protocol": "TCP", "port": "http"}]}]}
+            }
+        }"#;
+        let tgb: TargetGroupBinding = serde_json::from_str(yaml).unwrap();
+        assert_eq!(tgb.spec.service_ref.port, IntOrString::Int(80));
+        assert_eq!(tgb.spec.effective_target_type(), TargetType::Ip);
+        assert!(tgb.spec.is_multi_cluster());
+        assert_eq!(tgb.spec.target_group_protocol, Some(TargetGroupProtocol::TcpUdp));
+        assert_eq!(tgb.spec.vpc_id.as_deref(), Some("vpc-0abc"));
+        let back = serde_json::to_value(&tgb).unwrap();
+        assert_eq!(back["spec"]["targetGroupARN"], tgb.spec.target_group_arn.clone().unwrap().as_str());
+        assert_eq!(back["spec"]["networking"]["ingress"][0]["from"][0]["securityGroup"]["groupID"], "sg-1");
+    }
+
+    #[test]
+    fn crd_has_albc_names_and_status_subresource() {
+        let crd = TargetGroupBinding::crd();
+        assert_eq!(crd.metadata.name.as_deref(), Some("targetgroupbindings.elbv2.k8s.aws"));
+        let v = &crd.spec.versions[0];
+        assert_eq!(v.name, "v1beta1");
+        assert!(v.subresources.as_ref().unwrap().status.is_some());
+        let cols: Vec<_> = v.additional_printer_columns.as_ref().unwrap().iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(cols, ["SERVICE-NAME", "SERVICE-PORT", "TARGET-TYPE", "READY", "ARN", "AGE"]);
+    }
+}

@@ -1,0 +1,447 @@
+//! Desired targets of a binding: EndpointSlices + pods + nodes → the (ip, port) pairs that must
+//! be registered.
+//!
+//! Rules (ALBC-compatible, with the deadlock and the late-deregistration fixed):
+//! - only slices of the binding's IP family, only the port whose name matches the Service port
+//!   the binding names (by number or by name);
+//! - a ready endpoint (or one whose readiness is unknown) is a target, whether or not its pod is
+//!   cached yet;
+//! - a not-ready endpoint is a target when its pod is held back only by our target-health
+//!   readiness gates (containers ready, node not NotReady, not terminating): the gate can only
+//!   turn True once the target is registered and healthy;
+//! - a terminating endpoint is never a target: deregistration starts the moment Kubernetes marks
+//!   it terminating, not when the pod object finally disappears.
+
+use crate::crd::TargetGroupIpAddressType;
+use crate::pod::{NodeReadiness, PodInfo};
+use crate::target::Target;
+use k8s_openapi::api::core::v1::{Service, ServicePort};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+/// The pod behind a target, for readiness-gate updates.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PodRef {
+    pub name: String,
+    /// Whether the pod carries this binding's readiness gate.
+    pub gated: bool,
+    /// Status of this binding's gate condition on the pod, if present.
+    pub gate_status: Option<String>,
+}
+
+/// Why endpoints were or were not turned into targets: logged, exported as metrics and used by
+/// the refuse-to-wipe guard.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EndpointStats {
+    /// Endpoints of the binding's family that carry the bound port.
+    pub seen: usize,
+    pub ready: usize,
+    /// Not ready, but registered because only our readiness gates hold the pod back.
+    pub gated: usize,
+    pub not_ready: usize,
+    pub terminating: usize,
+    /// Not-ready endpoints whose pod is not cached yet (registered on a later pass).
+    pub pod_unknown: usize,
+    /// Slices skipped because they do not carry the bound port.
+    pub slices_without_port: usize,
+}
+
+impl EndpointStats {
+    /// Endpoints that are not terminating: evidence that the Service still has backends, so
+    /// an empty desired set is suspicious rather than a scale-to-zero.
+    pub fn live(&self) -> usize {
+        self.seen - self.terminating
+    }
+}
+
+/// Desired targets with the pod behind each.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DesiredTargets {
+    pub targets: BTreeMap<Target, Option<PodRef>>,
+    pub stats: EndpointStats,
+}
+
+/// A Service port the binding names that the Service does not have.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error(
+    "Service {namespace}/{service} has no port {wanted}; it has {available}. \
+     Fix spec.serviceRef.port of the TargetGroupBinding to one of these (a port number or a port name)"
+)]
+pub struct ServicePortNotFound {
+    pub namespace: String,
+    pub service: String,
+    pub wanted: String,
+    pub available: String,
+}
+
+/// Finds the Service port a binding refers to, by number or by name.
+pub fn resolve_service_port<'a>(
+    svc: &'a Service,
+    wanted: &IntOrString,
+) -> Result<&'a ServicePort, ServicePortNotFound> {
+    let ports: &[ServicePort] = svc.spec.as_ref().and_then(|s| s.ports.as_deref()).unwrap_or_default();
+    let found = ports.iter().find(|p| match wanted {
+        IntOrString::Int(n) => p.port == *n,
+        IntOrString::String(name) => p.name.as_deref() == Some(name.as_str()),
+    });
+    found.ok_or_else(|| ServicePortNotFound {
+        namespace: svc.metadata.namespace.clone().unwrap_or_default(),
+        service: svc.metadata.name.clone().unwrap_or_default(),
+        wanted: match wanted {
+            IntOrString::Int(n) => n.to_string(),
+            IntOrString::String(s) => format!("{s:?}"),
+        },
+        available: if ports.is_empty() {
+            "no ports".to_string()
+        } else {
+            ports
+                .iter()
+                .map(|p| match &p.name {
+                    Some(n) if !n.is_empty() => format!("{} ({n:?})", p.port),
+                    _ => p.port.to_string(),
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        },
+    })
+}
+
+/// Inputs of [`desired_targets`].
+pub struct EndpointInputs<'a, P, N>
+where
+    P: Fn(&str) -> Option<PodInfo>,
+    N: Fn(&str) -> Option<NodeReadiness>,
+{
+    /// The Service port the binding names (see [`resolve_service_port`]).
+    pub service_port: &'a ServicePort,
+    pub family: TargetGroupIpAddressType,
+    /// This binding's readiness-gate condition type.
+    pub gate: &'a str,
+    /// Pod lookup by name in the binding's namespace.
+    pub pod: P,
+    /// Node readiness lookup by node name.
+    pub node: N,
+}
+
+/// Computes the desired targets from the Service's EndpointSlices.
+pub fn desired_targets<'s, P, N>(
+    slices: impl IntoIterator<Item = &'s EndpointSlice>,
+    input: &EndpointInputs<'_, P, N>,
+) -> DesiredTargets
+where
+    P: Fn(&str) -> Option<PodInfo>,
+    N: Fn(&str) -> Option<NodeReadiness>,
+{
+    let want_type = match input.family {
+        TargetGroupIpAddressType::Ipv4 => "IPv4",
+        TargetGroupIpAddressType::Ipv6 => "IPv6",
+    };
+    let port_name = input.service_port.name.as_deref().unwrap_or("");
+    let mut out = DesiredTargets::default();
+
+    for slice in slices {
+        if slice.address_type != want_type {
+            continue;
+        }
+        let port = slice
+            .ports
+            .as_deref()
+            .unwrap_or_default()
+            .iter()
+            .find(|p| p.name.as_deref().unwrap_or("") == port_name)
+            .and_then(|p| p.port)
+            .and_then(|p| u16::try_from(p).ok());
+        let Some(port) = port else {
+            out.stats.slices_without_port += 1;
+            continue;
+        };
+
+        for ep in &slice.endpoints {
+            out.stats.seen += 1;
+            let cond = ep.conditions.as_ref();
+            if cond.and_then(|c| c.terminating) == Some(true) {
+                out.stats.terminating += 1;
+                continue;
+            }
+            let pod_name = ep
+                .target_ref
+                .as_ref()
+                .filter(|r| r.kind.as_deref().unwrap_or("Pod") == "Pod")
+                .and_then(|r| r.name.as_deref());
+            let pod = pod_name.and_then(|n| (input.pod)(n));
+            // Kubernetes: a nil `ready` means unknown and must be read as ready.
+            let ready = cond.and_then(|c| c.ready).unwrap_or(true);
+            if ready {
+                out.stats.ready += 1;
+            } else {
+                let Some(info) = pod.as_ref() else {
+                    out.stats.pod_unknown += 1;
+                    continue;
+                };
+                let node = ep.node_name.as_deref().or(info.node_name.as_deref());
+                let node_not_ready = node.and_then(|n| (input.node)(n)) == Some(NodeReadiness::NotReady);
+                if !info.has_gate(input.gate) || !info.only_waiting_on_our_gates() || node_not_ready {
+                    out.stats.not_ready += 1;
+                    continue;
+                }
+                out.stats.gated += 1;
+            }
+            let pod_ref = pod_name.map(|name| PodRef {
+                name: name.to_string(),
+                gated: pod.as_ref().is_some_and(|p| p.has_gate(input.gate)),
+                gate_status: pod
+                    .as_ref()
+                    .and_then(|p| p.gates.iter().find(|(g, _)| g == input.gate).and_then(|(_, s)| s.clone())),
+            });
+            for addr in &ep.addresses {
+                if let Ok(ip) = addr.parse::<IpAddr>() {
+                    out.targets.insert(Target::new(ip, port), pod_ref.clone());
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pod::fixtures::{pod, terminating};
+    use k8s_openapi::api::core::v1::{ObjectReference, ServiceSpec};
+    use k8s_openapi::api::discovery::v1::{Endpoint, EndpointConditions, EndpointPort};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use std::collections::HashMap;
+
+    const GATE: &str = "target-health.elbv2.k8s.aws/web";
+
+    fn svc(ports: &[(Option<&str>, i32)]) -> Service {
+        Service {
+            metadata: ObjectMeta { name: Some("web".into()), namespace: Some("shop".into()), ..Default::default() },
+            spec: Some(ServiceSpec {
+                ports: Some(
+                    ports
+                        .iter()
+                        .map(|(n, p)| ServicePort { name: n.map(str::to_string), port: *p, ..Default::default() })
+                        .collect(),
+                ),
+                ..Default::default()
+            }),
+            status: None,
+        }
+    }
+
+    /// (ip, pod name, ready, terminating)
+    type Ep<'a> = (&'a str, &'a str, Option<bool>, Option<bool>);
+
+    fn slice(family: &str, ports: &[(Option<&str>, i32)], eps: &[Ep]) -> EndpointSlice {
+        EndpointSlice {
+            metadata: ObjectMeta::default(),
+            address_type: family.into(),
+            ports: Some(
+                ports
+                    .iter()
+                    .map(|(n, p)| EndpointPort { name: n.map(str::to_string), port: Some(*p), ..Default::default() })
+                    .collect(),
+            ),
+            endpoints: eps
+                .iter()
+                .map(|(ip, name, ready, term)| Endpoint {
+                    addresses: vec![ip.to_string()],
+                    conditions: Some(EndpointConditions { ready: *ready, serving: *ready, terminating: *term }),
+                    target_ref: Some(ObjectReference {
+                        kind: Some("Pod".into()),
+                        name: Some(name.to_string()),
+                        ..Default::default()
+                    }),
+                    node_name: Some("node-a".into()),
+                    ..Default::default()
+                })
+                .collect(),
+        }
+    }
+
+    fn run(
+        service_port: &ServicePort,
+        family: TargetGroupIpAddressType,
+        slices: &[EndpointSlice],
+        pods: &HashMap<&str, PodInfo>,
+        node: NodeReadiness,
+    ) -> DesiredTargets {
+        let input = EndpointInputs {
+            service_port,
+            family,
+            gate: GATE,
+            pod: |n: &str| pods.get(n).cloned(),
+            node: move |_: &str| Some(node),
+        };
+        desired_targets(slices, &input)
+    }
+
+    fn ips(d: &DesiredTargets) -> Vec<String> {
+        d.targets.keys().map(|t| t.to_string()).collect()
+    }
+
+    #[test]
+    fn service_port_by_number_and_name() {
+        let s = svc(&[(Some("http"), 80), (Some("admin"), 9000)]);
+        assert_eq!(resolve_service_port(&s, &IntOrString::Int(9000)).unwrap().name.as_deref(), Some("admin"));
+        assert_eq!(resolve_service_port(&s, &IntOrString::String("http".into())).unwrap().port, 80);
+        let e = resolve_service_port(&s, &IntOrString::Int(8080)).unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.contains("shop/web has no port 8080"), "{msg}");
+        assert!(msg.contains("80 (\"http\"), 9000 (\"admin\")"), "{msg}");
+        assert!(resolve_service_port(&svc(&[]), &IntOrString::Int(80)).unwrap_err().to_string().contains("no ports"));
+    }
+
+    #[test]
+    fn endpoint_readiness_table() {
+        let ready_pod = PodInfo::from_pod(&pod("p", &[("ContainersReady", "True"), ("Ready", "True")], &[GATE]));
+        let gated_pod = PodInfo::from_pod(&pod("p", &[("ContainersReady", "True"), ("Ready", "False")], &[GATE]));
+        let gate_true_pod =
+            PodInfo::from_pod(&pod("p", &[("ContainersReady", "True"), ("Ready", "False"), (GATE, "True")], &[GATE]));
+        let ungated_unready = PodInfo::from_pod(&pod("p", &[("ContainersReady", "True"), ("Ready", "False")], &[]));
+        let crashing = PodInfo::from_pod(&pod("p", &[("ContainersReady", "False")], &[GATE]));
+        let other_gate =
+            PodInfo::from_pod(&pod("p", &[("ContainersReady", "True")], &["target-health.elbv2.k8s.aws/other"]));
+        let term_pod = PodInfo::from_pod(&terminating(pod("p", &[("ContainersReady", "True")], &[GATE])));
+
+        // (case, endpoint ready, endpoint terminating, pod, node, registered?)
+        let cases: Vec<(&str, Option<bool>, Option<bool>, Option<PodInfo>, NodeReadiness, bool)> = vec![
+            ("ready endpoint", Some(true), Some(false), Some(ready_pod.clone()), NodeReadiness::Ready, true),
+            ("ready unknown (nil) counts as ready", None, None, Some(ready_pod.clone()), NodeReadiness::Ready, true),
+            ("ready, pod not cached yet", Some(true), None, None, NodeReadiness::Ready, true),
+            (
+                "not ready, only our gate pending",
+                Some(false),
+                Some(false),
+                Some(gated_pod.clone()),
+                NodeReadiness::Ready,
+                true,
+            ),
+            (
+                "not ready, our gate just turned True",
+                Some(false),
+                None,
+                Some(gate_true_pod),
+                NodeReadiness::Ready,
+                true,
+            ),
+            (
+                "not ready, gated, node unknown",
+                Some(false),
+                None,
+                Some(gated_pod.clone()),
+                NodeReadiness::Unknown,
+                true,
+            ),
+            (
+                "not ready, gated, node NotReady",
+                Some(false),
+                None,
+                Some(gated_pod.clone()),
+                NodeReadiness::NotReady,
+                false,
+            ),
+            ("not ready, no gate", Some(false), None, Some(ungated_unready), NodeReadiness::Ready, false),
+            ("not ready, containers not ready", Some(false), None, Some(crashing), NodeReadiness::Ready, false),
+            (
+                "not ready, gate of another binding only",
+                Some(false),
+                None,
+                Some(other_gate),
+                NodeReadiness::Ready,
+                false,
+            ),
+            ("not ready, pod not cached", Some(false), None, None, NodeReadiness::Ready, false),
+            ("terminating ready endpoint", Some(true), Some(true), Some(ready_pod), NodeReadiness::Ready, false),
+            ("terminating gated", Some(false), Some(true), Some(term_pod), NodeReadiness::Ready, false),
+        ];
+        let sp = ServicePort { name: Some("http".into()), port: 80, ..Default::default() };
+        for (what, ready, term, pod, node, want) in cases {
+            let pods: HashMap<&str, PodInfo> = pod.into_iter().map(|p| ("p", p)).collect();
+            let s = slice("IPv4", &[(Some("http"), 8080)], &[("10.0.1.5", "p", ready, term)]);
+            let d = run(&sp, TargetGroupIpAddressType::Ipv4, &[s], &pods, node);
+            assert_eq!(!d.targets.is_empty(), want, "{what}");
+            if want {
+                assert_eq!(ips(&d), ["10.0.1.5:8080"], "{what}: target port from the slice");
+            }
+        }
+    }
+
+    #[test]
+    fn pod_ref_records_gate_state() {
+        let gated = PodInfo::from_pod(&pod("p", &[("ContainersReady", "True"), (GATE, "False")], &[GATE]));
+        let pods: HashMap<&str, PodInfo> = [("p", gated)].into();
+        let sp = ServicePort { name: None, port: 80, ..Default::default() };
+        let s = slice("IPv4", &[(None, 8080)], &[("10.0.1.5", "p", Some(false), None)]);
+        let d = run(&sp, TargetGroupIpAddressType::Ipv4, &[s], &pods, NodeReadiness::Ready);
+        let r = d.targets.values().next().unwrap().as_ref().unwrap();
+        assert_eq!(r, &PodRef { name: "p".into(), gated: true, gate_status: Some("False".into()) });
+        assert_eq!(d.stats.gated, 1);
+    }
+
+    #[test]
+    fn port_matching_by_name_unnamed_and_missing() {
+        let pods = HashMap::new();
+        let eps: &[Ep] = &[("10.0.1.5", "a", Some(true), None), ("10.0.1.6", "b", Some(true), None)];
+        // Named service port picks the slice port of the same name.
+        let sp = ServicePort { name: Some("admin".into()), port: 9000, ..Default::default() };
+        let s = slice("IPv4", &[(Some("http"), 8080), (Some("admin"), 9090)], eps);
+        assert_eq!(
+            ips(&run(&sp, TargetGroupIpAddressType::Ipv4, &[s], &pods, NodeReadiness::Ready)),
+            ["10.0.1.5:9090", "10.0.1.6:9090"]
+        );
+        // Unnamed single-port Service.
+        let sp = ServicePort { name: None, port: 80, ..Default::default() };
+        let s = slice("IPv4", &[(None, 8080)], eps);
+        assert_eq!(run(&sp, TargetGroupIpAddressType::Ipv4, &[s], &pods, NodeReadiness::Ready).targets.len(), 2);
+        // Slice without the port: counted, nothing registered.
+        let sp = ServicePort { name: Some("grpc".into()), port: 50051, ..Default::default() };
+        let s = slice("IPv4", &[(Some("http"), 8080)], eps);
+        let d = run(&sp, TargetGroupIpAddressType::Ipv4, &[s], &pods, NodeReadiness::Ready);
+        assert!(d.targets.is_empty());
+        assert_eq!(d.stats.slices_without_port, 1);
+    }
+
+    #[test]
+    fn ip_families_are_separate() {
+        let pods = HashMap::new();
+        let sp = ServicePort { name: None, port: 80, ..Default::default() };
+        let v4 = slice("IPv4", &[(None, 8080)], &[("10.0.1.5", "a", Some(true), None)]);
+        let v6 = slice("IPv6", &[(None, 8080)], &[("fd00::5", "a", Some(true), None)]);
+        let fqdn = slice("FQDN", &[(None, 8080)], &[("db.example.com", "a", Some(true), None)]);
+        let all = [v4, v6, fqdn];
+        assert_eq!(
+            ips(&run(&sp, TargetGroupIpAddressType::Ipv4, &all, &pods, NodeReadiness::Ready)),
+            ["10.0.1.5:8080"]
+        );
+        assert_eq!(
+            ips(&run(&sp, TargetGroupIpAddressType::Ipv6, &all, &pods, NodeReadiness::Ready)),
+            ["[fd00::5]:8080"]
+        );
+    }
+
+    #[test]
+    fn duplicates_across_slices_collapse_and_stats_add_up() {
+        let pods = HashMap::new();
+        let sp = ServicePort { name: None, port: 80, ..Default::default() };
+        let a = slice(
+            "IPv4",
+            &[(None, 8080)],
+            &[("10.0.1.5", "a", Some(true), None), ("10.0.1.7", "c", Some(true), Some(true))],
+        );
+        let b = slice(
+            "IPv4",
+            &[(None, 8080)],
+            &[("10.0.1.5", "a", Some(true), None), ("10.0.1.6", "b", Some(false), None)],
+        );
+        let d = run(&sp, TargetGroupIpAddressType::Ipv4, &[a, b], &pods, NodeReadiness::Ready);
+        assert_eq!(ips(&d), ["10.0.1.5:8080"]);
+        assert_eq!(d.stats.seen, 4);
+        assert_eq!(d.stats.terminating, 1);
+        assert_eq!(d.stats.pod_unknown, 1);
+        assert_eq!(d.stats.live(), 3);
+    }
+}

@@ -1,0 +1,27 @@
+//! Every decision aws-lb-controller makes, as pure functions over plain data.
+//!
+//! Nothing here performs I/O, spawns tasks or talks to Kubernetes or AWS: the controller feeds
+//! snapshots in and carries the returned decisions out. That keeps the rules testable in
+//! microseconds and gives a newcomer one place to read what the controller does and why.
+//!
+//! - [`crd`]: the `elbv2.k8s.aws/v1beta1` TargetGroupBinding type (drop-in compatible with ALBC).
+//! - [`names`]: the labels, annotations, finalizers and condition types shared with ALBC.
+//! - [`target`]: a target (ip, port) and its AWS health.
+//! - [`endpoints`]: EndpointSlices + pods + nodes → desired targets.
+//! - [`plan`]: desired vs registered → register/deregister batches, with the refuse-to-wipe guard.
+//! - [`readiness`]: target health → pod readiness-gate condition, and how often to poll health.
+//! - [`net`]: VPC CIDR checks (overlay pod IPs).
+//! - [`checkpoint`]: the hash that lets a restarted controller skip work already in sync.
+//! - [`throttle`]: client-side AWS API rate limits (`--aws-api-throttle`).
+
+pub mod admission;
+pub mod checkpoint;
+pub mod crd;
+pub mod endpoints;
+pub mod names;
+pub mod net;
+pub mod plan;
+pub mod pod;
+pub mod readiness;
+pub mod target;
+pub mod throttle;

@@ -1,0 +1,130 @@
+//! Target health → the pod readiness-gate condition `target-health.elbv2.k8s.aws/<binding>`,
+//! and how often health is worth polling.
+
+use crate::target::{HealthState, MESSAGE_REGISTRATION_IN_PROGRESS, REASON_REGISTRATION_IN_PROGRESS, TargetHealth};
+use std::time::Duration;
+
+/// The condition a gated pod should carry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GateCondition {
+    /// "True", "False" or "Unknown".
+    pub status: &'static str,
+    pub reason: Option<String>,
+    pub message: Option<String>,
+}
+
+/// Reason and message on pods whose binding was deleted: their gate is released.
+pub const REASON_BINDING_DELETED: &str = "TargetGroupBindingDeleted";
+pub const MESSAGE_BINDING_DELETED: &str = "Target Group Binding is deleted";
+
+impl GateCondition {
+    /// Condition for a target AWS reported on. `True` only when AWS says healthy.
+    pub fn from_health(h: &TargetHealth) -> Self {
+        Self {
+            status: if h.state == HealthState::Healthy { "True" } else { "False" },
+            reason: h.reason.clone(),
+            message: h.description.clone(),
+        }
+    }
+
+    /// Condition for a target whose registration was just sent and not yet described.
+    pub fn registering() -> Self {
+        Self {
+            status: "False",
+            reason: Some(REASON_REGISTRATION_IN_PROGRESS.into()),
+            message: Some(MESSAGE_REGISTRATION_IN_PROGRESS.into()),
+        }
+    }
+
+    /// Condition for a target with no health information at all.
+    pub fn unknown() -> Self {
+        Self { status: "Unknown", reason: None, message: None }
+    }
+
+    /// Condition releasing the gate of a deleted binding.
+    pub fn binding_deleted() -> Self {
+        Self {
+            status: "True",
+            reason: Some(REASON_BINDING_DELETED.into()),
+            message: Some(MESSAGE_BINDING_DELETED.into()),
+        }
+    }
+
+    /// Whether a pod whose current condition is `(status, reason, message)` needs a patch.
+    /// Patches are only sent on a real change, so healthy steady state costs no API calls.
+    pub fn differs_from(&self, current: Option<(&str, Option<&str>, Option<&str>)>) -> bool {
+        match current {
+            None => true,
+            Some((s, r, m)) => {
+                s != self.status
+                    || r.filter(|x| !x.is_empty()) != self.reason.as_deref().filter(|x| !x.is_empty())
+                    || m.filter(|x| !x.is_empty()) != self.message.as_deref().filter(|x| !x.is_empty())
+            }
+        }
+    }
+}
+
+/// How often to poll DescribeTargetHealth for a target group with gates still pending: half the
+/// group's health-check interval (a target turns healthy only at a check), never more often than
+/// `floor` nor less often than `ceiling`. ALBC uses a fixed 15 s.
+pub fn health_poll_interval(health_check_interval_secs: Option<i32>, floor: Duration, ceiling: Duration) -> Duration {
+    let half =
+        health_check_interval_secs.filter(|s| *s > 0).map(|s| Duration::from_millis(s as u64 * 500)).unwrap_or(ceiling);
+    half.clamp(floor, ceiling.max(floor))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn th(state: HealthState, reason: Option<&str>, desc: Option<&str>) -> TargetHealth {
+        TargetHealth { state, reason: reason.map(str::to_string), description: desc.map(str::to_string) }
+    }
+
+    #[test]
+    fn condition_from_health_table() {
+        use HealthState::*;
+        let cases = [
+            (th(Healthy, None, None), "True"),
+            (th(Initial, Some("Elb.InitialHealthChecking"), Some("Initial health checks in progress")), "False"),
+            (th(Unhealthy, Some("Target.FailedHealthChecks"), Some("Health checks failed")), "False"),
+            (th(Draining, Some("Target.DeregistrationInProgress"), None), "False"),
+            (th(Unavailable, None, None), "False"),
+        ];
+        for (h, want) in cases {
+            let c = GateCondition::from_health(&h);
+            assert_eq!(c.status, want, "{h:?}");
+            assert_eq!(c.reason, h.reason);
+            assert_eq!(c.message, h.description);
+        }
+        assert_eq!(GateCondition::registering().reason.as_deref(), Some("Elb.RegistrationInProgress"));
+        assert_eq!(GateCondition::unknown().status, "Unknown");
+        assert_eq!(GateCondition::binding_deleted().status, "True");
+    }
+
+    #[test]
+    fn patch_only_on_change() {
+        let c = GateCondition::from_health(&th(HealthState::Initial, Some("Elb.InitialHealthChecking"), Some("x")));
+        assert!(c.differs_from(None));
+        assert!(!c.differs_from(Some(("False", Some("Elb.InitialHealthChecking"), Some("x")))));
+        assert!(c.differs_from(Some(("True", Some("Elb.InitialHealthChecking"), Some("x")))));
+        assert!(c.differs_from(Some(("False", Some("Elb.RegistrationInProgress"), Some("x")))));
+        let healthy = GateCondition::from_health(&th(HealthState::Healthy, None, None));
+        assert!(!healthy.differs_from(Some(("True", Some(""), Some("")))), "empty and absent are the same");
+    }
+
+    #[test]
+    fn poll_interval_follows_health_check_interval() {
+        let (floor, ceil) = (Duration::from_secs(1), Duration::from_secs(5));
+        assert_eq!(health_poll_interval(Some(10), floor, ceil), Duration::from_secs(5));
+        assert_eq!(health_poll_interval(Some(5), floor, ceil), Duration::from_millis(2500));
+        assert_eq!(health_poll_interval(Some(30), floor, ceil), ceil);
+        assert_eq!(health_poll_interval(Some(1), floor, ceil), floor);
+        assert_eq!(health_poll_interval(None, floor, ceil), ceil);
+        assert_eq!(health_poll_interval(Some(0), floor, ceil), ceil);
+        assert_eq!(
+            health_poll_interval(Some(10), Duration::from_secs(9), Duration::from_secs(2)),
+            Duration::from_secs(9)
+        );
+    }
+}
