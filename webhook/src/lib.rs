@@ -1,1 +1,100 @@
-//! placeholder
+//! Admission webhooks of aws-lb-controller, on ALBC's paths and with ALBC's semantics:
+//!
+//! | webhook | path | does |
+//! |---|---|---|
+//! | `mpod.elbv2.k8s.aws` | [`PATH_MUTATE_POD`] | adds `target-health.elbv2.k8s.aws/<binding>` readiness gates to new pods |
+//! | `mservice.elbv2.k8s.aws` | [`PATH_MUTATE_SERVICE`] | defaults `spec.loadBalancerClass` of LoadBalancer Services |
+//! | `mtargetgroupbinding.elbv2.k8s.aws` | [`PATH_MUTATE_TGB`] | fills ARN, targetType, ipAddressType, vpcID, protocol from the target group |
+//! | `vtargetgroupbinding.elbv2.k8s.aws` | [`PATH_VALIDATE_TGB`] | refuses bindings that cannot work, saying what to change |
+//!
+//! The decisions themselves live in [`lbc_model::admission`]; this crate decodes requests,
+//! reads the controller's caches through [`ClusterView`] (never the API server), asks AWS
+//! about target groups, answers with JSON patches or denials, records [`WebhookMetrics`] and
+//! serves it all over TLS with certificate reload ([`serve`]).
+//!
+//! Wiring (in the controller):
+//!
+//! ```ignore
+//! let state = Arc::new(WebhookState::new(cluster_view, elbv2, WebhookConfig::default()));
+//! metrics.with_registry(|r| state.metrics().register(r));
+//! let cfg = ServeConfig { bind, cert_file, key_file };
+//! match lbc_webhook::serve(cfg, lbc_webhook::router(state), shutdown).await {
+//!     Err(ServeError::CertificateMissing { .. }) => warn!("webhook server off: no certificate"),
+//!     other => other?,
+//! }
+//! ```
+
+mod handlers;
+pub mod metrics;
+mod review;
+mod serve;
+pub mod view;
+
+pub use handlers::{PATH_MUTATE_POD, PATH_MUTATE_SERVICE, PATH_MUTATE_TGB, PATH_VALIDATE_TGB, router};
+pub use metrics::WebhookMetrics;
+pub use serve::{CERT_RELOAD_INTERVAL, ServeConfig, ServeError, WebhookServer, serve};
+pub use view::{ClusterView, StaticClusterView};
+
+use lbc_aws::elbv2::ElbV2;
+use lbc_model::admission::DEFAULT_LOAD_BALANCER_CLASS;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Behaviour switches (controller flags and chart values).
+#[derive(Clone, Debug)]
+pub struct WebhookConfig {
+    /// `--enable-pod-readiness-gate-inject` (default true). When false the pod webhook admits
+    /// every pod unchanged.
+    pub pod_readiness_gate_inject: bool,
+    /// Service mutator on (default true; chart `enableServiceMutatorWebhook`). When false the
+    /// Service webhook admits every Service unchanged.
+    pub service_mutator: bool,
+    /// `--load-balancer-class`: the class the Service mutator sets (default `service.k8s.aws/nlb`).
+    pub load_balancer_class: String,
+    /// Longest wait for one AWS answer in the TargetGroupBinding webhooks (default 5 s, below
+    /// the API server's default 10 s webhook timeout, so the user sees our message rather than
+    /// a timeout).
+    pub aws_timeout: Duration,
+}
+
+impl Default for WebhookConfig {
+    fn default() -> Self {
+        Self {
+            pod_readiness_gate_inject: true,
+            service_mutator: true,
+            load_balancer_class: DEFAULT_LOAD_BALANCER_CLASS.to_string(),
+            aws_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// Everything the handlers read.
+pub struct WebhookState {
+    cluster: Arc<dyn ClusterView>,
+    elbv2: Arc<dyn ElbV2>,
+    config: WebhookConfig,
+    metrics: WebhookMetrics,
+}
+
+impl WebhookState {
+    pub fn new(cluster: Arc<dyn ClusterView>, elbv2: Arc<dyn ElbV2>, config: WebhookConfig) -> Self {
+        Self { cluster, elbv2, config, metrics: WebhookMetrics::default() }
+    }
+
+    /// The webhook metrics; register them once with [`WebhookMetrics::register`].
+    pub fn metrics(&self) -> &WebhookMetrics {
+        &self.metrics
+    }
+
+    pub fn config(&self) -> &WebhookConfig {
+        &self.config
+    }
+
+    pub(crate) fn cluster(&self) -> &dyn ClusterView {
+        self.cluster.as_ref()
+    }
+
+    pub(crate) fn elbv2(&self) -> &dyn ElbV2 {
+        self.elbv2.as_ref()
+    }
+}

@@ -22,6 +22,27 @@ use std::sync::Arc;
 use tokio::time::Instant;
 
 pub(super) async fn apply(tgb: Arc<TargetGroupBinding>, ctx: &Context) -> Result<Action> {
+    match sync(&tgb, ctx).await {
+        // The target group vanished between reads (deleted out of band): report, do not retry hot.
+        Err(Error::Aws(e))
+            if e.kind == lbc_aws::error::ErrorKind::NotFound && e.code.as_deref() == Some("TargetGroupNotFound") =>
+        {
+            let msg = format!(
+                "target group {} of TargetGroupBinding {}/{} does not exist (deleted out of band?); \
+                 recreate it and update spec.targetGroupARN, or delete the binding",
+                tgb.spec.target_group_arn.as_deref().unwrap_or_default(),
+                tgb.namespace().unwrap_or_default(),
+                tgb.name_any()
+            );
+            status::set_target_group_missing(ctx, &tgb, &msg).await?;
+            Ok(Action::requeue(jittered(ctx.cfg.sync_period)))
+        }
+        other => other,
+    }
+}
+
+async fn sync(tgb: &Arc<TargetGroupBinding>, ctx: &Context) -> Result<Action> {
+    let tgb = tgb.clone();
     let key = ObjectRef::from_obj(tgb.as_ref());
     let ns = tgb.namespace().unwrap_or_default();
     let dirty_since = ctx.triggers.take_dirty_since(&key);

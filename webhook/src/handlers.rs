@@ -1,0 +1,372 @@
+//! The four admission webhooks, on ALBC's paths so ALBC's webhook configurations (and Helm
+//! values) point at them unchanged.
+
+use crate::WebhookState;
+use crate::review::{self, Answer, Decision, Expect};
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::routing::{get, post};
+use axum::{Json, response::IntoResponse};
+use json_patch::jsonptr::PointerBuf;
+use json_patch::{AddOperation, PatchOperation};
+use k8s_openapi::api::core::v1::{Pod, Service};
+use kube::core::DynamicObject;
+use kube::core::Resource;
+use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
+use lbc_aws::elbv2::TargetGroupInfo;
+use lbc_aws::error::ErrorKind;
+use lbc_model::admission::{
+    AdmissionOp, GateBinding, TargetGroupFacts, TargetGroupLookup, Violation, default_load_balancer_class,
+    denial_message, namespace_injection_enabled, plan_readiness_gates, target_group_fields_changed,
+    target_group_not_found, tgb_defaults, tgb_lookup, validate_tgb_against_target_group, validate_tgb_spec,
+    validate_tgb_unique, validate_tgb_update,
+};
+use lbc_model::crd::TargetGroupBinding;
+use serde::de::DeserializeOwned;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Instant;
+use tracing::{debug, info, warn};
+
+/// Pod mutator: readiness-gate injection (`mpod.elbv2.k8s.aws`).
+pub const PATH_MUTATE_POD: &str = "/mutate-v1-pod";
+/// Service mutator: default `spec.loadBalancerClass` (`mservice.elbv2.k8s.aws`).
+pub const PATH_MUTATE_SERVICE: &str = "/mutate-v1-service";
+/// TargetGroupBinding mutator: defaults from the target group (`mtargetgroupbinding.elbv2.k8s.aws`).
+pub const PATH_MUTATE_TGB: &str = "/mutate-elbv2-k8s-aws-v1beta1-targetgroupbinding";
+/// TargetGroupBinding validator (`vtargetgroupbinding.elbv2.k8s.aws`).
+pub const PATH_VALIDATE_TGB: &str = "/validate-elbv2-k8s-aws-v1beta1-targetgroupbinding";
+
+/// Largest request body accepted: an AdmissionReview carries the object and, on UPDATE, the
+/// old object too; etcd's limit is 1.5 MiB per object.
+const MAX_BODY: usize = 8 * 1024 * 1024;
+
+#[derive(Clone, Copy, Debug)]
+enum Hook {
+    Pod,
+    Service,
+    TgbMutate,
+    TgbValidate,
+}
+
+impl Hook {
+    fn name(self) -> &'static str {
+        match self {
+            Hook::Pod => "mpod.elbv2.k8s.aws",
+            Hook::Service => "mservice.elbv2.k8s.aws",
+            Hook::TgbMutate => "mtargetgroupbinding.elbv2.k8s.aws",
+            Hook::TgbValidate => "vtargetgroupbinding.elbv2.k8s.aws",
+        }
+    }
+
+    fn mutating(self) -> bool {
+        !matches!(self, Hook::TgbValidate)
+    }
+
+    fn expect(self) -> Expect {
+        match self {
+            Hook::Pod => Expect { group: "", kind: "Pod" },
+            Hook::Service => Expect { group: "", kind: "Service" },
+            Hook::TgbMutate | Hook::TgbValidate => Expect { group: "elbv2.k8s.aws", kind: "TargetGroupBinding" },
+        }
+    }
+}
+
+/// The webhook routes (plus `GET /healthz`), ready to be served by [`crate::serve`].
+pub fn router(state: Arc<WebhookState>) -> Router {
+    Router::new()
+        .route(PATH_MUTATE_POD, post(mutate_pod))
+        .route(PATH_MUTATE_SERVICE, post(mutate_service))
+        .route(PATH_MUTATE_TGB, post(mutate_tgb))
+        .route(PATH_VALIDATE_TGB, post(validate_tgb))
+        .route("/healthz", get(|| async { "ok" }))
+        .layer(DefaultBodyLimit::max(MAX_BODY))
+        .with_state(state)
+}
+
+async fn run<K, F, Fut>(
+    state: &WebhookState,
+    hook: Hook,
+    body: &[u8],
+    decide: F,
+) -> Json<AdmissionReview<DynamicObject>>
+where
+    K: Resource + DeserializeOwned,
+    F: FnOnce(AdmissionRequest<K>) -> Fut,
+    Fut: Future<Output = Decision>,
+{
+    let start = Instant::now();
+    let answer = match review::decode::<K>(body, &hook.expect()) {
+        Err(a) => {
+            warn!(webhook = hook.name(), reason = %a.response.result.message, "malformed admission request");
+            a
+        }
+        Ok(req) => {
+            let key = (req.uid.clone(), req.namespace.clone(), req.name.clone());
+            let base = AdmissionResponse::from(&req);
+            let decision = decide(req).await;
+            let a: Answer = review::answer(base, decision);
+            match a.outcome {
+                "denied" | "error" => info!(
+                    webhook = hook.name(),
+                    uid = %key.0,
+                    namespace = key.1.as_deref().unwrap_or_default(),
+                    name = %key.2,
+                    outcome = a.outcome,
+                    message = %a.response.result.message,
+                    "admission refused"
+                ),
+                _ => debug!(webhook = hook.name(), uid = %key.0, outcome = a.outcome, "admission answered"),
+            }
+            a
+        }
+    };
+    state.metrics().observe(hook.name(), hook.mutating(), answer.outcome, answer.failure, start.elapsed());
+    Json(review::review(answer.response))
+}
+
+fn add(path: &[&str], value: serde_json::Value) -> PatchOperation {
+    PatchOperation::Add(AddOperation { path: PointerBuf::from_tokens(path.iter().copied()), value })
+}
+
+fn admission_op(op: &Operation) -> Option<AdmissionOp> {
+    match op {
+        Operation::Create => Some(AdmissionOp::Create),
+        Operation::Update => Some(AdmissionOp::Update),
+        _ => None,
+    }
+}
+
+// ----------------------------------------------------------------------------------------------
+// Pods
+// ----------------------------------------------------------------------------------------------
+
+async fn mutate_pod(State(s): State<Arc<WebhookState>>, body: Bytes) -> impl IntoResponse {
+    run(&s, Hook::Pod, &body, |req: AdmissionRequest<Pod>| async { pod_decision(&s, req) }).await
+}
+
+fn pod_decision(s: &WebhookState, req: AdmissionRequest<Pod>) -> Decision {
+    if !s.config().pod_readiness_gate_inject || req.operation != Operation::Create {
+        return Decision::allow();
+    }
+    let Some(pod) = req.object else { return Decision::invalid("CREATE request without the Pod object") };
+    let Some(ns) = req.namespace.as_deref().or(pod.metadata.namespace.as_deref()).filter(|n| !n.is_empty()) else {
+        return Decision::invalid("Pod admission request without a namespace");
+    };
+    if let Some(labels) = s.cluster().namespace_labels(ns)
+        && !namespace_injection_enabled(&labels)
+    {
+        return Decision::allow();
+    }
+    if !s.cluster().synced() {
+        debug!(namespace = ns, "caches not synced yet: pod admitted without readiness gates");
+        return Decision::allow();
+    }
+    let bindings = s.cluster().bindings_in(ns);
+    if bindings.is_empty() && !has_legacy_gate(&pod) {
+        return Decision::allow();
+    }
+    let services: Vec<_> = bindings.iter().map(|b| s.cluster().service(ns, &b.spec.service_ref.name)).collect();
+    let gate_bindings: Vec<GateBinding<'_>> = bindings
+        .iter()
+        .zip(&services)
+        .map(|(b, svc)| GateBinding { binding: b.as_ref(), service: svc.as_deref() })
+        .collect();
+    let labels = pod.metadata.labels.clone().unwrap_or_default();
+    let existing = pod.spec.as_ref().and_then(|sp| sp.readiness_gates.clone()).unwrap_or_default();
+    let plan = plan_readiness_gates(ns, &labels, &existing, &gate_bindings);
+    if !plan.changed() {
+        return Decision::allow();
+    }
+    if pod.spec.is_none() {
+        return Decision::invalid("the Pod has no spec");
+    }
+    let name = pod.metadata.name.as_deref().or(pod.metadata.generate_name.as_deref()).unwrap_or_default();
+    info!(namespace = ns, pod = name, added = ?plan.added, removed = ?plan.removed, "setting pod readiness gates");
+    match serde_json::to_value(&plan.gates) {
+        Ok(v) => Decision::Patch { ops: vec![add(&["spec", "readinessGates"], v)], warnings: Vec::new() },
+        Err(e) => Decision::Fail { message: format!("cannot encode readiness gates: {e}"), category: "patch_encoding" },
+    }
+}
+
+fn has_legacy_gate(pod: &Pod) -> bool {
+    pod.spec.as_ref().and_then(|s| s.readiness_gates.as_ref()).is_some_and(|gs| {
+        gs.iter().any(|g| g.condition_type.starts_with(lbc_model::admission::LEGACY_READINESS_GATE_PREFIX))
+    })
+}
+
+// ----------------------------------------------------------------------------------------------
+// Services
+// ----------------------------------------------------------------------------------------------
+
+async fn mutate_service(State(s): State<Arc<WebhookState>>, body: Bytes) -> impl IntoResponse {
+    run(&s, Hook::Service, &body, |req: AdmissionRequest<Service>| async { service_decision(&s, req) }).await
+}
+
+fn service_decision(s: &WebhookState, req: AdmissionRequest<Service>) -> Decision {
+    if !s.config().service_mutator {
+        return Decision::allow();
+    }
+    let Some(op) = admission_op(&req.operation) else { return Decision::allow() };
+    let Some(new) = req.object.as_ref() else {
+        return Decision::invalid("Service admission request without the object");
+    };
+    match default_load_balancer_class(op, new, req.old_object.as_ref(), &s.config().load_balancer_class) {
+        None => Decision::allow(),
+        Some(class) => {
+            debug!(namespace = ?req.namespace, name = %req.name, class = %class, "setting spec.loadBalancerClass");
+            Decision::Patch { ops: vec![add(&["spec", "loadBalancerClass"], class.into())], warnings: Vec::new() }
+        }
+    }
+}
+
+// ----------------------------------------------------------------------------------------------
+// TargetGroupBindings
+// ----------------------------------------------------------------------------------------------
+
+fn facts(i: TargetGroupInfo) -> TargetGroupFacts {
+    TargetGroupFacts {
+        arn: i.arn,
+        name: i.name,
+        target_type: i.target_type,
+        protocol: i.protocol,
+        vpc_id: i.vpc_id,
+        ip_address_type: i.ip_address_type,
+    }
+}
+
+/// Describes the target group; `Ok(None)` when AWS says it does not exist.
+async fn describe(s: &WebhookState, lookup: &TargetGroupLookup) -> Result<Option<TargetGroupFacts>, Decision> {
+    let (what, call) = match lookup {
+        TargetGroupLookup::None => return Ok(None),
+        TargetGroupLookup::ByArn(arn) => (arn.as_str(), s.elbv2().describe_target_group(arn)),
+        TargetGroupLookup::ByName(name) => (name.as_str(), s.elbv2().describe_target_group_by_name(name)),
+    };
+    let timeout = s.config().aws_timeout;
+    match tokio::time::timeout(timeout, call).await {
+        Err(_) => Err(Decision::Fail {
+            message: format!(
+                "AWS did not answer DescribeTargetGroups for {what} within {timeout:?}, so the TargetGroupBinding could \
+                 not be checked against its target group. Retry; if it persists, check the controller's AWS \
+                 connectivity and credentials (controller logs, metric aws_api_calls_total)."
+            ),
+            category: "aws_timeout",
+        }),
+        Ok(Err(e)) if e.kind == ErrorKind::NotFound => Ok(None),
+        Ok(Err(e)) => Err(Decision::Fail {
+            message: format!(
+                "could not describe target group {what} in AWS: {e}. The TargetGroupBinding could not be checked \
+                 against its target group; retry once AWS answers."
+            ),
+            category: "aws_error",
+        }),
+        Ok(Ok(info)) => Ok(info.map(facts)),
+    }
+}
+
+fn deny(v: &[Violation]) -> Decision {
+    Decision::Deny { message: denial_message(v), category: v.first().map_or("invalid", |v| v.category) }
+}
+
+async fn mutate_tgb(State(s): State<Arc<WebhookState>>, body: Bytes) -> impl IntoResponse {
+    run(&s, Hook::TgbMutate, &body, |req: AdmissionRequest<TargetGroupBinding>| tgb_mutation(&s, req)).await
+}
+
+async fn tgb_mutation(s: &WebhookState, req: AdmissionRequest<TargetGroupBinding>) -> Decision {
+    if admission_op(&req.operation).is_none() {
+        return Decision::allow();
+    }
+    let Some(new) = req.object.as_ref() else {
+        return Decision::invalid("TargetGroupBinding admission request without the object");
+    };
+    let old = match req.operation {
+        Operation::Update => req.old_object.as_ref().map(|o| &o.spec),
+        _ => None,
+    };
+    // Metadata-only updates (finalizers, annotations, deletion) are not ours to touch.
+    if old.is_some_and(|o| *o == new.spec) || new.metadata.deletion_timestamp.is_some() {
+        return Decision::allow();
+    }
+    let lookup = tgb_lookup(&new.spec, old);
+    let tg = match describe(s, &lookup).await {
+        Ok(tg) => tg,
+        Err(d) => return d,
+    };
+    if lookup != TargetGroupLookup::None && tg.is_none() {
+        return deny(&[target_group_not_found(&lookup)]);
+    }
+    match tgb_defaults(&new.spec, old, tg.as_ref()) {
+        Err(v) => deny(&[v]),
+        Ok(defaults) => {
+            let ops = defaults.iter().map(|d| add(&["spec", d.field()], d.value())).collect();
+            Decision::Patch { ops, warnings: Vec::new() }
+        }
+    }
+}
+
+async fn validate_tgb(State(s): State<Arc<WebhookState>>, body: Bytes) -> impl IntoResponse {
+    run(&s, Hook::TgbValidate, &body, |req: AdmissionRequest<TargetGroupBinding>| tgb_validation(&s, req)).await
+}
+
+async fn tgb_validation(s: &WebhookState, req: AdmissionRequest<TargetGroupBinding>) -> Decision {
+    if admission_op(&req.operation).is_none() {
+        return Decision::allow();
+    }
+    let Some(new) = req.object.as_ref() else {
+        return Decision::invalid("TargetGroupBinding admission request without the object");
+    };
+    let old = match req.operation {
+        Operation::Update => req.old_object.as_ref(),
+        _ => None,
+    };
+    // Never block metadata-only updates: the controller adds and removes its finalizer with
+    // them, and a binding whose target group is gone must still be deletable.
+    if old.is_some_and(|o| o.spec == new.spec) || new.metadata.deletion_timestamp.is_some() {
+        return Decision::allow();
+    }
+    let mut violations = validate_tgb_spec(&new.spec);
+    if let Some(old) = old {
+        violations.extend(validate_tgb_update(&old.spec, &new.spec));
+    }
+    let mut warnings = Vec::new();
+    let ns = req.namespace.as_deref().or(new.metadata.namespace.as_deref()).unwrap_or_default();
+    let name = new.metadata.name.as_deref().unwrap_or(&req.name);
+    if s.cluster().synced() {
+        let all = s.cluster().all_bindings();
+        let refs: Vec<&TargetGroupBinding> = all.iter().map(Arc::as_ref).collect();
+        violations.extend(validate_tgb_unique(ns, name, &new.spec, &refs));
+    } else {
+        warnings.push(
+            "the controller's cache of TargetGroupBindings is still loading: this binding was not checked for \
+             other bindings of the same target group"
+                .to_string(),
+        );
+    }
+    if !violations.is_empty() {
+        return deny(&violations);
+    }
+    if old.is_none_or(|o| target_group_fields_changed(&o.spec, &new.spec)) {
+        let lookup = match (&new.spec.target_group_arn, &new.spec.target_group_name) {
+            (Some(arn), _) if !arn.trim().is_empty() => TargetGroupLookup::ByArn(arn.trim().to_string()),
+            (_, Some(name)) if !name.trim().is_empty() => TargetGroupLookup::ByName(name.trim().to_string()),
+            _ => TargetGroupLookup::None,
+        };
+        match describe(s, &lookup).await {
+            Err(d) => return d,
+            Ok(None) => return deny(&[target_group_not_found(&lookup)]),
+            Ok(Some(tg)) => {
+                violations.extend(validate_tgb_against_target_group(&new.spec, &tg));
+                if let Some(n) = new.spec.target_group_name.as_deref().filter(|n| !n.is_empty() && *n != tg.name)
+                    && matches!(lookup, TargetGroupLookup::ByArn(_))
+                {
+                    warnings.push(format!(
+                        "spec.targetGroupName {n:?} is not the name of target group {} ({:?}); the ARN is used",
+                        tg.arn, tg.name
+                    ));
+                }
+            }
+        }
+    }
+    if violations.is_empty() { Decision::Allow { warnings } } else { deny(&violations) }
+}
