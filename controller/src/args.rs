@@ -56,6 +56,10 @@ pub struct Args {
     #[arg(long, default_value_t = 9443)]
     pub webhook_bind_port: u16,
 
+    /// Address the webhook listens on (all interfaces in a pod; 127.0.0.1 for local runs).
+    #[arg(long, default_value = "0.0.0.0")]
+    pub webhook_bind_host: std::net::IpAddr,
+
     /// Directory holding the webhook certificate and key.
     #[arg(long, default_value_t = default_cert_dir())]
     pub webhook_cert_dir: String,
@@ -65,6 +69,18 @@ pub struct Args {
 
     #[arg(long, default_value = "tls.key")]
     pub webhook_key_file: String,
+
+    /// Inject readiness gates into new pods of labelled namespaces (pod webhook).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub enable_pod_readiness_gate_inject: bool,
+
+    /// Default `spec.loadBalancerClass` of LoadBalancer Services (Service webhook).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub enable_service_mutator_webhook: bool,
+
+    /// The Service load balancer class this controller handles.
+    #[arg(long, default_value = "service.k8s.aws/nlb")]
+    pub load_balancer_class: String,
 
     /// Run leader election (only the leader writes to AWS and pod status).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]

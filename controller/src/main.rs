@@ -9,6 +9,7 @@ mod metrics;
 mod run;
 mod stores;
 mod tgb;
+mod webhook_view;
 
 use clap::Parser;
 use tracing_subscriber::EnvFilter;

@@ -40,6 +40,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let clients =
         build_clients(&ClientSettings { region: args.aws_region.clone(), endpoints, credentials: None }).await;
     let elb = Arc::new(SdkElbV2::new(clients.elbv2, runner.clone()));
+    let elb_for_webhook: Arc<dyn lbc_aws::elbv2::ElbV2> = elb.clone();
     let ec2 = Arc::new(SdkEc2::new(clients.ec2, runner));
 
     let health = Health::default();
@@ -96,6 +97,8 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         vpcs: Default::default(),
     });
 
+    spawn_webhook(&args, &stores, &health, elb_for_webhook, &metrics, shutdown_rx.clone());
+
     tokio::spawn(async move {
         shutdown_signal().await;
         tracing::info!("shutdown requested; finishing in-flight work");
@@ -140,6 +143,43 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Serves the admission webhooks on every replica (leader or not). Without a certificate the
+/// controllers still run and the log says the webhook server is off.
+fn spawn_webhook(
+    args: &Args,
+    stores: &Stores,
+    health: &Health,
+    elb: Arc<dyn lbc_aws::elbv2::ElbV2>,
+    metrics: &Metrics,
+    shutdown: watch::Receiver<bool>,
+) {
+    let view = crate::webhook_view::StoresView { stores: stores.clone(), synced: health.caches_synced.clone() };
+    let config = lbc_webhook::WebhookConfig {
+        pod_readiness_gate_inject: args.enable_pod_readiness_gate_inject,
+        service_mutator: args.enable_service_mutator_webhook,
+        load_balancer_class: args.load_balancer_class.clone(),
+        ..Default::default()
+    };
+    let state = Arc::new(lbc_webhook::WebhookState::new(Arc::new(view), elb, config));
+    metrics.with_registry(|r| state.metrics().register(r));
+    let dir = std::path::PathBuf::from(&args.webhook_cert_dir);
+    let cfg = lbc_webhook::ServeConfig {
+        bind: std::net::SocketAddr::new(args.webhook_bind_host, args.webhook_bind_port),
+        cert_file: dir.join(&args.webhook_cert_file),
+        key_file: dir.join(&args.webhook_key_file),
+    };
+    tokio::spawn(async move {
+        match lbc_webhook::serve(cfg, lbc_webhook::router(state), wait_true(shutdown)).await {
+            Ok(()) => {}
+            Err(lbc_webhook::ServeError::CertificateMissing { cert_file, key_file }) => tracing::warn!(
+                cert = %cert_file.display(), key = %key_file.display(),
+                "webhook server off: no certificate at these paths (set --webhook-cert-dir); pods get no readiness gates from this controller"
+            ),
+            Err(e) => tracing::error!(error = %e, "webhook server stopped"),
+        }
+    });
 }
 
 async fn kube_client(args: &Args) -> anyhow::Result<Client> {

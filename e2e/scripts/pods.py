@@ -159,7 +159,9 @@ class Helper:
         if self._nodes is None:
             items = self.kube.get("/api/v1/nodes")["items"]
             k, v = FAKE_NODE_ANN
-            self._nodes = sorted((n for n in items if n["metadata"].get("annotations", {}).get(k) == v),
+            # Only the environment's own nodes (they carry their subnet): benchmarks add bare kwok nodes.
+            self._nodes = sorted((n for n in items if n["metadata"].get("annotations", {}).get(k) == v
+                                  and NODE_ANN_SUBNET in n["metadata"].get("annotations", {})),
                                  key=lambda n: n["metadata"]["name"])
             if not self._nodes:
                 raise SystemExit("no fake nodes found; run e2e/up")

@@ -10,6 +10,7 @@ pub struct ControllerProc {
     child: Child,
     pub metrics_port: u16,
     pub health_port: u16,
+    pub webhook_port: u16,
     pub log: PathBuf,
 }
 
@@ -29,7 +30,7 @@ pub fn binary() -> PathBuf {
 impl ControllerProc {
     /// Starts a controller for namespace `ns` with lease `lease` and extra flags.
     pub fn start(env: &Env, ns: &str, lease: &str, extra: &[&str]) -> Self {
-        let (metrics_port, health_port) = (free_port(), free_port());
+        let (metrics_port, health_port, webhook_port) = (free_port(), free_port(), free_port());
         let log = env.repo.join(format!("e2e/.run/logs/controller-{ns}-{metrics_port}.log"));
         let file = std::fs::File::create(&log).expect("controller log");
         let child = Command::new(binary())
@@ -45,6 +46,8 @@ impl ControllerProc {
                 &format!("--leader-election-namespace={ns}"),
                 "--leader-election-lease-duration=6",
                 "--targetgroupbinding-requeue-duration=1s",
+                "--webhook-bind-host=127.0.0.1",
+                &format!("--webhook-bind-port={webhook_port}"),
                 "--log-level=info,aws_lb_controller=debug",
             ])
             .args(extra)
@@ -54,7 +57,7 @@ impl ControllerProc {
             .stdin(Stdio::null())
             .spawn()
             .expect("start aws-lb-controller");
-        Self { child, metrics_port, health_port, log }
+        Self { child, metrics_port, health_port, webhook_port, log }
     }
 
     /// Fetches `/metrics`.

@@ -77,12 +77,17 @@ impl Env {
 
     /// Runs the pod helper `e2e/pods ARGS...`, returning its stdout; panics with its stderr on failure.
     pub fn pods(&self, args: &[&str]) -> String {
+        self.try_pods(args).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Like [`Env::pods`], returning the failure instead of panicking.
+    pub fn try_pods(&self, args: &[&str]) -> Result<String, String> {
         let out =
             Command::new(self.repo.join("e2e/pods")).args(args).envs(&self.vars).output().expect("running e2e/pods");
         if !out.status.success() {
-            panic!("e2e/pods {args:?} failed: {}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
+            return Err(format!("e2e/pods {args:?} failed: {}\n{}", out.status, String::from_utf8_lossy(&out.stderr)));
         }
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
 
     /// Pod IPs of a set, sorted.

@@ -259,3 +259,40 @@ async fn overlay_pod_ips_are_reported_not_registered() {
     assert_eq!(ctl.metric("awslbc_targets_outside_vpc{").await, Some(1.0));
     f.cleanup().await;
 }
+
+#[tokio::test]
+async fn multi_cluster_target_group_only_touches_own_targets() {
+    // Two "clusters" (two namespaces, each with its own controller) share one target group.
+    let Some(a) = setup("tgb_multi_a", 2, false).await else { return };
+    let tgbs_a: Api<TargetGroupBinding> = Api::namespaced(a.client.clone(), &a.ns);
+    tgbs_a
+        .patch("web", &PatchParams::default(), &Patch::Merge(json!({"spec": {"multiClusterTargetGroup": true}})))
+        .await
+        .unwrap();
+    let ns_b = unique("tgb-multi-b");
+    a.env.pods(&["create", &ns_b, "web", "--replicas", "2", "--port", "8080"]);
+    a.env.pods(&["service", &ns_b, "web", "--port", "80", "--target-port", "8080"]);
+    let b = kube_util::create_binding(&a.client, &ns_b, "web", "web", 80, &a.arn).await;
+    let tgbs_b: Api<TargetGroupBinding> = Api::namespaced(a.client.clone(), &ns_b);
+    tgbs_b
+        .patch(
+            &b.metadata.name.unwrap(),
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"multiClusterTargetGroup": true}})),
+        )
+        .await
+        .unwrap();
+    let _ctl_a = a.controller(&[]);
+    let _ctl_b = ControllerProc::start(&a.env, &ns_b, "lbc-e2e-leader", &[]);
+    let ips_b: BTreeSet<String> = a.env.pod_ips(&ns_b, "web").into_iter().map(|ip| format!("{ip}:8080")).collect();
+    let both: BTreeSet<String> = a.expected("web").union(&ips_b).cloned().collect();
+    a.wait_targets("both clusters' pods registered in the shared group", &both).await;
+
+    // Cluster A scales to zero: only A's targets leave; B's stay.
+    a.env.pods(&["scale", &a.ns, "web", "--replicas", "0"]);
+    a.wait_targets("only cluster B's targets remain", &ips_b).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(aws::registered(&a.elb, &a.arn).await, ips_b, "cluster B's targets must survive A's changes");
+    kube_util::delete_namespace(&a.client, &ns_b).await;
+    a.cleanup().await;
+}

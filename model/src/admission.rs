@@ -1022,7 +1022,8 @@ mod tests {
     fn load_balancer_class_table() {
         use AdmissionOp::*;
         let nlb = DEFAULT_LOAD_BALANCER_CLASS;
-        let cases: Vec<(&str, AdmissionOp, Service, Option<Service>, &str, Option<&str>)> = vec![
+        type Case = (&'static str, AdmissionOp, Service, Option<Service>, &'static str, Option<&'static str>);
+        let cases: Vec<Case> = vec![
             ("create LB without class", Create, service(Some("LoadBalancer"), None), None, nlb, Some(nlb)),
             ("create LB with empty class", Create, service(Some("LoadBalancer"), Some("")), None, nlb, Some(nlb)),
             ("create LB with custom default", Create, service(Some("LoadBalancer"), None), None, "x/y", Some("x/y")),

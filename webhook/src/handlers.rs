@@ -100,7 +100,7 @@ where
     let answer = match review::decode::<K>(body, &hook.expect()) {
         Err(a) => {
             warn!(webhook = hook.name(), reason = %a.response.result.message, "malformed admission request");
-            a
+            *a
         }
         Ok(req) => {
             let key = (req.uid.clone(), req.namespace.clone(), req.name.clone());

@@ -49,7 +49,7 @@ pub(crate) struct Expect {
 
 pub(crate) const MALFORMED: &str = "malformed_request";
 
-fn bad_request(uid: Option<String>, types: Option<TypeMeta>, message: String) -> Answer {
+fn bad_request(uid: Option<String>, types: Option<TypeMeta>, message: String) -> Box<Answer> {
     let mut r = AdmissionResponse::invalid(&message);
     if let Some(uid) = uid {
         r.uid = uid;
@@ -58,11 +58,11 @@ fn bad_request(uid: Option<String>, types: Option<TypeMeta>, message: String) ->
         r.types = t;
     }
     r.result = Status::failure(&message, "BadRequest").with_code(400);
-    Answer { response: r, outcome: "error", failure: Some(MALFORMED) }
+    Box::new(Answer { response: r, outcome: "error", failure: Some(MALFORMED) })
 }
 
 /// Decodes an AdmissionReview carrying a `K`, or the answer to send back when it cannot be.
-pub(crate) fn decode<K>(body: &[u8], expect: &Expect) -> Result<AdmissionRequest<K>, Answer>
+pub(crate) fn decode<K>(body: &[u8], expect: &Expect) -> Result<AdmissionRequest<K>, Box<Answer>>
 where
     K: Resource + DeserializeOwned,
 {
@@ -105,7 +105,7 @@ where
         ));
     }
     let review: AdmissionReview<K> = serde_json::from_value(value).map_err(|e| {
-        bad_request(uid.clone(), types.clone(), format!("cannot read the {} in the AdmissionReview: {e}", expect.kind))
+        bad_request(uid.clone(), types.clone(), format!("cannot read the AdmissionReview of a {}: {e}", expect.kind))
     })?;
     review.try_into().map_err(|_| bad_request(uid, types, "the AdmissionReview has no request".to_string()))
 }

@@ -1,0 +1,33 @@
+//! The webhook's view of the cluster: the controller's own caches, never an API call per
+//! admission.
+
+use crate::stores::Stores;
+use k8s_openapi::api::core::v1::Service;
+use kube::ResourceExt;
+use lbc_model::crd::TargetGroupBinding;
+use lbc_webhook::ClusterView;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+pub struct StoresView {
+    pub stores: Stores,
+    pub synced: Arc<AtomicBool>,
+}
+
+impl ClusterView for StoresView {
+    fn bindings_in(&self, ns: &str) -> Vec<Arc<TargetGroupBinding>> {
+        self.stores.tgbs.state().into_iter().filter(|t| t.namespace().as_deref() == Some(ns)).collect()
+    }
+
+    fn all_bindings(&self) -> Vec<Arc<TargetGroupBinding>> {
+        self.stores.tgbs.state()
+    }
+
+    fn service(&self, ns: &str, name: &str) -> Option<Arc<Service>> {
+        self.stores.service(ns, name)
+    }
+
+    fn synced(&self) -> bool {
+        self.synced.load(Ordering::Acquire)
+    }
+}

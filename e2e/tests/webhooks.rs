@@ -1,0 +1,194 @@
+//! Admission webhooks served by the controller binary and called by the real kube-apiserver
+//! (Mutating/ValidatingWebhookConfigurations with `url` + `caBundle`).
+
+use base64::Engine;
+use k8s_openapi::api::admissionregistration::v1::{MutatingWebhookConfiguration, ValidatingWebhookConfiguration};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use lbc_e2e::controller::ControllerProc;
+use lbc_e2e::emulator::Emulator;
+use lbc_e2e::{Env, aws, eventually, kube_util, unique};
+use lbc_model::crd::TargetGroupBinding;
+use serde_json::json;
+use std::path::Path;
+use std::time::Duration;
+
+const GATE: &str = "target-health.elbv2.k8s.aws/web";
+
+/// Writes a fresh self-signed serving certificate for 127.0.0.1; returns its PEM (the CA bundle).
+fn write_cert(dir: &Path) -> String {
+    let ck = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string(), "localhost".to_string()]).unwrap();
+    std::fs::create_dir_all(dir).unwrap();
+    let pem = ck.cert.pem();
+    // Key first, then cert: the server reloads when both parse as a pair.
+    std::fs::write(dir.join("tls.key"), ck.signing_key.serialize_pem()).unwrap();
+    std::fs::write(dir.join("tls.crt"), &pem).unwrap();
+    pem
+}
+
+fn webhook(
+    name: &str,
+    port: u16,
+    path: &str,
+    ca: &str,
+    test_label: &str,
+    failure: &str,
+    resource: (&str, &str, &str),
+) -> serde_json::Value {
+    json!({
+        "name": name,
+        "admissionReviewVersions": ["v1"],
+        "sideEffects": "None",
+        "failurePolicy": failure,
+        "timeoutSeconds": 10,
+        "clientConfig": {"url": format!("https://127.0.0.1:{port}{path}"),
+                         "caBundle": base64::engine::general_purpose::STANDARD.encode(ca)},
+        "rules": [{"operations": ["CREATE", "UPDATE"], "apiGroups": [resource.0], "apiVersions": [resource.1], "resources": [resource.2]}],
+        // Only this test's namespaces: other tests never go through this test's webhook.
+        "namespaceSelector": {"matchLabels": {"lbc-e2e/webhook-test": test_label}},
+    })
+}
+
+#[tokio::test]
+async fn webhooks_inject_gates_validate_bindings_and_survive_outages() {
+    let Some(env) = Env::require("webhooks_inject_gates_validate_bindings_and_survive_outages") else { return };
+    let client = kube_util::client(&env).await;
+    let elb = aws::elbv2(&env).await;
+    let emu = Emulator::new(env.aws_endpoint());
+    let id = unique("wh");
+    let (ns, other_ns) = (format!("{id}-in"), format!("{id}-out"));
+    let cert_dir = env.repo.join(format!("e2e/.run/{id}-certs"));
+    let ca = write_cert(&cert_dir);
+
+    // Namespace `ns` opts in to gate injection; `other_ns` does not.
+    kube_util::namespace(
+        &client,
+        &ns,
+        &[("elbv2.k8s.aws/pod-readiness-gate-inject", "enabled"), ("lbc-e2e/webhook-test", &id)],
+    )
+    .await;
+    kube_util::namespace(&client, &other_ns, &[]).await;
+    env.pods(&["service", &ns, "web", "--port", "80", "--target-port", "8080"]);
+    env.pods(&["service", &other_ns, "web", "--port", "80", "--target-port", "8080"]);
+    let arn = aws::create_ip_target_group(&env, &elb, &unique("wh-tg"), 8080).await;
+    emu.tg_health(&arn, 3.0, "healthy").await;
+
+    let ctl = ControllerProc::start(
+        &env,
+        &ns,
+        &format!("{id}-leader"),
+        &[&format!("--webhook-cert-dir={}", cert_dir.display())],
+    );
+    eventually("controller ready", 30, || async { ctl.ready().await.then_some(()) }).await;
+    let port = ctl.webhook_port;
+    let mwc_name = format!("{id}-mutating");
+    let vwc_name = format!("{id}-validating");
+    let mwcs: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
+    let vwcs: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
+    let mwc = |ca: &str, pod_failure: &str| {
+        json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+               "metadata": {"name": mwc_name},
+               "webhooks": [webhook("mpod.elbv2.k8s.aws", port, "/mutate-v1-pod", ca, &id, pod_failure, ("", "v1", "pods")),
+                            webhook("mtargetgroupbinding.elbv2.k8s.aws", port, "/mutate-elbv2-k8s-aws-v1beta1-targetgroupbinding", ca, &id, "Fail", ("elbv2.k8s.aws", "v1beta1", "targetgroupbindings"))]})
+    };
+    mwcs.patch(&mwc_name, &PatchParams::apply("e2e").force(), &Patch::Apply(mwc(&ca, "Fail"))).await.unwrap();
+    let vwc = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+                     "metadata": {"name": vwc_name},
+                     "webhooks": [webhook("vtargetgroupbinding.elbv2.k8s.aws", port, "/validate-elbv2-k8s-aws-v1beta1-targetgroupbinding", &ca, &id, "Fail", ("elbv2.k8s.aws", "v1beta1", "targetgroupbindings"))]});
+    vwcs.patch(&vwc_name, &PatchParams::apply("e2e").force(), &Patch::Apply(vwc)).await.unwrap();
+
+    // The binding must exist (in the controller's cache) before pods are created.
+    let tgbs: Api<TargetGroupBinding> = Api::namespaced(client.clone(), &ns);
+    let created = eventually("binding accepted through the webhooks", 30, || async {
+        let b = json!({"apiVersion": "elbv2.k8s.aws/v1beta1", "kind": "TargetGroupBinding", "metadata": {"name": "web"},
+                       "spec": {"serviceRef": {"name": "web", "port": 80}, "targetGroupARN": arn}});
+        tgbs.create(&PostParams::default(), &serde_json::from_value(b).unwrap()).await.ok()
+    })
+    .await;
+    // The mutator filled in what it learned from AWS.
+    assert_eq!(created.spec.vpc_id.as_deref(), Some(env.get("LBC_VPC_ID")));
+    assert!(created.spec.target_type.is_some());
+    tokio::time::sleep(Duration::from_secs(1)).await;
+
+    // A second binding of the same target group is refused by the API server with our message.
+    let dup = json!({"apiVersion": "elbv2.k8s.aws/v1beta1", "kind": "TargetGroupBinding", "metadata": {"name": "dup"},
+                     "spec": {"serviceRef": {"name": "web", "port": 80}, "targetGroupARN": arn}});
+    let err = tgbs.create(&PostParams::default(), &serde_json::from_value(dup).unwrap()).await.unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.contains("denied the request") && msg.contains(&arn),
+        "expected our denial naming the target group: {msg}"
+    );
+
+    // Pods in the labelled namespace get the gate; others do not.
+    env.pods(&["create", &ns, "web", "--replicas", "2", "--port", "8080"]);
+    env.pods(&["create", &other_ns, "web", "--replicas", "1", "--port", "8080"]);
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    let gates = |p: &Pod| -> Vec<String> {
+        p.spec
+            .as_ref()
+            .and_then(|s| s.readiness_gates.clone())
+            .unwrap_or_default()
+            .into_iter()
+            .map(|g| g.condition_type)
+            .collect()
+    };
+    assert_eq!(gates(&pods.get("web-0").await.unwrap()), vec![GATE.to_string()]);
+    let other: Api<Pod> = Api::namespaced(client.clone(), &other_ns);
+    assert!(gates(&other.get("web-0").await.unwrap()).is_empty(), "unlabelled namespace: no gate");
+
+    // A gated pod is Ready only once the emulator reports its target healthy and the controller flips the gate.
+    let early = kube_util::gate_status(&client, &ns, "web", GATE).await;
+    assert!(early.iter().all(|(_, s)| s.as_deref() != Some("True")), "{early:?}");
+    eventually("gated pods Ready", 40, || async {
+        let list = pods.list(&Default::default()).await.ok()?;
+        list.items
+            .iter()
+            .all(|p| {
+                p.status
+                    .as_ref()
+                    .and_then(|s| s.conditions.as_ref())
+                    .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+            })
+            .then_some(())
+    })
+    .await;
+
+    // Certificate rotated on disk (new key, new CA bundle): picked up without a restart.
+    let ca2 = write_cert(&cert_dir);
+    mwcs.patch(&mwc_name, &PatchParams::apply("e2e").force(), &Patch::Apply(mwc(&ca2, "Fail"))).await.unwrap();
+    // The API server trusts only the new bundle (both certificates share a subject, so the old one
+    // fails against it): once a pod is admitted, the new certificate is being served. Retried while
+    // the API server picks up the new caBundle.
+    eventually("pod admitted with the rotated certificate", 30, || async {
+        env.try_pods(&["scale", &ns, "web", "--replicas", "3"]).ok()
+    })
+    .await;
+    assert_eq!(gates(&pods.get("web-2").await.unwrap()), vec![GATE.to_string()], "served with the rotated certificate");
+
+    // Webhook down with failurePolicy Ignore: pods are still created, without a gate.
+    mwcs.patch(&mwc_name, &PatchParams::apply("e2e").force(), &Patch::Apply(mwc(&ca2, "Ignore"))).await.unwrap();
+    ctl.kill();
+    eventually("pod admitted while the webhook is down (failurePolicy Ignore)", 30, || async {
+        env.try_pods(&["scale", &ns, "web", "--replicas", "4"]).ok()
+    })
+    .await;
+    assert!(gates(&pods.get("web-3").await.unwrap()).is_empty());
+
+    let _ = mwcs.delete(&mwc_name, &DeleteParams::default()).await;
+    let _ = vwcs.delete(&vwc_name, &DeleteParams::default()).await;
+    for n in [&ns, &other_ns] {
+        let t: Api<TargetGroupBinding> = Api::namespaced(client.clone(), n);
+        for b in t.list(&Default::default()).await.map(|l| l.items).unwrap_or_default() {
+            let _ = t
+                .patch(
+                    &b.metadata.name.unwrap(),
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+                )
+                .await;
+        }
+        kube_util::delete_namespace(&client, n).await;
+    }
+    let _ = std::fs::remove_dir_all(cert_dir);
+}

@@ -1,0 +1,232 @@
+//! The TLS server: a self-signed certificate made here, a client that trusts it, and a
+//! rotation on disk picked up without a restart.
+
+use axum::body::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::rt::TokioIo;
+use lbc_aws::fake::FakeElbV2;
+use lbc_webhook::{
+    CERT_RELOAD_INTERVAL, PATH_MUTATE_POD, ServeConfig, ServeError, StaticClusterView, WebhookConfig, WebhookServer,
+    WebhookState, router,
+};
+use rustls::pki_types::{CertificateDer, ServerName};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
+use tokio_rustls::client::TlsStream;
+
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> Self {
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+        let p = std::env::temp_dir().join(format!("lbc-webhook-{tag}-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&p).unwrap();
+        Self(p)
+    }
+    fn cert(&self) -> PathBuf {
+        self.0.join("tls.crt")
+    }
+    fn key(&self) -> PathBuf {
+        self.0.join("tls.key")
+    }
+    fn config(&self) -> ServeConfig {
+        ServeConfig { bind: "127.0.0.1:0".parse().unwrap(), cert_file: self.cert(), key_file: self.key() }
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A fresh self-signed certificate for `localhost`; returns (cert PEM, key PEM, cert DER).
+fn self_signed() -> (String, String, Vec<u8>) {
+    let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    (ck.cert.pem(), ck.signing_key.serialize_pem(), ck.cert.der().to_vec())
+}
+
+/// Writes a pair atomically (temp file + rename), as a Secret volume update does.
+fn install(dir: &TempDir, cert_pem: &str, key_pem: &str) {
+    for (path, data) in [(dir.key(), key_pem), (dir.cert(), cert_pem)] {
+        let tmp = path.with_extension("tmp");
+        std::fs::write(&tmp, data).unwrap();
+        std::fs::rename(&tmp, &path).unwrap();
+    }
+}
+
+fn client(trust: &[u8], versions: &[&'static rustls::SupportedProtocolVersion], alpn: &[&[u8]]) -> TlsConnector {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(CertificateDer::from(trust.to_vec())).unwrap();
+    let mut cfg = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::aws_lc_rs::default_provider()))
+        .with_protocol_versions(versions)
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    cfg.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    TlsConnector::from(Arc::new(cfg))
+}
+
+async fn connect(addr: SocketAddr, connector: &TlsConnector) -> std::io::Result<TlsStream<TcpStream>> {
+    let tcp = TcpStream::connect(addr).await?;
+    connector.connect(ServerName::try_from("localhost").unwrap(), tcp).await
+}
+
+fn peer_cert(tls: &TlsStream<TcpStream>) -> Vec<u8> {
+    tls.get_ref().1.peer_certificates().unwrap()[0].to_vec()
+}
+
+type Sender = hyper::client::conn::http1::SendRequest<Full<Bytes>>;
+
+async fn http1(tls: TlsStream<TcpStream>) -> Sender {
+    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls)).await.unwrap();
+    tokio::spawn(conn);
+    sender
+}
+
+async fn request(sender: &mut Sender, method: &str, path: &str, body: Vec<u8>) -> (u16, String) {
+    let req = hyper::Request::builder()
+        .method(method)
+        .uri(path)
+        .header("host", "localhost")
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(body)))
+        .unwrap();
+    let resp = sender.send_request(req).await.unwrap();
+    let status = resp.status().as_u16();
+    let body = resp.into_body().collect().await.unwrap().to_bytes();
+    (status, String::from_utf8_lossy(&body).into_owned())
+}
+
+fn test_router() -> axum::Router {
+    let state = WebhookState::new(
+        Arc::new(StaticClusterView::default()),
+        Arc::new(FakeElbV2::default()),
+        WebhookConfig::default(),
+    );
+    router(Arc::new(state))
+}
+
+fn pod_review() -> Vec<u8> {
+    std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pod-create.json")).unwrap()
+}
+
+#[tokio::test]
+async fn serves_tls_and_picks_up_a_rotated_certificate() {
+    let dir = TempDir::new("rotate");
+    let (cert_a, key_a, der_a) = self_signed();
+    install(&dir, &cert_a, &key_a);
+
+    let server = WebhookServer::bind(dir.config()).await.unwrap();
+    let addr = server.local_addr();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(server.run(test_router(), async move {
+        let _ = stop_rx.await;
+    }));
+
+    // TLS 1.3 (default) with certificate A; the webhook answers over it.
+    let trust_a = client(&der_a, &[&rustls::version::TLS13, &rustls::version::TLS12], &[]);
+    let tls = connect(addr, &trust_a).await.unwrap();
+    assert_eq!(peer_cert(&tls), der_a);
+    assert_eq!(tls.get_ref().1.protocol_version(), Some(rustls::ProtocolVersion::TLSv1_3));
+    let mut kept = http1(tls).await;
+    assert_eq!(request(&mut kept, "GET", "/healthz", vec![]).await, (200, "ok".to_string()));
+    let (status, body) = request(&mut kept, "POST", PATH_MUTATE_POD, pod_review()).await;
+    assert_eq!(status, 200);
+    assert!(body.contains("\"allowed\":true"), "{body}");
+
+    // TLS 1.2 is accepted; HTTP/2 is offered through ALPN.
+    let tls12 = connect(addr, &client(&der_a, &[&rustls::version::TLS12], &[])).await.unwrap();
+    assert_eq!(tls12.get_ref().1.protocol_version(), Some(rustls::ProtocolVersion::TLSv1_2));
+    let h2 = connect(addr, &client(&der_a, &[&rustls::version::TLS13], &[b"h2", b"http/1.1"])).await.unwrap();
+    assert_eq!(h2.get_ref().1.alpn_protocol(), Some(b"h2".as_slice()));
+
+    // A broken write is ignored: certificate A stays in service.
+    std::fs::write(dir.cert(), "not a certificate").unwrap();
+    tokio::time::sleep(CERT_RELOAD_INTERVAL + Duration::from_millis(500)).await;
+    // (Fresh client configs from here on: a cached TLS 1.3 session would be resumed without
+    // the server presenting its certificate again.)
+    let fresh_a = || client(&der_a, &[&rustls::version::TLS13], &[]);
+    assert_eq!(peer_cert(&connect(addr, &fresh_a()).await.unwrap()), der_a);
+
+    // Rotate to certificate B on disk; new handshakes get B without a restart.
+    let (cert_b, key_b, der_b) = self_signed();
+    install(&dir, &cert_b, &key_b);
+    let deadline = Instant::now() + CERT_RELOAD_INTERVAL * 5;
+    let tls = loop {
+        match connect(addr, &client(&der_b, &[&rustls::version::TLS13], &[])).await {
+            Ok(tls) => break tls,
+            Err(e) if Instant::now() < deadline => {
+                let _ = e;
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(e) => panic!("rotated certificate never served: {e}"),
+        }
+    };
+    assert_eq!(peer_cert(&tls), der_b);
+    let mut fresh = http1(tls).await;
+    assert_eq!(request(&mut fresh, "GET", "/healthz", vec![]).await, (200, "ok".to_string()));
+    // A client that only trusts A is now refused...
+    let refused = connect(addr, &fresh_a()).await.expect_err("certificate A still served");
+    assert!(refused.to_string().contains("invalid peer certificate"), "{refused}");
+    // ...while the connection opened before the rotation keeps working.
+    assert_eq!(request(&mut kept, "GET", "/healthz", vec![]).await, (200, "ok".to_string()));
+
+    // Graceful stop.
+    stop_tx.send(()).unwrap();
+    let result = tokio::time::timeout(Duration::from_secs(15), running).await.expect("server did not stop").unwrap();
+    assert!(result.is_ok(), "{result:?}");
+    assert!(TcpStream::connect(addr).await.is_err(), "still accepting after shutdown");
+}
+
+#[tokio::test]
+async fn missing_certificate_is_a_distinct_error() {
+    let dir = TempDir::new("missing");
+    match WebhookServer::bind(dir.config()).await {
+        Err(ServeError::CertificateMissing { cert_file, key_file }) => {
+            assert_eq!((cert_file, key_file), (dir.cert(), dir.key()));
+        }
+        Err(other) => panic!("unexpected error {other}"),
+        Ok(_) => panic!("served without a certificate"),
+    }
+    // Only the key present: still "missing".
+    std::fs::write(dir.key(), "x").unwrap();
+    let err = lbc_webhook::serve(dir.config(), test_router(), std::future::pending()).await.unwrap_err();
+    assert!(matches!(err, ServeError::CertificateMissing { .. }), "{err}");
+    assert!(err.to_string().contains("does not exist"), "{err}");
+}
+
+#[tokio::test]
+async fn unusable_certificates_are_reported() {
+    let dir = TempDir::new("bad");
+    let (cert_a, key_a, _) = self_signed();
+    let (_, key_b, _) = self_signed();
+    let cases = [
+        ("garbage certificate", "hello".to_string(), key_a.clone(), "no PEM CERTIFICATE block"),
+        ("garbage key", cert_a.clone(), "hello".to_string(), "no usable private key"),
+        ("key of another certificate", cert_a.clone(), key_b, "do not work together"),
+    ];
+    for (name, cert, key, needle) in cases {
+        install(&dir, &cert, &key);
+        match WebhookServer::bind(dir.config()).await {
+            Err(e @ ServeError::Certificate { .. }) => assert!(e.to_string().contains(needle), "{name}: {e}"),
+            Err(e) => panic!("{name}: unexpected error {e}"),
+            Ok(_) => panic!("{name}: accepted"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn port_in_use_is_reported() {
+    let dir = TempDir::new("port");
+    let (cert, key, _) = self_signed();
+    install(&dir, &cert, &key);
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let cfg = ServeConfig { bind: taken.local_addr().unwrap(), ..dir.config() };
+    let err = WebhookServer::bind(cfg).await.err().expect("bound a port in use");
+    assert!(matches!(err, ServeError::Bind { .. }), "{err}");
+}
