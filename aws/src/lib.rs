@@ -12,6 +12,7 @@
 
 pub mod call;
 pub mod config;
+pub mod credentials;
 pub mod ec2;
 pub mod elbv2;
 pub mod error;

@@ -324,12 +324,27 @@ def inspect_request(environ: dict[str, Any], raw: bytes) -> dict[str, Any]:
     if not service and operation in UNSIGNED_STS:
         service = "sts"
     version = (form.get("Version") or [""])[0]
-    ntargets = sum(1 for k in form if k.startswith("Targets.member.") and k.endswith(".Id"))
+    target_ids = _target_ids(form)
     return {
         "service": service, "region": region, "operation": operation, "protocol": protocol,
         "version": version, "target_group_arn": (form.get("TargetGroupArn") or [None])[0],
-        "targets": ntargets if ntargets else None,
+        "targets": len(target_ids) if target_ids else None,
+        "target_ids": target_ids or None,
     }
+
+
+def _target_ids(form: dict[str, list[str]]) -> list[str]:
+    """`Targets.member.N.Id` (+ `.Port`) of a query-protocol call as `Id:Port` (`Id` when no port), in N order."""
+    ids: dict[int, str] = {}
+    for k, v in form.items():
+        if k.startswith("Targets.member.") and k.endswith(".Id"):
+            try:
+                n = int(k[len("Targets.member."):-len(".Id")])
+            except ValueError:
+                continue
+            port = (form.get(f"Targets.member.{n}.Port") or [""])[0]
+            ids[n] = f"{v[0]}:{port}" if port else v[0]
+    return [ids[n] for n in sorted(ids)]
 
 
 def error_response(req: dict[str, Any], code: str, message: str, status: int) -> tuple[int, list, bytes]:
@@ -687,6 +702,7 @@ class App:
 
     def _aws(self, environ: dict[str, Any], start_response: Any, raw: bytes) -> Any:
         t0 = time.monotonic()
+        received = time.time()
         req = inspect_request(environ, raw)
         injected = None
         bucket = take_token(req)
@@ -708,6 +724,7 @@ class App:
             rec = {
                 "seq": STATE.seq, "time": time.time(), "service": req["service"], "operation": req["operation"],
                 "target_group_arn": req["target_group_arn"], "targets": req["targets"],
+                "target_ids": req["target_ids"], "received": received,
                 "outcome": "ok" if status < 400 else "error", "error_code": code, "http_status": status,
                 "duration_ms": round(duration_ms, 3), "injected": injected,
             }

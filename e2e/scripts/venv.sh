@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Creates or updates the Python venv for the AWS emulator (e2e/emulator) and prints its path on stdout.
-# Idempotent: reinstalls only when e2e/emulator/requirements.txt (or the python3 version) changed;
-# the hash of both is kept in the venv. Everything but the path goes to stderr.
+# Creates or updates the Python venv for the AWS emulator (e2e/emulator) and OpenBao (e2e/bao) and prints its
+# path on stdout. Idempotent: reinstalls only when e2e/emulator/requirements.txt, e2e/bao/requirements.txt (or
+# the python3 version) changed; the hash of all of them is kept in the venv. Everything but the path goes to stderr.
 #
 #   LBC_CACHE   cache root (default ~/.cache/aws-lb-controller); the venv is $LBC_CACHE/venv
 #   PYTHON      interpreter to build the venv from (default python3)
@@ -9,7 +9,7 @@
 # Usage:  VENV="$(e2e/scripts/venv.sh)" && "$VENV/bin/python" e2e/emulator/awsemu.py --port 4566
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")/.." && pwd)"
-REQ="$HERE/emulator/requirements.txt"
+REQS=("$HERE/emulator/requirements.txt" "$HERE/bao/requirements.txt")
 LBC_CACHE="${LBC_CACHE:-$HOME/.cache/aws-lb-controller}"
 VENV="$LBC_CACHE/venv"
 PYTHON="${PYTHON:-python3}"
@@ -20,9 +20,9 @@ mkdir -p "$LBC_CACHE"
 exec 9>"$LBC_CACHE/.venv.lock"   # serialise concurrent callers
 flock 9
 
-want="$( { cat "$REQ"; "$PYTHON" -c 'import sys; print(sys.version)'; } | sha256sum | cut -d' ' -f1)"
+want="$( { cat "${REQS[@]}"; "$PYTHON" -c 'import sys; print(sys.version)'; } | sha256sum | cut -d' ' -f1)"
 if [ -x "$VENV/bin/python" ] && [ "$(cat "$STAMP" 2>/dev/null)" = "$want" ] \
-   && "$VENV/bin/python" -c 'import moto, boto3, pytest' 2>/dev/null; then
+   && "$VENV/bin/python" -c 'import moto, boto3, pytest' 2>/dev/null && [ -x "$VENV/bin/bao" ]; then
   echo "$VENV"; exit 0
 fi
 if ! [ -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import sys' 2>/dev/null \
@@ -31,8 +31,8 @@ if ! [ -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import sys' 2>/dev/nu
   rm -rf "$VENV"
   "$PYTHON" -m venv "$VENV"
 fi
-log "installing $(basename "$REQ") into $VENV"
+log "installing ${REQS[*]#"$HERE/"} into $VENV"
 rm -f "$STAMP"
-"$VENV/bin/python" -m pip install --disable-pip-version-check -q -r "$REQ" >&2
+"$VENV/bin/python" -m pip install --disable-pip-version-check -q "${REQS[@]/#/--requirement=}" >&2
 echo "$want" > "$STAMP"
 echo "$VENV"

@@ -1,0 +1,446 @@
+//! The Vault credential source (`lbc_aws::credentials::vault`) against a **real OpenBao** server
+//! (`e2e/scripts/bao.sh`, started here if needed) doing **real Kubernetes auth** (TokenReview on the
+//! e2e kube-apiserver), and SDK clients built the way the controller builds them, talking to the
+//! AWS emulator.
+//!
+//! What is real and what stands in: the ServiceAccount, its TokenRequest token, the OpenBao login,
+//! token TTLs, renew-self, re-login, policies and the HTTP API are real. The AWS secrets engine is
+//! not: OpenBao does not ship it and its plugin cannot be built here (docs/credentials.md,
+//! "Testing"), so `aws/` is a KV v1 mount and this test writes fresh keys to `aws/sts/<role>`
+//! (with `ttl`, which KV v1 returns as `lease_duration`) every few seconds, as the engine would
+//! hand out new keys on each read. The emulator does not check keys, so the test also checks
+//! which access key IDs the SDK actually used.
+
+use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvider, future};
+use aws_sdk_elasticloadbalancingv2::types::TargetDescription;
+use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::core::v1::ServiceAccount;
+use kube::api::{Api, ObjectMeta, PostParams};
+use lbc_aws::config::{ClientSettings, Endpoints, build_clients};
+use lbc_aws::credentials::{CredentialMetrics, CredentialSource, Health, Reason, VaultConfig, vault};
+use lbc_e2e::{Env, aws, kube_util, unique};
+use serde_json::{Value, json};
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// The OpenBao server of `e2e/scripts/bao.sh`.
+#[derive(Clone)]
+struct Bao {
+    addr: String,
+    root: String,
+    audit_log: PathBuf,
+    http: reqwest::Client,
+}
+
+impl Bao {
+    /// Runs `e2e/scripts/bao.sh` (reuses a running server) and reads `e2e/.run/bao.env`.
+    fn up(env: &Env) -> Self {
+        let out = Command::new(env.repo.join("e2e/scripts/bao.sh")).envs(env.vars()).output().expect("running bao.sh");
+        assert!(out.status.success(), "e2e/scripts/bao.sh failed:\n{}", String::from_utf8_lossy(&out.stderr));
+        let text = std::fs::read_to_string(env.repo.join("e2e/.run/bao.env")).expect("e2e/.run/bao.env");
+        let vars: HashMap<String, String> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("export "))
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.trim_matches('\'').to_string()))
+            .collect();
+        Self {
+            addr: vars["BAO_ADDR"].clone(),
+            root: vars["BAO_TOKEN"].clone(),
+            audit_log: PathBuf::from(&vars["LBC_BAO_AUDIT_LOG"]),
+            http: reqwest::Client::new(),
+        }
+    }
+
+    async fn write(&self, path: &str, body: Value) {
+        let r = self
+            .http
+            .post(format!("{}/v1/{path}", self.addr))
+            .header("X-Vault-Token", &self.root)
+            .json(&body)
+            .send()
+            .await
+            .expect("OpenBao reachable");
+        let status = r.status();
+        assert!(status.is_success(), "write {path}: {status} {}", r.text().await.unwrap_or_default());
+    }
+
+    async fn delete(&self, path: &str) {
+        let _ = self.http.delete(format!("{}/v1/{path}", self.addr)).header("X-Vault-Token", &self.root).send().await;
+    }
+
+    /// A Kubernetes auth role for `sa` in `ns` with a policy allowing `allow` (read).
+    async fn role(&self, name: &str, ns: &str, sa: &str, allow: &str, token_ttl: &str, token_max_ttl: &str) {
+        self.write(
+            &format!("sys/policies/acl/{name}"),
+            json!({ "policy": format!("path \"{allow}\" {{ capabilities = [\"read\"] }}") }),
+        )
+        .await;
+        self.write(
+            &format!("auth/kubernetes/role/{name}"),
+            json!({
+                "bound_service_account_names": [sa], "bound_service_account_namespaces": [ns], "audience": "vault",
+                "token_policies": [name], "token_ttl": token_ttl, "token_max_ttl": token_max_ttl,
+            }),
+        )
+        .await;
+    }
+
+    /// New keys at the KV stand-in for `aws/sts/<role>`; returns the access key ID.
+    async fn issue_keys(&self, role: &str, ttl_s: u64) -> String {
+        let id = format!("ASIAE2E{:013X}", fastrand::u64(..) & 0xF_FFFF_FFFF_FFFF);
+        self.write(
+            &format!("aws/sts/{role}"),
+            json!({ "access_key": id, "secret_key": format!("{:032x}", fastrand::u128(..)),
+                    "security_token": format!("e2e-session-{:032x}", fastrand::u128(..)), "ttl": format!("{ttl_s}s") }),
+        )
+        .await;
+        id
+    }
+
+    /// (logins, renewals) the audit log shows for Kubernetes auth role `role`: renewals are
+    /// renew-self requests made with a token that one of those logins returned (the audit log
+    /// HMACs accessors with one key, so they can be matched).
+    fn audit_counts(&self, role: &str) -> (usize, usize) {
+        let text = std::fs::read_to_string(&self.audit_log).unwrap_or_default();
+        let mut accessors = HashSet::new();
+        let mut renewals = 0;
+        for line in text.lines() {
+            let Ok(v) = serde_json::from_str::<Value>(line) else { continue };
+            if v["type"] != "response" {
+                continue;
+            }
+            match v["request"]["path"].as_str().unwrap_or_default() {
+                "auth/kubernetes/login" if v["response"]["auth"]["metadata"]["role"] == role => {
+                    accessors.insert(v["response"]["auth"]["accessor"].as_str().unwrap_or_default().to_string());
+                }
+                "auth/token/renew-self"
+                    if v["error"].is_null()
+                        && accessors.contains(v["request"]["client_token_accessor"].as_str().unwrap_or_default()) =>
+                {
+                    renewals += 1;
+                }
+                _ => {}
+            }
+        }
+        (accessors.len(), renewals)
+    }
+}
+
+/// Namespace + ServiceAccount + a TokenRequest token (audience `aud`) in a file.
+async fn service_account_token(client: &kube::Client, ns: &str, sa: &str, aud: &str, dir: &Path) -> PathBuf {
+    let sas = Api::<ServiceAccount>::namespaced(client.clone(), ns);
+    let obj =
+        ServiceAccount { metadata: ObjectMeta { name: Some(sa.into()), ..Default::default() }, ..Default::default() };
+    if let Err(e) = sas.create(&PostParams::default(), &obj).await {
+        assert!(e.to_string().contains("already exists"), "create ServiceAccount: {e}");
+    }
+    let tr = TokenRequest {
+        spec: TokenRequestSpec { audiences: vec![aud.into()], expiration_seconds: Some(3600), ..Default::default() },
+        ..Default::default()
+    };
+    let out = sas.create_token_request(sa, &PostParams::default(), &tr).await.expect("TokenRequest");
+    let path = dir.join(format!("{sa}-{}.jwt", aud.replace(['.', '/', ':'], "_")));
+    std::fs::write(&path, out.status.expect("token").token).unwrap();
+    path
+}
+
+/// Records the access key ID every time the SDK's identity cache asks for credentials.
+#[derive(Debug)]
+struct Recording {
+    inner: SharedCredentialsProvider,
+    seen: Arc<Mutex<Vec<String>>>,
+}
+
+impl ProvideCredentials for Recording {
+    fn provide_credentials<'a>(&'a self) -> future::ProvideCredentials<'a>
+    where
+        Self: 'a,
+    {
+        future::ProvideCredentials::new(async move {
+            let c = self.inner.provide_credentials().await?;
+            self.seen.lock().unwrap().push(c.access_key_id().to_string());
+            Ok(c)
+        })
+    }
+}
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(unique(name));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vault_keys_rotate_during_target_sync_without_a_failed_call() {
+    let Some(env) = Env::require("vault_keys_rotate_during_target_sync_without_a_failed_call") else { return };
+    let bao = Bao::up(&env);
+    let kube = kube_util::client(&env).await;
+    let ns = unique("vault-rot");
+    kube_util::namespace(&kube, &ns, &[]).await;
+    let dir = tmpdir("vault-rot");
+    let token_path = service_account_token(&kube, &ns, "aws-load-balancer-controller", "vault", &dir).await;
+    let role = ns.clone();
+    // token TTL 20 s (renewed at ~13 s), max 50 s: renewals, then a re-login, during the run
+    bao.role(&role, &ns, "aws-load-balancer-controller", &format!("aws/sts/{role}"), "20s", "50s").await;
+
+    // The engine stand-in: new keys every 7 s, each valid 24 s.
+    const LEASE_S: u64 = 24;
+    let issued = Arc::new(Mutex::new(vec![bao.issue_keys(&role, LEASE_S).await]));
+    let rotator = {
+        let (bao, role, issued) = (bao.clone(), role.clone(), issued.clone());
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_secs(7)).await;
+                let id = bao.issue_keys(&role, LEASE_S).await;
+                issued.lock().unwrap().push(id);
+            }
+        })
+    };
+
+    let mut cfg = VaultConfig::new(&bao.addr, &role, &role);
+    cfg.token_path = token_path;
+    cfg.ttl = Some(Duration::from_secs(LEASE_S));
+    let metrics = CredentialMetrics::default();
+    let source = vault::start(cfg, metrics.clone()).expect("config");
+    let st =
+        source.wait_ready(Duration::from_secs(20)).await.unwrap_or_else(|st| panic!("not ready: {}", st.summary()));
+    assert_eq!(st.health, Health::Healthy);
+
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let provider = SharedCredentialsProvider::new(Recording { inner: source.provider(), seen: seen.clone() });
+    // The controller's way of building clients (SDK identity cache included), retries off: every failure counts.
+    let clients = build_clients(&ClientSettings {
+        region: env.get("AWS_REGION").into(),
+        endpoints: Endpoints::all(env.aws_endpoint()),
+        credentials: Some(provider),
+    })
+    .await;
+    let elb = clients.elbv2;
+    let arn = aws::create_ip_target_group(&env, &aws::elbv2(&env).await, &unique("vault-tg"), 8080).await;
+
+    // Target-sync-like loop: register/describe/deregister against the target group while keys rotate.
+    // LBC_E2E_VAULT_SECS shortens or lengthens the run (default 80 s: ~5 key rotations, 1 re-login).
+    let run_for =
+        Duration::from_secs(std::env::var("LBC_E2E_VAULT_SECS").ok().and_then(|v| v.parse().ok()).unwrap_or(80));
+    let start = Instant::now();
+    let (mut calls, mut failed) = (0u32, Vec::new());
+    let mut not_ready = Vec::new();
+    let mut i = 0u32;
+    while start.elapsed() < run_for {
+        i += 1;
+        let ip = format!("10.0.{}.{}", 100 + (i / 200) % 50, 10 + i % 200);
+        let target = TargetDescription::builder().id(&ip).port(8080).build();
+        let r = elb.register_targets().target_group_arn(&arn).targets(target.clone()).send().await;
+        calls += 1;
+        if let Err(e) = r {
+            failed.push(format!("RegisterTargets at {:?}: {}", start.elapsed(), aws_smithy_types_display(&e)));
+        }
+        match elb.describe_target_health().target_group_arn(&arn).send().await {
+            Ok(out) => {
+                assert!(out.target_health_descriptions().iter().any(|d| d.target().and_then(|t| t.id()) == Some(&ip)))
+            }
+            Err(e) => {
+                failed.push(format!("DescribeTargetHealth at {:?}: {}", start.elapsed(), aws_smithy_types_display(&e)))
+            }
+        }
+        calls += 1;
+        if i.is_multiple_of(3) {
+            let r = elb.deregister_targets().target_group_arn(&arn).targets(target).send().await;
+            calls += 1;
+            if let Err(e) = r {
+                failed.push(format!("DeregisterTargets at {:?}: {}", start.elapsed(), aws_smithy_types_display(&e)));
+            }
+        }
+        let st = source.state();
+        if !st.is_ready() || st.health != Health::Healthy {
+            not_ready.push(format!("{:?}: {}", start.elapsed(), st.summary()));
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    rotator.abort();
+
+    let st = source.state();
+    let sdk_keys: BTreeSet<String> = seen.lock().unwrap().iter().cloned().collect();
+    let issued: HashSet<String> = issued.lock().unwrap().iter().cloned().collect();
+    let (logins, renewals) = bao.audit_counts(&role);
+    eprintln!(
+        "vault e2e: {calls} AWS calls in {:?}; provider refreshes {}; SDK used {} distinct keys {:?}; \
+         OpenBao logins {logins}, token renewals {renewals}; state: {}",
+        start.elapsed(),
+        st.refreshes,
+        sdk_keys.len(),
+        sdk_keys,
+        st.summary()
+    );
+    assert!(failed.is_empty(), "{} of {calls} AWS calls failed:\n{}", failed.len(), failed.join("\n"));
+    assert!(not_ready.is_empty(), "credentials were not healthy at times:\n{}", not_ready.join("\n"));
+    let expected_min = (run_for.as_secs() / 20) as usize; // refreshes every ~16 s
+    assert!(st.refreshes as usize > expected_min, "provider refreshed {} times in {run_for:?}", st.refreshes);
+    assert!(sdk_keys.len() >= 3, "the SDK should have signed with at least 3 different keys: {sdk_keys:?}");
+    assert!(sdk_keys.iter().all(|k| issued.contains(k)), "every key the SDK used came from OpenBao");
+    assert!(logins >= 2, "token_max_ttl 50 s: the provider must have logged in again (logins {logins})");
+    assert!(renewals >= 1, "token_ttl 20 s: the provider must have renewed its token (renewals {renewals})");
+    let failures: u64 = metrics
+        .failures
+        .get_or_create(&lbc_aws::credentials::FailureLabels { source: "vault", reason: "permission_denied" })
+        .get();
+    assert_eq!(failures, 0);
+
+    bao.delete(&format!("auth/kubernetes/role/{role}")).await;
+    bao.delete(&format!("sys/policies/acl/{role}")).await;
+    bao.delete(&format!("aws/sts/{role}")).await;
+    kube_util::delete_namespace(&kube, &ns).await;
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+fn aws_smithy_types_display<E: std::error::Error>(e: &E) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cur = c.source();
+    }
+    s
+}
+
+/// The first error the source reports (it must not become ready).
+async fn failure_of(source: &CredentialSource) -> lbc_aws::credentials::CredentialError {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let st = source.state();
+        if let Some(e) = st.last_error {
+            assert_eq!(st.health, Health::Expired, "{}", e.message);
+            return e;
+        }
+        assert!(!st.is_ready(), "became ready: {}", st.summary());
+        assert!(Instant::now() < deadline, "no error reported: {}", st.summary());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn vault_failures_are_named_against_real_openbao() {
+    let Some(env) = Env::require("vault_failures_are_named_against_real_openbao") else { return };
+    let bao = Bao::up(&env);
+    let kube = kube_util::client(&env).await;
+    let ns = unique("vault-err");
+    kube_util::namespace(&kube, &ns, &[]).await;
+    let dir = tmpdir("vault-err");
+    let role = ns.clone();
+    bao.role(&role, &ns, "aws-load-balancer-controller", &format!("aws/sts/{role}"), "1h", "2h").await;
+    bao.issue_keys(&role, 900).await;
+    let good = service_account_token(&kube, &ns, "aws-load-balancer-controller", "vault", &dir).await;
+    let cfg = |token: &PathBuf| {
+        let mut c = VaultConfig::new(&bao.addr, &role, &role);
+        c.token_path = token.clone();
+        c
+    };
+
+    // sanity: the good path works
+    let ok = vault::start(cfg(&good), CredentialMetrics::default()).unwrap();
+    ok.wait_ready(Duration::from_secs(10)).await.unwrap_or_else(|st| panic!("{}", st.summary()));
+
+    // wrong audience: the token is for STS, the role wants "vault"
+    let sts_aud = service_account_token(&kube, &ns, "aws-load-balancer-controller", "sts.amazonaws.com", &dir).await;
+    let e = failure_of(&vault::start(cfg(&sts_aud), CredentialMetrics::default()).unwrap()).await;
+    assert_eq!(e.reason, Reason::Audience, "{}", e.message);
+    assert!(
+        e.message.contains("audiences: [sts.amazonaws.com]") && e.message.contains("invalid audience"),
+        "{}",
+        e.message
+    );
+
+    // a ServiceAccount the role does not bind
+    let other = service_account_token(&kube, &ns, "someone-else", "vault", &dir).await;
+    let e = failure_of(&vault::start(cfg(&other), CredentialMetrics::default()).unwrap()).await;
+    assert_eq!(e.reason, Reason::PermissionDenied, "{}", e.message);
+    assert!(
+        e.message.contains(&format!("ServiceAccount {ns}/someone-else"))
+            && e.message.contains("bound_service_account_names")
+            && e.message.contains(&format!("role \"{role}\"")),
+        "{}",
+        e.message
+    );
+
+    // unknown auth role
+    let mut c = cfg(&good);
+    c.auth_role = "no-such-role".into();
+    let e = failure_of(&vault::start(c, CredentialMetrics::default()).unwrap()).await;
+    assert_eq!(e.reason, Reason::InvalidRole, "{}", e.message);
+
+    // the policy does not cover the path
+    let mut c = cfg(&good);
+    c.secrets_role = format!("{role}-other");
+    let e = failure_of(&vault::start(c, CredentialMetrics::default()).unwrap()).await;
+    assert_eq!(e.reason, Reason::PermissionDenied, "{}", e.message);
+    assert!(e.message.contains(&format!("aws/sts/{role}-other")) && e.message.contains("[\"read\"]"), "{}", e.message);
+
+    // a sealed server: a second OpenBao of our own, sealed through the API
+    let sealed = SealedBao::start(&env).await;
+    let mut c = cfg(&good);
+    c.address = sealed.addr.clone();
+    let e = failure_of(&vault::start(c, CredentialMetrics::default()).unwrap()).await;
+    assert_eq!(e.reason, Reason::Sealed, "{}", e.message);
+    assert!(e.message.contains(&sealed.addr) && e.message.contains("is sealed"), "{}", e.message);
+    drop(sealed);
+
+    bao.delete(&format!("auth/kubernetes/role/{role}")).await;
+    bao.delete(&format!("sys/policies/acl/{role}")).await;
+    bao.delete(&format!("aws/sts/{role}")).await;
+    kube_util::delete_namespace(&kube, &ns).await;
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A second dev server on a free port, sealed; killed (by its PID, via the child handle) on drop.
+struct SealedBao {
+    child: std::process::Child,
+    addr: String,
+}
+
+impl SealedBao {
+    async fn start(env: &Env) -> Self {
+        let vars = std::fs::read_to_string(env.repo.join("e2e/.run/bao.env")).unwrap();
+        let bin = vars
+            .lines()
+            .find_map(|l| l.strip_prefix("export LBC_BAO_BIN="))
+            .map(|v| v.trim_matches('\'').to_string())
+            .expect("LBC_BAO_BIN in bao.env");
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let addr = format!("http://127.0.0.1:{port}");
+        let token = format!("{:032x}", fastrand::u128(..));
+        let log = std::fs::File::create(env.repo.join(format!("e2e/.run/logs/bao-sealed-{port}.log"))).unwrap();
+        let child = Command::new(bin)
+            .args(["server", "-dev", &format!("-dev-listen-address=127.0.0.1:{port}"), "-dev-no-store-token"])
+            .env("BAO_DEV_ROOT_TOKEN_ID", &token)
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("start a second bao");
+        let me = Self { child, addr };
+        let http = reqwest::Client::new();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if http.get(format!("{}/v1/sys/health", me.addr)).send().await.is_ok_and(|r| r.status().is_success()) {
+                break;
+            }
+            assert!(Instant::now() < deadline, "second bao did not start");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let r = http.put(format!("{}/v1/sys/seal", me.addr)).header("X-Vault-Token", &token).send().await.unwrap();
+        assert!(r.status().is_success(), "seal: {}", r.status());
+        me
+    }
+}
+
+impl Drop for SealedBao {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
