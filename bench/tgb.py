@@ -534,9 +534,13 @@ class Run:
             time.sleep(interval)
 
     def parallel(self, fn, items, workers: int | None = None) -> None:
-        with cf.ThreadPoolExecutor(workers or self.o.workers) as ex:
+        """fn over items on a thread pool; the first error cancels what has not started and is raised."""
+        ex = cf.ThreadPoolExecutor(workers or self.o.workers)
+        try:
             for f in [ex.submit(fn, i) for i in items]:
                 f.result()
+        finally:
+            ex.shutdown(wait=True, cancel_futures=True)
 
     # ---- setup ---------------------------------------------------------------------------------------------------
     def start_emulator(self) -> None:
@@ -967,15 +971,17 @@ class Run:
             self.phase_restart()
             self.verify()
             self.result["ok"] = True
-        except (Deadline, RuntimeError, KubeError) as e:
+        except Exception as e:  # noqa: BLE001 - any failure: record it, clean up, go on with the next run
             self.result["ok"] = False
-            self.result["error"] = str(e)
-            log(f"run {self.id} failed: {e}")
+            self.result["error"] = f"{type(e).__name__}: {e}"
+            log(f"run {self.id} failed: {type(e).__name__}: {e}")
         finally:
             self.result["load_after"] = os.getloadavg()
-            with open(f"{self.out}/summary.json", "w") as f:
-                json.dump(self.result, f, indent=1, default=str)
-            self.cleanup()
+            try:
+                with open(f"{self.out}/summary.json", "w") as f:
+                    json.dump(self.result, f, indent=1, default=str)
+            finally:
+                self.cleanup()
         return self.result
 
 
