@@ -19,6 +19,8 @@ TargetGroupBindings. Then, with the release controller binary:
   4. peak (VmHWM) and steady (VmRSS) memory of the controller process, CPU seconds per phase;
   5. warm restart: SIGTERM, start again, time to /readyz and to leadership, AWS calls in the 30 s after ready.
 
+Medians over runs of several invocations: `bench/tgb.py report bench/results/*-p10000-g10-r*/summary.json`.
+
 Everything binds 127.0.0.1. Everything the run creates (namespace, nodes, target groups, emulator, controller,
 watcher) is removed at the end, also on error or Ctrl-C. Results: printed, plus bench/results/<run>/ (summary
 JSON, call log, controller logs). Every wait is bounded (--phase-timeout, --max-seconds).
@@ -201,7 +203,12 @@ def watch_main(ns: str, out_path: str) -> None:
         return lst["metadata"]["resourceVersion"]
 
     def tgb_event(typ: str, obj: dict, t: float) -> None:
-        tgb_out.write(json.dumps({"t": t, "type": typ, "name": obj["metadata"]["name"]}) + "\n")
+        md, st = obj.get("metadata") or {}, obj.get("status") or {}
+        cp = (md.get("annotations") or {}).get("elbv2.k8s.aws/checkpoint")
+        tgb_out.write(json.dumps({"t": t, "type": typ, "name": md.get("name"), "rv": md.get("resourceVersion"),
+                                  "checkpoint": cp[-8:] if cp else None,
+                                  "registered": st.get("registeredTargets"),
+                                  "finalizers": len(md.get("finalizers") or [])}) + "\n")
 
     threading.Thread(target=watch_loop, daemon=True,
                      args=(Kube(env), f"/apis/elbv2.k8s.aws/v1beta1/namespaces/{ns}/targetgroupbindings",
@@ -1053,9 +1060,46 @@ SUMMARY_ROWS = [
 ]
 
 
+def add_mib(r: dict) -> None:
+    for src, dst in [("memory.peak_hwm_bytes", "peak_hwm_mib"), ("memory.steady_rss_bytes", "steady_rss_mib"),
+                     ("warm_restart.peak_hwm_bytes", "peak_hwm_mib")]:
+        a, b = src.split(".")
+        if isinstance(r.get(a), dict) and b in r[a]:
+            r[a][dst] = r[a][b] / 2**20
+
+
+def print_medians(ok: list[dict], total: int, title: str) -> None:
+    print()
+    print(f"== {title}: medians of {len(ok)} successful run(s) of {total} ==")
+    for label, path in SUMMARY_ROWS:
+        v = median_of(ok, path)
+        each = ", ".join(f"{median_of([r], path):.4g}" if median_of([r], path) is not None else "-" for r in ok)
+        print(f"  {label:48s} {('%.4g' % v) if v is not None else '-':>10s}   [{each}]")
+
+
+def report(paths: list[str]) -> None:
+    """Medians over per-run summary.json files written by earlier invocations."""
+    runs = []
+    for p in paths:
+        try:
+            with open(p) as f:
+                r = json.load(f)
+        except (OSError, ValueError) as e:
+            print(f"  skipped {p}: {e}")
+            continue
+        add_mib(r)
+        runs.append(r)
+    ok = [r for r in runs if r.get("ok")]
+    sizes = sorted({(r.get("pods"), r.get("groups")) for r in ok})
+    print_medians(ok, len(runs), ", ".join(f"{p} pods / {g} groups" for p, g in sizes) or "no runs")
+
+
 def main() -> None:
     if len(sys.argv) >= 2 and sys.argv[1] == "_watch":
         watch_main(sys.argv[2], sys.argv[3])
+        return
+    if len(sys.argv) >= 2 and sys.argv[1] == "report":
+        report(sys.argv[2:])
         return
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
@@ -1097,19 +1141,9 @@ def main() -> None:
             log("interrupted (cleaned up)")
             raise SystemExit(130)
     for r in results:
-        for src, dst in [("memory.peak_hwm_bytes", "memory.peak_hwm_mib"),
-                         ("memory.steady_rss_bytes", "memory.steady_rss_mib"),
-                         ("warm_restart.peak_hwm_bytes", "warm_restart.peak_hwm_mib")]:
-            a, b = src.split(".")
-            if isinstance(r.get(a), dict) and b in r[a]:
-                r[a][dst.split(".")[1]] = r[a][b] / 2**20
+        add_mib(r)
     ok = [r for r in results if r.get("ok")]
-    print()
-    print(f"== {o.pods} pods, {o.groups} target groups: medians of {len(ok)} successful run(s) of {len(results)} ==")
-    for label, path in SUMMARY_ROWS:
-        v = median_of(ok, path)
-        each = ", ".join(f"{median_of([r], path):.4g}" if median_of([r], path) is not None else "-" for r in ok)
-        print(f"  {label:48s} {('%.4g' % v) if v is not None else '-':>10s}   [{each}]")
+    print_medians(ok, len(results), f"{o.pods} pods, {o.groups} target groups")
     summary = {"pods": o.pods, "groups": o.groups, "runs": results,
                "medians": {path: median_of(ok, path) for _, path in SUMMARY_ROWS}}
     os.makedirs(o.out, exist_ok=True)
