@@ -42,6 +42,9 @@ pub struct BindingState {
     pub verify_due: Option<Instant>,
     pub last_health_poll: Option<Instant>,
     pub failures: u32,
+    /// The checkpoint annotation as this process last wrote it (`Some(None)` = cleared); `None`
+    /// = not written yet, trust the cached object. The cache can lag our own patches.
+    pub checkpoint_written: Option<Option<String>>,
 }
 
 /// Shared reconcile context.

@@ -23,9 +23,11 @@ pub struct Env {
 }
 
 impl Env {
-    /// The repository root (this crate lives in `<repo>/e2e`).
+    /// The repository root (this crate lives in `<repo>/e2e`). Read at run time first: with a
+    /// target directory shared between checkouts, the compile-time path can name another clone.
     pub fn repo_root() -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("e2e has a parent").to_path_buf()
+        let dir = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_string());
+        Path::new(&dir).parent().expect("e2e has a parent").to_path_buf()
     }
 
     /// Loads `e2e/.run/env` (or `$LBC_E2E_ENV`). `None` when the environment is not up.

@@ -29,7 +29,7 @@ const ARN2: &str = "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgr
 const GATE: &str = "target-health.elbv2.k8s.aws/web-tg";
 
 fn fixture(name: &str) -> Value {
-    let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+    let path = format!("{}/tests/fixtures/{name}", std::env::var("CARGO_MANIFEST_DIR").unwrap());
     serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
 }
 

@@ -112,7 +112,8 @@ fn test_router() -> axum::Router {
 }
 
 fn pod_review() -> Vec<u8> {
-    std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pod-create.json")).unwrap()
+    std::fs::read(Path::new(&std::env::var("CARGO_MANIFEST_DIR").unwrap()).join("tests/fixtures/pod-create.json"))
+        .unwrap()
 }
 
 #[tokio::test]

@@ -7,6 +7,7 @@ use crate::metrics::{TargetStateLabels, TgbLabels};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta, Time};
 use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 use lbc_model::crd::TargetGroupBinding;
 use lbc_model::endpoints::DesiredTargets;
@@ -129,25 +130,56 @@ pub(super) fn record_target_gauges(ctx: &Context, labels: &TgbLabels, registered
     }
 }
 
-pub(super) async fn write_checkpoint(ctx: &Context, tgb: &TargetGroupBinding, cp: &str) -> Result<()> {
-    if tgb.annotations().get(CHECKPOINT_ANNOTATION).map(String::as_str) == Some(cp) {
+/// The checkpoint the live object carries as far as we know. Our own last write wins until the
+/// cache shows it (the cache lags our patches); after that the cache is trusted again, so a
+/// checkpoint removed by hand still forces a full pass.
+pub(super) fn live_checkpoint(
+    ctx: &Context,
+    tgb: &TargetGroupBinding,
+    key: &ObjectRef<TargetGroupBinding>,
+) -> Option<String> {
+    let cached = tgb.annotations().get(CHECKPOINT_ANNOTATION).cloned();
+    ctx.with_state(key, |s| match s.checkpoint_written.take() {
+        Some(written) if written != cached => {
+            s.checkpoint_written = Some(written.clone());
+            written
+        }
+        _ => cached,
+    })
+}
+
+pub(super) async fn write_checkpoint(
+    ctx: &Context,
+    tgb: &TargetGroupBinding,
+    key: &ObjectRef<TargetGroupBinding>,
+    cp: &str,
+) -> Result<()> {
+    if live_checkpoint(ctx, tgb, key).as_deref() == Some(cp) {
         return Ok(());
     }
     let body = json!({"metadata": {"annotations": {
         CHECKPOINT_ANNOTATION: cp,
         CHECKPOINT_TIMESTAMP_ANNOTATION: jiff::Timestamp::now().to_string(),
     }}});
-    ignore_not_found(api(ctx, tgb).patch(&tgb.name_any(), &PatchParams::default(), &Patch::Merge(body)).await)
+    ignore_not_found(api(ctx, tgb).patch(&tgb.name_any(), &PatchParams::default(), &Patch::Merge(body)).await)?;
+    ctx.with_state(key, |s| s.checkpoint_written = Some(Some(cp.to_string())));
+    Ok(())
 }
 
 /// Drops the checkpoint before any AWS write, so a crash mid-change forces a full pass later.
-pub(super) async fn clear_checkpoint(ctx: &Context, tgb: &TargetGroupBinding) -> Result<()> {
-    if !tgb.annotations().contains_key(CHECKPOINT_ANNOTATION) {
+pub(super) async fn clear_checkpoint(
+    ctx: &Context,
+    tgb: &TargetGroupBinding,
+    key: &ObjectRef<TargetGroupBinding>,
+) -> Result<()> {
+    if live_checkpoint(ctx, tgb, key).is_none() {
         return Ok(());
     }
     let body =
         json!({"metadata": {"annotations": {CHECKPOINT_ANNOTATION: null, CHECKPOINT_TIMESTAMP_ANNOTATION: null}}});
-    ignore_not_found(api(ctx, tgb).patch(&tgb.name_any(), &PatchParams::default(), &Patch::Merge(body)).await)
+    ignore_not_found(api(ctx, tgb).patch(&tgb.name_any(), &PatchParams::default(), &Patch::Merge(body)).await)?;
+    ctx.with_state(key, |s| s.checkpoint_written = Some(None));
+    Ok(())
 }
 
 fn ignore_not_found<T>(r: Result<T, kube::Error>) -> Result<()> {

@@ -12,7 +12,7 @@ use lbc_aws::elbv2::TargetGroupInfo;
 use lbc_model::checkpoint::checkpoint;
 use lbc_model::crd::{TargetGroupBinding, TargetType};
 use lbc_model::endpoints::{DesiredTargets, EndpointInputs, desired_targets, resolve_service_port};
-use lbc_model::names::{CHECKPOINT_ANNOTATION, readiness_gate_condition};
+use lbc_model::names::readiness_gate_condition;
 use lbc_model::net::VpcCidrs;
 use lbc_model::plan::{PlanInput, batches, plan};
 use lbc_model::pod::{NodeReadiness, PodInfo};
@@ -85,7 +85,7 @@ async fn sync(tgb: &Arc<TargetGroupBinding>, ctx: &Context) -> Result<Action> {
     let now = Instant::now();
 
     // Nothing changed since the last successful sync (maybe by a previous process): no AWS call.
-    let in_sync = tgb.annotations().get(CHECKPOINT_ANNOTATION) == Some(&cp) && !pending_gates;
+    let in_sync = status::live_checkpoint(ctx, &tgb, &key).as_deref() == Some(cp.as_str()) && !pending_gates;
     if in_sync {
         let due = ctx.with_state(&key, |s| *s.verify_due.get_or_insert_with(|| now + jittered(ctx.cfg.sync_period)));
         if now < due {
@@ -151,7 +151,7 @@ async fn sync(tgb: &Arc<TargetGroupBinding>, ctx: &Context) -> Result<Action> {
     }
 
     if !plan.is_empty() {
-        status::clear_checkpoint(ctx, &tgb).await?;
+        status::clear_checkpoint(ctx, &tgb, &key).await?;
         execute(ctx, &tgb, &key, &arn, &plan, owned.as_ref(), dirty_since).await?;
     }
 
@@ -162,7 +162,7 @@ async fn sync(tgb: &Arc<TargetGroupBinding>, ctx: &Context) -> Result<Action> {
     status::record_target_gauges(ctx, &labels, &registered_now);
     status::set_synced(ctx, &tgb, &registered_now, &plan, &desired).await?;
     if outcome.pending == 0 && plan.outside_vpc.is_empty() {
-        status::write_checkpoint(ctx, &tgb, &cp).await?;
+        status::write_checkpoint(ctx, &tgb, &key, &cp).await?;
     }
     let next = if outcome.pending > 0 {
         outcome.poll_in
