@@ -12,12 +12,14 @@
 //! - [`readiness`]: target health → pod readiness-gate condition, and how often to poll health.
 //! - [`net`]: VPC CIDR checks (overlay pod IPs).
 //! - [`checkpoint`]: the hash that lets a restarted controller skip work already in sync.
+//! - [`lb`]: load balancers, listeners, target groups and security groups as plain data.
 //! - [`throttle`]: client-side AWS API rate limits (`--aws-api-throttle`).
 
 pub mod admission;
 pub mod checkpoint;
 pub mod crd;
 pub mod endpoints;
+pub mod lb;
 pub mod names;
 pub mod net;
 pub mod plan;
