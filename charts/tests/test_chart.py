@@ -42,6 +42,9 @@ MATRIX = {
     "credentials-secret": {"awsCredentials": {"source": "secret", "secretName": "aws-creds",
                                               "sessionTokenKey": "aws_session_token"}},
     "credentials-file": {"awsCredentials": {"source": "file", "secretName": "aws-creds-file", "profile": "lbc"}},
+    "credentials-vault": {"awsCredentials": {"source": "vault", "vault": {
+        "address": "https://vault.example:8200", "authRole": "aws-load-balancer-controller", "secretsRole": "lbc",
+        "roleArn": "arn:aws:iam::123456789012:role/lbc", "caBundleConfigMap": "vault-ca"}}},
     "monitoring": {"serviceMonitor": {"enabled": True}, "prometheusRule": {"enabled": True}},
     "custom": {"replicaCount": 1, "priorityClassName": "system-cluster-critical", "watchNamespace": "apps",
                "extraArgs": {"sync-period": "5m"}, "env": {"RUST_BACKTRACE": "1"},
@@ -58,11 +61,7 @@ NO_CRD_GROUPS = ("monitoring.coreos.com/", "cert-manager.io/")
 
 # Metrics the dashboard queries although the controller does not export them yet. Each entry must
 # say why; test_queried_metrics_exist fails once an entry is exported (then remove it here).
-PENDING_METRICS = {
-    # Expiry of the current AWS credentials: defined in aws/src/credentials (Vault source, in
-    # progress), not yet registered in the controller's /metrics.
-    "aws_credentials_expiry_timestamp_seconds",
-}
+PENDING_METRICS: set[str] = set()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -206,19 +205,32 @@ def test_template(helm, tmp_path, case):
     if creds == "secret":
         assert env["AWS_ACCESS_KEY_ID"]["valueFrom"]["secretKeyRef"] == {"name": "aws-creds", "key": "aws_access_key_id"}
         assert env["AWS_SESSION_TOKEN"]["valueFrom"]["secretKeyRef"]["key"] == "aws_session_token"
-    elif creds == "file":
-        assert env["AWS_SHARED_CREDENTIALS_FILE"]["value"] == "/etc/aws-lb-controller/aws/credentials"
-        assert env["AWS_PROFILE"]["value"] == "lbc"
-        vols = {v["name"]: v for v in pod["volumes"]}
+    args = pod["containers"][0]["args"]
+    vols = {v["name"]: v for v in pod["volumes"]}
+    if creds == "file":
+        assert {"--aws-credentials-source=file", "--aws-credentials-file=/etc/aws-lb-controller/aws/credentials",
+                "--aws-credentials-profile=lbc"} <= set(args)
         assert vols["aws-credentials"]["secret"]["secretName"] == "aws-creds-file"
-    else:
+    elif creds == "vault":
+        assert {"--aws-credentials-source=vault", "--vault-address=https://vault.example:8200",
+                "--vault-auth-role=aws-load-balancer-controller", "--vault-secrets-role=lbc",
+                "--vault-token-path=/var/run/secrets/vault/token", "--vault-ttl=15m",
+                "--vault-role-arn=arn:aws:iam::123456789012:role/lbc",
+                "--vault-ca-bundle=/etc/aws-lb-controller/vault-ca/ca.crt"} <= set(args)
+        token = vols["vault-token"]["projected"]["sources"][0]["serviceAccountToken"]
+        assert token == {"path": "token", "audience": "vault", "expirationSeconds": 3600}
+        assert vols["vault-ca"]["configMap"]["name"] == "vault-ca"
+    if creds != "secret":
         assert not {"AWS_ACCESS_KEY_ID", "AWS_SHARED_CREDENTIALS_FILE"} & set(env)
+    if creds not in ("file", "vault"):
+        assert not any(a.startswith(("--aws-credentials-source", "--vault-")) for a in args)
     monitoring = case == "monitoring"
     assert len(by_kind(docs, "ServiceMonitor")) == len(by_kind(docs, "PrometheusRule")) == int(monitoring)
     if monitoring:
         alerts = {r["alert"] for g in one(docs, "PrometheusRule")["spec"]["groups"] for r in g["rules"]}
         assert alerts == {"AWSLBCReconcileErrorsRising", "AWSLBCThrottlingSustained", "AWSLBCLeaderAbsent",
-                          "AWSLBCDeregisterAllRefused", "AWSLBCPodIPsOutsideVPC", "AWSLBCRegistrationLatencyHigh"}
+                          "AWSLBCDeregisterAllRefused", "AWSLBCPodIPsOutsideVPC", "AWSLBCRegistrationLatencyHigh",
+                          "AWSLBCCredentialsExpiring"}
         assert one(docs, "ServiceMonitor")["spec"]["endpoints"][0]["port"] == "metrics"
     if case == "custom":
         assert not by_kind(docs, "PodDisruptionBudget")  # one replica
@@ -275,7 +287,9 @@ def test_rbac_rules_exact_and_commented(helm, tmp_path):
 @pytest.mark.parametrize("overrides, message", [
     ({"clusterName": ""}, "clusterName is required"),
     ({"region": ""}, "region is required"),
-    ({"awsCredentials": {"source": "vault"}}, "awsCredentials.source must be"),
+    ({"awsCredentials": {"source": "irsa"}}, "awsCredentials.source must be default, secret, file or vault"),
+    ({"awsCredentials": {"source": "vault", "vault": {"address": "https://v:8200", "authRole": "a"}}},
+     "awsCredentials.vault.secretsRole is required"),
     ({"awsCredentials": {"source": "secret"}}, "awsCredentials.secretName is required"),
     ({"webhookTLS": {"cert": "x"}}, "webhookTLS: set caCert, cert and key together"),
 ])
@@ -480,6 +494,8 @@ def scenario(helm, tmp_path_factory, e2e, controller_bin):
 
         metrics_port, health_port = free_port(), free_port()
         s.log_path = tmp / "controller.log"
+        creds_file = tmp / "aws-credentials"
+        creds_file.write_text("[default]\naws_access_key_id = testing\naws_secret_access_key = testing\n")
         env = {**e2e, "KUBECONFIG": str(s.kubeconfig)}
         endpoint = e2e["LBC_AWS_ENDPOINT"]
         with open(s.log_path, "w") as log:
@@ -492,6 +508,8 @@ def scenario(helm, tmp_path_factory, e2e, controller_bin):
                 "--webhook-bind-host=127.0.0.1", f"--webhook-bind-port={free_port()}",
                 f"--webhook-cert-dir={tmp / 'no-certs'}",
                 f"--kubeconfig={s.kubeconfig}", "--targetgroupbinding-requeue-duration=1s",
+                # the refreshing file source (as the chart's `file` mode runs it): its metrics are queried
+                "--aws-credentials-source=file", f"--aws-credentials-file={creds_file}",
                 # debug: event publishing failures are logged at debug level
                 "--log-level=info,aws_lb_controller=debug,lbc_aws=debug",
             ], env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)

@@ -40,6 +40,63 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = CredentialsSource::Default)]
     pub aws_credentials_source: CredentialsSource,
 
+    /// Vault/OpenBao address, e.g. `https://vault.example:8200` (`--aws-credentials-source=vault`).
+    #[arg(long, env = "VAULT_ADDR", default_value = "")]
+    pub vault_address: String,
+
+    /// PEM bundle of CAs trusted for the Vault server (in addition to the system roots).
+    #[arg(long, env = "VAULT_CACERT", default_value = "")]
+    pub vault_ca_bundle: String,
+
+    /// Vault Enterprise / OpenBao namespace.
+    #[arg(long, env = "VAULT_NAMESPACE", default_value = "")]
+    pub vault_namespace: String,
+
+    /// Mount of the Kubernetes auth method.
+    #[arg(long, default_value = "kubernetes")]
+    pub vault_auth_mount: String,
+
+    /// Kubernetes auth role the controller logs in as.
+    #[arg(long, default_value = "")]
+    pub vault_auth_role: String,
+
+    /// ServiceAccount token presented to Vault (re-read at every login; the chart projects one
+    /// with the Vault audience).
+    #[arg(long, default_value = lbc_aws::credentials::vault::DEFAULT_TOKEN_PATH)]
+    pub vault_token_path: String,
+
+    /// Mount of the AWS secrets engine.
+    #[arg(long, default_value = "aws")]
+    pub vault_secrets_mount: String,
+
+    /// AWS secrets engine role to read keys from.
+    #[arg(long, default_value = "")]
+    pub vault_secrets_role: String,
+
+    /// `sts` (`<mount>/sts/<role>`: assumed_role, federation_token) or `creds` (`<mount>/creds/<role>`: iam_user).
+    #[arg(long, default_value = "sts")]
+    pub vault_credential_type: String,
+
+    /// Requested lifetime of STS keys (`0`: the role's default).
+    #[arg(long, default_value = "15m", value_parser = parse_duration_or_zero)]
+    pub vault_ttl: Duration,
+
+    /// `role_arn` to request, for engine roles that list several.
+    #[arg(long, default_value = "")]
+    pub vault_role_arn: String,
+
+    /// Shared-credentials file kept fresh by something else (`--aws-credentials-source=file`).
+    #[arg(long, default_value = "")]
+    pub aws_credentials_file: String,
+
+    /// Profile to read from `--aws-credentials-file`.
+    #[arg(long, default_value = "default")]
+    pub aws_credentials_profile: String,
+
+    /// How long start-up waits for the first AWS credentials before continuing unready.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    pub aws_credentials_startup_wait: Duration,
+
     /// Only watch this namespace (all namespaces when empty).
     #[arg(long, default_value = "")]
     pub watch_namespace: String,
@@ -149,8 +206,12 @@ pub enum Command {
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CredentialsSource {
-    /// The AWS SDK default chain (environment, profile, web identity, ...).
+    /// The AWS SDK default chain (environment, profile, web identity, ...), read as the SDK does.
     Default,
+    /// Vault/OpenBao: Kubernetes auth → AWS secrets engine, refreshed before expiry.
+    Vault,
+    /// A shared-credentials file, re-read whenever it changes (vault-agent, CSI driver, ...).
+    File,
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -167,6 +228,10 @@ fn default_cert_dir() -> String {
 fn parse_addr(s: &str) -> Result<SocketAddr, String> {
     let full = if s.starts_with(':') { format!("0.0.0.0{s}") } else { s.to_string() };
     full.parse().map_err(|_| format!("invalid address {s:?}: expected host:port or :port"))
+}
+
+fn parse_duration_or_zero(s: &str) -> Result<Duration, String> {
+    if s.trim() == "0" { Ok(Duration::ZERO) } else { parse_duration(s) }
 }
 
 /// Go-style durations: `500ms`, `15s`, `2m`, `1h`, `16m40s`.
@@ -225,5 +290,27 @@ mod tests {
         assert_eq!(a.metrics_bind_addr.port(), 8080);
         assert!(!a.enable_leader_election);
         assert_eq!(a.targetgroupbinding_max_exponential_backoff_delay, Duration::from_secs(1000));
+        assert_eq!(a.aws_credentials_source, CredentialsSource::Default);
+    }
+
+    #[test]
+    fn credential_source_flags_parse() {
+        let a = Args::try_parse_from([
+            "aws-lb-controller",
+            "--aws-credentials-source=vault",
+            "--vault-address=https://vault:8200",
+            "--vault-auth-role=lbc",
+            "--vault-secrets-role=lbc",
+            "--vault-ttl=0",
+        ])
+        .unwrap();
+        assert_eq!(a.aws_credentials_source, CredentialsSource::Vault);
+        assert_eq!(a.vault_ttl, Duration::ZERO);
+        assert_eq!(a.vault_credential_type, "sts");
+        let f =
+            Args::try_parse_from(["aws-lb-controller", "--aws-credentials-source=file", "--aws-credentials-file=/x"])
+                .unwrap();
+        assert_eq!(f.aws_credentials_source, CredentialsSource::File);
+        assert!(Args::try_parse_from(["aws-lb-controller", "--aws-credentials-source=irsa"]).is_err());
     }
 }

@@ -3,6 +3,7 @@
 mod admin;
 mod args;
 mod context;
+mod credentials;
 mod error;
 mod leader;
 mod metrics;

@@ -37,15 +37,20 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let endpoints = Endpoints::parse(&args.aws_api_endpoints)?;
     let rules = lbc_model::throttle::parse_rules(&args.aws_api_throttle)?;
     let runner = CallRunner::new(Throttler::new(rules), metrics.aws.clone(), args.aws_max_retries);
-    let clients =
-        build_clients(&ClientSettings { region: args.aws_region.clone(), endpoints, credentials: None }).await;
+    let health = Health::default();
+    tokio::spawn(log_exit("metrics server", admin::serve_metrics(args.metrics_bind_addr, metrics.clone())));
+    let credentials = crate::credentials::start(&args, &metrics).await?;
+    let health = Health { credentials: credentials.as_ref().map(|c| c.status()), ..health };
+    tokio::spawn(log_exit("health server", admin::serve_health(args.health_probe_bind_addr, health.clone())));
+    let clients = build_clients(&ClientSettings {
+        region: args.aws_region.clone(),
+        endpoints,
+        credentials: credentials.as_ref().map(|c| c.provider()),
+    })
+    .await;
     let elb = Arc::new(SdkElbV2::new(clients.elbv2, runner.clone()));
     let elb_for_webhook: Arc<dyn lbc_aws::elbv2::ElbV2> = elb.clone();
     let ec2 = Arc::new(SdkEc2::new(clients.ec2, runner));
-
-    let health = Health::default();
-    tokio::spawn(log_exit("metrics server", admin::serve_metrics(args.metrics_bind_addr, metrics.clone())));
-    tokio::spawn(log_exit("health server", admin::serve_health(args.health_probe_bind_addr, health.clone())));
 
     let triggers = Triggers::default();
     let (stores, _tasks) = Stores::start(&client, &args.watch_namespace, triggers.clone(), metrics.clone());

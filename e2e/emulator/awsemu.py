@@ -372,6 +372,12 @@ CODE_RE = re.compile(rb"<Code>([^<]+)</Code>")
 JSON_TYPE_RE = re.compile(rb'"__type"\s*:\s*"([^"]+)"')
 
 
+def access_key_of(environ: dict[str, Any]) -> str | None:
+    """The access key ID a SigV4-signed request was signed with (never the secret: it is not sent)."""
+    m = re.search(r"Credential=([^/,\s]+)/", environ.get("HTTP_AUTHORIZATION", ""))
+    return m.group(1) if m else None
+
+
 def error_code_of(status: int, headers: list, body: bytes) -> str | None:
     if status < 400:
         return None
@@ -727,6 +733,7 @@ class App:
                 "target_ids": req["target_ids"], "received": received,
                 "outcome": "ok" if status < 400 else "error", "error_code": code, "http_status": status,
                 "duration_ms": round(duration_ms, 3), "injected": injected,
+                "access_key": access_key_of(environ),
             }
             STATE.calls.append(rec)
             verbose = STATE.settings["log_calls"]

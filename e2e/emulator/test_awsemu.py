@@ -290,6 +290,7 @@ def test_call_log(emu, aws):
     assert desc["targets"] is None and desc["target_ids"] is None
     assert ok["target_ids"] == ["10.0.7.1:80", "10.0.7.2:80", "10.0.7.3:81"]
     assert ok["received"] <= ok["time"]
+    assert ok["access_key"] == "testing" and err["access_key"] == "testing"  # the signing key ID, for rotation tests
     assert [c["seq"] for c in out["calls"]] == list(range(last + 1, last + 4))
     assert out["last_seq"] == last + 3 and ok["time"] > time.time() - 60 and ok["duration_ms"] >= 0
     only = ctl(emu, "GET", f"calls?since={err['seq']}&operation=RegisterTargets&target_group_arn={tg}")[1]

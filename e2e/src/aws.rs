@@ -5,11 +5,14 @@ use aws_credential_types::Credentials;
 use aws_sdk_elasticloadbalancingv2 as elbv2;
 use std::collections::BTreeSet;
 
+/// Access key ID of the harness's own calls, so the call log tells them from the controller's.
+pub const HARNESS_ACCESS_KEY: &str = "E2EHARNESS";
+
 pub async fn elbv2(env: &Env) -> elbv2::Client {
     let conf = elbv2::Config::builder()
         .behavior_version(elbv2::config::BehaviorVersion::latest())
         .region(elbv2::config::Region::new(env.get("AWS_REGION").to_string()))
-        .credentials_provider(Credentials::new("testing", "testing", None, None, "e2e"))
+        .credentials_provider(Credentials::new(HARNESS_ACCESS_KEY, "testing", None, None, "e2e"))
         .endpoint_url(env.aws_endpoint())
         // Tests see every AWS answer as it is, throttling included.
         .retry_config(elbv2::config::retry::RetryConfig::disabled())

@@ -20,6 +20,9 @@ pub struct Call {
     pub targets: Option<u64>,
     pub outcome: String,
     pub error_code: Option<String>,
+    /// Access key ID the request was signed with.
+    #[serde(default)]
+    pub access_key: Option<String>,
 }
 
 impl Emulator {

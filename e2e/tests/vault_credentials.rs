@@ -444,3 +444,112 @@ impl Drop for SealedBao {
         let _ = self.child.wait();
     }
 }
+
+/// The controller binary itself on `--aws-credentials-source=vault`: a TargetGroupBinding
+/// follows scaling while OpenBao hands out new keys every 7 s (each valid 24 s) and the Vault
+/// token is renewed and re-issued. No AWS call may fail, readiness must hold, and the emulator's
+/// call log must show the controller signing with several of the issued keys.
+#[tokio::test]
+async fn controller_on_vault_keys_follows_scaling_while_keys_rotate() {
+    let Some(env) = Env::require("controller_on_vault_keys_follows_scaling_while_keys_rotate") else { return };
+    let bao = Bao::up(&env);
+    let kube = kube_util::client(&env).await;
+    let elb = aws::elbv2(&env).await;
+    let emu = lbc_e2e::emulator::Emulator::new(env.aws_endpoint());
+    let ns = unique("vault-ctl");
+    kube_util::namespace(&kube, &ns, &[]).await;
+    let dir = tmpdir("vault-ctl");
+    let sa = "aws-load-balancer-controller";
+    let token_path = service_account_token(&kube, &ns, sa, "vault", &dir).await;
+    let role = ns.clone();
+    bao.role(&role, &ns, sa, &format!("aws/sts/{role}"), "20s", "50s").await;
+
+    const LEASE_S: u64 = 24;
+    let issued = Arc::new(Mutex::new(vec![bao.issue_keys(&role, LEASE_S).await]));
+    let rotator = {
+        let (bao, role, issued) = (bao.clone(), role.clone(), issued.clone());
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_secs(7)).await;
+                let id = bao.issue_keys(&role, LEASE_S).await;
+                issued.lock().unwrap().push(id);
+            }
+        })
+    };
+
+    env.pods(&["create", &ns, "web", "--replicas", "2", "--port", "8080", "--terminate-seconds", "2"]);
+    env.pods(&["service", &ns, "web", "--port", "80", "--target-port", "8080"]);
+    let arn = aws::create_ip_target_group(&env, &elb, &unique("vault-tg"), 8080).await;
+    kube_util::create_binding(&kube, &ns, "web", "web", 80, &arn).await;
+    let since = emu.mark().await;
+
+    let ctl = lbc_e2e::controller::ControllerProc::start(
+        &env,
+        &ns,
+        "lbc-e2e-vault",
+        &[
+            "--aws-credentials-source=vault",
+            &format!("--vault-address={}", bao.addr),
+            &format!("--vault-auth-role={role}"),
+            &format!("--vault-secrets-role={role}"),
+            &format!("--vault-token-path={}", token_path.display()),
+            &format!("--vault-ttl={LEASE_S}s"),
+            "--sync-period=5s",
+        ],
+    );
+    let run_for =
+        Duration::from_secs(std::env::var("LBC_E2E_VAULT_SECS").ok().and_then(|v| v.parse().ok()).unwrap_or(70));
+    let start = Instant::now();
+    let mut not_ready = Vec::new();
+    let mut round = 0u32;
+    while start.elapsed() < run_for {
+        round += 1;
+        let replicas = [2, 5, 3, 6, 1][round as usize % 5].to_string();
+        env.pods(&["scale", &ns, "web", "--replicas", &replicas]);
+        let want: BTreeSet<String> = env.pod_ips(&ns, "web").into_iter().map(|ip| format!("{ip}:8080")).collect();
+        lbc_e2e::eventually(&format!("round {round}: {replicas} targets"), 60, || async {
+            (aws::registered(&elb, &arn).await == want).then_some(())
+        })
+        .await;
+        if !ctl.ready().await {
+            not_ready.push(format!("{:?}", start.elapsed()));
+        }
+        tokio::time::sleep(Duration::from_secs(3)).await;
+    }
+    rotator.abort();
+
+    // This binding's target group only: other tests may share the emulator.
+    let (calls, _) = emu.calls(since, Some(&arn)).await;
+    let calls: Vec<_> =
+        calls.into_iter().filter(|c| c.access_key.as_deref() != Some(aws::HARNESS_ACCESS_KEY)).collect();
+    let failed: Vec<String> = calls
+        .iter()
+        .filter(|c| c.outcome != "ok")
+        .map(|c| format!("{} {:?} key {:?}", c.operation, c.error_code, c.access_key))
+        .collect();
+    let used: BTreeSet<String> = calls.iter().filter_map(|c| c.access_key.clone()).collect();
+    let issued: HashSet<String> = issued.lock().unwrap().iter().cloned().collect();
+    let refreshes = ctl.metric("aws_credentials_refreshes_total{source=\"vault\",outcome=\"success\"}").await;
+    let expiry = ctl.metric("aws_credentials_expiry_timestamp_seconds{source=\"vault\"}").await;
+    eprintln!(
+        "controller on vault: {round} scaling rounds in {:?}, {} AWS calls, {} distinct keys used, refreshes {refreshes:?}",
+        start.elapsed(),
+        calls.len(),
+        used.len()
+    );
+    assert!(failed.is_empty(), "AWS calls failed while keys rotated:\n{}", failed.join("\n"));
+    assert!(not_ready.is_empty(), "controller unready at {not_ready:?}:\n{}", ctl.log_text());
+    assert!(used.len() >= 3, "the controller should have signed with at least 3 keys: {used:?}");
+    assert!(used.iter().all(|k| issued.contains(k)), "every key used came from OpenBao: {used:?}");
+    assert!(refreshes.unwrap_or(0.0) >= 3.0, "refreshes {refreshes:?}");
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64();
+    assert!(expiry.is_some_and(|e| e > now), "expiry gauge in the future: {expiry:?}");
+    assert!(!ctl.log_text().contains("e2e-session-"), "a session token reached the controller log");
+    drop(ctl);
+
+    bao.delete(&format!("auth/kubernetes/role/{role}")).await;
+    bao.delete(&format!("sys/policies/acl/{role}")).await;
+    bao.delete(&format!("aws/sts/{role}")).await;
+    kube_util::delete_namespace(&kube, &ns).await;
+    let _ = std::fs::remove_dir_all(dir);
+}
