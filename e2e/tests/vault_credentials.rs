@@ -102,6 +102,21 @@ impl Bao {
         id
     }
 
+    /// The engine stand-in handing out new keys: issues keys now and every 7 s (each valid
+    /// `lease_s`); returns the task and the access key IDs issued so far.
+    async fn rotate_keys(&self, role: &str, lease_s: u64) -> (tokio::task::JoinHandle<()>, Arc<Mutex<Vec<String>>>) {
+        let issued = Arc::new(Mutex::new(vec![self.issue_keys(role, lease_s).await]));
+        let (bao, role, log) = (self.clone(), role.to_string(), issued.clone());
+        let task = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_secs(7)).await;
+                let id = bao.issue_keys(&role, lease_s).await;
+                log.lock().unwrap().push(id);
+            }
+        });
+        (task, issued)
+    }
+
     /// (logins, renewals) the audit log shows for Kubernetes auth role `role`: renewals are
     /// renew-self requests made with a token that one of those logins returned (the audit log
     /// HMACs accessors with one key, so they can be matched).
@@ -190,17 +205,7 @@ async fn vault_keys_rotate_during_target_sync_without_a_failed_call() {
 
     // The engine stand-in: new keys every 7 s, each valid 24 s.
     const LEASE_S: u64 = 24;
-    let issued = Arc::new(Mutex::new(vec![bao.issue_keys(&role, LEASE_S).await]));
-    let rotator = {
-        let (bao, role, issued) = (bao.clone(), role.clone(), issued.clone());
-        tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(Duration::from_secs(7)).await;
-                let id = bao.issue_keys(&role, LEASE_S).await;
-                issued.lock().unwrap().push(id);
-            }
-        })
-    };
+    let (rotator, issued) = bao.rotate_keys(&role, LEASE_S).await;
 
     let mut cfg = VaultConfig::new(&bao.addr, &role, &role);
     cfg.token_path = token_path;
@@ -465,17 +470,7 @@ async fn controller_on_vault_keys_follows_scaling_while_keys_rotate() {
     bao.role(&role, &ns, sa, &format!("aws/sts/{role}"), "20s", "50s").await;
 
     const LEASE_S: u64 = 24;
-    let issued = Arc::new(Mutex::new(vec![bao.issue_keys(&role, LEASE_S).await]));
-    let rotator = {
-        let (bao, role, issued) = (bao.clone(), role.clone(), issued.clone());
-        tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(Duration::from_secs(7)).await;
-                let id = bao.issue_keys(&role, LEASE_S).await;
-                issued.lock().unwrap().push(id);
-            }
-        })
-    };
+    let (rotator, issued) = bao.rotate_keys(&role, LEASE_S).await;
 
     env.pods(&["create", &ns, "web", "--replicas", "2", "--port", "8080", "--terminate-seconds", "2"]);
     env.pods(&["service", &ns, "web", "--port", "80", "--target-port", "8080"]);
