@@ -344,6 +344,11 @@ pub enum PlanError {
     )]
     TargetGroupConflict { name: String, field: &'static str, observed: String, desired: String },
     #[error(
+        "load balancer {name} must be replaced ({reason}) but its deletion_protection.enabled attribute is true in the \
+         desired configuration; set it to false to let the controller delete and re-create it (its DNS name will change)"
+    )]
+    ReplacementBlocked { name: String, reason: ReplaceReason },
+    #[error(
         "listener {port} forwards to target group {name}, which is neither in the stack nor in AWS (stack builder bug)"
     )]
     UnknownTargetGroup { port: u16, name: String },

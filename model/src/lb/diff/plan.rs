@@ -52,6 +52,16 @@ pub fn plan(desired: &Stack, observed: &ObservedStack, opts: &PlanOptions) -> Re
     if let Some(have) = lb_obs
         && let Some(reason) = replace_reason(want_lb, &have.spec, &want_sgs)
     {
+        if is_true(&want_lb.attributes, DELETION_PROTECTION) {
+            return Err(PlanError::ReplacementBlocked { name: have.spec.name.clone(), reason });
+        }
+        // Protection switched on out of band does not block us (ALBC turns it off and deletes too).
+        if is_true(&have.spec.attributes, DELETION_PROTECTION) {
+            steps.push(Step::ModifyLoadBalancerAttributes {
+                arn: have.id.clone(),
+                attributes: [(DELETION_PROTECTION.to_string(), "false".to_string())].into(),
+            });
+        }
         steps.push(Step::ReplaceLoadBalancer { arn: have.id.clone(), name: have.spec.name.clone(), reason });
         lb_obs = None;
         listeners_obs.clear();
@@ -160,10 +170,11 @@ pub fn plan(desired: &Stack, observed: &ObservedStack, opts: &PlanOptions) -> Re
 /// the user's annotation asks for protection, and turns it off (then deletes) when it was set
 /// out of band; the caller makes that call before [`plan_delete`], which always turns it off.
 pub fn deletion_protected(observed: &ObservedStack) -> bool {
-    observed
-        .load_balancer
-        .as_ref()
-        .is_some_and(|(lb, _)| lb.spec.attributes.get(DELETION_PROTECTION).is_some_and(|v| v == "true"))
+    observed.load_balancer.as_ref().is_some_and(|(lb, _)| is_true(&lb.spec.attributes, DELETION_PROTECTION))
+}
+
+fn is_true(attrs: &Attributes, key: &str) -> bool {
+    attrs.get(key).is_some_and(|v| v.eq_ignore_ascii_case("true"))
 }
 
 /// Tear everything down: listeners → load balancer → target groups → security group (the last

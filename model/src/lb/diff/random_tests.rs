@@ -136,6 +136,10 @@ fn drift(rng: &mut fastrand::Rng, o: &mut ObservedStack) {
         if rng.bool() {
             lb.spec.tags.insert("aws:cloudformation:stack-name".into(), "x".into());
         }
+        if rng.u8(..4) == 0 {
+            // Deletion protection switched on in the console.
+            lb.spec.attributes.insert(DELETION_PROTECTION.into(), "true".into());
+        }
     }
     for t in &mut o.target_groups {
         if rng.bool() {

@@ -467,6 +467,33 @@ fn target_group_conflicts_and_dangling_references() {
 }
 
 #[test]
+fn replacement_and_deletion_protection() {
+    // Set out of band: lifted right before the replacement.
+    let mut desired = stack();
+    desired.load_balancer.scheme = Scheme::Internal;
+    let mut observed = materialize(&stack());
+    observed.load_balancer.as_mut().unwrap().0.spec.attributes.insert(DELETION_PROTECTION.into(), "true".into());
+    let steps = plan_and_converge(&desired, &observed, &opts());
+    assert_eq!(
+        steps[0],
+        Step::ModifyLoadBalancerAttributes {
+            arn: LB.into(),
+            attributes: [(DELETION_PROTECTION.to_string(), "false".to_string())].into()
+        }
+    );
+    assert!(matches!(steps[1], Step::ReplaceLoadBalancer { .. }));
+
+    // Asked for by the user: refused, with the way out.
+    desired.load_balancer.attributes.insert(DELETION_PROTECTION.into(), "true".into());
+    assert_eq!(
+        plan(&desired, &observed, &opts()).unwrap_err().to_string(),
+        "load balancer k8s-ns-svc-abc must be replaced (scheme changes from internet-facing to internal (AWS cannot \
+         change it in place)) but its deletion_protection.enabled attribute is true in the desired configuration; set \
+         it to false to let the controller delete and re-create it (its DNS name will change)"
+    );
+}
+
+#[test]
 fn user_supplied_target_group_arns_pass_through() {
     let mut desired = stack();
     desired.listeners[0].default_actions = vec![Action::Forward {
