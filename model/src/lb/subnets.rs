@@ -119,7 +119,7 @@ pub enum SubnetError {
     #[error("{0}")]
     Selection(SelectionError),
     #[error("{0}")]
-    Discovery(DiscoveryError),
+    Discovery(Box<DiscoveryError>),
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -384,11 +384,11 @@ impl fmt::Display for DiscoveryError {
                 cluster_tag(&self.cluster_name)
             )?;
         }
-        write!(f, "; at least {MIN_FREE_IPS} free IP addresses; one subnet per availability zone.\n")?;
+        writeln!(f, "; at least {MIN_FREE_IPS} free IP addresses; one subnet per availability zone.")?;
         if self.seen.is_empty() {
-            write!(f, "no subnets seen in {}.\n", self.vpc_id)?;
+            writeln!(f, "no subnets seen in {}.", self.vpc_id)?;
         } else {
-            write!(f, "subnets in {} ({}):\n", self.vpc_id, self.seen.len())?;
+            writeln!(f, "subnets in {} ({}):", self.vpc_id, self.seen.len())?;
             for r in self.seen.iter().take(MAX_LISTED) {
                 let tags: Vec<String> = r.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
                 let tags = if tags.is_empty() { "no relevant tags".to_string() } else { tags.join(", ") };
@@ -396,19 +396,19 @@ impl fmt::Display for DiscoveryError {
                     None => "chosen".to_string(),
                     Some(why) => format!("dropped: {why}"),
                 };
-                write!(f, "  {} {} free={} [{}] -> {}\n", r.id, r.availability_zone, r.available_ips, tags, verdict)?;
+                writeln!(f, "  {} {} free={} [{}] -> {}", r.id, r.availability_zone, r.available_ips, tags, verdict)?;
             }
             if self.seen.len() > MAX_LISTED {
-                write!(f, "  … and {} more\n", self.seen.len() - MAX_LISTED)?;
+                writeln!(f, "  … and {} more", self.seen.len() - MAX_LISTED)?;
             }
         }
         if !self.near_misses.is_empty() {
             f.write_str("near misses:\n")?;
             for m in self.near_misses.iter().take(MAX_LISTED) {
-                write!(f, "  {}: {}\n", m.subnet_id, m.explanation)?;
+                writeln!(f, "  {}: {}", m.subnet_id, m.explanation)?;
             }
             if self.near_misses.len() > MAX_LISTED {
-                write!(f, "  … and {} more\n", self.near_misses.len() - MAX_LISTED)?;
+                writeln!(f, "  … and {} more", self.near_misses.len() - MAX_LISTED)?;
             }
         }
         write!(
@@ -446,7 +446,7 @@ fn discover(
     cands: Candidates<'_>,
     params: &SubnetParams<'_>,
     subnets: &[Subnet],
-) -> Result<Vec<Subnet>, DiscoveryError> {
+) -> Result<Vec<Subnet>, Box<DiscoveryError>> {
     let role = role_tag(params.scheme);
     let other_role = role_tag(match params.scheme {
         Scheme::Internal => Scheme::InternetFacing,
@@ -593,7 +593,7 @@ fn discover(
             .map(|(k, v)| if v.is_empty() { format!("{k}=*") } else { format!("{k}={}", v.join("|")) })
             .collect(),
     };
-    Err(DiscoveryError {
+    Err(Box::new(DiscoveryError {
         scheme: params.scheme,
         vpc_id: params.vpc_id.to_string(),
         cluster_name: params.cluster_name.to_string(),
@@ -604,7 +604,7 @@ fn discover(
         chosen: chosen.into_iter().map(|s| s.id).collect(),
         seen: reports.into_values().collect(),
         near_misses,
-    })
+    }))
 }
 
 /// A tag key that is almost one of the well-known ones (case, stray spaces, a typo).

@@ -67,10 +67,13 @@ type Edit<T> = fn(&mut T);
 
 fn nothing<T>(_: &mut T) {}
 
+/// (case name, edit of the desired stack, edit of the observed state, expected step summaries)
+type Case = (&'static str, Edit<Stack>, Edit<ObservedStack>, Vec<&'static str>);
+
 /// One case per step kind: (name, edit desired, edit observed, expected step summaries).
 #[test]
 fn step_kinds() {
-    let cases: Vec<(&str, Edit<Stack>, Edit<ObservedStack>, Vec<&str>)> = vec![
+    let cases: Vec<Case> = vec![
         (
             "one load balancer attribute",
             |s| {

@@ -38,6 +38,9 @@ const ELB: (&str, &str) = ("kubernetes.io/role/elb", "1");
 const INTERNAL: (&str, &str) = ("kubernetes.io/role/internal-elb", "1");
 const OURS: (&str, &str) = ("kubernetes.io/cluster/dev-meta", "owned");
 
+/// (case name, subnets, scheme, minimum AZs, expected IDs or message fragments)
+type Case = (&'static str, Vec<Subnet>, Scheme, usize, Vec<&'static str>);
+
 #[test]
 fn annotation_parsing() {
     assert_eq!(SubnetSelector::from_annotation(None), SubnetSelector::Discover);
@@ -51,7 +54,7 @@ fn annotation_parsing() {
 #[test]
 fn discovery_selects_one_per_az() {
     // (name, subnets, scheme, min AZs, expected IDs)
-    let cases: Vec<(&str, Vec<Subnet>, Scheme, usize, Vec<&str>)> = vec![
+    let cases: Vec<Case> = vec![
         (
             "role tag value 1 or empty, lowest ID per AZ",
             vec![subnet("subnet-b", "az-a", &[ELB]), subnet("subnet-a", "az-a", &[("kubernetes.io/role/elb", "")])],
@@ -138,7 +141,7 @@ fn tag_filters_replace_the_role_tag() {
 #[test]
 fn discovery_errors_explain_themselves() {
     // (name, subnets, scheme, min AZs, fragments the message must contain)
-    let cases: Vec<(&str, Vec<Subnet>, Scheme, usize, Vec<&str>)> = vec![
+    let cases: Vec<Case> = vec![
         (
             "dev-meta vs meta-dev",
             vec![
