@@ -5,6 +5,9 @@
 //! here knows how (no SDK types). Identifiers (ARNs, IDs) appear only on the observed side
 //! ([`Observed`]); desired objects refer to each other by name.
 
+pub mod diff;
+pub mod subnets;
+
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
