@@ -1,0 +1,1 @@
+// Table-driven tests follow in the next commit.

@@ -1,0 +1,1 @@
+// Representative Services follow in the next commit.
