@@ -20,20 +20,16 @@ use std::fmt;
 use ipnet::IpNet;
 use k8s_openapi::api::core::v1::Service;
 
-use super::annotations::{NlbSettings, SecurityGroupSelector};
+use super::annotations::NlbSettings;
 use crate::crd::TargetGroupBindingSpec;
 use crate::lb::naming;
-use crate::lb::tags::{self, RESOURCE_LOAD_BALANCER, RESOURCE_MANAGED_SECURITY_GROUP, SERVICE_TAG_PREFIX, Tracking};
-use crate::lb::{
-    IngressRule, LbIpAddressType, LbType, LoadBalancer, RuleSource, Scheme, SecurityGroup, Stack, Subnet,
-    SubnetMapping, Tags,
-};
+use crate::lb::tags::{self, RESOURCE_LOAD_BALANCER, SERVICE_TAG_PREFIX, Tracking};
+use crate::lb::{LbIpAddressType, LbType, LoadBalancer, Scheme, Stack, Subnet, Tags};
 
 /// ALBC's `--default-ssl-policy`.
 pub const DEFAULT_SSL_POLICY: &str = "ELBSecurityPolicy-2016-08";
 /// Stand-in for the managed frontend SG's ID in target rules, until it exists.
 pub const FRONTEND_SG_PLACEHOLDER: &str = "<managed-frontend-security-group>";
-const FRONTEND_SG_DESCRIPTION: &str = "[k8s] Managed SecurityGroup for LoadBalancer";
 
 /// What the caller found out before building (subnets, existing load balancer) and controller
 /// configuration.
@@ -250,10 +246,10 @@ pub fn build_stack(svc: &Service, settings: &NlbSettings, ctx: &BuildContext) ->
     if b.ip_address_type == LbIpAddressType::Dualstack && !ctx.ipv6_available {
         b.problems.push("ip-address-type \"dualstack\" needs a VPC with IPv6 CIDR blocks".into());
     }
-    let sg_mode = security_group_mode(&mut b);
-    let subnet_mappings = subnet_mappings(&mut b);
+    let sg_mode = super::build_network::security_group_mode(&mut b);
+    let subnet_mappings = super::build_network::subnet_mappings(&mut b);
     let frontend_security_group = match sg_mode {
-        SgMode::Managed { .. } => Some(frontend_security_group(&mut b)),
+        SgMode::Managed { .. } => Some(super::build_network::frontend_security_group(&mut b)),
         _ => None,
     };
     let targets = super::build_targets::build(&mut b, &sg_mode);
@@ -299,189 +295,6 @@ pub fn build_stack(svc: &Service, settings: &NlbSettings, ctx: &BuildContext) ->
         backend_security_group_used,
         warnings: b.warnings,
     })
-}
-
-fn security_group_mode(b: &mut Ctx<'_>) -> SgMode {
-    let (s, c) = (b.s, b.c);
-    if c.existing.is_some_and(|e| !e.has_security_groups) {
-        if s.security_groups.is_some() {
-            b.warnings.push(
-                "the existing load balancer was created without security groups and AWS cannot add them; \
-                 annotation aws-load-balancer-security-groups is ignored (recreate the Service to apply it)"
-                    .into(),
-            );
-        }
-        return SgMode::None;
-    }
-    if !c.manage_frontend_security_groups || s.disable_nlb_security_group {
-        if c.existing.is_some_and(|e| e.has_security_groups) {
-            b.problems.push(
-                "the existing load balancer has security groups, which AWS cannot remove; \
-                 remove aws-load-balancer-disable-nlb-sg or recreate the Service"
-                    .into(),
-            );
-        }
-        return SgMode::None;
-    }
-    match &s.security_groups {
-        Some(sel) if !sel.is_empty() => {
-            let ids: Vec<String> = if sel.iter().all(|x| matches!(x, SecurityGroupSelector::Id(_))) {
-                sel.iter()
-                    .map(|x| match x {
-                        SecurityGroupSelector::Id(id) | SecurityGroupSelector::Name(id) => id.clone(),
-                    })
-                    .collect()
-            } else {
-                if c.custom_security_group_ids.is_empty() {
-                    b.problems.push("security groups named by Name tag in aws-load-balancer-security-groups were not resolved to IDs".into());
-                }
-                c.custom_security_group_ids.clone()
-            };
-            let source = if s.manage_backend_security_group_rules.unwrap_or(false) {
-                if c.backend_security_group.is_none() {
-                    b.problems.push(
-                        "manage-backend-security-group-rules needs the shared backend security group \
-                         (--enable-backend-security-group or --backend-security-group) when custom security groups are set"
-                            .into(),
-                    );
-                }
-                c.backend_security_group.clone()
-            } else {
-                None
-            };
-            SgMode::Custom { ids, source }
-        }
-        _ => SgMode::Managed {
-            source: c.backend_security_group.clone().unwrap_or_else(|| FRONTEND_SG_PLACEHOLDER.to_string()),
-        },
-    }
-}
-
-fn subnet_mappings(b: &mut Ctx<'_>) -> Vec<SubnetMapping> {
-    let (s, n) = (b.s, b.subnets.len());
-    let mut check = |what: &str, count: usize, allowed: bool, needs: &str| {
-        if !allowed {
-            b.problems.push(format!("{what} can only be set for {needs} load balancers"));
-        } else if count != n {
-            b.problems.push(format!("{count} {what} are configured for {n} subnets; give exactly one per subnet"));
-        }
-    };
-    if let Some(e) = &s.eip_allocations {
-        check("EIP allocations", e.len(), b.scheme == Scheme::InternetFacing, "internet-facing");
-    }
-    if let Some(p) = &s.private_ipv4_addresses {
-        check("private IPv4 addresses", p.len(), b.scheme == Scheme::Internal, "internal");
-    }
-    if let Some(p) = &s.ipv6_addresses {
-        check("IPv6 addresses", p.len(), b.ip_address_type == LbIpAddressType::Dualstack, "dualstack");
-    }
-    let mut out = Vec::new();
-    for (i, subnet) in b.subnets.clone().into_iter().enumerate() {
-        let mut m = SubnetMapping { subnet_id: subnet.id.clone(), allocation_id: None, private_ipv4: None, ipv6: None };
-        if b.scheme == Scheme::InternetFacing {
-            m.allocation_id = s.eip_allocations.as_ref().and_then(|e| e.get(i).cloned());
-        }
-        if let Some(ips) = s.private_ipv4_addresses.as_ref().filter(|_| b.scheme == Scheme::Internal) {
-            let cidrs: Vec<IpNet> = subnet.cidr.parse().into_iter().collect();
-            m.private_ipv4 =
-                one_inside(b, ips.iter().map(|ip| std::net::IpAddr::V4(*ip)), &cidrs, subnet, "private IPv4").map(
-                    |ip| match ip {
-                        std::net::IpAddr::V4(v4) => v4,
-                        std::net::IpAddr::V6(_) => unreachable!(),
-                    },
-                );
-        }
-        if let Some(ips) = s.ipv6_addresses.as_ref().filter(|_| b.ip_address_type == LbIpAddressType::Dualstack) {
-            let cidrs: Vec<IpNet> = subnet.ipv6_cidrs.iter().filter_map(|c| c.parse().ok()).collect();
-            m.ipv6 =
-                one_inside(b, ips.iter().map(|ip| std::net::IpAddr::V6(*ip)), &cidrs, subnet, "IPv6").map(
-                    |ip| match ip {
-                        std::net::IpAddr::V6(v6) => v6,
-                        std::net::IpAddr::V4(_) => unreachable!(),
-                    },
-                );
-        }
-        out.push(m);
-    }
-    out
-}
-
-/// The single configured address inside a subnet's CIDRs, or a problem.
-fn one_inside(
-    b: &mut Ctx<'_>,
-    ips: impl Iterator<Item = std::net::IpAddr>,
-    cidrs: &[IpNet],
-    subnet: &Subnet,
-    what: &str,
-) -> Option<std::net::IpAddr> {
-    let inside: Vec<_> = ips.filter(|ip| cidrs.iter().any(|c| c.contains(ip))).collect();
-    if inside.len() == 1 {
-        return Some(inside[0]);
-    }
-    let ranges: Vec<String> = cidrs.iter().map(|c| c.to_string()).collect();
-    b.problems.push(format!(
-        "expected exactly one configured {what} address inside subnet {} ({}), found {}",
-        subnet.id,
-        if ranges.is_empty() { "no CIDR".to_string() } else { ranges.join(", ") },
-        inside.len()
-    ));
-    None
-}
-
-fn frontend_security_group(b: &mut Ctx<'_>) -> SecurityGroup {
-    let dualstack = b.ip_address_type == LbIpAddressType::Dualstack;
-    let prefix_lists = b.s.security_group_prefix_lists.clone().unwrap_or_default();
-    let mut cidrs = b.source_ranges();
-    for c in cidrs.iter().filter(|c| matches!(c, IpNet::V6(_)) && !dualstack) {
-        b.problems.push(format!("IPv6 source range {c} needs ip-address-type \"dualstack\""));
-    }
-    if cidrs.is_empty() && b.s.security_group_prefix_lists.is_none() {
-        cidrs.push("0.0.0.0/0".parse().expect("valid"));
-        if dualstack {
-            cidrs.push("::/0".parse().expect("valid"));
-        }
-    }
-    let source = |c: &IpNet| match c {
-        IpNet::V4(_) => RuleSource::Cidr(c.to_string()),
-        IpNet::V6(_) => RuleSource::Ipv6Cidr(c.to_string()),
-    };
-    let mut ingress = BTreeSet::new();
-    for p in b.svc.spec.iter().flat_map(|s| s.ports.iter().flatten()) {
-        let protocol = p.protocol.as_deref().unwrap_or("TCP").to_ascii_lowercase();
-        let port = p.port;
-        let rule = |source| IngressRule {
-            protocol: protocol.clone(),
-            from_port: port,
-            to_port: port,
-            source,
-            description: None,
-        };
-        ingress.extend(cidrs.iter().map(|c| rule(source(c))));
-        ingress.extend(prefix_lists.iter().map(|pl| rule(RuleSource::PrefixList(pl.clone()))));
-    }
-    if b.s.enable_icmp_for_path_mtu_discovery {
-        for c in &cidrs {
-            // Fragmentation needed (ICMP type 3 code 4) / Packet too big (ICMPv6 type 2 code 0).
-            let (protocol, from_port, to_port) = match c {
-                IpNet::V4(_) => ("icmp", 3, 4),
-                IpNet::V6(_) => ("icmpv6", 2, 0),
-            };
-            ingress.insert(IngressRule {
-                protocol: protocol.into(),
-                from_port,
-                to_port,
-                source: source(c),
-                description: None,
-            });
-        }
-    }
-    SecurityGroup {
-        name: naming::frontend_security_group_name(&b.c.cluster_name, b.namespace, b.name, b.uid),
-        description: FRONTEND_SG_DESCRIPTION.to_string(),
-        vpc_id: b.c.vpc_id.clone(),
-        ingress: ingress.into_iter().collect(),
-        tags: b.tags(RESOURCE_MANAGED_SECURITY_GROUP),
-    }
 }
 
 #[cfg(test)]

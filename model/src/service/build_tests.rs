@@ -1,6 +1,6 @@
 use super::*;
 use crate::crd::{NetworkingProtocol, TargetType};
-use crate::lb::{Action, HealthCheckPort, Protocol, TgIpAddressType};
+use crate::lb::{Action, HealthCheckPort, Protocol, RuleSource, TgIpAddressType};
 use crate::service::keys as k;
 use crate::service::parse::full_key;
 use crate::service::parse_annotations;

@@ -10,8 +10,10 @@
 //! 4. [`classify_changes`] — before deploying over an existing stack, which changes replace the
 //!    load balancer or a target group, or cannot be applied at all (announce them first).
 
+mod annotation_fields;
 pub mod annotations;
 pub mod build;
+mod build_network;
 mod build_targets;
 pub mod changes;
 pub mod keys;
