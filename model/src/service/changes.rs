@@ -136,3 +136,90 @@ fn describe(m: &crate::lb::SubnetMapping) -> String {
     }
     if parts.is_empty() { "none".into() } else { parts.join(" ") }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lb::{LbIpAddressType, LbType, LoadBalancer, Scheme, SubnetMapping, Tags};
+
+    fn stack(scheme: Scheme, name: &str) -> Stack {
+        Stack {
+            id: "default/echo".into(),
+            load_balancer: LoadBalancer {
+                name: name.into(),
+                lb_type: LbType::Network,
+                scheme,
+                ip_address_type: LbIpAddressType::Ipv4,
+                subnets: vec![SubnetMapping {
+                    subnet_id: "subnet-a".into(),
+                    allocation_id: None,
+                    private_ipv4: None,
+                    ipv6: None,
+                }],
+                security_groups: vec!["sg-b".into()],
+                attributes: Default::default(),
+                tags: Tags::new(),
+            },
+            frontend_security_group: None,
+            target_groups: Vec::new(),
+            listeners: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn scheme_replaces_name_is_not_applied() {
+        let cur = stack(Scheme::Internal, "k8s-a");
+        assert!(classify_changes(&cur, &cur).is_empty());
+        let c = classify_changes(&cur, &stack(Scheme::InternetFacing, "k8s-b"));
+        assert_eq!(c.len(), 1, "{c:?}");
+        assert_eq!(c[0].kind, ChangeKind::ReplacesLoadBalancer);
+        assert!(c[0].to_string().contains("from internal to internet-facing"));
+        let c = classify_changes(&cur, &stack(Scheme::Internal, "custom"));
+        assert_eq!((c[0].kind, c[0].what.as_str()), (ChangeKind::NotApplied, "load balancer name"));
+    }
+
+    #[test]
+    fn fixed_addresses_and_security_groups_are_not_applied() {
+        let cur = stack(Scheme::InternetFacing, "n");
+        let mut want = cur.clone();
+        want.load_balancer.subnets[0].allocation_id = Some("eipalloc-1".into());
+        want.load_balancer.security_groups.clear();
+        let kinds: Vec<_> = classify_changes(&cur, &want).into_iter().map(|c| (c.kind, c.what)).collect();
+        assert!(kinds.contains(&(ChangeKind::NotApplied, "fixed addresses of subnet subnet-a".into())));
+        assert!(kinds.contains(&(ChangeKind::NotApplied, "security groups".into())));
+    }
+
+    #[test]
+    fn renamed_target_group_is_replaced() {
+        use crate::lb::{HealthCheck, HealthCheckPort, Protocol, TgIpAddressType};
+        let tg = |name: &str, protocol| TargetGroup {
+            name: name.into(),
+            protocol,
+            protocol_version: None,
+            port: 80,
+            target_type: "ip".into(),
+            ip_address_type: TgIpAddressType::Ipv4,
+            vpc_id: "vpc".into(),
+            health_check: HealthCheck {
+                protocol: Protocol::Tcp,
+                port: HealthCheckPort::TrafficPort,
+                path: None,
+                success_codes: None,
+                interval_seconds: 10,
+                timeout_seconds: 10,
+                healthy_threshold: 3,
+                unhealthy_threshold: 3,
+            },
+            attributes: Default::default(),
+            tags: Tags::from([(resource_tag_key(SERVICE_TAG_PREFIX), "default/echo:80".into())]),
+        };
+        let mut cur = stack(Scheme::Internal, "n");
+        cur.target_groups = vec![tg("k8s-old", Protocol::Tcp)];
+        let mut want = cur.clone();
+        want.target_groups = vec![tg("k8s-new", Protocol::Tls)];
+        let c = classify_changes(&cur, &want);
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].kind, ChangeKind::ReplacesTargetGroup);
+        assert!(c[0].to_string().contains("k8s-old TCP:80") && c[0].to_string().contains("k8s-new TLS:80"), "{}", c[0]);
+    }
+}

@@ -20,6 +20,9 @@ pub mod keys;
 mod parse;
 pub mod select;
 
+#[cfg(test)]
+mod fuzz_tests;
+
 pub use annotations::{
     BackendProtocol, HealthCheckPortSetting, HealthCheckSettings, NlbSettings, SecurityGroupSelector, SubnetSelector,
     Unsupported, parse_annotations,

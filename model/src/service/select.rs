@@ -104,24 +104,31 @@ pub fn select(svc: &Service, cfg: &SelectConfig) -> Selection {
 mod tests {
     use super::*;
     use k8s_openapi::api::core::v1::ServiceSpec;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
     fn svc(type_: &str, class: Option<&str>, ann: &[(&str, &str)]) -> Service {
-        let mut s = Service::default();
-        s.spec = Some(ServiceSpec {
-            type_: Some(type_.into()),
-            load_balancer_class: class.map(Into::into),
+        Service {
+            metadata: ObjectMeta {
+                annotations: Some(ann.iter().map(|(k, v)| (full_key(k), v.to_string())).collect()),
+                ..Default::default()
+            },
+            spec: Some(ServiceSpec {
+                type_: Some(type_.into()),
+                load_balancer_class: class.map(Into::into),
+                ..Default::default()
+            }),
             ..Default::default()
-        });
-        s.metadata.annotations = Some(ann.iter().map(|(k, v)| (full_key(k), v.to_string())).collect());
-        s
+        }
     }
+
+    type Case = (&'static str, Service, fn(&Selection) -> bool);
 
     #[test]
     fn albc_selection_table() {
         use Selection::*;
         let ip = Ours { target_type: TargetType::Ip };
         let nlb = Some(DEFAULT_LOAD_BALANCER_CLASS);
-        let cases: Vec<(&str, Service, fn(&Selection) -> bool)> = vec![
+        let cases: Vec<Case> = vec![
             ("class + ip", svc("LoadBalancer", nlb, &[(k::TARGET_TYPE, "ip")]), |s| {
                 *s == Ours { target_type: TargetType::Ip }
             }),
