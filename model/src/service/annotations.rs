@@ -1,5 +1,5 @@
-//! Service annotations → typed [`NlbSettings`], with ALBC's semantics (see
-//! `docs/shared/reference/albc-reference.md` §1.1). Defaults that depend on the Service spec or on
+//! Service annotations → typed [`NlbSettings`], with ALBC's semantics (its
+//! `docs/guide/service/annotations.md` and `pkg/annotations`). Defaults that depend on the Service spec or on
 //! the controller's configuration (scheme of an existing load balancer, `--default-ssl-policy`,
 //! health-check defaults) are applied by [`super::build`]; here an absent annotation is `None`.
 
