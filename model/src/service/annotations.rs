@@ -1,6 +1,6 @@
 //! Service annotations → typed [`NlbSettings`], with ALBC's semantics (its
-//! `docs/guide/service/annotations.md` and `pkg/annotations`). Defaults that depend on the Service spec or on
-//! the controller's configuration (scheme of an existing load balancer, `--default-ssl-policy`,
+//! `docs/guide/service/annotations.md` and `pkg/annotations`). Defaults that depend on the Service
+//! spec or on the controller's configuration (scheme of an existing load balancer, `--default-ssl-policy`,
 //! health-check defaults) are applied by [`super::build`]; here an absent annotation is `None`.
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -1,6 +1,7 @@
 //! Service + [`NlbSettings`] + [`BuildContext`] → the desired NLB stack ([`ServiceStack`]), following
 //! ALBC's model builder (`pkg/service/model_build_*.go`). Listeners, target groups and bindings are
-//! in `build_targets.rs`, subnets and security groups in `build_network.rs`; this file holds the types, the load balancer and its security groups.
+//! in `build_targets.rs`, subnet mappings and the frontend security group in `build_network.rs`;
+//! this file holds the types and assembles the load balancer.
 //!
 //! Security-group modes (ALBC `buildLoadBalancerSecurityGroups`):
 //! - **managed** (default): a frontend SG per NLB ([`Stack::frontend_security_group`], allowing the
