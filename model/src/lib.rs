@@ -12,7 +12,9 @@
 //! - [`readiness`]: target health → pod readiness-gate condition, and how often to poll health.
 //! - [`net`]: VPC CIDR checks (overlay pod IPs).
 //! - [`checkpoint`]: the hash that lets a restarted controller skip work already in sync.
-//! - [`lb`]: load balancers, listeners, target groups and security groups as plain data.
+//! - [`lb`]: load balancers, listeners, target groups and security groups as plain data; ALBC's
+//!   deterministic names ([`lb::naming`]) and tracking tags ([`lb::tags`]).
+//! - [`service`]: Service (`type: LoadBalancer`) → desired NLB stack: selection, annotations, build.
 //! - [`throttle`]: client-side AWS API rate limits (`--aws-api-throttle`).
 
 pub mod admission;
@@ -25,5 +27,6 @@ pub mod net;
 pub mod plan;
 pub mod pod;
 pub mod readiness;
+pub mod service;
 pub mod target;
 pub mod throttle;

@@ -11,6 +11,9 @@ pub mod subnets;
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
+pub mod naming;
+pub mod tags;
+
 /// AWS resource tags (key → value), sorted so comparisons and hashes are stable.
 pub type Tags = BTreeMap<String, String>;
 /// Load balancer, target group or listener attributes (`key` → `value`, as AWS spells them).

@@ -1,0 +1,160 @@
+//! Deterministic AWS names, computed exactly as the upstream AWS Load Balancer Controller (ALBC)
+//! computes them, so a load balancer, target group or security group that ALBC created is found
+//! again under the same name after users swap controllers.
+//!
+//! Every generated name has the shape `k8s-<namespace, 8 chars>-<name, 8 chars>-<hash, 10 hex>`:
+//! namespace and name lose every character that is not an ASCII letter or digit and are then cut
+//! to 8 characters; the hash is the lower-case hex SHA-256 of the inputs below, written one after
+//! the other with no separator, cut to 10 characters. The inputs (verified against ALBC's
+//! `pkg/service/model_build_load_balancer.go`, `model_build_target_group.go`,
+//! `model_build_managed_sg.go` and `pkg/networking/backend_sg_provider.go`):
+//!
+//! | resource | hash inputs, in order |
+//! |---|---|
+//! | NLB | cluster name, Service UID, scheme (`internal` / `internet-facing`) |
+//! | target group (and its TargetGroupBinding) | cluster name, Service UID, target-group port, Service port, target type (`ip`), target-group protocol (`TCP`, `TLS`, …), health-check protocol, health-check interval seconds |
+//! | managed frontend security group | cluster name, Service **name**, Service **namespace**, Service UID |
+//! | shared backend security group | cluster name only; shape `k8s-traffic-<cluster, ≤232 chars>-<hash>` |
+//!
+//! Adoption must not rely on names alone: ALBC finds its resources by tags (see [`super::tags`]),
+//! and a custom `aws-load-balancer-name` replaces the generated NLB name. Names only decide what
+//! a new resource is called and keep ours identical to what ALBC would have created.
+
+use sha2::{Digest, Sha256};
+
+/// AWS's limit on load balancer and target group names.
+pub const MAX_NAME_LEN: usize = 32;
+
+/// Keeps ASCII letters and digits only (ALBC's `[[:^alnum:]]` removal).
+pub fn sanitize(s: &str) -> String {
+    s.chars().filter(|c| c.is_ascii_alphanumeric()).collect()
+}
+
+fn hash_hex<'a>(parts: impl IntoIterator<Item = &'a str>) -> String {
+    let mut h = Sha256::new();
+    for p in parts {
+        h.update(p.as_bytes());
+    }
+    hex::encode(h.finalize())
+}
+
+fn truncated(s: &str, n: usize) -> &str {
+    // `s` is ASCII after `sanitize` or hex encoding, so byte and char positions agree.
+    &s[..s.len().min(n)]
+}
+
+fn k8s_name(namespace: &str, name: &str, hash: &str) -> String {
+    let ns = sanitize(namespace);
+    let n = sanitize(name);
+    format!("k8s-{}-{}-{}", truncated(&ns, 8), truncated(&n, 8), truncated(hash, 10))
+}
+
+/// Generated NLB name (used when `aws-load-balancer-name` is absent).
+pub fn load_balancer_name(cluster: &str, namespace: &str, name: &str, uid: &str, scheme: &str) -> String {
+    k8s_name(namespace, name, &hash_hex([cluster, uid, scheme]))
+}
+
+/// Everything ALBC hashes into a Service target group's name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TargetGroupNameInputs<'a> {
+    pub cluster: &'a str,
+    pub namespace: &'a str,
+    pub name: &'a str,
+    pub uid: &'a str,
+    /// The target group's own port (the numeric targetPort in ip mode, 1 for a named one).
+    pub target_group_port: u16,
+    /// The Service port (`spec.ports[].port`).
+    pub service_port: u16,
+    /// `ip` or `instance`.
+    pub target_type: &'a str,
+    /// AWS spelling: `TCP`, `UDP`, `TCP_UDP`, `TLS`.
+    pub protocol: &'a str,
+    /// AWS spelling: `TCP`, `HTTP`, `HTTPS`.
+    pub health_check_protocol: &'a str,
+    pub health_check_interval_seconds: u32,
+}
+
+/// Target group name; ALBC names the TargetGroupBinding after it too.
+pub fn target_group_name(i: &TargetGroupNameInputs<'_>) -> String {
+    let tg_port = i.target_group_port.to_string();
+    let svc_port = i.service_port.to_string();
+    let interval = i.health_check_interval_seconds.to_string();
+    let hash = hash_hex([
+        i.cluster,
+        i.uid,
+        tg_port.as_str(),
+        svc_port.as_str(),
+        i.target_type,
+        i.protocol,
+        i.health_check_protocol,
+        interval.as_str(),
+    ]);
+    k8s_name(i.namespace, i.name, &hash)
+}
+
+/// Name of the managed frontend security group of a Service's NLB.
+pub fn frontend_security_group_name(cluster: &str, namespace: &str, name: &str, uid: &str) -> String {
+    k8s_name(namespace, name, &hash_hex([cluster, name, namespace, uid]))
+}
+
+/// Name of the cluster-wide shared backend security group.
+pub fn backend_security_group_name(cluster: &str) -> String {
+    let c = sanitize(cluster);
+    format!("k8s-traffic-{}-{}", truncated(&c, 232), truncated(&hash_hex([cluster]), 10))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Golden values computed independently (Python hashlib, by hand-following ALBC's formula):
+    //   sha256("prod" + "3f1b7c2e-0000-4000-8000-000000000001" + "internal")
+    //   sha256("prod" + uid + "8080" + "80" + "ip" + "TCP" + "TCP" + "10")
+    const UID: &str = "3f1b7c2e-0000-4000-8000-000000000001";
+
+    #[test]
+    fn load_balancer_name_golden() {
+        assert_eq!(load_balancer_name("prod", "default", "echo", UID, "internal"), "k8s-default-echo-731d9390f7");
+        assert_eq!(
+            load_balancer_name("prod", "kube-system", "my-ingress-nginx", UID, "internet-facing"),
+            "k8s-kubesyst-myingres-8b89dcdd02"
+        );
+    }
+
+    #[test]
+    fn target_group_name_golden() {
+        let i = TargetGroupNameInputs {
+            cluster: "prod",
+            namespace: "default",
+            name: "echo",
+            uid: UID,
+            target_group_port: 8080,
+            service_port: 80,
+            target_type: "ip",
+            protocol: "TCP",
+            health_check_protocol: "TCP",
+            health_check_interval_seconds: 10,
+        };
+        assert_eq!(target_group_name(&i), "k8s-default-echo-e7096d4508");
+        let udp = TargetGroupNameInputs { protocol: "UDP", ..i.clone() };
+        assert_ne!(target_group_name(&udp), target_group_name(&i), "protocol is hashed");
+    }
+
+    #[test]
+    fn security_group_names_golden() {
+        assert_eq!(frontend_security_group_name("prod", "default", "echo", UID), "k8s-default-echo-940fba9c7a");
+        assert_eq!(backend_security_group_name("prod"), "k8s-traffic-prod-6754af9632");
+        assert_eq!(
+            backend_security_group_name("dev.meta_1"),
+            format!("k8s-traffic-devmeta1-{}", &hash_hex(["dev.meta_1"])[..10])
+        );
+    }
+
+    #[test]
+    fn names_fit_aws_limit() {
+        let n = load_balancer_name("c", "a-very-long-namespace-name", "a-very-long-service-name", "u", "internal");
+        assert!(n.len() <= MAX_NAME_LEN, "{n}");
+        assert!(n.starts_with("k8s-averylon-averylon-"));
+        assert_eq!(sanitize("ns_1.x-Ü"), "ns1x");
+    }
+}

@@ -1,0 +1,130 @@
+//! The AWS tags that mark a resource as ours, exactly as ALBC writes them
+//! (`pkg/deploy/tracking/provider.go`), so resources ALBC created are adopted by tag.
+//!
+//! Every resource of a stack carries:
+//! - `elbv2.k8s.aws/cluster` = the `--cluster-name`;
+//! - `<prefix>/stack` = the stack ID (`namespace/name` for a Service, the group name or
+//!   `namespace/name` for an Ingress);
+//! - `<prefix>/resource` = which resource of the stack it is: [`RESOURCE_LOAD_BALANCER`],
+//!   [`RESOURCE_MANAGED_SECURITY_GROUP`], `namespace/service:port` for a Service's target group
+//!   ([`service_target_group_resource_id`]) and the listener port for a listener.
+//!
+//! `<prefix>` is `service.k8s.aws` for Services and `ingress.k8s.aws` for Ingresses.
+//!
+//! Precedence (ALBC merges with "first map wins"): these tracking tags, then `--default-tags`,
+//! then the user's `additional-resource-tags` / `tags` annotation. A user can therefore never
+//! move a resource out of (or into) a stack by tagging it.
+
+use super::Tags;
+use crate::names::CLUSTER_TAG;
+
+/// Tag prefix of Service (NLB) stacks.
+pub const SERVICE_TAG_PREFIX: &str = "service.k8s.aws";
+/// Tag prefix of Ingress (ALB) stacks.
+pub const INGRESS_TAG_PREFIX: &str = "ingress.k8s.aws";
+
+/// `resource` tag value of a stack's load balancer.
+pub const RESOURCE_LOAD_BALANCER: &str = "LoadBalancer";
+/// `resource` tag value of a stack's managed frontend security group.
+pub const RESOURCE_MANAGED_SECURITY_GROUP: &str = "ManagedLBSecurityGroup";
+
+/// Tag key naming the resource kind of the shared backend security group.
+pub const BACKEND_SG_RESOURCE_TAG: &str = "elbv2.k8s.aws/resource";
+/// Its value.
+pub const BACKEND_SG_RESOURCE_VALUE: &str = "backend-sg";
+
+/// `<prefix>/stack`.
+pub fn stack_tag_key(prefix: &str) -> String {
+    format!("{prefix}/stack")
+}
+
+/// `<prefix>/resource`.
+pub fn resource_tag_key(prefix: &str) -> String {
+    format!("{prefix}/resource")
+}
+
+/// `resource` tag value of a Service target group: `namespace/name:port`.
+pub fn service_target_group_resource_id(namespace: &str, name: &str, service_port: u16) -> String {
+    format!("{namespace}/{name}:{service_port}")
+}
+
+/// The tags that find every resource of a stack (filter for Describe/GetResources calls).
+pub fn stack_tags(prefix: &str, cluster: &str, stack_id: &str) -> Tags {
+    Tags::from([(CLUSTER_TAG.to_string(), cluster.to_string()), (stack_tag_key(prefix), stack_id.to_string())])
+}
+
+/// Which stack a set of tags puts a resource in, and which resource of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tracking<'a> {
+    pub prefix: &'a str,
+    pub cluster: &'a str,
+    pub stack_id: &'a str,
+    pub resource_id: &'a str,
+}
+
+/// The full tag set of one resource: tracking tags win over `default_tags` (`--default-tags`),
+/// which win over the user's `additional` tags.
+pub fn resource_tags(t: &Tracking<'_>, default_tags: &Tags, additional: &Tags) -> Tags {
+    let mut tags = additional.clone();
+    tags.extend(default_tags.iter().map(|(k, v)| (k.clone(), v.clone())));
+    tags.extend(stack_tags(t.prefix, t.cluster, t.stack_id));
+    tags.insert(resource_tag_key(t.prefix), t.resource_id.to_string());
+    tags
+}
+
+/// Keys a user may not set through an annotation because the controller owns them; a clash
+/// is reported (rather than silently dropped) so the user learns why the tag did not stick.
+pub fn reserved_tag_keys(prefix: &str) -> [String; 3] {
+    [CLUSTER_TAG.to_string(), stack_tag_key(prefix), resource_tag_key(prefix)]
+}
+
+/// Tags of the cluster-wide backend security group.
+pub fn backend_security_group_tags(cluster: &str, default_tags: &Tags) -> Tags {
+    let mut tags = default_tags.clone();
+    tags.insert(CLUSTER_TAG.to_string(), cluster.to_string());
+    tags.insert(BACKEND_SG_RESOURCE_TAG.to_string(), BACKEND_SG_RESOURCE_VALUE.to_string());
+    tags
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tags(kv: &[(&str, &str)]) -> Tags {
+        kv.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn tracking_tags_beat_defaults_which_beat_annotations() {
+        let t =
+            Tracking { prefix: SERVICE_TAG_PREFIX, cluster: "prod", stack_id: "shop/web", resource_id: "LoadBalancer" };
+        let defaults = tags(&[("team", "platform"), ("elbv2.k8s.aws/cluster", "evil")]);
+        let user = tags(&[
+            ("team", "shop"),
+            ("cost-center", "42"),
+            ("service.k8s.aws/stack", "other/stack"),
+            ("service.k8s.aws/resource", "x"),
+        ]);
+        let got = resource_tags(&t, &defaults, &user);
+        assert_eq!(
+            got,
+            tags(&[
+                ("elbv2.k8s.aws/cluster", "prod"),
+                ("service.k8s.aws/stack", "shop/web"),
+                ("service.k8s.aws/resource", "LoadBalancer"),
+                ("team", "platform"),
+                ("cost-center", "42"),
+            ])
+        );
+    }
+
+    #[test]
+    fn resource_ids_and_keys() {
+        assert_eq!(service_target_group_resource_id("shop", "web", 443), "shop/web:443");
+        assert_eq!(resource_tag_key(INGRESS_TAG_PREFIX), "ingress.k8s.aws/resource");
+        assert_eq!(stack_tags(SERVICE_TAG_PREFIX, "c", "a/b").len(), 2);
+        let b = backend_security_group_tags("prod", &tags(&[("elbv2.k8s.aws/resource", "no")]));
+        assert_eq!(b["elbv2.k8s.aws/resource"], "backend-sg");
+        assert!(reserved_tag_keys(SERVICE_TAG_PREFIX).contains(&"elbv2.k8s.aws/cluster".to_string()));
+    }
+}

@@ -1,0 +1,223 @@
+//! Service annotations → typed [`NlbSettings`], with ALBC's semantics (its
+//! `docs/guide/service/annotations.md` and `pkg/annotations`). Defaults that depend on the Service
+//! spec or on the controller's configuration (scheme of an existing load balancer, `--default-ssl-policy`,
+//! health-check defaults) are applied by [`super::build`]; here an absent annotation is `None`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+use ipnet::IpNet;
+
+use super::annotation_fields::{
+    ALPN_POLICIES, action_annotations, additional_tags, backend_protocol, health_check, load_balancer_attributes,
+    minimum_capacity, prefixed_annotations, tg_attributes, unsupported_annotations, valid_name,
+};
+use super::keys::{self as k, PREFIX};
+use super::parse::{AnnotationErrors, Reader, full_key};
+use crate::lb::{Attributes, LbIpAddressType, Protocol, Scheme, Tags};
+
+/// A subnet named by the `subnets` annotation: an ID (`subnet-…`) or the value of its `Name` tag.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SubnetSelector {
+    Id(String),
+    Name(String),
+}
+
+/// A security group named by the `security-groups` annotation: an ID (`sg-…`) or its `Name` tag.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SecurityGroupSelector {
+    Id(String),
+    Name(String),
+}
+
+/// Where health checks go, as the annotation says it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HealthCheckPortSetting {
+    TrafficPort,
+    Port(u16),
+    /// A Service port name, resolved to that port's numeric targetPort (ip targets).
+    Named(String),
+}
+
+/// The `healthcheck-*` annotations; `None` = ALBC's default (applied when building).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HealthCheckSettings {
+    /// TCP, HTTP or HTTPS.
+    pub protocol: Option<Protocol>,
+    pub port: Option<HealthCheckPortSetting>,
+    pub path: Option<String>,
+    pub interval_seconds: Option<u32>,
+    pub timeout_seconds: Option<u32>,
+    pub healthy_threshold: Option<u32>,
+    pub unhealthy_threshold: Option<u32>,
+    pub success_codes: Option<String>,
+}
+
+/// Protocol between the load balancer and the targets behind a TLS listener.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BackendProtocol {
+    /// TLS is terminated at the load balancer (ALBC's default).
+    #[default]
+    Tcp,
+    /// TLS again to the targets (`backend-protocol: ssl`).
+    Ssl,
+}
+
+/// A known annotation (or value) the controller does not act on yet; reported as a warning.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unsupported {
+    pub key: String,
+    pub reason: String,
+}
+
+/// Everything the annotations of one Service ask for.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NlbSettings {
+    /// `aws-load-balancer-type` (`external`, `nlb-ip`), as written.
+    pub load_balancer_type: Option<String>,
+    /// `aws-load-balancer-nlb-target-type` (`ip`, `instance`), as written.
+    pub target_type: Option<String>,
+    /// Custom load balancer name (validated: ≤32 chars, letters, digits and inner hyphens).
+    pub name: Option<String>,
+    /// Explicit scheme (`scheme`, or the deprecated `internal`); `None` = keep the existing load
+    /// balancer's scheme, else internal.
+    pub scheme: Option<Scheme>,
+    pub ip_address_type: Option<LbIpAddressType>,
+    pub subnets: Option<Vec<SubnetSelector>>,
+    pub eip_allocations: Option<Vec<String>>,
+    pub private_ipv4_addresses: Option<Vec<Ipv4Addr>>,
+    pub ipv6_addresses: Option<Vec<Ipv6Addr>>,
+    /// `attributes` merged with the deprecated access-log / cross-zone annotations, which win
+    /// (ALBC's precedence).
+    pub load_balancer_attributes: Attributes,
+    pub target_group_attributes: Attributes,
+    /// `target-group-attributes.<port>`: per Service port; non-empty values override.
+    pub target_group_attributes_by_port: BTreeMap<u16, Attributes>,
+    /// `proxy-protocol: "*"`: proxy protocol v2 on every target group (wins over everything).
+    pub proxy_protocol_all: bool,
+    /// `proxy-protocol-per-target-group`: these Service ports get PPv2, all others not.
+    pub proxy_protocol_ports: Option<BTreeSet<u16>>,
+    /// `additional-resource-tags`, minus keys the controller owns (reported in `unsupported`).
+    pub additional_tags: Tags,
+    pub health_check: HealthCheckSettings,
+    /// ACM certificate ARNs; the first is the listener's default certificate.
+    pub ssl_certificates: Vec<String>,
+    /// Port names or numbers that get TLS listeners; empty = every TCP port.
+    pub ssl_ports: Vec<String>,
+    pub ssl_negotiation_policy: Option<String>,
+    pub backend_protocol: BackendProtocol,
+    pub alpn_policy: Option<String>,
+    pub security_groups: Option<Vec<SecurityGroupSelector>>,
+    pub manage_backend_security_group_rules: Option<bool>,
+    pub disable_nlb_security_group: bool,
+    /// `inbound-sg-rules-on-private-link-traffic`: `on` = true, `off` = false.
+    pub inbound_sg_rules_on_private_link: Option<bool>,
+    pub security_group_prefix_lists: Option<Vec<String>>,
+    /// The `load-balancer-source-ranges` annotation (`spec.loadBalancerSourceRanges` wins).
+    pub source_ranges: Option<Vec<IpNet>>,
+    /// `listener-attributes.${PROTOCOL}-${PORT}`.
+    pub listener_attributes: BTreeMap<(Protocol, u16), Attributes>,
+    pub multi_cluster_target_group: bool,
+    /// `None` = the controller's default (ALBC feature gate `EnableTCPUDPListener`, off).
+    pub enable_tcp_udp_listener: Option<bool>,
+    pub enable_icmp_for_path_mtu_discovery: bool,
+    /// `minimum-load-balancer-capacity: CapacityUnits=N`.
+    pub minimum_capacity_units: Option<u32>,
+    /// Known annotations we do not act on (yet).
+    pub unsupported: Vec<Unsupported>,
+    /// `service.beta.kubernetes.io/aws-load-balancer-*` keys no controller knows (typos?).
+    pub unknown: Vec<String>,
+}
+
+impl NlbSettings {
+    /// One operator-ready sentence per ignored annotation, for Warning events.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .unsupported
+            .iter()
+            .map(|u| format!("annotation {} is not supported by this controller and is ignored: {}", u.key, u.reason))
+            .collect();
+        out.extend(self.unknown.iter().map(|key| {
+            format!("unknown annotation {key}: not an AWS Load Balancer Controller Service annotation (typo?); ignored")
+        }));
+        out
+    }
+}
+
+/// Parses every Service annotation; all invalid values are reported together.
+pub fn parse_annotations(annotations: &BTreeMap<String, String>) -> Result<NlbSettings, AnnotationErrors> {
+    let mut r = Reader::new(annotations);
+    let mut s = NlbSettings {
+        load_balancer_type: r.string(k::LOAD_BALANCER_TYPE),
+        target_type: r.string(k::TARGET_TYPE),
+        name: r.raw(k::NAME).and_then(|n| valid_name(&mut r, n)),
+        ..Default::default()
+    };
+    let scheme = r.one_of(k::SCHEME, &["internal", "internet-facing"]);
+    let internal = r.bool(k::INTERNAL); // deprecated; the scheme annotation wins when both are set
+    s.scheme = match scheme {
+        Some("internet-facing") => Some(Scheme::InternetFacing),
+        Some(_) => Some(Scheme::Internal),
+        None => internal.map(|i| if i { Scheme::Internal } else { Scheme::InternetFacing }),
+    };
+    s.ip_address_type = r.one_of(k::IP_ADDRESS_TYPE, &["ipv4", "dualstack"]).map(|v| match v {
+        "dualstack" => LbIpAddressType::Dualstack,
+        _ => LbIpAddressType::Ipv4,
+    });
+    s.subnets = r.list(k::SUBNETS).map(|l| {
+        l.into_iter()
+            .map(|x| if x.starts_with("subnet-") { SubnetSelector::Id(x) } else { SubnetSelector::Name(x) })
+            .collect()
+    });
+    s.eip_allocations =
+        r.checked_list(k::EIP_ALLOCATIONS, "Elastic IP allocation IDs like eipalloc-0123456789abcdef0", |x| {
+            x.starts_with("eipalloc-").then(|| x.to_string())
+        });
+    s.private_ipv4_addresses = r.checked_list(k::PRIVATE_IPV4_ADDRESSES, "IPv4 addresses", |x| x.parse().ok());
+    s.ipv6_addresses = r.checked_list(k::IPV6_ADDRESSES, "IPv6 addresses", |x| x.parse().ok());
+    s.load_balancer_attributes = load_balancer_attributes(&mut r);
+    s.target_group_attributes = tg_attributes(&mut r, &full_key(k::TARGET_GROUP_ATTRIBUTES));
+    s.proxy_protocol_all = r.one_of(k::PROXY_PROTOCOL, &["*"]).is_some();
+    s.proxy_protocol_ports = r
+        .checked_list(k::PROXY_PROTOCOL_PER_TARGET_GROUP, "Service port numbers", |x| x.parse::<u16>().ok())
+        .map(|v| v.into_iter().collect());
+    s.additional_tags = additional_tags(&mut r, &mut s.unsupported);
+    s.health_check = health_check(&mut r);
+    s.ssl_certificates = r.list(k::SSL_CERT).unwrap_or_default();
+    s.ssl_ports = r.list(k::SSL_PORTS).unwrap_or_default();
+    s.ssl_negotiation_policy = r.string(k::SSL_NEGOTIATION_POLICY).filter(|p| !p.is_empty());
+    s.backend_protocol = backend_protocol(&mut r, &mut s.unsupported);
+    s.alpn_policy = r.one_of(k::ALPN_POLICY, ALPN_POLICIES).map(str::to_string);
+    s.security_groups = r.list(k::SECURITY_GROUPS).map(|l| {
+        l.into_iter()
+            .map(|x| if x.starts_with("sg-") { SecurityGroupSelector::Id(x) } else { SecurityGroupSelector::Name(x) })
+            .collect()
+    });
+    s.manage_backend_security_group_rules = r.bool(k::MANAGE_BACKEND_SG_RULES);
+    s.disable_nlb_security_group = r.bool(k::DISABLE_NLB_SG).unwrap_or(false);
+    s.inbound_sg_rules_on_private_link =
+        r.one_of(k::INBOUND_SG_RULES_ON_PRIVATE_LINK, &["on", "off"]).map(|v| v == "on");
+    s.security_group_prefix_lists =
+        r.checked_list(k::SECURITY_GROUP_PREFIX_LISTS, "prefix list IDs like pl-0123", |x| {
+            x.starts_with("pl-").then(|| x.to_string())
+        });
+    s.source_ranges = r.checked_list(k::SOURCE_RANGES, "CIDR blocks like 10.0.0.0/16", |x| x.parse::<IpNet>().ok());
+    s.multi_cluster_target_group = r.bool(k::MULTI_CLUSTER_TARGET_GROUP).unwrap_or(false);
+    s.enable_tcp_udp_listener = r.bool(k::ENABLE_TCP_UDP_LISTENER);
+    s.enable_icmp_for_path_mtu_discovery = r.one_of(k::ENABLE_ICMP_PMTUD, &["on", "off"]) == Some("on");
+    s.minimum_capacity_units = minimum_capacity(&mut r);
+    prefixed_annotations(&mut r, annotations, &mut s);
+    unsupported_annotations(&mut r, &mut s.unsupported);
+    s.unsupported.extend(action_annotations(annotations));
+    s.unknown = annotations
+        .keys()
+        .filter(|key| key.strip_prefix(&format!("{PREFIX}/")).is_some_and(|sfx| sfx.starts_with(k::AWS_LB_FAMILY)))
+        .filter(|key| !r.seen.contains(*key))
+        .cloned()
+        .collect();
+    if r.errors.is_empty() { Ok(s) } else { Err(AnnotationErrors(r.errors)) }
+}
+
+#[cfg(test)]
+#[path = "annotations_tests.rs"]
+mod tests;

@@ -1,0 +1,187 @@
+//! The load balancer's network side: security-group mode, subnet mappings (EIPs, fixed
+//! addresses) and the managed frontend security group (ALBC `model_build_load_balancer.go`,
+//! `model_build_managed_sg.go`).
+
+use std::collections::BTreeSet;
+use std::net::IpAddr;
+
+use ipnet::IpNet;
+
+use super::annotations::SecurityGroupSelector;
+use super::build::{Ctx, FRONTEND_SG_PLACEHOLDER, SgMode};
+use crate::lb::naming;
+use crate::lb::tags::RESOURCE_MANAGED_SECURITY_GROUP;
+use crate::lb::{IngressRule, LbIpAddressType, RuleSource, Scheme, SecurityGroup, Subnet, SubnetMapping};
+
+const FRONTEND_SG_DESCRIPTION: &str = "[k8s] Managed SecurityGroup for LoadBalancer";
+
+pub(super) fn security_group_mode(b: &mut Ctx<'_>) -> SgMode {
+    let (s, c) = (b.s, b.c);
+    if c.existing.is_some_and(|e| !e.has_security_groups) {
+        if s.security_groups.is_some() {
+            b.warnings.push(
+                "the existing load balancer was created without security groups and AWS cannot add them; \
+                 annotation aws-load-balancer-security-groups is ignored (recreate the Service to apply it)"
+                    .into(),
+            );
+        }
+        return SgMode::None;
+    }
+    if !c.manage_frontend_security_groups || s.disable_nlb_security_group {
+        if c.existing.is_some_and(|e| e.has_security_groups) {
+            b.problems.push(
+                "the existing load balancer has security groups, which AWS cannot remove; \
+                 remove aws-load-balancer-disable-nlb-sg or recreate the Service"
+                    .into(),
+            );
+        }
+        return SgMode::None;
+    }
+    match &s.security_groups {
+        Some(sel) if !sel.is_empty() => {
+            let ids: Vec<String> = if sel.iter().all(|x| matches!(x, SecurityGroupSelector::Id(_))) {
+                sel.iter()
+                    .map(|x| match x {
+                        SecurityGroupSelector::Id(id) | SecurityGroupSelector::Name(id) => id.clone(),
+                    })
+                    .collect()
+            } else {
+                if c.custom_security_group_ids.is_empty() {
+                    b.problems.push("security groups named by Name tag in aws-load-balancer-security-groups were not resolved to IDs".into());
+                }
+                c.custom_security_group_ids.clone()
+            };
+            let source = if s.manage_backend_security_group_rules.unwrap_or(false) {
+                if c.backend_security_group.is_none() {
+                    b.problems.push(
+                        "manage-backend-security-group-rules needs the shared backend security group \
+                         (--enable-backend-security-group or --backend-security-group) when custom security groups are set"
+                            .into(),
+                    );
+                }
+                c.backend_security_group.clone()
+            } else {
+                None
+            };
+            SgMode::Custom { ids, source }
+        }
+        _ => SgMode::Managed {
+            source: c.backend_security_group.clone().unwrap_or_else(|| FRONTEND_SG_PLACEHOLDER.to_string()),
+        },
+    }
+}
+
+pub(super) fn subnet_mappings(b: &mut Ctx<'_>) -> Vec<SubnetMapping> {
+    let (s, n) = (b.s, b.subnets.len());
+    let mut check = |what: &str, count: usize, allowed: bool, needs: &str| {
+        if !allowed {
+            b.problems.push(format!("{what} can only be set for {needs} load balancers"));
+        } else if count != n {
+            b.problems.push(format!("{count} {what} are configured for {n} subnets; give exactly one per subnet"));
+        }
+    };
+    if let Some(e) = &s.eip_allocations {
+        check("EIP allocations", e.len(), b.scheme == Scheme::InternetFacing, "internet-facing");
+    }
+    if let Some(p) = &s.private_ipv4_addresses {
+        check("private IPv4 addresses", p.len(), b.scheme == Scheme::Internal, "internal");
+    }
+    if let Some(p) = &s.ipv6_addresses {
+        check("IPv6 addresses", p.len(), b.ip_address_type == LbIpAddressType::Dualstack, "dualstack");
+    }
+    let mut out = Vec::new();
+    for (i, subnet) in b.subnets.clone().into_iter().enumerate() {
+        let mut m = SubnetMapping { subnet_id: subnet.id.clone(), allocation_id: None, private_ipv4: None, ipv6: None };
+        if b.scheme == Scheme::InternetFacing {
+            m.allocation_id = s.eip_allocations.as_ref().and_then(|e| e.get(i).cloned());
+        }
+        if let Some(ips) = s.private_ipv4_addresses.as_ref().filter(|_| b.scheme == Scheme::Internal) {
+            let cidrs: Vec<IpNet> = subnet.cidr.parse().into_iter().collect();
+            m.private_ipv4 = one_inside(b, ips, &cidrs, subnet, "private IPv4");
+        }
+        if let Some(ips) = s.ipv6_addresses.as_ref().filter(|_| b.ip_address_type == LbIpAddressType::Dualstack) {
+            let cidrs: Vec<IpNet> = subnet.ipv6_cidrs.iter().filter_map(|c| c.parse().ok()).collect();
+            m.ipv6 = one_inside(b, ips, &cidrs, subnet, "IPv6");
+        }
+        out.push(m);
+    }
+    out
+}
+
+/// The single configured address inside a subnet's CIDRs, or a problem.
+fn one_inside<T: Copy + Into<IpAddr>>(
+    b: &mut Ctx<'_>,
+    ips: &[T],
+    cidrs: &[IpNet],
+    subnet: &Subnet,
+    what: &str,
+) -> Option<T> {
+    let inside: Vec<T> = ips.iter().copied().filter(|ip| cidrs.iter().any(|c| c.contains(&(*ip).into()))).collect();
+    if inside.len() == 1 {
+        return Some(inside[0]);
+    }
+    let ranges: Vec<String> = cidrs.iter().map(|c| c.to_string()).collect();
+    b.problems.push(format!(
+        "expected exactly one configured {what} address inside subnet {} ({}), found {}",
+        subnet.id,
+        if ranges.is_empty() { "no CIDR".to_string() } else { ranges.join(", ") },
+        inside.len()
+    ));
+    None
+}
+
+pub(super) fn frontend_security_group(b: &mut Ctx<'_>) -> SecurityGroup {
+    let dualstack = b.ip_address_type == LbIpAddressType::Dualstack;
+    let prefix_lists = b.s.security_group_prefix_lists.clone().unwrap_or_default();
+    let mut cidrs = b.source_ranges();
+    for c in cidrs.iter().filter(|c| matches!(c, IpNet::V6(_)) && !dualstack) {
+        b.problems.push(format!("IPv6 source range {c} needs ip-address-type \"dualstack\""));
+    }
+    if cidrs.is_empty() && b.s.security_group_prefix_lists.is_none() {
+        cidrs.push("0.0.0.0/0".parse().expect("valid"));
+        if dualstack {
+            cidrs.push("::/0".parse().expect("valid"));
+        }
+    }
+    let source = |c: &IpNet| match c {
+        IpNet::V4(_) => RuleSource::Cidr(c.to_string()),
+        IpNet::V6(_) => RuleSource::Ipv6Cidr(c.to_string()),
+    };
+    let mut ingress = BTreeSet::new();
+    for p in b.svc.spec.iter().flat_map(|s| s.ports.iter().flatten()) {
+        let protocol = p.protocol.as_deref().unwrap_or("TCP").to_ascii_lowercase();
+        let port = p.port;
+        let rule = |source| IngressRule {
+            protocol: protocol.clone(),
+            from_port: port,
+            to_port: port,
+            source,
+            description: None,
+        };
+        ingress.extend(cidrs.iter().map(|c| rule(source(c))));
+        ingress.extend(prefix_lists.iter().map(|pl| rule(RuleSource::PrefixList(pl.clone()))));
+    }
+    if b.s.enable_icmp_for_path_mtu_discovery {
+        for c in &cidrs {
+            // Fragmentation needed (ICMP type 3 code 4) / Packet too big (ICMPv6 type 2 code 0).
+            let (protocol, from_port, to_port) = match c {
+                IpNet::V4(_) => ("icmp", 3, 4),
+                IpNet::V6(_) => ("icmpv6", 2, 0),
+            };
+            ingress.insert(IngressRule {
+                protocol: protocol.into(),
+                from_port,
+                to_port,
+                source: source(c),
+                description: None,
+            });
+        }
+    }
+    SecurityGroup {
+        name: naming::frontend_security_group_name(&b.c.cluster_name, b.namespace, b.name, b.uid),
+        description: FRONTEND_SG_DESCRIPTION.to_string(),
+        vpc_id: b.c.vpc_id.clone(),
+        ingress: ingress.into_iter().collect(),
+        tags: b.tags(RESOURCE_MANAGED_SECURITY_GROUP),
+    }
+}

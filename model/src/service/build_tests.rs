@@ -1,0 +1,366 @@
+use super::*;
+use crate::crd::{NetworkingProtocol, TargetType};
+use crate::lb::{Action, HealthCheckPort, Protocol, RuleSource, TgIpAddressType};
+use crate::service::keys as k;
+use crate::service::parse::full_key;
+use crate::service::parse_annotations;
+use k8s_openapi::api::core::v1::{ServicePort, ServiceSpec};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+
+const UID: &str = "3f1b7c2e-0000-4000-8000-000000000001";
+
+fn port(name: &str, port: i32, protocol: &str, target: IntOrString) -> ServicePort {
+    ServicePort {
+        name: (!name.is_empty()).then(|| name.to_string()),
+        port,
+        protocol: Some(protocol.into()),
+        target_port: Some(target),
+        ..Default::default()
+    }
+}
+
+fn svc(ports: Vec<ServicePort>, ann: &[(&str, &str)]) -> Service {
+    let mut s = Service::default();
+    s.metadata.namespace = Some("default".into());
+    s.metadata.name = Some("echo".into());
+    s.metadata.uid = Some(UID.into());
+    s.metadata.annotations = Some(ann.iter().map(|(k, v)| (full_key(k), v.to_string())).collect());
+    s.spec = Some(ServiceSpec { type_: Some("LoadBalancer".into()), ports: Some(ports), ..Default::default() });
+    s
+}
+
+fn subnet(id: &str, cidr: &str, v6: Option<&str>) -> Subnet {
+    Subnet {
+        id: id.into(),
+        vpc_id: "vpc-1".into(),
+        availability_zone: format!("az-{id}"),
+        cidr: cidr.into(),
+        ipv6_cidrs: v6.into_iter().map(String::from).collect(),
+        available_ips: 100,
+        tags: Tags::new(),
+    }
+}
+
+fn ctx() -> BuildContext {
+    let mut c = BuildContext::new("prod", "vpc-1");
+    c.subnets = vec![
+        subnet("subnet-b", "10.0.2.0/24", Some("2600:1f18:0:2::/64")),
+        subnet("subnet-a", "10.0.1.0/24", Some("2600:1f18:0:1::/64")),
+    ];
+    c.vpc_cidrs = vec!["10.0.0.0/16".into()];
+    c.backend_security_group = Some("sg-backend".into());
+    c.default_tags = Tags::from([("owner".into(), "platform".into())]);
+    c
+}
+
+fn build(s: &Service, c: &BuildContext) -> Result<ServiceStack, BuildError> {
+    let settings = parse_annotations(s.metadata.annotations.as_ref().unwrap()).expect("valid annotations");
+    build_stack(s, &settings, c)
+}
+
+fn tcp80() -> Vec<ServicePort> {
+    vec![port("http", 80, "TCP", IntOrString::Int(8080))]
+}
+
+#[test]
+fn plain_tcp_service() {
+    let st = build(&svc(tcp80(), &[]), &ctx()).unwrap();
+    let lb = &st.stack.load_balancer;
+    assert_eq!(st.stack.id, "default/echo");
+    assert_eq!(lb.name, "k8s-default-echo-731d9390f7", "ALBC name: internal scheme by default");
+    assert_eq!(lb.scheme, Scheme::Internal);
+    assert_eq!(lb.subnets.iter().map(|m| m.subnet_id.as_str()).collect::<Vec<_>>(), ["subnet-a", "subnet-b"]);
+    assert_eq!(lb.security_groups, ["sg-backend"], "frontend SG is added by the deployer");
+    assert_eq!(lb.tags["service.k8s.aws/resource"], "LoadBalancer");
+    assert_eq!(lb.tags["service.k8s.aws/stack"], "default/echo");
+    assert_eq!(lb.tags["elbv2.k8s.aws/cluster"], "prod");
+    assert_eq!(lb.tags["owner"], "platform");
+    let [tg] = st.stack.target_groups.as_slice() else { panic!() };
+    assert_eq!(tg.name, "k8s-default-echo-e7096d4508", "ALBC TG name");
+    assert_eq!((tg.protocol, tg.port, tg.target_type.as_str()), (Protocol::Tcp, 8080, "ip"));
+    assert_eq!(tg.health_check.protocol, Protocol::Tcp);
+    assert_eq!(tg.health_check.port, HealthCheckPort::TrafficPort);
+    assert_eq!((tg.health_check.interval_seconds, tg.health_check.timeout_seconds), (10, 10));
+    assert_eq!((tg.health_check.healthy_threshold, tg.health_check.unhealthy_threshold), (3, 3));
+    assert_eq!(tg.health_check.path, None);
+    assert_eq!(tg.attributes["proxy_protocol_v2.enabled"], "false");
+    assert_eq!(tg.tags["service.k8s.aws/resource"], "default/echo:80");
+    let [l] = st.stack.listeners.as_slice() else { panic!() };
+    assert_eq!((l.port, l.protocol), (80, Protocol::Tcp));
+    assert!(l.certificates.is_empty() && l.ssl_policy.is_none());
+    assert_eq!(l.tags["service.k8s.aws/resource"], "80");
+    let Action::Forward { target_groups, .. } = &l.default_actions[0] else { panic!() };
+    assert_eq!(target_groups[0].target_group, crate::lb::TargetGroupRef::Name(tg.name.clone()));
+    let sg = st.stack.frontend_security_group.as_ref().unwrap();
+    assert_eq!(sg.name, "k8s-default-echo-940fba9c7a");
+    assert_eq!(sg.tags["service.k8s.aws/resource"], "ManagedLBSecurityGroup");
+    assert_eq!(sg.ingress.len(), 1);
+    assert_eq!((sg.ingress[0].protocol.as_str(), sg.ingress[0].from_port), ("tcp", 80));
+    assert_eq!(sg.ingress[0].source, RuleSource::Cidr("0.0.0.0/0".into()));
+    let [tgb] = st.bindings.as_slice() else { panic!() };
+    assert_eq!((tgb.name.as_str(), tgb.namespace.as_str()), (tg.name.as_str(), "default"));
+    assert_eq!(tgb.spec.target_group_name.as_deref(), Some(tg.name.as_str()));
+    assert_eq!(tgb.spec.target_type, Some(TargetType::Ip));
+    assert_eq!(tgb.spec.service_ref.port, IntOrString::Int(80));
+    assert_eq!(tgb.spec.vpc_id.as_deref(), Some("vpc-1"));
+    assert_eq!(tgb.spec.multi_cluster_target_group, None);
+    let rule = &tgb.spec.networking.as_ref().unwrap().ingress[0];
+    assert_eq!(rule.from[0].security_group.as_ref().unwrap().group_id, "sg-backend");
+    assert_eq!(rule.ports.len(), 1);
+    assert_eq!(rule.ports[0].protocol, Some(NetworkingProtocol::TCP));
+    assert_eq!(rule.ports[0].port, Some(IntOrString::Int(8080)));
+    assert!(st.backend_security_group_used);
+    assert!(st.warnings.is_empty());
+}
+
+#[test]
+fn udp_service_opens_udp_and_tcp_health_checks() {
+    let st = build(&svc(vec![port("dns", 53, "UDP", IntOrString::Int(5353))], &[]), &ctx()).unwrap();
+    assert_eq!(st.stack.listeners[0].protocol, Protocol::Udp);
+    assert_eq!(st.stack.target_groups[0].protocol, Protocol::Udp);
+    assert_eq!(st.stack.frontend_security_group.as_ref().unwrap().ingress[0].protocol, "udp");
+    let ports = &st.bindings[0].spec.networking.as_ref().unwrap().ingress[0].ports;
+    let protos: Vec<_> = ports.iter().map(|p| p.protocol.unwrap()).collect();
+    assert_eq!(protos, [NetworkingProtocol::TCP, NetworkingProtocol::UDP], "health checks are TCP on the traffic port");
+}
+
+#[test]
+fn tcp_and_udp_on_one_port() {
+    let ports =
+        vec![port("dns-tcp", 53, "TCP", IntOrString::Int(53)), port("dns-udp", 53, "UDP", IntOrString::Int(53))];
+    let err = build(&svc(ports.clone(), &[]), &ctx()).unwrap_err();
+    assert!(err.to_string().contains("enable-tcp-udp-listener: \"true\""), "{err}");
+    let st = build(&svc(ports.clone(), &[(k::ENABLE_TCP_UDP_LISTENER, "true")]), &ctx()).unwrap();
+    assert_eq!(st.stack.listeners.len(), 1);
+    assert_eq!(st.stack.listeners[0].protocol, Protocol::TcpUdp);
+    assert_eq!(st.stack.target_groups[0].protocol, Protocol::TcpUdp);
+    let sg_protocols: Vec<_> =
+        st.stack.frontend_security_group.unwrap().ingress.iter().map(|r| r.protocol.clone()).collect();
+    assert_eq!(sg_protocols, ["tcp", "udp"]);
+    let mut c = ctx();
+    c.enable_tcp_udp_listener = true;
+    assert!(build(&svc(ports.clone(), &[]), &c).is_ok(), "controller-wide default");
+    assert!(build(&svc(ports, &[(k::ENABLE_TCP_UDP_LISTENER, "false")]), &c).is_err(), "annotation wins");
+}
+
+#[test]
+fn tls_by_port_name_and_number() {
+    let ports = vec![
+        port("http", 80, "TCP", IntOrString::Int(8080)),
+        port("https", 443, "TCP", IntOrString::Int(8080)),
+        port("alt", 8443, "TCP", IntOrString::Int(8080)),
+    ];
+    let ann = [(k::SSL_CERT, "arn:cert1,arn:cert2"), (k::SSL_PORTS, "https, 8443"), (k::ALPN_POLICY, "HTTP2Preferred")];
+    let st = build(&svc(ports.clone(), &ann), &ctx()).unwrap();
+    let protos: Vec<_> = st.stack.listeners.iter().map(|l| (l.port, l.protocol)).collect();
+    assert_eq!(protos, [(80, Protocol::Tcp), (443, Protocol::Tls), (8443, Protocol::Tls)]);
+    let tls = &st.stack.listeners[1];
+    assert_eq!(tls.certificates, ["arn:cert1", "arn:cert2"]);
+    assert_eq!(tls.ssl_policy.as_deref(), Some(DEFAULT_SSL_POLICY));
+    assert_eq!(tls.alpn_policy.as_deref(), Some("HTTP2Preferred"));
+    assert_eq!(st.stack.listeners[0].alpn_policy, None);
+    assert!(st.stack.target_groups.iter().all(|tg| tg.protocol == Protocol::Tcp), "TLS terminates at the NLB");
+    // backend-protocol ssl → TLS target groups; no ssl-ports → every TCP port.
+    let st = build(&svc(ports.clone(), &[(k::SSL_CERT, "arn:c"), (k::BACKEND_PROTOCOL, "ssl")]), &ctx()).unwrap();
+    assert!(st.stack.listeners.iter().all(|l| l.protocol == Protocol::Tls));
+    assert!(st.stack.target_groups.iter().all(|tg| tg.protocol == Protocol::Tls));
+    // A port ssl-ports names that does not exist.
+    let err = build(&svc(ports, &[(k::SSL_CERT, "arn:c"), (k::SSL_PORTS, "htps")]), &ctx()).unwrap_err();
+    assert!(err.to_string().contains("\"htps\""), "{err}");
+}
+
+#[test]
+fn dualstack_and_ipv6_target_groups() {
+    let mut s =
+        svc(tcp80(), &[(k::IP_ADDRESS_TYPE, "dualstack"), (k::IPV6_ADDRESSES, "2600:1f18:0:1::10, 2600:1f18:0:2::10")]);
+    s.spec.as_mut().unwrap().ip_families = Some(vec!["IPv6".into()]);
+    assert!(build(&s, &ctx()).unwrap_err().to_string().contains("needs a VPC with IPv6"));
+    let mut c = ctx();
+    c.ipv6_available = true;
+    let st = build(&s, &c).unwrap();
+    assert_eq!(st.stack.load_balancer.ip_address_type, LbIpAddressType::Dualstack);
+    assert_eq!(st.stack.load_balancer.subnets[0].ipv6, Some("2600:1f18:0:1::10".parse().unwrap()));
+    assert_eq!(st.stack.target_groups[0].ip_address_type, TgIpAddressType::Ipv6);
+    let sources: Vec<_> = st.stack.frontend_security_group.unwrap().ingress.into_iter().map(|r| r.source).collect();
+    assert!(sources.contains(&RuleSource::Ipv6Cidr("::/0".into())));
+    // IPv6 Service behind an IPv4 NLB.
+    let mut v4 = svc(tcp80(), &[]);
+    v4.spec.as_mut().unwrap().ip_families = Some(vec!["IPv6".into()]);
+    assert!(build(&v4, &c).unwrap_err().to_string().contains("ipFamilies include IPv6"));
+}
+
+#[test]
+fn eip_allocations_follow_sorted_subnets_and_scheme() {
+    let ann = [(k::SCHEME, "internet-facing"), (k::EIP_ALLOCATIONS, "eipalloc-a,eipalloc-b")];
+    let st = build(&svc(tcp80(), &ann), &ctx()).unwrap();
+    let m = &st.stack.load_balancer.subnets;
+    assert_eq!((m[0].subnet_id.as_str(), m[0].allocation_id.as_deref()), ("subnet-a", Some("eipalloc-a")));
+    assert_eq!((m[1].subnet_id.as_str(), m[1].allocation_id.as_deref()), ("subnet-b", Some("eipalloc-b")));
+    let err = build(&svc(tcp80(), &[(k::SCHEME, "internet-facing"), (k::EIP_ALLOCATIONS, "eipalloc-a")]), &ctx())
+        .unwrap_err();
+    assert!(err.to_string().contains("1 EIP allocations are configured for 2 subnets"), "{err}");
+    let err = build(&svc(tcp80(), &[(k::EIP_ALLOCATIONS, "eipalloc-a,eipalloc-b")]), &ctx()).unwrap_err();
+    assert!(err.to_string().contains("only be set for internet-facing"), "{err}");
+}
+
+#[test]
+fn private_ipv4_addresses_must_sit_in_their_subnets() {
+    let st = build(&svc(tcp80(), &[(k::PRIVATE_IPV4_ADDRESSES, "10.0.2.9, 10.0.1.9")]), &ctx()).unwrap();
+    let ips: Vec<_> = st.stack.load_balancer.subnets.iter().map(|m| m.private_ipv4.unwrap().to_string()).collect();
+    assert_eq!(ips, ["10.0.1.9", "10.0.2.9"], "matched by CIDR, not by position");
+    let err = build(&svc(tcp80(), &[(k::PRIVATE_IPV4_ADDRESSES, "10.0.1.9, 10.0.9.9")]), &ctx()).unwrap_err();
+    assert!(err.to_string().contains("inside subnet subnet-b (10.0.2.0/24), found 0"), "{err}");
+    let ann = [(k::SCHEME, "internet-facing"), (k::PRIVATE_IPV4_ADDRESSES, "10.0.1.9,10.0.2.9")];
+    assert!(build(&svc(tcp80(), &ann), &ctx()).unwrap_err().to_string().contains("only be set for internal"));
+}
+
+#[test]
+fn local_traffic_policy_keeps_ip_mode_defaults() {
+    let mut s = svc(tcp80(), &[]);
+    let spec = s.spec.as_mut().unwrap();
+    spec.external_traffic_policy = Some("Local".into());
+    spec.health_check_node_port = Some(32000);
+    let hc = build(&s, &ctx()).unwrap().stack.target_groups[0].health_check.clone();
+    assert_eq!((hc.protocol, hc.port, hc.path), (Protocol::Tcp, HealthCheckPort::TrafficPort, None));
+}
+
+#[test]
+fn http_health_check_and_named_port() {
+    let ports =
+        vec![port("http", 80, "TCP", IntOrString::Int(8080)), port("metrics", 9090, "TCP", IntOrString::Int(10254))];
+    let ann = [(k::HC_PROTOCOL, "http"), (k::HC_PORT, "metrics"), (k::HC_INTERVAL, "30")];
+    let st = build(&svc(ports, &ann), &ctx()).unwrap();
+    let tg = &st.stack.target_groups[0];
+    assert_eq!(tg.health_check.port, HealthCheckPort::Port(10254));
+    assert_eq!(tg.health_check.path.as_deref(), Some("/"));
+    assert_eq!(tg.health_check.success_codes.as_deref(), Some("200-399"));
+    assert_ne!(tg.name, "k8s-default-echo-e7096d4508", "health-check protocol and interval are hashed");
+    let ports = &st.bindings[0].spec.networking.as_ref().unwrap().ingress[0].ports;
+    assert_eq!(ports.last().unwrap().port, Some(IntOrString::Int(10254)), "health-check port opened");
+    let named = vec![port("http", 80, "TCP", IntOrString::String("web".into()))];
+    let st = build(&svc(named.clone(), &[]), &ctx()).unwrap();
+    assert_eq!(st.stack.target_groups[0].port, 1, "named targetPort: placeholder port");
+    let err = build(&svc(named, &[(k::HC_PORT, "http")]), &ctx()).unwrap_err();
+    assert!(err.to_string().contains("targetPort is not a number"), "{err}");
+}
+
+#[test]
+fn custom_security_groups_and_no_security_groups() {
+    let st = build(&svc(tcp80(), &[(k::SECURITY_GROUPS, "sg-1, sg-2")]), &ctx()).unwrap();
+    assert_eq!(st.stack.load_balancer.security_groups, ["sg-1", "sg-2"]);
+    assert!(st.stack.frontend_security_group.is_none());
+    assert!(st.bindings[0].spec.networking.is_none(), "backend rules default off with custom SGs");
+    let ann = [(k::SECURITY_GROUPS, "sg-1"), (k::MANAGE_BACKEND_SG_RULES, "true")];
+    let st = build(&svc(tcp80(), &ann), &ctx()).unwrap();
+    assert_eq!(st.stack.load_balancer.security_groups, ["sg-1", "sg-backend"]);
+    assert!(st.bindings[0].spec.networking.is_some());
+    let err = build(&svc(tcp80(), &[(k::SECURITY_GROUPS, "web-sg")]), &ctx()).unwrap_err();
+    assert!(err.to_string().contains("not resolved"), "{err}");
+    // disable-nlb-sg: CIDR rules; ip targets without client-IP preservation admit the NLB subnets.
+    let st = build(&svc(tcp80(), &[(k::DISABLE_NLB_SG, "true")]), &ctx()).unwrap();
+    assert!(st.stack.load_balancer.security_groups.is_empty() && st.stack.frontend_security_group.is_none());
+    let from = &st.bindings[0].spec.networking.as_ref().unwrap().ingress[0].from;
+    let cidrs: Vec<_> = from.iter().map(|p| p.ip_block.as_ref().unwrap().cidr.as_str()).collect();
+    assert_eq!(cidrs, ["10.0.1.0/24", "10.0.2.0/24"]);
+    // Existing NLB without SGs stays without.
+    let mut c = ctx();
+    c.existing = Some(ExistingLoadBalancer { scheme: Scheme::InternetFacing, has_security_groups: false });
+    let st = build(&svc(tcp80(), &[]), &c).unwrap();
+    assert!(st.stack.frontend_security_group.is_none());
+    assert_eq!(st.stack.load_balancer.scheme, Scheme::InternetFacing, "existing scheme kept");
+    // No backend SG: the frontend SG is the source until resolved.
+    let mut c = ctx();
+    c.backend_security_group = None;
+    let mut st = build(&svc(tcp80(), &[]), &c).unwrap();
+    assert!(st.stack.load_balancer.security_groups.is_empty());
+    st.resolve_frontend_security_group("sg-front");
+    let peer = &st.bindings[0].spec.networking.as_ref().unwrap().ingress[0].from[0];
+    assert_eq!(peer.security_group.as_ref().unwrap().group_id, "sg-front");
+}
+
+#[test]
+fn source_ranges_prefix_lists_and_pmtud() {
+    let mut s = svc(
+        tcp80(),
+        &[(k::SOURCE_RANGES, "192.168.0.0/16"), (k::SECURITY_GROUP_PREFIX_LISTS, "pl-1"), (k::ENABLE_ICMP_PMTUD, "on")],
+    );
+    s.spec.as_mut().unwrap().load_balancer_source_ranges = Some(vec!["203.0.113.0/24".into()]);
+    let sg = build(&s, &ctx()).unwrap().stack.frontend_security_group.unwrap();
+    let rules: Vec<_> =
+        sg.ingress.iter().map(|r| (r.protocol.as_str(), r.from_port, r.to_port, r.source.clone())).collect();
+    assert!(rules.contains(&("tcp", 80, 80, RuleSource::Cidr("203.0.113.0/24".into()))), "spec wins over annotation");
+    assert!(!rules.iter().any(|r| r.3 == RuleSource::Cidr("192.168.0.0/16".into())));
+    assert!(rules.contains(&("tcp", 80, 80, RuleSource::PrefixList("pl-1".into()))));
+    assert!(rules.contains(&("icmp", 3, 4, RuleSource::Cidr("203.0.113.0/24".into()))));
+    // Prefix lists alone: no 0.0.0.0/0 default.
+    let sg = build(&svc(tcp80(), &[(k::SECURITY_GROUP_PREFIX_LISTS, "pl-1")]), &ctx())
+        .unwrap()
+        .stack
+        .frontend_security_group
+        .unwrap();
+    assert_eq!(sg.ingress.len(), 1);
+    let err = build(&svc(tcp80(), &[(k::SOURCE_RANGES, "2001:db8::/32")]), &ctx()).unwrap_err();
+    assert!(err.to_string().contains("needs ip-address-type \"dualstack\""), "{err}");
+}
+
+#[test]
+fn proxy_protocol_and_attributes() {
+    let ports = vec![port("a", 80, "TCP", IntOrString::Int(80)), port("b", 443, "TCP", IntOrString::Int(443))];
+    let ann = [
+        (k::PROXY_PROTOCOL_PER_TARGET_GROUP, "443"),
+        (k::TARGET_GROUP_ATTRIBUTES, "deregistration_delay.timeout_seconds=30,preserve_client_ip.enabled=true"),
+        ("aws-load-balancer-target-group-attributes.80", "deregistration_delay.timeout_seconds=5"),
+    ];
+    let st = build(&svc(ports.clone(), &ann), &ctx()).unwrap();
+    let a80 = &st.stack.target_groups[0].attributes;
+    let a443 = &st.stack.target_groups[1].attributes;
+    assert_eq!(
+        (a80["proxy_protocol_v2.enabled"].as_str(), a443["proxy_protocol_v2.enabled"].as_str()),
+        ("false", "true")
+    );
+    assert_eq!(
+        (a80["deregistration_delay.timeout_seconds"].as_str(), a443["deregistration_delay.timeout_seconds"].as_str()),
+        ("5", "30")
+    );
+    let st =
+        build(&svc(ports, &[(k::PROXY_PROTOCOL, "*"), (k::PROXY_PROTOCOL_PER_TARGET_GROUP, "443")]), &ctx()).unwrap();
+    assert!(st.stack.target_groups.iter().all(|tg| tg.attributes["proxy_protocol_v2.enabled"] == "true"), "* wins");
+}
+
+#[test]
+fn multi_cluster_listener_attributes_and_extras() {
+    let ann = [
+        (k::MULTI_CLUSTER_TARGET_GROUP, "true"),
+        ("aws-load-balancer-listener-attributes.TCP-80", "tcp.idle_timeout.seconds=600"),
+        ("aws-load-balancer-listener-attributes.UDP-80", "a=b"),
+        (k::MINIMUM_CAPACITY, "CapacityUnits=100"),
+        (k::INBOUND_SG_RULES_ON_PRIVATE_LINK, "on"),
+        (k::NAME, "custom-nlb"),
+        (k::ADDITIONAL_TAGS, "owner=shop,cost=1"),
+    ];
+    let st = build(&svc(tcp80(), &ann), &ctx()).unwrap();
+    assert_eq!(st.bindings[0].spec.multi_cluster_target_group, Some(true));
+    assert_eq!(st.stack.listeners[0].attributes["tcp.idle_timeout.seconds"], "600");
+    assert!(st.warnings.iter().any(|w| w.contains("UDP-80 matches no listener")), "{:?}", st.warnings);
+    assert_eq!(
+        st.extras,
+        LoadBalancerExtras { enforce_inbound_rules_on_private_link: Some(true), minimum_capacity_units: Some(100) }
+    );
+    assert_eq!(st.stack.load_balancer.name, "custom-nlb");
+    assert_eq!(st.stack.load_balancer.tags["owner"], "platform", "--default-tags beat annotation tags");
+    assert_eq!(st.stack.load_balancer.tags["cost"], "1");
+    let mut c = ctx();
+    c.external_managed_tags.insert("cost".into());
+    assert!(build(&svc(tcp80(), &ann), &c).unwrap_err().to_string().contains("--external-managed-tags"));
+}
+
+#[test]
+fn all_build_problems_are_reported_together() {
+    let mut c = ctx();
+    c.subnets.clear();
+    let s = svc(vec![port("x", 80, "SCTP", IntOrString::Int(80))], &[(k::EIP_ALLOCATIONS, "eipalloc-1")]);
+    let err = build(&s, &c).unwrap_err();
+    assert!(err.problems.len() >= 3, "{err}");
+    assert!(err.to_string().contains("no subnets"));
+    assert!(err.to_string().contains("SCTP"));
+}

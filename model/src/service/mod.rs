@@ -1,0 +1,33 @@
+//! Service (`type: LoadBalancer`) → desired NLB stack, with the upstream AWS Load Balancer
+//! Controller's (ALBC) selection rules, annotations, defaults and names.
+//!
+//! The controller calls, in order:
+//! 1. [`select()`] — is this Service ours, and with which target type;
+//! 2. [`parse_annotations`] — every annotation → [`NlbSettings`] (all invalid values at once;
+//!    [`NlbSettings::warnings`] lists what is ignored);
+//! 3. [`build_stack`] — Service + settings + resolved context → [`ServiceStack`] (load balancer,
+//!    listeners, target groups, frontend security group, TargetGroupBindings);
+//! 4. [`classify_changes`] — before deploying over an existing stack, which changes replace the
+//!    load balancer or a target group, or cannot be applied at all (announce them first).
+
+mod annotation_fields;
+pub mod annotations;
+pub mod build;
+mod build_network;
+mod build_targets;
+pub mod changes;
+pub mod keys;
+mod parse;
+pub mod select;
+
+#[cfg(test)]
+mod fuzz_tests;
+
+pub use annotations::{
+    BackendProtocol, HealthCheckPortSetting, HealthCheckSettings, NlbSettings, SecurityGroupSelector, SubnetSelector,
+    Unsupported, parse_annotations,
+};
+pub use build::{BuildContext, BuildError, ExistingLoadBalancer, LoadBalancerExtras, ServiceStack, build_stack};
+pub use changes::{Change, ChangeKind, classify_changes};
+pub use parse::{AnnotationError, AnnotationErrors};
+pub use select::{DEFAULT_LOAD_BALANCER_CLASS, SelectConfig, Selection, select};

@@ -1,0 +1,211 @@
+//! Reading annotation values in ALBC's formats, collecting every problem instead of stopping at
+//! the first.
+//!
+//! Formats (ALBC `pkg/annotations/parser.go`): a stringList is comma-separated, each item trimmed,
+//! empty items dropped; a stringMap is a stringList of `key=value` items (split at the first `=`,
+//! the key must be non-empty, the value may be empty); a boolean is what Go's `strconv.ParseBool`
+//! accepts (`true`, `false`, `1`, `0`, `t`, `f`, `TRUE`, `True`, …); integers are decimal.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use super::keys::PREFIX;
+
+/// One invalid annotation value.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("annotation {key}: value {value:?} is not valid; expected {expected}")]
+pub struct AnnotationError {
+    /// Full annotation key.
+    pub key: String,
+    /// The value found on the Service.
+    pub value: String,
+    /// What would have been accepted.
+    pub expected: String,
+}
+
+/// Every invalid annotation of a Service (never empty).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AnnotationErrors(pub Vec<AnnotationError>);
+
+impl fmt::Display for AnnotationErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.len() > 1 {
+            write!(f, "{} invalid annotations: ", self.0.len())?;
+        }
+        let parts: Vec<String> = self.0.iter().map(|e| e.to_string()).collect();
+        f.write_str(&parts.join("; "))
+    }
+}
+
+impl std::error::Error for AnnotationErrors {}
+
+/// Reads annotations by suffix under [`PREFIX`], remembering which keys were looked at (so the
+/// rest can be reported as unknown) and every error.
+pub(crate) struct Reader<'a> {
+    annotations: &'a BTreeMap<String, String>,
+    pub(crate) seen: BTreeSet<String>,
+    pub(crate) errors: Vec<AnnotationError>,
+}
+
+pub(crate) fn full_key(suffix: &str) -> String {
+    format!("{PREFIX}/{suffix}")
+}
+
+/// Go's `strconv.ParseBool`.
+pub(crate) fn parse_go_bool(s: &str) -> Option<bool> {
+    match s {
+        "1" | "t" | "T" | "true" | "TRUE" | "True" => Some(true),
+        "0" | "f" | "F" | "false" | "FALSE" | "False" => Some(false),
+        _ => None,
+    }
+}
+
+/// ALBC's stringList split.
+pub(crate) fn split_list(raw: &str) -> Vec<String> {
+    raw.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect()
+}
+
+/// ALBC's stringMap split; `None` when an item has no `=` or an empty key.
+pub(crate) fn split_map(raw: &str) -> Option<BTreeMap<String, String>> {
+    let mut out = BTreeMap::new();
+    for item in split_list(raw) {
+        let (k, v) = item.split_once('=')?;
+        if k.is_empty() {
+            return None;
+        }
+        out.insert(k.to_string(), v.to_string());
+    }
+    Some(out)
+}
+
+impl<'a> Reader<'a> {
+    pub(crate) fn new(annotations: &'a BTreeMap<String, String>) -> Self {
+        Self { annotations, seen: BTreeSet::new(), errors: Vec::new() }
+    }
+
+    /// Raw value of a full key.
+    pub(crate) fn raw_key(&mut self, key: &str) -> Option<&'a str> {
+        let v = self.annotations.get(key)?;
+        self.seen.insert(key.to_string());
+        Some(v.as_str())
+    }
+
+    pub(crate) fn raw(&mut self, suffix: &str) -> Option<&'a str> {
+        self.raw_key(&full_key(suffix))
+    }
+
+    pub(crate) fn fail(&mut self, key: impl Into<String>, value: impl Into<String>, expected: impl Into<String>) {
+        self.errors.push(AnnotationError { key: key.into(), value: value.into(), expected: expected.into() });
+    }
+
+    pub(crate) fn string(&mut self, suffix: &str) -> Option<String> {
+        self.raw(suffix).map(str::to_string)
+    }
+
+    pub(crate) fn bool(&mut self, suffix: &str) -> Option<bool> {
+        let raw = self.raw(suffix)?;
+        let v = parse_go_bool(raw);
+        if v.is_none() {
+            self.fail(full_key(suffix), raw, "\"true\" or \"false\"");
+        }
+        v
+    }
+
+    /// A decimal integer within `min..=max`.
+    pub(crate) fn int(&mut self, suffix: &str, min: u32, max: u32) -> Option<u32> {
+        let raw = self.raw(suffix)?;
+        match raw.trim().parse::<u32>() {
+            Ok(v) if (min..=max).contains(&v) => Some(v),
+            _ => {
+                self.fail(full_key(suffix), raw, format!("an integer from {min} to {max}"));
+                None
+            }
+        }
+    }
+
+    pub(crate) fn list(&mut self, suffix: &str) -> Option<Vec<String>> {
+        self.raw(suffix).map(split_list)
+    }
+
+    pub(crate) fn map_key(&mut self, key: &str) -> Option<BTreeMap<String, String>> {
+        let raw = self.raw_key(key)?;
+        let m = split_map(raw);
+        if m.is_none() {
+            self.fail(key, raw, "comma-separated key=value pairs with non-empty keys, e.g. \"k1=v1,k2=v2\"");
+        }
+        m
+    }
+
+    pub(crate) fn map(&mut self, suffix: &str) -> Option<BTreeMap<String, String>> {
+        self.map_key(&full_key(suffix))
+    }
+
+    /// One of a fixed set of words (exact match, as ALBC compares them).
+    pub(crate) fn one_of(&mut self, suffix: &str, accepted: &[&str]) -> Option<&'a str> {
+        let raw = self.raw(suffix)?;
+        if accepted.contains(&raw) {
+            Some(raw)
+        } else {
+            let words: Vec<String> = accepted.iter().map(|w| format!("\"{w}\"")).collect();
+            self.fail(full_key(suffix), raw, format!("one of {}", words.join(", ")));
+            None
+        }
+    }
+
+    /// Every item of a list must satisfy `ok`; invalid items are reported together.
+    pub(crate) fn checked_list<T>(
+        &mut self,
+        suffix: &str,
+        expected: &str,
+        ok: impl Fn(&str) -> Option<T>,
+    ) -> Option<Vec<T>> {
+        let raw = self.raw(suffix)?;
+        let items = split_list(raw);
+        let parsed: Vec<Option<T>> = items.iter().map(|s| ok(s)).collect();
+        let bad: Vec<&str> = items.iter().zip(&parsed).filter(|(_, p)| p.is_none()).map(|(s, _)| s.as_str()).collect();
+        if !bad.is_empty() {
+            self.fail(full_key(suffix), raw, format!("{expected} (invalid: {})", bad.join(", ")));
+            return None;
+        }
+        Some(parsed.into_iter().flatten().collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn list_and_map_follow_albc() {
+        assert_eq!(split_list(" a, b ,,c ,"), ["a", "b", "c"]);
+        assert!(split_list(" , ").is_empty());
+        let m = split_map("k1=v1, k2=a=b ,k3=").unwrap();
+        assert_eq!(m["k1"], "v1");
+        assert_eq!(m["k2"], "a=b");
+        assert_eq!(m["k3"], "");
+        assert_eq!(split_map("k1"), None);
+        assert_eq!(split_map("=v"), None);
+        assert_eq!(split_map(""), Some(BTreeMap::new()));
+    }
+
+    #[test]
+    fn go_bools() {
+        for t in ["1", "t", "T", "true", "TRUE", "True"] {
+            assert_eq!(parse_go_bool(t), Some(true), "{t}");
+        }
+        for f in ["0", "f", "F", "false", "FALSE", "False"] {
+            assert_eq!(parse_go_bool(f), Some(false), "{f}");
+        }
+        for bad in ["yes", "on", "", " true", "tRUE"] {
+            assert_eq!(parse_go_bool(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn errors_render_key_value_and_expectation() {
+        let e = AnnotationError { key: "k".into(), value: "v".into(), expected: "x".into() };
+        assert_eq!(e.to_string(), "annotation k: value \"v\" is not valid; expected x");
+        let all = AnnotationErrors(vec![e.clone(), e]);
+        assert!(all.to_string().starts_with("2 invalid annotations: annotation k"));
+    }
+}
