@@ -7,8 +7,8 @@
 //! - **managed** (default): a frontend SG per NLB ([`Stack::frontend_security_group`], allowing the
 //!   source ranges / prefix lists to the listener ports) plus the cluster's backend SG; targets
 //!   admit traffic from the backend SG. The frontend SG's ID is not known before it exists, so
-//!   `LoadBalancer::security_groups` lists only the other groups: the deployer adds the frontend
-//!   SG's ID. Without a backend SG the frontend SG is the source of target rules, written as
+//!   `LoadBalancer::security_groups` names it [`crate::lb::diff::MANAGED_FRONTEND_SG`], which the
+//!   plan turns into a reference the deployer resolves. Without a backend SG the frontend SG is the source of target rules, written as
 //!   [`FRONTEND_SG_PLACEHOLDER`] until [`ServiceStack::resolve_frontend_security_group`] runs.
 //! - **custom** (`security-groups` annotation): those groups; the backend SG only when
 //!   `manage-backend-security-group-rules: "true"`.
@@ -256,7 +256,13 @@ pub fn build_stack(svc: &Service, settings: &NlbSettings, ctx: &BuildContext) ->
     let targets = super::build_targets::build(&mut b, &sg_mode);
     let mut security_groups: Vec<String> = match &sg_mode {
         SgMode::None => Vec::new(),
-        SgMode::Managed { source } => ctx.backend_security_group.iter().filter(|id| *id == source).cloned().collect(),
+        SgMode::Managed { source } => ctx
+            .backend_security_group
+            .iter()
+            .filter(|id| *id == source)
+            .cloned()
+            .chain([crate::lb::diff::MANAGED_FRONTEND_SG.to_string()])
+            .collect(),
         SgMode::Custom { ids, source } => ids.iter().chain(source).cloned().collect(),
     };
     security_groups.sort();

@@ -70,7 +70,7 @@ fn plain_tcp_service() {
     assert_eq!(lb.name, "k8s-default-echo-731d9390f7", "ALBC name: internal scheme by default");
     assert_eq!(lb.scheme, Scheme::Internal);
     assert_eq!(lb.subnets.iter().map(|m| m.subnet_id.as_str()).collect::<Vec<_>>(), ["subnet-a", "subnet-b"]);
-    assert_eq!(lb.security_groups, ["sg-backend"], "frontend SG is added by the deployer");
+    assert_eq!(lb.security_groups, ["managed:frontend", "sg-backend"], "frontend SG named for the plan to resolve");
     assert_eq!(lb.tags["service.k8s.aws/resource"], "LoadBalancer");
     assert_eq!(lb.tags["service.k8s.aws/stack"], "default/echo");
     assert_eq!(lb.tags["elbv2.k8s.aws/cluster"], "prod");
@@ -272,7 +272,7 @@ fn custom_security_groups_and_no_security_groups() {
     let mut c = ctx();
     c.backend_security_group = None;
     let mut st = build(&svc(tcp80(), &[]), &c).unwrap();
-    assert!(st.stack.load_balancer.security_groups.is_empty());
+    assert_eq!(st.stack.load_balancer.security_groups, ["managed:frontend"]);
     st.resolve_frontend_security_group("sg-front");
     let peer = &st.bindings[0].spec.networking.as_ref().unwrap().ingress[0].from[0];
     assert_eq!(peer.security_group.as_ref().unwrap().group_id, "sg-front");
