@@ -281,6 +281,154 @@ def install_elbv2_patches() -> None:
 
 
 # --------------------------------------------------------------------------------------------------------------------
+# ELBv2 load balancer / listener patches and EC2 security group patches (what moto 5.2.5 gets wrong for us)
+# --------------------------------------------------------------------------------------------------------------------
+
+LB_ARN_KIND = {"network": "net", "gateway": "gwy"}
+DESCRIBE_TAGS_MAX = 20
+_LB_TYPE = threading.local()
+
+
+def install_lb_patches() -> None:
+    from moto.elbv2 import exceptions as x
+    from moto.elbv2 import models as m
+    from moto.elbv2 import utils as u
+
+    # 1. NLB (and GWLB) ARNs: loadbalancer/net/NAME/ID, not app/ (listener ARNs derive from them).
+    def make_arn(account_id: str, name: str, lb_id: str, region_name: str) -> str:
+        arn = u.make_arn_for_load_balancer(account_id=account_id, name=name, lb_id=lb_id, region_name=region_name)
+        kind = LB_ARN_KIND.get(getattr(_LB_TYPE, "value", None) or "")
+        return arn.replace(":loadbalancer/app/", f":loadbalancer/{kind}/") if kind else arn
+
+    m.make_arn_for_load_balancer = make_arn
+
+    def _subnet_ids(self: Any, subnet_ids: list[str], mappings: list[dict[str, Any]] | None) -> list[str]:
+        return sorted(list(subnet_ids or []) + [mp["SubnetId"] for mp in mappings or []])
+
+    orig_create_lb = m.ELBv2Backend.create_load_balancer
+
+    # 2. CreateLoadBalancer: same name + same settings answers the existing one, else DuplicateLoadBalancerName;
+    #    dualstack-without-public-ipv4 accepted; subnet mappings (EIP, private IPv4, IPv6) kept for Describe.
+    def create_load_balancer(self: Any, name: str, security_groups: list[str], subnet_ids: list[str],
+                             subnet_mappings: list[dict[str, str]] | None = None, scheme: str = "internet-facing",
+                             loadbalancer_type: str | None = None, ip_address_type: str = "ipv4",
+                             tags: list[dict[str, str]] | None = None) -> Any:
+        for lb in self.load_balancers.values():
+            if lb.name != name:
+                continue
+            same = (lb.type == (loadbalancer_type or "application")
+                    and (lb.scheme or "internet-facing") == (scheme or "internet-facing")
+                    and sorted(s.id for s in lb.subnets) == _subnet_ids(self, subnet_ids, subnet_mappings))
+            if same:
+                return lb
+            raise x.DuplicateLoadBalancerName()
+        wanted_ip_type = ip_address_type or "ipv4"
+        _LB_TYPE.value = loadbalancer_type
+        try:
+            lb = orig_create_lb(self, name, security_groups, subnet_ids, subnet_mappings=subnet_mappings,
+                                scheme=scheme, loadbalancer_type=loadbalancer_type,
+                                ip_address_type="dualstack" if wanted_ip_type.startswith("dualstack") else
+                                wanted_ip_type, tags=tags)
+        finally:
+            _LB_TYPE.value = None
+        lb.ip_address_type = wanted_ip_type
+        lb.__dict__["emu_mappings"] = {mp["SubnetId"]: mp for mp in subnet_mappings or []}
+        return lb
+
+    m.ELBv2Backend.create_load_balancer = create_load_balancer
+
+    def availability_zones(self: Any) -> list[Any]:
+        out = []
+        for subnet in self.subnets:
+            az = m.AvailabilityZone(subnet)
+            mp = self.__dict__.get("emu_mappings", {}).get(subnet.id) or {}
+            addr = {k: mp[k] for k in ("AllocationId", "PrivateIPv4Address", "IPv6Address") if mp.get(k)}
+            if addr:
+                az.load_balancer_addresses = [addr]
+            out.append(az)
+        return out
+
+    m.FakeLoadBalancer.availability_zones = property(availability_zones)
+
+    orig_set_subnets = m.ELBv2Backend.set_subnets
+
+    def set_subnets(self: Any, arn: str, subnets: list[str], subnet_mappings: list[dict[str, Any]]) -> Any:
+        out = orig_set_subnets(self, arn, subnets, subnet_mappings)
+        self.load_balancers[arn].__dict__["emu_mappings"] = {mp["SubnetId"]: mp for mp in subnet_mappings or []}
+        return out
+
+    m.ELBv2Backend.set_subnets = set_subnets
+
+    # 3. SetIpAddressType: dualstack-without-public-ipv4 too.
+    orig_set_ip = m.ELBv2Backend.set_ip_address_type
+
+    def set_ip_address_type(self: Any, arn: str, ip_type: str) -> None:
+        if ip_type != "dualstack-without-public-ipv4":
+            return orig_set_ip(self, arn, ip_type)
+        balancer = self.load_balancers.get(arn)
+        if balancer is None:
+            raise x.LoadBalancerNotFoundError()
+        balancer.ip_address_type = ip_type
+        return None
+
+    m.ELBv2Backend.set_ip_address_type = set_ip_address_type
+
+    # 4. CreateListener: a second listener on the same port is DuplicateListener (moto compares the port with
+    #    listener ARNs, so its own check never fires).
+    orig_create_listener = m.ELBv2Backend.create_listener
+
+    def create_listener(self: Any, load_balancer_arn: str, protocol: str, port: str, *args: Any, **kw: Any) -> Any:
+        balancer = self.load_balancers.get(load_balancer_arn)
+        if balancer is not None and any(str(l.port) == str(port) for l in balancer.listeners.values()):
+            raise x.DuplicateListenerError()
+        return orig_create_listener(self, load_balancer_arn, protocol, port, *args, **kw)
+
+    m.ELBv2Backend.create_listener = create_listener
+
+    # 5. DescribeTags: at most 20 ARNs; an unknown ARN fails the call with its kind's NotFound (moto answers {}).
+    def describe_tags(self: Any, resource_arns: list[str]) -> dict[str, dict[str, str]]:
+        if len(resource_arns) > DESCRIBE_TAGS_MAX:
+            raise x.ValidationError(f"1 validation error detected: Value at 'resourceArns' failed to "
+                            f"satisfy constraint: Member must have length less than or equal to {DESCRIBE_TAGS_MAX}")
+        listeners = {a for lb in self.load_balancers.values() for a in lb.listeners}
+        for arn in resource_arns:
+            if ":loadbalancer/" in arn and arn not in self.load_balancers:
+                raise x.LoadBalancerNotFoundError()
+            if ":targetgroup/" in arn and arn not in self.target_groups:
+                raise x.TargetGroupNotFoundError()
+            if ":listener/" in arn and arn not in listeners:
+                raise x.ListenerNotFoundError()
+        return {arn: self.tagging_service.get_tag_dict_for_resource(arn) for arn in resource_arns}
+
+    m.ELBv2Backend.describe_tags = describe_tags
+
+
+def install_ec2_patches() -> None:
+    from moto.ec2 import exceptions as x
+    from moto.ec2.models.security_groups import SecurityGroupBackend
+    from moto.elbv2.models import elbv2_backends
+
+    # DeleteSecurityGroup: DependencyViolation while a network interface or a load balancer uses the group
+    # (moto deletes it).
+    orig_delete = SecurityGroupBackend.delete_security_group
+
+    def delete_security_group(self: Any, name: str | None = None, group_id: str | None = None) -> None:
+        if group_id:
+            users = [e.id for e in getattr(self, "enis", {}).values()
+                     if any(getattr(g, "id", g) == group_id for g in e.group_set)]
+            try:
+                lbs = elbv2_backends[self.account_id][self.region_name].load_balancers.values()
+                users += [lb.name for lb in lbs if group_id in (lb.security_groups or [])]
+            except KeyError:
+                pass
+            if users:
+                raise x.DependencyViolationError(f"resource {group_id} has a dependent object")
+        return orig_delete(self, name=name, group_id=group_id)
+
+    SecurityGroupBackend.delete_security_group = delete_security_group
+
+
+# --------------------------------------------------------------------------------------------------------------------
 # Request inspection and AWS-shaped errors
 # --------------------------------------------------------------------------------------------------------------------
 
@@ -769,6 +917,8 @@ def main(argv: list[str] | None = None) -> None:
     from moto.moto_server.werkzeug_app import MotoRequestHandler
 
     install_elbv2_patches()
+    install_lb_patches()
+    install_ec2_patches()
     app = App(serialize=not args.no_serialize)
     STATE.settings["log_calls"] = args.verbose
     DEFAULT_SETTINGS["log_calls"] = args.verbose

@@ -377,3 +377,73 @@ def test_concurrent_calls_are_consistent(emu, aws):
     assert len(aws.health(tg)) == 40
     calls = ctl(emu, "GET", f"calls?operation=RegisterTargets&target_group_arn={tg}")[1]["calls"]
     assert len(calls) == 40 and all(c["outcome"] == "ok" for c in calls)
+
+
+# ---- load balancer / listener / security group patches -------------------------------------------------------------
+
+def _nlb(aws, name, **kw):
+    subnets = [s["SubnetId"] for s in aws.ec2.describe_subnets(
+        Filters=[{"Name": "vpc-id", "Values": [aws.vpc]}])["Subnets"]][:2]
+    args = dict(Name=name, Type="network", Scheme="internal", SubnetMappings=[{"SubnetId": s} for s in subnets])
+    args.update(kw)
+    return aws.elb.create_load_balancer(**args)["LoadBalancers"][0], subnets
+
+
+def test_nlb_arns_addresses_and_duplicate_names(emu, aws):
+    lb, subnets = _nlb(aws, "emu-nlb")
+    assert ":loadbalancer/net/emu-nlb/" in lb["LoadBalancerArn"]
+    alb = aws.elb.create_load_balancer(Name="emu-alb", Subnets=subnets)["LoadBalancers"][0]
+    assert ":loadbalancer/app/emu-alb/" in alb["LoadBalancerArn"]
+    # same name and settings: the existing load balancer; different settings: DuplicateLoadBalancerName
+    again, _ = _nlb(aws, "emu-nlb")
+    assert again["LoadBalancerArn"] == lb["LoadBalancerArn"]
+    with pytest.raises(ClientError) as e:
+        _nlb(aws, "emu-nlb", Scheme="internet-facing")
+    assert code_of(e) == "DuplicateLoadBalancerName"
+    # subnet mappings come back as LoadBalancerAddresses
+    fixed, _ = _nlb(aws, "emu-fixed", SubnetMappings=[{"SubnetId": subnets[0], "PrivateIPv4Address": "172.31.0.10"},
+                                                      {"SubnetId": subnets[1]}])
+    d = aws.elb.describe_load_balancers(LoadBalancerArns=[fixed["LoadBalancerArn"]])["LoadBalancers"][0]
+    addrs = {az["SubnetId"]: az.get("LoadBalancerAddresses") for az in d["AvailabilityZones"]}
+    assert addrs[subnets[0]] == [{"PrivateIPv4Address": "172.31.0.10"}] and not addrs[subnets[1]]
+    aws.elb.set_ip_address_type(LoadBalancerArn=alb["LoadBalancerArn"], IpAddressType="dualstack-without-public-ipv4")
+    d = aws.elb.describe_load_balancers(LoadBalancerArns=[alb["LoadBalancerArn"]])["LoadBalancers"][0]
+    assert d["IpAddressType"] == "dualstack-without-public-ipv4"
+
+
+def test_listener_ports_and_describe_tags_limits(emu, aws):
+    lb, _ = _nlb(aws, "emu-listen")
+    tg = aws.elb.create_target_group(Name="emu-listen", Protocol="TCP", Port=80, VpcId=aws.vpc,
+                                     TargetType="ip")["TargetGroups"][0]["TargetGroupArn"]
+    action = [{"Type": "forward", "TargetGroupArn": tg}]
+    listener = aws.elb.create_listener(LoadBalancerArn=lb["LoadBalancerArn"], Port=80, Protocol="TCP",
+                                       DefaultActions=action)["Listeners"][0]["ListenerArn"]
+    assert ":listener/net/emu-listen/" in listener
+    with pytest.raises(ClientError) as e:
+        aws.elb.create_listener(LoadBalancerArn=lb["LoadBalancerArn"], Port=80, Protocol="TCP", DefaultActions=action)
+    assert code_of(e) == "DuplicateListener"
+    with pytest.raises(ClientError) as e:
+        aws.elb.describe_tags(ResourceArns=[tg] * 21)
+    assert code_of(e) == "ValidationError"
+    assert len(aws.elb.describe_tags(ResourceArns=[tg, listener, lb["LoadBalancerArn"]])["TagDescriptions"]) == 3
+    for gone, code in ((tg[:-4] + "0000", "TargetGroupNotFound"), (listener[:-4] + "0000", "ListenerNotFound"),
+                       (lb["LoadBalancerArn"][:-4] + "0000", "LoadBalancerNotFound")):
+        with pytest.raises(ClientError) as e:
+            aws.elb.describe_tags(ResourceArns=[tg, gone])
+        assert code_of(e) == code
+
+
+def test_security_group_in_use_is_a_dependency_violation(emu, aws):
+    sg = aws.ec2.create_security_group(GroupName="emu-dep", Description="d", VpcId=aws.vpc)["GroupId"]
+    subnet = aws.ec2.describe_subnets(Filters=[{"Name": "vpc-id", "Values": [aws.vpc]}])["Subnets"][0]["SubnetId"]
+    eni = aws.ec2.create_network_interface(SubnetId=subnet, Groups=[sg])["NetworkInterface"]["NetworkInterfaceId"]
+    with pytest.raises(ClientError) as e:
+        aws.ec2.delete_security_group(GroupId=sg)
+    assert code_of(e) == "DependencyViolation"
+    aws.ec2.delete_network_interface(NetworkInterfaceId=eni)
+    lb, _ = _nlb(aws, "emu-sg", SecurityGroups=[sg])
+    with pytest.raises(ClientError) as e:
+        aws.ec2.delete_security_group(GroupId=sg)
+    assert code_of(e) == "DependencyViolation"
+    aws.elb.delete_load_balancer(LoadBalancerArn=lb["LoadBalancerArn"])
+    aws.ec2.delete_security_group(GroupId=sg)
