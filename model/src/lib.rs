@@ -14,9 +14,11 @@
 //! - [`checkpoint`]: the hash that lets a restarted controller skip work already in sync.
 //! - [`lb`]: load balancers, listeners, target groups and security groups as plain data.
 //! - [`throttle`]: client-side AWS API rate limits (`--aws-api-throttle`).
+//! - [`cilium`]: pod IP → ENI from CiliumNode objects (ENI IPAM mode), merged with EC2 results.
 
 pub mod admission;
 pub mod checkpoint;
+pub mod cilium;
 pub mod crd;
 pub mod endpoints;
 pub mod lb;
