@@ -286,3 +286,4 @@ pub struct Stack {
     pub target_groups: Vec<TargetGroup>,
     pub listeners: Vec<Listener>,
 }
+pub mod backend_rules;
