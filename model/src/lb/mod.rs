@@ -287,3 +287,4 @@ pub struct Stack {
     pub listeners: Vec<Listener>,
 }
 pub mod backend_rules;
+pub mod eni_lookup;
