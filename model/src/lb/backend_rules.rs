@@ -95,7 +95,7 @@ pub struct BackendRulesInput<'a> {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum RuleProblem {
     #[error("TargetGroupBinding {binding}: {error}")]
-    EniSecurityGroup { binding: String, error: EniSgError },
+    EniSecurityGroup { binding: String, error: Box<EniSgError> },
     #[error(
         "TargetGroupBinding {binding}: {count} endpoint(s) have no known ENI (first: {first}); security-group rules are only added, never removed, until every endpoint's ENI is known"
     )]
@@ -116,7 +116,9 @@ pub enum RuleProblem {
     UndescribedSecurityGroup { sg: String },
 }
 
-/// Changes for one security group.
+/// Changes for one security group. Authorize before revoking: a widened range (80 → 80–8080)
+/// then never leaves a gap. (ALBC revokes first, which frees rule quota; on
+/// `RulesPerSecurityGroupLimitExceeded` the caller may retry in that order.)
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SgRuleChanges {
     pub authorize: Vec<IngressRule>,
@@ -164,45 +166,10 @@ pub fn plan_backend_rules(input: &BackendRulesInput<'_>) -> BackendRulesPlan {
     let tags: BTreeMap<String, Tags> = observed.iter().map(|(id, sg)| (id.to_string(), sg.tags.clone())).collect();
     let mut desired: BTreeMap<String, BTreeSet<Key>> = BTreeMap::new();
     for binding in input.bindings {
-        let Some(networking) = binding.networking else { continue };
-        let mut by_sg: BTreeMap<String, Vec<&EndpointEni<'_>>> = BTreeMap::new();
-        let mut unresolved = Vec::new();
-        let mut eni_errors = BTreeMap::new();
-        for ep in &binding.endpoints {
-            let Some(eni) = ep.eni else {
-                unresolved.push(ep.ip);
-                continue;
-            };
-            match endpoint_security_group(eni, &tags, input.cluster_name, input.required_tags) {
-                Ok(sg) => by_sg.entry(sg).or_default().push(ep),
-                Err(error) => {
-                    eni_errors.entry(eni.id.clone()).or_insert(error);
-                }
+        if let Some(networking) = binding.networking {
+            for (sg, rules) in binding_rules(input, &tags, binding, networking, &mut plan.problems) {
+                desired.entry(sg).or_default().extend(rules);
             }
-        }
-        if let Some(first) = unresolved.iter().min() {
-            let (binding, count) = (binding.key.clone(), unresolved.len());
-            plan.problems.push(RuleProblem::UnresolvedEndpoints { binding, count, first: *first });
-        }
-        let key = &binding.key;
-        plan.problems.extend(
-            eni_errors.into_values().map(|error| RuleProblem::EniSecurityGroup { binding: key.clone(), error }),
-        );
-        let mut computed = BTreeMap::new();
-        for (sg, endpoints) in by_sg {
-            match rules_for(key, networking, &endpoints) {
-                Ok(rules) => {
-                    computed.insert(sg, rules);
-                }
-                Err(problem) => {
-                    plan.problems.push(problem);
-                    computed.clear();
-                    break;
-                }
-            }
-        }
-        for (sg, rules) in computed {
-            desired.entry(sg).or_default().extend(rules);
         }
     }
     if input.restricted {
@@ -233,6 +200,59 @@ pub fn plan_backend_rules(input: &BackendRulesInput<'_>) -> BackendRulesPlan {
     }
     plan.desired = desired.into_iter().map(|(sg, keys)| (sg, keys.iter().map(rule_of).collect())).collect();
     plan
+}
+
+/// The rules one binding wants, per security group; problems are appended to `problems`.
+/// Endpoints whose ENI or security group is unknown are skipped (their problem withholds
+/// revokes); a configuration error drops the whole binding.
+fn binding_rules(
+    input: &BackendRulesInput<'_>,
+    tags: &BTreeMap<String, Tags>,
+    binding: &BindingRules<'_>,
+    networking: &TargetGroupBindingNetworking,
+    problems: &mut Vec<RuleProblem>,
+) -> BTreeMap<String, BTreeSet<Key>> {
+    let key = &binding.key;
+    let mut by_sg: BTreeMap<String, Vec<&EndpointEni<'_>>> = BTreeMap::new();
+    let mut unresolved = Vec::new();
+    let mut eni_errors = BTreeMap::new();
+    for ep in &binding.endpoints {
+        let Some(eni) = ep.eni else {
+            unresolved.push(ep.ip);
+            continue;
+        };
+        match endpoint_security_group(eni, tags, input.cluster_name, input.required_tags) {
+            Ok(sg) => by_sg.entry(sg).or_default().push(ep),
+            Err(error) => {
+                eni_errors.entry(eni.id.clone()).or_insert(error);
+            }
+        }
+    }
+    if let Some(first) = unresolved.iter().min() {
+        problems.push(RuleProblem::UnresolvedEndpoints {
+            binding: key.clone(),
+            count: unresolved.len(),
+            first: *first,
+        });
+    }
+    problems.extend(
+        eni_errors
+            .into_values()
+            .map(|error| RuleProblem::EniSecurityGroup { binding: key.clone(), error: Box::new(error) }),
+    );
+    let mut computed = BTreeMap::new();
+    for (sg, endpoints) in by_sg {
+        match rules_for(key, networking, &endpoints) {
+            Ok(rules) => {
+                computed.insert(sg, rules);
+            }
+            Err(problem) => {
+                problems.push(problem);
+                return BTreeMap::new();
+            }
+        }
+    }
+    computed
 }
 
 fn rule_of(key: &Key) -> IngressRule {

@@ -120,7 +120,8 @@ fn which_sg_of_a_multi_sg_eni() {
     let no_extra = Tags::new();
     let need_team = tags(&[team]);
     // (tags of sg-a, tags of sg-b, required tags, expected SG or error fragments)
-    let cases: Vec<(Vec<(&str, &str)>, Vec<(&str, &str)>, &Tags, Result<&str, Vec<&str>>)> = vec![
+    type Case<'a> = (Vec<(&'a str, &'a str)>, Vec<(&'a str, &'a str)>, &'a Tags, Result<&'a str, Vec<&'a str>>);
+    let cases: Vec<Case<'_>> = vec![
         (vec![tagged], vec![], &no_extra, Ok("sg-a")),
         (vec![], vec![("kubernetes.io/cluster/dev-meta", "")], &no_extra, Ok("sg-b")),
         (vec![tagged], vec![tagged, team], &need_team, Ok("sg-b")),
@@ -253,7 +254,8 @@ fn ports_protocols_and_ranges() {
     let named = [("http", 8080u16)];
     let other = [("http", 9090u16)];
     // (ports, expected (protocol, from, to))
-    let cases: Vec<(serde_json::Value, Vec<(&str, i32, i32)>)> = vec![
+    type Case = (serde_json::Value, Vec<(&'static str, i32, i32)>);
+    let cases: Vec<Case> = vec![
         (json!([]), vec![("tcp", 0, 65535)]),
         (json!([{"protocol": "UDP"}]), vec![("udp", 0, 65535)]),
         (json!([{"port": 53, "protocol": "UDP"}, {"port": 53}]), vec![("tcp", 53, 53), ("udp", 53, 53)]),
@@ -335,4 +337,95 @@ fn target_sg_not_described_is_reported() {
     assert_eq!(p.problems, vec![RuleProblem::UndescribedSecurityGroup { sg: "sg-gone".into() }]);
     assert!(p.changes.is_empty());
     assert_eq!(p.withheld_revokes, 1);
+}
+
+fn random_networking(rng: &mut fastrand::Rng) -> TargetGroupBindingNetworking {
+    const PEERS: &[&str] = &["sg-lb", "sg-lb2", "10.0.0.0/16", "10.9.8.7/24", "2600:1f18::/56", "bad"];
+    let peer = |p: &str| match p {
+        p if p.starts_with("sg-") => json!({"securityGroup": {"groupID": p}}),
+        "bad" => json!({}),
+        p => json!({"ipBlock": {"cidr": p}}),
+    };
+    let port = |rng: &mut fastrand::Rng| match rng.u32(0..5) {
+        0 => json!({}),
+        1 => json!({"protocol": "UDP", "port": rng.i32(50..60)}),
+        2 => json!({"port": "http"}),
+        _ => json!({"port": rng.i32(79..83)}),
+    };
+    let rules: Vec<serde_json::Value> = (0..rng.usize(0..3))
+        .map(|_| {
+            let from: Vec<_> = (0..rng.usize(1..3)).map(|_| peer(PEERS[rng.usize(..PEERS.len())])).collect();
+            let ports: Vec<_> = (0..rng.usize(0..3)).map(|_| port(rng)).collect();
+            json!({"from": from, "ports": ports})
+        })
+        .collect();
+    net(json!({ "ingress": rules }))
+}
+
+#[test]
+fn random_plans_converge_and_spare_foreign_rules() {
+    let mut rng = fastrand::Rng::with_seed(0xbac_4e7d);
+    let cluster = ("kubernetes.io/cluster/dev-meta", "owned");
+    let (mut authorized, mut revoked, mut withheld) = (0, 0, 0);
+    for round in 0..400 {
+        let enis: Vec<NetworkInterface> = (0..3)
+            .map(|i| {
+                let sgs: Vec<&str> = ["sg-1", "sg-2", "sg-3"].into_iter().filter(|_| rng.bool()).collect();
+                eni(&format!("eni-{i}"), &sgs)
+            })
+            .collect();
+        let nets: Vec<TargetGroupBindingNetworking> = (0..3).map(|_| random_networking(&mut rng)).collect();
+        let bindings: Vec<BindingRules<'_>> = nets
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let eps = (0..rng.usize(0..4))
+                    .map(|j| {
+                        let e = if rng.u32(0..10) == 0 { None } else { Some(&enis[rng.usize(..enis.len())]) };
+                        let ports: &[(&str, u16)] = if rng.bool() { &[("http", 8080)] } else { &[] };
+                        ep(&format!("10.0.{i}.{j}"), e, ports)
+                    })
+                    .collect();
+                binding(&format!("ns/b{i}"), if rng.u32(0..4) == 0 { None } else { Some(n) }, eps)
+            })
+            .collect();
+        let tagged = [cluster];
+        let mut sgs = Vec::new();
+        for id in ["sg-1", "sg-2", "sg-3", "sg-4"] {
+            if rng.u32(0..6) == 0 {
+                continue;
+            }
+            let rules = (0..rng.usize(0..4))
+                .map(|_| {
+                    let desc = [Some(RULE_DESCRIPTION), None, Some("hand made")][rng.usize(..3)];
+                    foreign(from_sg("sg-lb", 80, rng.i32(80..83)), desc)
+                })
+                .collect();
+            sgs.push(sg(id, if rng.bool() { &tagged[..] } else { &[] }, rules));
+        }
+        let complete = rng.u32(0..4) != 0;
+        let restricted = rng.bool();
+        let first = plan_with(&bindings, &sgs, complete, restricted, &Tags::new());
+        withheld += first.withheld_revokes;
+        for (id, ch) in &first.changes {
+            authorized += ch.authorize.len();
+            revoked += ch.revoke.len();
+            assert!(ch.revoke.iter().all(is_managed_rule), "round {round}: foreign rule revoked on {id}");
+            assert!(first.revokes_allowed || ch.revoke.is_empty(), "round {round}");
+        }
+        for o in &mut sgs {
+            if let Some(ch) = first.changes.get(&o.id) {
+                o.spec.ingress.retain(|r| !ch.revoke.contains(r));
+                o.spec.ingress.extend(ch.authorize.iter().cloned());
+            }
+        }
+        let again = plan_with(&bindings, &sgs, complete, restricted, &Tags::new());
+        assert!(again.changes.values().all(|c| c.authorize.is_empty()), "round {round}: {:?}", again.changes);
+        if again.revokes_allowed {
+            assert!(again.changes.is_empty(), "round {round}: {:?}", again.changes);
+        }
+        assert_eq!(first.problems, again.problems, "round {round}");
+    }
+    // The generator reaches every branch that matters.
+    assert!(authorized > 100 && revoked > 20 && withheld > 20, "{authorized} {revoked} {withheld}");
 }
