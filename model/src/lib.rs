@@ -16,9 +16,11 @@
 //!   deterministic names ([`lb::naming`]) and tracking tags ([`lb::tags`]).
 //! - [`service`]: Service (`type: LoadBalancer`) → desired NLB stack: selection, annotations, build.
 //! - [`throttle`]: client-side AWS API rate limits (`--aws-api-throttle`).
+//! - [`cilium`]: pod IP → ENI from CiliumNode objects (ENI IPAM mode), merged with EC2 results.
 
 pub mod admission;
 pub mod checkpoint;
+pub mod cilium;
 pub mod crd;
 pub mod endpoints;
 pub mod lb;

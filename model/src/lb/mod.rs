@@ -289,3 +289,5 @@ pub struct Stack {
     pub target_groups: Vec<TargetGroup>,
     pub listeners: Vec<Listener>,
 }
+pub mod backend_rules;
+pub mod eni_lookup;

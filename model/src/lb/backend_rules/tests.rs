@@ -1,0 +1,431 @@
+use super::*;
+use serde_json::json;
+
+const CLUSTER: &str = "dev-meta";
+
+fn ip(s: &str) -> IpAddr {
+    s.parse().unwrap()
+}
+
+fn tags(pairs: &[(&str, &str)]) -> Tags {
+    pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}
+
+fn eni(id: &str, sgs: &[&str]) -> NetworkInterface {
+    NetworkInterface {
+        id: id.into(),
+        subnet_id: "subnet-1".into(),
+        private_ips: vec![],
+        security_groups: sgs.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+fn sg(id: &str, t: &[(&str, &str)], ingress: Vec<IngressRule>) -> Observed<SecurityGroup> {
+    Observed {
+        id: id.into(),
+        spec: SecurityGroup {
+            name: id.into(),
+            description: String::new(),
+            vpc_id: "vpc-1".into(),
+            ingress,
+            tags: tags(t),
+        },
+    }
+}
+
+fn net(v: serde_json::Value) -> TargetGroupBindingNetworking {
+    serde_json::from_value(v).unwrap()
+}
+
+/// `tcp` rule from a security group.
+fn from_sg(src: &str, from: i32, to: i32) -> IngressRule {
+    IngressRule {
+        protocol: "tcp".into(),
+        from_port: from,
+        to_port: to,
+        source: RuleSource::SecurityGroup(src.into()),
+        description: Some(RULE_DESCRIPTION.into()),
+    }
+}
+
+fn from_cidr(proto: &str, cidr: &str, from: i32, to: i32) -> IngressRule {
+    let source = if cidr.contains(':') { RuleSource::Ipv6Cidr(cidr.into()) } else { RuleSource::Cidr(cidr.into()) };
+    IngressRule {
+        protocol: proto.into(),
+        from_port: from,
+        to_port: to,
+        source,
+        description: Some(RULE_DESCRIPTION.into()),
+    }
+}
+
+fn foreign(mut r: IngressRule, description: Option<&str>) -> IngressRule {
+    r.description = description.map(str::to_string);
+    r
+}
+
+fn ep<'a>(addr: &str, eni: Option<&'a NetworkInterface>, ports: &[(&str, u16)]) -> EndpointEni<'a> {
+    EndpointEni { ip: ip(addr), eni, named_ports: ports.iter().map(|(n, p)| (n.to_string(), *p)).collect() }
+}
+
+fn binding<'a>(key: &str, n: Option<&'a TargetGroupBindingNetworking>, eps: Vec<EndpointEni<'a>>) -> BindingRules<'a> {
+    BindingRules { key: key.into(), networking: n, endpoints: eps }
+}
+
+fn plan(bindings: &[BindingRules<'_>], sgs: &[Observed<SecurityGroup>], complete: bool) -> BackendRulesPlan {
+    plan_with(bindings, sgs, complete, true, &Tags::new())
+}
+
+fn plan_with(
+    bindings: &[BindingRules<'_>],
+    sgs: &[Observed<SecurityGroup>],
+    complete: bool,
+    restricted: bool,
+    required_tags: &Tags,
+) -> BackendRulesPlan {
+    plan_backend_rules(&BackendRulesInput {
+        cluster_name: CLUSTER,
+        required_tags,
+        restricted,
+        bindings,
+        security_groups: sgs,
+        complete,
+    })
+}
+
+fn lb_sg_rule(port: serde_json::Value) -> TargetGroupBindingNetworking {
+    net(
+        json!({"ingress": [{"from": [{"securityGroup": {"groupID": "sg-lb"}}], "ports": [{"protocol": "TCP", "port": port}]}]}),
+    )
+}
+
+#[test]
+fn single_sg_eni_gets_the_rule() {
+    let (e, n) = (eni("eni-1", &["sg-node"]), lb_sg_rule(json!(8080)));
+    let b = [binding("shop/web", Some(&n), vec![ep("10.0.1.5", Some(&e), &[])])];
+    let p = plan(&b, &[sg("sg-node", &[], vec![])], true);
+    assert_eq!(p.problems, vec![]);
+    assert_eq!(p.changes["sg-node"], SgRuleChanges { authorize: vec![from_sg("sg-lb", 8080, 8080)], revoke: vec![] });
+    // Applied: nothing left to do.
+    let p = plan(&b, &[sg("sg-node", &[], vec![from_sg("sg-lb", 8080, 8080)])], true);
+    assert!(p.changes.is_empty() && p.revokes_allowed);
+}
+
+#[test]
+fn which_sg_of_a_multi_sg_eni() {
+    let tagged = ("kubernetes.io/cluster/dev-meta", "owned");
+    let other_cluster = ("kubernetes.io/cluster/meta-dev", "owned");
+    let team = ("team", "web");
+    let e = eni("eni-7", &["sg-a", "sg-b"]);
+    let no_extra = Tags::new();
+    let need_team = tags(&[team]);
+    // (tags of sg-a, tags of sg-b, required tags, expected SG or error fragments)
+    type Case<'a> = (Vec<(&'a str, &'a str)>, Vec<(&'a str, &'a str)>, &'a Tags, Result<&'a str, Vec<&'a str>>);
+    let cases: Vec<Case<'_>> = vec![
+        (vec![tagged], vec![], &no_extra, Ok("sg-a")),
+        (vec![], vec![("kubernetes.io/cluster/dev-meta", "")], &no_extra, Ok("sg-b")),
+        (vec![tagged], vec![tagged, team], &need_team, Ok("sg-b")),
+        (
+            vec![other_cluster, ("Name", "nodes")],
+            vec![],
+            &no_extra,
+            Err(vec![
+                "ENI eni-7",
+                "sg-a [Name=nodes, kubernetes.io/cluster/meta-dev=owned]",
+                "sg-b [no cluster tag]",
+                "found 0",
+                "kubernetes.io/cluster/dev-meta=owned",
+                "tagged for cluster meta-dev but the controller runs as dev-meta",
+            ]),
+        ),
+        (vec![tagged], vec![tagged], &no_extra, Err(vec!["found 2 (sg-a, sg-b)", "keep the tags on only one"])),
+        (vec![tagged], vec![], &need_team, Err(vec!["and tags team=web", "found 0", "give it team=web"])),
+    ];
+    for (a, b, required, want) in cases {
+        let described: BTreeMap<String, Tags> = [("sg-a".to_string(), tags(&a)), ("sg-b".to_string(), tags(&b))].into();
+        let got = endpoint_security_group(&e, &described, CLUSTER, required);
+        match (want, got) {
+            (Ok(w), Ok(g)) => assert_eq!(g, w),
+            (Err(fragments), Err(err)) => {
+                let msg = err.to_string();
+                for f in fragments {
+                    assert!(msg.contains(f), "{f:?} not in {msg}");
+                }
+            }
+            (w, g) => panic!("want {w:?}, got {g:?}"),
+        }
+    }
+    let undescribed = endpoint_security_group(&e, &BTreeMap::new(), CLUSTER, &no_extra).unwrap_err();
+    assert!(matches!(undescribed, EniSgError::Undescribed { ref missing, .. } if missing == &["sg-a", "sg-b"]));
+    assert!(endpoint_security_group(&eni("eni-0", &[]), &BTreeMap::new(), CLUSTER, &no_extra).is_err());
+}
+
+#[test]
+fn eni_sg_error_withholds_revokes_but_other_endpoints_still_get_rules() {
+    let (good, bad) = (eni("eni-1", &["sg-node"]), eni("eni-2", &["sg-x", "sg-y"]));
+    let n = lb_sg_rule(json!(80));
+    let b = [binding("shop/web", Some(&n), vec![ep("10.0.1.5", Some(&good), &[]), ep("10.0.2.5", Some(&bad), &[])])];
+    let stale = from_sg("sg-lb", 9000, 9000);
+    let sgs = [sg("sg-node", &[], vec![stale]), sg("sg-x", &[], vec![]), sg("sg-y", &[], vec![])];
+    let p = plan(&b, &sgs, true);
+    assert!(matches!(&p.problems[..], [RuleProblem::EniSecurityGroup { binding, .. }] if binding == "shop/web"));
+    assert!(!p.revokes_allowed);
+    assert_eq!(p.withheld_revokes, 1);
+    assert_eq!(p.changes["sg-node"], SgRuleChanges { authorize: vec![from_sg("sg-lb", 80, 80)], revoke: vec![] });
+}
+
+#[test]
+fn bindings_sharing_an_sg_get_the_union_and_removal_keeps_the_other() {
+    let e = eni("eni-1", &["sg-node"]);
+    let web = net(json!({"ingress": [{"from": [{"ipBlock": {"cidr": "10.0.0.0/16"}}], "ports": [{"port": 80}]}]}));
+    let api = net(json!({"ingress": [{"from": [{"ipBlock": {"cidr": "10.0.0.0/16"}}], "ports": [{"port": 443}]}]}));
+    let both = [
+        binding("shop/web", Some(&web), vec![ep("10.0.1.5", Some(&e), &[])]),
+        binding("shop/api", Some(&api), vec![ep("10.0.1.6", Some(&e), &[])]),
+    ];
+    let p = plan(&both, &[sg("sg-node", &[], vec![])], true);
+    let r80 = from_cidr("tcp", "10.0.0.0/16", 80, 80);
+    let r443 = from_cidr("tcp", "10.0.0.0/16", 443, 443);
+    assert_eq!(p.changes["sg-node"].authorize, vec![r80.clone(), r443.clone()]);
+    // shop/web deleted: its rule goes, shop/api's stays.
+    let p = plan(&both[1..], &[sg("sg-node", &[], vec![r80.clone(), r443.clone()])], true);
+    assert_eq!(p.changes["sg-node"], SgRuleChanges { authorize: vec![], revoke: vec![r80] });
+}
+
+#[test]
+fn foreign_rules_are_never_touched() {
+    let e = eni("eni-1", &["sg-node"]);
+    let n = lb_sg_rule(json!(80));
+    let b = [binding("shop/web", Some(&n), vec![ep("10.0.1.5", Some(&e), &[])])];
+    let observed = vec![
+        // Same access granted by someone else: satisfies ours, no duplicate authorize.
+        foreign(from_sg("sg-lb", 80, 80), Some("added by hand")),
+        foreign(from_sg("sg-ssh", 22, 22), None),
+        foreign(from_sg("sg-x", 1, 1), Some("elbv2.k8s.aws/targetGroupBinding=shared extra")),
+        foreign(from_sg("sg-y", 2, 2), Some("elbv2.k8s.aws/targetGroupBinding=sharedX")),
+        // Ours, recognised inside a longer label list: revoked.
+        foreign(from_sg("sg-z", 3, 3), Some("owner=lbc,elbv2.k8s.aws/targetGroupBinding=shared")),
+    ];
+    let p = plan(&b, &[sg("sg-node", &[], observed)], true);
+    let ch = &p.changes["sg-node"];
+    assert!(ch.authorize.is_empty());
+    assert_eq!(ch.revoke.len(), 1);
+    assert_eq!(ch.revoke[0].source, RuleSource::SecurityGroup("sg-z".into()));
+}
+
+#[test]
+fn incomplete_knowledge_never_revokes() {
+    let e = eni("eni-1", &["sg-node"]);
+    let n = lb_sg_rule(json!(80));
+    let stale = from_sg("sg-lb", 81, 81);
+    let sgs = [sg("sg-node", &[], vec![stale.clone()]), sg("sg-gc", &[], vec![from_sg("sg-lb", 80, 80)])];
+    // Caller not sure it saw everything.
+    let b = [binding("shop/web", Some(&n), vec![ep("10.0.1.5", Some(&e), &[])])];
+    let p = plan(&b, &sgs, false);
+    assert_eq!((p.revokes_allowed, p.withheld_revokes), (false, 2));
+    assert_eq!(p.changes["sg-node"].authorize, vec![from_sg("sg-lb", 80, 80)]);
+    assert!(p.changes.values().all(|c| c.revoke.is_empty()));
+    // An endpoint whose ENI is unknown.
+    let b = [binding("shop/web", Some(&n), vec![ep("10.0.1.5", Some(&e), &[]), ep("10.0.9.9", None, &[])])];
+    let p = plan(&b, &sgs, true);
+    assert!(matches!(&p.problems[..], [RuleProblem::UnresolvedEndpoints { count: 1, .. }]));
+    assert!(!p.revokes_allowed && p.changes.values().all(|c| c.revoke.is_empty()));
+    // Complete: stale rule revoked, and the SG no longer used is garbage-collected.
+    let b = [binding("shop/web", Some(&n), vec![ep("10.0.1.5", Some(&e), &[])])];
+    let p = plan(&b, &sgs, true);
+    assert_eq!(p.changes["sg-node"].revoke, vec![stale]);
+    assert_eq!(p.changes["sg-gc"].revoke, vec![from_sg("sg-lb", 80, 80)]);
+}
+
+#[test]
+fn bindings_without_networking_contribute_nothing() {
+    let e = eni("eni-1", &["sg-node"]);
+    let b = [binding("shop/web", None, vec![ep("10.0.1.5", Some(&e), &[]), ep("10.0.9.9", None, &[])])];
+    let p = plan(&b, &[sg("sg-node", &[], vec![])], true);
+    assert_eq!(p, BackendRulesPlan { revokes_allowed: true, ..Default::default() });
+}
+
+#[test]
+fn ports_protocols_and_ranges() {
+    let e = eni("eni-1", &["sg-node"]);
+    let cidr = |ports: serde_json::Value| {
+        net(json!({"ingress": [{"from": [{"ipBlock": {"cidr": "10.1.0.0/16"}}], "ports": ports}]}))
+    };
+    let named = [("http", 8080u16)];
+    let other = [("http", 9090u16)];
+    // (ports, expected (protocol, from, to))
+    type Case = (serde_json::Value, Vec<(&'static str, i32, i32)>);
+    let cases: Vec<Case> = vec![
+        (json!([]), vec![("tcp", 0, 65535)]),
+        (json!([{"protocol": "UDP"}]), vec![("udp", 0, 65535)]),
+        (json!([{"port": 53, "protocol": "UDP"}, {"port": 53}]), vec![("tcp", 53, 53), ("udp", 53, 53)]),
+        (json!([{"port": "http"}]), vec![("tcp", 8080, 8080), ("tcp", 9090, 9090)]),
+    ];
+    for (ports, want) in cases {
+        let n = cidr(ports.clone());
+        let b = [binding("ns/b", Some(&n), vec![ep("10.0.1.5", Some(&e), &named), ep("10.0.1.6", Some(&e), &other)])];
+        let p = plan(&b, &[sg("sg-node", &[], vec![])], true);
+        let got: Vec<(&str, i32, i32)> =
+            p.changes["sg-node"].authorize.iter().map(|r| (r.protocol.as_str(), r.from_port, r.to_port)).collect();
+        assert_eq!(got, want, "{ports}");
+    }
+    // A named port a pod lacks, and an impossible number.
+    for (ports, fragment) in [(json!([{"port": "grpc"}]), "\"grpc\""), (json!([{"port": 70000}]), "70000")] {
+        let n = cidr(ports);
+        let b = [binding("ns/b", Some(&n), vec![ep("10.0.1.5", Some(&e), &named)])];
+        let p = plan(&b, &[sg("sg-node", &[], vec![from_cidr("tcp", "10.1.0.0/16", 1, 1)])], true);
+        assert!(p.problems[0].to_string().contains(fragment), "{}", p.problems[0]);
+        assert!(p.changes.values().all(|c| c.authorize.is_empty() && c.revoke.is_empty()));
+        assert_eq!(p.withheld_revokes, 1);
+    }
+}
+
+#[test]
+fn restricted_mode_collapses_group_sources_only() {
+    let e = eni("eni-1", &["sg-node"]);
+    let n = net(json!({"ingress": [
+        {"from": [{"securityGroup": {"groupID": "sg-lb"}}, {"ipBlock": {"cidr": "10.0.0.0/16"}}],
+         "ports": [{"port": 80}, {"port": 8080}, {"port": 53, "protocol": "UDP"}]}]}));
+    let b = [binding("ns/b", Some(&n), vec![ep("10.0.1.5", Some(&e), &[])])];
+    let udp_sg = IngressRule { protocol: "udp".into(), ..from_sg("sg-lb", 53, 53) };
+    let restricted = plan_with(&b, &[sg("sg-node", &[], vec![])], true, true, &Tags::new());
+    let mut want = vec![
+        from_cidr("tcp", "10.0.0.0/16", 80, 80),
+        from_cidr("tcp", "10.0.0.0/16", 8080, 8080),
+        from_cidr("udp", "10.0.0.0/16", 53, 53),
+        from_sg("sg-lb", 80, 8080),
+        udp_sg.clone(),
+    ];
+    want.sort();
+    assert_eq!(restricted.changes["sg-node"].authorize, want);
+    let exact = plan_with(&b, &[sg("sg-node", &[], vec![])], true, false, &Tags::new());
+    assert_eq!(exact.changes["sg-node"].authorize.len(), 6);
+    assert!(exact.changes["sg-node"].authorize.contains(&from_sg("sg-lb", 8080, 8080)));
+}
+
+#[test]
+fn cidrs_ipv6_and_normalisation() {
+    let e = eni("eni-1", &["sg-node"]);
+    let n = net(
+        json!({"ingress": [{"from": [{"ipBlock": {"cidr": "2600:1F18:0:0::/56"}}, {"ipBlock": {"cidr": "10.0.3.7/16"}}],
+        "ports": [{"port": 443}]}]}),
+    );
+    let b = [binding("ns/b", Some(&n), vec![ep("10.0.1.5", Some(&e), &[])])];
+    let p = plan(&b, &[sg("sg-node", &[], vec![])], true);
+    assert_eq!(
+        p.changes["sg-node"].authorize,
+        vec![from_cidr("tcp", "10.0.0.0/16", 443, 443), from_cidr("tcp", "2600:1f18::/56", 443, 443)]
+    );
+    // AWS spelling the same blocks differently still counts as present.
+    let have = vec![from_cidr("TCP", "10.0.0.0/16", 443, 443), from_cidr("tcp", "2600:1f18:0::/56", 443, 443)];
+    assert!(plan(&b, &[sg("sg-node", &[], have)], true).changes.is_empty());
+    for bad in [json!({"ipBlock": {"cidr": "10.0.0.0/33"}}), json!({})] {
+        let n = net(json!({"ingress": [{"from": [bad], "ports": [{"port": 1}]}]}));
+        let b = [binding("ns/b", Some(&n), vec![ep("10.0.1.5", Some(&e), &[])])];
+        let p = plan(&b, &[sg("sg-node", &[], vec![])], true);
+        assert_eq!(p.problems.len(), 1, "{:?}", p.problems);
+        assert!(p.changes.is_empty());
+    }
+}
+
+#[test]
+fn target_sg_not_described_is_reported() {
+    let e = eni("eni-1", &["sg-gone"]);
+    let n = lb_sg_rule(json!(80));
+    let b = [binding("ns/b", Some(&n), vec![ep("10.0.1.5", Some(&e), &[])])];
+    let p = plan(&b, &[sg("sg-other", &[], vec![from_sg("sg-lb", 80, 80)])], true);
+    assert_eq!(p.problems, vec![RuleProblem::UndescribedSecurityGroup { sg: "sg-gone".into() }]);
+    assert!(p.changes.is_empty());
+    assert_eq!(p.withheld_revokes, 1);
+}
+
+fn random_networking(rng: &mut fastrand::Rng) -> TargetGroupBindingNetworking {
+    const PEERS: &[&str] = &["sg-lb", "sg-lb2", "10.0.0.0/16", "10.9.8.7/24", "2600:1f18::/56", "bad"];
+    let peer = |p: &str| match p {
+        p if p.starts_with("sg-") => json!({"securityGroup": {"groupID": p}}),
+        "bad" => json!({}),
+        p => json!({"ipBlock": {"cidr": p}}),
+    };
+    let port = |rng: &mut fastrand::Rng| match rng.u32(0..5) {
+        0 => json!({}),
+        1 => json!({"protocol": "UDP", "port": rng.i32(50..60)}),
+        2 => json!({"port": "http"}),
+        _ => json!({"port": rng.i32(79..83)}),
+    };
+    let rules: Vec<serde_json::Value> = (0..rng.usize(0..3))
+        .map(|_| {
+            let from: Vec<_> = (0..rng.usize(1..3)).map(|_| peer(PEERS[rng.usize(..PEERS.len())])).collect();
+            let ports: Vec<_> = (0..rng.usize(0..3)).map(|_| port(rng)).collect();
+            json!({"from": from, "ports": ports})
+        })
+        .collect();
+    net(json!({ "ingress": rules }))
+}
+
+#[test]
+fn random_plans_converge_and_spare_foreign_rules() {
+    let mut rng = fastrand::Rng::with_seed(0xbac_4e7d);
+    let cluster = ("kubernetes.io/cluster/dev-meta", "owned");
+    let (mut authorized, mut revoked, mut withheld) = (0, 0, 0);
+    for round in 0..400 {
+        let enis: Vec<NetworkInterface> = (0..3)
+            .map(|i| {
+                let sgs: Vec<&str> = ["sg-1", "sg-2", "sg-3"].into_iter().filter(|_| rng.bool()).collect();
+                eni(&format!("eni-{i}"), &sgs)
+            })
+            .collect();
+        let nets: Vec<TargetGroupBindingNetworking> = (0..3).map(|_| random_networking(&mut rng)).collect();
+        let bindings: Vec<BindingRules<'_>> = nets
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let eps = (0..rng.usize(0..4))
+                    .map(|j| {
+                        let e = if rng.u32(0..10) == 0 { None } else { Some(&enis[rng.usize(..enis.len())]) };
+                        let ports: &[(&str, u16)] = if rng.bool() { &[("http", 8080)] } else { &[] };
+                        ep(&format!("10.0.{i}.{j}"), e, ports)
+                    })
+                    .collect();
+                binding(&format!("ns/b{i}"), if rng.u32(0..4) == 0 { None } else { Some(n) }, eps)
+            })
+            .collect();
+        let tagged = [cluster];
+        let mut sgs = Vec::new();
+        for id in ["sg-1", "sg-2", "sg-3", "sg-4"] {
+            if rng.u32(0..6) == 0 {
+                continue;
+            }
+            let rules = (0..rng.usize(0..4))
+                .map(|_| {
+                    let desc = [Some(RULE_DESCRIPTION), None, Some("hand made")][rng.usize(..3)];
+                    foreign(from_sg("sg-lb", 80, rng.i32(80..83)), desc)
+                })
+                .collect();
+            sgs.push(sg(id, if rng.bool() { &tagged[..] } else { &[] }, rules));
+        }
+        let complete = rng.u32(0..4) != 0;
+        let restricted = rng.bool();
+        let first = plan_with(&bindings, &sgs, complete, restricted, &Tags::new());
+        withheld += first.withheld_revokes;
+        for (id, ch) in &first.changes {
+            authorized += ch.authorize.len();
+            revoked += ch.revoke.len();
+            assert!(ch.revoke.iter().all(is_managed_rule), "round {round}: foreign rule revoked on {id}");
+            assert!(first.revokes_allowed || ch.revoke.is_empty(), "round {round}");
+        }
+        for o in &mut sgs {
+            if let Some(ch) = first.changes.get(&o.id) {
+                o.spec.ingress.retain(|r| !ch.revoke.contains(r));
+                o.spec.ingress.extend(ch.authorize.iter().cloned());
+            }
+        }
+        let again = plan_with(&bindings, &sgs, complete, restricted, &Tags::new());
+        assert!(again.changes.values().all(|c| c.authorize.is_empty()), "round {round}: {:?}", again.changes);
+        if again.revokes_allowed {
+            assert!(again.changes.is_empty(), "round {round}: {:?}", again.changes);
+        }
+        assert_eq!(first.problems, again.problems, "round {round}");
+    }
+    // The generator reaches every branch that matters.
+    assert!(authorized > 100 && revoked > 20 && withheld > 20, "{authorized} {revoked} {withheld}");
+}
