@@ -139,6 +139,22 @@ pub struct Args {
     #[arg(long, default_value = "service.k8s.aws/nlb")]
     pub load_balancer_class: String,
 
+    /// Reconcile `type: LoadBalancer` Services into NLBs (ALBC's selection rules).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub enable_service_controller: bool,
+
+    /// Tags added to every AWS resource the controller creates, `k=v,k=v` (annotations cannot override them).
+    #[arg(long, default_value = "")]
+    pub default_tags: String,
+
+    /// Tag keys managed outside the controller, comma-separated: never added, changed or removed.
+    #[arg(long, default_value = "")]
+    pub external_managed_tags: String,
+
+    /// Parallel Service reconciles.
+    #[arg(long, default_value_t = 3)]
+    pub service_max_concurrent_reconciles: u16,
+
     /// Run leader election (only the leader writes to AWS and pod status).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub enable_leader_election: bool,

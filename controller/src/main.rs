@@ -8,6 +8,7 @@ mod error;
 mod leader;
 mod metrics;
 mod run;
+mod service;
 mod stores;
 mod tgb;
 mod webhook_view;

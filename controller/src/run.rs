@@ -16,6 +16,8 @@ use lbc_aws::call::CallRunner;
 use lbc_aws::config::{ClientSettings, Endpoints, build_clients};
 use lbc_aws::ec2::SdkEc2;
 use lbc_aws::elbv2::SdkElbV2;
+use lbc_aws::lb::SdkLoadBalancers;
+use lbc_aws::net::SdkNetworking;
 use lbc_aws::throttle::Throttler;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -48,9 +50,11 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         credentials: credentials.as_ref().map(|c| c.provider()),
     })
     .await;
-    let elb = Arc::new(SdkElbV2::new(clients.elbv2, runner.clone()));
+    let elb = Arc::new(SdkElbV2::new(clients.elbv2.clone(), runner.clone()));
     let elb_for_webhook: Arc<dyn lbc_aws::elbv2::ElbV2> = elb.clone();
-    let ec2 = Arc::new(SdkEc2::new(clients.ec2, runner));
+    let ec2 = Arc::new(SdkEc2::new(clients.ec2.clone(), runner.clone()));
+    let lbs: Arc<dyn lbc_aws::lb::LoadBalancers> = Arc::new(SdkLoadBalancers::new(clients.elbv2, runner.clone()));
+    let net: Arc<dyn lbc_aws::net::Networking> = Arc::new(SdkNetworking::new(clients.ec2, runner));
 
     let triggers = Triggers::default();
     let (stores, _tasks) = Stores::start(&client, &args.watch_namespace, triggers.clone(), metrics.clone());
@@ -102,6 +106,8 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         vpcs: Default::default(),
     });
 
+    let service_ctx = Arc::new(crate::service::ServiceCtx::new(ctx.clone(), lbs, net, service_config(&args)?));
+
     spawn_webhook(&args, &stores, &health, elb_for_webhook, &metrics, shutdown_rx.clone());
 
     tokio::spawn(async move {
@@ -131,8 +137,20 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             let l = leader.clone();
             async move { wait_false(l).await }
         };
+        let services = {
+            let (c, n, enabled) =
+                (service_ctx.clone(), args.service_max_concurrent_reconciles, args.enable_service_controller);
+            let shutdown = shutdown_rx.clone();
+            async move {
+                if enabled {
+                    crate::service::run(c, n, async move { wait_true(shutdown).await }).await
+                } else {
+                    tracing::info!("Service controller disabled (--enable-service-controller=false)")
+                }
+            }
+        };
         tokio::select! {
-            _ = tgb::run(ctx.clone(), args.targetgroupbinding_max_concurrent_reconciles, args.targetgroupbinding_debounce, graceful) => {}
+            _ = async { futures::join!(tgb::run(ctx.clone(), args.targetgroupbinding_max_concurrent_reconciles, args.targetgroupbinding_debounce, graceful), services) } => {}
             // Leadership lost: drop the controllers now, cancelling in-flight work at its next step.
             _ = lost => tracing::warn!("leadership lost: controllers stopped, no further writes"),
         }
@@ -148,6 +166,27 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     }
     tracing::info!("stopped");
     Ok(())
+}
+
+fn service_config(args: &Args) -> anyhow::Result<crate::service::ServiceConfig> {
+    let default_tags: lbc_model::lb::Tags = lbc_aws::config::parse_map(&args.default_tags).into_iter().collect();
+    Ok(crate::service::ServiceConfig {
+        cluster_name: args.cluster_name.clone(),
+        vpc_id: args.aws_vpc_id.clone(),
+        select: lbc_model::service::SelectConfig {
+            load_balancer_class: args.load_balancer_class.clone(),
+            ..Default::default()
+        },
+        default_tags,
+        external_managed_tags: args
+            .external_managed_tags
+            .split(',')
+            .map(|k| k.trim().to_string())
+            .filter(|k| !k.is_empty())
+            .collect(),
+        sync_period: args.sync_period,
+        max_backoff: args.targetgroupbinding_max_exponential_backoff_delay,
+    })
 }
 
 /// Serves the admission webhooks on every replica (leader or not). Without a certificate the

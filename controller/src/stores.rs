@@ -43,6 +43,8 @@ struct Dirty {
 #[derive(Clone, Default)]
 pub struct Triggers {
     sender: Arc<Mutex<Option<UnboundedSender<ObjectRef<TargetGroupBinding>>>>>,
+    /// The Service controller's channel (leader only).
+    services: Arc<Mutex<Option<UnboundedSender<ObjectRef<Service>>>>>,
     dirty: Arc<Mutex<Dirty>>,
 }
 
@@ -62,6 +64,17 @@ impl Triggers {
             self.dirty.lock().expect("dirty lock").since.entry(r.clone()).or_insert_with(Instant::now);
         }
         let _ = tx.send(r);
+    }
+
+    /// Installs (leader) or removes (follower) the Service controller's trigger channel.
+    pub fn set_service_sender(&self, s: Option<UnboundedSender<ObjectRef<Service>>>) {
+        *self.services.lock().expect("trigger lock") = s;
+    }
+
+    fn send_service(&self, r: ObjectRef<Service>) {
+        if let Some(tx) = self.services.lock().expect("trigger lock").as_ref() {
+            let _ = tx.send(r);
+        }
     }
 
     /// When the oldest unreconciled EndpointSlice change for this binding arrived (cleared).
@@ -172,7 +185,14 @@ impl Stores {
             watch_config(None),
             trim_meta,
             metrics.clone(),
-            move |o| t.send(ObjectRef::from_obj(o), false),
+            move |o| {
+                t.send(ObjectRef::from_obj(o), false);
+                // A binding a Service owns changed or went away: let the Service controller look.
+                let ns = o.namespace().unwrap_or_default();
+                for owner in o.owner_references().iter().filter(|r| r.kind == "Service") {
+                    t.send_service(ObjectRef::new(&owner.name).within(&ns));
+                }
+            },
         );
         tasks.push(task);
 
@@ -184,6 +204,7 @@ impl Stores {
             trim_meta,
             metrics.clone(),
             move |s| {
+                t.send_service(ObjectRef::from_obj(s));
                 let ns = s.namespace().unwrap_or_default();
                 for r in bindings_for_service(&idx, &ns, &s.name_any()) {
                     t.send(r, false);

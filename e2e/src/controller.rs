@@ -33,9 +33,12 @@ impl ControllerProc {
         let (metrics_port, health_port, webhook_port) = (free_port(), free_port(), free_port());
         let log = env.repo.join(format!("e2e/.run/logs/controller-{ns}-{metrics_port}.log"));
         let file = std::fs::File::create(&log).expect("controller log");
+        // A test may pose as another cluster (`--cluster-name=` in `extra`).
+        let cluster = (!extra.iter().any(|a| a.starts_with("--cluster-name=")))
+            .then(|| format!("--cluster-name={}", env.get("LBC_CLUSTER_NAME")));
         let child = Command::new(binary())
+            .args(cluster)
             .args([
-                &format!("--cluster-name={}", env.get("LBC_CLUSTER_NAME")),
                 &format!("--aws-region={}", env.get("AWS_REGION")),
                 &format!("--aws-vpc-id={}", env.get("LBC_VPC_ID")),
                 &format!("--aws-api-endpoints=Elastic Load Balancing v2={e},EC2={e},STS={e}", e = env.aws_endpoint()),

@@ -1,0 +1,162 @@
+//! Carries out a plan (`lbc_model::lb::diff::Step`s) in order, resolving the names of resources
+//! created earlier in the same plan to their ARNs/IDs. Stops at the first failure; the next
+//! reconcile observes again and re-plans from what actually exists.
+
+use super::ServiceCtx;
+use crate::error::{Error, Result};
+use lbc_model::lb::diff::{ResourceKind, SecurityGroupRef, Step};
+use lbc_model::lb::{Action, Listener, TargetGroupRef};
+use std::collections::BTreeMap;
+
+/// ARNs/IDs known while a plan runs: from what was observed, then from what the plan creates.
+#[derive(Default, Debug)]
+pub(super) struct Resolved {
+    pub load_balancer_arn: Option<String>,
+    pub dns_name: Option<String>,
+    pub frontend_security_group: Option<String>,
+    /// Target group name → ARN.
+    pub target_groups: BTreeMap<String, String>,
+}
+
+impl Resolved {
+    fn sg(&self, r: &SecurityGroupRef) -> Result<String> {
+        match r {
+            SecurityGroupRef::Id(id) => Ok(id.clone()),
+            SecurityGroupRef::ManagedFrontend => self.frontend_security_group.clone().ok_or_else(|| {
+                Error::Invalid("the plan refers to the managed frontend security group before it exists".into())
+            }),
+        }
+    }
+
+    fn tg(&self, r: &TargetGroupRef) -> Result<TargetGroupRef> {
+        match r {
+            TargetGroupRef::Arn(_) => Ok(r.clone()),
+            TargetGroupRef::Name(n) => {
+                self.target_groups.get(n).map(|a| TargetGroupRef::Arn(a.clone())).ok_or_else(|| {
+                    Error::Invalid(format!("target group {n} has no ARN yet (not created by this plan)"))
+                })
+            }
+        }
+    }
+
+    /// The listener with every target group named by ARN.
+    fn listener(&self, l: &Listener) -> Result<Listener> {
+        let mut out = l.clone();
+        for a in &mut out.default_actions {
+            if let Action::Forward { target_groups, .. } = a {
+                for t in target_groups.iter_mut() {
+                    t.target_group = self.tg(&t.target_group)?;
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Runs `steps` for stack `stack_id`; `listeners` (the desired ones) supply whole listeners for
+/// modifications.
+pub(super) async fn execute(
+    ctx: &ServiceCtx,
+    stack_id: &str,
+    steps: &[Step],
+    listeners: &[Listener],
+    r: &mut Resolved,
+) -> Result<()> {
+    for step in steps {
+        ctx.base.ensure_leader()?;
+        tracing::info!(stack = %stack_id, step = %step.summary(), "deploying");
+        run(ctx, step, listeners, r).await?;
+    }
+    Ok(())
+}
+
+async fn run(ctx: &ServiceCtx, step: &Step, listeners: &[Listener], r: &mut Resolved) -> Result<()> {
+    let lbs = &ctx.lbs;
+    match step {
+        Step::CreateSecurityGroup { group } => {
+            r.frontend_security_group = Some(ctx.net.create_security_group(group).await?);
+        }
+        Step::AuthorizeIngress { group, rules } => ctx.net.authorize_ingress(&r.sg(group)?, rules).await?,
+        Step::RevokeIngress { group_id, rules } => ctx.net.revoke_ingress(group_id, rules).await?,
+        Step::ReplaceLoadBalancer { arn, name, reason } => {
+            // The event was published before the plan ran (see `super::announce`).
+            tracing::warn!(load_balancer = %name, %reason, "replacing load balancer");
+            lbs.delete_load_balancer(arn).await?;
+            r.load_balancer_arn = None;
+        }
+        Step::CreateTargetGroup { target_group } => {
+            let created = lbs.create_target_group(target_group).await?;
+            if !target_group.attributes.is_empty() {
+                lbs.modify_target_group_attributes(&created.id, &target_group.attributes).await?;
+            }
+            r.target_groups.insert(target_group.name.clone(), created.id);
+        }
+        Step::ModifyTargetGroupHealthCheck { arn, health_check, .. } => {
+            lbs.modify_target_group_health_check(arn, health_check).await?
+        }
+        Step::ModifyTargetGroupAttributes { arn, attributes, .. } => {
+            lbs.modify_target_group_attributes(arn, attributes).await?
+        }
+        Step::CreateLoadBalancer { load_balancer, security_groups } => {
+            let mut lb = load_balancer.clone();
+            lb.security_groups = security_groups.iter().map(|g| r.sg(g)).collect::<Result<_>>()?;
+            let created = lbs.create_load_balancer(&lb).await?;
+            if !lb.attributes.is_empty() {
+                lbs.modify_load_balancer_attributes(&created.lb.id, &lb.attributes).await?;
+            }
+            r.dns_name = Some(created.status.dns_name.clone());
+            r.load_balancer_arn = Some(created.lb.id);
+        }
+        Step::SetSecurityGroups { arn, security_groups } => {
+            let ids: Vec<String> = security_groups.iter().map(|g| r.sg(g)).collect::<Result<_>>()?;
+            lbs.set_security_groups(arn, &ids).await?
+        }
+        Step::SetSubnets { arn, subnets } => lbs.set_subnets(arn, subnets).await?,
+        Step::SetIpAddressType { arn, ip_address_type } => lbs.set_ip_address_type(arn, *ip_address_type).await?,
+        Step::ModifyLoadBalancerAttributes { arn, attributes } => {
+            lbs.modify_load_balancer_attributes(arn, attributes).await?
+        }
+        Step::CreateListener { listener } => {
+            let lb = r.load_balancer_arn.clone().ok_or_else(|| {
+                Error::Invalid(format!("listener {} planned before its load balancer exists", listener.port))
+            })?;
+            let l = r.listener(listener)?;
+            let created = lbs.create_listener(&lb, &l).await?;
+            if !l.attributes.is_empty() {
+                lbs.modify_listener_attributes(&created.id, &l.attributes).await?;
+            }
+        }
+        Step::ModifyListener { arn, port, .. } => {
+            // The adapter sets every field; the desired listener is the whole truth for this port.
+            let want = listeners.iter().find(|l| l.port == *port).ok_or_else(|| {
+                Error::Invalid(format!("plan modifies listener {port}, which the desired stack does not have"))
+            })?;
+            lbs.modify_listener(arn, &r.listener(want)?).await?
+        }
+        Step::AddListenerCertificates { port, .. } | Step::RemoveListenerCertificates { port, .. } => {
+            return Err(Error::Invalid(format!(
+                "listener {port}: more than one certificate (aws-load-balancer-ssl-cert lists several ARNs) is not \
+                 supported yet; list only the default certificate"
+            )));
+        }
+        Step::ModifyListenerAttributes { arn, attributes, .. } => {
+            lbs.modify_listener_attributes(arn, attributes).await?
+        }
+        Step::DeleteListener { arn, .. } => lbs.delete_listener(arn).await?,
+        Step::DeleteLoadBalancer { arn, .. } => {
+            lbs.delete_load_balancer(arn).await?;
+            r.load_balancer_arn = None;
+        }
+        Step::DeleteTargetGroup { arn, .. } => lbs.delete_target_group(arn).await?,
+        Step::DeleteSecurityGroup { id, .. } => ctx.net.delete_security_group(id).await?,
+        Step::AddTags { kind: ResourceKind::SecurityGroup, id, tags } => {
+            ctx.net.create_tags(std::slice::from_ref(id), tags).await?
+        }
+        Step::AddTags { id, tags, .. } => lbs.add_tags(id, tags).await?,
+        Step::RemoveTags { kind: ResourceKind::SecurityGroup, id, keys } => {
+            ctx.net.delete_tags(std::slice::from_ref(id), keys).await?
+        }
+        Step::RemoveTags { id, keys, .. } => lbs.remove_tags(id, keys).await?,
+    }
+    Ok(())
+}

@@ -1,0 +1,304 @@
+//! The Service controller: `type: LoadBalancer` Services that are ours (ALBC's selection rules)
+//! get an NLB with IP target groups, listeners, a managed frontend security group and one
+//! TargetGroupBinding per target group; the TargetGroupBinding controller then keeps targets in
+//! sync. Every decision is in `lbc_model::service` (selection, annotations, stack) and
+//! `lbc_model::lb` (subnets, diff); this module observes, executes and reports.
+//!
+//! One pass: select → parse annotations → finalizer → observe AWS by ownership tags → resolve
+//! subnets → build the stack → plan against what exists (refusing untagged look-alikes) →
+//! announce replacements → execute steps → apply bindings → `status.loadBalancer` → event.
+
+mod bindings;
+mod cleanup;
+mod deploy;
+mod observe;
+mod report;
+
+use crate::context::{Context, jittered};
+use crate::error::{Error, Result};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Service;
+use kube::ResourceExt;
+use kube::runtime::controller::{Action, Config, Controller};
+use kube::runtime::reflector::ObjectRef;
+use lbc_aws::lb::LoadBalancers;
+use lbc_aws::net::{Networking, SecurityGroupQuery, SubnetQuery};
+use lbc_model::lb::diff::{PlanOptions, Step, plan};
+use lbc_model::lb::subnets::{SubnetParams, SubnetSelector, resolve};
+use lbc_model::lb::{Subnet, Tags};
+use lbc_model::service::{
+    BuildContext, ExistingLoadBalancer, NlbSettings, SecurityGroupSelector, SelectConfig, Selection, build_stack,
+    parse_annotations, select,
+};
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::UnboundedReceiverStream;
+
+pub const CONTROLLER: &str = "service";
+/// ALBC's Service finalizer.
+pub const SERVICE_FINALIZER: &str = "service.k8s.aws/resources";
+
+/// Service-controller settings (from flags).
+#[derive(Clone, Debug)]
+pub struct ServiceConfig {
+    pub cluster_name: String,
+    pub vpc_id: String,
+    pub select: SelectConfig,
+    /// `--default-tags`.
+    pub default_tags: Tags,
+    /// `--external-managed-tags`.
+    pub external_managed_tags: BTreeSet<String>,
+    /// Re-check interval of a Service whose stack is in sync (drift).
+    pub sync_period: Duration,
+    pub max_backoff: Duration,
+}
+
+/// What the Service reconciler shares: the TargetGroupBinding context (client, caches, events,
+/// leader state) plus the load-balancer adapters.
+pub struct ServiceCtx {
+    pub base: Arc<Context>,
+    pub lbs: Arc<dyn LoadBalancers>,
+    pub net: Arc<dyn Networking>,
+    pub cfg: ServiceConfig,
+    /// Last Warning sent per Service and reason, so a persisting problem is reported once per change.
+    reported: Mutex<HashMap<(ObjectRef<Service>, String), String>>,
+    failures: Mutex<HashMap<ObjectRef<Service>, u32>>,
+}
+
+impl ServiceCtx {
+    pub fn new(base: Arc<Context>, lbs: Arc<dyn LoadBalancers>, net: Arc<dyn Networking>, cfg: ServiceConfig) -> Self {
+        Self { base, lbs, net, cfg, reported: Default::default(), failures: Default::default() }
+    }
+}
+
+/// Runs until `stop` resolves. Every Service is looked at once at start (ours or carrying our
+/// finalizer), then on every change.
+pub async fn run(
+    ctx: Arc<ServiceCtx>,
+    concurrency: u16,
+    stop: impl std::future::Future<Output = ()> + Send + Sync + 'static,
+) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    for s in ctx.base.stores.services.state() {
+        let _ = tx.send(ObjectRef::from_obj(s.as_ref()));
+    }
+    ctx.base.triggers.set_service_sender(Some(tx));
+    Controller::for_shared_stream(futures::stream::pending(), ctx.base.stores.services.clone())
+        .with_config(Config::default().concurrency(concurrency))
+        .reconcile_on(UnboundedReceiverStream::new(rx))
+        .graceful_shutdown_on(stop)
+        .run(reconcile, error_policy, ctx.clone())
+        .for_each(|_| futures::future::ready(()))
+        .await;
+    ctx.base.triggers.set_service_sender(None);
+}
+
+async fn reconcile(svc: Arc<Service>, ctx: Arc<ServiceCtx>) -> Result<Action> {
+    if !ctx.base.is_leader() {
+        return Ok(Action::await_change());
+    }
+    let start = std::time::Instant::now();
+    let res = reconcile_inner(&svc, &ctx).await;
+    ctx.base
+        .metrics
+        .reconcile_duration
+        .get_or_create(&crate::metrics::ControllerLabel { controller: CONTROLLER })
+        .observe(start.elapsed().as_secs_f64());
+    if res.is_ok() {
+        ctx.failures.lock().expect("failures").remove(&ObjectRef::from_obj(svc.as_ref()));
+    }
+    res
+}
+
+async fn reconcile_inner(svc: &Service, ctx: &ServiceCtx) -> Result<Action> {
+    let ours = svc.finalizers().iter().any(|f| f == SERVICE_FINALIZER);
+    let selection = select(svc, &ctx.cfg.select);
+    if svc.metadata.deletion_timestamp.is_some() || selection == Selection::NotOurs {
+        return if ours { cleanup::cleanup(ctx, svc).await } else { Ok(Action::await_change()) };
+    }
+    if let Selection::InstanceTargetsUnsupported { message } = &selection {
+        report::warn_once(ctx, svc, "InstanceTargetsUnsupported", message).await;
+        return Ok(Action::await_change());
+    }
+
+    let settings = match parse_annotations(&svc.annotations().clone()) {
+        Ok(s) => s,
+        Err(errors) => {
+            report::warn_once(
+                ctx,
+                svc,
+                report::FAILED_BUILD,
+                &format!("invalid annotations, nothing changed in AWS: {errors}"),
+            )
+            .await;
+            return Ok(Action::await_change());
+        }
+    };
+    report::warn_list_once(ctx, svc, "UnsupportedAnnotation", &settings.warnings()).await;
+    if !ours {
+        report::add_finalizer(ctx, svc).await?;
+    }
+
+    let stack_id = format!("{}/{}", svc.namespace().unwrap_or_default(), svc.name_any());
+    let mut observed = observe::observe(ctx, &stack_id, None).await?;
+    let build_ctx = match build_context(ctx, svc, &settings, &observed).await? {
+        Ok(c) => c,
+        Err(message) => {
+            report::warn_once(ctx, svc, report::FAILED_BUILD, &message).await;
+            return Ok(Action::requeue(jittered(ctx.cfg.sync_period)));
+        }
+    };
+    let mut built = match build_stack(svc, &settings, &build_ctx) {
+        Ok(b) => b,
+        Err(e) => {
+            report::warn_once(ctx, svc, report::FAILED_BUILD, &format!("nothing changed in AWS: {e}")).await;
+            return Ok(Action::await_change());
+        }
+    };
+    report::warn_list_once(ctx, svc, "BuildWarning", &built.warnings).await;
+    observed.foreign = observe::foreign(ctx, &built.stack, &observed).await?;
+
+    let opts = PlanOptions { external_managed_tags: ctx.cfg.external_managed_tags.clone() };
+    let steps = match plan(&built.stack, &observed, &opts) {
+        Ok(s) => s,
+        Err(e) => {
+            report::warn_once(ctx, svc, report::FAILED_DEPLOY, &format!("nothing changed in AWS: {e}")).await;
+            return Ok(Action::requeue(jittered(ctx.cfg.sync_period)));
+        }
+    };
+    for s in &steps {
+        if let Step::ReplaceLoadBalancer { name, reason, .. } = s {
+            let msg = format!(
+                "load balancer {name} is being deleted and created again because its {reason}; its DNS name will change"
+            );
+            ctx.base.event(&report::reference(svc), true, "ReplacingLoadBalancer", msg).await;
+        }
+    }
+
+    let mut resolved = deploy::Resolved {
+        load_balancer_arn: observed.load_balancer.as_ref().map(|(o, _)| o.id.clone()),
+        dns_name: observed.load_balancer.as_ref().map(|(_, s)| s.dns_name.clone()),
+        frontend_security_group: observed.frontend_security_group.as_ref().map(|o| o.id.clone()),
+        target_groups: observed.target_groups.iter().map(|t| (t.spec.name.clone(), t.id.clone())).collect(),
+    };
+    if let Err(e) = deploy::execute(ctx, &stack_id, &steps, &built.stack.listeners, &mut resolved).await {
+        let msg = format!("{e} (the next attempt re-reads AWS and continues from what exists)");
+        ctx.base.event(&report::reference(svc), true, report::FAILED_DEPLOY, msg).await;
+        return Err(e);
+    }
+    if let Some(id) = &resolved.frontend_security_group {
+        built.resolve_frontend_security_group(id);
+    }
+    bindings::sync(ctx, svc, &built.bindings, &resolved.target_groups).await?;
+    if let Some(dns) = &resolved.dns_name {
+        report::set_hostname(ctx, svc, Some(dns)).await?;
+    }
+    if !steps.is_empty() {
+        let done: Vec<String> = steps.iter().map(Step::summary).collect();
+        let msg = format!("load balancer {} in sync: {}", built.stack.load_balancer.name, done.join("; "));
+        ctx.base.event(&report::reference(svc), false, "SuccessfullyReconciled", report::truncate_list(msg)).await;
+    }
+    report::clear_warnings(ctx, svc);
+    Ok(Action::requeue(jittered(ctx.cfg.sync_period)))
+}
+
+/// Subnets, VPC CIDRs, the existing load balancer and named security groups → the builder's
+/// context. `Ok(Err(message))`: the Service cannot be built as it stands (reported, no AWS write).
+async fn build_context(
+    ctx: &ServiceCtx,
+    svc: &Service,
+    settings: &NlbSettings,
+    observed: &lbc_model::lb::diff::ObservedStack,
+) -> Result<std::result::Result<BuildContext, String>> {
+    let mut c = BuildContext::new(&ctx.cfg.cluster_name, &ctx.cfg.vpc_id);
+    c.default_tags = ctx.cfg.default_tags.clone();
+    c.external_managed_tags = ctx.cfg.external_managed_tags.clone();
+    c.vpc_cidrs = ctx.base.ec2.vpc_cidrs(&ctx.cfg.vpc_id).await?;
+    c.ipv6_available = c.vpc_cidrs.iter().any(|s| s.contains(':'));
+    c.existing = observed.load_balancer.as_ref().map(|(o, _)| ExistingLoadBalancer {
+        scheme: o.spec.scheme,
+        has_security_groups: !o.spec.security_groups.is_empty(),
+    });
+
+    let raw =
+        svc.annotations().get(&format!("{}/{}", lbc_model::service::keys::PREFIX, lbc_model::service::keys::SUBNETS));
+    let selector = SubnetSelector::from_annotation(raw.map(String::as_str));
+    let mut subnets: Vec<Subnet> = ctx.net.subnets(&SubnetQuery::Vpc(ctx.cfg.vpc_id.clone())).await?;
+    if let SubnetSelector::Explicit(items) = &selector {
+        // IDs outside the VPC: described too, so the error can say where they are.
+        let outside: Vec<String> = items
+            .iter()
+            .filter(|i| i.starts_with("subnet-") && !subnets.iter().any(|s| &s.id == *i))
+            .cloned()
+            .collect();
+        if !outside.is_empty() {
+            match ctx.net.subnets(&SubnetQuery::Ids(outside)).await {
+                Ok(more) => subnets.extend(more),
+                Err(e) if e.kind == lbc_aws::error::ErrorKind::NotFound => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+    let scheme = settings.scheme.or(c.existing.map(|e| e.scheme)).unwrap_or(lbc_model::lb::Scheme::Internal);
+    let params = SubnetParams {
+        cluster_name: &ctx.cfg.cluster_name,
+        vpc_id: &ctx.cfg.vpc_id,
+        scheme,
+        min_azs: 1,
+        cluster_tag_check: true,
+        subnets_annotation: "service.beta.kubernetes.io/aws-load-balancer-subnets",
+    };
+    c.subnets = match resolve(&selector, &params, &subnets) {
+        Ok(s) => s,
+        Err(e) => return Ok(Err(e.to_string())),
+    };
+
+    let names: Vec<String> = settings
+        .security_groups
+        .iter()
+        .flatten()
+        .filter_map(|g| match g {
+            SecurityGroupSelector::Name(n) => Some(n.clone()),
+            SecurityGroupSelector::Id(_) => None,
+        })
+        .collect();
+    if !names.is_empty() {
+        let q = SecurityGroupQuery::Names { vpc_id: ctx.cfg.vpc_id.clone(), names: names.clone() };
+        let found = ctx.net.security_groups(&q).await?;
+        let missing: Vec<&String> = names
+            .iter()
+            .filter(|n| !found.iter().any(|f| &f.spec.name == *n || f.spec.tags.get("Name") == Some(*n)))
+            .collect();
+        if !missing.is_empty() {
+            return Ok(Err(format!(
+                "security groups named {missing:?} (annotation service.beta.kubernetes.io/aws-load-balancer-security-groups) \
+                 do not exist in VPC {}; use their IDs (sg-…) or fix the names",
+                ctx.cfg.vpc_id
+            )));
+        }
+        c.custom_security_group_ids = found.into_iter().map(|f| f.id).collect();
+    }
+    Ok(Ok(c))
+}
+
+/// Per-Service backoff, capped like the binding controller's.
+fn error_policy(svc: Arc<Service>, err: &Error, ctx: Arc<ServiceCtx>) -> Action {
+    let key = ObjectRef::from_obj(svc.as_ref());
+    let failures = {
+        let mut m = ctx.failures.lock().expect("failures");
+        let f = m.entry(key.clone()).or_default();
+        *f += 1;
+        *f
+    };
+    ctx.base
+        .metrics
+        .reconcile_errors
+        .get_or_create(&crate::metrics::ErrorLabels { controller: CONTROLLER, category: err.category() })
+        .inc();
+    let base = Duration::from_secs(1u64 << failures.saturating_sub(1).min(10));
+    let delay = jittered(base.min(ctx.cfg.max_backoff)).min(ctx.cfg.max_backoff.max(Duration::from_secs(1)));
+    tracing::warn!(service = %key, error = %err, category = err.category(), failures, retry_in = ?delay, "Service reconcile failed");
+    Action::requeue(delay)
+}

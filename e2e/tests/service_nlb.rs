@@ -1,0 +1,250 @@
+//! Service `type: LoadBalancer` → NLB end to end: the real controller binary, the real
+//! kube-apiserver (EndpointSlices from kube-controller-manager, pods from kwok) and the AWS
+//! emulator. Each update is checked against the emulator's call log: only the expected writes.
+
+use aws_sdk_elasticloadbalancingv2 as elbv2;
+use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kube::Client;
+use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
+use lbc_e2e::controller::ControllerProc;
+use lbc_e2e::emulator::{Call, Emulator};
+use lbc_e2e::{Env, aws, eventually, kube_util, unique};
+use lbc_model::crd::TargetGroupBinding;
+use serde_json::json;
+use std::collections::{BTreeMap, BTreeSet};
+
+const ANN: &str = "service.beta.kubernetes.io";
+
+struct Fixture {
+    env: Env,
+    client: Client,
+    elb: elbv2::Client,
+    emu: Emulator,
+    ns: String,
+}
+
+async fn setup(test: &str, replicas: u32) -> Option<Fixture> {
+    let env = Env::require(test)?;
+    let client = kube_util::client(&env).await;
+    let ns = unique(&test.replace('_', "-")[..test.len().min(16)].trim_end_matches('-').to_string());
+    let replicas = replicas.to_string();
+    env.pods(&["create", &ns, "web", "--replicas", &replicas, "--port", "8080", "--terminate-seconds", "2"]);
+    let elb = aws::elbv2(&env).await;
+    let emu = Emulator::new(env.aws_endpoint());
+    Some(Fixture { env, client, elb, emu, ns })
+}
+
+fn nlb_service(name: &str, annotations: &[(&str, &str)]) -> Service {
+    let mut ann: BTreeMap<String, String> = BTreeMap::from([
+        (format!("{ANN}/aws-load-balancer-type"), "external".to_string()),
+        (format!("{ANN}/aws-load-balancer-nlb-target-type"), "ip".to_string()),
+    ]);
+    for (k, v) in annotations {
+        ann.insert(format!("{ANN}/{k}"), v.to_string());
+    }
+    Service {
+        metadata: ObjectMeta { name: Some(name.into()), annotations: Some(ann), ..Default::default() },
+        spec: Some(ServiceSpec {
+            type_: Some("LoadBalancer".into()),
+            selector: Some(BTreeMap::from([("lbc-e2e/set".to_string(), "web".to_string())])),
+            ports: Some(vec![ServicePort {
+                name: Some("http".into()),
+                port: 80,
+                target_port: Some(IntOrString::Int(8080)),
+                protocol: Some("TCP".into()),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        }),
+        status: None,
+    }
+}
+
+impl Fixture {
+    fn services(&self) -> Api<Service> {
+        Api::namespaced(self.client.clone(), &self.ns)
+    }
+
+    fn controller(&self, extra: &[&str]) -> ControllerProc {
+        ControllerProc::start(&self.env, &self.ns, "lbc-e2e-svc", extra)
+    }
+
+    async fn hostname(&self, name: &str) -> Option<String> {
+        let s = self.services().get_opt(name).await.ok()??;
+        s.status?.load_balancer?.ingress?.first()?.hostname.clone()
+    }
+
+    /// Load balancers and target groups carrying this Service's stack tag.
+    async fn stack_arns(&self, name: &str) -> (Vec<String>, Vec<String>) {
+        let stack = format!("{}/{name}", self.ns);
+        let lbs = self.elb.describe_load_balancers().send().await.expect("describe lbs");
+        let tgs = self.elb.describe_target_groups().send().await.expect("describe tgs");
+        let arns: Vec<String> = lbs
+            .load_balancers()
+            .iter()
+            .filter_map(|l| l.load_balancer_arn().map(String::from))
+            .chain(tgs.target_groups().iter().filter_map(|t| t.target_group_arn().map(String::from)))
+            .collect();
+        let (mut lb, mut tg) = (Vec::new(), Vec::new());
+        for chunk in arns.chunks(20) {
+            let tags = self.elb.describe_tags().set_resource_arns(Some(chunk.to_vec())).send().await.expect("tags");
+            for d in tags.tag_descriptions() {
+                let ours =
+                    d.tags().iter().any(|t| t.key() == Some("service.k8s.aws/stack") && t.value() == Some(&stack));
+                let arn = d.resource_arn().unwrap_or_default().to_string();
+                if ours && arn.contains(":loadbalancer/") {
+                    lb.push(arn);
+                } else if ours {
+                    tg.push(arn);
+                }
+            }
+        }
+        (lb, tg)
+    }
+
+    /// Write calls (anything but Describe*) since `mark`, as "Operation" strings.
+    async fn writes_since(&self, mark: u64) -> Vec<String> {
+        let (calls, _) = self.emu.calls(mark, None).await;
+        writes(&calls)
+    }
+
+    async fn warnings(&self, reason: &str) -> Vec<String> {
+        let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(self.client.clone(), &self.ns);
+        let list = events.list(&ListParams::default()).await.expect("events");
+        list.items.into_iter().filter(|e| e.reason.as_deref() == Some(reason)).filter_map(|e| e.note).collect()
+    }
+}
+
+fn writes(calls: &[Call]) -> Vec<String> {
+    calls
+        .iter()
+        .filter(|c| c.access_key.as_deref() != Some(aws::HARNESS_ACCESS_KEY))
+        .filter(|c| !c.operation.starts_with("Describe"))
+        // e2e/pods makes the pods' ENIs
+        .filter(|c| !c.operation.ends_with("NetworkInterface"))
+        .map(|c| c.operation.clone())
+        .collect()
+}
+
+#[tokio::test]
+async fn service_gets_an_nlb_follows_updates_and_is_cleaned_up() {
+    let Some(f) = setup("svc_nlb_lifecycle", 3).await else { return };
+    let ctl = f.controller(&[]);
+    let mark = f.emu.mark().await;
+    f.services()
+        .create(&PostParams::default(), &nlb_service("web", &[("aws-load-balancer-scheme", "internet-facing")]))
+        .await
+        .expect("create service");
+
+    // Created: hostname in status, the pods' IPs registered through the binding the controller made.
+    let host = eventually("status.loadBalancer hostname", 90, || f.hostname("web")).await;
+    let (lbs, tgs) = f.stack_arns("web").await;
+    assert_eq!((lbs.len(), tgs.len()), (1, 1), "one NLB and one target group carry the stack tag");
+    let want: BTreeSet<String> = f.env.pod_ips(&f.ns, "web").into_iter().map(|ip| format!("{ip}:8080")).collect();
+    eventually("pod IPs registered", 60, || async { (aws::registered(&f.elb, &tgs[0]).await == want).then_some(()) })
+        .await;
+    let tgbs: Api<TargetGroupBinding> = Api::namespaced(f.client.clone(), &f.ns);
+    let [tgb] = tgbs.list(&ListParams::default()).await.unwrap().items.try_into().expect("one binding");
+    assert_eq!(tgb.spec.target_group_arn.as_deref(), Some(tgs[0].as_str()));
+    let lb = f.elb.describe_load_balancers().load_balancer_arns(&lbs[0]).send().await.unwrap();
+    let lb = &lb.load_balancers()[0];
+    assert_eq!(lb.dns_name(), Some(host.as_str()));
+    assert_eq!(lb.scheme().map(|s| s.as_str()), Some("internet-facing"));
+    let created = f.writes_since(mark).await;
+    for op in ["CreateSecurityGroup", "CreateTargetGroup", "CreateLoadBalancer", "CreateListener", "RegisterTargets"] {
+        assert!(created.iter().any(|o| o == op), "{op} in {created:?}");
+    }
+
+    // Steady state: a resync makes no write.
+    let mark = f.emu.mark().await;
+    ctl.metrics().await;
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    assert_eq!(f.writes_since(mark).await, Vec::<String>::new(), "no write without a change");
+
+    // One annotation changes one thing: the healthy threshold → ModifyTargetGroup only.
+    let mark = f.emu.mark().await;
+    let patch =
+        json!({"metadata": {"annotations": {format!("{ANN}/aws-load-balancer-healthcheck-healthy-threshold"): "5"}}});
+    f.services().patch("web", &PatchParams::default(), &Patch::Merge(patch)).await.unwrap();
+    eventually("healthy threshold 5", 60, || async {
+        let d = f.elb.describe_target_groups().target_group_arns(&tgs[0]).send().await.ok()?;
+        (d.target_groups()[0].healthy_threshold_count() == Some(5)).then_some(())
+    })
+    .await;
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    assert_eq!(f.writes_since(mark).await, ["ModifyTargetGroup"], "only the health check changed");
+
+    // A target-group attribute → ModifyTargetGroupAttributes only.
+    let mark = f.emu.mark().await;
+    let patch = json!({"metadata": {"annotations": {
+        format!("{ANN}/aws-load-balancer-target-group-attributes"): "deregistration_delay.timeout_seconds=30"}}});
+    f.services().patch("web", &PatchParams::default(), &Patch::Merge(patch)).await.unwrap();
+    eventually("deregistration delay 30", 60, || async {
+        let a = f.elb.describe_target_group_attributes().target_group_arn(&tgs[0]).send().await.ok()?;
+        a.attributes()
+            .iter()
+            .any(|a| a.key() == Some("deregistration_delay.timeout_seconds") && a.value() == Some("30"))
+            .then_some(())
+    })
+    .await;
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    assert_eq!(f.writes_since(mark).await, ["ModifyTargetGroupAttributes"], "only the attribute changed");
+
+    // The health-check interval is part of the target group's name (ALBC's hash): a new group is
+    // created, the listener switched, the old group and its binding removed; targets follow.
+    let patch = json!({"metadata": {"annotations": {format!("{ANN}/aws-load-balancer-healthcheck-interval"): "30"}}});
+    f.services().patch("web", &PatchParams::default(), &Patch::Merge(patch)).await.unwrap();
+    let new_tg = eventually("replacement target group", 60, || async {
+        let (_, tgs2) = f.stack_arns("web").await;
+        (tgs2.len() == 1 && tgs2[0] != tgs[0]).then(|| tgs2[0].clone())
+    })
+    .await;
+    eventually("targets on the new group", 60, || async {
+        (aws::registered(&f.elb, &new_tg).await == want).then_some(())
+    })
+    .await;
+
+    // An invalid annotation: a precise Warning, nothing written to AWS.
+    let mark = f.emu.mark().await;
+    let patch =
+        json!({"metadata": {"annotations": {format!("{ANN}/aws-load-balancer-healthcheck-interval"): "often"}}});
+    f.services().patch("web", &PatchParams::default(), &Patch::Merge(patch)).await.unwrap();
+    let note = eventually("FailedBuildModel event", 60, || async {
+        f.warnings("FailedBuildModel").await.into_iter().find(|n| n.contains("often"))
+    })
+    .await;
+    assert!(note.contains("aws-load-balancer-healthcheck-interval"), "names the annotation: {note}");
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    assert_eq!(f.writes_since(mark).await, Vec::<String>::new(), "bad input changes nothing in AWS");
+
+    // Deleted: nothing of ours left, the Service goes away.
+    f.services().delete("web", &DeleteParams::default()).await.unwrap();
+    eventually("Service gone", 120, || async { f.services().get_opt("web").await.ok()?.is_none().then_some(()) }).await;
+    let (lbs, tgs) = f.stack_arns("web").await;
+    assert!(lbs.is_empty() && tgs.is_empty(), "left behind: {lbs:?} {tgs:?}");
+    drop(ctl);
+    kube_util::delete_namespace(&f.client, &f.ns).await;
+}
+
+#[tokio::test]
+async fn discovery_failure_names_the_near_miss_cluster_tag() {
+    let Some(f) = setup("svc_nlb_discovery", 1).await else { return };
+    // The subnets are tagged for "e2e-cluster"; this controller believes it is "cluster-e2e".
+    let ctl = ControllerProc::start(&f.env, &f.ns, "lbc-e2e-svc", &["--cluster-name=cluster-e2e"]);
+    let mark = f.emu.mark().await;
+    f.services().create(&PostParams::default(), &nlb_service("web", &[])).await.expect("create service");
+    let note = eventually("FailedBuildModel event", 60, || async {
+        f.warnings("FailedBuildModel").await.into_iter().find(|n| n.contains("subnet"))
+    })
+    .await;
+    assert!(note.contains("kubernetes.io/cluster/e2e-cluster"), "shows the tag seen: {note}");
+    assert!(note.contains("cluster-e2e"), "shows our cluster name: {note}");
+    let written = f.writes_since(mark).await;
+    assert!(written.is_empty(), "no AWS writes on a failed discovery: {written:?}");
+    // Deleting releases the finalizer (nothing to remove in AWS).
+    f.services().delete("web", &DeleteParams::default()).await.unwrap();
+    eventually("Service gone", 60, || async { f.services().get_opt("web").await.ok()?.is_none().then_some(()) }).await;
+    drop(ctl);
+    kube_util::delete_namespace(&f.client, &f.ns).await;
+}
