@@ -250,9 +250,10 @@ def test_template(helm, tmp_path, case):
 # Exactly what the code calls (see the comments in templates/rbac.yaml). Adding a verb here means
 # the code started calling it: say where in the template's comment.
 EXPECTED_CLUSTER_RULES = {
-    ("elbv2.k8s.aws", "targetgroupbindings"): {"list", "watch", "patch"},
+    ("elbv2.k8s.aws", "targetgroupbindings"): {"list", "watch", "patch", "create", "delete"},
     ("elbv2.k8s.aws", "targetgroupbindings/status"): {"patch"},
-    ("", "services"): {"list", "watch"},
+    ("", "services"): {"list", "watch", "patch"},
+    ("", "services/status"): {"patch"},
     ("", "pods"): {"list", "watch"},
     ("", "nodes"): {"list", "watch"},
     ("discovery.k8s.io", "endpointslices"): {"list", "watch"},
@@ -602,12 +603,14 @@ def test_chart_rbac_is_not_broader(scenario, e2e):
     allowed = [("list", TGB, ""), ("patch", TGB, None), ("patch", TGB, None, "status"), ("watch", "pods", ""),
                ("list", "endpointslices.discovery.k8s.io", ""), ("patch", "pods", None, "status"),
                ("create", "configmaps", None), ("create", "events.events.k8s.io", None),
+               ("create", TGB, None), ("delete", TGB, None), ("patch", "services", None),
+               ("patch", "services", None, "status"),
                ("get", f"{LEASE}/aws-load-balancer-controller-leader", None), ("create", LEASE, None)]
     denied = [("delete", "pods", None), ("create", "pods", None), ("patch", "pods", None), ("update", "pods", None),
               ("list", "secrets", ""), ("get", "secrets", None), ("watch", "secrets", None),
               ("create", "pods", None, "exec"), ("get", "nodes", None, "proxy"), ("patch", "nodes", None),
-              ("create", TGB, None), ("delete", TGB, None), ("update", TGB, None), ("patch", "services", None),
-              ("delete", "services", None), ("list", "configmaps", None), ("delete", "endpointslices.discovery.k8s.io", None),
+              ("update", TGB, None), ("update", "services", None),
+              ("delete", "services", None), ("create", "services", None), ("list", "configmaps", None), ("delete", "endpointslices.discovery.k8s.io", None),
               ("create", "events", None), ("get", f"{LEASE}/some-other-lease", None),
               ("update", f"{LEASE}/some-other-lease", None), ("delete", f"{LEASE}/aws-load-balancer-controller-leader", None),
               ("create", LEASE, "default"), ("create", "serviceaccounts", None, "token"),
