@@ -248,3 +248,46 @@ async fn discovery_failure_names_the_near_miss_cluster_tag() {
     drop(ctl);
     kube_util::delete_namespace(&f.client, &f.ns).await;
 }
+
+#[tokio::test]
+async fn an_nlb_created_by_albc_is_adopted_not_recreated() {
+    let Some(f) = setup("svc_nlb_adopt", 2).await else { return };
+    let svc = f.services().create(&PostParams::default(), &nlb_service("web", &[])).await.expect("create service");
+    // What ALBC would have created for this Service: its name and ownership tags, internal, in the
+    // internal-elb subnets, without security groups.
+    let cluster = f.env.get("LBC_CLUSTER_NAME").to_string();
+    let uid = svc.metadata.uid.clone().unwrap();
+    let name = lbc_model::lb::naming::load_balancer_name(&cluster, &f.ns, "web", &uid, "internal");
+    let tag = |k: &str, v: &str| elbv2::types::Tag::builder().key(k).value(v).build();
+    let subnets: Vec<String> = f.env.get("LBC_PRIVATE_SUBNET_IDS").split(',').map(String::from).collect();
+    let pre = f
+        .elb
+        .create_load_balancer()
+        .name(&name)
+        .r#type(elbv2::types::LoadBalancerTypeEnum::Network)
+        .scheme(elbv2::types::LoadBalancerSchemeEnum::Internal)
+        .set_subnets(Some(subnets))
+        .tags(tag("elbv2.k8s.aws/cluster", &cluster))
+        .tags(tag("service.k8s.aws/stack", &format!("{}/web", f.ns)))
+        .tags(tag("service.k8s.aws/resource", "LoadBalancer"))
+        .send()
+        .await
+        .expect("pre-create NLB");
+    let pre = &pre.load_balancers()[0];
+
+    let mark = f.emu.mark().await;
+    let ctl = f.controller(&[]);
+    let host = eventually("status.loadBalancer hostname", 90, || f.hostname("web")).await;
+    assert_eq!(Some(host.as_str()), pre.dns_name(), "the existing NLB's DNS name");
+    let (lbs, tgs) = f.stack_arns("web").await;
+    assert_eq!(lbs, [pre.load_balancer_arn().unwrap().to_string()]);
+    assert_eq!(tgs.len(), 1);
+    let written = f.writes_since(mark).await;
+    assert!(!written.iter().any(|o| o == "CreateLoadBalancer" || o == "DeleteLoadBalancer"), "{written:?}");
+    assert!(!written.iter().any(|o| o == "CreateSecurityGroup"), "no SG for an NLB created without: {written:?}");
+
+    f.services().delete("web", &DeleteParams::default()).await.unwrap();
+    eventually("Service gone", 120, || async { f.services().get_opt("web").await.ok()?.is_none().then_some(()) }).await;
+    drop(ctl);
+    kube_util::delete_namespace(&f.client, &f.ns).await;
+}
