@@ -291,3 +291,38 @@ async fn an_nlb_created_by_albc_is_adopted_not_recreated() {
     drop(ctl);
     kube_util::delete_namespace(&f.client, &f.ns).await;
 }
+
+#[tokio::test]
+async fn scheme_change_is_announced_and_a_service_that_stops_being_ours_is_cleaned_up() {
+    let Some(f) = setup("svc_nlb_change", 1).await else { return };
+    let ctl = f.controller(&[]);
+    f.services().create(&PostParams::default(), &nlb_service("web", &[])).await.expect("create service");
+    let internal = eventually("internal NLB", 90, || f.hostname("web")).await;
+
+    // internal → internet-facing: AWS cannot change a scheme; the replacement is announced first.
+    let patch = json!({"metadata": {"annotations": {format!("{ANN}/aws-load-balancer-scheme"): "internet-facing"}}});
+    f.services().patch("web", &PatchParams::default(), &Patch::Merge(patch)).await.unwrap();
+    let public = eventually("new hostname", 90, || async { f.hostname("web").await.filter(|h| h != &internal) }).await;
+    let note = eventually("ReplacingLoadBalancer event", 30, || async {
+        f.warnings("ReplacingLoadBalancer").await.into_iter().next()
+    })
+    .await;
+    assert!(note.contains("scheme") && note.contains("DNS name will change"), "{note}");
+    let (lbs, _) = f.stack_arns("web").await;
+    assert_eq!(lbs.len(), 1, "the old NLB is gone: {lbs:?}");
+    assert_ne!(public, internal);
+
+    // type: ClusterIP → no longer ours: stack removed, finalizer and hostname released.
+    let patch = json!({"spec": {"type": "ClusterIP"}});
+    f.services().patch("web", &PatchParams::default(), &Patch::Merge(patch)).await.unwrap();
+    eventually("finalizer released", 90, || async {
+        let s = f.services().get("web").await.ok()?;
+        let fin = s.metadata.finalizers.unwrap_or_default();
+        (!fin.iter().any(|x| x == "service.k8s.aws/resources")).then_some(())
+    })
+    .await;
+    let (lbs, tgs) = f.stack_arns("web").await;
+    assert!(lbs.is_empty() && tgs.is_empty(), "left behind: {lbs:?} {tgs:?}");
+    drop(ctl);
+    kube_util::delete_namespace(&f.client, &f.ns).await;
+}
