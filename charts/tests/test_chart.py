@@ -560,6 +560,25 @@ def scenario(helm, tmp_path_factory, e2e, controller_bin):
         assert not kubectl(e2e, "get", "configmap", "aws-lbc-targets-web-mc", "-n", s.ns, "--ignore-not-found",
                            "-o", "name").stdout.strip()
 
+        # Service controller under the same RBAC: a type-LoadBalancer Service gets its finalizer, an NLB, a
+        # TargetGroupBinding it owns and status.loadBalancer; deleting it releases everything.
+        kubectl(e2e, "apply", "-f", "-", input=yaml.safe_dump({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "web-nlb", "namespace": s.ns, "annotations": {
+                "service.beta.kubernetes.io/aws-load-balancer-type": "external",
+                "service.beta.kubernetes.io/aws-load-balancer-nlb-target-type": "ip"}},
+            "spec": {"type": "LoadBalancer", "selector": {"lbc-e2e/set": "web"},
+                     "ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}]}}))
+        eventually("NLB hostname in the Service status", 90, lambda: alive() and get("service", "web-nlb").get(
+            "status", {}).get("loadBalancer", {}).get("ingress"))
+        owned = [t for t in get("targetgroupbindings")["items"]
+                 if any(o["kind"] == "Service" for o in t["metadata"].get("ownerReferences", []))]
+        assert len(owned) == 1, owned
+        kubectl(e2e, "delete", "service", "web-nlb", "-n", s.ns, "--wait=false")
+        eventually("NLB Service deleted", 90, lambda: alive() and not kubectl(
+            e2e, "get", "service", "web-nlb", "-n", s.ns, "--ignore-not-found", "-o", "name").stdout.strip())
+        assert "forbidden" not in s.log_path.read_text().lower(), "an API call was forbidden under the chart's RBAC"
+
         s.metrics = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10).read().decode()
         assert urllib.request.urlopen(f"http://127.0.0.1:{health_port}/readyz", timeout=10).status == 200
         assert re.search(r"^awslbc_leader 1$", s.metrics, re.M), "not leader under the chart's Lease Role"
