@@ -12,6 +12,9 @@ pub struct ControllerProc {
     pub health_port: u16,
     pub webhook_port: u16,
     pub log: PathBuf,
+    /// The access key ID this process signs with (unless a test gives it another credential
+    /// source): its calls can be told apart in the emulator's call log from other tests'.
+    pub access_key: String,
 }
 
 fn free_port() -> u16 {
@@ -32,6 +35,7 @@ impl ControllerProc {
     pub fn start(env: &Env, ns: &str, lease: &str, extra: &[&str]) -> Self {
         let (metrics_port, health_port, webhook_port) = (free_port(), free_port(), free_port());
         let log = env.repo.join(format!("e2e/.run/logs/controller-{ns}-{metrics_port}.log"));
+        let access_key = format!("E2ECTL{metrics_port}");
         let file = std::fs::File::create(&log).expect("controller log");
         // A test may pose as another cluster (`--cluster-name=` in `extra`).
         let cluster = (!extra.iter().any(|a| a.starts_with("--cluster-name=")))
@@ -55,12 +59,13 @@ impl ControllerProc {
             ])
             .args(extra)
             .envs(env.vars())
+            .env("AWS_ACCESS_KEY_ID", &access_key)
             .stdout(file.try_clone().expect("log fd"))
             .stderr(file)
             .stdin(Stdio::null())
             .spawn()
             .expect("start aws-lb-controller");
-        Self { child, metrics_port, health_port, webhook_port, log }
+        Self { child, metrics_port, health_port, webhook_port, log, access_key }
     }
 
     /// Fetches `/metrics`.
