@@ -15,8 +15,14 @@ pub enum ErrorKind {
     AccessDenied,
     /// Credentials missing, expired or rejected.
     Credentials,
-    /// The request itself is wrong (bad target, validation error): retrying will not help.
+    /// The request itself is wrong (bad target, validation error, a referenced subnet, security
+    /// group or certificate that does not exist, a quota): retrying will not help.
     Invalid,
+    /// A resource with that name (or rule, or listener port) already exists: find and adopt it.
+    AlreadyExists,
+    /// Still referenced by something else (a target group by a listener, a security group by a
+    /// network interface of a load balancer being deleted): retry later, not at once.
+    InUse,
     /// 5xx, timeouts, connection failures: retry.
     Transient,
     Other,
@@ -31,13 +37,22 @@ impl ErrorKind {
             Self::AccessDenied => "access_denied",
             Self::Credentials => "credentials",
             Self::Invalid => "invalid_request",
+            Self::AlreadyExists => "already_exists",
+            Self::InUse => "in_use",
             Self::Transient => "transient",
             Self::Other => "other",
         }
     }
 
+    /// Worth retrying at once (within [`crate::call::CallRunner`]'s bounded retries).
     pub fn is_retryable(self) -> bool {
         matches!(self, Self::Throttled | Self::Transient)
+    }
+
+    /// Worth retrying after a while (requeue the reconcile): also true for [`Self::InUse`], which
+    /// clears once the referencing resource is gone (e.g. a deleted load balancer's ENIs).
+    pub fn retry_later(self) -> bool {
+        matches!(self, Self::Throttled | Self::Transient | Self::InUse)
     }
 
     /// Classifies an AWS error code (and HTTP status when there is no code).
@@ -56,7 +71,17 @@ impl ErrorKind {
             | "InvalidVpcID.NotFound"
             | "InvalidGroup.NotFound"
             | "InvalidSubnetID.NotFound"
-            | "InvalidNetworkInterfaceID.NotFound" => Self::NotFound,
+            | "InvalidNetworkInterfaceID.NotFound"
+            | "InvalidPermission.NotFound" => Self::NotFound,
+            "DuplicateLoadBalancerName"
+            | "DuplicateTargetGroupName"
+            | "DuplicateListener"
+            | "PriorityInUse"
+            | "InvalidGroup.Duplicate"
+            | "InvalidPermission.Duplicate" => Self::AlreadyExists,
+            "ResourceInUse" | "DependencyViolation" | "InvalidGroup.InUse" | "InvalidNetworkInterface.InUse" => {
+                Self::InUse
+            }
             "AccessDenied" | "AccessDeniedException" | "UnauthorizedOperation" => Self::AccessDenied,
             "ExpiredToken"
             | "ExpiredTokenException"
@@ -72,8 +97,44 @@ impl ErrorKind {
             | "InvalidParameterCombination"
             | "InvalidConfigurationRequest"
             | "TooManyTargets"
-            | "TooManyRegistrationsForTargetId" => Self::Invalid,
-            "ServiceUnavailable" | "InternalFailure" | "InternalError" | "Unavailable" => Self::Transient,
+            | "TooManyRegistrationsForTargetId"
+            // ELBv2: the request names something that does not exist or does not fit.
+            | "SubnetNotFound"
+            | "InvalidSubnet"
+            | "InvalidSecurityGroup"
+            | "InvalidScheme"
+            | "CertificateNotFound"
+            | "AllocationIdNotFound"
+            | "AvailabilityZoneNotSupported"
+            | "IncompatibleProtocols"
+            | "UnsupportedProtocol"
+            | "SSLPolicyNotFound"
+            | "ALPNPolicyNotSupported"
+            | "InvalidLoadBalancerAction"
+            | "OperationNotPermitted"
+            | "DuplicateTagKeys"
+            | "TooManyTags"
+            | "TooManyLoadBalancers"
+            | "TooManyListeners"
+            | "TooManyTargetGroups"
+            | "TooManyActions"
+            | "TooManyCertificates"
+            | "TooManyUniqueTargetGroupsPerLoadBalancer"
+            | "TargetGroupAssociationLimit"
+            // EC2
+            | "InvalidParameter"
+            | "MissingParameter"
+            | "InvalidFilter"
+            | "InvalidID"
+            | "InvalidGroupId.Malformed"
+            | "InvalidSubnetID.Malformed"
+            | "InvalidNetworkInterfaceId.Malformed"
+            | "InvalidPermission.Malformed"
+            | "RulesPerSecurityGroupLimitExceeded"
+            | "SecurityGroupLimitExceeded" => Self::Invalid,
+            "ServiceUnavailable" | "InternalFailure" | "InternalError" | "Unavailable" | "HealthUnavailable" => {
+                Self::Transient
+            }
             "" => match status {
                 Some(s) if s >= 500 => Self::Transient,
                 Some(429) => Self::Throttled,
@@ -208,6 +269,20 @@ mod tests {
             (Some("InvalidTarget"), Some(400), Invalid),
             (Some("ValidationError"), Some(400), Invalid),
             (Some("ServiceUnavailable"), Some(503), Transient),
+            (Some("LoadBalancerNotFound"), Some(400), NotFound),
+            (Some("ListenerNotFound"), Some(400), NotFound),
+            (Some("InvalidPermission.NotFound"), Some(400), NotFound),
+            (Some("DuplicateLoadBalancerName"), Some(400), AlreadyExists),
+            (Some("DuplicateTargetGroupName"), Some(400), AlreadyExists),
+            (Some("DuplicateListener"), Some(400), AlreadyExists),
+            (Some("InvalidGroup.Duplicate"), Some(400), AlreadyExists),
+            (Some("InvalidPermission.Duplicate"), Some(400), AlreadyExists),
+            (Some("ResourceInUse"), Some(400), InUse),
+            (Some("DependencyViolation"), Some(400), InUse),
+            (Some("SubnetNotFound"), Some(400), Invalid),
+            (Some("CertificateNotFound"), Some(400), Invalid),
+            (Some("TooManyTags"), Some(400), Invalid),
+            (Some("InvalidParameterValue"), Some(400), Invalid),
             (Some("SomethingNew"), Some(502), Transient),
             (Some("SomethingNew"), Some(400), Other),
             (None, Some(500), Transient),
@@ -219,6 +294,8 @@ mod tests {
         }
         assert!(Throttled.is_retryable() && Transient.is_retryable());
         assert!(!Invalid.is_retryable() && !AccessDenied.is_retryable() && !NotFound.is_retryable());
+        assert!(!InUse.is_retryable() && InUse.retry_later() && Throttled.retry_later());
+        assert!(!AlreadyExists.retry_later() && !Invalid.retry_later() && !NotFound.retry_later());
     }
 
     #[test]

@@ -4,11 +4,13 @@
 //!
 //! - [`elbv2`]: target groups, targets, target health.
 //! - [`ec2`]: VPC lookups.
+//! - [`lb`]: load balancers, listeners, target groups (Service → NLB, Ingress → ALB).
 //! - [`error`]: SDK errors classified into what the controller acts on.
 //! - [`throttle`]: token buckets with adaptive slow-down on `Throttling`.
 //! - [`call`]: the wrapper every call goes through; [`metrics`]: what it records.
 //! - [`config`]: building SDK clients (region, endpoint overrides, credentials).
-//! - [`fake`]: in-memory ELBv2/EC2 for unit tests.
+//! - [`net`]: subnets, security groups, network interfaces.
+//! - [`fake`], [`fake_lb`], [`fake_net`]: in-memory ELBv2/EC2 for unit tests.
 
 pub mod call;
 pub mod config;
@@ -18,7 +20,15 @@ pub mod elbv2;
 pub mod error;
 #[cfg(any(test, feature = "fake"))]
 pub mod fake;
+#[cfg(any(test, feature = "fake"))]
+pub mod fake_lb;
+#[cfg(any(test, feature = "fake"))]
+pub mod fake_net;
+#[cfg(test)]
+mod fake_tests;
+pub mod lb;
 pub mod metrics;
+pub mod net;
 pub mod throttle;
 
 pub use error::AwsError;

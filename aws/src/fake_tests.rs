@@ -1,0 +1,201 @@
+//! Tests of the load balancer and networking fakes: they must behave like AWS where the
+//! controller's logic depends on it.
+
+use crate::elbv2::ElbV2;
+use crate::error::ErrorKind;
+use crate::fake::FakeElbV2;
+use crate::fake_lb::FakeLoadBalancers;
+use crate::fake_net::FakeNetworking;
+use crate::lb::{LoadBalancers, stack_tags};
+use crate::net::{Networking, SecurityGroupQuery, SubnetQuery};
+use lbc_model::lb::*;
+use std::sync::Arc;
+
+fn nlb(name: &str, tags: Tags) -> LoadBalancer {
+    LoadBalancer {
+        name: name.into(),
+        lb_type: LbType::Network,
+        scheme: Scheme::Internal,
+        ip_address_type: LbIpAddressType::Ipv4,
+        subnets: ["subnet-a", "subnet-b"]
+            .map(|s| SubnetMapping { subnet_id: s.into(), allocation_id: None, private_ipv4: None, ipv6: None })
+            .to_vec(),
+        security_groups: vec!["sg-1".into()],
+        attributes: Attributes::new(),
+        tags,
+    }
+}
+
+fn tg(name: &str, tags: Tags) -> TargetGroup {
+    TargetGroup {
+        name: name.into(),
+        protocol: Protocol::Tcp,
+        protocol_version: None,
+        port: 8080,
+        target_type: "ip".into(),
+        ip_address_type: TgIpAddressType::Ipv4,
+        vpc_id: "vpc-1".into(),
+        health_check: HealthCheck {
+            protocol: Protocol::Tcp,
+            port: HealthCheckPort::TrafficPort,
+            path: None,
+            success_codes: None,
+            interval_seconds: 10,
+            timeout_seconds: 10,
+            healthy_threshold: 3,
+            unhealthy_threshold: 3,
+        },
+        attributes: Attributes::new(),
+        tags,
+    }
+}
+
+fn listener(port: u16, tg: TargetGroupRef) -> Listener {
+    Listener {
+        port,
+        protocol: Protocol::Tcp,
+        certificates: vec![],
+        ssl_policy: None,
+        alpn_policy: None,
+        default_actions: vec![Action::Forward {
+            target_groups: vec![WeightedTargetGroup { target_group: tg, weight: None }],
+            stickiness_seconds: None,
+        }],
+        attributes: Attributes::new(),
+        tags: Tags::new(),
+    }
+}
+
+#[tokio::test]
+async fn fake_load_balancers_behave_like_elbv2() {
+    let hot = Arc::new(FakeElbV2::default());
+    let f = FakeLoadBalancers::with_elbv2(hot.clone());
+    let mine = stack_tags("c1", "service.k8s.aws/stack", "ns/web");
+    let other = stack_tags("c1", "service.k8s.aws/stack", "ns/other");
+
+    let lb = f.create_load_balancer(&nlb("web", mine.clone())).await.unwrap();
+    assert!(lb.lb.id.contains(":loadbalancer/net/web/"), "{}", lb.lb.id);
+    f.create_load_balancer(&nlb("other", other.clone())).await.unwrap();
+    // Same name, same settings: AWS answers with the existing one; different settings: duplicate.
+    assert_eq!(f.create_load_balancer(&nlb("web", mine.clone())).await.unwrap().lb.id, lb.lb.id);
+    let mut alb = nlb("web", mine.clone());
+    alb.lb_type = LbType::Application;
+    let e = f.create_load_balancer(&alb).await.unwrap_err();
+    assert_eq!((e.kind, e.code.as_deref()), (ErrorKind::AlreadyExists, Some("DuplicateLoadBalancerName")));
+
+    let found = f.find_load_balancers(&mine).await.unwrap();
+    assert_eq!(found.iter().map(|l| l.lb.id.as_str()).collect::<Vec<_>>(), [lb.lb.id.as_str()]);
+    assert_eq!(f.load_balancer_by_name("web").await.unwrap().unwrap().lb.id, lb.lb.id);
+    assert_eq!(f.load_balancer_by_name("nope").await.unwrap(), None);
+
+    let t = f.create_target_group(&tg("web-tg", mine.clone())).await.unwrap();
+    assert!(t.id.contains(":targetgroup/web-tg/"));
+    assert!(hot.describe_target_group(&t.id).await.unwrap().is_some(), "mirrored for target sync");
+    let e = f.create_target_group(&tg("web-tg", mine.clone())).await.unwrap_err();
+    assert_eq!((e.kind, e.code.as_deref()), (ErrorKind::AlreadyExists, Some("DuplicateTargetGroupName")));
+    assert_eq!(f.find_target_groups(&mine).await.unwrap().len(), 1);
+    assert!(f.find_target_groups(&other).await.unwrap().is_empty());
+
+    // Listeners: by ARN only, unique ports, known target groups.
+    let e = f.create_listener(&lb.lb.id, &listener(80, TargetGroupRef::Name("web-tg".into()))).await.unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Invalid);
+    let l = f.create_listener(&lb.lb.id, &listener(80, TargetGroupRef::Arn(t.id.clone()))).await.unwrap();
+    assert!(l.id.contains(":listener/net/web/"), "{}", l.id);
+    let e = f.create_listener(&lb.lb.id, &listener(80, TargetGroupRef::Arn(t.id.clone()))).await.unwrap_err();
+    assert_eq!(e.kind, ErrorKind::AlreadyExists);
+    let e = f.create_listener(&lb.lb.id, &listener(81, TargetGroupRef::Arn("arn:nope".into()))).await.unwrap_err();
+    assert_eq!(e.code.as_deref(), Some("TargetGroupNotFound"));
+
+    // Attributes and tags.
+    let attrs = Attributes::from([("load_balancing.cross_zone.enabled".to_string(), "true".to_string())]);
+    f.modify_load_balancer_attributes(&lb.lb.id, &attrs).await.unwrap();
+    assert_eq!(f.load_balancer_attributes(&lb.lb.id).await.unwrap(), attrs);
+    f.modify_listener_attributes(&l.id, &Attributes::from([("tcp.idle_timeout.seconds".into(), "600".into())]))
+        .await
+        .unwrap();
+    assert_eq!(f.listener_attributes(&l.id).await.unwrap().len(), 1);
+    f.add_tags(&t.id, &Tags::from([("team".into(), "a".into())])).await.unwrap();
+    f.remove_tags(&t.id, &["team".into()]).await.unwrap();
+    assert_eq!(f.describe_tags(&[t.id.clone(), "arn:gone".into()]).await.unwrap().get(&t.id), Some(&mine));
+
+    // A target group in use cannot go; deleting the load balancer deletes its listeners.
+    let e = f.delete_target_group(&t.id).await.unwrap_err();
+    assert_eq!((e.kind, e.code.as_deref()), (ErrorKind::InUse, Some("ResourceInUse")));
+    assert!(e.kind.retry_later());
+    f.delete_load_balancer(&lb.lb.id).await.unwrap();
+    assert_eq!(f.listener_count(), 0);
+    f.delete_target_group(&t.id).await.unwrap();
+    assert!(hot.describe_target_group(&t.id).await.unwrap().is_none());
+    f.delete_load_balancer(&lb.lb.id).await.unwrap(); // idempotent
+    let e = f.modify_target_group_attributes(&t.id, &Attributes::new()).await.unwrap_err();
+    assert_eq!(e.kind, ErrorKind::NotFound);
+
+    f.inject_fault("DescribeLoadBalancers", ErrorKind::Throttled);
+    assert_eq!(f.find_load_balancers(&mine).await.unwrap_err().kind, ErrorKind::Throttled);
+    assert!(f.calls().iter().any(|(op, _)| *op == "DeleteTargetGroup"));
+}
+
+#[tokio::test]
+async fn fake_networking_behaves_like_ec2() {
+    let n = FakeNetworking::default();
+    n.add_subnet(Subnet {
+        id: "subnet-a".into(),
+        vpc_id: "vpc-1".into(),
+        availability_zone: "us-east-1a".into(),
+        cidr: "10.0.0.0/24".into(),
+        ipv6_cidrs: vec![],
+        available_ips: 250,
+        tags: Tags::from([("Name".into(), "private-a".into())]),
+    });
+    assert_eq!(n.subnets(&SubnetQuery::Vpc("vpc-1".into())).await.unwrap().len(), 1);
+    let by_name = SubnetQuery::NameTags { vpc_id: "vpc-1".into(), names: vec!["private-a".into()] };
+    assert_eq!(n.subnets(&by_name).await.unwrap()[0].id, "subnet-a");
+    let e = n.subnets(&SubnetQuery::Ids(vec!["subnet-x".into()])).await.unwrap_err();
+    assert_eq!(e.kind, ErrorKind::NotFound);
+
+    let sg = SecurityGroup {
+        name: "k8s-web".into(),
+        description: "frontend".into(),
+        vpc_id: "vpc-1".into(),
+        ingress: vec![],
+        tags: stack_tags("c1", "service.k8s.aws/stack", "ns/web"),
+    };
+    let id = n.create_security_group(&sg).await.unwrap();
+    let e = n.create_security_group(&sg).await.unwrap_err();
+    assert_eq!((e.kind, e.code.as_deref()), (ErrorKind::AlreadyExists, Some("InvalidGroup.Duplicate")));
+    let rule = IngressRule {
+        protocol: "tcp".into(),
+        from_port: 80,
+        to_port: 80,
+        source: RuleSource::Cidr("0.0.0.0/0".into()),
+        description: Some("web".into()),
+    };
+    n.authorize_ingress(&id, &[rule.clone()]).await.unwrap();
+    n.authorize_ingress(&id, &[rule.clone()]).await.unwrap(); // already there: fine
+    let q = SecurityGroupQuery::Tags { vpc_id: Some("vpc-1".into()), tags: sg.tags.clone() };
+    let found = n.security_groups(&q).await.unwrap();
+    assert_eq!((found[0].id.as_str(), found[0].spec.ingress.as_slice()), (id.as_str(), std::slice::from_ref(&rule)));
+    let by_name = SecurityGroupQuery::Names { vpc_id: "vpc-1".into(), names: vec!["k8s-web".into()] };
+    assert_eq!(n.security_groups(&by_name).await.unwrap().len(), 1);
+    n.revoke_ingress(&id, &[rule.clone()]).await.unwrap();
+    n.revoke_ingress(&id, &[rule]).await.unwrap(); // already gone: fine
+    assert!(n.group(&id).unwrap().ingress.is_empty());
+
+    let eni = NetworkInterface {
+        id: "eni-1".into(),
+        subnet_id: "subnet-a".into(),
+        private_ips: vec!["10.0.0.5".parse().unwrap()],
+        security_groups: vec![id.clone()],
+    };
+    n.add_network_interface(eni.clone());
+    let got = n.network_interfaces_by_ip("vpc-1", &["10.0.0.5".parse().unwrap()]).await.unwrap();
+    assert_eq!(got, [eni.clone()]);
+    assert_eq!(n.network_interfaces(&["eni-1".into()]).await.unwrap(), [eni]);
+    let e = n.delete_security_group(&id).await.unwrap_err();
+    assert_eq!((e.kind, e.code.as_deref()), (ErrorKind::InUse, Some("DependencyViolation")));
+    n.remove_network_interface("eni-1");
+    n.delete_security_group(&id).await.unwrap();
+    n.delete_security_group(&id).await.unwrap(); // idempotent
+    let e = n.security_groups(&SecurityGroupQuery::Ids(vec![id])).await.unwrap_err();
+    assert_eq!(e.kind, ErrorKind::NotFound);
+}
