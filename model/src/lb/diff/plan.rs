@@ -6,7 +6,7 @@ use super::{
 };
 use crate::lb::{
     Action, Attributes, IngressRule, LbIpAddressType, LbType, Listener, LoadBalancer, Observed, Protocol,
-    SecurityGroup, Stack, Tags, TargetGroup, TargetGroupRef, WeightedTargetGroup,
+    SecurityGroup, Stack, SubnetMapping, Tags, TargetGroup, TargetGroupRef, WeightedTargetGroup,
 };
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -104,7 +104,7 @@ pub fn plan(desired: &Stack, observed: &ObservedStack, opts: &PlanOptions) -> Re
             if set_of(&want_sgs) != set_of(&have_sgs) {
                 steps.push(Step::SetSecurityGroups { arn: arn.clone(), security_groups: want_sgs });
             }
-            let subnets_differ = set_of(&want_lb.subnets) != set_of(&have.spec.subnets);
+            let subnets_differ = !subnets_match(&want_lb.subnets, &have.spec.subnets);
             let ip_differs = want_lb.ip_address_type != have.spec.ip_address_type;
             let set_subnets = Step::SetSubnets { arn: arn.clone(), subnets: sorted(&want_lb.subnets) };
             let set_ip = Step::SetIpAddressType { arn: arn.clone(), ip_address_type: want_lb.ip_address_type };
@@ -469,6 +469,24 @@ fn rule_diff(want: &[IngressRule], have: &[IngressRule]) -> (Vec<IngressRule>, V
     (add, revoke)
 }
 
+/// Same subnets, and every address the desired side fixes is the observed one. An address the
+/// desired side leaves open is AWS's choice (an internal NLB reports the private IP AWS picked):
+/// not a difference, or every pass would call SetSubnets.
+fn subnets_match(want: &[SubnetMapping], have: &[SubnetMapping]) -> bool {
+    fn fixed<T: PartialEq>(w: &Option<T>, h: &Option<T>) -> bool {
+        w.is_none() || w == h
+    }
+    want.len() == have.len()
+        && want.iter().all(|w| {
+            have.iter().any(|h| {
+                h.subnet_id == w.subnet_id
+                    && fixed(&w.allocation_id, &h.allocation_id)
+                    && fixed(&w.private_ipv4, &h.private_ipv4)
+                    && fixed(&w.ipv6, &h.ipv6)
+            })
+        })
+}
+
 fn set_of<T: Ord + Clone>(v: &[T]) -> BTreeSet<T> {
     v.iter().cloned().collect()
 }
@@ -477,4 +495,28 @@ fn sorted<T: Ord + Clone>(v: &[T]) -> Vec<T> {
     let mut v = v.to_vec();
     v.sort();
     v
+}
+
+#[cfg(test)]
+mod subnet_tests {
+    use super::subnets_match;
+    use crate::lb::SubnetMapping;
+
+    fn m(id: &str, ip: Option<&str>) -> SubnetMapping {
+        SubnetMapping {
+            subnet_id: id.into(),
+            allocation_id: None,
+            private_ipv4: ip.map(|i| i.parse().unwrap()),
+            ipv6: None,
+        }
+    }
+
+    #[test]
+    fn addresses_aws_picked_are_not_a_difference() {
+        assert!(subnets_match(&[m("subnet-a", None)], &[m("subnet-a", Some("10.0.1.9"))]));
+        assert!(subnets_match(&[m("subnet-a", Some("10.0.1.9"))], &[m("subnet-a", Some("10.0.1.9"))]));
+        assert!(!subnets_match(&[m("subnet-a", Some("10.0.1.8"))], &[m("subnet-a", Some("10.0.1.9"))]));
+        assert!(!subnets_match(&[m("subnet-a", None)], &[m("subnet-b", None)]));
+        assert!(!subnets_match(&[m("subnet-a", None)], &[m("subnet-a", None), m("subnet-b", None)]));
+    }
 }
