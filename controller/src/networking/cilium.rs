@@ -14,10 +14,14 @@ use kube::{Api, Client};
 use serde_json::Value;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 use tokio::task::JoinHandle;
 
 /// The parts of a CiliumNode that ENI resolution reads (`lbc_model::cilium::parse_cilium_node`).
 const KEPT: [&[&str]; 3] = [&["spec", "ipam", "pool"], &["status", "eni", "enis"], &["status", "ipam", "used"]];
+
+const RETRY_MIN: Duration = Duration::from_secs(1);
+const RETRY_MAX: Duration = Duration::from_secs(300);
 
 /// The cached CiliumNodes; empty when the CRD is absent.
 #[derive(Clone)]
@@ -39,13 +43,17 @@ impl CiliumNodes {
         let flag = available.clone();
         let reader = store.clone();
         let task = tokio::spawn(async move {
-            let stream = watcher(api, watcher::Config::default()).modify(trim).default_backoff().reflect(writer);
+            // Our own backoff instead of `default_backoff`: without the CRD every retry is a LIST
+            // answered 404, so back off to minutes rather than seconds.
+            let stream = watcher(api, watcher::Config::default()).modify(trim).reflect(writer);
             futures::pin_mut!(stream);
             let mut reported = false;
+            let mut delay = RETRY_MIN;
             loop {
                 match stream.try_next().await {
                     Ok(Some(ev)) => {
                         flag.store(true, Ordering::Release);
+                        delay = RETRY_MIN;
                         match ev {
                             watcher::Event::InitDone => {
                                 tracing::info!(resource = "ciliumnodes", objects = reader.len(), "cache synced");
@@ -68,6 +76,8 @@ impl CiliumNodes {
                                  pod ENIs are resolved through ec2:DescribeNetworkInterfaces only (retrying in the background)"
                             );
                         }
+                        tokio::time::sleep(delay).await;
+                        delay = (delay * 2).min(RETRY_MAX);
                     }
                 }
             }
