@@ -4,7 +4,8 @@
 //! needs them, foreign rules untouched, ambiguous ENIs reported.
 //!
 //! One test function on purpose: the node security group is shared, and the controller manages
-//! every rule carrying `elbv2.k8s.aws/targetGroupBinding=shared` on it (as ALBC does).
+//! every rule carrying `elbv2.k8s.aws/targetGroupBinding=shared` on it (as ALBC does). The other
+//! suites' controllers run with the rules off (`ControllerProc::start`) so they do not fight.
 
 use kube::Client;
 use kube::api::{Api, DeleteParams, PostParams};
@@ -104,8 +105,13 @@ async fn networking_rules_are_aggregated_revoked_and_problems_reported() {
     ec2(
         &env,
         &format!(
-            "ec2.authorize_security_group_ingress(GroupId='{node_sg}', IpPermissions=[{{'IpProtocol': 'tcp', \
-             'FromPort': 22, 'ToPort': 22, 'IpRanges': [{{'CidrIp': '10.99.0.0/16', 'Description': 'e2e manual {ns}'}}]}}])\n\
+            "perm = {{'IpProtocol': 'tcp', 'FromPort': 22, 'ToPort': 22, 'IpRanges': [{{'CidrIp': '10.99.0.0/16'}}]}}\n\
+             try:\n\
+             \x20   ec2.revoke_security_group_ingress(GroupId='{node_sg}', IpPermissions=[perm])\n\
+             except Exception:\n\
+             \x20   pass\n\
+             perm['IpRanges'][0]['Description'] = 'e2e manual {ns}'\n\
+             ec2.authorize_security_group_ingress(GroupId='{node_sg}', IpPermissions=[perm])\n\
              print('null')"
         ),
     );
@@ -113,7 +119,7 @@ async fn networking_rules_are_aggregated_revoked_and_problems_reported() {
         env.pods(&["create", &ns, set, "--replicas", "2", "--port", "8080"]);
         env.pods(&["service", &ns, set, "--port", "80", "--target-port", "8080"]);
     }
-    let ctl = ControllerProc::start(&env, &ns, "lbc-e2e-leader", &[]);
+    let ctl = ControllerProc::start(&env, &ns, "lbc-e2e-leader", &["--enable-backend-security-group-rules=true"]);
 
     // One binding: the node SG admits its source on the target port, with our description.
     bind(&client, &env, &ns, "web", &sg_a).await;

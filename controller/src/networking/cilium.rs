@@ -51,18 +51,18 @@ impl CiliumNodes {
             let mut delay = RETRY_MIN;
             loop {
                 match stream.try_next().await {
-                    Ok(Some(ev)) => {
+                    // `Init` can come before the list answers: only these prove the watch works.
+                    Ok(Some(
+                        ev @ (watcher::Event::InitDone | watcher::Event::Apply(_) | watcher::Event::Delete(_)),
+                    )) => {
                         flag.store(true, Ordering::Release);
                         delay = RETRY_MIN;
-                        match ev {
-                            watcher::Event::InitDone => {
-                                tracing::info!(resource = "ciliumnodes", objects = reader.len(), "cache synced");
-                                on_change();
-                            }
-                            watcher::Event::Apply(_) | watcher::Event::Delete(_) => on_change(),
-                            _ => {}
+                        if matches!(ev, watcher::Event::InitDone) {
+                            tracing::info!(resource = "ciliumnodes", objects = reader.len(), "cache synced");
                         }
+                        on_change();
                     }
+                    Ok(Some(_)) => {}
                     Ok(None) => break,
                     Err(e) => {
                         flag.store(false, Ordering::Release);

@@ -274,7 +274,26 @@ impl BackendRules {
         }
         if !revoke.is_empty() {
             self.ctx.ensure_leader()?;
-            self.net.revoke_ingress(sg, revoke).await?;
+            match self.net.revoke_ingress(sg, revoke).await {
+                Ok(()) => {}
+                // A rule whose source group was deleted fails the whole call: revoke one by one
+                // and skip those AWS no longer knows.
+                Err(e) if e.kind == lbc_aws::error::ErrorKind::NotFound && revoke.len() > 1 => {
+                    for rule in revoke {
+                        self.ctx.ensure_leader()?;
+                        match self.net.revoke_ingress(sg, std::slice::from_ref(rule)).await {
+                            Err(e) if e.kind == lbc_aws::error::ErrorKind::NotFound => {
+                                tracing::debug!(security_group = sg, ?rule, error = %e, "rule already gone")
+                            }
+                            other => other?,
+                        }
+                    }
+                }
+                Err(e) if e.kind == lbc_aws::error::ErrorKind::NotFound => {
+                    tracing::debug!(security_group = sg, rules = ?revoke, error = %e, "rule already gone")
+                }
+                Err(e) => return Err(e.into()),
+            }
             tracing::info!(security_group = sg, rules = ?revoke, "revoked backend ingress rules no binding needs");
             self.count("revoke", revoke.len());
             summary.revoked += revoke.len();
