@@ -122,6 +122,9 @@ impl Networking for FakeNetworking {
                 .filter(|(_, g)| tags.iter().all(|(k, v)| g.tags.get(k) == Some(v)))
                 .map(obs)
                 .collect()),
+            SecurityGroupQuery::TagKey { vpc_id, key } => {
+                Ok(s.groups.iter().filter(|(_, g)| &g.vpc_id == vpc_id && g.tags.contains_key(key)).map(obs).collect())
+            }
         }
     }
 

@@ -259,6 +259,7 @@ EXPECTED_CLUSTER_RULES = {
     ("discovery.k8s.io", "endpointslices"): {"list", "watch"},
     ("", "pods/status"): {"patch"},
     ("", "configmaps"): {"get", "create", "update", "delete"},
+    ("cilium.io", "ciliumnodes"): {"list", "watch"},
     ("events.k8s.io", "events"): {"create", "patch"},
 }
 
@@ -624,7 +625,8 @@ def test_chart_rbac_is_not_broader(scenario, e2e):
                ("create", "configmaps", None), ("create", "events.events.k8s.io", None),
                ("create", TGB, None), ("delete", TGB, None), ("patch", "services", None),
                ("patch", "services", None, "status"),
-               ("get", f"{LEASE}/aws-load-balancer-controller-leader", None), ("create", LEASE, None)]
+               ("get", f"{LEASE}/aws-load-balancer-controller-leader", None), ("create", LEASE, None),
+               ("watch", "ciliumnodes.cilium.io", "")]
     denied = [("delete", "pods", None), ("create", "pods", None), ("patch", "pods", None), ("update", "pods", None),
               ("list", "secrets", ""), ("get", "secrets", None), ("watch", "secrets", None),
               ("create", "pods", None, "exec"), ("get", "nodes", None, "proxy"), ("patch", "nodes", None),

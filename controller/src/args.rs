@@ -143,6 +143,21 @@ pub struct Args {
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub enable_service_controller: bool,
 
+    /// Apply TargetGroupBinding `spec.networking` as ingress rules on the security groups of the
+    /// targets' ENIs (ALBC always does; it has no flag). Off: the rules are neither added nor removed.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub enable_backend_security_group_rules: bool,
+
+    /// Backend rules from one source security group keep their exact ports instead of one range
+    /// from the lowest to the highest port (ALBC flag).
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set)]
+    pub disable_restricted_sg_rules: bool,
+
+    /// Tags, `k=v,k=v`, that the security group receiving backend rules must carry (besides the
+    /// `kubernetes.io/cluster/<cluster>` key) when a target ENI has several groups (ALBC flag).
+    #[arg(long, default_value = "")]
+    pub service_target_eni_security_group_tags: String,
+
     /// Tags added to every AWS resource the controller creates, `k=v,k=v` (annotations cannot override them).
     #[arg(long, default_value = "")]
     pub default_tags: String,

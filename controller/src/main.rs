@@ -7,6 +7,7 @@ mod credentials;
 mod error;
 mod leader;
 mod metrics;
+mod networking;
 mod run;
 mod service;
 mod stores;

@@ -34,6 +34,12 @@ pub struct TargetStateLabels {
     pub state: &'static str,
 }
 
+/// `authorize` or `revoke`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RuleChangeLabels {
+    pub action: &'static str,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ResourceLabel {
     pub resource: &'static str,
@@ -67,6 +73,8 @@ pub struct Metrics {
     pub leader: Gauge,
     pub pending_reconciles: Gauge,
     pub cache_objects: Family<ResourceLabel, Gauge>,
+    pub backend_rule_changes: Family<RuleChangeLabels, Counter>,
+    pub backend_rule_problems: Gauge,
     pub aws: AwsMetrics,
     registry: Arc<std::sync::Mutex<Option<Registry>>>,
 }
@@ -88,6 +96,8 @@ impl Metrics {
             leader: Gauge::default(),
             pending_reconciles: Gauge::default(),
             cache_objects: Family::default(),
+            backend_rule_changes: Family::default(),
+            backend_rule_problems: Gauge::default(),
             aws: AwsMetrics::default(),
             registry: Default::default(),
         };
@@ -140,6 +150,16 @@ impl Metrics {
             m.pending_reconciles.clone(),
         );
         a.register("cache_objects", "Objects held in each watch cache", m.cache_objects.clone());
+        a.register(
+            "backend_sg_rule_changes",
+            "Backend security-group ingress rules (TargetGroupBinding spec.networking) authorized or revoked",
+            m.backend_rule_changes.clone(),
+        );
+        a.register(
+            "backend_sg_rule_problems",
+            "Problems of the last backend security-group rules pass (unknown ENIs, ambiguous ENI groups, bad ports)",
+            m.backend_rule_problems.clone(),
+        );
         *m.registry.lock().expect("registry lock") = Some(r);
         m
     }

@@ -58,6 +58,10 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
 
     let triggers = Triggers::default();
     let (stores, _tasks) = Stores::start(&client, &args.watch_namespace, triggers.clone(), metrics.clone());
+    let cilium = args.enable_backend_security_group_rules.then(|| {
+        let wake = triggers.backend_rules.clone();
+        crate::networking::CiliumNodes::watch(&client, move || wake.notify_one()).0
+    });
 
     let identity = identity();
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
@@ -106,6 +110,13 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         vpcs: Default::default(),
     });
 
+    let backend_rules = Arc::new(crate::networking::BackendRules::new(
+        ctx.clone(),
+        net.clone(),
+        backend_rules_config(&args),
+        cilium,
+        ctx.triggers.backend_rules.clone(),
+    ));
     let service_ctx = Arc::new(crate::service::ServiceCtx::new(ctx.clone(), lbs, net, service_config(&args)?));
 
     spawn_webhook(&args, &stores, &health, elb_for_webhook, &metrics, shutdown_rx.clone());
@@ -149,8 +160,19 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
                 }
             }
         };
+        let rules = {
+            let (r, enabled, shutdown) =
+                (backend_rules.clone(), args.enable_backend_security_group_rules, shutdown_rx.clone());
+            async move {
+                if enabled {
+                    r.run(async move { wait_true(shutdown).await }).await
+                } else {
+                    tracing::info!("backend security-group rules off (--enable-backend-security-group-rules=false)")
+                }
+            }
+        };
         tokio::select! {
-            _ = async { futures::join!(tgb::run(ctx.clone(), args.targetgroupbinding_max_concurrent_reconciles, args.targetgroupbinding_debounce, graceful), services) } => {}
+            _ = async { futures::join!(tgb::run(ctx.clone(), args.targetgroupbinding_max_concurrent_reconciles, args.targetgroupbinding_debounce, graceful), services, rules) } => {}
             // Leadership lost: drop the controllers now, cancelling in-flight work at its next step.
             _ = lost => tracing::warn!("leadership lost: controllers stopped, no further writes"),
         }
@@ -166,6 +188,16 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     }
     tracing::info!("stopped");
     Ok(())
+}
+
+fn backend_rules_config(args: &Args) -> crate::networking::BackendRulesConfig {
+    crate::networking::BackendRulesConfig {
+        cluster_name: args.cluster_name.clone(),
+        vpc_id: args.aws_vpc_id.clone(),
+        required_tags: lbc_aws::config::parse_map(&args.service_target_eni_security_group_tags).into_iter().collect(),
+        restricted: !args.disable_restricted_sg_rules,
+        sync_period: args.sync_period,
+    }
 }
 
 fn service_config(args: &Args) -> anyhow::Result<crate::service::ServiceConfig> {

@@ -46,6 +46,8 @@ pub struct Triggers {
     /// The Service controller's channel (leader only).
     services: Arc<Mutex<Option<UnboundedSender<ObjectRef<Service>>>>>,
     dirty: Arc<Mutex<Dirty>>,
+    /// Wakes the cluster-wide backend security-group rules pass (`crate::networking`).
+    pub backend_rules: Arc<tokio::sync::Notify>,
 }
 
 impl Triggers {
@@ -58,6 +60,7 @@ impl Triggers {
     }
 
     fn send(&self, r: ObjectRef<TargetGroupBinding>, endpoint_change: bool) {
+        self.backend_rules.notify_one();
         let guard = self.sender.lock().expect("trigger lock");
         let Some(tx) = guard.as_ref() else { return };
         if endpoint_change {

@@ -40,8 +40,14 @@ impl ControllerProc {
         // A test may pose as another cluster (`--cluster-name=` in `extra`).
         let cluster = (!extra.iter().any(|a| a.starts_with("--cluster-name=")))
             .then(|| format!("--cluster-name={}", env.get("LBC_CLUSTER_NAME")));
+        // Backend security-group rules are cluster-wide (every rule with our description on the shared
+        // node security group), so controllers of concurrent tests, each watching its own namespace,
+        // would revoke each other's rules: off unless a test asks for it.
+        let backend_rules = (!extra.iter().any(|a| a.starts_with("--enable-backend-security-group-rules")))
+            .then_some("--enable-backend-security-group-rules=false");
         let child = Command::new(binary())
             .args(cluster)
+            .args(backend_rules)
             .args([
                 &format!("--aws-region={}", env.get("AWS_REGION")),
                 &format!("--aws-vpc-id={}", env.get("LBC_VPC_ID")),

@@ -34,6 +34,8 @@ pub enum SecurityGroupQuery {
     Names { vpc_id: String, names: Vec<String> },
     /// Groups carrying all of these tags, optionally within one VPC.
     Tags { vpc_id: Option<String>, tags: Tags },
+    /// Groups of a VPC carrying this tag key, whatever its value (EC2 filter `tag-key`).
+    TagKey { vpc_id: String, key: String },
 }
 
 /// EC2 networking used by load balancer reconciliation.

@@ -269,6 +269,10 @@ impl Networking for SdkNetworking {
                 filters.extend(tags.iter().map(|(k, v)| filter(&format!("tag:{k}"), [v.as_str()])));
                 self.describe_groups(None, filters).await?
             }
+            SecurityGroupQuery::TagKey { vpc_id, key } => {
+                let filters = vec![filter("vpc-id", [vpc_id.as_str()]), filter("tag-key", [key.as_str()])];
+                self.describe_groups(None, filters).await?
+            }
         };
         // Deduplicate (a group can match both by Name tag and by group name).
         let by_id: BTreeMap<String, Observed<SecurityGroup>> = found.into_iter().map(|g| (g.id.clone(), g)).collect();

@@ -1,0 +1,326 @@
+//! Backend security-group rules: TargetGroupBinding `spec.networking` applied as ingress rules on
+//! the security groups of the targets' ENIs (decisions: `lbc_model::lb::backend_rules`).
+//!
+//! ALBC aggregates the permissions of *all* bindings per security group and garbage-collects our
+//! rules from groups no binding needs, so this is one cluster-wide pass, not a per-binding
+//! reconcile. It runs as a single task while this replica leads:
+//! - triggered (debounced [`DEBOUNCE`]) by every change that reaches a binding (the binding itself,
+//!   its Service, its EndpointSlices, pods with its gate; see `Triggers::send`) and by CiliumNode
+//!   changes; and periodically every jittered `--sync-period` (drift), sooner while endpoints'
+//!   ENIs are unknown or the last pass failed;
+//! - one pass: bindings with `spec.networking` and their endpoint IPs from the caches → ENIs
+//!   (CiliumNode cache, then `DescribeNetworkInterfaces` by IP through the [`EniCache`]) → the
+//!   ENIs' security groups plus every group of the VPC tagged `kubernetes.io/cluster/<cluster>`
+//!   (garbage collection) → `plan_backend_rules` → authorize, then revoke, per group, with the
+//!   leader check before each write. Revokes only happen when every binding and endpoint resolved.
+//! - problems (an ENI with several security groups none of which is tagged, unknown ENIs, bad
+//!   ports) become Warning events on the bindings concerned, repeated at most once per sync period.
+
+mod cilium;
+mod gather;
+
+pub use cilium::CiliumNodes;
+
+use crate::context::{Context, jittered};
+use crate::error::Result;
+use futures::FutureExt;
+use gather::{EventMemory, gather, notes_by_binding};
+use kube::Resource;
+use lbc_aws::net::{Networking, SecurityGroupQuery};
+use lbc_model::cilium::EniIndex;
+use lbc_model::lb::backend_rules::{BackendRulesInput, BindingRules, EndpointEni, RuleProblem, plan_backend_rules};
+use lbc_model::lb::eni_lookup::{EniCache, plan_eni_lookups, resolve};
+use lbc_model::lb::subnets::cluster_tag;
+use lbc_model::lb::{NetworkInterface, Observed, SecurityGroup, Tags};
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+/// Changes arriving within this window share one pass.
+pub const DEBOUNCE: Duration = Duration::from_secs(1);
+/// Next pass while some endpoint's ENI is unknown (a new pod's ENI may show up shortly).
+const RETRY_UNRESOLVED: Duration = Duration::from_secs(30);
+/// Next pass after a failed one.
+const RETRY_FAILED: Duration = Duration::from_secs(10);
+
+/// Flags of the backend-rules reconciler.
+#[derive(Clone, Debug)]
+pub struct BackendRulesConfig {
+    pub cluster_name: String,
+    pub vpc_id: String,
+    /// `--service-target-eni-security-group-tags`.
+    pub required_tags: Tags,
+    /// Collapse SG-sourced rules into one port range (false = `--disable-restricted-sg-rules`).
+    pub restricted: bool,
+    pub sync_period: Duration,
+}
+
+/// What one pass did, for logs and tests.
+#[derive(Debug, Default)]
+pub struct PassSummary {
+    pub bindings: usize,
+    pub authorized: usize,
+    pub revoked: usize,
+    pub withheld_revokes: usize,
+    pub problems: usize,
+    pub unresolved: bool,
+}
+
+pub struct BackendRules {
+    ctx: Arc<Context>,
+    net: Arc<dyn Networking>,
+    cfg: BackendRulesConfig,
+    cilium: Option<CiliumNodes>,
+    /// Woken by binding-related watch events.
+    trigger: Arc<Notify>,
+    eni_cache: Mutex<EniCache>,
+    events: Mutex<EventMemory>,
+}
+
+impl BackendRules {
+    pub fn new(
+        ctx: Arc<Context>,
+        net: Arc<dyn Networking>,
+        cfg: BackendRulesConfig,
+        cilium: Option<CiliumNodes>,
+        trigger: Arc<Notify>,
+    ) -> Self {
+        Self {
+            ctx,
+            net,
+            cfg,
+            cilium,
+            trigger,
+            eni_cache: Mutex::new(EniCache::default()),
+            events: Mutex::new(EventMemory::default()),
+        }
+    }
+
+    /// Runs passes until `shutdown` resolves (or the future is dropped on leadership loss).
+    pub async fn run(self: Arc<Self>, shutdown: impl std::future::Future<Output = ()>) {
+        if self.cfg.vpc_id.is_empty() {
+            tracing::warn!(
+                "backend security-group rules off: --aws-vpc-id is empty (needed to find the pods' ENIs); \
+                 TargetGroupBinding spec.networking is not applied"
+            );
+            return;
+        }
+        tracing::info!("backend security-group rules reconciler started");
+        futures::pin_mut!(shutdown);
+        let mut next = Duration::ZERO;
+        loop {
+            tokio::select! {
+                _ = &mut shutdown => return,
+                _ = self.trigger.notified() => {
+                    tokio::time::sleep(DEBOUNCE).await;
+                    // Changes during the debounce are covered by this pass: drop their wake-up.
+                    let _ = self.trigger.notified().now_or_never();
+                }
+                _ = tokio::time::sleep(next) => {}
+            }
+            let started = Instant::now();
+            next = match self.pass().await {
+                Ok(s) => {
+                    tracing::debug!(
+                        bindings = s.bindings,
+                        authorized = s.authorized,
+                        revoked = s.revoked,
+                        withheld_revokes = s.withheld_revokes,
+                        problems = s.problems,
+                        elapsed_ms = started.elapsed().as_millis() as u64,
+                        "backend security-group rules pass"
+                    );
+                    if s.unresolved { RETRY_UNRESOLVED } else { jittered(self.cfg.sync_period) }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "backend security-group rules pass failed; retrying");
+                    let labels = crate::metrics::ErrorLabels { controller: "backend-rules", category: e.category() };
+                    self.ctx.metrics.reconcile_errors.get_or_create(&labels).inc();
+                    RETRY_FAILED
+                }
+            };
+        }
+    }
+
+    /// One cluster-wide pass.
+    pub async fn pass(&self) -> Result<PassSummary> {
+        let gathered = gather(&self.ctx.stores);
+        let all_ips: BTreeSet<IpAddr> = gathered.bindings.iter().flat_map(|b| b.ips.iter().copied()).collect();
+
+        // ENIs: CiliumNode cache first, then EC2 for the rest (cached 10 min, misses 1 min).
+        let objects = self.cilium.as_ref().map(CiliumNodes::objects).unwrap_or_default();
+        let index = EniIndex::build(objects.iter(), std::iter::empty());
+        let now = std::time::Instant::now();
+        let calls = {
+            let mut cache = self.eni_cache.lock().expect("eni cache");
+            cache.expire(now);
+            plan_eni_lookups(all_ips.iter().copied(), &index, &cache, now).calls
+        };
+        for call in calls {
+            let found = self.net.network_interfaces_by_ip(&self.cfg.vpc_id, &call.ips).await?;
+            self.eni_cache.lock().expect("eni cache").record(&call.ips, &found, std::time::Instant::now());
+        }
+        let enis: BTreeMap<IpAddr, NetworkInterface> = {
+            let cache = self.eni_cache.lock().expect("eni cache");
+            all_ips.iter().filter_map(|ip| resolve(*ip, &index, &cache, now).map(|e| (*ip, e.clone()))).collect()
+        };
+
+        let groups = self.security_groups(enis.values()).await?;
+
+        let bindings: Vec<BindingRules<'_>> = gathered
+            .bindings
+            .iter()
+            .map(|b| BindingRules {
+                key: b.key.clone(),
+                networking: b.tgb.spec.networking.as_ref(),
+                endpoints: b
+                    .ips
+                    .iter()
+                    .map(|ip| EndpointEni { ip: *ip, eni: enis.get(ip), named_ports: BTreeMap::new() })
+                    .collect(),
+            })
+            .collect();
+        for reason in &gathered.incomplete {
+            tracing::debug!(
+                reason,
+                "backend security-group rules: a binding's endpoints are unknown; revokes withheld"
+            );
+        }
+        let input = BackendRulesInput {
+            cluster_name: &self.cfg.cluster_name,
+            required_tags: &self.cfg.required_tags,
+            restricted: self.cfg.restricted,
+            bindings: &bindings,
+            security_groups: &groups,
+            complete: gathered.incomplete.is_empty(),
+        };
+        let plan = plan_backend_rules(&input);
+        let mut summary = PassSummary {
+            bindings: bindings.len(),
+            withheld_revokes: plan.withheld_revokes,
+            problems: plan.problems.len(),
+            unresolved: plan.problems.iter().any(|p| matches!(p, RuleProblem::UnresolvedEndpoints { .. })),
+            ..Default::default()
+        };
+        self.report(&gathered.bindings, &plan.problems).await;
+
+        let mut first_error = None;
+        for (sg, changes) in &plan.changes {
+            let result = self.apply(sg, &changes.authorize, &changes.revoke, &mut summary).await;
+            if let Err(e) = result {
+                tracing::warn!(security_group = %sg, error = %e, "could not change backend security-group rules");
+                first_error.get_or_insert(e);
+            }
+        }
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(summary),
+        }
+    }
+
+    /// The ENIs' groups plus every group of the VPC with the cluster tag (so rules on groups no
+    /// binding uses any more are garbage-collected).
+    async fn security_groups<'a>(
+        &self,
+        enis: impl Iterator<Item = &'a NetworkInterface>,
+    ) -> Result<Vec<Observed<SecurityGroup>>> {
+        let query =
+            SecurityGroupQuery::TagKey { vpc_id: self.cfg.vpc_id.clone(), key: cluster_tag(&self.cfg.cluster_name) };
+        let mut by_id: BTreeMap<String, Observed<SecurityGroup>> =
+            self.net.security_groups(&query).await?.into_iter().map(|g| (g.id.clone(), g)).collect();
+        let missing: Vec<String> = enis
+            .flat_map(|e| e.security_groups.iter().cloned())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .filter(|id| !by_id.contains_key(id))
+            .collect();
+        if missing.is_empty() {
+            return Ok(by_id.into_values().collect());
+        }
+        match self.net.security_groups(&SecurityGroupQuery::Ids(missing.clone())).await {
+            Ok(found) => by_id.extend(found.into_iter().map(|g| (g.id.clone(), g))),
+            // One deleted group fails the whole call: describe one by one, skip the missing ones
+            // (the plan reports them).
+            Err(e) if e.kind == lbc_aws::error::ErrorKind::NotFound => {
+                for id in missing {
+                    match self.net.security_groups(&SecurityGroupQuery::Ids(vec![id])).await {
+                        Ok(found) => by_id.extend(found.into_iter().map(|g| (g.id.clone(), g))),
+                        Err(e) if e.kind == lbc_aws::error::ErrorKind::NotFound => {}
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+            }
+            Err(e) => return Err(e.into()),
+        }
+        Ok(by_id.into_values().collect())
+    }
+
+    async fn apply(
+        &self,
+        sg: &str,
+        authorize: &[lbc_model::lb::IngressRule],
+        revoke: &[lbc_model::lb::IngressRule],
+        summary: &mut PassSummary,
+    ) -> Result<()> {
+        if !authorize.is_empty() {
+            self.ctx.ensure_leader()?;
+            self.net.authorize_ingress(sg, authorize).await?;
+            tracing::info!(security_group = sg, rules = ?authorize, "authorized backend ingress rules");
+            self.count("authorize", authorize.len());
+            summary.authorized += authorize.len();
+        }
+        if !revoke.is_empty() {
+            self.ctx.ensure_leader()?;
+            match self.net.revoke_ingress(sg, revoke).await {
+                Ok(()) => {}
+                // A rule whose source group was deleted fails the whole call: revoke one by one
+                // and skip those AWS no longer knows.
+                Err(e) if e.kind == lbc_aws::error::ErrorKind::NotFound && revoke.len() > 1 => {
+                    for rule in revoke {
+                        self.ctx.ensure_leader()?;
+                        match self.net.revoke_ingress(sg, std::slice::from_ref(rule)).await {
+                            Err(e) if e.kind == lbc_aws::error::ErrorKind::NotFound => {
+                                tracing::debug!(security_group = sg, ?rule, error = %e, "rule already gone")
+                            }
+                            other => other?,
+                        }
+                    }
+                }
+                Err(e) if e.kind == lbc_aws::error::ErrorKind::NotFound => {
+                    tracing::debug!(security_group = sg, rules = ?revoke, error = %e, "rule already gone")
+                }
+                Err(e) => return Err(e.into()),
+            }
+            tracing::info!(security_group = sg, rules = ?revoke, "revoked backend ingress rules no binding needs");
+            self.count("revoke", revoke.len());
+            summary.revoked += revoke.len();
+        }
+        Ok(())
+    }
+
+    fn count(&self, action: &'static str, n: usize) {
+        let labels = crate::metrics::RuleChangeLabels { action };
+        self.ctx.metrics.backend_rule_changes.get_or_create(&labels).inc_by(n as u64);
+    }
+
+    /// Problems → gauge, logs and Warning events on the bindings concerned.
+    async fn report(&self, bindings: &[gather::BindingTargets], problems: &[RuleProblem]) {
+        self.ctx.metrics.backend_rule_problems.set(problems.len() as i64);
+        for p in problems.iter().filter(|p| gather::problem_binding(p).is_none()) {
+            tracing::warn!("backend security-group rules: {p}");
+        }
+        let due = self.events.lock().expect("event memory").due(
+            notes_by_binding(problems),
+            std::time::Instant::now(),
+            self.cfg.sync_period,
+        );
+        for (key, note) in due {
+            if let Some(b) = bindings.iter().find(|b| b.key == key) {
+                self.ctx.event(&b.tgb.object_ref(&()), true, "BackendSecurityGroupRules", note).await;
+            }
+        }
+    }
+}
