@@ -625,8 +625,9 @@ def test_chart_rbac_is_not_broader(scenario, e2e):
                ("create", "configmaps", None), ("create", "events.events.k8s.io", None),
                ("create", TGB, None), ("delete", TGB, None), ("patch", "services", None),
                ("patch", "services", None, "status"),
-               ("get", f"{LEASE}/aws-load-balancer-controller-leader", None), ("create", LEASE, None),
-               ("watch", "ciliumnodes.cilium.io", "")]
+               ("get", f"{LEASE}/aws-load-balancer-controller-leader", None), ("create", LEASE, None)]
+    # ciliumnodes.cilium.io: the e2e cluster has no Cilium CRD, so `can-i` cannot resolve it; the
+    # rendered rule is checked in test_rbac_rules (EXPECTED_CLUSTER_RULES).
     denied = [("delete", "pods", None), ("create", "pods", None), ("patch", "pods", None), ("update", "pods", None),
               ("list", "secrets", ""), ("get", "secrets", None), ("watch", "secrets", None),
               ("create", "pods", None, "exec"), ("get", "nodes", None, "proxy"), ("patch", "nodes", None),
