@@ -89,7 +89,8 @@ async fn webhooks_inject_gates_validate_bindings_and_survive_outages() {
         json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
                "metadata": {"name": mwc_name},
                "webhooks": [webhook("mpod.elbv2.k8s.aws", port, "/mutate-v1-pod", ca, &id, pod_failure, ("", "v1", "pods")),
-                            webhook("mtargetgroupbinding.elbv2.k8s.aws", port, "/mutate-elbv2-k8s-aws-v1beta1-targetgroupbinding", ca, &id, "Fail", ("elbv2.k8s.aws", "v1beta1", "targetgroupbindings"))]})
+                            webhook("mtargetgroupbinding.elbv2.k8s.aws", port, "/mutate-elbv2-k8s-aws-v1beta1-targetgroupbinding", ca, &id, "Fail", ("elbv2.k8s.aws", "v1beta1", "targetgroupbindings")),
+                            webhook("mservice.elbv2.k8s.aws", port, "/mutate-v1-service", ca, &id, "Fail", ("", "v1", "services"))]})
     };
     mwcs.patch(&mwc_name, &PatchParams::apply("e2e").force(), &Patch::Apply(mwc(&ca, "Fail"))).await.unwrap();
     let vwc = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
@@ -153,6 +154,26 @@ async fn webhooks_inject_gates_validate_bindings_and_survive_outages() {
             .then_some(())
     })
     .await;
+
+    // Service mutator: a new LoadBalancer Service without a class gets ALBC's class; a ClusterIP
+    // Service and one with another class are left alone.
+    let services: Api<k8s_openapi::api::core::v1::Service> = Api::namespaced(client.clone(), &ns);
+    let svc = |name: &str, type_: &str, class: Option<&str>| {
+        let mut spec = json!({"type": type_, "ports": [{"port": 80, "targetPort": 8080}]});
+        if let Some(c) = class {
+            spec["loadBalancerClass"] = json!(c);
+        }
+        serde_json::from_value(json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name}, "spec": spec}))
+            .unwrap()
+    };
+    let class_of = |s: k8s_openapi::api::core::v1::Service| s.spec.and_then(|s| s.load_balancer_class);
+    let lb = services.create(&PostParams::default(), &svc("lb", "LoadBalancer", None)).await.unwrap();
+    assert_eq!(class_of(lb).as_deref(), Some("service.k8s.aws/nlb"), "class defaulted by our webhook");
+    let plain = services.create(&PostParams::default(), &svc("plain", "ClusterIP", None)).await.unwrap();
+    assert_eq!(class_of(plain), None);
+    let other =
+        services.create(&PostParams::default(), &svc("other", "LoadBalancer", Some("example.com/lb"))).await.unwrap();
+    assert_eq!(class_of(other).as_deref(), Some("example.com/lb"), "another class is kept");
 
     // Certificate rotated on disk (new key, new CA bundle): picked up without a restart.
     let ca2 = write_cert(&cert_dir);
