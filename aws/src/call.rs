@@ -4,7 +4,7 @@
 
 use crate::error::AwsError;
 use crate::metrics::{AwsMetrics, CallLabels, OpLabels};
-use crate::throttle::Throttler;
+use crate::throttle::{Permit, Throttler};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -51,7 +51,29 @@ impl CallRunner {
     }
 
     /// Runs `attempt` until it succeeds, fails for good, or retries run out.
-    pub async fn run<T, F, Fut>(&self, service: Service, operation: &'static str, mut attempt: F) -> Result<T, AwsError>
+    pub async fn run<T, F, Fut>(&self, service: Service, operation: &'static str, attempt: F) -> Result<T, AwsError>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, AwsError>>,
+    {
+        self.run_with(None, service, operation, attempt).await
+    }
+
+    /// Waits until the client-side throttle admits one `operation` call and returns that
+    /// capacity as a [`Permit`] for [`CallRunner::run_with`] (see [`Throttler::wait_for_capacity`]).
+    pub async fn wait_for_capacity(&self, service: Service, operation: &'static str) -> Permit {
+        self.throttler.wait_for_capacity(service.id(), operation).await
+    }
+
+    /// [`CallRunner::run`] whose first attempt spends `permit` (taken earlier with
+    /// [`CallRunner::wait_for_capacity`]) instead of waiting for a token; retries wait as usual.
+    pub async fn run_with<T, F, Fut>(
+        &self,
+        mut permit: Option<Permit>,
+        service: Service,
+        operation: &'static str,
+        mut attempt: F,
+    ) -> Result<T, AwsError>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, AwsError>>,
@@ -59,7 +81,10 @@ impl CallRunner {
         let op = OpLabels { service: service.label(), operation };
         let mut n = 0u32;
         loop {
-            let waited = self.throttler.acquire(service.id(), operation).await;
+            let waited = match permit.take() {
+                Some(p) => self.throttler.spend(p, service.id(), operation).await,
+                None => self.throttler.acquire(service.id(), operation).await,
+            };
             self.metrics.throttle_wait.get_or_create(&op).observe(waited.as_secs_f64());
             let start = Instant::now();
             let result = attempt().await;
@@ -173,5 +198,31 @@ mod tests {
             .await;
         assert_eq!(out.unwrap_err().kind, ErrorKind::Transient);
         assert_eq!(n.load(Ordering::SeqCst), 4, "1 attempt + 3 retries");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn permit_covers_the_first_attempt_only() {
+        let r = CallRunner::new(
+            Throttler::new(lbc_model::throttle::parse_rules("Elastic Load Balancing v2:RegisterTargets=1:1").unwrap()),
+            AwsMetrics::default(),
+            2,
+        );
+        let permit = r.wait_for_capacity(Service::Elbv2, "RegisterTargets").await;
+        let start = Instant::now();
+        let n = AtomicU32::new(0);
+        let out = r
+            .run_with(Some(permit), Service::Elbv2, "RegisterTargets", || async {
+                if n.fetch_add(1, Ordering::SeqCst) < 1 {
+                    Err(err(ErrorKind::Transient, "ServiceUnavailable"))
+                } else {
+                    Ok(())
+                }
+            })
+            .await;
+        assert_eq!(out, Ok(()));
+        // The first attempt went at once on the permit; the retry waited for a fresh token
+        // (1/s; the backoff sleep counts towards it).
+        assert!(start.elapsed() >= Duration::from_secs(1), "{:?}", start.elapsed());
+        assert!(start.elapsed() < Duration::from_millis(1200), "{:?}", start.elapsed());
     }
 }

@@ -3,6 +3,7 @@
 
 use crate::call::{CallRunner, Service};
 use crate::error::AwsError;
+use crate::throttle::Permit;
 use async_trait::async_trait;
 use aws_sdk_elasticloadbalancingv2 as elbv2;
 use elbv2::types::TargetDescription;
@@ -32,11 +33,41 @@ pub struct RegisteredTarget {
     pub health: TargetHealth,
 }
 
+/// The target writes; one client-side bucket limits both by default.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TargetWrite {
+    Register,
+    Deregister,
+}
+
+impl TargetWrite {
+    /// The ELBv2 operation name.
+    pub fn operation(self) -> &'static str {
+        match self {
+            Self::Register => "RegisterTargets",
+            Self::Deregister => "DeregisterTargets",
+        }
+    }
+}
+
+/// Most ARNs one DescribeTargetGroups call takes.
+pub const DESCRIBE_TARGET_GROUPS_MAX_ARNS: usize = 20;
+
 /// ELBv2 operations used by the controller.
 #[async_trait]
 pub trait ElbV2: Send + Sync {
     /// The target group with this ARN, or `None` if AWS says it does not exist.
     async fn describe_target_group(&self, arn: &str) -> Result<Option<TargetGroupInfo>, AwsError>;
+    /// Several target groups at once (one call per [`DESCRIBE_TARGET_GROUPS_MAX_ARNS`] ARNs).
+    /// AWS fails the whole call with `NotFound` when one ARN does not exist; callers fall back
+    /// to [`ElbV2::describe_target_group`] for the ARN they need. The default asks one by one.
+    async fn describe_target_groups(&self, arns: &[String]) -> Result<Vec<TargetGroupInfo>, AwsError> {
+        let mut out = Vec::new();
+        for arn in arns {
+            out.extend(self.describe_target_group(arn).await?);
+        }
+        Ok(out)
+    }
     /// The target group with this name, or `None`.
     async fn describe_target_group_by_name(&self, name: &str) -> Result<Option<TargetGroupInfo>, AwsError>;
     /// Health of the given targets, or of every registered target when `targets` is `None`.
@@ -53,6 +84,33 @@ pub trait ElbV2: Send + Sync {
         availability_zone: Option<&str>,
     ) -> Result<(), AwsError>;
     async fn deregister_targets(&self, arn: &str, targets: &[Target]) -> Result<(), AwsError>;
+
+    /// Waits until the client-side throttle admits one `write` call and keeps that capacity for
+    /// the caller, who can then decide what to send from data read after the wait: the
+    /// `*_with` call spending the permit does not wait again, and a permit dropped unspent
+    /// gives its capacity back. The default (no client-side throttle) returns at once.
+    async fn wait_for_write_capacity(&self, write: TargetWrite) -> Permit {
+        let _ = write;
+        Permit::unlimited()
+    }
+
+    /// [`ElbV2::register_targets`] on capacity from [`ElbV2::wait_for_write_capacity`].
+    async fn register_targets_with(
+        &self,
+        permit: Permit,
+        arn: &str,
+        targets: &[Target],
+        availability_zone: Option<&str>,
+    ) -> Result<(), AwsError> {
+        drop(permit);
+        self.register_targets(arn, targets, availability_zone).await
+    }
+
+    /// [`ElbV2::deregister_targets`] on capacity from [`ElbV2::wait_for_write_capacity`].
+    async fn deregister_targets_with(&self, permit: Permit, arn: &str, targets: &[Target]) -> Result<(), AwsError> {
+        drop(permit);
+        self.deregister_targets(arn, targets).await
+    }
 }
 
 /// [`ElbV2`] over the AWS SDK.
@@ -114,6 +172,26 @@ impl ElbV2 for SdkElbV2 {
             Err(e) if e.kind == crate::error::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e),
         }
+    }
+
+    async fn describe_target_groups(&self, arns: &[String]) -> Result<Vec<TargetGroupInfo>, AwsError> {
+        const OP: &str = "DescribeTargetGroups";
+        let mut out = Vec::with_capacity(arns.len());
+        for chunk in arns.chunks(DESCRIBE_TARGET_GROUPS_MAX_ARNS) {
+            let page = self
+                .runner
+                .run(SVC, OP, || async {
+                    self.client
+                        .describe_target_groups()
+                        .set_target_group_arns(Some(chunk.to_vec()))
+                        .send()
+                        .await
+                        .map_err(sdk_err(OP))
+                })
+                .await?;
+            out.extend(page.target_groups().iter().map(to_info));
+        }
+        Ok(out)
     }
 
     async fn describe_target_group_by_name(&self, name: &str) -> Result<Option<TargetGroupInfo>, AwsError> {
@@ -181,10 +259,44 @@ impl ElbV2 for SdkElbV2 {
         targets: &[Target],
         availability_zone: Option<&str>,
     ) -> Result<(), AwsError> {
+        self.register(None, arn, targets, availability_zone).await
+    }
+
+    async fn deregister_targets(&self, arn: &str, targets: &[Target]) -> Result<(), AwsError> {
+        self.deregister(None, arn, targets).await
+    }
+
+    async fn wait_for_write_capacity(&self, write: TargetWrite) -> Permit {
+        self.runner.wait_for_capacity(SVC, write.operation()).await
+    }
+
+    async fn register_targets_with(
+        &self,
+        permit: Permit,
+        arn: &str,
+        targets: &[Target],
+        availability_zone: Option<&str>,
+    ) -> Result<(), AwsError> {
+        self.register(Some(permit), arn, targets, availability_zone).await
+    }
+
+    async fn deregister_targets_with(&self, permit: Permit, arn: &str, targets: &[Target]) -> Result<(), AwsError> {
+        self.deregister(Some(permit), arn, targets).await
+    }
+}
+
+impl SdkElbV2 {
+    async fn register(
+        &self,
+        permit: Option<Permit>,
+        arn: &str,
+        targets: &[Target],
+        availability_zone: Option<&str>,
+    ) -> Result<(), AwsError> {
         const OP: &str = "RegisterTargets";
         let descs: Vec<TargetDescription> = targets.iter().map(|t| describe(t, availability_zone)).collect();
         self.runner
-            .run(SVC, OP, || async {
+            .run_with(permit, SVC, OP, || async {
                 self.client
                     .register_targets()
                     .target_group_arn(arn)
@@ -197,11 +309,11 @@ impl ElbV2 for SdkElbV2 {
             .map(|_| ())
     }
 
-    async fn deregister_targets(&self, arn: &str, targets: &[Target]) -> Result<(), AwsError> {
+    async fn deregister(&self, permit: Option<Permit>, arn: &str, targets: &[Target]) -> Result<(), AwsError> {
         const OP: &str = "DeregisterTargets";
         let descs: Vec<TargetDescription> = targets.iter().map(|t| describe(t, None)).collect();
         self.runner
-            .run(SVC, OP, || async {
+            .run_with(permit, SVC, OP, || async {
                 self.client
                     .deregister_targets()
                     .target_group_arn(arn)

@@ -115,6 +115,14 @@ impl ElbV2 for FakeElbV2 {
         Ok(s.groups.get(arn).cloned())
     }
 
+    /// As AWS: one call, and an unknown ARN fails all of it.
+    async fn describe_target_groups(&self, arns: &[String]) -> Result<Vec<TargetGroupInfo>, AwsError> {
+        let s = self.enter("DescribeTargetGroups", &arns.join(","), 0)?;
+        arns.iter()
+            .map(|a| s.groups.get(a).cloned().ok_or_else(|| Self::not_found("DescribeTargetGroups", a)))
+            .collect()
+    }
+
     async fn describe_target_group_by_name(&self, name: &str) -> Result<Option<TargetGroupInfo>, AwsError> {
         let s = self.enter("DescribeTargetGroups", name, 0)?;
         Ok(s.groups.values().find(|g| g.name == name).cloned())

@@ -13,7 +13,7 @@ use lbc_model::target::{Target, TargetHealth};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::watch;
+use tokio::sync::{OnceCell, watch};
 use tokio::time::Instant;
 
 /// Tunables of the TargetGroupBinding reconciler (from flags).
@@ -45,6 +45,9 @@ pub struct BindingState {
     /// The checkpoint annotation as this process last wrote it (`Some(None)` = cleared); `None`
     /// = not written yet, trust the cached object. The cache can lag our own patches.
     pub checkpoint_written: Option<Option<String>>,
+    /// Since when a counts-only status change has been left to follow-up syncs (see
+    /// `lbc_model::checkpoint::write_back`); `None` = the status is current.
+    pub status_deferred_since: Option<Instant>,
 }
 
 /// Shared reconcile context.
@@ -60,7 +63,12 @@ pub struct Context {
     pub leader: watch::Receiver<bool>,
     pub bindings: Mutex<HashMap<ObjectRef<TargetGroupBinding>, BindingState>>,
     pub target_groups: Mutex<HashMap<String, TargetGroupInfo>>,
-    pub vpcs: Mutex<HashMap<String, VpcCidrs>>,
+    /// Held while target groups missing from `target_groups` are fetched, so the concurrent first
+    /// reconciles of a cold start wait for one batched DescribeTargetGroups instead of each
+    /// making their own.
+    pub target_group_fetch: tokio::sync::Mutex<()>,
+    /// VPC CIDRs per VPC ID, fetched once: concurrent first lookups wait for the one in flight.
+    pub vpcs: Mutex<HashMap<String, Arc<OnceCell<VpcCidrs>>>>,
 }
 
 impl Context {

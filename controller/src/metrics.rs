@@ -70,6 +70,7 @@ pub struct Metrics {
     pub targets_outside_vpc: Family<TgbLabels, Gauge>,
     pub pod_condition_patches: Counter,
     pub reconcile_skipped_checkpoint: Counter,
+    pub status_writes_deferred: Counter,
     pub leader: Gauge,
     pub pending_reconciles: Gauge,
     pub cache_objects: Family<ResourceLabel, Gauge>,
@@ -93,6 +94,7 @@ impl Metrics {
             targets_outside_vpc: Family::default(),
             pod_condition_patches: Counter::default(),
             reconcile_skipped_checkpoint: Counter::default(),
+            status_writes_deferred: Counter::default(),
             leader: Gauge::default(),
             pending_reconciles: Gauge::default(),
             cache_objects: Family::default(),
@@ -142,6 +144,11 @@ impl Metrics {
             "reconcile_skipped_checkpoint",
             "Reconciles that made no AWS call because the checkpoint showed the target group in sync",
             m.reconcile_skipped_checkpoint.clone(),
+        );
+        a.register(
+            "status_writes_deferred",
+            "Counts-only TargetGroupBinding status writes left to an already queued follow-up sync",
+            m.status_writes_deferred.clone(),
         );
         a.register("leader", "1 while this replica holds the leader lease", m.leader.clone());
         a.register(

@@ -107,6 +107,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         leader: leader_rx.clone(),
         bindings: Default::default(),
         target_groups: Default::default(),
+        target_group_fetch: Default::default(),
         vpcs: Default::default(),
     });
 

@@ -85,6 +85,12 @@ impl Triggers {
         self.dirty.lock().expect("dirty lock").since.remove(r)
     }
 
+    /// Whether an endpoint change for this binding arrived since the last
+    /// [`Triggers::take_dirty_since`]: a follow-up reconcile is queued.
+    pub fn is_dirty(&self, r: &ObjectRef<TargetGroupBinding>) -> bool {
+        self.dirty.lock().expect("dirty lock").since.contains_key(r)
+    }
+
     /// Bindings with endpoint changes not yet reconciled (the controller's backlog).
     pub fn pending(&self) -> usize {
         self.dirty.lock().expect("dirty lock").since.len()

@@ -11,7 +11,8 @@
 //! - [`plan`]: desired vs registered → register/deregister batches, with the refuse-to-wipe guard.
 //! - [`readiness`]: target health → pod readiness-gate condition, and how often to poll health.
 //! - [`net`]: VPC CIDR checks (overlay pod IPs).
-//! - [`checkpoint`]: the hash that lets a restarted controller skip work already in sync.
+//! - [`checkpoint`]: the hash that lets a restarted controller skip work already in sync, and when
+//!   a sync writes it and its status back.
 //! - [`lb`]: load balancers, listeners, target groups and security groups as plain data; ALBC's
 //!   deterministic names ([`lb::naming`]) and tracking tags ([`lb::tags`]).
 //! - [`service`]: Service (`type: LoadBalancer`) → desired NLB stack: selection, annotations, build.

@@ -9,6 +9,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta, Time
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
+use lbc_model::checkpoint::{StatusChange, WriteBackInput, write_back as write_back_decision};
 use lbc_model::crd::TargetGroupBinding;
 use lbc_model::endpoints::DesiredTargets;
 use lbc_model::names::{CHECKPOINT_ANNOTATION, CHECKPOINT_TIMESTAMP_ANNOTATION, multicluster_configmap_name};
@@ -27,6 +28,29 @@ fn current_ready(tgb: &TargetGroupBinding) -> Option<&Condition> {
     tgb.status.as_ref().and_then(|s| s.conditions.iter().find(|c| c.type_ == READY))
 }
 
+/// How the Ready condition and counts we would write differ from the binding's status.
+fn status_change(
+    tgb: &TargetGroupBinding,
+    ready: bool,
+    reason: &str,
+    message: &str,
+    counts: Option<(i32, i32)>,
+) -> StatusChange {
+    let status = if ready { "True" } else { "False" };
+    let cur = current_ready(tgb);
+    let st = tgb.status.as_ref();
+    let condition_same = cur.is_some_and(|c| c.status == status && c.reason == reason)
+        && st.and_then(|s| s.observed_generation) == tgb.metadata.generation;
+    if !condition_same {
+        return StatusChange::Condition;
+    }
+    let counts_same = cur.is_some_and(|c| c.message == message)
+        && counts.is_none_or(|(r, h)| {
+            st.and_then(|s| s.registered_targets) == Some(r) && st.and_then(|s| s.healthy_targets) == Some(h)
+        });
+    if counts_same { StatusChange::None } else { StatusChange::Counts }
+}
+
 /// Writes the Ready condition (and counts) when anything differs; returns whether it wrote.
 async fn write_status(
     ctx: &Context,
@@ -36,18 +60,12 @@ async fn write_status(
     message: &str,
     counts: Option<(i32, i32)>,
 ) -> Result<bool> {
+    if status_change(tgb, ready, reason, message, counts) == StatusChange::None {
+        return Ok(false);
+    }
     let status = if ready { "True" } else { "False" };
     let cur = current_ready(tgb);
     let generation = tgb.metadata.generation;
-    let st = tgb.status.as_ref();
-    let same = cur.is_some_and(|c| c.status == status && c.reason == reason && c.message == message)
-        && st.and_then(|s| s.observed_generation) == generation
-        && counts.is_none_or(|(r, h)| {
-            st.and_then(|s| s.registered_targets) == Some(r) && st.and_then(|s| s.healthy_targets) == Some(h)
-        });
-    if same {
-        return Ok(false);
-    }
     let transition = match cur {
         Some(c) if c.status == status => c.last_transition_time.clone(),
         _ => Time(jiff::Timestamp::now()),
@@ -89,12 +107,21 @@ pub(super) async fn set_target_group_missing(ctx: &Context, tgb: &TargetGroupBin
     set_not_ready(ctx, tgb, "TargetGroupNotFound", message).await
 }
 
-pub(super) async fn set_synced(
+/// After a successful sync: the Ready condition with the counts, then the checkpoint (only when
+/// `complete`: everything desired registered, no gate pending). While a follow-up sync is
+/// already queued, counts-only status changes and the checkpoint are left to it
+/// (`lbc_model::checkpoint::write_back`), so a scale-up arriving a few endpoints at a time does
+/// not cost a status and a checkpoint write per AWS call.
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn write_back(
     ctx: &Context,
     tgb: &TargetGroupBinding,
+    key: &ObjectRef<TargetGroupBinding>,
     registered: &BTreeMap<Target, TargetHealth>,
     plan: &Plan,
     desired: &DesiredTargets,
+    cp: &str,
+    complete: bool,
 ) -> Result<()> {
     let total = registered.values().filter(|h| h.state.is_registered()).count() as i32;
     let healthy = registered.values().filter(|h| h.state == HealthState::Healthy).count() as i32;
@@ -105,12 +132,40 @@ pub(super) async fn set_synced(
     if !plan.outside_vpc.is_empty() {
         message.push_str(&format!("; {} pod IPs outside the VPC not registered", plan.outside_vpc.len()));
     }
-    let reason = if plan.outside_vpc.is_empty() { "Synced" } else { "SyncedWithOverlayIPs" };
-    let wrote = write_status(ctx, tgb, plan.outside_vpc.is_empty(), reason, &message, Some((total, healthy))).await?;
-    let was_ready = current_ready(tgb).is_some_and(|c| c.status == "True");
-    if wrote && !was_ready && plan.outside_vpc.is_empty() {
-        ctx.event(&tgb.object_ref(&()), false, "SuccessfullyReconciled", format!("target group in sync: {message}"))
+    let ready = plan.outside_vpc.is_empty();
+    let reason = if ready { "Synced" } else { "SyncedWithOverlayIPs" };
+    let counts = Some((total, healthy));
+    let now = tokio::time::Instant::now();
+    let change = status_change(tgb, ready, reason, &message, counts);
+    let decision = write_back_decision(&WriteBackInput {
+        status: change,
+        follow_up_queued: ctx.triggers.is_dirty(key),
+        status_deferred_for: ctx.with_state(key, |s| s.status_deferred_since.map(|t| now.duration_since(t))),
+        complete,
+    });
+    if decision.status {
+        let wrote = write_status(ctx, tgb, ready, reason, &message, counts).await?;
+        let was_ready = current_ready(tgb).is_some_and(|c| c.status == "True");
+        if wrote && !was_ready && ready {
+            ctx.event(
+                &tgb.object_ref(&()),
+                false,
+                "SuccessfullyReconciled",
+                format!("target group in sync: {message}"),
+            )
             .await;
+        }
+        ctx.with_state(key, |s| s.status_deferred_since = None);
+    } else if change == StatusChange::None {
+        ctx.with_state(key, |s| s.status_deferred_since = None);
+    } else {
+        ctx.metrics.status_writes_deferred.inc();
+        ctx.with_state(key, |s| {
+            s.status_deferred_since.get_or_insert(now);
+        });
+    }
+    if decision.checkpoint {
+        write_checkpoint(ctx, tgb, key, cp).await?;
     }
     Ok(())
 }

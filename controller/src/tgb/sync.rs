@@ -8,7 +8,8 @@ use kube::Resource;
 use kube::ResourceExt;
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
-use lbc_aws::elbv2::TargetGroupInfo;
+use lbc_aws::elbv2::{DESCRIBE_TARGET_GROUPS_MAX_ARNS, TargetGroupInfo, TargetWrite};
+use lbc_aws::throttle::Permit;
 use lbc_model::checkpoint::checkpoint;
 use lbc_model::crd::{TargetGroupBinding, TargetType};
 use lbc_model::endpoints::{DesiredTargets, EndpointInputs, desired_targets, resolve_service_port};
@@ -41,11 +42,81 @@ pub(super) async fn apply(tgb: Arc<TargetGroupBinding>, ctx: &Context) -> Result
     }
 }
 
+/// One sync. Write capacity comes before the final plan: when the client-side throttle makes a
+/// write wait, the plan is made again from the caches after the wait, so endpoints that turned
+/// ready meanwhile go out in the same call instead of waiting for another token.
 async fn sync(tgb: &Arc<TargetGroupBinding>, ctx: &Context) -> Result<Action> {
-    let tgb = tgb.clone();
     let key = ObjectRef::from_obj(tgb.as_ref());
+    let mut dirty_since = ctx.triggers.take_dirty_since(&key);
+    let mut pass = match prepare(tgb.clone(), ctx, &key, Pass::First).await? {
+        Prepared::Done(action) => return Ok(action),
+        Prepared::Plan(p) => p,
+    };
+    let mut permits = WritePermits::default();
+    if !pass.plan.is_empty() {
+        permits = WritePermits::wait(ctx, &pass.plan).await;
+        if !permits.waited().is_zero() {
+            ctx.ensure_leader()?;
+            // The binding as the cache holds it now; gone or being deleted: the change that
+            // did it triggers the next reconcile (cleanup), the permits go back unused.
+            let Some(fresh) = ctx.stores.tgbs.get(&key) else {
+                return Ok(Action::await_change());
+            };
+            if fresh.meta().deletion_timestamp.is_some() {
+                return Ok(Action::await_change());
+            }
+            let later = ctx.triggers.take_dirty_since(&key);
+            dirty_since = match (dirty_since, later) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            pass = match prepare(fresh, ctx, &key, Pass::AfterWait).await? {
+                Prepared::Done(action) => return Ok(action),
+                Prepared::Plan(p) => p,
+            };
+        }
+    }
+    finish(ctx, &key, pass, permits, dirty_since).await
+}
+
+/// Which preparation of a sync this is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Pass {
+    First,
+    /// Again after waiting for write capacity: the checkpoint decision and any AWS verification
+    /// were made by the first pass; only the desired targets (and the binding) are read again.
+    AfterWait,
+}
+
+enum Prepared {
+    /// Nothing (more) to do in this reconcile.
+    Done(Action),
+    Plan(Box<Planned>),
+}
+
+/// Everything a sync decided before its writes.
+struct Planned {
+    tgb: Arc<TargetGroupBinding>,
+    arn: String,
+    svc: Arc<Service>,
+    tg: TargetGroupInfo,
+    vpc: VpcCidrs,
+    gate: String,
+    desired: DesiredTargets,
+    cp: String,
+    owned: Option<BTreeSet<Target>>,
+    plan: lbc_model::plan::Plan,
+    labels: crate::metrics::TgbLabels,
+}
+
+/// Reads the caches (and AWS where the cache does not know) and plans.
+async fn prepare(
+    tgb: Arc<TargetGroupBinding>,
+    ctx: &Context,
+    key: &ObjectRef<TargetGroupBinding>,
+    pass: Pass,
+) -> Result<Prepared> {
     let ns = tgb.namespace().unwrap_or_default();
-    let dirty_since = ctx.triggers.take_dirty_since(&key);
 
     if tgb.spec.effective_target_type() == TargetType::Instance {
         let msg = format!(
@@ -54,11 +125,11 @@ async fn sync(tgb: &Arc<TargetGroupBinding>, ctx: &Context) -> Result<Action> {
             tgb.name_any()
         );
         status::set_not_ready(ctx, &tgb, "InstanceTargetsUnsupported", &msg).await?;
-        return Ok(Action::await_change());
+        return Ok(Prepared::Done(Action::await_change()));
     }
 
     let Some(arn) = resolve_arn(&tgb, ctx).await? else {
-        return Ok(Action::requeue(jittered(ctx.cfg.sync_period)));
+        return Ok(Prepared::Done(Action::requeue(jittered(ctx.cfg.sync_period))));
     };
 
     // Service and port: from the cache; a missing Service is reported, never acted on.
@@ -68,13 +139,13 @@ async fn sync(tgb: &Arc<TargetGroupBinding>, ctx: &Context) -> Result<Action> {
             tgb.spec.service_ref.name
         );
         status::set_not_ready(ctx, &tgb, "ServiceNotFound", &msg).await?;
-        return Ok(Action::requeue(jittered(ctx.cfg.sync_period)));
+        return Ok(Prepared::Done(Action::requeue(jittered(ctx.cfg.sync_period))));
     };
     let svc_port = match resolve_service_port(&svc, &tgb.spec.service_ref.port) {
         Ok(p) => p.clone(),
         Err(e) => {
             status::set_not_ready(ctx, &tgb, "ServicePortNotFound", &e.to_string()).await?;
-            return Ok(Action::await_change());
+            return Ok(Prepared::Done(Action::await_change()));
         }
     };
 
@@ -85,17 +156,19 @@ async fn sync(tgb: &Arc<TargetGroupBinding>, ctx: &Context) -> Result<Action> {
     let now = Instant::now();
 
     // Nothing changed since the last successful sync (maybe by a previous process): no AWS call.
-    let in_sync = status::live_checkpoint(ctx, &tgb, &key).as_deref() == Some(cp.as_str()) && !pending_gates;
+    let in_sync = pass == Pass::First
+        && status::live_checkpoint(ctx, &tgb, key).as_deref() == Some(cp.as_str())
+        && !pending_gates;
     if in_sync {
-        let due = ctx.with_state(&key, |s| *s.verify_due.get_or_insert_with(|| now + jittered(ctx.cfg.sync_period)));
+        let due = ctx.with_state(key, |s| *s.verify_due.get_or_insert_with(|| now + jittered(ctx.cfg.sync_period)));
         if now < due {
             ctx.metrics.reconcile_skipped_checkpoint.inc();
-            return Ok(Action::requeue(due - now));
+            return Ok(Prepared::Done(Action::requeue(due - now)));
         }
     }
 
     let Some(tg) = target_group(ctx, &tgb, &arn).await? else {
-        return Ok(Action::requeue(jittered(ctx.cfg.sync_period)));
+        return Ok(Prepared::Done(Action::requeue(jittered(ctx.cfg.sync_period))));
     };
     if tg.target_type != "ip" && !tg.target_type.is_empty() {
         let msg = format!(
@@ -105,23 +178,26 @@ async fn sync(tgb: &Arc<TargetGroupBinding>, ctx: &Context) -> Result<Action> {
             tgb.name_any()
         );
         status::set_not_ready(ctx, &tgb, "TargetTypeMismatch", &msg).await?;
-        return Ok(Action::await_change());
+        return Ok(Prepared::Done(Action::await_change()));
     }
     let vpc = vpc_cidrs(ctx, &tgb, &tg).await?;
 
     // Registered targets: our cache, or one DescribeTargetHealth when unknown or due for
     // verification (drift: targets added or removed out of band).
-    let verify = in_sync || ctx.with_state(&key, |s| s.registered.is_none() || s.verify_due.is_some_and(|d| now >= d));
+    let verify = in_sync
+        || ctx.with_state(key, |s| {
+            s.registered.is_none() || (pass == Pass::First && s.verify_due.is_some_and(|d| now >= d))
+        });
     let registered = if verify {
         let all = ctx.elb.describe_target_health(&arn, None).await?;
         let map: BTreeMap<Target, TargetHealth> = all.into_iter().map(|r| (r.target, r.health)).collect();
-        ctx.with_state(&key, |s| {
+        ctx.with_state(key, |s| {
             s.registered = Some(map.clone());
             s.verify_due = Some(now + jittered(ctx.cfg.sync_period));
         });
         map
     } else {
-        ctx.with_state(&key, |s| s.registered.clone().unwrap_or_default())
+        ctx.with_state(key, |s| s.registered.clone().unwrap_or_default())
     };
     let states: BTreeMap<Target, HealthState> = registered.iter().map(|(t, h)| (*t, h.state)).collect();
 
@@ -142,32 +218,73 @@ async fn sync(tgb: &Arc<TargetGroupBinding>, ctx: &Context) -> Result<Action> {
             ctx.metrics.deregister_all_refused.get_or_create(&labels).inc();
             let msg = format!("TargetGroupBinding {ns}/{} (target group {arn}): {refusal}", tgb.name_any());
             status::set_not_ready(ctx, &tgb, "DeregisterAllRefused", &msg).await?;
-            return Ok(Action::requeue(jittered(ctx.cfg.sync_period)));
+            return Ok(Prepared::Done(Action::requeue(jittered(ctx.cfg.sync_period))));
         }
     };
+    Ok(Prepared::Plan(Box::new(Planned { tgb, arn, svc, tg, vpc, gate, desired, cp, owned, plan, labels })))
+}
+
+/// Capacity for the first register and the first deregister call of a plan, taken before the
+/// final plan is made (see [`lbc_aws::elbv2::ElbV2::wait_for_write_capacity`]). A permit the
+/// final plan does not use goes back to the bucket when dropped.
+#[derive(Default)]
+struct WritePermits {
+    register: Option<Permit>,
+    deregister: Option<Permit>,
+}
+
+impl WritePermits {
+    async fn wait(ctx: &Context, plan: &lbc_model::plan::Plan) -> Self {
+        let registers = !plan.register.is_empty() || !plan.register_any_az.is_empty();
+        let register =
+            async { if registers { Some(ctx.elb.wait_for_write_capacity(TargetWrite::Register).await) } else { None } };
+        let deregister = async {
+            if plan.deregister.is_empty() {
+                None
+            } else {
+                Some(ctx.elb.wait_for_write_capacity(TargetWrite::Deregister).await)
+            }
+        };
+        let (register, deregister) = futures::join!(register, deregister);
+        Self { register, deregister }
+    }
+
+    /// The longest wait either permit took.
+    fn waited(&self) -> std::time::Duration {
+        self.register.iter().chain(&self.deregister).map(Permit::waited).max().unwrap_or_default()
+    }
+}
+
+/// Carries out the plan and writes back: AWS calls, readiness gates, status, checkpoint.
+async fn finish(
+    ctx: &Context,
+    key: &ObjectRef<TargetGroupBinding>,
+    pass: Box<Planned>,
+    permits: WritePermits,
+    dirty_since: Option<std::time::Instant>,
+) -> Result<Action> {
+    let Planned { tgb, arn, svc, tg, vpc, gate, desired, cp, owned, plan, labels } = *pass;
     ctx.metrics.targets_outside_vpc.get_or_create(&labels).set(plan.outside_vpc.len() as i64);
     if !plan.outside_vpc.is_empty() {
         report_overlay_ips(ctx, &tgb, &svc, &plan.outside_vpc, &vpc).await;
     }
 
     if !plan.is_empty() {
-        status::clear_checkpoint(ctx, &tgb, &key).await?;
-        execute(ctx, &tgb, &key, &arn, &plan, owned.as_ref(), dirty_since).await?;
+        status::clear_checkpoint(ctx, &tgb, key).await?;
+        execute(ctx, &tgb, key, &arn, &plan, owned.as_ref(), permits, dirty_since).await?;
     }
 
     // Readiness gates: condition patches and a health poll while any gate is pending.
-    let outcome = gates::update(ctx, &tgb, &key, &arn, &tg, &desired, &gate, &plan.register).await?;
+    let outcome = gates::update(ctx, &tgb, key, &arn, &tg, &desired, &gate, &plan.register).await?;
 
-    let registered_now = ctx.with_state(&key, |s| s.registered.clone().unwrap_or_default());
+    let registered_now = ctx.with_state(key, |s| s.registered.clone().unwrap_or_default());
     status::record_target_gauges(ctx, &labels, &registered_now);
-    status::set_synced(ctx, &tgb, &registered_now, &plan, &desired).await?;
-    if outcome.pending == 0 && plan.outside_vpc.is_empty() {
-        status::write_checkpoint(ctx, &tgb, &key, &cp).await?;
-    }
+    let complete = outcome.pending == 0 && plan.outside_vpc.is_empty();
+    status::write_back(ctx, &tgb, key, &registered_now, &plan, &desired, &cp, complete).await?;
     let next = if outcome.pending > 0 {
         outcome.poll_in
     } else {
-        ctx.with_state(&key, |s| s.verify_due.map(|d| d.saturating_duration_since(Instant::now())))
+        ctx.with_state(key, |s| s.verify_due.map(|d| d.saturating_duration_since(Instant::now())))
             .unwrap_or(ctx.cfg.sync_period)
     };
     Ok(Action::requeue(next.max(std::time::Duration::from_millis(200))))
@@ -226,8 +343,32 @@ async fn resolve_arn(tgb: &TargetGroupBinding, ctx: &Context) -> Result<Option<S
 /// Target group details, cached per ARN; `None` (with a condition and an event) when AWS says
 /// the group does not exist, e.g. deleted out of band.
 async fn target_group(ctx: &Context, tgb: &TargetGroupBinding, arn: &str) -> Result<Option<TargetGroupInfo>> {
-    if let Some(tg) = ctx.target_groups.lock().expect("tg cache").get(arn).cloned() {
+    if let Some(tg) = cached_target_group(ctx, arn) {
         return Ok(Some(tg));
+    }
+    // Single flight: the first reconcile that misses fetches, the others wait and find the cache
+    // filled. It fetches every group the bindings name that is not cached yet (a cold start's
+    // worth), up to one DescribeTargetGroups call's ARNs, this one first.
+    let _fetching = ctx.target_group_fetch.lock().await;
+    if let Some(tg) = cached_target_group(ctx, arn) {
+        return Ok(Some(tg));
+    }
+    let arns = uncached_target_group_arns(ctx, arn);
+    if arns.len() > 1 {
+        match ctx.elb.describe_target_groups(&arns).await {
+            Ok(found) => {
+                let mut cache = ctx.target_groups.lock().expect("tg cache");
+                for tg in found {
+                    cache.insert(tg.arn.clone(), tg);
+                }
+            }
+            // One of them does not exist, which fails the whole call: ask for ours alone.
+            Err(e) if e.kind == lbc_aws::error::ErrorKind::NotFound => {}
+            Err(e) => return Err(e.into()),
+        }
+        if let Some(tg) = cached_target_group(ctx, arn) {
+            return Ok(Some(tg));
+        }
     }
     match ctx.elb.describe_target_group(arn).await? {
         Some(tg) => {
@@ -247,6 +388,31 @@ async fn target_group(ctx: &Context, tgb: &TargetGroupBinding, arn: &str) -> Res
     }
 }
 
+fn cached_target_group(ctx: &Context, arn: &str) -> Option<TargetGroupInfo> {
+    ctx.target_groups.lock().expect("tg cache").get(arn).cloned()
+}
+
+/// `arn` followed by the other ARNs the cached bindings name that are not cached yet, at most
+/// one DescribeTargetGroups call's worth.
+fn uncached_target_group_arns(ctx: &Context, arn: &str) -> Vec<String> {
+    let named: BTreeSet<String> = ctx
+        .stores
+        .tgbs
+        .state()
+        .iter()
+        .filter(|t| t.meta().deletion_timestamp.is_none())
+        .filter_map(|t| t.spec.target_group_arn.clone())
+        .filter(|a| !a.is_empty() && a != arn)
+        .collect();
+    let cache = ctx.target_groups.lock().expect("tg cache");
+    std::iter::once(arn.to_string())
+        .chain(named.into_iter().filter(|a| !cache.contains_key(a)))
+        .take(DESCRIBE_TARGET_GROUPS_MAX_ARNS)
+        .collect()
+}
+
+/// The VPC's CIDRs, fetched once per VPC: concurrent first lookups wait for the call in flight
+/// (a failed one is tried again by the next caller).
 async fn vpc_cidrs(ctx: &Context, tgb: &TargetGroupBinding, tg: &TargetGroupInfo) -> Result<VpcCidrs> {
     let vpc_id = tgb
         .spec
@@ -258,13 +424,14 @@ async fn vpc_cidrs(ctx: &Context, tgb: &TargetGroupBinding, tg: &TargetGroupInfo
     if vpc_id.is_empty() {
         return Ok(VpcCidrs::default());
     }
-    if let Some(v) = ctx.vpcs.lock().expect("vpc cache").get(&vpc_id).cloned() {
-        return Ok(v);
-    }
-    let cidrs = ctx.ec2.vpc_cidrs(&vpc_id).await?;
-    let v = VpcCidrs::parse(&cidrs).map_err(|e| Error::Invalid(format!("VPC {vpc_id}: {e}")))?;
-    ctx.vpcs.lock().expect("vpc cache").insert(vpc_id, v.clone());
-    Ok(v)
+    let cell = ctx.vpcs.lock().expect("vpc cache").entry(vpc_id.clone()).or_default().clone();
+    let v = cell
+        .get_or_try_init(|| async {
+            let cidrs = ctx.ec2.vpc_cidrs(&vpc_id).await?;
+            VpcCidrs::parse(&cidrs).map_err(|e| Error::Invalid(format!("VPC {vpc_id}: {e}")))
+        })
+        .await?;
+    Ok(v.clone())
 }
 
 async fn report_overlay_ips(
@@ -290,6 +457,7 @@ async fn report_overlay_ips(
 
 /// Carries out a plan: deregistrations and registrations in batches, the two running side by
 /// side so a rolling update's new pods are not queued behind the old ones' removal.
+#[allow(clippy::too_many_arguments)]
 async fn execute(
     ctx: &Context,
     tgb: &TargetGroupBinding,
@@ -297,8 +465,10 @@ async fn execute(
     arn: &str,
     plan: &lbc_model::plan::Plan,
     owned: Option<&BTreeSet<Target>>,
+    permits: WritePermits,
     dirty_since: Option<std::time::Instant>,
 ) -> Result<()> {
+    let WritePermits { register: mut register_permit, deregister: mut deregister_permit } = permits;
     let batch = ctx.cfg.batch_size;
     if let Some(owned) = owned {
         // Multi-cluster: record what we are about to register before registering it, so a crash
@@ -311,14 +481,17 @@ async fn execute(
         if let (Some(since), false) = (dirty_since, plan.register.is_empty() && plan.register_any_az.is_empty()) {
             ctx.metrics.endpoint_to_register.observe(since.elapsed().as_secs_f64());
         }
-        for b in batches(&plan.register, batch) {
+        let calls = batches(&plan.register, batch)
+            .map(|b| (b, None))
+            .chain(batches(&plan.register_any_az, batch).map(|b| (b, Some("all"))));
+        for (b, az) in calls {
             ctx.ensure_leader()?;
-            ctx.elb.register_targets(arn, b, None).await?;
+            match register_permit.take() {
+                Some(p) => ctx.elb.register_targets_with(p, arn, b, az).await?,
+                None => ctx.elb.register_targets(arn, b, az).await?,
+            }
         }
-        for b in batches(&plan.register_any_az, batch) {
-            ctx.ensure_leader()?;
-            ctx.elb.register_targets(arn, b, Some("all")).await?;
-        }
+        drop(register_permit);
         Ok::<_, Error>(())
     };
     let deregister = async {
@@ -327,8 +500,12 @@ async fn execute(
         }
         for b in batches(&plan.deregister, batch) {
             ctx.ensure_leader()?;
-            ctx.elb.deregister_targets(arn, b).await?;
+            match deregister_permit.take() {
+                Some(p) => ctx.elb.deregister_targets_with(p, arn, b).await?,
+                None => ctx.elb.deregister_targets(arn, b).await?,
+            }
         }
+        drop(deregister_permit);
         Ok::<_, Error>(())
     };
     let (r, d) = futures::join!(register, deregister);
