@@ -39,44 +39,55 @@ pub enum StatusChange {
     Condition,
 }
 
-/// Longest time a counts-only status change waits for a follow-up sync while changes keep
-/// arriving, so the counts never lag a long rollout by more than this.
+/// Longest time a counts-only status change is held back while the binding keeps changing, so
+/// the counts never lag a long rollout by more than this.
 pub const MAX_STATUS_DEFER: Duration = Duration::from_secs(10);
+
+/// How soon after a change a binding is synced again to write back what was held back.
+pub const WRITE_BACK_DELAY: Duration = Duration::from_secs(1);
 
 /// What a sync knows when it is about to write back to its binding.
 #[derive(Clone, Copy, Debug)]
 pub struct WriteBackInput {
     pub status: StatusChange,
-    /// An endpoint change for the binding arrived after this sync planned, so a follow-up sync
-    /// is queued and will write back whatever this one leaves out.
+    /// This sync registered or deregistered targets.
+    pub wrote_targets: bool,
+    /// An endpoint change for the binding arrived after this sync planned: a follow-up sync is
+    /// already queued.
     pub follow_up_queued: bool,
-    /// How long the status has already been left behind by earlier syncs (`None`: it is not).
+    /// How long the status has already been held back by earlier syncs (`None`: it is not).
     pub status_deferred_for: Option<Duration>,
     /// Everything desired is registered and no readiness gate is pending: the checkpoint may
     /// be written.
     pub complete: bool,
 }
 
-/// Which binding writes a sync makes now.
+/// Which binding writes a sync makes now, and when to sync again for the rest.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WriteBack {
     pub status: bool,
     pub checkpoint: bool,
+    /// Sync again this soon to write back what was held back.
+    pub again_in: Option<Duration>,
 }
 
-/// Decides which writes a sync makes after its AWS calls. During a scale-up the endpoints arrive
-/// a few at a time and every sync used to write status and checkpoint only for the next sync to
-/// clear the checkpoint again: when a follow-up sync is already queued, a counts-only status
-/// change (up to [`MAX_STATUS_DEFER`]) and the checkpoint are left to it. Not writing a
-/// checkpoint is always safe (the next start does a full pass); condition changes are never
-/// held back.
+/// Decides which writes a sync makes after its AWS calls. A scale-up reaches the controller a
+/// few endpoints at a time, and writing status and checkpoint after every AWS call (only for the
+/// next sync to clear the checkpoint again) cost three binding writes per call. While the
+/// binding is changing (this sync wrote targets, or another change is queued), the checkpoint
+/// and a counts-only status change (up to [`MAX_STATUS_DEFER`]) are held back and written by a
+/// sync [`WRITE_BACK_DELAY`] later, once the changes have stopped. Not writing a checkpoint is
+/// always crash-safe (the next start does a full pass); condition changes are never held back.
 pub fn write_back(input: &WriteBackInput) -> WriteBack {
+    let changing = input.wrote_targets || input.follow_up_queued;
     let defer_status = input.status == StatusChange::Counts
-        && input.follow_up_queued
+        && changing
         && input.status_deferred_for.is_none_or(|d| d < MAX_STATUS_DEFER);
+    let defer_checkpoint = input.complete && changing;
     WriteBack {
         status: input.status != StatusChange::None && !defer_status,
-        checkpoint: input.complete && !input.follow_up_queued,
+        checkpoint: input.complete && !changing,
+        again_in: (defer_status || defer_checkpoint).then_some(WRITE_BACK_DELAY),
     }
 }
 
@@ -102,28 +113,30 @@ mod tests {
     }
 
     #[test]
-    fn write_back_leaves_counts_and_checkpoint_to_a_queued_sync() {
+    fn write_back_holds_counts_and_checkpoint_while_changing() {
         use StatusChange::{Condition, Counts, None as Unchanged};
-        let wb = |status, follow_up_queued, deferred: Option<u64>, complete| {
+        let wb = |status, wrote_targets, follow_up_queued, deferred: Option<u64>, complete| {
             let w = write_back(&WriteBackInput {
                 status,
+                wrote_targets,
                 follow_up_queued,
                 status_deferred_for: deferred.map(Duration::from_secs),
                 complete,
             });
-            (w.status, w.checkpoint)
+            (w.status, w.checkpoint, w.again_in.is_some())
         };
-        // Quiet: write what changed, checkpoint when complete.
-        assert_eq!(wb(Counts, false, None, true), (true, true));
-        assert_eq!(wb(Unchanged, false, None, true), (false, true));
-        assert_eq!(wb(Condition, false, None, false), (true, false));
-        // More endpoints on the way: counts and checkpoint wait for the next sync...
-        assert_eq!(wb(Counts, true, None, true), (false, false));
-        assert_eq!(wb(Counts, true, Some(9), true), (false, false));
-        // ...but not for ever, and condition changes go out at once.
-        assert_eq!(wb(Counts, true, Some(10), true), (true, false));
-        assert_eq!(wb(Condition, true, None, true), (true, false));
-        // A deferred status is written by the first sync with nothing queued.
-        assert_eq!(wb(Counts, false, Some(3), true), (true, true));
+        // Quiet (the write-back sync after a change): write what changed, checkpoint when complete.
+        assert_eq!(wb(Counts, false, false, Some(1), true), (true, true, false));
+        assert_eq!(wb(Unchanged, false, false, None, true), (false, true, false));
+        assert_eq!(wb(Condition, false, false, None, false), (true, false, false));
+        // Changing: counts and checkpoint wait for the write-back sync...
+        assert_eq!(wb(Counts, true, false, None, true), (false, false, true));
+        assert_eq!(wb(Counts, false, true, Some(9), true), (false, false, true));
+        assert_eq!(wb(Unchanged, true, false, None, true), (false, false, true));
+        // ...but the counts not for ever, and condition changes go out at once.
+        assert_eq!(wb(Counts, true, true, Some(10), true), (true, false, true));
+        assert_eq!(wb(Condition, true, false, None, true), (true, false, true));
+        // Incomplete (gates pending, overlay IPs): no checkpoint to wait for.
+        assert_eq!(wb(Condition, true, false, None, false), (true, false, false));
     }
 }

@@ -108,10 +108,11 @@ pub(super) async fn set_target_group_missing(ctx: &Context, tgb: &TargetGroupBin
 }
 
 /// After a successful sync: the Ready condition with the counts, then the checkpoint (only when
-/// `complete`: everything desired registered, no gate pending). While a follow-up sync is
-/// already queued, counts-only status changes and the checkpoint are left to it
-/// (`lbc_model::checkpoint::write_back`), so a scale-up arriving a few endpoints at a time does
-/// not cost a status and a checkpoint write per AWS call.
+/// `complete`: everything desired registered, no gate pending). While the binding is changing,
+/// counts-only status changes and the checkpoint are held back for a sync shortly after
+/// (`lbc_model::checkpoint::write_back`; returns when), so a scale-up arriving a few endpoints
+/// at a time costs one checkpoint clear, one status and one checkpoint write, not three writes
+/// per AWS call.
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn write_back(
     ctx: &Context,
@@ -122,7 +123,7 @@ pub(super) async fn write_back(
     desired: &DesiredTargets,
     cp: &str,
     complete: bool,
-) -> Result<()> {
+) -> Result<Option<std::time::Duration>> {
     let total = registered.values().filter(|h| h.state.is_registered()).count() as i32;
     let healthy = registered.values().filter(|h| h.state == HealthState::Healthy).count() as i32;
     let mut message = format!("{total} targets registered for {} endpoints", desired.targets.len());
@@ -139,6 +140,7 @@ pub(super) async fn write_back(
     let change = status_change(tgb, ready, reason, &message, counts);
     let decision = write_back_decision(&WriteBackInput {
         status: change,
+        wrote_targets: !plan.is_empty(),
         follow_up_queued: ctx.triggers.is_dirty(key),
         status_deferred_for: ctx.with_state(key, |s| s.status_deferred_since.map(|t| now.duration_since(t))),
         complete,
@@ -167,7 +169,7 @@ pub(super) async fn write_back(
     if decision.checkpoint {
         write_checkpoint(ctx, tgb, key, cp).await?;
     }
-    Ok(())
+    Ok(decision.again_in)
 }
 
 pub(super) fn record_target_gauges(ctx: &Context, labels: &TgbLabels, registered: &BTreeMap<Target, TargetHealth>) {

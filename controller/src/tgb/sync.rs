@@ -280,13 +280,14 @@ async fn finish(
     let registered_now = ctx.with_state(key, |s| s.registered.clone().unwrap_or_default());
     status::record_target_gauges(ctx, &labels, &registered_now);
     let complete = outcome.pending == 0 && plan.outside_vpc.is_empty();
-    status::write_back(ctx, &tgb, key, &registered_now, &plan, &desired, &cp, complete).await?;
+    let again_in = status::write_back(ctx, &tgb, key, &registered_now, &plan, &desired, &cp, complete).await?;
     let next = if outcome.pending > 0 {
         outcome.poll_in
     } else {
         ctx.with_state(key, |s| s.verify_due.map(|d| d.saturating_duration_since(Instant::now())))
             .unwrap_or(ctx.cfg.sync_period)
     };
+    let next = again_in.map_or(next, |d| next.min(d));
     Ok(Action::requeue(next.max(std::time::Duration::from_millis(200))))
 }
 
