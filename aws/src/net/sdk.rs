@@ -137,23 +137,18 @@ impl SdkNetworking {
         filters: Vec<sdk::Filter>,
     ) -> Result<Vec<Subnet>, AwsError> {
         const OP: &str = "DescribeSubnets";
-        let (mut out, mut token) = (Vec::new(), None::<String>);
-        let page_size = ids.is_none().then_some(PAGE_SIZE);
-        loop {
+        let (ids, filters, size) = (&ids, &filters, page_size(&ids));
+        all_pages(|token| async move {
             let page = self
                 .runner
                 .run(SVC, OP, || async {
-                    let req = self.client.describe_subnets().set_subnet_ids(ids.clone()).set_max_results(page_size);
-                    let req = req.set_filters(Some(filters.clone()).filter(|f| !f.is_empty()));
-                    req.set_next_token(token.clone()).send().await.map_err(err(OP))
+                    let req = self.client.describe_subnets().set_subnet_ids(ids.clone()).set_max_results(size);
+                    req.set_filters(non_empty(filters)).set_next_token(token.clone()).send().await.map_err(err(OP))
                 })
                 .await?;
-            out.extend(page.subnets().iter().map(subnet_from));
-            match page.next_token() {
-                Some(t) if !t.is_empty() => token = Some(t.to_string()),
-                _ => return Ok(out),
-            }
-        }
+            Ok((page.subnets().iter().map(subnet_from).collect(), page.next_token().map(String::from)))
+        })
+        .await
     }
 
     async fn describe_groups(
@@ -162,24 +157,18 @@ impl SdkNetworking {
         filters: Vec<sdk::Filter>,
     ) -> Result<Vec<Observed<SecurityGroup>>, AwsError> {
         const OP: &str = "DescribeSecurityGroups";
-        let (mut out, mut token) = (Vec::new(), None::<String>);
-        let page_size = ids.is_none().then_some(PAGE_SIZE);
-        loop {
+        let (ids, filters, size) = (&ids, &filters, page_size(&ids));
+        all_pages(|token| async move {
             let page = self
                 .runner
                 .run(SVC, OP, || async {
-                    let req = self.client.describe_security_groups().set_group_ids(ids.clone());
-                    let req =
-                        req.set_max_results(page_size).set_filters(Some(filters.clone()).filter(|f| !f.is_empty()));
-                    req.set_next_token(token.clone()).send().await.map_err(err(OP))
+                    let req = self.client.describe_security_groups().set_group_ids(ids.clone()).set_max_results(size);
+                    req.set_filters(non_empty(filters)).set_next_token(token.clone()).send().await.map_err(err(OP))
                 })
                 .await?;
-            out.extend(page.security_groups().iter().map(security_group_from));
-            match page.next_token() {
-                Some(t) if !t.is_empty() => token = Some(t.to_string()),
-                _ => return Ok(out),
-            }
-        }
+            Ok((page.security_groups().iter().map(security_group_from).collect(), page.next_token().map(String::from)))
+        })
+        .await
     }
 
     async fn describe_enis(
@@ -188,24 +177,19 @@ impl SdkNetworking {
         filters: Vec<sdk::Filter>,
     ) -> Result<Vec<NetworkInterface>, AwsError> {
         const OP: &str = "DescribeNetworkInterfaces";
-        let (mut out, mut token) = (Vec::new(), None::<String>);
-        let page_size = ids.is_none().then_some(PAGE_SIZE);
-        loop {
+        let (ids, filters, size) = (&ids, &filters, page_size(&ids));
+        all_pages(|token| async move {
             let page = self
                 .runner
                 .run(SVC, OP, || async {
                     let req = self.client.describe_network_interfaces().set_network_interface_ids(ids.clone());
-                    let req =
-                        req.set_max_results(page_size).set_filters(Some(filters.clone()).filter(|f| !f.is_empty()));
+                    let req = req.set_max_results(size).set_filters(non_empty(filters));
                     req.set_next_token(token.clone()).send().await.map_err(err(OP))
                 })
                 .await?;
-            out.extend(page.network_interfaces().iter().map(eni_from));
-            match page.next_token() {
-                Some(t) if !t.is_empty() => token = Some(t.to_string()),
-                _ => return Ok(out),
-            }
-        }
+            Ok((page.network_interfaces().iter().map(eni_from).collect(), page.next_token().map(String::from)))
+        })
+        .await
     }
 
     async fn authorize(&self, group_id: &str, perms: Vec<sdk::IpPermission>) -> Result<(), AwsError> {
@@ -229,6 +213,32 @@ impl SdkNetworking {
             .await
             .map(|_| ())
     }
+}
+
+/// Every page of an EC2 describe: `page(token)` fetches one page (items, next token).
+async fn all_pages<T, F, Fut>(mut page: F) -> Result<Vec<T>, AwsError>
+where
+    F: FnMut(Option<String>) -> Fut,
+    Fut: std::future::Future<Output = Result<(Vec<T>, Option<String>), AwsError>>,
+{
+    let (mut out, mut token) = (Vec::new(), None);
+    loop {
+        let (items, next) = page(token.take()).await?;
+        out.extend(items);
+        match next.filter(|t| !t.is_empty()) {
+            Some(t) => token = Some(t),
+            None => return Ok(out),
+        }
+    }
+}
+
+/// Page size only when no IDs are given (some EC2 describes refuse MaxResults together with IDs).
+fn page_size(ids: &Option<Vec<String>>) -> Option<i32> {
+    ids.is_none().then_some(PAGE_SIZE)
+}
+
+fn non_empty(filters: &[sdk::Filter]) -> Option<Vec<sdk::Filter>> {
+    Some(filters.to_vec()).filter(|f| !f.is_empty())
 }
 
 fn is_code(e: &AwsError, code: &str) -> bool {
