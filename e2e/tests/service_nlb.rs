@@ -88,8 +88,7 @@ impl Fixture {
             .collect();
         let (mut lb, mut tg) = (Vec::new(), Vec::new());
         for chunk in arns.chunks(20) {
-            let tags = self.elb.describe_tags().set_resource_arns(Some(chunk.to_vec())).send().await.expect("tags");
-            for d in tags.tag_descriptions() {
+            for d in self.tags_of(chunk).await {
                 let ours =
                     d.tags().iter().any(|t| t.key() == Some("service.k8s.aws/stack") && t.value() == Some(&stack));
                 let arn = d.resource_arn().unwrap_or_default().to_string();
@@ -103,6 +102,27 @@ impl Fixture {
         (lb, tg)
     }
 
+    /// DescribeTags for `arns`, skipping resources that other tests (sharing the emulator) delete
+    /// between our listing and this call: a single vanished ARN fails the whole batch.
+    async fn tags_of(&self, arns: &[String]) -> Vec<elbv2::types::TagDescription> {
+        let describe = |arns: Vec<String>| self.elb.describe_tags().set_resource_arns(Some(arns)).send();
+        match describe(arns.to_vec()).await {
+            Ok(out) => out.tag_descriptions().to_vec(),
+            Err(e) if is_not_found(&e) => {
+                let mut found = Vec::new();
+                for arn in arns {
+                    match describe(vec![arn.clone()]).await {
+                        Ok(out) => found.extend(out.tag_descriptions().iter().cloned()),
+                        Err(e) if is_not_found(&e) => {}
+                        Err(e) => panic!("describe tags of {arn}: {e:?}"),
+                    }
+                }
+                found
+            }
+            Err(e) => panic!("describe tags: {e:?}"),
+        }
+    }
+
     /// Write calls (anything but Describe*) `ctl` made since `mark`, as "Operation" strings.
     async fn writes_since(&self, mark: u64, ctl: &ControllerProc) -> Vec<String> {
         let (calls, _) = self.emu.calls(mark, None).await;
@@ -114,6 +134,10 @@ impl Fixture {
         let list = events.list(&ListParams::default()).await.expect("events");
         list.items.into_iter().filter(|e| e.reason.as_deref() == Some(reason)).filter_map(|e| e.note).collect()
     }
+}
+
+fn is_not_found<E: elbv2::error::ProvideErrorMetadata>(e: &E) -> bool {
+    matches!(e.code(), Some("TargetGroupNotFound" | "LoadBalancerNotFound" | "ListenerNotFound"))
 }
 
 /// Other tests' controllers share the emulator: only this controller's calls count.
