@@ -170,14 +170,14 @@ async fn fake_networking_behaves_like_ec2() {
         source: RuleSource::Cidr("0.0.0.0/0".into()),
         description: Some("web".into()),
     };
-    n.authorize_ingress(&id, &[rule.clone()]).await.unwrap();
-    n.authorize_ingress(&id, &[rule.clone()]).await.unwrap(); // already there: fine
+    n.authorize_ingress(&id, std::slice::from_ref(&rule)).await.unwrap();
+    n.authorize_ingress(&id, std::slice::from_ref(&rule)).await.unwrap(); // already there: fine
     let q = SecurityGroupQuery::Tags { vpc_id: Some("vpc-1".into()), tags: sg.tags.clone() };
     let found = n.security_groups(&q).await.unwrap();
     assert_eq!((found[0].id.as_str(), found[0].spec.ingress.as_slice()), (id.as_str(), std::slice::from_ref(&rule)));
     let by_name = SecurityGroupQuery::Names { vpc_id: "vpc-1".into(), names: vec!["k8s-web".into()] };
     assert_eq!(n.security_groups(&by_name).await.unwrap().len(), 1);
-    n.revoke_ingress(&id, &[rule.clone()]).await.unwrap();
+    n.revoke_ingress(&id, std::slice::from_ref(&rule)).await.unwrap();
     n.revoke_ingress(&id, &[rule]).await.unwrap(); // already gone: fine
     assert!(n.group(&id).unwrap().ingress.is_empty());
 
@@ -189,7 +189,7 @@ async fn fake_networking_behaves_like_ec2() {
     };
     n.add_network_interface(eni.clone());
     let got = n.network_interfaces_by_ip("vpc-1", &["10.0.0.5".parse().unwrap()]).await.unwrap();
-    assert_eq!(got, [eni.clone()]);
+    assert_eq!(got, std::slice::from_ref(&eni));
     assert_eq!(n.network_interfaces(&["eni-1".into()]).await.unwrap(), [eni]);
     let e = n.delete_security_group(&id).await.unwrap_err();
     assert_eq!((e.kind, e.code.as_deref()), (ErrorKind::InUse, Some("DependencyViolation")));

@@ -39,6 +39,8 @@ MATRIX = {
     "cert-manager-issuer": {"enableCertManager": True,
                             "certManager": {"issuerRef": {"kind": "ClusterIssuer", "name": "corp-ca"}}},
     "no-service-mutator": {"enableServiceMutatorWebhook": False},
+    "given-backend-sg": {"backendSecurityGroup": "sg-0123456789abcdef0"},
+    "no-backend-sg": {"enableBackendSecurityGroup": False},
     "credentials-secret": {"awsCredentials": {"source": "secret", "secretName": "aws-creds",
                                               "sessionTokenKey": "aws_session_token"}},
     "credentials-file": {"awsCredentials": {"source": "file", "secretName": "aws-creds-file", "profile": "lbc"}},
@@ -207,6 +209,9 @@ def test_template(helm, tmp_path, case):
         assert env["AWS_SESSION_TOKEN"]["valueFrom"]["secretKeyRef"]["key"] == "aws_session_token"
     args = pod["containers"][0]["args"]
     vols = {v["name"]: v for v in pod["volumes"]}
+    assert f"--enable-backend-security-group={str(MATRIX[case].get('enableBackendSecurityGroup', True)).lower()}" in args
+    given = MATRIX[case].get("backendSecurityGroup")
+    assert [a for a in args if a.startswith("--backend-security-group=")] == ([f"--backend-security-group={given}"] if given else [])
     if creds == "file":
         assert {"--aws-credentials-source=file", "--aws-credentials-file=/etc/aws-lb-controller/aws/credentials",
                 "--aws-credentials-profile=lbc"} <= set(args)

@@ -148,6 +148,17 @@ pub struct Args {
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub enable_backend_security_group_rules: bool,
 
+    /// Attach one shared backend security group (`k8s-traffic-<cluster>-<hash>`, created and
+    /// deleted by the controller) to every load balancer with a managed frontend group and use it
+    /// as the source of the pods' ingress rules (ALBC flag). Off: each frontend group is the source.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub enable_backend_security_group: bool,
+
+    /// Use this existing security group (sg-…) as the shared backend group instead of creating one;
+    /// the controller never modifies or deletes it (ALBC flag).
+    #[arg(long, default_value = "")]
+    pub backend_security_group: String,
+
     /// Backend rules from one source security group keep their exact ports instead of one range
     /// from the lowest to the highest port (ALBC flag).
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set)]

@@ -2,6 +2,7 @@
 
 mod admin;
 mod args;
+mod backend_sg;
 mod context;
 mod credentials;
 mod error;

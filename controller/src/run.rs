@@ -19,6 +19,7 @@ use lbc_aws::elbv2::SdkElbV2;
 use lbc_aws::lb::SdkLoadBalancers;
 use lbc_aws::net::SdkNetworking;
 use lbc_aws::throttle::Throttler;
+use lbc_model::lb::backend_sg::BackendSgMode;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -219,6 +220,8 @@ fn service_config(args: &Args) -> anyhow::Result<crate::service::ServiceConfig> 
             .collect(),
         sync_period: args.sync_period,
         max_backoff: args.targetgroupbinding_max_exponential_backoff_delay,
+        backend_sg: BackendSgMode::from_flags(args.enable_backend_security_group, &args.backend_security_group)
+            .map_err(anyhow::Error::msg)?,
     })
 }
 

@@ -49,3 +49,26 @@ pub async fn registered(client: &elbv2::Client, arn: &str) -> BTreeSet<String> {
         .filter_map(|d| d.target().map(|t| format!("{}:{}", t.id().unwrap_or_default(), t.port().unwrap_or_default())))
         .collect()
 }
+
+/// The controller's EC2 networking adapter, signed as the harness, for tests that inspect
+/// security groups and subnets.
+pub async fn networking(env: &Env) -> lbc_aws::net::SdkNetworking {
+    use lbc_aws::config::{ClientSettings, Endpoints, build_clients};
+    let runner = lbc_aws::call::CallRunner::new(
+        lbc_aws::throttle::Throttler::new(lbc_model::throttle::default_rules()),
+        lbc_aws::metrics::AwsMetrics::default(),
+        0,
+    );
+    let settings = ClientSettings {
+        region: env.get("AWS_REGION").into(),
+        endpoints: Endpoints::all(env.aws_endpoint()),
+        credentials: Some(aws_credential_types::provider::SharedCredentialsProvider::new(Credentials::new(
+            HARNESS_ACCESS_KEY,
+            "testing",
+            None,
+            None,
+            "e2e",
+        ))),
+    };
+    lbc_aws::net::SdkNetworking::new(build_clients(&settings).await.ec2, runner)
+}

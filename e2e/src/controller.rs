@@ -45,9 +45,14 @@ impl ControllerProc {
         // would revoke each other's rules: off unless a test asks for it.
         let backend_rules = (!extra.iter().any(|a| a.starts_with("--enable-backend-security-group-rules")))
             .then_some("--enable-backend-security-group-rules=false");
+        // The shared backend security group is per cluster name, created and deleted by whichever
+        // controller needs it: off unless a test asks for it (and then poses as its own cluster).
+        let backend_sg = (!extra.iter().any(|a| a.starts_with("--enable-backend-security-group=")))
+            .then_some("--enable-backend-security-group=false");
         let child = Command::new(binary())
             .args(cluster)
             .args(backend_rules)
+            .args(backend_sg)
             .args([
                 &format!("--aws-region={}", env.get("AWS_REGION")),
                 &format!("--aws-vpc-id={}", env.get("LBC_VPC_ID")),
@@ -78,7 +83,6 @@ impl ControllerProc {
     pub async fn metrics(&self) -> String {
         reqwest::get(format!("http://127.0.0.1:{}/metrics", self.metrics_port))
             .await
-            .map(|r| r)
             .expect("metrics endpoint")
             .text()
             .await

@@ -243,9 +243,9 @@ async fn nlb_stack_create_find_modify_delete() {
     assert_eq!(now.lb.spec.ip_address_type, LbIpAddressType::Dualstack);
     assert_eq!(now.lb.spec.subnets.len(), 3);
     lbs.add_tags(&lb_arn, &attrs("team", "a")).await.unwrap();
-    assert_eq!(lbs.describe_tags(&[lb_arn.clone()]).await.unwrap()[&lb_arn].get("team").map(String::as_str), Some("a"));
+    assert_eq!(lbs.describe_tags(std::slice::from_ref(&lb_arn)).await.unwrap()[&lb_arn].get("team").map(String::as_str), Some("a"));
     lbs.remove_tags(&lb_arn, &["team".into()]).await.unwrap();
-    assert_eq!(lbs.describe_tags(&[lb_arn.clone()]).await.unwrap()[&lb_arn], tags);
+    assert_eq!(lbs.describe_tags(std::slice::from_ref(&lb_arn)).await.unwrap()[&lb_arn], tags);
 
     // ENI lookup by private IP and by ID.
     let eni_ip = nth(&subnets[0].cidr, 20);
@@ -263,7 +263,7 @@ async fn nlb_stack_create_find_modify_delete() {
     let enis = net.network_interfaces_by_ip(vpc, &[IpAddr::V4(eni_ip), unused]).await.unwrap();
     assert_eq!(enis.len(), 1);
     assert_eq!((enis[0].id.as_str(), enis[0].subnet_id.as_str()), (eni_id.as_str(), subnets[0].id.as_str()));
-    assert_eq!(enis[0].security_groups, [sg_id.clone()]);
+    assert_eq!(enis[0].security_groups, std::slice::from_ref(&sg_id));
     assert!(enis[0].private_ips.contains(&IpAddr::V4(eni_ip)));
     assert_eq!(net.network_interfaces(std::slice::from_ref(&eni_id)).await.unwrap(), enis);
 

@@ -63,7 +63,8 @@ fn ours(source: &str) -> String {
     format!("tcp:8080-8080:{source}:{OURS}")
 }
 
-async fn bind(client: &Client, env: &Env, ns: &str, name: &str, from_sg: &str) {
+/// `port`: a number, or a containerPort name resolved through the pods (`pods.py` names 8080 "http").
+async fn bind(client: &Client, env: &Env, ns: &str, name: &str, from_sg: &str, port: Value) {
     let elb = aws::elbv2(env).await;
     let arn = aws::create_ip_target_group(env, &elb, &unique("tg"), 8080).await;
     let tgb: TargetGroupBinding = serde_json::from_value(json!({
@@ -74,7 +75,7 @@ async fn bind(client: &Client, env: &Env, ns: &str, name: &str, from_sg: &str) {
             "serviceRef": {"name": name, "port": 80},
             "networking": {"ingress": [{
                 "from": [{"securityGroup": {"groupID": from_sg}}],
-                "ports": [{"protocol": "TCP", "port": 8080}]
+                "ports": [{"protocol": "TCP", "port": port}]
             }]}
         }
     }))
@@ -121,12 +122,13 @@ async fn networking_rules_are_aggregated_revoked_and_problems_reported() {
     }
     let ctl = ControllerProc::start(&env, &ns, "lbc-e2e-leader", &["--enable-backend-security-group-rules=true"]);
 
-    // One binding: the node SG admits its source on the target port, with our description.
-    bind(&client, &env, &ns, "web", &sg_a).await;
+    // One binding: the node SG admits its source on the target port, with our description. Its port
+    // is the pods' named containerPort.
+    bind(&client, &env, &ns, "web", &sg_a, json!("http")).await;
     wait_rules(&env, &node_sg, "rule from source A", |r| r.contains(&ours(&sg_a))).await;
 
     // A second binding on the same SG: the union.
-    bind(&client, &env, &ns, "api", &sg_b).await;
+    bind(&client, &env, &ns, "api", &sg_b, json!(8080)).await;
     let r = wait_rules(&env, &node_sg, "rules from A and B", |r| r.contains(&ours(&sg_a)) && r.contains(&ours(&sg_b)))
         .await;
     assert!(r.contains(&foreign), "{r:?}");
@@ -153,7 +155,7 @@ async fn networking_rules_are_aggregated_revoked_and_problems_reported() {
         ),
     );
     let eni = eni.as_str().expect("eni id").to_string();
-    bind(&client, &env, &ns, "multi", &sg_a).await;
+    bind(&client, &env, &ns, "multi", &sg_a, json!(8080)).await;
     let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(client.clone(), &ns);
     let note = eventually("BackendSecurityGroupRules warning on binding multi", 60, || async {
         let list = events.list(&Default::default()).await.ok()?;

@@ -27,7 +27,7 @@ struct Fixture {
 async fn setup(test: &str, replicas: u32) -> Option<Fixture> {
     let env = Env::require(test)?;
     let client = kube_util::client(&env).await;
-    let ns = unique(&test.replace('_', "-")[..test.len().min(16)].trim_end_matches('-').to_string());
+    let ns = unique(test.replace('_', "-")[..test.len().min(16)].trim_end_matches('-'));
     let replicas = replicas.to_string();
     env.pods(&["create", &ns, "web", "--replicas", &replicas, "--port", "8080", "--terminate-seconds", "2"]);
     let elb = aws::elbv2(&env).await;
@@ -346,6 +346,63 @@ async fn scheme_change_is_announced_and_a_service_that_stops_being_ours_is_clean
     .await;
     let (lbs, tgs) = f.stack_arns("web").await;
     assert!(lbs.is_empty() && tgs.is_empty(), "left behind: {lbs:?} {tgs:?}");
+    drop(ctl);
+    kube_util::delete_namespace(&f.client, &f.ns).await;
+}
+
+#[tokio::test]
+async fn backend_security_group_is_shared_by_load_balancers_and_deleted_with_the_last() {
+    use lbc_aws::net::{Networking, SecurityGroupQuery};
+    use lbc_model::lb::backend_sg::{DESCRIPTION, lookup_tags};
+    let Some(f) = setup("svc_nlb_backend_sg", 1).await else { return };
+    // Its own cluster name, so no other test's controller shares (or deletes) this group.
+    let cluster = format!("bsg-{}", f.ns.rsplit('-').next().unwrap_or("x"));
+    let ctl = f.controller(&[&format!("--cluster-name={cluster}"), "--enable-backend-security-group=true"]);
+    let net = aws::networking(&f.env).await;
+    let find = || async {
+        let q = SecurityGroupQuery::Tags { vpc_id: Some(f.env.get("LBC_VPC_ID").into()), tags: lookup_tags(&cluster) };
+        net.security_groups(&q).await.expect("describe security groups")
+    };
+    let mark = f.emu.mark().await;
+    // The subnets carry the e2e cluster's tag, not this one's: name them.
+    let subnets = ("aws-load-balancer-subnets", "lbc-e2e-private-a,lbc-e2e-private-b");
+    for name in ["web", "api"] {
+        f.services().create(&PostParams::default(), &nlb_service(name, &[subnets])).await.expect("create service");
+    }
+    for name in ["web", "api"] {
+        eventually("status.loadBalancer hostname", 90, || f.hostname(name)).await;
+    }
+
+    let groups = find().await;
+    assert_eq!(groups.len(), 1, "one backend group for the cluster: {groups:?}");
+    let backend = &groups[0];
+    assert_eq!(backend.spec.name, lbc_model::lb::naming::backend_security_group_name(&cluster));
+    assert_eq!(backend.spec.description, DESCRIPTION);
+    for name in ["web", "api"] {
+        let (lbs, _) = f.stack_arns(name).await;
+        let d = f.elb.describe_load_balancers().load_balancer_arns(&lbs[0]).send().await.unwrap();
+        let sgs = d.load_balancers()[0].security_groups().to_vec();
+        assert!(sgs.len() == 2 && sgs.contains(&backend.id), "{name}: frontend + backend group, got {sgs:?}");
+    }
+    // The bindings admit traffic from the backend group, not from each frontend group.
+    let tgbs: Api<TargetGroupBinding> = Api::namespaced(f.client.clone(), &f.ns);
+    let bindings = tgbs.list(&ListParams::default()).await.unwrap().items;
+    assert_eq!(bindings.len(), 2);
+    for b in &bindings {
+        let peers = serde_json::to_value(&b.spec.networking).unwrap();
+        assert_eq!(peers["ingress"][0]["from"][0]["securityGroup"]["groupID"], json!(backend.id), "{peers}");
+    }
+    let creates = f.writes_since(mark, &ctl).await.into_iter().filter(|o| o == "CreateSecurityGroup").count();
+    assert_eq!(creates, 3, "two frontend groups and one backend group");
+
+    // The first deletion keeps the group (the other load balancer uses it); the last removes it.
+    f.services().delete("web", &DeleteParams::default()).await.unwrap();
+    eventually("web gone", 120, || async { f.services().get_opt("web").await.ok()?.is_none().then_some(()) }).await;
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    assert_eq!(find().await.len(), 1, "still used by api");
+    f.services().delete("api", &DeleteParams::default()).await.unwrap();
+    eventually("api gone", 120, || async { f.services().get_opt("api").await.ok()?.is_none().then_some(()) }).await;
+    eventually("backend group deleted", 60, || async { find().await.is_empty().then_some(()) }).await;
     drop(ctl);
     kube_util::delete_namespace(&f.client, &f.ns).await;
 }

@@ -31,7 +31,7 @@ async fn setup(test: &str, replicas: u32, gated: bool) -> Option<Fixture> {
     let client = kube_util::client(&env).await;
     let elb = aws::elbv2(&env).await;
     let emu = Emulator::new(env.aws_endpoint());
-    let ns = unique(&test.replace('_', "-")[..test.len().min(20)].trim_end_matches('-').to_string());
+    let ns = unique(test.replace('_', "-")[..test.len().min(20)].trim_end_matches('-'));
     let replicas = replicas.to_string();
     let mut args = vec!["create", &ns, "web", "--replicas", &replicas, "--port", "8080", "--terminate-seconds", "5"];
     if gated {

@@ -308,6 +308,7 @@ mod tests {
         let term_pod = PodInfo::from_pod(&terminating(pod("p", &[("ContainersReady", "True")], &[GATE])));
 
         // (case, endpoint ready, endpoint terminating, pod, node, registered?)
+        #[allow(clippy::type_complexity)] // a table of cases reads best as tuples
         let cases: Vec<(&str, Option<bool>, Option<bool>, Option<PodInfo>, NodeReadiness, bool)> = vec![
             ("ready endpoint", Some(true), Some(false), Some(ready_pod.clone()), NodeReadiness::Ready, true),
             ("ready unknown (nil) counts as ready", None, None, Some(ready_pod.clone()), NodeReadiness::Ready, true),

@@ -137,6 +137,7 @@ mod tests {
         use HealthState::*;
         let v = vpc();
         // (case, desired, registered, expected register, expected deregister)
+        #[allow(clippy::type_complexity)] // a table of cases reads best as tuples
         let cases: Vec<(&str, Vec<&str>, Vec<(&str, HealthState)>, Vec<&str>, Vec<&str>)> = vec![
             ("in sync", vec!["10.0.0.1:80"], vec![("10.0.0.1:80", Healthy)], vec![], vec![]),
             (

@@ -4,7 +4,8 @@
 //! read, not to the size of pod specs.
 
 use crate::names::{CONTAINERS_READY, READINESS_GATE_PREFIX, READY};
-use k8s_openapi::api::core::v1::{Node, Pod, PodCondition, PodSpec, PodStatus};
+use k8s_openapi::api::core::v1::{Container, ContainerPort, Node, Pod, PodCondition, PodSpec, PodStatus};
+use std::collections::BTreeMap;
 
 /// What target decisions need to know about a pod.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -91,7 +92,8 @@ impl NodeReadiness {
 
 /// Drops what the controller never reads from a pod before it is cached: container specs,
 /// volumes, most status, managed fields and annotations. Kept: labels (Service selectors and
-/// the webhook), node name, readiness gates, conditions, IPs, deletion timestamp, uid.
+/// the webhook), node name, readiness gates, conditions, IPs, deletion timestamp, uid, and the
+/// named container ports (`spec.networking` of a binding may name one).
 pub fn trim_pod(pod: &mut Pod) {
     pod.metadata.managed_fields = None;
     pod.metadata.annotations = None;
@@ -100,7 +102,7 @@ pub fn trim_pod(pod: &mut Pod) {
         pod.spec = Some(PodSpec {
             node_name: spec.node_name,
             readiness_gates: spec.readiness_gates,
-            containers: Vec::new(),
+            containers: named_ports_only(spec.containers),
             ..Default::default()
         });
     }
@@ -120,6 +122,36 @@ pub fn trim_pod(pod: &mut Pod) {
             ..Default::default()
         });
     }
+}
+
+/// Containers reduced to their named ports; containers without one are dropped.
+fn named_ports_only(containers: Vec<Container>) -> Vec<Container> {
+    containers
+        .into_iter()
+        .filter_map(|c| {
+            let ports: Vec<ContainerPort> = c
+                .ports
+                .into_iter()
+                .flatten()
+                .filter(|p| p.name.is_some())
+                .map(|p| ContainerPort { name: p.name, container_port: p.container_port, ..Default::default() })
+                .collect();
+            (!ports.is_empty()).then(|| Container { name: c.name, ports: Some(ports), ..Default::default() })
+        })
+        .collect()
+}
+
+/// The pod's named container ports (name → number), for named ports in `spec.networking`. A name
+/// two containers both use (invalid in Kubernetes) resolves to the first.
+pub fn named_container_ports(pod: &Pod) -> BTreeMap<String, u16> {
+    let mut out = BTreeMap::new();
+    let ports = pod.spec.iter().flat_map(|s| &s.containers).flat_map(|c| c.ports.iter().flatten());
+    for p in ports {
+        if let (Some(name), Ok(port)) = (&p.name, u16::try_from(p.container_port)) {
+            out.entry(name.clone()).or_insert(port);
+        }
+    }
+    out
 }
 
 /// Drops what the controller never reads from a node: everything but labels and the Ready
@@ -189,6 +221,7 @@ mod tests {
 
     #[test]
     fn waiting_on_our_gates_table() {
+        #[allow(clippy::type_complexity)] // a table of cases reads best as tuples
         let cases: &[(&str, &[(&str, &str)], &[&str], bool)] = &[
             ("containers ready, our gate absent", &[("ContainersReady", "True")], &[G], true),
             ("containers ready, our gate False", &[("ContainersReady", "True"), (G, "False")], &[G], true),
@@ -222,5 +255,34 @@ mod tests {
         assert!(p.metadata.annotations.is_none());
         let conds = p.status.unwrap().conditions.unwrap();
         assert!(conds.iter().all(|c| c.type_ != "PodScheduled"));
+    }
+
+    #[test]
+    fn trim_keeps_only_named_container_ports() {
+        let port = |name: Option<&str>, n: i32| ContainerPort {
+            name: name.map(String::from),
+            container_port: n,
+            protocol: Some("TCP".into()),
+            ..Default::default()
+        };
+        let container = |name: &str, ports: Vec<ContainerPort>| Container {
+            name: name.into(),
+            image: Some("registry.example/app:1".into()),
+            ports: Some(ports),
+            ..Default::default()
+        };
+        let mut p = pod("p", &[], &[]);
+        p.spec.as_mut().unwrap().containers = vec![
+            container("app", vec![port(Some("http"), 8080), port(None, 9000)]),
+            container("sidecar", vec![port(None, 15000)]),
+            container("metrics", vec![port(Some("metrics"), 9090), port(Some("http"), 1)]),
+        ];
+        let want: BTreeMap<String, u16> = [("http".to_string(), 8080), ("metrics".to_string(), 9090)].into();
+        assert_eq!(named_container_ports(&p), want);
+        trim_pod(&mut p);
+        assert_eq!(named_container_ports(&p), want, "trimming keeps what named ports need");
+        let containers = &p.spec.as_ref().unwrap().containers;
+        assert_eq!(containers.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["app", "metrics"]);
+        assert!(containers.iter().all(|c| c.image.is_none()));
     }
 }

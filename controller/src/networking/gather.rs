@@ -7,18 +7,19 @@ use lbc_model::crd::TargetGroupBinding;
 use lbc_model::endpoints::{EndpointInputs, desired_targets, resolve_service_port};
 use lbc_model::lb::backend_rules::RuleProblem;
 use lbc_model::names::readiness_gate_condition;
-use lbc_model::pod::{NodeReadiness, PodInfo};
-use std::collections::{BTreeMap, BTreeSet};
+use lbc_model::pod::{NodeReadiness, PodInfo, named_container_ports};
+use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// A binding with `spec.networking` and the pod IPs it registers.
+/// A binding with `spec.networking`, the pod IPs it registers and each pod's named container
+/// ports (empty when the endpoint names no pod).
 pub struct BindingTargets {
     pub tgb: Arc<TargetGroupBinding>,
     /// `namespace/name`.
     pub key: String,
-    pub ips: BTreeSet<IpAddr>,
+    pub endpoints: BTreeMap<IpAddr, BTreeMap<String, u16>>,
 }
 
 /// Every binding with `spec.networking`, and whether each one's endpoints are fully known.
@@ -68,8 +69,12 @@ pub fn gather(stores: &Stores) -> Gathered {
             node: |name: &str| stores.node(name).map(|n| NodeReadiness::of(&n)),
         };
         let desired = desired_targets(slices.iter().map(Arc::as_ref), &input);
-        let ips = desired.targets.keys().map(|t| t.ip).collect();
-        out.bindings.push(BindingTargets { tgb, key, ips });
+        let mut endpoints: BTreeMap<IpAddr, BTreeMap<String, u16>> = BTreeMap::new();
+        for (target, pod) in &desired.targets {
+            let ports = pod.as_ref().and_then(|p| stores.pod(&ns, &p.name)).map(|p| named_container_ports(&p));
+            endpoints.entry(target.ip).or_default().extend(ports.unwrap_or_default());
+        }
+        out.bindings.push(BindingTargets { tgb, key, endpoints });
     }
     out
 }

@@ -148,7 +148,7 @@ impl BackendRules {
     /// One cluster-wide pass.
     pub async fn pass(&self) -> Result<PassSummary> {
         let gathered = gather(&self.ctx.stores);
-        let all_ips: BTreeSet<IpAddr> = gathered.bindings.iter().flat_map(|b| b.ips.iter().copied()).collect();
+        let all_ips: BTreeSet<IpAddr> = gathered.bindings.iter().flat_map(|b| b.endpoints.keys().copied()).collect();
 
         // ENIs: CiliumNode cache first, then EC2 for the rest (cached 10 min, misses 1 min).
         let objects = self.cilium.as_ref().map(CiliumNodes::objects).unwrap_or_default();
@@ -177,9 +177,9 @@ impl BackendRules {
                 key: b.key.clone(),
                 networking: b.tgb.spec.networking.as_ref(),
                 endpoints: b
-                    .ips
+                    .endpoints
                     .iter()
-                    .map(|ip| EndpointEni { ip: *ip, eni: enis.get(ip), named_ports: BTreeMap::new() })
+                    .map(|(ip, ports)| EndpointEni { ip: *ip, eni: enis.get(ip), named_ports: ports.clone() })
                     .collect(),
             })
             .collect();

@@ -9,6 +9,7 @@ use crate::error::Result;
 use k8s_openapi::api::core::v1::Service;
 use kube::ResourceExt;
 use kube::runtime::controller::Action;
+use lbc_model::lb::backend_sg::release_allowed;
 use lbc_model::lb::diff::{deletion_protected, plan_delete};
 use std::time::Duration;
 
@@ -44,9 +45,25 @@ pub(super) async fn cleanup(ctx: &ServiceCtx, svc: &Service) -> Result<Action> {
         report::set_hostname(ctx, svc, None).await?;
     }
     report::remove_finalizer(ctx, svc).await?;
+    release_backend_security_group(ctx, svc);
     if !steps.is_empty() {
         let msg = format!("deleted the load balancer stack of this Service ({} AWS changes)", steps.len());
         ctx.base.event(&report::reference(svc), false, "SuccessfullyDeleted", msg).await;
     }
     Ok(Action::await_change())
+}
+
+/// The last Service with our finalizer gone: the shared backend group may go too (asked again
+/// before each attempt, and only while leading).
+fn release_backend_security_group(ctx: &ServiceCtx, svc: &Service) {
+    let (base, uid, mode) = (ctx.base.clone(), svc.uid(), ctx.backend_sg.mode().clone());
+    ctx.backend_sg.release_when_unused(move || {
+        let holders = base
+            .stores
+            .services
+            .state()
+            .into_iter()
+            .map(|s| s.uid() != uid && s.finalizers().iter().any(|f| f == super::SERVICE_FINALIZER));
+        !base.is_leader() || !release_allowed(&mode, holders.collect::<Vec<_>>().into_iter())
+    });
 }

@@ -14,6 +14,7 @@ mod deploy;
 mod observe;
 mod report;
 
+use crate::backend_sg::BackendSecurityGroup;
 use crate::context::{Context, jittered};
 use crate::error::{Error, Result};
 use futures::StreamExt;
@@ -23,6 +24,7 @@ use kube::runtime::controller::{Action, Config, Controller};
 use kube::runtime::reflector::ObjectRef;
 use lbc_aws::lb::LoadBalancers;
 use lbc_aws::net::{Networking, SecurityGroupQuery, SubnetQuery};
+use lbc_model::lb::backend_sg::BackendSgMode;
 use lbc_model::lb::diff::{PlanOptions, Step, plan};
 use lbc_model::lb::subnets::{SubnetParams, SubnetSelector, resolve};
 use lbc_model::lb::{Subnet, Tags};
@@ -53,6 +55,8 @@ pub struct ServiceConfig {
     /// Re-check interval of a Service whose stack is in sync (drift).
     pub sync_period: Duration,
     pub max_backoff: Duration,
+    /// `--enable-backend-security-group` / `--backend-security-group`.
+    pub backend_sg: BackendSgMode,
 }
 
 /// What the Service reconciler shares: the TargetGroupBinding context (client, caches, events,
@@ -62,6 +66,7 @@ pub struct ServiceCtx {
     pub lbs: Arc<dyn LoadBalancers>,
     pub net: Arc<dyn Networking>,
     pub cfg: ServiceConfig,
+    pub backend_sg: Arc<BackendSecurityGroup>,
     /// Last Warning sent per Service and reason, so a persisting problem is reported once per change.
     reported: Mutex<HashMap<(ObjectRef<Service>, String), String>>,
     failures: Mutex<HashMap<ObjectRef<Service>, u32>>,
@@ -69,7 +74,14 @@ pub struct ServiceCtx {
 
 impl ServiceCtx {
     pub fn new(base: Arc<Context>, lbs: Arc<dyn LoadBalancers>, net: Arc<dyn Networking>, cfg: ServiceConfig) -> Self {
-        Self { base, lbs, net, cfg, reported: Default::default(), failures: Default::default() }
+        let backend_sg = Arc::new(BackendSecurityGroup::new(
+            cfg.backend_sg.clone(),
+            net.clone(),
+            &cfg.cluster_name,
+            &cfg.vpc_id,
+            cfg.default_tags.clone(),
+        ));
+        Self { base, lbs, net, cfg, backend_sg, reported: Default::default(), failures: Default::default() }
     }
 }
 
@@ -143,7 +155,7 @@ async fn reconcile_inner(svc: &Service, ctx: &ServiceCtx) -> Result<Action> {
 
     let stack_id = format!("{}/{}", svc.namespace().unwrap_or_default(), svc.name_any());
     let mut observed = observe::observe(ctx, &stack_id, None).await?;
-    let build_ctx = match build_context(ctx, svc, &settings, &observed).await? {
+    let mut build_ctx = match build_context(ctx, svc, &settings, &observed).await? {
         Ok(c) => c,
         Err(message) => {
             report::warn_once(ctx, svc, report::FAILED_BUILD, &message).await;
@@ -157,6 +169,13 @@ async fn reconcile_inner(svc: &Service, ctx: &ServiceCtx) -> Result<Action> {
             return Ok(Action::await_change());
         }
     };
+    // The shared backend group is created only when a stack needs it: built once with a
+    // stand-in, then again with the real ID.
+    if built.backend_security_group_used && build_ctx.backend_security_group.as_deref() == Some(BACKEND_SG_PENDING) {
+        build_ctx.backend_security_group = ctx.backend_sg.ensure().await?;
+        built = build_stack(svc, &settings, &build_ctx)
+            .map_err(|e| Error::Invalid(format!("stack changed when the backend security group was added: {e}")))?;
+    }
     let mut warnings = built.warnings.clone();
     warnings.extend(not_applied_yet(&mut built));
     report::warn_list_once(ctx, svc, "BuildWarning", &warnings).await;
@@ -206,6 +225,9 @@ async fn reconcile_inner(svc: &Service, ctx: &ServiceCtx) -> Result<Action> {
     Ok(Action::requeue(jittered(ctx.cfg.sync_period)))
 }
 
+/// Stand-in for the backend group's ID while it does not exist yet (see `reconcile_inner`).
+const BACKEND_SG_PENDING: &str = "<backend-security-group-to-create>";
+
 /// Parts of the stack this controller cannot apply yet: dropped from the stack and reported, so
 /// the rest deploys and nothing is silently ignored.
 fn not_applied_yet(built: &mut lbc_model::service::ServiceStack) -> Vec<String> {
@@ -245,6 +267,10 @@ async fn build_context(
 ) -> Result<std::result::Result<BuildContext, String>> {
     let mut c = BuildContext::new(&ctx.cfg.cluster_name, &ctx.cfg.vpc_id);
     c.default_tags = ctx.cfg.default_tags.clone();
+    c.backend_security_group = match (ctx.backend_sg.existing().await?, ctx.backend_sg.mode()) {
+        (None, BackendSgMode::Auto) => Some(BACKEND_SG_PENDING.to_string()),
+        (id, _) => id,
+    };
     c.external_managed_tags = ctx.cfg.external_managed_tags.clone();
     c.vpc_cidrs = ctx.base.ec2.vpc_cidrs(&ctx.cfg.vpc_id).await?;
     c.ipv6_available = c.vpc_cidrs.iter().any(|s| s.contains(':'));

@@ -89,13 +89,12 @@ pub(super) async fn update(
         let status_changed = current.map(|c| c.status.as_str()) != Some(cond.status);
         patch_condition(ctx, &pod, gate, &cond, status_changed, current.and_then(|c| c.last_transition_time.clone()))
             .await?;
-        if cond.status == "True" {
-            if let Some(at) = ctx.with_state(key, |s| s.registered_at.remove(t)) {
+        if cond.status == "True"
+            && let Some(at) = ctx.with_state(key, |s| s.registered_at.remove(t)) {
                 let secs = at.elapsed().as_secs_f64();
                 ctx.metrics.readiness_gate_ready.observe(secs);
                 ctx.metrics.registered_to_healthy.observe(secs);
             }
-        }
     }
     let poll_in = if due { interval } else { interval.saturating_sub(now.duration_since(last.unwrap_or(now))) };
     Ok(GateOutcome { pending: still_pending, poll_in })
@@ -114,10 +113,9 @@ pub(super) async fn patch_condition(
     ctx.ensure_leader()?;
     let ns = pod.namespace().unwrap_or_default();
     let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &ns);
-    let transition = if status_changed || previous_transition.is_none() {
-        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::now())
-    } else {
-        previous_transition.expect("checked above")
+    let transition = match previous_transition {
+        Some(t) if !status_changed => t,
+        _ => k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::now()),
     };
     let body = json!({
         "metadata": { "uid": pod.metadata.uid },

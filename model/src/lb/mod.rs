@@ -290,4 +290,5 @@ pub struct Stack {
     pub listeners: Vec<Listener>,
 }
 pub mod backend_rules;
+pub mod backend_sg;
 pub mod eni_lookup;

@@ -1,0 +1,200 @@
+//! The cluster's shared backend security group in AWS (decisions in
+//! `lbc_model::lb::backend_sg`): found by its ownership tags, created on first need, deleted once
+//! no Service holds our finalizer. One instance per process; calls are serialised so two Services
+//! reconciled at once never create two groups.
+
+use crate::error::{Error, Result};
+use lbc_aws::error::ErrorKind;
+use lbc_aws::net::{Networking, SecurityGroupQuery};
+use lbc_model::lb::Tags;
+use lbc_model::lb::backend_sg::{BackendSgMode, desired, lookup_tags};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+use tokio::sync::Mutex;
+
+/// Deleting waits for AWS to let go of the group (load balancer ENIs disappear minutes after
+/// DeleteLoadBalancer); give up after this long; the next Service deletion tries again.
+const RELEASE_ATTEMPTS: u32 = 30;
+const RELEASE_INTERVAL: Duration = Duration::from_secs(10);
+
+pub struct BackendSecurityGroup {
+    mode: BackendSgMode,
+    net: Arc<dyn Networking>,
+    cluster: String,
+    vpc_id: String,
+    default_tags: Tags,
+    /// The Auto group's ID once known. Cleared when this process deletes it.
+    known: Mutex<Option<String>>,
+    releasing: AtomicBool,
+}
+
+impl BackendSecurityGroup {
+    pub fn new(mode: BackendSgMode, net: Arc<dyn Networking>, cluster: &str, vpc_id: &str, default_tags: Tags) -> Self {
+        Self {
+            mode,
+            net,
+            cluster: cluster.into(),
+            vpc_id: vpc_id.into(),
+            default_tags,
+            known: Mutex::new(None),
+            releasing: AtomicBool::new(false),
+        }
+    }
+
+    pub fn mode(&self) -> &BackendSgMode {
+        &self.mode
+    }
+
+    /// The group's ID if it exists; never creates it.
+    pub async fn existing(&self) -> Result<Option<String>> {
+        match &self.mode {
+            BackendSgMode::Disabled => Ok(None),
+            BackendSgMode::Given(id) => Ok(Some(id.clone())),
+            BackendSgMode::Auto => {
+                let mut known = self.known.lock().await;
+                if known.is_none() {
+                    *known = self.find().await?;
+                }
+                Ok(known.clone())
+            }
+        }
+    }
+
+    /// The group's ID, creating it in Auto mode when it does not exist. `None` when disabled.
+    pub async fn ensure(&self) -> Result<Option<String>> {
+        if self.mode != BackendSgMode::Auto {
+            return self.existing().await;
+        }
+        let mut known = self.known.lock().await;
+        if let Some(id) = known.as_ref() {
+            return Ok(Some(id.clone()));
+        }
+        if let Some(id) = self.find().await? {
+            *known = Some(id.clone());
+            return Ok(Some(id));
+        }
+        let sg = desired(&self.cluster, &self.vpc_id, &self.default_tags);
+        let id = match self.net.create_security_group(&sg).await {
+            Ok(id) => id,
+            // Same name: ours created by another process meanwhile, or someone else's look-alike.
+            Err(e) if e.kind == ErrorKind::AlreadyExists => self.find().await?.ok_or_else(|| {
+                Error::Refused(format!(
+                    "security group {} already exists in VPC {} without the tags {:?} that make it this cluster's \
+                     backend security group; tag it with them to adopt it, delete it, or set \
+                     --backend-security-group to the ID of the group to use",
+                    sg.name,
+                    self.vpc_id,
+                    lookup_tags(&self.cluster)
+                ))
+            })?,
+            Err(e) => return Err(e.into()),
+        };
+        tracing::info!(group = %id, name = %sg.name, vpc = %self.vpc_id, "created the shared backend security group");
+        *known = Some(id.clone());
+        Ok(Some(id))
+    }
+
+    /// Deletes the Auto group in the background once `still_needed` says no and AWS lets go of it
+    /// (`DependencyViolation` while load balancers or their ENIs still use it). At most one release
+    /// runs at a time; `still_needed` is asked again before every attempt.
+    pub fn release_when_unused(self: &Arc<Self>, still_needed: impl Fn() -> bool + Send + 'static) {
+        if self.mode != BackendSgMode::Auto || self.releasing.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let this = self.clone();
+        tokio::spawn(async move {
+            for attempt in 1..=RELEASE_ATTEMPTS {
+                if still_needed() {
+                    break;
+                }
+                match this.delete().await {
+                    Ok(()) => break,
+                    Err(Error::Aws(e)) if e.kind == ErrorKind::InUse && attempt < RELEASE_ATTEMPTS => {
+                        tracing::debug!(error = %e, "backend security group still in use; retrying");
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "could not delete the shared backend security group; \
+                                                    the next Service deletion tries again");
+                        break;
+                    }
+                }
+                tokio::time::sleep(RELEASE_INTERVAL).await;
+            }
+            this.releasing.store(false, Ordering::SeqCst);
+        });
+    }
+
+    async fn delete(&self) -> Result<()> {
+        let mut known = self.known.lock().await;
+        let id = match known.clone() {
+            Some(id) => id,
+            None => match self.find().await? {
+                Some(id) => id,
+                None => return Ok(()),
+            },
+        };
+        self.net.delete_security_group(&id).await?;
+        tracing::info!(group = %id, "deleted the shared backend security group: no Service uses it any more");
+        *known = None;
+        Ok(())
+    }
+
+    /// The group carrying this cluster's backend-SG tags in the VPC. Several (someone copied the
+    /// tags): the one with ALBC's name, else the lowest ID, so every pass picks the same.
+    async fn find(&self) -> Result<Option<String>> {
+        let q = SecurityGroupQuery::Tags { vpc_id: Some(self.vpc_id.clone()), tags: lookup_tags(&self.cluster) };
+        let mut found = self.net.security_groups(&q).await?;
+        if found.len() > 1 {
+            let ids: Vec<&str> = found.iter().map(|g| g.id.as_str()).collect();
+            tracing::warn!(groups = ?ids, "several security groups carry this cluster's backend-SG tags");
+        }
+        let name = desired(&self.cluster, &self.vpc_id, &Tags::new()).name;
+        found.sort_by(|a, b| (a.spec.name != name, &a.id).cmp(&(b.spec.name != name, &b.id)));
+        Ok(found.into_iter().next().map(|g| g.id))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lbc_aws::fake_net::FakeNetworking;
+
+    fn auto(net: &Arc<FakeNetworking>) -> BackendSecurityGroup {
+        BackendSecurityGroup::new(BackendSgMode::Auto, net.clone(), "prod", "vpc-1", Tags::new())
+    }
+
+    #[tokio::test]
+    async fn auto_group_is_created_once_then_found_by_tags() {
+        let net = Arc::new(FakeNetworking::default());
+        let sg = auto(&net);
+        assert_eq!(sg.existing().await.unwrap(), None);
+        let id = sg.ensure().await.unwrap().expect("created");
+        assert_eq!(sg.ensure().await.unwrap(), Some(id.clone()));
+        // A second process finds the same group instead of creating another.
+        assert_eq!(auto(&net).ensure().await.unwrap(), Some(id.clone()));
+        let groups = net.security_groups(&SecurityGroupQuery::Ids(vec![id.clone()])).await.unwrap();
+        assert_eq!(groups[0].spec.name, "k8s-traffic-prod-6754af9632");
+    }
+
+    #[tokio::test]
+    async fn a_same_named_group_without_our_tags_is_refused_not_adopted() {
+        let net = Arc::new(FakeNetworking::default());
+        let mut foreign = desired("prod", "vpc-1", &Tags::new());
+        foreign.tags = Tags::new();
+        net.create_security_group(&foreign).await.unwrap();
+        let e = auto(&net).ensure().await.unwrap_err().to_string();
+        assert!(e.contains("k8s-traffic-prod-6754af9632") && e.contains("--backend-security-group"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn given_and_disabled_modes_never_create() {
+        let net = Arc::new(FakeNetworking::default());
+        let given = BackendSecurityGroup::new(BackendSgMode::Given("sg-9".into()), net.clone(), "p", "v", Tags::new());
+        assert_eq!(given.ensure().await.unwrap(), Some("sg-9".into()));
+        let off = BackendSecurityGroup::new(BackendSgMode::Disabled, net.clone(), "p", "v", Tags::new());
+        assert_eq!(off.ensure().await.unwrap(), None);
+        let all = SecurityGroupQuery::Tags { vpc_id: None, tags: Tags::new() };
+        assert!(net.security_groups(&all).await.unwrap().is_empty());
+    }
+}
