@@ -176,6 +176,7 @@ async fn nlb_stack_create_find_modify_delete() {
         default_actions: forward(TargetGroupRef::Name(tg_spec.name.clone())),
         attributes: Attributes::new(),
         tags: tags.clone(),
+        rules: vec![],
     };
     let before = emu.mark().await;
     let e = lbs.create_listener(&lb_arn, &listener).await.unwrap_err();

@@ -184,6 +184,7 @@ async fn reconcile_inner(svc: &Service, ctx: &ServiceCtx) -> Result<Action> {
         dns_name: observed.load_balancer.as_ref().map(|(_, s)| s.dns_name.clone()),
         frontend_security_group: observed.frontend_security_group.as_ref().map(|o| o.id.clone()),
         target_groups: observed.target_groups.iter().map(|t| (t.spec.name.clone(), t.id.clone())).collect(),
+        listeners: observed.listeners.iter().map(|l| (l.spec.port, l.id.clone())).collect(),
     };
     if let Err(e) = deploy::execute(ctx, &stack_id, &steps, &built.stack.listeners, &mut resolved).await {
         let msg = format!("{e} (the next attempt re-reads AWS and continues from what exists)");
