@@ -131,6 +131,24 @@ impl CallRunner {
     }
 }
 
+/// Every page of a paged describe (EC2 `NextToken`, ELBv2 `Marker`): `page(token)` fetches one
+/// page and returns its items and the next token; an empty or missing token ends the walk.
+pub(crate) async fn all_pages<T, F, Fut>(mut page: F) -> Result<Vec<T>, AwsError>
+where
+    F: FnMut(Option<String>) -> Fut,
+    Fut: std::future::Future<Output = Result<(Vec<T>, Option<String>), AwsError>>,
+{
+    let (mut out, mut token) = (Vec::new(), None);
+    loop {
+        let (items, next) = page(token.take()).await?;
+        out.extend(items);
+        match next.filter(|t| !t.is_empty()) {
+            Some(t) => token = Some(t),
+            None => return Ok(out),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,7 +10,7 @@ use crate::lb::{FoundLoadBalancer, LoadBalancers, require_target_group_arns, tag
 use async_trait::async_trait;
 use lbc_model::lb::{
     Action, Attributes, HealthCheck, LbIpAddressType, LbType, Listener, LoadBalancer, LoadBalancerStatus, Observed,
-    SubnetMapping, Tags, TargetGroup, TargetGroupRef,
+    Rule, SubnetMapping, Tags, TargetGroup, TargetGroupRef,
 };
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -23,8 +23,11 @@ struct State {
     seq: u64,
     lbs: BTreeMap<String, FoundLoadBalancer>,
     tgs: BTreeMap<String, TargetGroup>,
-    /// listener ARN → (load balancer ARN, listener)
+    /// listener ARN → (load balancer ARN, listener). `certificates`: the default first, then
+    /// the non-default ones (as attached).
     listeners: BTreeMap<String, (String, Listener)>,
+    /// rule ARN → (listener ARN, rule)
+    rules: BTreeMap<String, (String, Rule)>,
     calls: Vec<(&'static str, String)>,
     faults: VecDeque<(&'static str, ErrorKind)>,
 }
@@ -51,6 +54,8 @@ fn tg_missing(op: &'static str) -> AwsError {
 fn listener_missing(op: &'static str) -> AwsError {
     error(ErrorKind::NotFound, op, "ListenerNotFound", "The specified listener does not exist.".into())
 }
+
+mod rules;
 
 fn forwarded_arns(actions: &[Action]) -> impl Iterator<Item = &str> {
     actions.iter().flat_map(|a| match a {
@@ -134,6 +139,9 @@ impl FakeLoadBalancers {
         if let Some(tg) = s.tgs.get_mut(arn) {
             return Ok(&mut tg.tags);
         }
+        if let Some((_, r)) = s.rules.get_mut(arn) {
+            return Ok(&mut r.tags);
+        }
         match s.listeners.get_mut(arn) {
             Some((_, l)) => Ok(&mut l.tags),
             None => Err(lb_missing(op)),
@@ -200,6 +208,10 @@ impl LoadBalancers for FakeLoadBalancers {
                 without_attributes(a, l, |l| {
                     l.attributes.clear();
                     l.tags.clear();
+                    l.rules.clear();
+                    if let Some((_, extra)) = l.certificates.split_first_mut() {
+                        extra.sort();
+                    }
                 })
             })
             .collect())
@@ -269,6 +281,8 @@ impl LoadBalancers for FakeLoadBalancers {
         let mut s = self.enter("DeleteLoadBalancer", arn)?;
         if s.lbs.remove(arn).is_some() {
             s.listeners.retain(|_, (lb, _)| lb != arn); // AWS deletes the listeners with it
+            let State { listeners, rules, .. } = &mut *s;
+            rules.retain(|_, (l, _)| listeners.contains_key(l));
         }
         Ok(())
     }
@@ -350,7 +364,13 @@ impl LoadBalancers for FakeLoadBalancers {
     async fn delete_target_group(&self, arn: &str) -> Result<(), AwsError> {
         const OP: &str = "DeleteTargetGroup";
         let mut s = self.enter(OP, arn)?;
-        if s.listeners.values().any(|(_, l)| forwarded_arns(&l.default_actions).any(|a| a == arn)) {
+        let rule_actions = s.rules.values().flat_map(|(_, r)| forwarded_arns(&r.actions).collect::<Vec<_>>());
+        if s.listeners
+            .values()
+            .flat_map(|(_, l)| forwarded_arns(&l.default_actions))
+            .chain(rule_actions)
+            .any(|a| a == arn)
+        {
             let msg = format!("Target group '{arn}' is currently in use by a listener or a rule");
             return Err(error(ErrorKind::InUse, OP, "ResourceInUse", msg));
         }
@@ -384,6 +404,8 @@ impl LoadBalancers for FakeLoadBalancers {
         let arn = format!("{}/{}", load_balancer_arn.replace(":loadbalancer/", ":listener/"), Self::next_id(&mut s));
         let mut spec = listener.clone();
         spec.attributes.clear();
+        spec.rules.clear();
+        spec.certificates.truncate(1); // AWS: exactly one, the default; others via AddListenerCertificates
         s.listeners.insert(arn.clone(), (load_balancer_arn.to_string(), spec.clone()));
         Ok(Observed { id: arn, spec })
     }
@@ -394,7 +416,14 @@ impl LoadBalancers for FakeLoadBalancers {
         Self::check_forwards(&s, OP, listener)?;
         let (_, l) = s.listeners.get_mut(arn).ok_or_else(|| listener_missing(OP))?;
         let (attributes, tags) = (std::mem::take(&mut l.attributes), std::mem::take(&mut l.tags));
-        *l = Listener { attributes, tags, ..listener.clone() };
+        // The certificate given replaces the default one; attached SNI certificates stay.
+        let mut certificates = std::mem::take(&mut l.certificates);
+        match (listener.certificates.first(), certificates.is_empty()) {
+            (Some(c), true) => certificates.push(c.clone()),
+            (Some(c), false) => certificates[0] = c.clone(),
+            (None, _) => {}
+        }
+        *l = Listener { attributes, tags, certificates, rules: Vec::new(), ..listener.clone() };
         Ok(())
     }
 
@@ -406,7 +435,38 @@ impl LoadBalancers for FakeLoadBalancers {
     }
 
     async fn delete_listener(&self, arn: &str) -> Result<(), AwsError> {
-        self.enter("DeleteListener", arn)?.listeners.remove(arn);
+        let mut s = self.enter("DeleteListener", arn)?;
+        s.listeners.remove(arn);
+        s.rules.retain(|_, (l, _)| l != arn);
+        Ok(())
+    }
+
+    async fn add_listener_certificates(&self, listener_arn: &str, certificates: &[String]) -> Result<(), AwsError> {
+        self.change_certificates("AddListenerCertificates", listener_arn, certificates, true)
+    }
+
+    async fn remove_listener_certificates(&self, listener_arn: &str, certificates: &[String]) -> Result<(), AwsError> {
+        self.change_certificates("RemoveListenerCertificates", listener_arn, certificates, false)
+    }
+
+    async fn rules(&self, listener_arn: &str) -> Result<Vec<Observed<Rule>>, AwsError> {
+        self.list_rules(listener_arn)
+    }
+
+    async fn create_rule(&self, listener_arn: &str, rule: &Rule) -> Result<Observed<Rule>, AwsError> {
+        self.add_rule(listener_arn, rule)
+    }
+
+    async fn modify_rule(&self, arn: &str, rule: &Rule) -> Result<(), AwsError> {
+        self.change_rule(arn, rule)
+    }
+
+    async fn set_rule_priorities(&self, priorities: &[(String, u32)]) -> Result<(), AwsError> {
+        self.move_rules(priorities)
+    }
+
+    async fn delete_rule(&self, arn: &str) -> Result<(), AwsError> {
+        self.enter("DeleteRule", arn)?.rules.remove(arn);
         Ok(())
     }
 

@@ -63,6 +63,7 @@ fn listener(port: u16, tg: TargetGroupRef) -> Listener {
         }],
         attributes: Attributes::new(),
         tags: Tags::new(),
+        rules: vec![],
     }
 }
 
@@ -198,4 +199,51 @@ async fn fake_networking_behaves_like_ec2() {
     n.delete_security_group(&id).await.unwrap(); // idempotent
     let e = n.security_groups(&SecurityGroupQuery::Ids(vec![id])).await.unwrap_err();
     assert_eq!(e.kind, ErrorKind::NotFound);
+}
+
+#[tokio::test]
+async fn fake_listener_certificates_and_rules_behave_like_elbv2() {
+    let f = FakeLoadBalancers::default();
+    let lb = f.create_load_balancer(&nlb("web", Tags::new())).await.unwrap().lb.id;
+    let t = f.create_target_group(&tg("web-80", Tags::new())).await.unwrap().id;
+    let mut tls = listener(443, TargetGroupRef::Arn(t.clone()));
+    tls.protocol = Protocol::Tls;
+    tls.certificates = vec!["arn:a".into(), "arn:b".into()];
+    // CreateListener keeps the default certificate only; the others are attached separately.
+    let l = f.create_listener(&lb, &tls).await.unwrap().id;
+    let certs = async |f: &FakeLoadBalancers| f.listeners(&lb).await.unwrap()[0].spec.certificates.clone();
+    assert_eq!(certs(&f).await, ["arn:a"]);
+    f.add_listener_certificates(&l, &["arn:z".into(), "arn:b".into()]).await.unwrap();
+    assert_eq!(certs(&f).await, ["arn:a", "arn:b", "arn:z"], "default first, then sorted");
+    f.remove_listener_certificates(&l, &["arn:z".into(), "arn:never".into()]).await.unwrap();
+    tls.certificates = vec!["arn:c".into()];
+    f.modify_listener(&l, &tls).await.unwrap();
+    assert_eq!(certs(&f).await, ["arn:c", "arn:b"], "ModifyListener replaces the default only");
+
+    let rule = |priority: u32, path: &str| Rule {
+        priority,
+        conditions: vec![Condition::PathPattern(vec![path.into()])],
+        actions: listener(1, TargetGroupRef::Arn(t.clone())).default_actions,
+        tags: Tags::from([("k".to_string(), "v".to_string())]),
+    };
+    let a = f.create_rule(&l, &rule(1, "/a")).await.unwrap().id;
+    let b = f.create_rule(&l, &rule(2, "/b")).await.unwrap().id;
+    assert_eq!(f.create_rule(&l, &rule(2, "/c")).await.unwrap_err().kind, ErrorKind::AlreadyExists);
+    // One by one: a swap in a single call collides, parking first does not.
+    let e = f.set_rule_priorities(&[(a.clone(), 2), (b.clone(), 1)]).await.unwrap_err();
+    assert_eq!(e.code.as_deref(), Some("PriorityInUse"));
+    f.set_rule_priorities(&[(a.clone(), 100), (b.clone(), 1), (a.clone(), 2)]).await.unwrap();
+    let got = f.rules(&l).await.unwrap();
+    assert_eq!(
+        got.iter().map(|r| (r.id.clone(), r.spec.priority)).collect::<Vec<_>>(),
+        [(b.clone(), 1), (a.clone(), 2)]
+    );
+    assert_eq!(f.describe_tags(std::slice::from_ref(&a)).await.unwrap()[&a]["k"], "v");
+    assert_eq!(f.delete_target_group(&t).await.unwrap_err().kind, ErrorKind::InUse);
+    f.modify_rule(&a, &rule(2, "/a2")).await.unwrap();
+    assert_eq!(f.rules(&l).await.unwrap()[1].spec.conditions, [Condition::PathPattern(vec!["/a2".into()])]);
+    f.delete_rule(&a).await.unwrap();
+    f.delete_rule(&a).await.unwrap(); // idempotent
+    f.delete_listener(&l).await.unwrap();
+    assert_eq!(f.describe_tags(std::slice::from_ref(&b)).await.unwrap().len(), 0, "rules go with their listener");
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """awsemu: moto's AWS emulator served in-process, plus what moto lacks for testing a load-balancer controller.
 
-Adds (see README.md next to this file):
+Adds (see README.md next to this file; listener certificate and rule fixes in listener_patches.py):
   * ELBv2 targets keyed by (Id, Port) instead of Id only;
   * target health over time (initial -> healthy/unhealthy, draining for the deregistration delay), with
     policies per target / target group / global and forced states;
@@ -30,6 +30,8 @@ import time
 import urllib.parse
 import uuid
 from typing import Any
+
+import listener_patches  # next to this file
 
 LOG = logging.getLogger("awsemu")
 
@@ -918,6 +920,7 @@ def main(argv: list[str] | None = None) -> None:
 
     install_elbv2_patches()
     install_lb_patches()
+    listener_patches.install()
     install_ec2_patches()
     app = App(serialize=not args.no_serialize)
     STATE.settings["log_calls"] = args.verbose

@@ -72,3 +72,25 @@ pub async fn networking(env: &Env) -> lbc_aws::net::SdkNetworking {
     };
     lbc_aws::net::SdkNetworking::new(build_clients(&settings).await.ec2, runner)
 }
+
+/// Requests a certificate from the emulator's ACM (moto) and returns its ARN: ELBv2 there, like
+/// AWS, accepts only certificates that exist. A raw JSON call, so the e2e crate needs no ACM SDK.
+pub async fn acm_certificate(env: &Env, domain: &str) -> String {
+    let region = env.get("AWS_REGION");
+    let auth = format!(
+        "AWS4-HMAC-SHA256 Credential={HARNESS_ACCESS_KEY}/20260101/{region}/acm/aws4_request, SignedHeaders=host, Signature=0"
+    );
+    let answer: serde_json::Value = reqwest::Client::new()
+        .post(env.aws_endpoint())
+        .header("X-Amz-Target", "CertificateManager.RequestCertificate")
+        .header("Content-Type", "application/x-amz-json-1.1")
+        .header("Authorization", auth)
+        .body(serde_json::json!({ "DomainName": domain }).to_string())
+        .send()
+        .await
+        .expect("ACM RequestCertificate")
+        .json()
+        .await
+        .expect("ACM answer");
+    answer["CertificateArn"].as_str().unwrap_or_else(|| panic!("no CertificateArn in {answer}")).to_string()
+}

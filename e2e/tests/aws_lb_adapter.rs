@@ -176,6 +176,7 @@ async fn nlb_stack_create_find_modify_delete() {
         default_actions: forward(TargetGroupRef::Name(tg_spec.name.clone())),
         attributes: Attributes::new(),
         tags: tags.clone(),
+        rules: vec![],
     };
     let before = emu.mark().await;
     let e = lbs.create_listener(&lb_arn, &listener).await.unwrap_err();
@@ -243,7 +244,10 @@ async fn nlb_stack_create_find_modify_delete() {
     assert_eq!(now.lb.spec.ip_address_type, LbIpAddressType::Dualstack);
     assert_eq!(now.lb.spec.subnets.len(), 3);
     lbs.add_tags(&lb_arn, &attrs("team", "a")).await.unwrap();
-    assert_eq!(lbs.describe_tags(std::slice::from_ref(&lb_arn)).await.unwrap()[&lb_arn].get("team").map(String::as_str), Some("a"));
+    assert_eq!(
+        lbs.describe_tags(std::slice::from_ref(&lb_arn)).await.unwrap()[&lb_arn].get("team").map(String::as_str),
+        Some("a")
+    );
     lbs.remove_tags(&lb_arn, &["team".into()]).await.unwrap();
     assert_eq!(lbs.describe_tags(std::slice::from_ref(&lb_arn)).await.unwrap()[&lb_arn], tags);
 

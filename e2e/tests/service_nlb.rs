@@ -406,3 +406,58 @@ async fn backend_security_group_is_shared_by_load_balancers_and_deleted_with_the
     drop(ctl);
     kube_util::delete_namespace(&f.client, &f.ns).await;
 }
+
+#[tokio::test]
+async fn sni_certificates_follow_the_ssl_cert_annotation() {
+    let Some(f) = setup("svc_nlb_sni", 1).await else { return };
+    let [a, b, c] = ["a", "b", "c"].map(|n| format!("{n}.{}.example.com", f.ns));
+    let (a, b, c) = (
+        aws::acm_certificate(&f.env, &a).await,
+        aws::acm_certificate(&f.env, &b).await,
+        aws::acm_certificate(&f.env, &c).await,
+    );
+    let ctl = f.controller(&[]);
+    let mark = f.emu.mark().await;
+    let certs = format!("{a},{b}");
+    let svc = nlb_service("tls", &[("aws-load-balancer-ssl-cert", &certs), ("aws-load-balancer-ssl-ports", "http")]);
+    f.services().create(&PostParams::default(), &svc).await.expect("create service");
+    eventually("status.loadBalancer hostname", 90, || f.hostname("tls")).await;
+    let (lbs, _) = f.stack_arns("tls").await;
+    let listeners = f.elb.describe_listeners().load_balancer_arn(&lbs[0]).send().await.unwrap();
+    let [listener] = listeners.listeners() else { panic!("one listener: {listeners:?}") };
+    assert_eq!(listener.protocol().map(|p| p.as_str()), Some("TLS"));
+    let arn = listener.listener_arn().unwrap().to_string();
+    // (certificate, is default), default first.
+    let attached = || async {
+        let out = f.elb.describe_listener_certificates().listener_arn(&arn).send().await.unwrap();
+        let mut v: Vec<(String, bool)> = out
+            .certificates()
+            .iter()
+            .map(|c| (c.certificate_arn().unwrap().to_string(), c.is_default() == Some(true)))
+            .collect();
+        v.sort_by_key(|(c, d)| (!d, c.clone()));
+        v
+    };
+    assert_eq!(attached().await, [(a.clone(), true), (b.clone(), false)]);
+    let created = f.writes_since(mark, &ctl).await;
+    assert!(created.iter().any(|o| o == "AddListenerCertificates"), "extra certificate attached: {created:?}");
+
+    // Steady state: all certificates are observed, so a resync writes nothing.
+    let mark = f.emu.mark().await;
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    assert_eq!(f.writes_since(mark, &ctl).await, Vec::<String>::new(), "no write without a change");
+
+    // b → c: one add, one remove, the default untouched.
+    let mark = f.emu.mark().await;
+    let patch = json!({"metadata": {"annotations": {format!("{ANN}/aws-load-balancer-ssl-cert"): format!("{a},{c}")}}});
+    f.services().patch("tls", &PatchParams::default(), &Patch::Merge(patch)).await.unwrap();
+    let want = [(a.clone(), true), (c.clone(), false)];
+    eventually("certificate c attached, b detached", 60, || async { (attached().await == want).then_some(()) }).await;
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    assert_eq!(f.writes_since(mark, &ctl).await, ["AddListenerCertificates", "RemoveListenerCertificates"]);
+
+    f.services().delete("tls", &DeleteParams::default()).await.unwrap();
+    eventually("Service gone", 120, || async { f.services().get_opt("tls").await.ok()?.is_none().then_some(()) }).await;
+    drop(ctl);
+    kube_util::delete_namespace(&f.client, &f.ns).await;
+}

@@ -151,16 +151,24 @@ pub fn action(a: &Action, order: Option<i32>) -> Result<sdk::Action, String> {
                     .build(),
             )
             .build(),
+        Action::AuthenticateOidc(o) => b
+            .r#type(sdk::ActionTypeEnum::AuthenticateOidc)
+            .authenticate_oidc_config(super::convert_rules::oidc(o))
+            .build(),
+        Action::AuthenticateCognito(c) => b
+            .r#type(sdk::ActionTypeEnum::AuthenticateCognito)
+            .authenticate_cognito_config(super::convert_rules::cognito(c))
+            .build(),
     })
 }
 
-/// Listener default actions in order (`Order` set when there is more than one).
+/// Listener or rule actions in order (`Order` set when there is more than one).
 pub fn actions(list: &[Action]) -> Result<Vec<sdk::Action>, String> {
     let numbered = list.len() > 1;
     list.iter().enumerate().map(|(i, a)| action(a, numbered.then(|| int(i as u32 + 1)))).collect()
 }
 
-/// A reported action as a model action; `None` for kinds the model does not have (authenticate).
+/// A reported action as a model action; `None` for kinds the model does not have (e.g. JWT validation).
 pub fn action_from(a: &sdk::Action) -> Option<Action> {
     Some(match a.r#type()? {
         sdk::ActionTypeEnum::Forward => {
@@ -210,6 +218,12 @@ pub fn action_from(a: &sdk::Action) -> Option<Action> {
                 content_type: f.content_type().map(str::to_string),
                 message_body: f.message_body().map(str::to_string),
             }
+        }
+        sdk::ActionTypeEnum::AuthenticateOidc => {
+            Action::AuthenticateOidc(super::convert_rules::oidc_from(a.authenticate_oidc_config()?))
+        }
+        sdk::ActionTypeEnum::AuthenticateCognito => {
+            Action::AuthenticateCognito(super::convert_rules::cognito_from(a.authenticate_cognito_config()?))
         }
         _ => return None,
     })
@@ -299,24 +313,39 @@ pub fn target_group_from(tg: &sdk::TargetGroup, tags: Tags) -> Observed<TargetGr
     Observed { id: tg.target_group_arn().unwrap_or_default().to_string(), spec }
 }
 
+/// The listener as DescribeListeners reports it: only the default certificate (the others come
+/// from DescribeListenerCertificates, see [`with_extra_certificates`]).
 pub fn listener_from(l: &sdk::Listener) -> Observed<Listener> {
-    let mut certificates: Vec<(bool, String)> = l
-        .certificates()
-        .iter()
-        .filter_map(|c| Some((c.is_default() != Some(true), c.certificate_arn()?.to_string())))
-        .collect();
-    certificates.sort(); // the default certificate first
+    let certificates: Vec<String> =
+        l.certificates().iter().filter_map(|c| c.certificate_arn()).take(1).map(str::to_string).collect();
     let spec = Listener {
         port: l.port().and_then(|p| u16::try_from(p).ok()).unwrap_or(0),
         protocol: protocol_from(l.protocol()),
-        certificates: certificates.into_iter().map(|(_, c)| c).collect(),
+        certificates,
         ssl_policy: l.ssl_policy().map(str::to_string),
         alpn_policy: l.alpn_policy().first().cloned(),
         default_actions: l.default_actions().iter().filter_map(action_from).collect(),
         attributes: Attributes::new(),
         tags: Tags::new(),
+        rules: Vec::new(),
     };
     Observed { id: l.listener_arn().unwrap_or_default().to_string(), spec }
+}
+
+/// `default` first, then the non-default certificates DescribeListenerCertificates reported,
+/// sorted and without the default one (listed there too, with IsDefault=true, and possibly again
+/// as an SNI entry after the default moved onto a certificate that was already attached).
+pub fn with_extra_certificates(default: &[String], reported: &[sdk::Certificate]) -> Vec<String> {
+    let mut extra: Vec<String> = reported
+        .iter()
+        .filter(|c| c.is_default() != Some(true))
+        .filter_map(|c| c.certificate_arn())
+        .filter(|c| default.first().map(String::as_str) != Some(*c))
+        .map(str::to_string)
+        .collect();
+    extra.sort();
+    extra.dedup();
+    default.iter().take(1).cloned().chain(extra).collect()
 }
 
 #[cfg(test)]
@@ -377,6 +406,14 @@ mod tests {
             stickiness_seconds: None,
         };
         assert!(action(&by_name, None).unwrap_err().contains("\"x\""));
+    }
+
+    #[test]
+    fn certificates_default_first_then_sorted_extras() {
+        let c = |arn: &str, d: bool| sdk::Certificate::builder().certificate_arn(arn).is_default(d).build();
+        let reported = [c("arn:z", false), c("arn:a", true), c("arn:m", false), c("arn:a", false), c("arn:m", false)];
+        assert_eq!(with_extra_certificates(&["arn:a".into()], &reported), ["arn:a", "arn:m", "arn:z"]);
+        assert_eq!(with_extra_certificates(&[], &[]), Vec::<String>::new());
     }
 
     #[test]

@@ -7,14 +7,16 @@
 //! tag ([`CLUSTER_TAG`]) plus a stack tag the caller chooses ([`stack_tags`]).
 
 mod convert;
+mod convert_rules;
 mod sdk;
+mod sdk_rules;
 
 pub use sdk::SdkLoadBalancers;
 
 use crate::error::AwsError;
 use async_trait::async_trait;
 use lbc_model::lb::{
-    Action, Attributes, HealthCheck, LbIpAddressType, Listener, LoadBalancer, LoadBalancerStatus, Observed,
+    Action, Attributes, HealthCheck, LbIpAddressType, Listener, LoadBalancer, LoadBalancerStatus, Observed, Rule,
     SubnetMapping, Tags, TargetGroup, TargetGroupRef,
 };
 use std::collections::BTreeMap;
@@ -79,7 +81,8 @@ pub trait LoadBalancers: Send + Sync {
     async fn load_balancer(&self, arn: &str) -> Result<Option<FoundLoadBalancer>, AwsError>;
     async fn load_balancer_by_name(&self, name: &str) -> Result<Option<FoundLoadBalancer>, AwsError>;
     async fn target_group_by_name(&self, name: &str) -> Result<Option<Observed<TargetGroup>>, AwsError>;
-    /// Listeners of a load balancer (only the default certificate is reported).
+    /// Listeners of a load balancer. TLS/HTTPS listeners carry all their certificates: the
+    /// default first, then the others sorted (one DescribeListenerCertificates each).
     async fn listeners(&self, load_balancer_arn: &str) -> Result<Vec<Observed<Listener>>, AwsError>;
     /// Tags of any ELBv2 resources (load balancers, target groups, listeners), in chunks of
     /// [`DESCRIBE_TAGS_CHUNK`]. ARNs that no longer exist are left out.
@@ -115,6 +118,21 @@ pub trait LoadBalancers: Send + Sync {
     async fn modify_listener(&self, arn: &str, listener: &Listener) -> Result<(), AwsError>;
     async fn modify_listener_attributes(&self, arn: &str, attributes: &Attributes) -> Result<(), AwsError>;
     async fn delete_listener(&self, arn: &str) -> Result<(), AwsError>;
+    /// Attaches non-default (SNI) certificates.
+    async fn add_listener_certificates(&self, listener_arn: &str, certificates: &[String]) -> Result<(), AwsError>;
+    /// Detaches non-default certificates; ones not attached are no error.
+    async fn remove_listener_certificates(&self, listener_arn: &str, certificates: &[String]) -> Result<(), AwsError>;
+
+    /// Non-default rules of a listener, with their tags.
+    async fn rules(&self, listener_arn: &str) -> Result<Vec<Observed<Rule>>, AwsError>;
+    /// Creates a rule with its tags. Target groups in actions must be [`TargetGroupRef::Arn`].
+    async fn create_rule(&self, listener_arn: &str, rule: &Rule) -> Result<Observed<Rule>, AwsError>;
+    /// Sets conditions and actions (not priority, not tags). An OIDC action without a client
+    /// secret keeps the one AWS has.
+    async fn modify_rule(&self, arn: &str, rule: &Rule) -> Result<(), AwsError>;
+    /// Moves rules in one call; fails (`AlreadyExists`) when a priority is taken.
+    async fn set_rule_priorities(&self, priorities: &[(String, u32)]) -> Result<(), AwsError>;
+    async fn delete_rule(&self, arn: &str) -> Result<(), AwsError>;
 
     async fn add_tags(&self, arn: &str, tags: &Tags) -> Result<(), AwsError>;
     async fn remove_tags(&self, arn: &str, keys: &[String]) -> Result<(), AwsError>;

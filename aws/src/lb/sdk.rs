@@ -2,7 +2,7 @@
 
 use super::convert as cv;
 use super::{DESCRIBE_TAGS_CHUNK, FoundLoadBalancer, LoadBalancers, require_target_group_arns, tags_match};
-use crate::call::{CallRunner, Service};
+use crate::call::{CallRunner, Service, all_pages};
 use crate::error::{AwsError, ErrorKind, HttpStatus};
 use async_trait::async_trait;
 use aws_sdk_elasticloadbalancingv2 as elbv2;
@@ -10,19 +10,20 @@ use aws_smithy_runtime_api::client::result::SdkError;
 use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 use elbv2::types as sdk;
 use lbc_model::lb::{
-    Attributes, HealthCheck, LbIpAddressType, Listener, LoadBalancer, Observed, SubnetMapping, Tags, TargetGroup,
+    Attributes, HealthCheck, LbIpAddressType, Listener, LoadBalancer, Observed, Protocol, Rule, SubnetMapping, Tags,
+    TargetGroup,
 };
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-const SVC: Service = Service::Elbv2;
+pub(super) const SVC: Service = Service::Elbv2;
 /// Largest page DescribeLoadBalancers / DescribeTargetGroups / DescribeListeners accept.
-const PAGE_SIZE: i32 = 400;
+pub(super) const PAGE_SIZE: i32 = 400;
 
 /// [`LoadBalancers`] over the AWS SDK.
 pub struct SdkLoadBalancers {
-    client: elbv2::Client,
-    runner: Arc<CallRunner>,
+    pub(super) client: elbv2::Client,
+    pub(super) runner: Arc<CallRunner>,
 }
 
 impl SdkLoadBalancers {
@@ -32,8 +33,7 @@ impl SdkLoadBalancers {
 
     async fn all_load_balancers(&self) -> Result<Vec<sdk::LoadBalancer>, AwsError> {
         const OP: &str = "DescribeLoadBalancers";
-        let (mut out, mut marker) = (Vec::new(), None::<String>);
-        loop {
+        all_pages(|marker| async move {
             let page = self
                 .runner
                 .run(SVC, OP, || async {
@@ -41,18 +41,14 @@ impl SdkLoadBalancers {
                     req.set_marker(marker.clone()).send().await.map_err(err(OP))
                 })
                 .await?;
-            out.extend(page.load_balancers().iter().cloned());
-            match page.next_marker() {
-                Some(m) if !m.is_empty() => marker = Some(m.to_string()),
-                _ => return Ok(out),
-            }
-        }
+            Ok((page.load_balancers().to_vec(), page.next_marker().map(String::from)))
+        })
+        .await
     }
 
     async fn all_target_groups(&self) -> Result<Vec<sdk::TargetGroup>, AwsError> {
         const OP: &str = "DescribeTargetGroups";
-        let (mut out, mut marker) = (Vec::new(), None::<String>);
-        loop {
+        all_pages(|marker| async move {
             let page = self
                 .runner
                 .run(SVC, OP, || async {
@@ -60,12 +56,9 @@ impl SdkLoadBalancers {
                     req.set_marker(marker.clone()).send().await.map_err(err(OP))
                 })
                 .await?;
-            out.extend(page.target_groups().iter().cloned());
-            match page.next_marker() {
-                Some(m) if !m.is_empty() => marker = Some(m.to_string()),
-                _ => return Ok(out),
-            }
-        }
+            Ok((page.target_groups().to_vec(), page.next_marker().map(String::from)))
+        })
+        .await
     }
 
     /// One DescribeTags call (≤ 20 ARNs).
@@ -113,7 +106,7 @@ impl SdkLoadBalancers {
     }
 }
 
-fn err<E, R>(op: &'static str) -> impl FnOnce(SdkError<E, R>) -> AwsError
+pub(super) fn err<E, R>(op: &'static str) -> impl FnOnce(SdkError<E, R>) -> AwsError
 where
     E: ProvideErrorMetadata + std::error::Error + 'static,
     R: std::fmt::Debug + HttpStatus,
@@ -121,19 +114,19 @@ where
     move |e| AwsError::from_sdk(SVC.label(), op, e)
 }
 
-fn invalid(op: &'static str, message: String) -> AwsError {
+pub(super) fn invalid(op: &'static str, message: String) -> AwsError {
     AwsError::new(ErrorKind::Invalid, SVC.label(), op, message)
 }
 
 /// Deletes are idempotent: gone already is done.
-fn gone_is_ok(r: Result<(), AwsError>) -> Result<(), AwsError> {
+pub(super) fn gone_is_ok(r: Result<(), AwsError>) -> Result<(), AwsError> {
     match r {
         Err(e) if e.kind == ErrorKind::NotFound => Ok(()),
         r => r,
     }
 }
 
-fn non_empty<T>(v: Vec<T>) -> Option<Vec<T>> {
+pub(super) fn non_empty<T>(v: Vec<T>) -> Option<Vec<T>> {
     (!v.is_empty()).then_some(v)
 }
 
@@ -191,8 +184,7 @@ impl LoadBalancers for SdkLoadBalancers {
 
     async fn listeners(&self, load_balancer_arn: &str) -> Result<Vec<Observed<Listener>>, AwsError> {
         const OP: &str = "DescribeListeners";
-        let (mut out, mut marker) = (Vec::new(), None::<String>);
-        loop {
+        let mut out = all_pages(|marker| async move {
             let page = self
                 .runner
                 .run(SVC, OP, || async {
@@ -200,12 +192,17 @@ impl LoadBalancers for SdkLoadBalancers {
                     req.page_size(PAGE_SIZE).set_marker(marker.clone()).send().await.map_err(err(OP))
                 })
                 .await?;
-            out.extend(page.listeners().iter().map(cv::listener_from));
-            match page.next_marker() {
-                Some(m) if !m.is_empty() => marker = Some(m.to_string()),
-                _ => return Ok(out),
+            Ok((page.listeners().iter().map(cv::listener_from).collect(), page.next_marker().map(String::from)))
+        })
+        .await?;
+        // DescribeListeners reports the default certificate only.
+        for l in &mut out {
+            if matches!(l.spec.protocol, Protocol::Tls | Protocol::Https) {
+                let reported = self.listener_certificates(&l.id).await?;
+                l.spec.certificates = cv::with_extra_certificates(&l.spec.certificates, &reported);
             }
         }
+        Ok(out)
     }
 
     async fn describe_tags(&self, arns: &[String]) -> Result<BTreeMap<String, Tags>, AwsError> {
@@ -466,6 +463,34 @@ impl LoadBalancers for SdkLoadBalancers {
         gone_is_ok(r.map(|_| ()))
     }
 
+    async fn add_listener_certificates(&self, listener_arn: &str, certificates: &[String]) -> Result<(), AwsError> {
+        self.change_listener_certificates(listener_arn, certificates, true).await
+    }
+
+    async fn remove_listener_certificates(&self, listener_arn: &str, certificates: &[String]) -> Result<(), AwsError> {
+        self.change_listener_certificates(listener_arn, certificates, false).await
+    }
+
+    async fn rules(&self, listener_arn: &str) -> Result<Vec<Observed<Rule>>, AwsError> {
+        self.all_rules(listener_arn).await
+    }
+
+    async fn create_rule(&self, listener_arn: &str, rule: &Rule) -> Result<Observed<Rule>, AwsError> {
+        self.create_one_rule(listener_arn, rule).await
+    }
+
+    async fn modify_rule(&self, arn: &str, rule: &Rule) -> Result<(), AwsError> {
+        self.modify_one_rule(arn, rule).await
+    }
+
+    async fn set_rule_priorities(&self, priorities: &[(String, u32)]) -> Result<(), AwsError> {
+        self.move_rules(priorities).await
+    }
+
+    async fn delete_rule(&self, arn: &str) -> Result<(), AwsError> {
+        self.delete_one_rule(arn).await
+    }
+
     async fn add_tags(&self, arn: &str, tags: &Tags) -> Result<(), AwsError> {
         const OP: &str = "AddTags";
         if tags.is_empty() {
@@ -496,8 +521,8 @@ impl LoadBalancers for SdkLoadBalancers {
     }
 }
 
-/// CreateListener / ModifyListener take exactly one (the default) certificate; more would need
-/// AddListenerCertificates.
+/// CreateListener / ModifyListener take exactly one (the default) certificate; the others are
+/// attached with AddListenerCertificates.
 fn default_certificate(l: &Listener) -> Option<Vec<sdk::Certificate>> {
     l.certificates.first().map(|c| vec![sdk::Certificate::builder().certificate_arn(c).build()])
 }

@@ -1,7 +1,7 @@
 //! [`Networking`] over aws_sdk_ec2; every call goes through [`CallRunner`].
 
 use super::{ENI_IP_CHUNK, Networking, SecurityGroupQuery, SubnetQuery};
-use crate::call::{CallRunner, Service};
+use crate::call::{CallRunner, Service, all_pages};
 use crate::error::{AwsError, ErrorKind, HttpStatus};
 use async_trait::async_trait;
 use aws_sdk_ec2 as ec2;
@@ -212,23 +212,6 @@ impl SdkNetworking {
             })
             .await
             .map(|_| ())
-    }
-}
-
-/// Every page of an EC2 describe: `page(token)` fetches one page (items, next token).
-async fn all_pages<T, F, Fut>(mut page: F) -> Result<Vec<T>, AwsError>
-where
-    F: FnMut(Option<String>) -> Fut,
-    Fut: std::future::Future<Output = Result<(Vec<T>, Option<String>), AwsError>>,
-{
-    let (mut out, mut token) = (Vec::new(), None);
-    loop {
-        let (items, next) = page(token.take()).await?;
-        out.extend(items);
-        match next.filter(|t| !t.is_empty()) {
-            Some(t) => token = Some(t),
-            None => return Ok(out),
-        }
     }
 }
 

@@ -5,7 +5,7 @@
 use super::ServiceCtx;
 use crate::error::{Error, Result};
 use lbc_model::lb::diff::{ResourceKind, SecurityGroupRef, Step};
-use lbc_model::lb::{Action, Listener, TargetGroupRef};
+use lbc_model::lb::{Action, Listener, Rule, TargetGroupRef};
 use std::collections::BTreeMap;
 
 /// ARNs/IDs known while a plan runs: from what was observed, then from what the plan creates.
@@ -16,6 +16,8 @@ pub(super) struct Resolved {
     pub frontend_security_group: Option<String>,
     /// Target group name → ARN.
     pub target_groups: BTreeMap<String, String>,
+    /// Listener port → ARN (rules are created on a listener by port).
+    pub listeners: BTreeMap<u16, String>,
 }
 
 impl Resolved {
@@ -39,10 +41,10 @@ impl Resolved {
         }
     }
 
-    /// The listener with every target group named by ARN.
-    fn listener(&self, l: &Listener) -> Result<Listener> {
-        let mut out = l.clone();
-        for a in &mut out.default_actions {
+    /// The actions with every target group named by ARN.
+    fn actions(&self, actions: &[Action]) -> Result<Vec<Action>> {
+        let mut out = actions.to_vec();
+        for a in &mut out {
             if let Action::Forward { target_groups, .. } = a {
                 for t in target_groups.iter_mut() {
                     t.target_group = self.tg(&t.target_group)?;
@@ -50,6 +52,20 @@ impl Resolved {
             }
         }
         Ok(out)
+    }
+
+    fn listener(&self, l: &Listener) -> Result<Listener> {
+        Ok(Listener { default_actions: self.actions(&l.default_actions)?, ..l.clone() })
+    }
+
+    fn rule(&self, r: &Rule) -> Result<Rule> {
+        Ok(Rule { actions: self.actions(&r.actions)?, ..r.clone() })
+    }
+
+    fn listener_arn(&self, port: u16) -> Result<String> {
+        self.listeners.get(&port).cloned().ok_or_else(|| {
+            Error::Invalid(format!("the plan adds a rule to listener {port}, which neither exists nor was created"))
+        })
     }
 }
 
@@ -83,6 +99,7 @@ async fn run(ctx: &ServiceCtx, step: &Step, listeners: &[Listener], r: &mut Reso
             tracing::warn!(load_balancer = %name, %reason, "replacing load balancer");
             lbs.delete_load_balancer(arn).await?;
             r.load_balancer_arn = None;
+            r.listeners.clear();
         }
         Step::CreateTargetGroup { target_group } => {
             let created = lbs.create_target_group(target_group).await?;
@@ -122,6 +139,13 @@ async fn run(ctx: &ServiceCtx, step: &Step, listeners: &[Listener], r: &mut Reso
             })?;
             let l = r.listener(listener)?;
             let created = lbs.create_listener(&lb, &l).await?;
+            r.listeners.insert(l.port, created.id.clone());
+            // CreateListener takes the default certificate only (see Step::CreateListener).
+            if let Some((_, extra)) = l.certificates.split_first()
+                && !extra.is_empty()
+            {
+                lbs.add_listener_certificates(&created.id, extra).await?;
+            }
             if !l.attributes.is_empty() {
                 lbs.modify_listener_attributes(&created.id, &l.attributes).await?;
             }
@@ -133,19 +157,29 @@ async fn run(ctx: &ServiceCtx, step: &Step, listeners: &[Listener], r: &mut Reso
             })?;
             lbs.modify_listener(arn, &r.listener(want)?).await?
         }
-        Step::AddListenerCertificates { port, .. } | Step::RemoveListenerCertificates { port, .. } => {
-            return Err(Error::Invalid(format!(
-                "listener {port}: more than one certificate (aws-load-balancer-ssl-cert lists several ARNs) is not \
-                 supported yet; list only the default certificate"
-            )));
+        Step::AddListenerCertificates { arn, certificates, .. } => {
+            lbs.add_listener_certificates(arn, certificates).await?
+        }
+        Step::RemoveListenerCertificates { arn, certificates, .. } => {
+            lbs.remove_listener_certificates(arn, certificates).await?
         }
         Step::ModifyListenerAttributes { arn, attributes, .. } => {
             lbs.modify_listener_attributes(arn, attributes).await?
         }
-        Step::DeleteListener { arn, .. } => lbs.delete_listener(arn).await?,
+        Step::DeleteListener { arn, port } => {
+            lbs.delete_listener(arn).await?;
+            r.listeners.remove(port);
+        }
+        Step::CreateRule { port, rule } => {
+            lbs.create_rule(&r.listener_arn(*port)?, &r.rule(rule)?).await?;
+        }
+        Step::ModifyRule { arn, rule, .. } => lbs.modify_rule(arn, &r.rule(rule)?).await?,
+        Step::SetRulePriorities { priorities, .. } => lbs.set_rule_priorities(priorities).await?,
+        Step::DeleteRule { arn, .. } => lbs.delete_rule(arn).await?,
         Step::DeleteLoadBalancer { arn, .. } => {
             lbs.delete_load_balancer(arn).await?;
             r.load_balancer_arn = None;
+            r.listeners.clear();
         }
         Step::DeleteTargetGroup { arn, .. } => lbs.delete_target_group(arn).await?,
         Step::DeleteSecurityGroup { id, .. } => ctx.net.delete_security_group(id).await?,

@@ -203,6 +203,7 @@ async fn reconcile_inner(svc: &Service, ctx: &ServiceCtx) -> Result<Action> {
         dns_name: observed.load_balancer.as_ref().map(|(_, s)| s.dns_name.clone()),
         frontend_security_group: observed.frontend_security_group.as_ref().map(|o| o.id.clone()),
         target_groups: observed.target_groups.iter().map(|t| (t.spec.name.clone(), t.id.clone())).collect(),
+        listeners: observed.listeners.iter().map(|l| (l.spec.port, l.id.clone())).collect(),
     };
     if let Err(e) = deploy::execute(ctx, &stack_id, &steps, &built.stack.listeners, &mut resolved).await {
         let msg = format!("{e} (the next attempt re-reads AWS and continues from what exists)");
@@ -232,26 +233,17 @@ const BACKEND_SG_PENDING: &str = "<backend-security-group-to-create>";
 /// the rest deploys and nothing is silently ignored.
 fn not_applied_yet(built: &mut lbc_model::service::ServiceStack) -> Vec<String> {
     let mut out = Vec::new();
-    for l in &mut built.stack.listeners {
-        if l.certificates.len() > 1 {
-            out.push(format!(
-                "listener {}: only the first certificate of aws-load-balancer-ssl-cert ({}) is attached; additional                  certificates (SNI) are not supported yet and were left out: {}",
-                l.port,
-                l.certificates[0],
-                l.certificates[1..].join(", ")
-            ));
-            l.certificates.truncate(1);
-        }
-    }
     if let Some(on) = built.extras.enforce_inbound_rules_on_private_link.take() {
         out.push(format!(
-            "annotation service.beta.kubernetes.io/aws-load-balancer-inbound-sg-rules-on-private-link-traffic={} is              not applied yet; the load balancer keeps AWS's setting",
+            "annotation service.beta.kubernetes.io/aws-load-balancer-inbound-sg-rules-on-private-link-traffic={} is \
+             not applied yet; the load balancer keeps AWS's setting",
             if on { "on" } else { "off" }
         ));
     }
     if let Some(n) = built.extras.minimum_capacity_units.take() {
         out.push(format!(
-            "annotation service.beta.kubernetes.io/aws-load-balancer-minimum-load-balancer-capacity              (CapacityUnits={n}) is not applied yet; no capacity is reserved"
+            "annotation service.beta.kubernetes.io/aws-load-balancer-minimum-load-balancer-capacity \
+             (CapacityUnits={n}) is not applied yet; no capacity is reserved"
         ));
     }
     out
@@ -406,8 +398,9 @@ mod tests {
         let mut built = build_stack(&svc, &settings, &c).unwrap();
         assert_eq!(built.stack.listeners[0].certificates.len(), 2);
         let w = not_applied_yet(&mut built);
-        assert_eq!(built.stack.listeners[0].certificates, ["arn:cert-1"]);
-        assert!(w.iter().any(|m| m.contains("arn:cert-2") && m.contains("listener 443")), "{w:?}");
+        assert_eq!(built.stack.listeners[0].certificates, ["arn:cert-1", "arn:cert-2"], "SNI certificates are kept");
+        assert!(!w.iter().any(|m| m.contains("arn:cert-2")), "{w:?}");
+        assert!(w.iter().all(|m| !m.contains("  ")), "no runs of spaces from line continuations: {w:?}");
         assert!(w.iter().any(|m| m.contains("CapacityUnits=100")), "{w:?}");
         assert_eq!(built.extras.minimum_capacity_units, None);
         assert!(not_applied_yet(&mut built).is_empty(), "reported once, then nothing left to drop");

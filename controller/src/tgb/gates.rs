@@ -90,11 +90,12 @@ pub(super) async fn update(
         patch_condition(ctx, &pod, gate, &cond, status_changed, current.and_then(|c| c.last_transition_time.clone()))
             .await?;
         if cond.status == "True"
-            && let Some(at) = ctx.with_state(key, |s| s.registered_at.remove(t)) {
-                let secs = at.elapsed().as_secs_f64();
-                ctx.metrics.readiness_gate_ready.observe(secs);
-                ctx.metrics.registered_to_healthy.observe(secs);
-            }
+            && let Some(at) = ctx.with_state(key, |s| s.registered_at.remove(t))
+        {
+            let secs = at.elapsed().as_secs_f64();
+            ctx.metrics.readiness_gate_ready.observe(secs);
+            ctx.metrics.registered_to_healthy.observe(secs);
+        }
     }
     let poll_in = if due { interval } else { interval.saturating_sub(now.duration_since(last.unwrap_or(now))) };
     Ok(GateOutcome { pending: still_pending, poll_in })

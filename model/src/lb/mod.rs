@@ -12,7 +12,10 @@ use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 pub mod naming;
+mod rule;
 pub mod tags;
+
+pub use rule::{AuthenticateCognito, AuthenticateOidc, Condition, QueryStringPair, RULE_PRIORITIES, Rule};
 
 /// AWS resource tags (key → value), sorted so comparisons and hashes are stable.
 pub type Tags = BTreeMap<String, String>;
@@ -198,6 +201,9 @@ pub enum Action {
         content_type: Option<String>,
         message_body: Option<String>,
     },
+    /// ALB only; comes before the action it guards.
+    AuthenticateOidc(AuthenticateOidc),
+    AuthenticateCognito(AuthenticateCognito),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -211,6 +217,9 @@ pub struct Listener {
     pub default_actions: Vec<Action>,
     pub attributes: Attributes,
     pub tags: Tags,
+    /// Non-default rules (ALB), desired side only: observed rules are in
+    /// [`diff::ObservedStack::rules`] with their ARNs. NLB listeners have none.
+    pub rules: Vec<Rule>,
 }
 
 /// A subnet as EC2 describes it (input to discovery).

@@ -89,6 +89,7 @@ pub(crate) fn build(b: &mut Ctx<'_>, sg: &SgMode) -> Targets {
             }],
             attributes: b.s.listener_attributes.get(&(listener_protocol, port)).cloned().unwrap_or_default(),
             tags: b.tags(&port.to_string()),
+            rules: Vec::new(),
         });
         out.target_groups.push(tg);
         out.bindings.push(binding);

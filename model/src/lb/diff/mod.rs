@@ -34,18 +34,36 @@
 //!   created, listeners switch to it, then the old one is deleted. The same name with different
 //!   immutable properties is refused ([`PlanError::TargetGroupConflict`]).
 //! - Listeners: by port.
+//! - Listener certificates: the first is the default (ModifyListener); the others are a set
+//!   (Add/RemoveListenerCertificates), compared only on TLS/HTTPS listeners.
+//! - Listener rules: see [`rules`](self#listener-rules) below.
+//!
+//! # Listener rules
+//!
+//! Rules are planned only for listeners whose rules were observed ([`ObservedStack::rules`] has
+//! the listener's ARN): the Service → NLB path never reads them (NLBs have none) and its
+//! listeners want none, so nothing is planned. On a listener of ours every rule is ours, like
+//! ALBC: a rule nobody wants is deleted, tagged or not, and a matching untagged rule is adopted
+//! (tagged). Desired rules are matched to observed ones first by content (normalized conditions
+//! and actions, see [`crate::lb::Rule::normalized`]), so reordering rules only moves priorities
+//! ([`Step::SetRulePriorities`]) instead of deleting and re-creating them; the rest are matched by
+//! priority and modified in place; what is left is created or deleted. Per listener the order is
+//! delete → move → modify → create, which never asks AWS for a priority another rule holds (a
+//! swap parks the moving rules on free priorities first). Rules are created after the target
+//! groups they forward to and deleted before target groups are.
 
 mod plan;
+mod rules;
 
 pub use plan::{deletion_protected, plan, plan_delete};
 
 use super::{
     Action, Attributes, HealthCheck, IngressRule, LbIpAddressType, LbType, Listener, LoadBalancer, LoadBalancerStatus,
-    Observed, Protocol, Scheme, SecurityGroup, SubnetMapping, Tags, TargetGroup,
+    Observed, Protocol, Rule, Scheme, SecurityGroup, SubnetMapping, Tags, TargetGroup,
 };
 #[cfg(doc)]
 use super::{Stack, TargetGroupRef};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 /// Written in a desired `LoadBalancer::security_groups` to mean "the managed frontend security
@@ -63,6 +81,9 @@ pub struct ObservedStack {
     pub target_groups: Vec<Observed<TargetGroup>>,
     /// The load balancer's listeners (empty when there is no load balancer).
     pub listeners: Vec<Observed<Listener>>,
+    /// Non-default rules by listener ARN, for the listeners whose rules were read. A listener
+    /// missing here gets no rule steps (see the module docs); its desired rules make [`plan`] fail.
+    pub rules: BTreeMap<String, Vec<Observed<Rule>>>,
     pub frontend_security_group: Option<Observed<SecurityGroup>>,
     /// Resources with a name the desired stack uses but without our ownership tags: never
     /// modified or deleted; any entry makes [`plan`] refuse.
@@ -74,6 +95,7 @@ pub enum ResourceKind {
     LoadBalancer,
     TargetGroup,
     Listener,
+    Rule,
     SecurityGroup,
 }
 
@@ -83,6 +105,7 @@ impl fmt::Display for ResourceKind {
             ResourceKind::LoadBalancer => "load balancer",
             ResourceKind::TargetGroup => "target group",
             ResourceKind::Listener => "listener",
+            ResourceKind::Rule => "listener rule",
             ResourceKind::SecurityGroup => "security group",
         })
     }
@@ -225,7 +248,9 @@ pub enum Step {
         arn: String,
         attributes: Attributes,
     },
-    /// Create on this stack's load balancer with `listener.tags`, then set `listener.attributes`.
+    /// Create on this stack's load balancer with `listener.tags` and the default certificate,
+    /// then add the other certificates (AWS's CreateListener takes exactly one), then set
+    /// `listener.attributes`. `listener.rules` are not part of it: [`Step::CreateRule`]s follow.
     /// Target groups in the actions are ARNs, or names of groups created earlier in this plan.
     CreateListener {
         listener: Listener,
@@ -235,7 +260,8 @@ pub enum Step {
         port: u16,
         change: ListenerChange,
     },
-    /// Non-default certificates to attach.
+    /// Non-default certificates to attach. (A listener created by [`Step::CreateListener`] gets
+    /// its non-default certificates as part of that step.)
     AddListenerCertificates {
         arn: String,
         port: u16,
@@ -254,6 +280,29 @@ pub enum Step {
         attributes: Attributes,
     },
     DeleteListener {
+        arn: String,
+        port: u16,
+    },
+    /// Create `rule` (with its tags) on the listener on `port`, which exists or was created
+    /// earlier in this plan. Target groups as in [`Step::CreateListener`].
+    CreateRule {
+        port: u16,
+        rule: Rule,
+    },
+    /// Set the conditions and actions of an existing rule (its priority and tags stay). An OIDC
+    /// action without a client secret keeps the secret AWS has (`UseExistingClientSecret`).
+    ModifyRule {
+        arn: String,
+        port: u16,
+        rule: Rule,
+    },
+    /// Move existing rules of the listener on `port` to new priorities in one call. No priority
+    /// in the list is held by another rule when the step runs.
+    SetRulePriorities {
+        port: u16,
+        priorities: Vec<(String, u32)>,
+    },
+    DeleteRule {
         arn: String,
         port: u16,
     },
@@ -319,6 +368,13 @@ impl Step {
                 format!("set listener {port} attributes {}", keys(attributes))
             }
             Step::DeleteListener { port, .. } => format!("delete listener {port}"),
+            Step::CreateRule { port, rule } => format!("create rule {} on listener {port}", rule.priority),
+            Step::ModifyRule { port, rule, .. } => format!("modify rule {} on listener {port}", rule.priority),
+            Step::SetRulePriorities { port, priorities } => {
+                let moves: Vec<String> = priorities.iter().map(|(_, p)| p.to_string()).collect();
+                format!("move {} rule(s) of listener {port} to priorities {}", priorities.len(), moves.join(", "))
+            }
+            Step::DeleteRule { port, arn } => format!("delete rule {arn} of listener {port}"),
             Step::DeleteLoadBalancer { name, .. } => format!("delete load balancer {name}"),
             Step::DeleteTargetGroup { name, .. } => format!("delete target group {name}"),
             Step::DeleteSecurityGroup { name, .. } => format!("delete security group {name}"),
@@ -352,6 +408,19 @@ pub enum PlanError {
         "listener {port} forwards to target group {name}, which is neither in the stack nor in AWS (stack builder bug)"
     )]
     UnknownTargetGroup { port: u16, name: String },
+    #[error(
+        "listener {port} wants {count} rule(s) but its existing rules were not read (ObservedStack::rules has no \
+         entry for {arn}); planning would guess at priorities, so nothing is done: read the listener's rules before \
+         planning (controller bug)"
+    )]
+    RulesNotObserved { port: u16, arn: String, count: usize },
+    #[error(
+        "listener {port} has {problem}; priorities must be unique per listener and within {min}..={max}: fix the \
+         priorities the rules are built with (stack builder bug or conflicting configuration)",
+        min = crate::lb::RULE_PRIORITIES.start(),
+        max = crate::lb::RULE_PRIORITIES.end()
+    )]
+    BadRulePriority { port: u16, problem: String },
 }
 
 fn foreign_message(stack: &str, resources: &[ForeignResource]) -> String {
@@ -375,6 +444,8 @@ fn foreign_message(stack: &str, resources: &[ForeignResource]) -> String {
     out
 }
 
+#[cfg(test)]
+mod listener_tests;
 #[cfg(test)]
 mod random_tests;
 #[cfg(test)]

@@ -1,11 +1,12 @@
 //! The planners: [`plan`] (create/update) and [`plan_delete`].
 
+use super::rules;
 use super::{
     DELETION_PROTECTION, ListenerChange, MANAGED_FRONTEND_SG, ObservedStack, PlanError, PlanOptions, ReplaceReason,
     ResourceKind, SecurityGroupRef, Step,
 };
 use crate::lb::{
-    Action, Attributes, IngressRule, LbIpAddressType, LbType, Listener, LoadBalancer, Observed, Protocol,
+    Action, Attributes, IngressRule, LbIpAddressType, LbType, Listener, LoadBalancer, Observed, Protocol, Rule,
     SecurityGroup, Stack, SubnetMapping, Tags, TargetGroup, TargetGroupRef, WeightedTargetGroup,
 };
 use std::collections::{BTreeMap, BTreeSet};
@@ -16,6 +17,7 @@ pub fn plan(desired: &Stack, observed: &ObservedStack, opts: &PlanOptions) -> Re
         return Err(PlanError::Foreign { stack: desired.id.clone(), resources: observed.foreign.clone() });
     }
     let tgs = TgIndex::new(desired, observed)?;
+    rules::check_priorities(&desired.listeners)?;
     let mut steps = Vec::new();
 
     // 1. Frontend security group: created and opened before anything uses it.
@@ -132,10 +134,20 @@ pub fn plan(desired: &Stack, observed: &ObservedStack, opts: &PlanOptions) -> Re
         }
     }
     for want in &desired.listeners {
-        let resolved = Listener { default_actions: tgs.resolve_actions(&want.default_actions), ..want.clone() };
+        let resolved = Listener {
+            default_actions: tgs.resolve_actions(&want.default_actions),
+            rules: want.rules.iter().map(|r| Rule { actions: tgs.resolve_actions(&r.actions), ..r.clone() }).collect(),
+            ..want.clone()
+        };
         match listeners_obs.iter().find(|l| l.spec.port == want.port) {
-            None => steps.push(Step::CreateListener { listener: resolved }),
-            Some(have) => listener_steps(&mut steps, &resolved, have, &tgs, opts),
+            None => {
+                steps.push(Step::CreateListener { listener: Listener { rules: Vec::new(), ..resolved.clone() } });
+                rules::create_all(&mut steps, &resolved);
+            }
+            Some(have) => {
+                listener_steps(&mut steps, &resolved, have, &tgs, opts);
+                rules::rule_steps(&mut steps, &resolved, &have.id, observed.rules.get(&have.id), &tgs, opts)?;
+            }
         }
     }
 
@@ -269,7 +281,10 @@ fn listener_steps(
     if want.protocol != obs.protocol {
         change.protocol = Some(want.protocol);
     }
-    if let Some(cert) = want.certificates.first()
+    // Certificates only mean something on TLS/HTTPS listeners (AWS drops them on a switch to TCP/HTTP).
+    let tls = matches!(want.protocol, Protocol::Tls | Protocol::Https);
+    if tls
+        && let Some(cert) = want.certificates.first()
         && obs.certificates.first() != Some(cert)
     {
         change.default_certificate = Some(cert.clone());
@@ -286,8 +301,7 @@ fn listener_steps(
     if !change.is_empty() {
         steps.push(Step::ModifyListener { arn: arn.clone(), port, change });
     }
-    // Certificates only mean something on TLS/HTTPS listeners (AWS drops them on a switch to TCP/HTTP).
-    if !matches!(want.protocol, Protocol::Tls | Protocol::Https) {
+    if !tls {
         want_attrs_and_tags(steps, want, have, opts);
         return;
     }
@@ -313,8 +327,8 @@ fn want_attrs_and_tags(steps: &mut Vec<Step>, want: &Listener, have: &Observed<L
     tag_steps(steps, ResourceKind::Listener, &have.id, &want.tags, &have.spec.tags, opts);
 }
 
-/// Target groups by name and ARN, to compare and resolve listener actions.
-struct TgIndex<'a> {
+/// Target groups by name and ARN, to compare and resolve listener and rule actions.
+pub(super) struct TgIndex<'a> {
     observed: BTreeMap<&'a str, &'a Observed<TargetGroup>>,
     name_by_arn: BTreeMap<&'a str, &'a str>,
 }
@@ -330,7 +344,8 @@ impl<'a> TgIndex<'a> {
         }
         let desired_names: BTreeSet<&str> = desired.target_groups.iter().map(|t| t.name.as_str()).collect();
         for l in &desired.listeners {
-            for name in action_tg_names(&l.default_actions) {
+            let rule_actions = l.rules.iter().flat_map(|r| action_tg_names(&r.actions));
+            for name in action_tg_names(&l.default_actions).chain(rule_actions) {
                 if !desired_names.contains(name) && !by_name.contains_key(name) {
                     return Err(PlanError::UnknownTargetGroup { port: l.port, name: name.to_string() });
                 }
@@ -352,7 +367,7 @@ impl<'a> TgIndex<'a> {
     }
 
     /// ARNs of our groups become names, so desired and observed actions compare equal.
-    fn normalize_actions(&self, actions: &[Action]) -> Vec<Action> {
+    pub(super) fn normalize_actions(&self, actions: &[Action]) -> Vec<Action> {
         map_refs(actions, |r| match r {
             TargetGroupRef::Arn(a) => match self.name_by_arn.get(a.as_str()) {
                 Some(n) => TargetGroupRef::Name(n.to_string()),
@@ -431,7 +446,14 @@ fn tag_managed(key: &str, opts: &PlanOptions) -> bool {
     !key.starts_with("aws:") && !opts.external_managed_tags.contains(key)
 }
 
-fn tag_steps(steps: &mut Vec<Step>, kind: ResourceKind, id: &str, want: &Tags, have: &Tags, opts: &PlanOptions) {
+pub(super) fn tag_steps(
+    steps: &mut Vec<Step>,
+    kind: ResourceKind,
+    id: &str,
+    want: &Tags,
+    have: &Tags,
+    opts: &PlanOptions,
+) {
     let add: Tags = want
         .iter()
         .filter(|(k, v)| tag_managed(k, opts) && have.get(*k) != Some(*v))

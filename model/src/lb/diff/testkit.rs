@@ -60,6 +60,7 @@ pub fn listener(port: u16, tg_name: &str) -> Listener {
         default_actions: forward(tg_name),
         attributes: Attributes::new(),
         tags: tags(&[("service.k8s.aws/stack", "ns/svc")]),
+        rules: vec![],
     }
 }
 
@@ -121,7 +122,8 @@ impl Sim {
             .map(|(lb, _)| &lb.id)
             .chain(state.target_groups.iter().map(|t| &t.id))
             .chain(state.listeners.iter().map(|l| &l.id))
-            .chain(state.frontend_security_group.iter().map(|g| &g.id));
+            .chain(state.frontend_security_group.iter().map(|g| &g.id))
+            .chain(state.rules.values().flatten().map(|r| &r.id));
         let next = ids.filter_map(|id| id.rsplit('-').next().and_then(|n| n.parse::<u32>().ok())).max().unwrap_or(0);
         Sim { state, other_sgs: Vec::new(), next }
     }
@@ -190,8 +192,23 @@ impl Sim {
         &mut self.state.listeners.iter_mut().find(|l| l.id == arn).expect("listener exists").spec
     }
 
+    fn listener_arn(&self, port: u16) -> String {
+        self.state.listeners.iter().find(|l| l.spec.port == port).expect("listener exists").id.clone()
+    }
+
+    fn rule_mut(&mut self, arn: &str) -> &mut Observed<Rule> {
+        self.state.rules.values_mut().flatten().find(|r| r.id == arn).expect("rule exists")
+    }
+
+    /// Panics when another rule of the rule's listener holds `priority` (AWS: PriorityInUse).
+    fn assert_priority_free(&self, listener: &str, priority: u32) {
+        let held = self.state.rules.get(listener).into_iter().flatten().any(|r| r.spec.priority == priority);
+        assert!(!held, "priority {priority} is in use on {listener}");
+    }
+
     fn tags_mut(&mut self, kind: ResourceKind, id: &str) -> &mut Tags {
         match kind {
+            ResourceKind::Rule => &mut self.rule_mut(id).spec.tags,
             ResourceKind::LoadBalancer => &mut self.lb_mut(id).tags,
             ResourceKind::Listener => &mut self.listener_mut(id).tags,
             ResourceKind::SecurityGroup => &mut self.sg_mut(id).tags,
@@ -232,6 +249,7 @@ impl Sim {
                 assert_eq!(&lb.id, arn);
                 assert_ne!(lb.spec.attributes.get(DELETION_PROTECTION).map(String::as_str), Some("true"));
                 self.state.listeners.clear();
+                self.state.rules.clear();
             }
             Step::CreateTargetGroup { target_group } => {
                 assert!(self.state.target_groups.iter().all(|t| t.spec.name != target_group.name), "duplicate name");
@@ -276,8 +294,10 @@ impl Sim {
             Step::CreateListener { listener } => {
                 assert!(self.state.load_balancer.is_some());
                 assert!(self.state.listeners.iter().all(|l| l.spec.port != listener.port), "duplicate port");
+                assert!(listener.rules.is_empty(), "rules are created by CreateRule steps");
                 let id = self.id("arn:listener");
                 let spec = Listener { default_actions: self.resolve(&listener.default_actions), ..listener.clone() };
+                self.state.rules.insert(id.clone(), Vec::new());
                 self.state.listeners.push(Observed { id, spec });
             }
             Step::ModifyListener { arn, change, .. } => {
@@ -326,16 +346,49 @@ impl Sim {
                 let before = self.state.listeners.len();
                 self.state.listeners.retain(|l| &l.id != arn);
                 assert!(self.state.listeners.len() < before);
+                self.state.rules.remove(arn);
+            }
+            Step::CreateRule { port, rule } => {
+                let listener = self.listener_arn(*port);
+                self.assert_priority_free(&listener, rule.priority);
+                let id = self.id("arn:rule");
+                let spec = Rule { actions: self.resolve(&rule.actions), ..rule.clone() };
+                // What AWS reports: no client secret.
+                let spec = Rule { actions: spec.actions.iter().map(Action::without_secrets).collect(), ..spec };
+                self.state.rules.get_mut(&listener).expect("rules of the listener known").push(Observed { id, spec });
+            }
+            Step::ModifyRule { arn, rule, .. } => {
+                let actions: Vec<Action> = self.resolve(&rule.actions).iter().map(Action::without_secrets).collect();
+                let r = self.rule_mut(arn);
+                r.spec.conditions = rule.conditions.clone();
+                r.spec.actions = actions;
+            }
+            Step::SetRulePriorities { port, priorities } => {
+                let listener = self.listener_arn(*port);
+                // Strictest reading of AWS: each move must find its priority free when it runs.
+                for (arn, p) in priorities {
+                    self.assert_priority_free(&listener, *p);
+                    let r = self.rule_mut(arn);
+                    r.spec.priority = *p;
+                }
+            }
+            Step::DeleteRule { arn, .. } => {
+                let before: usize = self.state.rules.values().map(|v| v.len()).sum();
+                self.state.rules.values_mut().for_each(|v| v.retain(|r| &r.id != arn));
+                let after: usize = self.state.rules.values().map(|v| v.len()).sum();
+                assert!(after < before, "rule {arn} exists");
             }
             Step::DeleteTargetGroup { arn, name } => {
-                let in_use = self.state.listeners.iter().any(|l| {
-                    l.spec.default_actions.iter().any(|a| match a {
-                        Action::Forward { target_groups, .. } => {
-                            target_groups.iter().any(|w| w.target_group == TargetGroupRef::Arn(arn.clone()))
-                        }
-                        _ => false,
-                    })
-                });
+                let rule_actions = self.state.rules.values().flatten().flat_map(|r| r.spec.actions.iter());
+                let in_use =
+                    self.state.listeners.iter().flat_map(|l| l.spec.default_actions.iter()).chain(rule_actions).any(
+                        |a| match a {
+                            Action::Forward { target_groups, .. } => {
+                                target_groups.iter().any(|w| w.target_group == TargetGroupRef::Arn(arn.clone()))
+                            }
+                            _ => false,
+                        },
+                    );
                 assert!(!in_use, "target group {name} still in use");
                 self.state.target_groups.retain(|t| &t.id != arn);
             }
