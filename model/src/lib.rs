@@ -20,6 +20,7 @@
 //! - [`cilium`]: pod IP → ENI from CiliumNode objects (ENI IPAM mode), merged with EC2 results.
 
 pub mod admission;
+pub mod annotations;
 pub mod checkpoint;
 pub mod cilium;
 pub mod crd;
