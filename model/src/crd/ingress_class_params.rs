@@ -24,6 +24,7 @@ use super::TargetType;
     kind = "IngressClassParams",
     plural = "ingressclassparams",
     singular = "ingressclassparams",
+    derive = "PartialEq",
     printcolumn = r#"{"name":"GROUP-NAME","type":"string","description":"The Ingress Group name","jsonPath":".spec.group.name"}"#,
     printcolumn = r#"{"name":"SCHEME","type":"string","description":"The AWS Load Balancer scheme","jsonPath":".spec.scheme"}"#,
     printcolumn = r#"{"name":"IP-ADDRESS-TYPE","type":"string","description":"The AWS Load Balancer ipAddressType","jsonPath":".spec.ipAddressType"}"#,
