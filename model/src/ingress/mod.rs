@@ -12,6 +12,7 @@
 //!
 //! The final `lb::Stack` (listeners, target groups, names) is built from a group in a later step.
 
+pub mod actions;
 pub mod keys;
 pub mod select;
 
