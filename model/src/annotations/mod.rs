@@ -95,6 +95,19 @@ impl<'a> Reader<'a> {
         format!("{}/{suffix}", self.prefix)
     }
 
+    /// Full keys and values under this prefix whose suffix starts with `family` (e.g.
+    /// `actions.`), with the rest of the suffix; all of them count as read.
+    pub(crate) fn family(&mut self, family: &str) -> Vec<(String, &'a str, &'a str)> {
+        let prefix = format!("{}/{family}", self.prefix);
+        let found: Vec<(String, &'a str, &'a str)> = self
+            .annotations
+            .iter()
+            .filter_map(|(k, v)| k.strip_prefix(&prefix).map(|rest| (k.clone(), rest, v.as_str())))
+            .collect();
+        self.seen.extend(found.iter().map(|(k, _, _)| k.clone()));
+        found
+    }
+
     /// Keys under this prefix whose suffix satisfies `family` and that nothing read: typos.
     pub(crate) fn unknown(&self, family: impl Fn(&str) -> bool) -> Vec<String> {
         let prefix = format!("{}/", self.prefix);

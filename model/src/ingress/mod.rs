@@ -13,7 +13,11 @@
 //! The final `lb::Stack` (listeners, target groups, names) is built from a group in a later step.
 
 pub mod actions;
+mod annotation_fields;
+pub mod annotations;
 pub mod keys;
 pub mod select;
 
+pub use annotation_fields::valid_group_name;
+pub use annotations::{BackendSettings, IngressSettings, parse_annotations, parse_service_annotations};
 pub use select::{ClassView, SelectConfig, Selection, select};

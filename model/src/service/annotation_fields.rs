@@ -16,18 +16,9 @@ pub(super) const DNS_POLICIES: &[&str] =
     &["availability_zone_affinity", "partial_availability_zone_affinity", "any_availability_zone"];
 
 pub(super) fn valid_name(r: &mut Reader<'_>, n: &str) -> Option<String> {
-    let ok = !n.is_empty()
-        && n.len() <= crate::lb::naming::MAX_NAME_LEN
-        && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
-        && !n.starts_with('-')
-        && !n.ends_with('-')
-        && !n.starts_with("internal-");
+    let ok = crate::lb::naming::valid_custom_name(n);
     if !ok {
-        r.fail(
-            full_key(k::NAME),
-            n,
-            "1 to 32 letters, digits or hyphens, not starting or ending with a hyphen nor starting with \"internal-\"",
-        );
+        r.fail(full_key(k::NAME), n, crate::lb::naming::CUSTOM_NAME_HINT);
     }
     ok.then(|| n.to_string())
 }
