@@ -16,8 +16,10 @@ pub mod actions;
 mod annotation_fields;
 pub mod annotations;
 pub mod keys;
+pub mod params;
 pub mod select;
 
 pub use annotation_fields::valid_group_name;
 pub use annotations::{BackendSettings, IngressSettings, parse_annotations, parse_service_annotations};
+pub use params::apply_params;
 pub use select::{ClassView, SelectConfig, Selection, select};
