@@ -15,11 +15,16 @@
 pub mod actions;
 mod annotation_fields;
 pub mod annotations;
+pub mod group;
 pub mod keys;
 pub mod params;
 pub mod select;
 
 pub use annotation_fields::valid_group_name;
 pub use annotations::{BackendSettings, IngressSettings, parse_annotations, parse_service_annotations};
+#[cfg(test)]
+mod fuzz_tests;
+
+pub use group::{Candidate, Conflict, GroupId, conflicts, group_of, members};
 pub use params::apply_params;
 pub use select::{ClassView, SelectConfig, Selection, select};

@@ -20,7 +20,7 @@ pub mod keys;
 pub mod select;
 
 #[cfg(test)]
-mod fuzz_tests;
+pub(crate) mod fuzz_tests;
 
 pub use crate::annotations::{AnnotationError, AnnotationErrors};
 pub use annotations::{
