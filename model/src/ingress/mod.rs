@@ -7,10 +7,11 @@
 //!    (all invalid values at once; unsupported and unknown keys listed), and
 //!    `parse_service_annotations` for each backend Service (its values win);
 //! 3. `apply_params` — IngressClassParams fields override the annotations they replace;
-//! 4. `build_groups` — the Ingresses of one IngressGroup → ordered members, merged settings
-//!    (exclusive-annotation conflicts fail the group) and per listener port the ordered rules.
+//! 4. [`group_of`], [`members`], [`conflicts`] — IngressGroup identity and finalizer, member
+//!    order, and the exclusive-annotation conflicts that fail a whole group.
 //!
-//! The final `lb::Stack` (listeners, target groups, names) is built from a group in a later step.
+//! Still to come: merging listen ports / certificates / listener attributes per port, the ordered
+//! rules (path conversion, `use-annotation`, conditions, priorities), then the `lb::Stack`.
 
 pub mod actions;
 mod annotation_fields;
