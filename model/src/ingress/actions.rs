@@ -119,8 +119,15 @@ pub struct QueryMatch {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Condition {
     HostHeader(Vec<String>),
+    /// `hostHeaderConfig.regexValues`.
+    HostHeaderRegex(Vec<String>),
     PathPattern(Vec<String>),
-    HttpHeader { name: String, values: Vec<String> },
+    /// `pathPatternConfig.regexValues`, and ImplementationSpecific paths under `use-regex-path-match`.
+    PathPatternRegex(Vec<String>),
+    HttpHeader {
+        name: String,
+        values: Vec<String>,
+    },
     HttpRequestMethod(Vec<String>),
     QueryString(Vec<QueryMatch>),
     SourceIp(Vec<String>),
@@ -244,7 +251,10 @@ fn target(t: RawTarget, namespace: &str) -> Result<WeightedTarget, String> {
         (None, None, Some(service)) => {
             let port = match t.service_port {
                 Some(Value::Number(n)) => n.as_i64().and_then(|n| i32::try_from(n).ok()).map(ServicePort::Number),
-                Some(Value::String(s)) if !s.is_empty() => Some(ServicePort::Name(s)),
+                // ALBC re-parses a string port, so "80" is the number 80.
+                Some(Value::String(s)) if !s.is_empty() => {
+                    Some(s.parse::<i32>().map(ServicePort::Number).unwrap_or(ServicePort::Name(s)))
+                }
                 _ => None,
             }
             .ok_or(format!("serviceName {service} needs a servicePort (number or name)"))?;
@@ -326,9 +336,21 @@ pub(crate) fn parse_conditions(raw: &str) -> Result<Vec<Condition>, String> {
         .map(|c| {
             let cfg = |name: &str| c.configs.get(name).cloned().unwrap_or(Value::Null);
             let values = |name: &str| strings(cfg(name).get("values"));
+            // host-header and path-pattern take either `values` (wildcards) or `regexValues`.
+            let glob_or_regex =
+                |name: &str, glob: fn(Vec<String>) -> Condition, regex: fn(Vec<String>) -> Condition| {
+                    let (v, r) = (values(name), strings(cfg(name).get("regexvalues")));
+                    match (v.is_empty(), r.is_empty()) {
+                        (false, false) => Err(format!("{} has both values and regexValues; use one", c.field)),
+                        (true, false) => Ok(regex(r)),
+                        _ => Ok(glob(v)),
+                    }
+                };
             let cond = match c.field.as_str() {
-                "host-header" => Condition::HostHeader(values("hostheaderconfig")),
-                "path-pattern" => Condition::PathPattern(values("pathpatternconfig")),
+                "host-header" => glob_or_regex("hostheaderconfig", Condition::HostHeader, Condition::HostHeaderRegex)?,
+                "path-pattern" => {
+                    glob_or_regex("pathpatternconfig", Condition::PathPattern, Condition::PathPatternRegex)?
+                }
                 "http-request-method" => Condition::HttpRequestMethod(values("httprequestmethodconfig")),
                 "source-ip" => Condition::SourceIp(values("sourceipconfig")),
                 "http-header" => {
@@ -357,7 +379,9 @@ pub(crate) fn parse_conditions(raw: &str) -> Result<Vec<Condition>, String> {
             let empty = match &cond {
                 Condition::QueryString(v) => v.is_empty(),
                 Condition::HostHeader(v)
+                | Condition::HostHeaderRegex(v)
                 | Condition::PathPattern(v)
+                | Condition::PathPatternRegex(v)
                 | Condition::HttpRequestMethod(v)
                 | Condition::SourceIp(v) => v.is_empty(),
                 Condition::HttpHeader { values, .. } => values.is_empty(),

@@ -64,6 +64,14 @@ fn actions_table() {
             },
         ),
         (
+            // ALBC re-parses string ports: "8080" is the number 8080.
+            r#"{"type":"forward","forwardConfig":{"targetGroups":[{"serviceName":"s1","servicePort":"8080"}]}}"#,
+            RuleAction::Forward {
+                target_groups: vec![WeightedTarget { target: svc("s1", ServicePort::Number(8080)), weight: None }],
+                stickiness_seconds: None,
+            },
+        ),
+        (
             r#"{"type":"forward","forwardConfig":{"targetGroups":[{"serviceName":"s1","servicePort":80}],"targetGroupStickinessConfig":{"enabled":false,"durationSeconds":9}}}"#,
             RuleAction::Forward {
                 target_groups: vec![WeightedTarget { target: svc("s1", ServicePort::Number(80)), weight: None }],
@@ -124,8 +132,15 @@ fn conditions_table() {
             Condition::SourceIp(vec!["10.0.0.0/8".into()]),
         ]
     );
+    let regex = r#"[{"field":"host-header","hostHeaderConfig":{"regexValues":["^a.*$"]}},
+        {"field":"path-pattern","pathPatternConfig":{"regexValues":["^/v[0-9]+/"]}}]"#;
+    assert_eq!(
+        parse_conditions(regex).unwrap(),
+        vec![Condition::HostHeaderRegex(vec!["^a.*$".into()]), Condition::PathPatternRegex(vec!["^/v[0-9]+/".into()])]
+    );
     for (bad, fragment) in [
         (r#"[{"field":"cookie"}]"#, "cookie"),
+        (r#"[{"field":"path-pattern","pathPatternConfig":{"values":["/a"],"regexValues":["b"]}}]"#, "both"),
         (r#"[{"field":"host-header","hostHeaderConfig":{"values":[]}}]"#, "no values"),
         (r#"[{"field":"http-header","httpHeaderConfig":{"values":["x"]}}]"#, "httpHeaderName"),
         (r#"{"field":"host-header"}"#, "sequence"),

@@ -11,7 +11,7 @@
 //! - Exclusive annotations that differ between members fail the whole group; the error names
 //!   both Ingresses, the annotation and both values.
 //!
-//! Not done yet: merging listen ports, certificates and listener attributes, and the ordered rules.
+//! The listeners and rules of a group's members are merged by [`super::plan_group`].
 
 use super::annotations::IngressSettings;
 use super::keys::{self as k, full_key};
