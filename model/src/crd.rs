@@ -1,7 +1,13 @@
-//! `elbv2.k8s.aws/v1beta1` TargetGroupBinding: the same fields and meaning as the upstream
-//! AWS Load Balancer Controller's CRD, so existing manifests apply unchanged. The CRD YAML in
-//! `charts/` is generated from these types (`aws-lb-controller crd`) and checked for drift in CI.
+//! `elbv2.k8s.aws/v1beta1` TargetGroupBinding and IngressClassParams
+//! ([`ingress_class_params`]): the same fields and meaning as the upstream AWS Load Balancer
+//! Controller's CRDs, so existing manifests apply unchanged. The CRD YAML in `charts/` is
+//! generated from [`all`] (`aws-lb-controller crd`) and checked for drift in CI.
 
+pub mod ingress_class_params;
+
+pub use ingress_class_params::{IngressClassParams, IngressClassParamsSpec};
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::CustomResource;
@@ -179,6 +185,12 @@ pub struct TargetGroupBindingStatus {
     pub healthy_targets: Option<i32>,
 }
 
+/// Every CRD this controller serves, in the order the chart lists them.
+pub fn all() -> Vec<CustomResourceDefinition> {
+    use kube::CustomResourceExt;
+    vec![IngressClassParams::crd(), TargetGroupBinding::crd()]
+}
+
 impl TargetGroupBindingSpec {
     /// Target type with ALBC's default applied (the webhook fills it from AWS; `ip` otherwise,
     /// since IP mode is the only one this controller registers today).
@@ -240,5 +252,7 @@ mod tests {
         assert!(v.subresources.as_ref().unwrap().status.is_some());
         let cols: Vec<_> = v.additional_printer_columns.as_ref().unwrap().iter().map(|c| c.name.as_str()).collect();
         assert_eq!(cols, ["SERVICE-NAME", "SERVICE-PORT", "TARGET-TYPE", "READY", "ARN", "AGE"]);
+        let names: Vec<_> = all().into_iter().filter_map(|c| c.metadata.name).collect();
+        assert_eq!(names, ["ingressclassparams.elbv2.k8s.aws", "targetgroupbindings.elbv2.k8s.aws"]);
     }
 }

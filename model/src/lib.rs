@@ -16,14 +16,17 @@
 //! - [`lb`]: load balancers, listeners, target groups and security groups as plain data; ALBC's
 //!   deterministic names ([`lb::naming`]) and tracking tags ([`lb::tags`]).
 //! - [`service`]: Service (`type: LoadBalancer`) → desired NLB stack: selection, annotations, build.
+//! - [`ingress`]: Ingress → desired ALB: class selection, annotations, IngressGroups and rules.
 //! - [`throttle`]: client-side AWS API rate limits (`--aws-api-throttle`).
 //! - [`cilium`]: pod IP → ENI from CiliumNode objects (ENI IPAM mode), merged with EC2 results.
 
 pub mod admission;
+pub mod annotations;
 pub mod checkpoint;
 pub mod cilium;
 pub mod crd;
 pub mod endpoints;
+pub mod ingress;
 pub mod lb;
 pub mod names;
 pub mod net;

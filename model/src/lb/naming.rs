@@ -25,6 +25,21 @@ use sha2::{Digest, Sha256};
 /// AWS's limit on load balancer and target group names.
 pub const MAX_NAME_LEN: usize = 32;
 
+/// Whether a user-chosen load balancer name is acceptable to AWS: 1 to 32 letters, digits or
+/// inner hyphens, not starting with `internal-` (that prefix is AWS's for internal DNS names).
+pub fn valid_custom_name(n: &str) -> bool {
+    !n.is_empty()
+        && n.len() <= MAX_NAME_LEN
+        && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+        && !n.starts_with('-')
+        && !n.ends_with('-')
+        && !n.starts_with("internal-")
+}
+
+/// The rule of [`valid_custom_name`] in words, for error messages.
+pub const CUSTOM_NAME_HINT: &str =
+    "1 to 32 letters, digits or hyphens, not starting or ending with a hyphen nor starting with \"internal-\"";
+
 /// Keeps ASCII letters and digits only (ALBC's `[[:^alnum:]]` removal).
 pub fn sanitize(s: &str) -> String {
     s.chars().filter(|c| c.is_ascii_alphanumeric()).collect()

@@ -2,11 +2,12 @@
 
 use std::collections::BTreeMap;
 
-use super::annotations::{BackendProtocol, HealthCheckPortSetting, HealthCheckSettings, NlbSettings, Unsupported};
-use super::keys as k;
-use super::parse::{Reader, full_key, parse_go_bool};
-use crate::lb::tags::{SERVICE_TAG_PREFIX, reserved_tag_keys};
-use crate::lb::{Attributes, Protocol, Tags};
+use super::annotations::{BackendProtocol, NlbSettings};
+use super::keys::{self as k, full_key};
+use crate::annotations::fields::HealthCheckKeys;
+use crate::annotations::fields::note_unsupported;
+use crate::annotations::{Reader, Unsupported, parse_go_bool};
+use crate::lb::{Attributes, Protocol};
 
 pub(super) const NOT_YET: &str = "not implemented yet";
 pub(super) const ALPN_POLICIES: &[&str] = &["None", "HTTP1Only", "HTTP2Only", "HTTP2Optional", "HTTP2Preferred"];
@@ -15,18 +16,9 @@ pub(super) const DNS_POLICIES: &[&str] =
     &["availability_zone_affinity", "partial_availability_zone_affinity", "any_availability_zone"];
 
 pub(super) fn valid_name(r: &mut Reader<'_>, n: &str) -> Option<String> {
-    let ok = !n.is_empty()
-        && n.len() <= crate::lb::naming::MAX_NAME_LEN
-        && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
-        && !n.starts_with('-')
-        && !n.ends_with('-')
-        && !n.starts_with("internal-");
+    let ok = crate::lb::naming::valid_custom_name(n);
     if !ok {
-        r.fail(
-            full_key(k::NAME),
-            n,
-            "1 to 32 letters, digits or hyphens, not starting or ending with a hyphen nor starting with \"internal-\"",
-        );
+        r.fail(full_key(k::NAME), n, crate::lb::naming::CUSTOM_NAME_HINT);
     }
     ok.then(|| n.to_string())
 }
@@ -68,91 +60,20 @@ pub(super) fn tg_attributes(r: &mut Reader<'_>, key: &str) -> Attributes {
     attrs
 }
 
-pub(super) fn additional_tags(r: &mut Reader<'_>, unsupported: &mut Vec<Unsupported>) -> Tags {
-    let mut tags = r.map(k::ADDITIONAL_TAGS).unwrap_or_default();
-    for key in reserved_tag_keys(SERVICE_TAG_PREFIX) {
-        if tags.remove(&key).is_some() {
-            unsupported.push(Unsupported {
-                key: full_key(k::ADDITIONAL_TAGS),
-                reason: format!("tag {key} is set by the controller and cannot be overridden"),
-            });
-        }
-    }
-    tags
-}
-
-pub(super) fn health_check(r: &mut Reader<'_>) -> HealthCheckSettings {
-    let protocol = r.raw(k::HC_PROTOCOL).and_then(|raw| match raw.to_ascii_uppercase().as_str() {
-        "TCP" => Some(Protocol::Tcp),
-        "HTTP" => Some(Protocol::Http),
-        "HTTPS" => Some(Protocol::Https),
-        _ => {
-            r.fail(full_key(k::HC_PROTOCOL), raw, "\"tcp\", \"http\" or \"https\"");
-            None
-        }
-    });
-    let port = r.raw(k::HC_PORT).and_then(|raw| {
-        if raw == "traffic-port" {
-            Some(HealthCheckPortSetting::TrafficPort)
-        } else if raw.bytes().all(|b| b.is_ascii_digit()) && !raw.is_empty() {
-            match raw.parse::<u16>() {
-                Ok(p) if p > 0 => Some(HealthCheckPortSetting::Port(p)),
-                _ => {
-                    r.fail(
-                        full_key(k::HC_PORT),
-                        raw,
-                        "\"traffic-port\", a port from 1 to 65535 or a Service port name",
-                    );
-                    None
-                }
-            }
-        } else if !raw.is_empty() && !raw.starts_with('-') {
-            Some(HealthCheckPortSetting::Named(raw.to_string()))
-        } else {
-            r.fail(full_key(k::HC_PORT), raw, "\"traffic-port\", a port from 1 to 65535 or a Service port name");
-            None
-        }
-    });
-    let path = r.raw(k::HC_PATH).and_then(|raw| {
-        if raw.starts_with('/') && raw.len() <= 1024 {
-            Some(raw.to_string())
-        } else {
-            r.fail(full_key(k::HC_PATH), raw, "an absolute path starting with \"/\" (at most 1024 characters)");
-            None
-        }
-    });
-    let success_codes = r.raw(k::HC_SUCCESS_CODES).and_then(|raw| {
-        if valid_success_codes(raw) {
-            Some(raw.to_string())
-        } else {
-            r.fail(
-                full_key(k::HC_SUCCESS_CODES),
-                raw,
-                "HTTP codes from 200 to 599, e.g. \"200\", \"200-399\" or \"200,302\"",
-            );
-            None
-        }
-    });
-    HealthCheckSettings {
-        protocol,
-        port,
-        path,
-        interval_seconds: r.int(k::HC_INTERVAL, 5, 300),
-        timeout_seconds: r.int(k::HC_TIMEOUT, 2, 120),
-        healthy_threshold: r.int(k::HC_HEALTHY_THRESHOLD, 2, 10),
-        unhealthy_threshold: r.int(k::HC_UNHEALTHY_THRESHOLD, 2, 10),
-        success_codes,
-    }
-}
-
-pub(super) fn valid_success_codes(raw: &str) -> bool {
-    let code = |s: &str| s.len() == 3 && s.parse::<u16>().is_ok_and(|c| (200..=599).contains(&c));
-    !raw.is_empty()
-        && raw.split(',').all(|part| match part.split_once('-') {
-            Some((a, b)) => code(a) && code(b) && a <= b,
-            None => code(part),
-        })
-}
+/// The NLB's health-check annotations and accepted values.
+pub(super) const HEALTH_CHECK_KEYS: HealthCheckKeys = HealthCheckKeys {
+    protocol: k::HC_PROTOCOL,
+    port: k::HC_PORT,
+    path: k::HC_PATH,
+    interval: k::HC_INTERVAL,
+    timeout: k::HC_TIMEOUT,
+    healthy_threshold: k::HC_HEALTHY_THRESHOLD,
+    unhealthy_threshold: k::HC_UNHEALTHY_THRESHOLD,
+    success_codes: k::HC_SUCCESS_CODES,
+    protocols: &[Protocol::Tcp, Protocol::Http, Protocol::Https],
+    code_ranges: &[(200, 599)],
+    codes_hint: "HTTP codes from 200 to 599, e.g. \"200\", \"200-399\" or \"200,302\"",
+};
 
 pub(super) fn backend_protocol(r: &mut Reader<'_>, unsupported: &mut Vec<Unsupported>) -> BackendProtocol {
     match r.raw(k::BACKEND_PROTOCOL) {
@@ -170,18 +91,6 @@ pub(super) fn backend_protocol(r: &mut Reader<'_>, unsupported: &mut Vec<Unsuppo
         Some(v) => {
             r.fail(full_key(k::BACKEND_PROTOCOL), v, "\"tcp\" or \"ssl\"");
             BackendProtocol::Tcp
-        }
-    }
-}
-
-pub(super) fn minimum_capacity(r: &mut Reader<'_>) -> Option<u32> {
-    let m = r.map(k::MINIMUM_CAPACITY)?;
-    let raw = r.raw(k::MINIMUM_CAPACITY).unwrap_or_default();
-    match (m.len(), m.get("CapacityUnits").map(|v| v.parse::<u32>())) {
-        (1, Some(Ok(n))) => Some(n),
-        _ => {
-            r.fail(full_key(k::MINIMUM_CAPACITY), raw, "\"CapacityUnits=N\" with N a whole number (0 resets)");
-            None
         }
     }
 }
@@ -227,16 +136,17 @@ pub(super) fn prefixed_annotations(r: &mut Reader<'_>, annotations: &BTreeMap<St
 
 /// Known annotations this controller does not act on (yet).
 pub(super) fn unsupported_annotations(r: &mut Reader<'_>, unsupported: &mut Vec<Unsupported>) {
-    let mut note = |r: &mut Reader<'_>, suffix: &str, reason: &str| {
-        if r.raw(suffix).is_some() {
-            unsupported.push(Unsupported { key: full_key(suffix), reason: reason.to_string() });
-        }
-    };
-    note(r, k::QUIC_ENABLED_PORTS, "QUIC listeners are not implemented yet");
-    note(r, k::SOURCE_NAT_IPV6_PREFIXES, "IPv6 source-NAT prefixes are not implemented yet");
-    note(r, k::EIP_ALLOCATIONS_DISCOVERY_TAGS, "Elastic IP discovery by tags is not implemented yet");
-    note(r, k::TARGET_NODE_LABELS, "applies to instance targets only; this controller registers pod IPs");
-    note(r, k::QUIC_ENABLED_CONTAINERS, "a pod annotation; it has no effect on a Service");
+    note_unsupported(
+        r,
+        unsupported,
+        &[
+            (k::QUIC_ENABLED_PORTS, "QUIC listeners are not implemented yet"),
+            (k::SOURCE_NAT_IPV6_PREFIXES, "IPv6 source-NAT prefixes are not implemented yet"),
+            (k::EIP_ALLOCATIONS_DISCOVERY_TAGS, "Elastic IP discovery by tags is not implemented yet"),
+            (k::TARGET_NODE_LABELS, "applies to instance targets only; this controller registers pod IPs"),
+            (k::QUIC_ENABLED_CONTAINERS, "a pod annotation; it has no effect on a Service"),
+        ],
+    );
     if let Some(v) = r.raw(k::ENABLE_PREFIX_FOR_IPV6_SOURCE_NAT) {
         if v == "on" {
             unsupported.push(Unsupported {

@@ -9,11 +9,15 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use ipnet::IpNet;
 
 use super::annotation_fields::{
-    ALPN_POLICIES, action_annotations, additional_tags, backend_protocol, health_check, load_balancer_attributes,
-    minimum_capacity, prefixed_annotations, tg_attributes, unsupported_annotations, valid_name,
+    ALPN_POLICIES, HEALTH_CHECK_KEYS, action_annotations, backend_protocol, load_balancer_attributes,
+    prefixed_annotations, tg_attributes, unsupported_annotations, valid_name,
 };
-use super::keys::{self as k, PREFIX};
-use super::parse::{AnnotationErrors, Reader, full_key};
+use super::keys::{self as k, PREFIX, full_key};
+pub use crate::annotations::Unsupported;
+pub use crate::annotations::fields::{HealthCheckPortSetting, HealthCheckSettings};
+use crate::annotations::fields::{health_check, minimum_capacity, user_tags};
+use crate::annotations::{AnnotationErrors, Reader};
+use crate::lb::tags::SERVICE_TAG_PREFIX;
 use crate::lb::{Attributes, LbIpAddressType, Protocol, Scheme, Tags};
 
 /// A subnet named by the `subnets` annotation: an ID (`subnet-…`) or the value of its `Name` tag.
@@ -30,29 +34,6 @@ pub enum SecurityGroupSelector {
     Name(String),
 }
 
-/// Where health checks go, as the annotation says it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum HealthCheckPortSetting {
-    TrafficPort,
-    Port(u16),
-    /// A Service port name, resolved to that port's numeric targetPort (ip targets).
-    Named(String),
-}
-
-/// The `healthcheck-*` annotations; `None` = ALBC's default (applied when building).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct HealthCheckSettings {
-    /// TCP, HTTP or HTTPS.
-    pub protocol: Option<Protocol>,
-    pub port: Option<HealthCheckPortSetting>,
-    pub path: Option<String>,
-    pub interval_seconds: Option<u32>,
-    pub timeout_seconds: Option<u32>,
-    pub healthy_threshold: Option<u32>,
-    pub unhealthy_threshold: Option<u32>,
-    pub success_codes: Option<String>,
-}
-
 /// Protocol between the load balancer and the targets behind a TLS listener.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum BackendProtocol {
@@ -61,13 +42,6 @@ pub enum BackendProtocol {
     Tcp,
     /// TLS again to the targets (`backend-protocol: ssl`).
     Ssl,
-}
-
-/// A known annotation (or value) the controller does not act on yet; reported as a warning.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Unsupported {
-    pub key: String,
-    pub reason: String,
 }
 
 /// Everything the annotations of one Service ask for.
@@ -146,7 +120,7 @@ impl NlbSettings {
 
 /// Parses every Service annotation; all invalid values are reported together.
 pub fn parse_annotations(annotations: &BTreeMap<String, String>) -> Result<NlbSettings, AnnotationErrors> {
-    let mut r = Reader::new(annotations);
+    let mut r = Reader::new(annotations, PREFIX);
     let mut s = NlbSettings {
         load_balancer_type: r.string(k::LOAD_BALANCER_TYPE),
         target_type: r.string(k::TARGET_TYPE),
@@ -181,8 +155,8 @@ pub fn parse_annotations(annotations: &BTreeMap<String, String>) -> Result<NlbSe
     s.proxy_protocol_ports = r
         .checked_list(k::PROXY_PROTOCOL_PER_TARGET_GROUP, "Service port numbers", |x| x.parse::<u16>().ok())
         .map(|v| v.into_iter().collect());
-    s.additional_tags = additional_tags(&mut r, &mut s.unsupported);
-    s.health_check = health_check(&mut r);
+    s.additional_tags = user_tags(&mut r, k::ADDITIONAL_TAGS, SERVICE_TAG_PREFIX, &mut s.unsupported);
+    s.health_check = health_check(&mut r, &HEALTH_CHECK_KEYS);
     s.ssl_certificates = r.list(k::SSL_CERT).unwrap_or_default();
     s.ssl_ports = r.list(k::SSL_PORTS).unwrap_or_default();
     s.ssl_negotiation_policy = r.string(k::SSL_NEGOTIATION_POLICY).filter(|p| !p.is_empty());
@@ -205,17 +179,12 @@ pub fn parse_annotations(annotations: &BTreeMap<String, String>) -> Result<NlbSe
     s.multi_cluster_target_group = r.bool(k::MULTI_CLUSTER_TARGET_GROUP).unwrap_or(false);
     s.enable_tcp_udp_listener = r.bool(k::ENABLE_TCP_UDP_LISTENER);
     s.enable_icmp_for_path_mtu_discovery = r.one_of(k::ENABLE_ICMP_PMTUD, &["on", "off"]) == Some("on");
-    s.minimum_capacity_units = minimum_capacity(&mut r);
+    s.minimum_capacity_units = minimum_capacity(&mut r, k::MINIMUM_CAPACITY);
     prefixed_annotations(&mut r, annotations, &mut s);
     unsupported_annotations(&mut r, &mut s.unsupported);
     s.unsupported.extend(action_annotations(annotations));
-    s.unknown = annotations
-        .keys()
-        .filter(|key| key.strip_prefix(&format!("{PREFIX}/")).is_some_and(|sfx| sfx.starts_with(k::AWS_LB_FAMILY)))
-        .filter(|key| !r.seen.contains(*key))
-        .cloned()
-        .collect();
-    if r.errors.is_empty() { Ok(s) } else { Err(AnnotationErrors(r.errors)) }
+    s.unknown = r.unknown(|suffix| suffix.starts_with(k::AWS_LB_FAMILY));
+    r.finish(s)
 }
 
 #[cfg(test)]

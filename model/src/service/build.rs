@@ -238,7 +238,7 @@ pub fn build_stack(svc: &Service, settings: &NlbSettings, ctx: &BuildContext) ->
     for key in settings.additional_tags.keys().filter(|k| ctx.external_managed_tags.contains(*k)) {
         b.problems.push(format!(
             "tag {key} in annotation {} is managed outside the controller (--external-managed-tags) and cannot be set on a Service",
-            super::parse::full_key(super::keys::ADDITIONAL_TAGS)
+            super::keys::full_key(super::keys::ADDITIONAL_TAGS)
         ));
     }
     if b.subnets.is_empty() {

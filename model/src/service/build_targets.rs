@@ -155,7 +155,7 @@ fn target_group(
     let health_check = health_check(b, port)?;
     let attributes = tg_attributes(b, port);
     let preserve_client_ip =
-        attributes.get(PRESERVE_CLIENT_IP).and_then(|v| super::parse::parse_go_bool(v)).unwrap_or(false);
+        attributes.get(PRESERVE_CLIENT_IP).and_then(|v| crate::annotations::parse_go_bool(v)).unwrap_or(false);
     let ipv6 = b.svc.spec.iter().flat_map(|s| s.ip_families.iter().flatten()).any(|f| f == "IPv6");
     if ipv6 && b.ip_address_type != LbIpAddressType::Dualstack {
         b.problems.push("the Service's ipFamilies include IPv6, which needs ip-address-type \"dualstack\"".into());

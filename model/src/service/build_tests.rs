@@ -2,7 +2,7 @@ use super::*;
 use crate::crd::{NetworkingProtocol, TargetType};
 use crate::lb::{Action, HealthCheckPort, Protocol, RuleSource, TgIpAddressType};
 use crate::service::keys as k;
-use crate::service::parse::full_key;
+use crate::service::keys::full_key;
 use crate::service::parse_annotations;
 use k8s_openapi::api::core::v1::{ServicePort, ServiceSpec};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;

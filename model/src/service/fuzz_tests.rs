@@ -111,11 +111,11 @@ const VALUES: &[&str] = &[
     "dns_record.client_routing_policy=x",
 ];
 
-fn pick<'a>(r: &mut fastrand::Rng, xs: &[&'a str]) -> &'a str {
+pub(crate) fn pick<'a>(r: &mut fastrand::Rng, xs: &[&'a str]) -> &'a str {
     xs[r.usize(..xs.len())]
 }
 
-fn junk(r: &mut fastrand::Rng) -> String {
+pub(crate) fn junk(r: &mut fastrand::Rng) -> String {
     (0..r.usize(..12)).map(|_| r.char('\u{0}'..='\u{2FF}')).collect()
 }
 

@@ -3,6 +3,11 @@
 /// Every NLB annotation lives under this prefix.
 pub const PREFIX: &str = "service.beta.kubernetes.io";
 
+/// The full key of a Service annotation suffix.
+pub(crate) fn full_key(suffix: &str) -> String {
+    format!("{PREFIX}/{suffix}")
+}
+
 pub const SOURCE_RANGES: &str = "load-balancer-source-ranges";
 pub const LOAD_BALANCER_TYPE: &str = "aws-load-balancer-type";
 pub const TARGET_TYPE: &str = "aws-load-balancer-nlb-target-type";

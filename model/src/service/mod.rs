@@ -17,17 +17,16 @@ mod build_network;
 mod build_targets;
 pub mod changes;
 pub mod keys;
-mod parse;
 pub mod select;
 
 #[cfg(test)]
-mod fuzz_tests;
+pub(crate) mod fuzz_tests;
 
+pub use crate::annotations::{AnnotationError, AnnotationErrors};
 pub use annotations::{
     BackendProtocol, HealthCheckPortSetting, HealthCheckSettings, NlbSettings, SecurityGroupSelector, SubnetSelector,
     Unsupported, parse_annotations,
 };
 pub use build::{BuildContext, BuildError, ExistingLoadBalancer, LoadBalancerExtras, ServiceStack, build_stack};
 pub use changes::{Change, ChangeKind, classify_changes};
-pub use parse::{AnnotationError, AnnotationErrors};
 pub use select::{DEFAULT_LOAD_BALANCER_CLASS, SelectConfig, Selection, select};

@@ -18,8 +18,7 @@
 
 use k8s_openapi::api::core::v1::Service;
 
-use super::keys as k;
-use super::parse::full_key;
+use super::keys::{self as k, full_key};
 use crate::crd::TargetType;
 
 /// ALBC's default `--load-balancer-class`.

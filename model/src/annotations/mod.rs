@@ -1,5 +1,7 @@
 //! Reading annotation values in ALBC's formats, collecting every problem instead of stopping at
-//! the first.
+//! the first. One mechanism for every annotation family: Service (`service.beta.kubernetes.io/…`)
+//! and Ingress (`alb.ingress.kubernetes.io/…`) parsers both read through [`Reader`], and the
+//! field parsers both need (health checks, tags, capacity, success codes) live in [`fields`].
 //!
 //! Formats (ALBC `pkg/annotations/parser.go`): a stringList is comma-separated, each item trimmed,
 //! empty items dropped; a stringMap is a stringList of `key=value` items (split at the first `=`,
@@ -9,7 +11,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-use super::keys::PREFIX;
+pub mod fields;
 
 /// One invalid annotation value.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -39,16 +41,20 @@ impl fmt::Display for AnnotationErrors {
 
 impl std::error::Error for AnnotationErrors {}
 
-/// Reads annotations by suffix under [`PREFIX`], remembering which keys were looked at (so the
+/// A known annotation (or value) the controller does not act on (yet); reported as a warning.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unsupported {
+    pub key: String,
+    pub reason: String,
+}
+
+/// Reads annotations by suffix under one prefix, remembering which keys were looked at (so the
 /// rest can be reported as unknown) and every error.
 pub(crate) struct Reader<'a> {
     annotations: &'a BTreeMap<String, String>,
+    prefix: &'static str,
     pub(crate) seen: BTreeSet<String>,
     pub(crate) errors: Vec<AnnotationError>,
-}
-
-pub(crate) fn full_key(suffix: &str) -> String {
-    format!("{PREFIX}/{suffix}")
 }
 
 /// Go's `strconv.ParseBool`.
@@ -79,8 +85,43 @@ pub(crate) fn split_map(raw: &str) -> Option<BTreeMap<String, String>> {
 }
 
 impl<'a> Reader<'a> {
-    pub(crate) fn new(annotations: &'a BTreeMap<String, String>) -> Self {
-        Self { annotations, seen: BTreeSet::new(), errors: Vec::new() }
+    /// A reader of the annotations under `prefix` (without the trailing `/`).
+    pub(crate) fn new(annotations: &'a BTreeMap<String, String>, prefix: &'static str) -> Self {
+        Self { annotations, prefix, seen: BTreeSet::new(), errors: Vec::new() }
+    }
+
+    /// The full key of a suffix under this reader's prefix.
+    pub(crate) fn key(&self, suffix: &str) -> String {
+        format!("{}/{suffix}", self.prefix)
+    }
+
+    /// Full keys and values under this prefix whose suffix starts with `family` (e.g.
+    /// `actions.`), with the rest of the suffix; all of them count as read.
+    pub(crate) fn family(&mut self, family: &str) -> Vec<(String, &'a str, &'a str)> {
+        let prefix = format!("{}/{family}", self.prefix);
+        let found: Vec<(String, &'a str, &'a str)> = self
+            .annotations
+            .iter()
+            .filter_map(|(k, v)| k.strip_prefix(&prefix).map(|rest| (k.clone(), rest, v.as_str())))
+            .collect();
+        self.seen.extend(found.iter().map(|(k, _, _)| k.clone()));
+        found
+    }
+
+    /// Keys under this prefix whose suffix satisfies `family` and that nothing read: typos.
+    pub(crate) fn unknown(&self, family: impl Fn(&str) -> bool) -> Vec<String> {
+        let prefix = format!("{}/", self.prefix);
+        self.annotations
+            .keys()
+            .filter(|k| k.strip_prefix(&prefix).is_some_and(&family))
+            .filter(|k| !self.seen.contains(*k))
+            .cloned()
+            .collect()
+    }
+
+    /// Errors collected so far, as the `Result` parsers return.
+    pub(crate) fn finish<T>(self, value: T) -> Result<T, AnnotationErrors> {
+        if self.errors.is_empty() { Ok(value) } else { Err(AnnotationErrors(self.errors)) }
     }
 
     /// Raw value of a full key.
@@ -91,7 +132,8 @@ impl<'a> Reader<'a> {
     }
 
     pub(crate) fn raw(&mut self, suffix: &str) -> Option<&'a str> {
-        self.raw_key(&full_key(suffix))
+        let key = self.key(suffix);
+        self.raw_key(&key)
     }
 
     pub(crate) fn fail(&mut self, key: impl Into<String>, value: impl Into<String>, expected: impl Into<String>) {
@@ -106,7 +148,7 @@ impl<'a> Reader<'a> {
         let raw = self.raw(suffix)?;
         let v = parse_go_bool(raw);
         if v.is_none() {
-            self.fail(full_key(suffix), raw, "\"true\" or \"false\"");
+            self.fail(self.key(suffix), raw, "\"true\" or \"false\"");
         }
         v
     }
@@ -117,7 +159,7 @@ impl<'a> Reader<'a> {
         match raw.trim().parse::<u32>() {
             Ok(v) if (min..=max).contains(&v) => Some(v),
             _ => {
-                self.fail(full_key(suffix), raw, format!("an integer from {min} to {max}"));
+                self.fail(self.key(suffix), raw, format!("an integer from {min} to {max}"));
                 None
             }
         }
@@ -137,7 +179,8 @@ impl<'a> Reader<'a> {
     }
 
     pub(crate) fn map(&mut self, suffix: &str) -> Option<BTreeMap<String, String>> {
-        self.map_key(&full_key(suffix))
+        let key = self.key(suffix);
+        self.map_key(&key)
     }
 
     /// One of a fixed set of words (exact match, as ALBC compares them).
@@ -147,7 +190,7 @@ impl<'a> Reader<'a> {
             Some(raw)
         } else {
             let words: Vec<String> = accepted.iter().map(|w| format!("\"{w}\"")).collect();
-            self.fail(full_key(suffix), raw, format!("one of {}", words.join(", ")));
+            self.fail(self.key(suffix), raw, format!("one of {}", words.join(", ")));
             None
         }
     }
@@ -164,7 +207,7 @@ impl<'a> Reader<'a> {
         let parsed: Vec<Option<T>> = items.iter().map(|s| ok(s)).collect();
         let bad: Vec<&str> = items.iter().zip(&parsed).filter(|(_, p)| p.is_none()).map(|(s, _)| s.as_str()).collect();
         if !bad.is_empty() {
-            self.fail(full_key(suffix), raw, format!("{expected} (invalid: {})", bad.join(", ")));
+            self.fail(self.key(suffix), raw, format!("{expected} (invalid: {})", bad.join(", ")));
             return None;
         }
         Some(parsed.into_iter().flatten().collect())

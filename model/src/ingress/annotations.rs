@@ -1,0 +1,233 @@
+//! `alb.ingress.kubernetes.io/*` annotations → [`IngressSettings`] (per Ingress) and
+//! [`BackendSettings`] (the Ingress,Service-located ones, also read from each backend Service by
+//! [`parse_service_annotations`]; the Service's value wins field by field, see
+//! [`BackendSettings::overridden_by`]). An absent annotation is `None`; ALBC's defaults (internal
+//! scheme, ipv4, `[{"HTTP":80}]` or `[{"HTTPS":443}]`, health-check numbers) are applied when the
+//! stack is built, because some depend on other values (certificates, gRPC).
+//!
+//! Known but not implemented: frontend NLB, transforms, JWT validation, mutual TLS, target
+//! control port, ACM certificate creation, WAF Classic, Shield, IPAM, customer-owned IPv4 pools,
+//! the dry-run plan, instance-target node labels → `unsupported`, with the reason. Other keys of
+//! our prefix → `unknown`. Deviation: ALBC silently ignores both.
+
+use std::collections::BTreeMap;
+
+use ipnet::IpNet;
+
+use super::actions::{CognitoConfig, Condition, OidcConfig, RuleAction, parse_cognito, parse_oidc};
+use super::keys::{self as k, PREFIX};
+use crate::annotations::fields::{HealthCheckKeys, HealthCheckSettings, health_check, user_tags};
+use crate::annotations::{AnnotationErrors, Reader, Unsupported};
+use crate::crd::TargetType;
+use crate::lb::tags::INGRESS_TAG_PREFIX;
+use crate::lb::{Attributes, LbIpAddressType, Protocol, Scheme, Tags};
+
+/// `auth-type`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AuthType {
+    None,
+    Oidc,
+    Cognito,
+}
+
+/// The `auth-*` annotations.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AuthSettings {
+    pub auth_type: Option<AuthType>,
+    pub oidc: Option<OidcConfig>,
+    pub cognito: Option<CognitoConfig>,
+    /// `authenticate` | `allow` | `deny` (ALBC default `authenticate`).
+    pub on_unauthenticated_request: Option<String>,
+    /// ALBC default `openid`.
+    pub scope: Option<String>,
+    /// ALBC default `AWSELBAuthSessionCookie`.
+    pub session_cookie: Option<String>,
+    /// ALBC default 604800.
+    pub session_timeout_seconds: Option<u64>,
+}
+
+/// Settings of the target groups behind one backend (annotations on the Ingress or the Service).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BackendSettings {
+    pub target_type: Option<TargetType>,
+    /// HTTP or HTTPS.
+    pub backend_protocol: Option<Protocol>,
+    /// HTTP1 | HTTP2 | GRPC.
+    pub backend_protocol_version: Option<String>,
+    pub target_group_attributes: Option<Attributes>,
+    pub health_check: HealthCheckSettings,
+    pub auth: AuthSettings,
+    /// `tags` (Merge): on the load balancer when read from an Ingress, on the target group when
+    /// read from a Service.
+    pub tags: Tags,
+    pub multi_cluster_target_group: Option<bool>,
+}
+
+/// Everything the annotations of one Ingress ask for.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct IngressSettings {
+    pub group_name: Option<String>,
+    /// −1000..=1000.
+    pub group_order: Option<i32>,
+    pub load_balancer_name: Option<String>,
+    pub scheme: Option<Scheme>,
+    pub ip_address_type: Option<LbIpAddressType>,
+    /// Subnet IDs or `Name` tags.
+    pub subnets: Option<Vec<String>>,
+    pub security_groups: Option<Vec<String>>,
+    pub manage_backend_security_group_rules: Option<bool>,
+    pub load_balancer_attributes: Option<Attributes>,
+    pub wafv2_acl_arn: Option<String>,
+    pub wafv2_acl_name: Option<String>,
+    pub listen_ports: Option<Vec<(Protocol, u16)>>,
+    pub ssl_redirect: Option<u16>,
+    pub inbound_cidrs: Option<Vec<IpNet>>,
+    pub security_group_prefix_lists: Option<Vec<String>>,
+    pub certificate_arns: Vec<String>,
+    pub ssl_policy: Option<String>,
+    pub minimum_capacity_units: Option<u32>,
+    /// `listener-attributes.<PROTOCOL>-<port>`.
+    pub listener_attributes: BTreeMap<(Protocol, u16), Attributes>,
+    pub use_regex_path_match: bool,
+    pub backend: BackendSettings,
+    /// `actions.<name>`, referred to by backends with port name `use-annotation`.
+    pub actions: BTreeMap<String, RuleAction>,
+    /// `conditions.<name>`, added to the rules whose backend Service (or action) is `<name>`.
+    pub conditions: BTreeMap<String, Vec<Condition>>,
+    pub unsupported: Vec<Unsupported>,
+    pub unknown: Vec<String>,
+}
+
+impl BackendSettings {
+    /// The Service's annotations win over the Ingress's, field by field (tags are merged, the
+    /// Service's value winning per key).
+    pub fn overridden_by(&self, svc: &BackendSettings) -> BackendSettings {
+        let h = &self.health_check;
+        let sh = &svc.health_check;
+        let a = &self.auth;
+        let sa = &svc.auth;
+        let mut tags = self.tags.clone();
+        tags.extend(svc.tags.clone());
+        BackendSettings {
+            target_type: svc.target_type.or(self.target_type),
+            backend_protocol: svc.backend_protocol.or(self.backend_protocol),
+            backend_protocol_version: svc.backend_protocol_version.clone().or(self.backend_protocol_version.clone()),
+            target_group_attributes: svc.target_group_attributes.clone().or(self.target_group_attributes.clone()),
+            health_check: HealthCheckSettings {
+                protocol: sh.protocol.or(h.protocol),
+                port: sh.port.clone().or(h.port.clone()),
+                path: sh.path.clone().or(h.path.clone()),
+                interval_seconds: sh.interval_seconds.or(h.interval_seconds),
+                timeout_seconds: sh.timeout_seconds.or(h.timeout_seconds),
+                healthy_threshold: sh.healthy_threshold.or(h.healthy_threshold),
+                unhealthy_threshold: sh.unhealthy_threshold.or(h.unhealthy_threshold),
+                success_codes: sh.success_codes.clone().or(h.success_codes.clone()),
+            },
+            auth: AuthSettings {
+                auth_type: sa.auth_type.or(a.auth_type),
+                oidc: sa.oidc.clone().or(a.oidc.clone()),
+                cognito: sa.cognito.clone().or(a.cognito.clone()),
+                on_unauthenticated_request: sa
+                    .on_unauthenticated_request
+                    .clone()
+                    .or(a.on_unauthenticated_request.clone()),
+                scope: sa.scope.clone().or(a.scope.clone()),
+                session_cookie: sa.session_cookie.clone().or(a.session_cookie.clone()),
+                session_timeout_seconds: sa.session_timeout_seconds.or(a.session_timeout_seconds),
+            },
+            tags,
+            multi_cluster_target_group: svc.multi_cluster_target_group.or(self.multi_cluster_target_group),
+        }
+    }
+}
+
+const HEALTH_CHECK_KEYS: HealthCheckKeys = HealthCheckKeys {
+    protocol: k::HC_PROTOCOL,
+    port: k::HC_PORT,
+    path: k::HC_PATH,
+    interval: k::HC_INTERVAL,
+    timeout: k::HC_TIMEOUT,
+    healthy_threshold: k::HC_HEALTHY_THRESHOLD,
+    unhealthy_threshold: k::HC_UNHEALTHY_THRESHOLD,
+    success_codes: k::SUCCESS_CODES,
+    protocols: &[Protocol::Http, Protocol::Https],
+    code_ranges: &[(200, 499), (0, 99)],
+    codes_hint: "HTTP codes from 200 to 499 or gRPC codes from 0 to 99, e.g. \"200\", \"200-299\" or \"0,12\"",
+};
+
+pub(super) const UNSUPPORTED: &[(&str, &str)] = &[
+    (k::CUSTOMER_OWNED_IPV4_POOL, "Outposts customer-owned IPv4 pools are not implemented yet"),
+    (k::WAF_ACL_ID, "WAF Classic is not supported; use wafv2-acl-arn"),
+    (k::WEB_ACL_ID, "WAF Classic is not supported; use wafv2-acl-arn"),
+    (k::SHIELD_ADVANCED_PROTECTION, "Shield Advanced protection is not implemented yet"),
+    (k::IPAM_IPV4_POOL_ID, "IPAM pools are not implemented yet"),
+    (k::JWT_VALIDATION, "JWT validation actions are not implemented yet"),
+    (k::MUTUAL_AUTHENTICATION, "mutual TLS is not implemented yet"),
+    (k::CREATE_ACM_CERT, "ACM certificate creation is not supported; name certificates with certificate-arn"),
+    (k::ACM_PCA_ARN, "ACM certificate creation is not supported"),
+    (k::DRY_RUN_PLAN, "the dry-run plan annotation is not written by this controller"),
+    (k::ENABLE_FRONTEND_NLB, "a frontend NLB in front of the ALB is not implemented yet"),
+    (k::TARGET_NODE_LABELS, "applies to instance targets only; this controller registers pod IPs"),
+];
+
+/// The backend (Ingress,Service-located) annotations.
+pub(super) fn backend(r: &mut Reader<'_>, unsupported: &mut Vec<Unsupported>) -> BackendSettings {
+    let target_type = r.one_of(k::TARGET_TYPE, &["instance", "ip"]).map(|v| match v {
+        "ip" => TargetType::Ip,
+        _ => TargetType::Instance,
+    });
+    let backend_protocol = r
+        .one_of(k::BACKEND_PROTOCOL, &["HTTP", "HTTPS"])
+        .map(|v| if v == "HTTPS" { Protocol::Https } else { Protocol::Http });
+    let auth_type = r.one_of(k::AUTH_TYPE, &["none", "oidc", "cognito"]).map(|v| match v {
+        "oidc" => AuthType::Oidc,
+        "cognito" => AuthType::Cognito,
+        _ => AuthType::None,
+    });
+    let oidc = r.raw(k::AUTH_IDP_OIDC).and_then(|raw| {
+        parse_oidc(raw).map_err(|e| r.fail(r.key(k::AUTH_IDP_OIDC), raw, format!("OIDC settings ({e})"))).ok()
+    });
+    let cognito = r.raw(k::AUTH_IDP_COGNITO).and_then(|raw| {
+        parse_cognito(raw).map_err(|e| r.fail(r.key(k::AUTH_IDP_COGNITO), raw, format!("Cognito settings ({e})"))).ok()
+    });
+    BackendSettings {
+        target_type,
+        backend_protocol,
+        backend_protocol_version: r
+            .one_of(k::BACKEND_PROTOCOL_VERSION, &["HTTP1", "HTTP2", "GRPC"])
+            .map(str::to_string),
+        target_group_attributes: r.map(k::TARGET_GROUP_ATTRIBUTES),
+        health_check: health_check(r, &HEALTH_CHECK_KEYS),
+        auth: AuthSettings {
+            auth_type,
+            oidc,
+            cognito,
+            on_unauthenticated_request: r
+                .one_of(k::AUTH_ON_UNAUTHENTICATED_REQUEST, &["authenticate", "allow", "deny"])
+                .map(str::to_string),
+            scope: r.string(k::AUTH_SCOPE),
+            session_cookie: r.string(k::AUTH_SESSION_COOKIE),
+            session_timeout_seconds: r.int(k::AUTH_SESSION_TIMEOUT, 1, 604_800).map(u64::from),
+        },
+        tags: user_tags(r, k::TAGS, INGRESS_TAG_PREFIX, unsupported),
+        multi_cluster_target_group: r.bool(k::MULTI_CLUSTER_TARGET_GROUP),
+    }
+}
+
+/// The ALB annotations of a backend Service (only the Ingress,Service-located ones mean anything
+/// there; other `alb.ingress.kubernetes.io/*` keys on a Service are reported as unknown).
+pub fn parse_service_annotations(
+    annotations: &BTreeMap<String, String>,
+) -> Result<(BackendSettings, Vec<Unsupported>, Vec<String>), AnnotationErrors> {
+    let mut r = Reader::new(annotations, PREFIX);
+    let mut unsupported = Vec::new();
+    let b = backend(&mut r, &mut unsupported);
+    let unknown = r.unknown(|_| true);
+    r.finish((b, unsupported, unknown))
+}
+
+pub use super::annotation_fields::parse_annotations;
+
+#[cfg(test)]
+#[path = "annotations_tests.rs"]
+mod tests;

@@ -1,0 +1,47 @@
+//! Ingress → desired ALB, with the upstream AWS Load Balancer Controller's (ALBC) class selection,
+//! annotations, IngressClassParams precedence and IngressGroup rules.
+//!
+//! The controller calls, in order:
+//! 1. [`select()`] — is this Ingress ours, and with which IngressClassParams;
+//! 2. `parse_annotations` — every `alb.ingress.kubernetes.io/*` annotation → `IngressSettings`
+//!    (all invalid values at once; unsupported and unknown keys listed), and
+//!    `parse_service_annotations` for each backend Service (its values win);
+//! 3. `apply_params` — IngressClassParams fields override the annotations they replace;
+//! 4. [`group_of`], [`members`], [`conflicts`] — IngressGroup identity and finalizer, member
+//!    order, and the exclusive-annotation conflicts that fail a whole group;
+//! 5. [`certificate_discovery_hosts`] per member (the controller asks ACM), then [`plan_group`]:
+//!    [`merge`](merge::merge) the listeners port by port ([`merge`] module), build every
+//!    listener's rules, default actions and priorities ([`rules`], [`backends`], `optimize`), and
+//!    list the target groups to create, one per (Ingress, Service, port) ([`plan`]).
+//!
+//! Still to come: turning a [`GroupPlan`] into the `lb::Stack` (names, tags, security groups).
+
+pub mod actions;
+mod annotation_fields;
+pub mod annotations;
+pub mod backends;
+pub mod group;
+pub mod keys;
+pub mod merge;
+mod optimize;
+pub mod params;
+pub mod plan;
+pub mod rules;
+pub mod select;
+
+pub use annotation_fields::valid_group_name;
+pub use annotations::{BackendSettings, IngressSettings, parse_annotations, parse_service_annotations};
+#[cfg(test)]
+mod fuzz_tests;
+#[cfg(test)]
+mod test_fixtures;
+
+pub use backends::{ServiceView, Services};
+pub use group::{Candidate, Conflict, GroupId, conflicts, group_of, members};
+pub use merge::{
+    GroupError, IngressKey, ListenerConfig, Member, MergeConfig, Merged, certificate_discovery_hosts, listen_ports,
+};
+pub use params::apply_params;
+pub use plan::{GroupPlan, TargetGroupBackend, TargetGroupKey, plan_group};
+pub use rules::{ListenerRules, Rule};
+pub use select::{ClassView, SelectConfig, Selection, select};
