@@ -28,6 +28,8 @@ struct State {
     listeners: BTreeMap<String, (String, Listener)>,
     /// rule ARN → (listener ARN, rule)
     rules: BTreeMap<String, (String, Rule)>,
+    /// load balancer ARN → reserved capacity units.
+    capacity: BTreeMap<String, u32>,
     calls: Vec<(&'static str, String)>,
     faults: VecDeque<(&'static str, ErrorKind)>,
 }
@@ -271,6 +273,7 @@ impl LoadBalancers for FakeLoadBalancers {
             dns_name: format!("{}-{}.elb.us-east-1.amazonaws.com", lb.name, &id[8..]),
             vpc_id: "vpc-fake".into(),
             state: "active".into(),
+            enforce_inbound_rules_on_private_link: (!spec.security_groups.is_empty()).then_some(true),
         };
         let f = FoundLoadBalancer { lb: Observed { id: arn.clone(), spec }, status };
         s.lbs.insert(arn, f.clone());
@@ -307,6 +310,39 @@ impl LoadBalancers for FakeLoadBalancers {
         let f = s.lbs.get_mut(arn).ok_or_else(|| lb_missing("SetSecurityGroups"))?;
         f.lb.spec.security_groups = security_groups.to_vec();
         f.lb.spec.security_groups.sort();
+        Ok(())
+    }
+
+    async fn set_private_link_enforcement(
+        &self,
+        arn: &str,
+        security_groups: &[String],
+        on: bool,
+    ) -> Result<(), AwsError> {
+        const OP: &str = "SetSecurityGroups";
+        let mut s = self.enter(OP, arn)?;
+        let f = s.lbs.get_mut(arn).ok_or_else(|| lb_missing(OP))?;
+        f.lb.spec.security_groups = security_groups.to_vec();
+        f.lb.spec.security_groups.sort();
+        f.status.enforce_inbound_rules_on_private_link = Some(on);
+        Ok(())
+    }
+
+    async fn minimum_capacity(&self, arn: &str) -> Result<Option<u32>, AwsError> {
+        const OP: &str = "DescribeCapacityReservation";
+        let s = self.enter(OP, arn)?;
+        s.lbs.get(arn).ok_or_else(|| lb_missing(OP))?;
+        Ok(s.capacity.get(arn).copied())
+    }
+
+    async fn set_minimum_capacity(&self, arn: &str, units: Option<u32>) -> Result<(), AwsError> {
+        const OP: &str = "ModifyCapacityReservation";
+        let mut s = self.enter(OP, arn)?;
+        s.lbs.get(arn).ok_or_else(|| lb_missing(OP))?;
+        match units {
+            Some(n) => s.capacity.insert(arn.to_string(), n),
+            None => s.capacity.remove(arn),
+        };
         Ok(())
     }
 

@@ -31,6 +31,7 @@ import urllib.parse
 import uuid
 from typing import Any
 
+import lb_extras_patches  # next to this file
 import listener_patches  # next to this file
 
 LOG = logging.getLogger("awsemu")
@@ -921,6 +922,7 @@ def main(argv: list[str] | None = None) -> None:
     install_elbv2_patches()
     install_lb_patches()
     listener_patches.install()
+    lb_extras_patches.install()
     install_ec2_patches()
     app = App(serialize=not args.no_serialize)
     STATE.settings["log_calls"] = args.verbose

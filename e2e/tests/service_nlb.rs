@@ -461,3 +461,47 @@ async fn sni_certificates_follow_the_ssl_cert_annotation() {
     drop(ctl);
     kube_util::delete_namespace(&f.client, &f.ns).await;
 }
+
+#[tokio::test]
+async fn private_link_enforcement_and_minimum_capacity_follow_their_annotations() {
+    let Some(f) = setup("svc_nlb_extras", 1).await else { return };
+    let ctl = f.controller(&[]);
+    let annotations = [
+        ("aws-load-balancer-inbound-sg-rules-on-private-link-traffic", "off"),
+        ("aws-load-balancer-minimum-load-balancer-capacity", "CapacityUnits=1500"),
+    ];
+    f.services().create(&PostParams::default(), &nlb_service("web", &annotations)).await.expect("create service");
+    eventually("status.loadBalancer hostname", 90, || f.hostname("web")).await;
+    let (lbs, _) = f.stack_arns("web").await;
+    let arn = lbs[0].clone();
+    let capacity = || async {
+        let d = f.elb.describe_capacity_reservation().load_balancer_arn(&arn).send().await.expect("capacity");
+        d.minimum_load_balancer_capacity().and_then(|m| m.capacity_units())
+    };
+    eventually("capacity reserved", 30, || async { (capacity().await == Some(1500)).then_some(()) }).await;
+    let d = f.elb.describe_load_balancers().load_balancer_arns(&arn).send().await.unwrap();
+    assert_eq!(d.load_balancers()[0].enforce_security_group_inbound_rules_on_private_link_traffic(), Some("off"));
+    let (_, tgs) = f.stack_arns("web").await;
+    let want: BTreeSet<String> = f.env.pod_ips(&f.ns, "web").into_iter().map(|ip| format!("{ip}:8080")).collect();
+    eventually("pod IPs registered", 60, || async { (aws::registered(&f.elb, &tgs[0]).await == want).then_some(()) })
+        .await;
+
+    // In sync: no write on resync.
+    let mark = f.emu.mark().await;
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    assert_eq!(f.writes_since(mark, &ctl).await, Vec::<String>::new(), "no write without a change");
+
+    // CapacityUnits=0 resets the reservation, and only that.
+    let mark = f.emu.mark().await;
+    let key = format!("{ANN}/aws-load-balancer-minimum-load-balancer-capacity");
+    let patch = json!({"metadata": {"annotations": {key: "CapacityUnits=0"}}});
+    f.services().patch("web", &PatchParams::default(), &Patch::Merge(patch)).await.unwrap();
+    eventually("reservation reset", 30, || async { capacity().await.is_none().then_some(()) }).await;
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    assert_eq!(f.writes_since(mark, &ctl).await, ["ModifyCapacityReservation"]);
+
+    f.services().delete("web", &DeleteParams::default()).await.unwrap();
+    eventually("Service gone", 120, || async { f.services().get_opt("web").await.ok()?.is_none().then_some(()) }).await;
+    drop(ctl);
+    kube_util::delete_namespace(&f.client, &f.ns).await;
+}

@@ -272,6 +272,9 @@ pub fn load_balancer_from(lb: &sdk::LoadBalancer, tags: Tags) -> FoundLoadBalanc
             dns_name: lb.dns_name().unwrap_or_default().to_string(),
             vpc_id: lb.vpc_id().unwrap_or_default().to_string(),
             state: lb.state().and_then(|s| s.code()).map(|c| c.as_str().to_string()).unwrap_or_default(),
+            enforce_inbound_rules_on_private_link: lb
+                .enforce_security_group_inbound_rules_on_private_link_traffic()
+                .map(|v| v.eq_ignore_ascii_case("on")),
         },
     }
 }

@@ -9,6 +9,7 @@
 mod convert;
 mod convert_rules;
 mod sdk;
+mod sdk_extras;
 mod sdk_rules;
 
 pub use sdk::SdkLoadBalancers;
@@ -99,6 +100,18 @@ pub trait LoadBalancers: Send + Sync {
     async fn set_subnets(&self, arn: &str, subnets: &[SubnetMapping]) -> Result<(), AwsError>;
     async fn set_security_groups(&self, arn: &str, security_groups: &[String]) -> Result<(), AwsError>;
     async fn set_ip_address_type(&self, arn: &str, ip_address_type: LbIpAddressType) -> Result<(), AwsError>;
+    /// SetSecurityGroups with the load balancer's groups and
+    /// `EnforceSecurityGroupInboundRulesOnPrivateLinkTraffic` (NLBs with security groups).
+    async fn set_private_link_enforcement(
+        &self,
+        arn: &str,
+        security_groups: &[String],
+        on: bool,
+    ) -> Result<(), AwsError>;
+    /// The reserved minimum capacity (DescribeCapacityReservation); `None`: no reservation.
+    async fn minimum_capacity(&self, arn: &str) -> Result<Option<u32>, AwsError>;
+    /// ModifyCapacityReservation; `None` resets the reservation.
+    async fn set_minimum_capacity(&self, arn: &str, units: Option<u32>) -> Result<(), AwsError>;
 
     /// Creates a target group with its health check and tags; attributes are not applied.
     async fn create_target_group(&self, tg: &TargetGroup) -> Result<Observed<TargetGroup>, AwsError>;

@@ -324,6 +324,23 @@ impl LoadBalancers for SdkLoadBalancers {
             .map(|_| ())
     }
 
+    async fn set_private_link_enforcement(
+        &self,
+        arn: &str,
+        security_groups: &[String],
+        on: bool,
+    ) -> Result<(), AwsError> {
+        self.private_link_enforcement(arn, security_groups, on).await
+    }
+
+    async fn minimum_capacity(&self, arn: &str) -> Result<Option<u32>, AwsError> {
+        self.capacity_reservation(arn).await
+    }
+
+    async fn set_minimum_capacity(&self, arn: &str, units: Option<u32>) -> Result<(), AwsError> {
+        self.modify_capacity_reservation(arn, units).await
+    }
+
     async fn set_ip_address_type(&self, arn: &str, ip_address_type: LbIpAddressType) -> Result<(), AwsError> {
         const OP: &str = "SetIpAddressType";
         self.runner

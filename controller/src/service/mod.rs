@@ -11,6 +11,7 @@
 mod bindings;
 mod cleanup;
 mod deploy;
+mod extras;
 mod observe;
 mod report;
 
@@ -176,9 +177,7 @@ async fn reconcile_inner(svc: &Service, ctx: &ServiceCtx) -> Result<Action> {
         built = build_stack(svc, &settings, &build_ctx)
             .map_err(|e| Error::Invalid(format!("stack changed when the backend security group was added: {e}")))?;
     }
-    let mut warnings = built.warnings.clone();
-    warnings.extend(not_applied_yet(&mut built));
-    report::warn_list_once(ctx, svc, "BuildWarning", &warnings).await;
+    report::warn_list_once(ctx, svc, "BuildWarning", &built.warnings).await;
     observed.foreign = observe::foreign(ctx, &built.stack, &observed).await?;
 
     let opts = PlanOptions { external_managed_tags: ctx.cfg.external_managed_tags.clone() };
@@ -210,6 +209,14 @@ async fn reconcile_inner(svc: &Service, ctx: &ServiceCtx) -> Result<Action> {
         ctx.base.event(&report::reference(svc), true, report::FAILED_DEPLOY, msg).await;
         return Err(e);
     }
+    let extra_steps = match extras::apply(ctx, &built, &observed, &resolved).await {
+        Ok(done) => done,
+        Err(e) => {
+            let msg = format!("{e} (the next attempt re-reads AWS and continues from what exists)");
+            ctx.base.event(&report::reference(svc), true, report::FAILED_DEPLOY, msg).await;
+            return Err(e);
+        }
+    };
     if let Some(id) = &resolved.frontend_security_group {
         built.resolve_frontend_security_group(id);
     }
@@ -217,8 +224,8 @@ async fn reconcile_inner(svc: &Service, ctx: &ServiceCtx) -> Result<Action> {
     if let Some(dns) = &resolved.dns_name {
         report::set_hostname(ctx, svc, Some(dns)).await?;
     }
-    if !steps.is_empty() {
-        let done: Vec<String> = steps.iter().map(Step::summary).collect();
+    if !steps.is_empty() || !extra_steps.is_empty() {
+        let done: Vec<String> = steps.iter().map(Step::summary).chain(extra_steps).collect();
         let msg = format!("load balancer {} in sync: {}", built.stack.load_balancer.name, done.join("; "));
         ctx.base.event(&report::reference(svc), false, "SuccessfullyReconciled", report::truncate_list(msg)).await;
     }
@@ -228,26 +235,6 @@ async fn reconcile_inner(svc: &Service, ctx: &ServiceCtx) -> Result<Action> {
 
 /// Stand-in for the backend group's ID while it does not exist yet (see `reconcile_inner`).
 const BACKEND_SG_PENDING: &str = "<backend-security-group-to-create>";
-
-/// Parts of the stack this controller cannot apply yet: dropped from the stack and reported, so
-/// the rest deploys and nothing is silently ignored.
-fn not_applied_yet(built: &mut lbc_model::service::ServiceStack) -> Vec<String> {
-    let mut out = Vec::new();
-    if let Some(on) = built.extras.enforce_inbound_rules_on_private_link.take() {
-        out.push(format!(
-            "annotation service.beta.kubernetes.io/aws-load-balancer-inbound-sg-rules-on-private-link-traffic={} is \
-             not applied yet; the load balancer keeps AWS's setting",
-            if on { "on" } else { "off" }
-        ));
-    }
-    if let Some(n) = built.extras.minimum_capacity_units.take() {
-        out.push(format!(
-            "annotation service.beta.kubernetes.io/aws-load-balancer-minimum-load-balancer-capacity \
-             (CapacityUnits={n}) is not applied yet; no capacity is reserved"
-        ));
-    }
-    out
-}
 
 /// Subnets, VPC CIDRs, the existing load balancer and named security groups → the builder's
 /// context. `Ok(Err(message))`: the Service cannot be built as it stands (reported, no AWS write).
@@ -350,59 +337,4 @@ fn error_policy(svc: Arc<Service>, err: &Error, ctx: Arc<ServiceCtx>) -> Action 
     let delay = jittered(base.min(ctx.cfg.max_backoff)).min(ctx.cfg.max_backoff.max(Duration::from_secs(1)));
     tracing::warn!(service = %key, error = %err, category = err.category(), failures, retry_in = ?delay, "Service reconcile failed");
     Action::requeue(delay)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use k8s_openapi::api::core::v1::{ServicePort, ServiceSpec};
-    use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-
-    #[test]
-    fn what_cannot_be_applied_is_dropped_and_reported() {
-        let mut svc = Service::default();
-        svc.metadata.namespace = Some("default".into());
-        svc.metadata.name = Some("echo".into());
-        svc.metadata.uid = Some("uid-1".into());
-        let ann = |k: &str| format!("service.beta.kubernetes.io/{k}");
-        svc.metadata.annotations = Some(
-            [
-                (ann("aws-load-balancer-nlb-target-type"), "ip".to_string()),
-                (ann("aws-load-balancer-ssl-cert"), "arn:cert-1,arn:cert-2".to_string()),
-                (ann("aws-load-balancer-minimum-load-balancer-capacity"), "CapacityUnits=100".to_string()),
-            ]
-            .into(),
-        );
-        svc.spec = Some(ServiceSpec {
-            type_: Some("LoadBalancer".into()),
-            ports: Some(vec![ServicePort {
-                name: Some("https".into()),
-                port: 443,
-                protocol: Some("TCP".into()),
-                target_port: Some(IntOrString::Int(8443)),
-                ..Default::default()
-            }]),
-            ..Default::default()
-        });
-        let settings = parse_annotations(svc.metadata.annotations.as_ref().unwrap()).unwrap();
-        let mut c = BuildContext::new("prod", "vpc-1");
-        c.subnets = vec![Subnet {
-            id: "subnet-a".into(),
-            vpc_id: "vpc-1".into(),
-            availability_zone: "az-a".into(),
-            cidr: "10.0.1.0/24".into(),
-            ipv6_cidrs: vec![],
-            available_ips: 100,
-            tags: Tags::new(),
-        }];
-        let mut built = build_stack(&svc, &settings, &c).unwrap();
-        assert_eq!(built.stack.listeners[0].certificates.len(), 2);
-        let w = not_applied_yet(&mut built);
-        assert_eq!(built.stack.listeners[0].certificates, ["arn:cert-1", "arn:cert-2"], "SNI certificates are kept");
-        assert!(!w.iter().any(|m| m.contains("arn:cert-2")), "{w:?}");
-        assert!(w.iter().all(|m| !m.contains("  ")), "no runs of spaces from line continuations: {w:?}");
-        assert!(w.iter().any(|m| m.contains("CapacityUnits=100")), "{w:?}");
-        assert_eq!(built.extras.minimum_capacity_units, None);
-        assert!(not_applied_yet(&mut built).is_empty(), "reported once, then nothing left to drop");
-    }
 }

@@ -285,6 +285,8 @@ pub struct LoadBalancerStatus {
     pub vpc_id: String,
     /// "provisioning" | "active" | "failed" | …
     pub state: String,
+    /// `EnforceSecurityGroupInboundRulesOnPrivateLinkTraffic` (NLBs with security groups).
+    pub enforce_inbound_rules_on_private_link: Option<bool>,
 }
 
 /// The AWS resources one Service (or one IngressGroup) wants.
@@ -301,3 +303,4 @@ pub struct Stack {
 pub mod backend_rules;
 pub mod backend_sg;
 pub mod eni_lookup;
+pub mod extras;

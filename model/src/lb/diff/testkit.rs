@@ -276,8 +276,12 @@ impl Sim {
                 let mut spec = load_balancer.clone();
                 spec.security_groups = self.sg_ids(security_groups);
                 spec.subnets.sort();
-                let status =
-                    LoadBalancerStatus { dns_name: "x.elb".into(), vpc_id: "vpc-1".into(), state: "active".into() };
+                let status = LoadBalancerStatus {
+                    dns_name: "x.elb".into(),
+                    vpc_id: "vpc-1".into(),
+                    state: "active".into(),
+                    enforce_inbound_rules_on_private_link: None,
+                };
                 self.state.load_balancer = Some((Observed { id, spec }, status));
             }
             Step::SetSecurityGroups { arn, security_groups } => {
