@@ -142,7 +142,24 @@ fn group_plan_never_panics_and_is_deterministic() {
     services
         .insert(("ns".into(), "s".into()), ServiceView { ports: vec![(Some("http".into()), 1)], ..Default::default() });
     services.insert(("ns".into(), "t".into()), ServiceView { ports: vec![(None, 1), (None, 2)], ..Default::default() });
-    let (mut built, mut failed) = (0, 0);
+    for v in services.values_mut() {
+        v.uid = "uid-1".into();
+    }
+    let mut ctx = crate::lb::build::BuildContext::new("prod", "vpc-1");
+    ctx.subnets = ["a", "b"]
+        .iter()
+        .map(|z| crate::lb::Subnet {
+            id: format!("subnet-{z}"),
+            vpc_id: "vpc-1".into(),
+            availability_zone: format!("az-{z}"),
+            cidr: "10.0.0.0/24".into(),
+            ipv6_cidrs: vec![],
+            available_ips: 10,
+            tags: Default::default(),
+        })
+        .collect();
+    ctx.default_target_type = crate::crd::TargetType::Ip;
+    let (mut built, mut failed, mut stacks) = (0, 0, 0);
     for round in 0..1500 {
         let mut members = Vec::new();
         for i in 0..r.usize(1..4) {
@@ -181,6 +198,16 @@ fn group_plan_never_panics_and_is_deterministic() {
                     assert_eq!(prios, (1..=prios.len() as u32).collect::<Vec<_>>());
                     assert!(!l.default_actions.is_empty());
                 }
+                // The stack builder never panics either, and explains every refusal.
+                let group = super::GroupId::Explicit(format!("g{round}"));
+                match super::build_group_stack(&group, &members, &p, &ctx) {
+                    Ok(st) => {
+                        stacks += 1;
+                        assert_eq!(st.stack.listeners.len(), p.listeners.len());
+                        assert_eq!(st.bindings.len(), st.stack.target_groups.len());
+                    }
+                    Err(e) => assert!(!e.problems.is_empty() && e.problems.iter().all(|x| !x.is_empty())),
+                }
             }
             Err(e) => {
                 failed += 1;
@@ -189,4 +216,5 @@ fn group_plan_never_panics_and_is_deterministic() {
         }
     }
     assert!(built > 100 && failed > 100, "both outcomes are exercised ({built} built, {failed} failed)");
+    assert!(stacks > 50, "stacks are built ({stacks} of {built})");
 }

@@ -1,0 +1,355 @@
+use super::*;
+use crate::ingress::backends::{ServiceView, Services};
+use crate::ingress::merge::MergeConfig;
+use crate::ingress::plan::plan_group;
+use crate::ingress::test_fixtures::{P, member, path, rule, spec};
+use crate::lb::Subnet;
+use crate::lb::build::FRONTEND_SG_PLACEHOLDER;
+
+const UID: &str = "3f1b7c2e-0000-4000-8000-000000000002";
+
+fn subnet(id: &str, az: &str) -> Subnet {
+    Subnet {
+        id: id.into(),
+        vpc_id: "vpc-1".into(),
+        availability_zone: az.into(),
+        cidr: "10.0.0.0/24".into(),
+        ipv6_cidrs: vec![],
+        available_ips: 100,
+        tags: Tags::new(),
+    }
+}
+
+fn ctx() -> BuildContext {
+    let mut c = BuildContext::new("prod", "vpc-1");
+    c.subnets = vec![subnet("subnet-b", "az-b"), subnet("subnet-a", "az-a")];
+    c.backend_security_group = Some("sg-backend".into());
+    c.default_tags = Tags::from([("owner".into(), "platform".into())]);
+    c.default_target_type = TargetType::Ip;
+    c
+}
+
+/// (name, port, targetPort).
+type PortSpec<'a> = (&'a str, i32, IntOrString);
+
+/// `namespace/name` → ports.
+fn services(list: &[(&str, &[PortSpec<'_>])]) -> Services {
+    let mut out = Services::new();
+    for (key, ports) in list {
+        let (ns, name) = key.split_once('/').unwrap();
+        let view = ServiceView {
+            ports: ports.iter().map(|(n, p, _)| ((!n.is_empty()).then(|| n.to_string()), *p)).collect(),
+            target_ports: ports.iter().map(|(_, p, t)| (*p, t.clone())).collect(),
+            uid: UID.into(),
+            ..Default::default()
+        };
+        out.insert((ns.into(), name.into()), view);
+    }
+    out
+}
+
+fn echo() -> Services {
+    services(&[("shop/echo-server", &[("http", 80, IntOrString::Int(8080))])])
+}
+
+fn build(group: &GroupId, members: &[Member], svcs: &Services, c: &BuildContext) -> Result<IngressStack, BuildError> {
+    let plan = plan_group(members, svcs, &MergeConfig::default()).expect("valid group");
+    build_group_stack(group, members, &plan, c)
+}
+
+fn implicit(ns: &str, name: &str) -> GroupId {
+    GroupId::Implicit { namespace: ns.into(), name: name.into() }
+}
+
+#[test]
+fn single_http_ingress() {
+    let m = member("shop/web", &[], spec(vec![rule("", vec![path("/", "Prefix", "echo-server", P::N(80))])]));
+    let st = build(&implicit("shop", "web"), &[m], &echo(), &ctx()).unwrap();
+    let lb = &st.stack.load_balancer;
+    assert_eq!(st.stack.id, "shop/web");
+    assert_eq!(lb.lb_type, LbType::Application);
+    assert_eq!(lb.name, naming::ingress_load_balancer_name("prod", false, "shop/web", "internal"));
+    assert_eq!(lb.scheme, Scheme::Internal);
+    assert_eq!(lb.security_groups, ["managed:frontend", "sg-backend"]);
+    assert_eq!(lb.subnets.iter().map(|s| s.subnet_id.as_str()).collect::<Vec<_>>(), ["subnet-a", "subnet-b"]);
+    assert_eq!(lb.tags["ingress.k8s.aws/stack"], "shop/web");
+    assert_eq!(lb.tags["ingress.k8s.aws/resource"], "LoadBalancer");
+    assert_eq!(lb.tags["elbv2.k8s.aws/cluster"], "prod");
+    assert_eq!(lb.tags["owner"], "platform");
+    let [tg] = st.stack.target_groups.as_slice() else { panic!("{:?}", st.stack.target_groups) };
+    assert_eq!((tg.protocol, tg.port, tg.target_type.as_str()), (Protocol::Http, 8080, "ip"));
+    assert_eq!(tg.protocol_version.as_deref(), Some("HTTP1"));
+    assert_eq!(tg.tags["ingress.k8s.aws/resource"], "shop/web-echo-server:80");
+    let hc = &tg.health_check;
+    assert_eq!(
+        (hc.protocol, hc.port, hc.path.as_deref(), hc.success_codes.as_deref()),
+        (Protocol::Http, HealthCheckPort::TrafficPort, Some("/"), Some("200"))
+    );
+    assert_eq!((hc.interval_seconds, hc.timeout_seconds, hc.healthy_threshold, hc.unhealthy_threshold), (15, 5, 2, 2));
+    let [l] = st.stack.listeners.as_slice() else { panic!() };
+    assert_eq!((l.port, l.protocol), (80, Protocol::Http));
+    assert_eq!(l.tags["ingress.k8s.aws/resource"], "80");
+    let [r] = l.rules.as_slice() else { panic!("{:?}", l.rules) };
+    assert_eq!(r.priority, 1);
+    assert_eq!(r.conditions, [Condition::PathPattern(vec!["/*".into()])]);
+    assert_eq!(
+        r.actions,
+        [Action::Forward {
+            target_groups: vec![WeightedTargetGroup {
+                target_group: TargetGroupRef::Name(tg.name.clone()),
+                weight: None
+            }],
+            stickiness_seconds: None
+        }]
+    );
+    assert_eq!(r.tags["ingress.k8s.aws/resource"], "80:1");
+    let [bnd] = st.bindings.as_slice() else { panic!() };
+    assert_eq!((bnd.namespace.as_str(), bnd.name.as_str()), ("shop", tg.name.as_str()));
+    assert_eq!(bnd.spec.service_ref.port, IntOrString::Int(80));
+    let net = bnd.spec.networking.as_ref().unwrap();
+    assert_eq!(net.ingress[0].from[0].security_group.as_ref().unwrap().group_id, "sg-backend");
+    assert_eq!(net.ingress[0].ports[0].port, Some(IntOrString::Int(8080)));
+    assert!(st.backend_security_group_used);
+    let sg = st.stack.frontend_security_group.as_ref().unwrap();
+    assert_eq!(sg.name, naming::ingress_frontend_security_group_name("prod", false, "shop/web"));
+    assert_eq!(sg.tags["ingress.k8s.aws/resource"], "ManagedLBSecurityGroup");
+    assert_eq!(sg.ingress.len(), 1, "IPv4 only on an ipv4 ALB: {:?}", sg.ingress);
+}
+
+fn web(ann: &[(&str, &str)]) -> Member {
+    member("shop/web", ann, spec(vec![rule("shop.example.com", vec![path("/api", "Prefix", "echo-server", P::N(80))])]))
+}
+
+const IP: (&str, &str) = ("target-type", "ip");
+
+#[test]
+fn https_with_certificates_and_ssl_redirect() {
+    let ann = [
+        ("listen-ports", r#"[{"HTTP":80},{"HTTPS":443}]"#),
+        ("certificate-arn", "arn:c1,arn:c2"),
+        ("ssl-redirect", "443"),
+        ("backend-protocol-version", "GRPC"),
+        ("backend-protocol", "HTTPS"),
+    ];
+    let st = build(&implicit("shop", "web"), &[web(&ann)], &echo(), &ctx()).unwrap();
+    let [http, https] = st.stack.listeners.as_slice() else { panic!("{:?}", st.stack.listeners) };
+    assert_eq!((http.port, http.protocol, https.port, https.protocol), (80, Protocol::Http, 443, Protocol::Https));
+    assert!(http.rules.is_empty() && http.certificates.is_empty() && http.ssl_policy.is_none());
+    assert!(
+        matches!(&http.default_actions[..], [Action::Redirect { port: Some(p), status_code, .. }] if p == "443" && status_code == "HTTP_301")
+    );
+    assert_eq!(https.certificates, ["arn:c1", "arn:c2"], "default certificate first");
+    assert_eq!(https.ssl_policy.as_deref(), Some("ELBSecurityPolicy-2016-08"));
+    assert_eq!(
+        https.rules[0].conditions,
+        [
+            Condition::HostHeader(vec!["shop.example.com".into()]),
+            Condition::PathPattern(vec!["/api".into(), "/api/*".into()])
+        ]
+    );
+    assert!(matches!(&https.default_actions[..], [Action::FixedResponse { status_code, .. }] if status_code == "404"));
+    let tg = &st.stack.target_groups[0];
+    assert_eq!((tg.protocol, tg.protocol_version.as_deref()), (Protocol::Https, Some("GRPC")));
+    let hc = &tg.health_check;
+    assert_eq!(
+        (hc.protocol, hc.path.as_deref(), hc.success_codes.as_deref()),
+        (Protocol::Https, Some("/AWS.ALB/healthcheck"), Some("12"))
+    );
+    let sg = st.stack.frontend_security_group.unwrap();
+    let ports: BTreeSet<i32> = sg.ingress.iter().map(|r| r.from_port).collect();
+    assert_eq!(ports, BTreeSet::from([80, 443]));
+}
+
+#[test]
+fn group_across_namespaces_names_and_tags() {
+    let svcs = services(&[
+        ("shop/echo-server", &[("http", 80, IntOrString::Int(8080))]),
+        ("blog/site", &[("web", 8000, IntOrString::String("http".into()))]),
+    ]);
+    let a = member(
+        "shop/web",
+        &[("group.name", "team-a"), ("tags", "team=shop,cost=1")],
+        spec(vec![rule("", vec![path("/shop", "Prefix", "echo-server", P::N(80))])]),
+    );
+    let b = member(
+        "blog/site",
+        &[("group.name", "team-a"), ("group.order", "10"), ("tags", "blog=yes,cost=1")],
+        spec(vec![rule("", vec![path("/blog", "Exact", "site", P::S("web"))])]),
+    );
+    let g = GroupId::Explicit("team-a".into());
+    let st = build(&g, &[a, b], &svcs, &ctx()).unwrap();
+    let lb = &st.stack.load_balancer;
+    assert_eq!(lb.name, "k8s-teama-e4e1d3825c", "golden: sha256(prod + team-a + internal)");
+    assert_eq!(st.stack.frontend_security_group.as_ref().unwrap().name, "k8s-teama-f2fac9541f");
+    assert_eq!(lb.tags["ingress.k8s.aws/stack"], "team-a");
+    assert_eq!((lb.tags["team"].as_str(), lb.tags["blog"].as_str()), ("shop", "yes"), "members' tags merged");
+    let names: Vec<(&str, &str)> = st.bindings.iter().map(|b| (b.namespace.as_str(), b.name.as_str())).collect();
+    assert_eq!(names.len(), 2);
+    let blog =
+        st.stack.target_groups.iter().find(|t| t.tags["ingress.k8s.aws/resource"] == "blog/site-site:web").unwrap();
+    assert_eq!(blog.port, 1, "named targetPort: the binding registers the real port");
+    assert!(blog.name.starts_with("k8s-blog-site-"), "{}", blog.name);
+    assert!(!blog.tags.contains_key("team"), "a target group has its own Ingress's tags");
+    let bb = st.bindings.iter().find(|b| b.name == blog.name).unwrap();
+    assert_eq!(bb.namespace, "blog");
+    assert_eq!(bb.spec.service_ref.port, IntOrString::String("web".into()));
+    assert_eq!(bb.spec.networking.as_ref().unwrap().ingress[0].ports[0].port, Some(IntOrString::String("http".into())));
+    let rules = &st.stack.listeners[0].rules;
+    assert_eq!(rules.len(), 2);
+    assert_eq!(rules[0].tags["team"], "shop");
+    assert_eq!(rules[1].tags["blog"], "yes");
+    assert!(!rules[1].tags.contains_key("team"), "rule tags are its Ingress's");
+}
+
+#[test]
+fn security_group_modes() {
+    // (annotations, backend SG, LB groups, frontend SG built, binding source, backend used)
+    type Case<'a> = (&'a [(&'a str, &'a str)], Option<&'a str>, &'a [&'a str], bool, Option<&'a str>, bool);
+    let cases: &[Case<'_>] = &[
+        (&[], Some("sg-backend"), &["managed:frontend", "sg-backend"], true, Some("sg-backend"), true),
+        (&[], None, &["managed:frontend"], true, Some(FRONTEND_SG_PLACEHOLDER), false),
+        (&[("security-groups", "sg-2,sg-1")], Some("sg-backend"), &["sg-1", "sg-2"], false, None, false),
+        (
+            &[("security-groups", "sg-1"), ("manage-backend-security-group-rules", "true")],
+            Some("sg-backend"),
+            &["sg-1", "sg-backend"],
+            false,
+            Some("sg-backend"),
+            true,
+        ),
+    ];
+    for (i, (ann, backend, groups, frontend, source, used)) in cases.iter().enumerate() {
+        let mut c = ctx();
+        c.backend_security_group = backend.map(String::from);
+        let st = build(&implicit("shop", "web"), &[web(ann)], &echo(), &c).unwrap();
+        assert_eq!(st.stack.load_balancer.security_groups, *groups, "case {i}");
+        assert_eq!(st.stack.frontend_security_group.is_some(), *frontend, "case {i}");
+        let got = st.bindings[0]
+            .spec
+            .networking
+            .as_ref()
+            .map(|n| n.ingress[0].from[0].security_group.clone().unwrap().group_id);
+        assert_eq!(got.as_deref(), *source, "case {i}");
+        assert_eq!(st.backend_security_group_used, *used, "case {i}");
+    }
+    // Without a backend SG the frontend SG becomes the source once created.
+    let mut c = ctx();
+    c.backend_security_group = None;
+    let mut st = build(&implicit("shop", "web"), &[web(&[])], &echo(), &c).unwrap();
+    st.resolve_frontend_security_group("sg-front");
+    let n = st.bindings[0].spec.networking.as_ref().unwrap();
+    assert_eq!(n.ingress[0].from[0].security_group.as_ref().unwrap().group_id, "sg-front");
+    // Names need resolving; the backend SG must exist for manage-backend-security-group-rules.
+    c.custom_security_group_ids = vec![];
+    let ann = [("security-groups", "my-sg"), ("manage-backend-security-group-rules", "true")];
+    let err = build(&implicit("shop", "web"), &[web(&ann)], &echo(), &c).unwrap_err();
+    assert_eq!(err.problems.len(), 2, "{err}");
+    c.custom_security_group_ids = vec!["sg-9".into()];
+    c.backend_security_group = Some("sg-backend".into());
+    let st = build(&implicit("shop", "web"), &[web(&ann)], &echo(), &c).unwrap();
+    assert_eq!(st.stack.load_balancer.security_groups, ["sg-9", "sg-backend"]);
+}
+
+#[test]
+fn dualstack_opens_ipv6_sources() {
+    let mut c = ctx();
+    c.ipv6_available = true;
+    let st = build(&implicit("shop", "web"), &[web(&[("ip-address-type", "dualstack")])], &echo(), &c).unwrap();
+    assert_eq!(st.stack.load_balancer.ip_address_type, LbIpAddressType::Dualstack);
+    let sources: Vec<&RuleSource> =
+        st.stack.frontend_security_group.as_ref().unwrap().ingress.iter().map(|r| &r.source).collect();
+    assert_eq!(sources, [&RuleSource::Cidr("0.0.0.0/0".into()), &RuleSource::Ipv6Cidr("::/0".into())]);
+    // An IPv6 Service needs a dualstack ALB; a dualstack ALB needs an IPv6 VPC.
+    let mut svcs = echo();
+    svcs.values_mut().for_each(|v| v.ipv6 = true);
+    let st = build(&implicit("shop", "web"), &[web(&[("ip-address-type", "dualstack")])], &svcs, &c).unwrap();
+    assert_eq!(st.stack.target_groups[0].ip_address_type, TgIpAddressType::Ipv6);
+    assert_eq!(st.bindings[0].spec.ip_address_type, Some(TargetGroupIpAddressType::Ipv6));
+    let err = build(&implicit("shop", "web"), &[web(&[])], &svcs, &c).unwrap_err();
+    assert!(err.to_string().contains("ipFamilies include IPv6"), "{err}");
+    c.ipv6_available = false;
+    let err = build(&implicit("shop", "web"), &[web(&[("ip-address-type", "dualstack")])], &echo(), &c).unwrap_err();
+    assert!(err.to_string().contains("IPv6 CIDR"), "{err}");
+}
+
+#[test]
+fn every_problem_is_reported() {
+    let mut c = ctx();
+    c.default_target_type = TargetType::Instance;
+    c.subnets.truncate(1);
+    c.external_managed_tags.insert("cost".into());
+    let ann = [("tags", "cost=1"), ("listen-ports", r#"[{"HTTPS":443}]"#)];
+    let mut m = web(&ann);
+    // IngressClassParams `loadBalancerName` is not checked by the annotation parser.
+    m.settings.load_balancer_name = Some("-bad-".into());
+    let err = build(&implicit("shop", "web"), &[m], &echo(), &c).unwrap_err();
+    let text = err.to_string();
+    for want in [
+        "target type instance is not supported yet",
+        "shop/web",
+        "alb.ingress.kubernetes.io/target-type: ip",
+        "two Availability Zones",
+        "\"-bad-\" is not a valid load balancer name",
+        "--external-managed-tags",
+        "HTTPS listener port 443",
+    ] {
+        assert!(text.contains(want), "missing {want:?} in {text}");
+    }
+    // ip from the Ingress annotation wins over the default.
+    let st = build(&implicit("shop", "web"), &[web(&[IP])], &echo(), &ctx());
+    assert!(st.is_ok());
+}
+
+#[test]
+fn a_member_change_touches_only_its_rules_and_target_groups() {
+    let svcs = services(&[
+        ("shop/echo-server", &[("http", 80, IntOrString::Int(8080))]),
+        ("shop/other", &[("http", 80, IntOrString::Int(9090))]),
+    ]);
+    let a = member(
+        "shop/a",
+        &[("group.name", "g")],
+        spec(vec![rule("", vec![path("/a", "Exact", "echo-server", P::N(80))])]),
+    );
+    let b1 = member(
+        "shop/b",
+        &[("group.name", "g"), ("group.order", "5")],
+        spec(vec![rule("", vec![path("/b", "Exact", "echo-server", P::N(80))])]),
+    );
+    let b2 = member(
+        "shop/b",
+        &[("group.name", "g"), ("group.order", "5"), ("healthcheck-path", "/healthz")],
+        spec(vec![rule("", vec![path("/b2", "Exact", "other", P::N(80))])]),
+    );
+    let g = GroupId::Explicit("g".into());
+    let before = build(&g, &[a.clone(), b1], &svcs, &ctx()).unwrap();
+    let after = build(&g, &[a, b2], &svcs, &ctx()).unwrap();
+    assert_eq!(before.stack.load_balancer, after.stack.load_balancer);
+    assert_eq!(before.stack.frontend_security_group, after.stack.frontend_security_group);
+    let (r0, r1) = (&before.stack.listeners[0].rules, &after.stack.listeners[0].rules);
+    assert_eq!(r0[0], r1[0], "member a's rule is unchanged");
+    assert_ne!(r0[1], r1[1]);
+    let a_tg = |s: &IngressStack| {
+        s.stack.target_groups.iter().find(|t| t.tags["ingress.k8s.aws/resource"].starts_with("shop/a-")).cloned()
+    };
+    assert_eq!(a_tg(&before), a_tg(&after), "member a's target group is unchanged");
+    assert_eq!(before.stack.target_groups.len(), 2);
+    assert_eq!(after.stack.target_groups.len(), 2);
+}
+
+#[test]
+fn builds_into_an_ordered_plan() {
+    use crate::lb::diff::{ObservedStack, PlanOptions, Step, plan};
+    let ann = [("listen-ports", r#"[{"HTTP":80},{"HTTPS":443}]"#), ("certificate-arn", "arn:c1")];
+    let st = build(&implicit("shop", "web"), &[web(&ann)], &echo(), &ctx()).unwrap();
+    let steps = plan(&st.stack, &ObservedStack::default(), &PlanOptions::default()).expect("plans");
+    let first = |f: fn(&Step) -> bool| steps.iter().position(f).unwrap_or_else(|| panic!("{steps:#?}"));
+    let sg = first(|s| matches!(s, Step::CreateSecurityGroup { .. }));
+    let tg = first(|s| matches!(s, Step::CreateTargetGroup { .. }));
+    let lb = first(|s| matches!(s, Step::CreateLoadBalancer { .. }));
+    let ls = first(|s| matches!(s, Step::CreateListener { .. }));
+    let rule = first(|s| matches!(s, Step::CreateRule { .. }));
+    assert!(sg < lb && tg < ls && lb < ls && ls < rule, "{steps:#?}");
+    assert_eq!(steps.iter().filter(|s| matches!(s, Step::CreateListener { .. })).count(), 2);
+    assert_eq!(steps.iter().filter(|s| matches!(s, Step::CreateRule { .. })).count(), 2);
+}
