@@ -110,7 +110,10 @@ impl BackendRules {
         }
         tracing::info!("backend security-group rules reconciler started");
         futures::pin_mut!(shutdown);
-        let mut next = Duration::ZERO;
+        let mut due = tokio::time::Instant::now();
+        // The last pass saw no binding with spec.networking and left none of our rules behind:
+        // until a binding takes part again, a watch event cannot change anything in AWS.
+        let mut idle = false;
         loop {
             tokio::select! {
                 _ = &mut shutdown => return,
@@ -118,12 +121,19 @@ impl BackendRules {
                     tokio::time::sleep(DEBOUNCE).await;
                     // Changes during the debounce are covered by this pass: drop their wake-up.
                     let _ = self.trigger.notified().now_or_never();
+                    if idle {
+                        let g = gather(&self.ctx.stores);
+                        if g.bindings.is_empty() && g.incomplete.is_empty() {
+                            continue;
+                        }
+                    }
                 }
-                _ = tokio::time::sleep(next) => {}
+                _ = tokio::time::sleep_until(due) => {}
             }
             let started = Instant::now();
-            next = match self.pass().await {
+            let next = match self.pass().await {
                 Ok(s) => {
+                    idle = s.bindings == 0 && s.withheld_revokes == 0 && !s.unresolved;
                     tracing::debug!(
                         bindings = s.bindings,
                         authorized = s.authorized,
@@ -139,9 +149,11 @@ impl BackendRules {
                     tracing::warn!(error = %e, "backend security-group rules pass failed; retrying");
                     let labels = crate::metrics::ErrorLabels { controller: "backend-rules", category: e.category() };
                     self.ctx.metrics.reconcile_errors.get_or_create(&labels).inc();
+                    idle = false;
                     RETRY_FAILED
                 }
             };
+            due = tokio::time::Instant::now() + next;
         }
     }
 
