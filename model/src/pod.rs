@@ -4,7 +4,7 @@
 //! read, not to the size of pod specs.
 
 use crate::names::{CONTAINERS_READY, READINESS_GATE_PREFIX, READY};
-use k8s_openapi::api::core::v1::{Container, ContainerPort, Node, Pod, PodCondition, PodSpec, PodStatus};
+use k8s_openapi::api::core::v1::{Container, Node, Pod, PodCondition, PodSpec, PodStatus};
 use std::collections::BTreeMap;
 
 /// What target decisions need to know about a pod.
@@ -93,16 +93,16 @@ impl NodeReadiness {
 /// Drops what the controller never reads from a pod before it is cached: container specs,
 /// volumes, most status, managed fields and annotations. Kept: labels (Service selectors and
 /// the webhook), node name, readiness gates, conditions, IPs, deletion timestamp, uid, and the
-/// named container ports (`spec.networking` of a binding may name one).
+/// named container ports (`spec.networking` of a binding may name one) in [`NAMED_PORTS_KEY`].
 pub fn trim_pod(pod: &mut Pod) {
     pod.metadata.managed_fields = None;
-    pod.metadata.annotations = None;
+    pod.metadata.annotations = pod.spec.as_ref().and_then(|s| encode_named_ports(&s.containers));
     pod.metadata.owner_references = None;
     if let Some(spec) = pod.spec.take() {
         pod.spec = Some(PodSpec {
             node_name: spec.node_name,
             readiness_gates: spec.readiness_gates,
-            containers: named_ports_only(spec.containers),
+            containers: Vec::new(),
             ..Default::default()
         });
     }
@@ -124,27 +124,32 @@ pub fn trim_pod(pod: &mut Pod) {
     }
 }
 
-/// Containers reduced to their named ports; containers without one are dropped.
-fn named_ports_only(containers: Vec<Container>) -> Vec<Container> {
-    containers
-        .into_iter()
-        .filter_map(|c| {
-            let ports: Vec<ContainerPort> = c
-                .ports
-                .into_iter()
-                .flatten()
-                .filter(|p| p.name.is_some())
-                .map(|p| ContainerPort { name: p.name, container_port: p.container_port, ..Default::default() })
-                .collect();
-            (!ports.is_empty()).then(|| Container { name: c.name, ports: Some(ports), ..Default::default() })
-        })
-        .collect()
+/// Where a trimmed pod keeps its named container ports, as `name=port,…`. A k8s-openapi
+/// `Container` costs ~2 KB even when empty (probes, lifecycle and security context are inline),
+/// i.e. ~20 MiB for 10k pods; this string costs a few dozen bytes. It exists only in the
+/// controller's cache and is never written to the API server.
+pub const NAMED_PORTS_KEY: &str = "aws-lb-controller.internal/named-ports";
+
+fn encode_named_ports(containers: &[Container]) -> Option<BTreeMap<String, String>> {
+    let pairs: Vec<String> = containers
+        .iter()
+        .flat_map(|c| c.ports.iter().flatten())
+        .filter_map(|p| p.name.as_ref().map(|n| format!("{n}={}", p.container_port)))
+        .collect();
+    (!pairs.is_empty()).then(|| [(NAMED_PORTS_KEY.to_string(), pairs.join(","))].into())
 }
 
 /// The pod's named container ports (name → number), for named ports in `spec.networking`. A name
 /// two containers both use (invalid in Kubernetes) resolves to the first.
 pub fn named_container_ports(pod: &Pod) -> BTreeMap<String, u16> {
     let mut out = BTreeMap::new();
+    if let Some(encoded) = pod.metadata.annotations.as_ref().and_then(|a| a.get(NAMED_PORTS_KEY)) {
+        for (name, port) in encoded.split(',').filter_map(|pair| pair.split_once('=')) {
+            if let Ok(port) = port.parse::<u16>() {
+                out.entry(name.to_string()).or_insert(port);
+            }
+        }
+    }
     let ports = pod.spec.iter().flat_map(|s| &s.containers).flat_map(|c| c.ports.iter().flatten());
     for p in ports {
         if let (Some(name), Ok(port)) = (&p.name, u16::try_from(p.container_port)) {
@@ -259,6 +264,7 @@ mod tests {
 
     #[test]
     fn trim_keeps_only_named_container_ports() {
+        use k8s_openapi::api::core::v1::ContainerPort;
         let port = |name: Option<&str>, n: i32| ContainerPort {
             name: name.map(String::from),
             container_port: n,
@@ -281,8 +287,10 @@ mod tests {
         assert_eq!(named_container_ports(&p), want);
         trim_pod(&mut p);
         assert_eq!(named_container_ports(&p), want, "trimming keeps what named ports need");
-        let containers = &p.spec.as_ref().unwrap().containers;
-        assert_eq!(containers.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["app", "metrics"]);
-        assert!(containers.iter().all(|c| c.image.is_none()));
+        assert!(p.spec.as_ref().unwrap().containers.is_empty(), "no container structs kept");
+        assert_eq!(p.metadata.annotations.as_ref().map(|a| a.len()), Some(1), "only the encoded ports");
+        let mut plain = pod("p", &[], &[]);
+        trim_pod(&mut plain);
+        assert!(plain.metadata.annotations.is_none(), "nothing kept for a pod without named ports");
     }
 }
