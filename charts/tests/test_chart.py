@@ -48,6 +48,11 @@ MATRIX = {
         "address": "https://vault.example:8200", "authRole": "aws-load-balancer-controller", "secretsRole": "lbc",
         "roleArn": "arn:aws:iam::123456789012:role/lbc", "caBundleConfigMap": "vault-ca"}}},
     "monitoring": {"serviceMonitor": {"enabled": True}, "prometheusRule": {"enabled": True}},
+    "ingress-class": {"ingressClass": "alb-internal", "ingressClassConfig": {"default": True},
+                      "ingressClassParams": {"name": "internal", "spec": {
+                          "scheme": "internal", "namespaceSelector": {"matchLabels": {"team": "a"}}}},
+                      "disableIngressClassAnnotation": True, "disableIngressGroupNameAnnotation": True},
+    "no-ingress-class": {"createIngressClassResource": False, "ingressClassParams": {"create": False}},
     "custom": {"replicaCount": 1, "priorityClassName": "system-cluster-critical", "watchNamespace": "apps",
                "extraArgs": {"sync-period": "5m"}, "env": {"RUST_BACKTRACE": "1"},
                "nodeSelector": {"node-role.kubernetes.io/control-plane": "true"},
@@ -166,7 +171,8 @@ def test_template(helm, tmp_path, case):
     assert c["securityContext"]["readOnlyRootFilesystem"] and pod["securityContext"]["runAsNonRoot"]
     assert env["POD_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
     assert env["POD_NAMESPACE"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.namespace"
-    assert one(docs, "CustomResourceDefinition")["metadata"]["name"] == "targetgroupbindings.elbv2.k8s.aws"
+    assert {d["metadata"]["name"] for d in by_kind(docs, "CustomResourceDefinition")} == {
+        "ingressclassparams.elbv2.k8s.aws", "targetgroupbindings.elbv2.k8s.aws"}
     dash = one(docs, "ConfigMap")
     assert dash["metadata"]["labels"]["grafana_dashboard"] == "1"
     json.loads(dash["data"]["aws-lb-controller.json"])
@@ -200,6 +206,38 @@ def test_template(helm, tmp_path, case):
         assert set(tls["data"]) == {"ca.crt", "tls.crt", "tls.key"}
         assert all(w["clientConfig"]["caBundle"] == tls["data"]["ca.crt"] for w in hooks.values())
         assert not by_kind(docs, "Certificate")
+
+    # Ingress webhooks (ALBC's names, paths and Fail policy): only Ingresses that may be ours, only on
+    # spec or annotation changes; the chart's own IngressClassParams is never sent to the webhook.
+    ving, vicp = hooks["vingress.elbv2.k8s.aws"], hooks["vingressclassparams.elbv2.k8s.aws"]
+    assert ving["clientConfig"]["service"]["path"] == "/validate-networking-v1-ingress"
+    assert vicp["clientConfig"]["service"]["path"] == "/validate-elbv2-k8s-aws-v1beta1-ingressclassparams"
+    for h, res in ((ving, "ingresses"), (vicp, "ingressclassparams")):
+        assert h["failurePolicy"] == "Fail" and h["matchPolicy"] == "Equivalent"
+        assert h["rules"][0]["resources"] == [res] and h["rules"][0]["operations"] == ["CREATE", "UPDATE"]
+    assert [c["name"] for c in ving["matchConditions"]] == ["may-be-ours", "spec-or-annotations-changed"]
+    ingress_class = MATRIX[case].get("ingressClass", "alb")
+    assert f"== '{ingress_class}'" in ving["matchConditions"][0]["expression"]
+    assert {"key": "app.kubernetes.io/name", "operator": "NotIn", "values": ["aws-lb-controller"]} in \
+        vicp["objectSelector"]["matchExpressions"]
+    assert f"--ingress-class={ingress_class}" in args
+    for flag, value in (("disable-ingress-class-annotation", "disableIngressClassAnnotation"),
+                        ("disable-ingress-group-name-annotation", "disableIngressGroupNameAnnotation")):
+        assert f"--{flag}={str(MATRIX[case].get(value, False)).lower()}" in args
+    classes, params = by_kind(docs, "IngressClass"), by_kind(docs, "IngressClassParams")
+    if case == "no-ingress-class":
+        assert not classes and not params
+    else:
+        (cls,), (icp,) = classes, params
+        assert cls["metadata"]["name"] == ingress_class and cls["spec"]["controller"] == "ingress.k8s.aws/alb"
+        want_params = MATRIX[case].get("ingressClassParams", {}).get("name") or ingress_class
+        assert icp["metadata"]["name"] == want_params
+        assert cls["spec"]["parameters"] == {"apiGroup": "elbv2.k8s.aws", "kind": "IngressClassParams",
+                                             "name": want_params}
+        assert icp["metadata"]["labels"]["app.kubernetes.io/name"] == "aws-lb-controller"
+        assert icp["spec"] == MATRIX[case].get("ingressClassParams", {}).get("spec", {})
+        default = cls["metadata"].get("annotations", {}).get("ingressclass.kubernetes.io/is-default-class")
+        assert default == ("true" if case == "ingress-class" else None)
 
     # Case-specific values.
     assert ("mservice.elbv2.k8s.aws" in hooks) == MATRIX[case].get("enableServiceMutatorWebhook", True)
@@ -243,7 +281,9 @@ def test_template(helm, tmp_path, case):
         assert "--watch-namespace=apps" in args and "--sync-period=5m" in args
         assert env["RUST_BACKTRACE"]["value"] == "1" and pod["tolerations"][0]["operator"] == "Exists"
         assert mpod["objectSelector"]["matchLabels"] == {"lbc-gates": "on"}
+        assert ving["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": "apps"}}
     else:
+        assert "namespaceSelector" not in ving
         assert one(docs, "PodDisruptionBudget")["spec"]["maxUnavailable"] == 1
         assert dep["spec"]["replicas"] == 2
         assert pod["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
@@ -262,6 +302,9 @@ EXPECTED_CLUSTER_RULES = {
     ("", "pods"): {"list", "watch"},
     ("", "nodes"): {"list", "watch"},
     ("discovery.k8s.io", "endpointslices"): {"list", "watch"},
+    ("networking.k8s.io", "ingressclasses"): {"list", "watch"},
+    ("elbv2.k8s.aws", "ingressclassparams"): {"list", "watch"},
+    ("", "namespaces"): {"list", "watch"},
     ("", "pods/status"): {"patch"},
     ("", "configmaps"): {"get", "create", "update", "delete"},
     ("cilium.io", "ciliumnodes"): {"list", "watch"},
@@ -629,7 +672,8 @@ def test_chart_rbac_is_not_broader(scenario, e2e):
                ("list", "endpointslices.discovery.k8s.io", ""), ("patch", "pods", None, "status"),
                ("create", "configmaps", None), ("create", "events.events.k8s.io", None),
                ("create", TGB, None), ("delete", TGB, None), ("patch", "services", None),
-               ("patch", "services", None, "status"),
+               ("patch", "services", None, "status"), ("watch", "ingressclasses.networking.k8s.io", ""),
+               ("list", "ingressclassparams.elbv2.k8s.aws", ""), ("watch", "namespaces", ""),
                ("get", f"{LEASE}/aws-load-balancer-controller-leader", None), ("create", LEASE, None)]
     # ciliumnodes.cilium.io: the e2e cluster has no Cilium CRD, so `can-i` cannot resolve it; the
     # rendered rule is checked in test_rbac_rules (EXPECTED_CLUSTER_RULES).
@@ -638,7 +682,9 @@ def test_chart_rbac_is_not_broader(scenario, e2e):
               ("create", "pods", None, "exec"), ("get", "nodes", None, "proxy"), ("patch", "nodes", None),
               ("update", TGB, None), ("update", "services", None),
               ("delete", "services", None), ("create", "services", None), ("list", "configmaps", None), ("delete", "endpointslices.discovery.k8s.io", None),
-              ("create", "events", None), ("get", f"{LEASE}/some-other-lease", None),
+              ("create", "events", None), ("create", "ingressclasses.networking.k8s.io", ""),
+              ("patch", "ingressclassparams.elbv2.k8s.aws", ""), ("patch", "namespaces", ""),
+              ("get", f"{LEASE}/some-other-lease", None),
               ("update", f"{LEASE}/some-other-lease", None), ("delete", f"{LEASE}/aws-load-balancer-controller-leader", None),
               ("create", LEASE, "default"), ("create", "serviceaccounts", None, "token"),
               ("create", "clusterroles.rbac.authorization.k8s.io", None), ("impersonate", "serviceaccounts", None),

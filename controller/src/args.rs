@@ -139,6 +139,20 @@ pub struct Args {
     #[arg(long, default_value = "service.k8s.aws/nlb")]
     pub load_balancer_class: String,
 
+    /// The `kubernetes.io/ingress.class` annotation value this controller answers to (ALBC flag).
+    #[arg(long, default_value = "alb")]
+    pub ingress_class: String,
+
+    /// Refuse (at admission) Ingresses that newly use the `kubernetes.io/ingress.class`
+    /// annotation; existing ones keep working (ALBC flag).
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set)]
+    pub disable_ingress_class_annotation: bool,
+
+    /// Refuse (at admission) Ingresses that newly set or change `alb.ingress.kubernetes.io/group.name`;
+    /// IngressClassParams `spec.group` remains (ALBC flag).
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set)]
+    pub disable_ingress_group_name_annotation: bool,
+
     /// Reconcile `type: LoadBalancer` Services into NLBs (ALBC's selection rules).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub enable_service_controller: bool,
@@ -240,6 +254,18 @@ pub struct Args {
     pub kubeconfig: String,
 }
 
+impl Args {
+    /// Which Ingresses are ours and which annotations are disabled (`lbc_model::ingress::select`).
+    pub fn ingress_select_config(&self) -> lbc_model::ingress::SelectConfig {
+        lbc_model::ingress::SelectConfig {
+            ingress_class: self.ingress_class.clone(),
+            disable_ingress_class_annotation: self.disable_ingress_class_annotation,
+            disable_group_name_annotation: self.disable_ingress_group_name_annotation,
+            ..Default::default()
+        }
+    }
+}
+
 #[derive(Subcommand, Debug, Clone)]
 pub enum Command {
     /// Print the CustomResourceDefinitions this controller serves, as YAML.
@@ -333,6 +359,22 @@ mod tests {
         assert!(!a.enable_leader_election);
         assert_eq!(a.targetgroupbinding_max_exponential_backoff_delay, Duration::from_secs(1000));
         assert_eq!(a.aws_credentials_source, CredentialsSource::Default);
+        assert_eq!(a.ingress_class, "alb");
+        assert!(!a.disable_ingress_class_annotation && !a.disable_ingress_group_name_annotation);
+    }
+
+    #[test]
+    fn ingress_flags_parse_as_albc_writes_them() {
+        let a = Args::try_parse_from([
+            "aws-lb-controller",
+            "--ingress-class=alb-internal",
+            "--disable-ingress-class-annotation=true",
+            "--disable-ingress-group-name-annotation=true",
+        ])
+        .unwrap();
+        let c = a.ingress_select_config();
+        assert_eq!(c.ingress_class, "alb-internal");
+        assert!(c.disable_ingress_class_annotation && c.disable_group_name_annotation);
     }
 
     #[test]

@@ -240,6 +240,7 @@ fn spawn_webhook(
         pod_readiness_gate_inject: args.enable_pod_readiness_gate_inject,
         service_mutator: args.enable_service_mutator_webhook,
         load_balancer_class: args.load_balancer_class.clone(),
+        ingress: args.ingress_select_config(),
         ..Default::default()
     };
     let state = Arc::new(lbc_webhook::WebhookState::new(Arc::new(view), elb, config));

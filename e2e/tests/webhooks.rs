@@ -49,6 +49,18 @@ fn webhook(
     })
 }
 
+/// A controller watching `ns` that serves its webhooks with the certificate in `cert_dir`, ready.
+async fn start_controller(env: &Env, ns: &str, id: &str, cert_dir: &Path) -> ControllerProc {
+    let ctl = ControllerProc::start(
+        env,
+        ns,
+        &format!("{id}-leader"),
+        &[&format!("--webhook-cert-dir={}", cert_dir.display())],
+    );
+    eventually("controller ready", 30, || async { ctl.ready().await.then_some(()) }).await;
+    ctl
+}
+
 #[tokio::test]
 async fn webhooks_inject_gates_validate_bindings_and_survive_outages() {
     let Some(env) = Env::require("webhooks_inject_gates_validate_bindings_and_survive_outages") else { return };
@@ -73,13 +85,7 @@ async fn webhooks_inject_gates_validate_bindings_and_survive_outages() {
     let arn = aws::create_ip_target_group(&env, &elb, &unique("wh-tg"), 8080).await;
     emu.tg_health(&arn, 3.0, "healthy").await;
 
-    let ctl = ControllerProc::start(
-        &env,
-        &ns,
-        &format!("{id}-leader"),
-        &[&format!("--webhook-cert-dir={}", cert_dir.display())],
-    );
-    eventually("controller ready", 30, || async { ctl.ready().await.then_some(()) }).await;
+    let ctl = start_controller(&env, &ns, &id, &cert_dir).await;
     let port = ctl.webhook_port;
     let mwc_name = format!("{id}-mutating");
     let vwc_name = format!("{id}-validating");
@@ -211,5 +217,154 @@ async fn webhooks_inject_gates_validate_bindings_and_survive_outages() {
         }
         kube_util::delete_namespace(&client, n).await;
     }
+    let _ = std::fs::remove_dir_all(cert_dir);
+}
+
+/// `vingress.elbv2.k8s.aws` and `vingressclassparams.elbv2.k8s.aws` through the API server, with
+/// the chart's matchConditions: the controller answers from its IngressClass, IngressClassParams
+/// and Namespace caches.
+#[tokio::test]
+async fn ingress_webhooks_enforce_class_params_and_annotations() {
+    let Some(env) = Env::require("ingress_webhooks_enforce_class_params_and_annotations") else { return };
+    let client = kube_util::client(&env).await;
+    let id = unique("ingwh");
+    let ns = id.clone();
+    let cert_dir = env.repo.join(format!("e2e/.run/{id}-certs"));
+    let ca = write_cert(&cert_dir);
+    kube_util::namespace(&client, &ns, &[("lbc-e2e/webhook-test", &id), ("team", &id)]).await;
+
+    // Classes: `-team` (params select this namespace), `-other` (params select nothing here),
+    // `-foreign` (another controller's).
+    let dynamic = |api_version: &str, kind: &str, plural: &str| {
+        let (group, version) = api_version.split_once('/').unwrap();
+        let gvk = kube::api::GroupVersionKind::gvk(group, version, kind);
+        let ar = kube::api::ApiResource::from_gvk_with_plural(&gvk, plural);
+        Api::<kube::api::DynamicObject>::all_with(client.clone(), &ar)
+    };
+    let params = dynamic("elbv2.k8s.aws/v1beta1", "IngressClassParams", "ingressclassparams");
+    let classes = dynamic("networking.k8s.io/v1", "IngressClass", "ingressclasses");
+    let apply = |api: Api<kube::api::DynamicObject>, obj: serde_json::Value| async move {
+        let name = obj["metadata"]["name"].as_str().unwrap().to_string();
+        api.patch(&name, &PatchParams::apply("e2e").force(), &Patch::Apply(obj)).await
+    };
+    for (suffix, team) in [("team", id.as_str()), ("other", "nobody")] {
+        let p = json!({"apiVersion": "elbv2.k8s.aws/v1beta1", "kind": "IngressClassParams",
+                       "metadata": {"name": format!("{id}-{suffix}")},
+                       "spec": {"namespaceSelector": {"matchLabels": {"team": team}}}});
+        apply(params.clone(), p).await.unwrap();
+    }
+    for (suffix, controller, with_params) in [
+        ("team", "ingress.k8s.aws/alb", true),
+        ("other", "ingress.k8s.aws/alb", true),
+        ("foreign", "example.com/lb", false),
+    ] {
+        let mut spec = json!({"controller": controller});
+        if with_params {
+            spec["parameters"] =
+                json!({"apiGroup": "elbv2.k8s.aws", "kind": "IngressClassParams", "name": format!("{id}-{suffix}")});
+        }
+        let c = json!({"apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
+                       "metadata": {"name": format!("{id}-{suffix}")}, "spec": spec});
+        apply(classes.clone(), c).await.unwrap();
+    }
+
+    let ctl = start_controller(&env, &ns, &id, &cert_dir).await;
+    let port = ctl.webhook_port;
+    let vwc_name = format!("{id}-validating");
+    let mut ving = webhook(
+        "vingress.elbv2.k8s.aws",
+        port,
+        "/validate-networking-v1-ingress",
+        &ca,
+        &id,
+        "Fail",
+        ("networking.k8s.io", "v1", "ingresses"),
+    );
+    // The chart's matchConditions (charts/aws-lb-controller/templates/webhook.yaml).
+    ving["matchConditions"] = json!([
+        {"name": "may-be-ours", "expression": "object.metadata.?annotations[?'kubernetes.io/ingress.class'].hasValue() ? object.metadata.annotations['kubernetes.io/ingress.class'] == 'alb' : has(object.spec.ingressClassName)"},
+        {"name": "spec-or-annotations-changed", "expression": "request.operation != 'UPDATE' || object.spec != oldObject.spec || object.metadata.?annotations.orValue({}) != oldObject.metadata.?annotations.orValue({})"},
+    ]);
+    let mut vicp = webhook(
+        "vingressclassparams.elbv2.k8s.aws",
+        port,
+        "/validate-elbv2-k8s-aws-v1beta1-ingressclassparams",
+        &ca,
+        &id,
+        "Fail",
+        ("elbv2.k8s.aws", "v1beta1", "ingressclassparams"),
+    );
+    // Cluster-scoped: a namespaceSelector never applies; this test's objects carry its label.
+    vicp.as_object_mut().unwrap().remove("namespaceSelector");
+    vicp["objectSelector"] = json!({"matchLabels": {"lbc-e2e/webhook-test": id}});
+    let vwc = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+                     "metadata": {"name": vwc_name}, "webhooks": [ving, vicp]});
+    let vwcs: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
+    vwcs.patch(&vwc_name, &PatchParams::apply("e2e").force(), &Patch::Apply(vwc)).await.unwrap();
+
+    let ingresses: Api<k8s_openapi::api::networking::v1::Ingress> = Api::namespaced(client.clone(), &ns);
+    let ingress = |name: &str, class: &str, annotations: serde_json::Value| {
+        serde_json::from_value(json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+            "metadata": {"name": name, "annotations": annotations},
+            "spec": {"ingressClassName": format!("{id}-{class}"),
+                     "defaultBackend": {"service": {"name": "web", "port": {"number": 80}}}}}))
+        .unwrap()
+    };
+    let denial = |name: &'static str, class: &'static str, annotations: serde_json::Value| {
+        let (ingresses, ing) = (ingresses.clone(), ingress(name, class, annotations));
+        async move {
+            let err = ingresses.create(&PostParams::default(), &ing).await.expect_err("denied by our webhook");
+            err.to_string()
+        }
+    };
+
+    // Valid: admitted (retried while the API server starts calling the new webhook).
+    eventually("valid Ingress admitted", 30, || async {
+        let ing = ingress("valid", "team", json!({"alb.ingress.kubernetes.io/scheme": "internal"}));
+        ingresses.create(&PostParams::default(), &ing).await.ok()
+    })
+    .await;
+
+    // Namespace outside the class's IngressClassParams namespaceSelector.
+    let msg = denial("outside", "other", json!({})).await;
+    assert!(
+        msg.contains("vingress.elbv2.k8s.aws")
+            && msg.contains(&format!(
+                "namespace {ns} is not selected by the namespaceSelector of IngressClassParams {id}-other"
+            )),
+        "{msg}"
+    );
+
+    // Invalid annotation value: the message names the annotation, the value and what is accepted.
+    let msg = denial("bad", "team", json!({"alb.ingress.kubernetes.io/scheme": "sideways"})).await;
+    assert!(
+        msg.contains("alb.ingress.kubernetes.io/scheme") && msg.contains("sideways") && msg.contains("internet-facing"),
+        "{msg}"
+    );
+
+    // Another controller's class: admitted untouched, whatever its annotations.
+    let foreign = ingresses
+        .create(
+            &PostParams::default(),
+            &ingress("foreign", "foreign", json!({"alb.ingress.kubernetes.io/scheme": "sideways"})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(foreign.metadata.annotations.unwrap()["alb.ingress.kubernetes.io/scheme"], "sideways");
+
+    // IngressClassParams with an inbound address instead of a CIDR: refused with the hint.
+    let bad_params = json!({"apiVersion": "elbv2.k8s.aws/v1beta1", "kind": "IngressClassParams",
+                            "metadata": {"name": format!("{id}-bad"), "labels": {"lbc-e2e/webhook-test": id}},
+                            "spec": {"inboundCIDRs": ["10.0.0.1"]}});
+    let msg = apply(params.clone(), bad_params).await.expect_err("denied").to_string();
+    assert!(msg.contains("vingressclassparams.elbv2.k8s.aws") && msg.contains("10.0.0.1/32"), "{msg}");
+
+    let _ = vwcs.delete(&vwc_name, &DeleteParams::default()).await;
+    ctl.kill();
+    for suffix in ["team", "other", "foreign"] {
+        let _ = classes.delete(&format!("{id}-{suffix}"), &DeleteParams::default()).await;
+        let _ = params.delete(&format!("{id}-{suffix}"), &DeleteParams::default()).await;
+    }
+    kube_util::delete_namespace(&client, &ns).await;
     let _ = std::fs::remove_dir_all(cert_dir);
 }

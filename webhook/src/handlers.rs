@@ -1,4 +1,4 @@
-//! The four admission webhooks, on ALBC's paths so ALBC's webhook configurations (and Helm
+//! The admission webhooks, on ALBC's paths so ALBC's webhook configurations (and Helm
 //! values) point at them unchanged.
 
 use crate::WebhookState;
@@ -11,6 +11,7 @@ use axum::{Json, response::IntoResponse};
 use json_patch::jsonptr::PointerBuf;
 use json_patch::{AddOperation, PatchOperation};
 use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::api::networking::v1::Ingress;
 use kube::core::DynamicObject;
 use kube::core::Resource;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
@@ -19,10 +20,10 @@ use lbc_aws::error::ErrorKind;
 use lbc_model::admission::{
     AdmissionOp, GateBinding, TargetGroupFacts, TargetGroupLookup, Violation, default_load_balancer_class,
     denial_message, namespace_injection_enabled, plan_readiness_gates, target_group_fields_changed,
-    target_group_not_found, tgb_defaults, tgb_lookup, validate_tgb_against_target_group, validate_tgb_spec,
-    validate_tgb_unique, validate_tgb_update,
+    target_group_not_found, tgb_defaults, tgb_lookup, validate_ingress, validate_ingress_class_params,
+    validate_tgb_against_target_group, validate_tgb_spec, validate_tgb_unique, validate_tgb_update,
 };
-use lbc_model::crd::TargetGroupBinding;
+use lbc_model::crd::{IngressClassParams, TargetGroupBinding};
 use serde::de::DeserializeOwned;
 use std::future::Future;
 use std::sync::Arc;
@@ -37,6 +38,10 @@ pub const PATH_MUTATE_SERVICE: &str = "/mutate-v1-service";
 pub const PATH_MUTATE_TGB: &str = "/mutate-elbv2-k8s-aws-v1beta1-targetgroupbinding";
 /// TargetGroupBinding validator (`vtargetgroupbinding.elbv2.k8s.aws`).
 pub const PATH_VALIDATE_TGB: &str = "/validate-elbv2-k8s-aws-v1beta1-targetgroupbinding";
+/// Ingress validator (`vingress.elbv2.k8s.aws`).
+pub const PATH_VALIDATE_INGRESS: &str = "/validate-networking-v1-ingress";
+/// IngressClassParams validator (`vingressclassparams.elbv2.k8s.aws`).
+pub const PATH_VALIDATE_INGRESS_CLASS_PARAMS: &str = "/validate-elbv2-k8s-aws-v1beta1-ingressclassparams";
 
 /// Largest request body accepted: an AdmissionReview carries the object and, on UPDATE, the
 /// old object too; etcd's limit is 1.5 MiB per object.
@@ -48,6 +53,8 @@ enum Hook {
     Service,
     TgbMutate,
     TgbValidate,
+    Ingress,
+    IngressClassParams,
 }
 
 impl Hook {
@@ -57,11 +64,13 @@ impl Hook {
             Hook::Service => "mservice.elbv2.k8s.aws",
             Hook::TgbMutate => "mtargetgroupbinding.elbv2.k8s.aws",
             Hook::TgbValidate => "vtargetgroupbinding.elbv2.k8s.aws",
+            Hook::Ingress => "vingress.elbv2.k8s.aws",
+            Hook::IngressClassParams => "vingressclassparams.elbv2.k8s.aws",
         }
     }
 
     fn mutating(self) -> bool {
-        !matches!(self, Hook::TgbValidate)
+        !matches!(self, Hook::TgbValidate | Hook::Ingress | Hook::IngressClassParams)
     }
 
     fn expect(self) -> Expect {
@@ -69,6 +78,8 @@ impl Hook {
             Hook::Pod => Expect { group: "", kind: "Pod" },
             Hook::Service => Expect { group: "", kind: "Service" },
             Hook::TgbMutate | Hook::TgbValidate => Expect { group: "elbv2.k8s.aws", kind: "TargetGroupBinding" },
+            Hook::Ingress => Expect { group: "networking.k8s.io", kind: "Ingress" },
+            Hook::IngressClassParams => Expect { group: "elbv2.k8s.aws", kind: "IngressClassParams" },
         }
     }
 }
@@ -80,6 +91,8 @@ pub fn router(state: Arc<WebhookState>) -> Router {
         .route(PATH_MUTATE_SERVICE, post(mutate_service))
         .route(PATH_MUTATE_TGB, post(mutate_tgb))
         .route(PATH_VALIDATE_TGB, post(validate_tgb))
+        .route(PATH_VALIDATE_INGRESS, post(validate_ingress_hook))
+        .route(PATH_VALIDATE_INGRESS_CLASS_PARAMS, post(validate_ingress_class_params_hook))
         .route("/healthz", get(|| async { "ok" }))
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .with_state(state)
@@ -369,4 +382,57 @@ async fn tgb_validation(s: &WebhookState, req: AdmissionRequest<TargetGroupBindi
         }
     }
     if violations.is_empty() { Decision::Allow { warnings } } else { deny(&violations) }
+}
+
+// ----------------------------------------------------------------------------------------------
+// Ingresses and IngressClassParams
+// ----------------------------------------------------------------------------------------------
+
+async fn validate_ingress_hook(State(s): State<Arc<WebhookState>>, body: Bytes) -> impl IntoResponse {
+    run(&s, Hook::Ingress, &body, |req: AdmissionRequest<Ingress>| async { ingress_decision(&s, req) }).await
+}
+
+fn ingress_decision(s: &WebhookState, req: AdmissionRequest<Ingress>) -> Decision {
+    let Some(op) = admission_op(&req.operation) else { return Decision::allow() };
+    let Some(new) = req.object.as_ref() else {
+        return Decision::invalid("Ingress admission request without the object");
+    };
+    if !s.cluster().synced() {
+        return Decision::Allow {
+            warnings: vec![
+                "aws-lb-controller's caches are still loading: this Ingress was admitted without checking its class \
+                 and annotations"
+                    .to_string(),
+            ],
+        };
+    }
+    // The request's namespace is authoritative (a CREATE may carry an object without one).
+    let ns = req.namespace.clone().or_else(|| new.metadata.namespace.clone()).unwrap_or_default();
+    let mut new = new.clone();
+    new.metadata.namespace = Some(ns.clone());
+    let classes = s.cluster().ingress_classes(&ns);
+    let verdict = validate_ingress(op, &new, req.old_object.as_ref(), &classes.view(), &s.config().ingress);
+    if verdict.violations.is_empty() {
+        Decision::Allow { warnings: verdict.warnings }
+    } else {
+        deny(&verdict.violations)
+    }
+}
+
+async fn validate_ingress_class_params_hook(State(s): State<Arc<WebhookState>>, body: Bytes) -> impl IntoResponse {
+    run(&s, Hook::IngressClassParams, &body, |req: AdmissionRequest<IngressClassParams>| async move {
+        ingress_class_params_decision(&req)
+    })
+    .await
+}
+
+fn ingress_class_params_decision(req: &AdmissionRequest<IngressClassParams>) -> Decision {
+    match (admission_op(&req.operation), req.object.as_ref()) {
+        (None, _) => Decision::allow(),
+        (Some(_), None) => Decision::invalid("IngressClassParams admission request without the object"),
+        (Some(_), Some(p)) => match validate_ingress_class_params(&p.spec) {
+            v if v.is_empty() => Decision::allow(),
+            v => deny(&v),
+        },
+    }
 }

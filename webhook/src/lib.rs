@@ -6,6 +6,8 @@
 //! | `mservice.elbv2.k8s.aws` | [`PATH_MUTATE_SERVICE`] | defaults `spec.loadBalancerClass` of LoadBalancer Services |
 //! | `mtargetgroupbinding.elbv2.k8s.aws` | [`PATH_MUTATE_TGB`] | fills ARN, targetType, ipAddressType, vpcID, protocol from the target group |
 //! | `vtargetgroupbinding.elbv2.k8s.aws` | [`PATH_VALIDATE_TGB`] | refuses bindings that cannot work, saying what to change |
+//! | `vingress.elbv2.k8s.aws` | [`PATH_VALIDATE_INGRESS`] | refuses Ingresses of ours with invalid annotations, disabled annotations or a class they may not use |
+//! | `vingressclassparams.elbv2.k8s.aws` | [`PATH_VALIDATE_INGRESS_CLASS_PARAMS`] | refuses invalid CIDRs, subnet selectors, names and ports |
 //!
 //! The decisions themselves live in [`lbc_model::admission`]; this crate decodes requests,
 //! reads the controller's caches through [`ClusterView`] (never the API server), asks AWS
@@ -30,13 +32,17 @@ mod review;
 mod serve;
 pub mod view;
 
-pub use handlers::{PATH_MUTATE_POD, PATH_MUTATE_SERVICE, PATH_MUTATE_TGB, PATH_VALIDATE_TGB, router};
+pub use handlers::{
+    PATH_MUTATE_POD, PATH_MUTATE_SERVICE, PATH_MUTATE_TGB, PATH_VALIDATE_INGRESS, PATH_VALIDATE_INGRESS_CLASS_PARAMS,
+    PATH_VALIDATE_TGB, router,
+};
 pub use metrics::WebhookMetrics;
 pub use serve::{CERT_RELOAD_INTERVAL, ServeConfig, ServeError, WebhookServer, serve};
 pub use view::{ClusterView, StaticClusterView};
 
 use lbc_aws::elbv2::ElbV2;
 use lbc_model::admission::DEFAULT_LOAD_BALANCER_CLASS;
+use lbc_model::ingress::SelectConfig;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -55,6 +61,10 @@ pub struct WebhookConfig {
     /// the API server's default 10 s webhook timeout, so the user sees our message rather than
     /// a timeout).
     pub aws_timeout: Duration,
+    /// `--ingress-class`, `--disable-ingress-class-annotation`,
+    /// `--disable-ingress-group-name-annotation`: which Ingresses the Ingress validator checks and
+    /// which annotations it refuses.
+    pub ingress: SelectConfig,
 }
 
 impl Default for WebhookConfig {
@@ -64,6 +74,7 @@ impl Default for WebhookConfig {
             service_mutator: true,
             load_balancer_class: DEFAULT_LOAD_BALANCER_CLASS.to_string(),
             aws_timeout: Duration::from_secs(5),
+            ingress: SelectConfig::default(),
         }
     }
 }

@@ -15,8 +15,8 @@ use lbc_aws::fake::FakeElbV2;
 use lbc_model::crd::{ServiceReference, TargetGroupBinding, TargetGroupBindingSpec, TargetType};
 use lbc_model::target::Target;
 use lbc_webhook::{
-    PATH_MUTATE_POD, PATH_MUTATE_SERVICE, PATH_MUTATE_TGB, PATH_VALIDATE_TGB, StaticClusterView, WebhookConfig,
-    WebhookState, router,
+    PATH_MUTATE_POD, PATH_MUTATE_SERVICE, PATH_MUTATE_TGB, PATH_VALIDATE_INGRESS, PATH_VALIDATE_INGRESS_CLASS_PARAMS,
+    PATH_VALIDATE_TGB, StaticClusterView, WebhookConfig, WebhookState, router,
 };
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -805,4 +805,166 @@ async fn metrics_count_requests_and_latency() {
     ] {
         assert!(text.contains(line), "missing {line} in\n{text}");
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ingresses and IngressClassParams
+// ---------------------------------------------------------------------------------------------
+
+fn review_of(
+    kind: (&str, &str, &str),
+    resource: &str,
+    ns: Option<&str>,
+    op: &str,
+    object: Value,
+    old: Option<Value>,
+) -> Value {
+    let (group, version, kind) = kind;
+    let gvk = json!({"group": group, "version": version, "kind": kind});
+    let gvr = json!({"group": group, "version": version, "resource": resource});
+    let mut request = json!({
+        "uid": "1c0ffee0-0000-4000-8000-000000000001", "kind": gvk, "resource": gvr, "requestKind": gvk,
+        "requestResource": gvr, "name": object["metadata"]["name"], "operation": op,
+        "userInfo": {"username": "dev"}, "object": object, "dryRun": false,
+    });
+    if let Some(ns) = ns {
+        request["namespace"] = json!(ns);
+    }
+    if let Some(old) = old {
+        request["oldObject"] = old;
+    }
+    json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request})
+}
+
+fn ingress(ns: &str, class: &str, annotations: Value) -> Value {
+    json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+           "metadata": {"name": "web", "namespace": ns, "annotations": annotations},
+           "spec": {"ingressClassName": class, "defaultBackend": {"service": {"name": "web", "port": {"number": 80}}}}})
+}
+
+fn ingress_review(ns: &str, op: &str, object: Value, old: Option<Value>) -> Value {
+    review_of(("networking.k8s.io", "v1", "Ingress"), "ingresses", Some(ns), op, object, old)
+}
+
+/// A CREATE review of Ingress `web` in `ns`.
+fn create_ingress(ns: &str, class: &str, annotations: Value) -> Value {
+    ingress_review(ns, "CREATE", ingress(ns, class, annotations), None)
+}
+
+/// Classes `alb` (no params), `team` (params selecting namespaces labelled team=a), `nginx`;
+/// namespaces `a` (team=a) and `b`.
+fn ingress_harness(config: WebhookConfig) -> Harness {
+    let class = |controller: &str, params: Option<&str>| {
+        let mut spec = json!({"controller": controller});
+        if let Some(p) = params {
+            spec["parameters"] = json!({"apiGroup": "elbv2.k8s.aws", "kind": "IngressClassParams", "name": p});
+        }
+        serde_json::from_value(json!({"metadata": {}, "spec": spec})).unwrap()
+    };
+    let mut view = StaticClusterView::default();
+    view.classes.classes = [
+        ("alb".to_string(), class("ingress.k8s.aws/alb", None)),
+        ("team".to_string(), class("ingress.k8s.aws/alb", Some("team-params"))),
+        ("nginx".to_string(), class("k8s.io/ingress-nginx", None)),
+    ]
+    .into();
+    let params = json!({"apiVersion": "elbv2.k8s.aws/v1beta1", "kind": "IngressClassParams",
+                        "metadata": {"name": "team-params"},
+                        "spec": {"namespaceSelector": {"matchLabels": {"team": "a"}}}});
+    view.classes.params = [("team-params".to_string(), serde_json::from_value(params).unwrap())].into();
+    view.namespaces = [
+        ("a".to_string(), BTreeMap::from([("team".to_string(), "a".to_string())])),
+        ("b".to_string(), BTreeMap::new()),
+    ]
+    .into();
+    Harness::with_config(view, config)
+}
+
+#[tokio::test]
+async fn ingress_valid_ours_and_foreign_admitted() {
+    let h = ingress_harness(WebhookConfig::default());
+    let ok = create_ingress("a", "team", json!({"alb.ingress.kubernetes.io/scheme": "internal"}));
+    assert_unchanged(&h.post(PATH_VALIDATE_INGRESS, &ok).await);
+    let foreign = create_ingress("b", "nginx", json!({"alb.ingress.kubernetes.io/scheme": "sideways"}));
+    let resp = h.post(PATH_VALIDATE_INGRESS, &foreign).await;
+    assert_unchanged(&resp);
+    assert!(resp.get("warnings").is_none(), "{resp}");
+    assert!(h.metrics_text().contains("vingress.elbv2.k8s.aws"));
+}
+
+#[tokio::test]
+async fn ingress_denials_say_why() {
+    let h = ingress_harness(WebhookConfig::default());
+    let bad = create_ingress("a", "alb", json!({"alb.ingress.kubernetes.io/scheme": "sideways"}));
+    assert_denied(
+        &h.post(PATH_VALIDATE_INGRESS, &bad).await,
+        403,
+        &["alb.ingress.kubernetes.io/scheme", "\"sideways\"", "internet-facing"],
+    );
+    let outside = create_ingress("b", "team", json!({}));
+    assert_denied(
+        &h.post(PATH_VALIDATE_INGRESS, &outside).await,
+        403,
+        &["namespace b is not selected by the namespaceSelector of IngressClassParams team-params"],
+    );
+}
+
+#[tokio::test]
+async fn ingress_disabled_annotations_only_block_new_usage() {
+    let config = WebhookConfig {
+        ingress: lbc_model::ingress::SelectConfig {
+            disable_ingress_class_annotation: true,
+            disable_group_name_annotation: true,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let h = ingress_harness(config);
+    let mut legacy = ingress("b", "alb", json!({"kubernetes.io/ingress.class": "alb"}));
+    legacy["spec"].as_object_mut().unwrap().remove("ingressClassName");
+    let create = ingress_review("b", "CREATE", legacy.clone(), None);
+    assert_denied(&h.post(PATH_VALIDATE_INGRESS, &create).await, 403, &["kubernetes.io/ingress.class"]);
+    let mut changed = legacy.clone();
+    changed["metadata"]["annotations"]["alb.ingress.kubernetes.io/scheme"] = json!("internal");
+    let update = ingress_review("b", "UPDATE", changed, Some(legacy));
+    assert_unchanged(&h.post(PATH_VALIDATE_INGRESS, &update).await);
+    let grouped = create_ingress("a", "alb", json!({"alb.ingress.kubernetes.io/group.name": "shop"}));
+    assert_denied(&h.post(PATH_VALIDATE_INGRESS, &grouped).await, 403, &["group.name"]);
+}
+
+#[tokio::test]
+async fn ingress_finalizer_removal_and_unsynced_cache_never_blocked() {
+    let h = ingress_harness(WebhookConfig::default());
+    let old = ingress("b", "team", json!({"alb.ingress.kubernetes.io/scheme": "sideways"}));
+    let mut new = old.clone();
+    new["metadata"]["finalizers"] = json!([]);
+    assert_unchanged(&h.post(PATH_VALIDATE_INGRESS, &ingress_review("b", "UPDATE", new, Some(old.clone()))).await);
+
+    let mut view = StaticClusterView { not_synced: true, ..Default::default() };
+    view.namespaces.insert("b".into(), BTreeMap::new());
+    let h = Harness::new(view);
+    let resp = h.post(PATH_VALIDATE_INGRESS, &ingress_review("b", "CREATE", old, None)).await;
+    assert_unchanged(&resp);
+    assert!(resp["warnings"][0].as_str().unwrap().contains("caches are still loading"), "{resp}");
+}
+
+#[tokio::test]
+async fn ingress_class_params_validated() {
+    let h = Harness::new(StaticClusterView::default());
+    let icp = |spec: Value| {
+        let obj = json!({"apiVersion": "elbv2.k8s.aws/v1beta1", "kind": "IngressClassParams",
+                         "metadata": {"name": "p"}, "spec": spec});
+        review_of(("elbv2.k8s.aws", "v1beta1", "IngressClassParams"), "ingressclassparams", None, "CREATE", obj, None)
+    };
+    let ok = icp(json!({"inboundCIDRs": ["10.0.0.0/8"], "subnets": {"tags": {"kubernetes.io/role/elb": ["1"]}}}));
+    assert_unchanged(&h.post(PATH_VALIDATE_INGRESS_CLASS_PARAMS, &ok).await);
+    let bad = icp(json!({"inboundCIDRs": ["10.1.2.3"], "subnets": {"ids": ["subnet-1"], "tags": {"k": ["v"]}}}));
+    assert_denied(
+        &h.post(PATH_VALIDATE_INGRESS_CLASS_PARAMS, &bad).await,
+        403,
+        &["(1) spec.inboundCIDRs[0]", "10.1.2.3/32", "(2) spec.subnets", "mutually exclusive"],
+    );
+    // An Ingress review sent to the params endpoint is refused as malformed.
+    let wrong = create_ingress("a", "alb", json!({}));
+    assert_denied(&h.post(PATH_VALIDATE_INGRESS_CLASS_PARAMS, &wrong).await, 400, &["IngressClassParams"]);
 }

@@ -63,3 +63,7 @@ matchConditions:
     expression: "request.operation != 'UPDATE' || object.spec != oldObject.spec"
 {{- end }}
 {{- end }}
+
+{{- define "lbc.ingressClassParamsName" -}}
+{{- default .Values.ingressClass .Values.ingressClassParams.name -}}
+{{- end }}

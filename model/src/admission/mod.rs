@@ -9,15 +9,18 @@
 //! - TargetGroupBindings: defaults from the target group ([`tgb_lookup`], [`tgb_defaults`]) and
 //!   validation ([`validate_tgb_spec`], [`validate_tgb_update`], [`validate_tgb_unique`],
 //!   [`validate_tgb_against_target_group`]).
+//! - Ingresses and IngressClassParams: [`validate_ingress`], [`validate_ingress_class_params`].
 //!
 //! Every denial is a [`Violation`] whose message says what is wrong, the value seen, what is
 //! expected and what to change, because the person reading it only sees `kubectl`'s output.
 
+mod ingresses;
 mod pods;
 mod services;
 mod tgb_defaults;
 mod tgb_validation;
 
+pub use ingresses::{Verdict, validate_ingress, validate_ingress_class_params};
 pub use pods::{GateBinding, ReadinessGatePlan, namespace_injection_enabled, plan_readiness_gates, service_selects};
 pub use services::default_load_balancer_class;
 pub use tgb_defaults::{
