@@ -11,6 +11,7 @@ mod metrics;
 mod networking;
 mod run;
 mod service;
+mod stack;
 mod stores;
 mod tgb;
 mod webhook_view;

@@ -119,7 +119,16 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         cilium,
         ctx.triggers.backend_rules.clone(),
     ));
-    let service_ctx = Arc::new(crate::service::ServiceCtx::new(ctx.clone(), lbs, net, service_config(&args)?));
+    let service_cfg = service_config(&args)?;
+    // One shared backend security group per cluster, for NLBs and ALBs alike.
+    let backend_sg = Arc::new(crate::backend_sg::BackendSecurityGroup::new(
+        service_cfg.backend_sg.clone(),
+        net.clone(),
+        &service_cfg.cluster_name,
+        &service_cfg.vpc_id,
+        service_cfg.default_tags.clone(),
+    ));
+    let service_ctx = Arc::new(crate::service::ServiceCtx::new(ctx.clone(), lbs, net, service_cfg, backend_sg));
 
     spawn_webhook(&args, &stores, &health, elb_for_webhook, &metrics, shutdown_rx.clone());
 
