@@ -18,6 +18,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::networking::v1::IngressBackend;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::actions::{AuthAction, BackendRef, ForwardTarget, RuleAction, ServicePort, WeightedTarget};
 use super::annotations::{AuthSettings, AuthType, BackendSettings};
@@ -31,12 +32,37 @@ pub struct ServiceView {
     pub ports: Vec<(Option<String>, i32)>,
     /// `parse_service_annotations` of the Service.
     pub settings: BackendSettings,
+    /// `metadata.uid` (hashed into target group names).
+    pub uid: String,
+    /// `spec.ports[].targetPort` by `spec.ports[].port` (absent: the port itself).
+    pub target_ports: BTreeMap<i32, IntOrString>,
+    /// `spec.ipFamilies` includes IPv6 (the target group's addresses are IPv6).
+    pub ipv6: bool,
 }
 
 impl ServiceView {
     pub fn from_service(svc: &Service, settings: BackendSettings) -> Self {
-        let ports = svc.spec.iter().flat_map(|s| s.ports.iter().flatten()).map(|p| (p.name.clone(), p.port)).collect();
-        Self { ports, settings }
+        let all = || svc.spec.iter().flat_map(|s| s.ports.iter().flatten());
+        let ports = all().map(|p| (p.name.clone(), p.port)).collect();
+        let target_ports = all().filter_map(|p| p.target_port.clone().map(|t| (p.port, t))).collect();
+        let ipv6 = svc.spec.iter().flat_map(|s| s.ip_families.iter().flatten()).any(|f| f == "IPv6");
+        Self { ports, settings, uid: svc.metadata.uid.clone().unwrap_or_default(), target_ports, ipv6 }
+    }
+
+    /// The Service port (number) a backend port names, if the Service has it.
+    pub fn port_number(&self, port: &ServicePort) -> Option<i32> {
+        self.ports
+            .iter()
+            .find(|(name, number)| match port {
+                ServicePort::Number(n) => number == n,
+                ServicePort::Name(s) => name.as_deref() == Some(s.as_str()),
+            })
+            .map(|(_, n)| *n)
+    }
+
+    /// The targetPort of Service port `number` (the port itself when unset).
+    pub fn target_port(&self, number: i32) -> IntOrString {
+        self.target_ports.get(&number).cloned().unwrap_or(IntOrString::Int(number))
     }
 
     fn has(&self, port: &ServicePort) -> bool {

@@ -14,12 +14,15 @@
 //!    listener's rules, default actions and priorities ([`rules`], [`backends`], `optimize`), and
 //!    list the target groups to create, one per (Ingress, Service, port) ([`plan`]).
 //!
-//! Still to come: turning a [`GroupPlan`] into the `lb::Stack` (names, tags, security groups).
+//! 6. [`build_group_stack`] — the plan + resolved subnets and security groups → the desired ALB
+//!    [`IngressStack`] (load balancer, frontend SG, listeners with rules, target groups,
+//!    TargetGroupBindings), ALBC's names and tags ([`build`]).
 
 pub mod actions;
 mod annotation_fields;
 pub mod annotations;
 pub mod backends;
+pub mod build;
 pub mod group;
 pub mod keys;
 pub mod merge;
@@ -36,7 +39,9 @@ mod fuzz_tests;
 #[cfg(test)]
 mod test_fixtures;
 
+pub use crate::lb::build::{BuildContext, BuildError, OidcCredentials, TargetGroupBindingTemplate};
 pub use backends::{ServiceView, Services};
+pub use build::{IngressStack, build_group_stack};
 pub use group::{Candidate, Conflict, GroupId, conflicts, group_of, members};
 pub use merge::{
     GroupError, IngressKey, ListenerConfig, Member, MergeConfig, Merged, certificate_discovery_hosts, listen_ports,

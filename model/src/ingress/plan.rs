@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use super::actions::{BackendRef, ForwardTarget, RuleAction};
 use super::annotations::BackendSettings;
-use super::backends::Services;
+use super::backends::{ServiceView, Services};
 use super::merge::{GroupError, IngressKey, ListenerConfig, Member, MergeConfig, merge};
 use super::rules::{ListenerRules, build_rules};
 
@@ -39,6 +39,8 @@ impl TargetGroupKey {
 pub struct TargetGroupBackend {
     pub key: TargetGroupKey,
     pub settings: BackendSettings,
+    /// The backend Service (`None` only if it vanished between planning and building).
+    pub service: Option<ServiceView>,
 }
 
 /// Everything the stack builder needs of a group's routing.
@@ -73,7 +75,7 @@ pub fn plan_group(members: &[Member], services: &Services, cfg: &MergeConfig) ->
     let merged = merge(members, cfg)?;
     let (rules, warnings) = build_rules(members, &merged, services)?;
     let by_key: BTreeMap<&IngressKey, &Member> = members.iter().map(|m| (&m.key, m)).collect();
-    let mut tgs: BTreeMap<TargetGroupKey, BackendSettings> = BTreeMap::new();
+    let mut tgs: BTreeMap<TargetGroupKey, (BackendSettings, Option<ServiceView>)> = BTreeMap::new();
     for l in &rules {
         let defaults = l.default_from.iter().map(|k| (k, l.default_actions.as_slice()));
         let rules = l.rules.iter().map(|r| (&r.ingress, r.actions.as_slice()));
@@ -84,14 +86,16 @@ pub fn plan_group(members: &[Member], services: &Services, cfg: &MergeConfig) ->
                     continue;
                 }
                 let own = &by_key[ingress].settings.backend;
-                let settings = match services.get(&(b.namespace.clone(), b.service.clone())) {
+                let svc = services.get(&(b.namespace.clone(), b.service.clone()));
+                let settings = match svc {
                     Some(svc) => own.overridden_by(&svc.settings),
                     None => own.clone(),
                 };
-                tgs.insert(key, settings);
+                tgs.insert(key, (settings, svc.cloned()));
             }
         }
     }
-    let target_groups = tgs.into_iter().map(|(key, settings)| TargetGroupBackend { key, settings }).collect();
+    let target_groups =
+        tgs.into_iter().map(|(key, (settings, service))| TargetGroupBackend { key, settings, service }).collect();
     Ok(GroupPlan { listeners: merged.listeners, rules, target_groups, warnings })
 }

@@ -70,7 +70,10 @@ pub fn services(list: &[(&str, &[(&str, i32)])]) -> Services {
     for (key, ports) in list {
         let (ns, name) = key.split_once('/').expect("namespace/name");
         let ports = ports.iter().map(|(n, p)| ((!n.is_empty()).then(|| n.to_string()), *p)).collect();
-        out.insert((ns.to_string(), name.to_string()), ServiceView { ports, settings: BackendSettings::default() });
+        out.insert(
+            (ns.to_string(), name.to_string()),
+            ServiceView { ports, settings: BackendSettings::default(), ..Default::default() },
+        );
     }
     out
 }

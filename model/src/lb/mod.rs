@@ -5,6 +5,7 @@
 //! here knows how (no SDK types). Identifiers (ARNs, IDs) appear only on the observed side
 //! ([`Observed`]); desired objects refer to each other by name.
 
+pub mod build;
 pub mod diff;
 pub mod subnets;
 

@@ -15,6 +15,15 @@
 //! | target group (and its TargetGroupBinding) | cluster name, Service UID, target-group port, Service port, target type (`ip`), target-group protocol (`TCP`, `TLS`, …), health-check protocol, health-check interval seconds |
 //! | managed frontend security group | cluster name, Service **name**, Service **namespace**, Service UID |
 //! | shared backend security group | cluster name only; shape `k8s-traffic-<cluster, ≤232 chars>-<hash>` |
+//! | ALB of an IngressGroup | cluster name, group ID (group name, or `namespace/name`), scheme |
+//! | managed frontend SG of an IngressGroup | cluster name, group ID |
+//! | Ingress target group | cluster name, group ID, Ingress namespace, Ingress name, Service UID, backend port as written (number or name), target-group port, target type, protocol (`HTTP`/`HTTPS`), protocol version (`HTTP1`/`HTTP2`/`GRPC`) |
+//!
+//! IngressGroup names (ALB, frontend SG) have the shape `k8s-<group name, 17 chars>-<hash>` for an
+//! explicit group and the usual `k8s-<namespace>-<name>-<hash>` for an implicit one; an Ingress
+//! target group is named after the backend Service's namespace and name (ALBC
+//! `pkg/ingress/model_build_load_balancer.go`, `model_build_managed_sg.go`,
+//! `model_build_target_group.go`).
 //!
 //! Adoption must not rely on names alone: ALBC finds its resources by tags (see [`super::tags`]),
 //! and a custom `aws-load-balancer-name` replaces the generated NLB name. Names only decide what
@@ -118,6 +127,70 @@ pub fn backend_security_group_name(cluster: &str) -> String {
     format!("k8s-traffic-{}-{}", truncated(&c, 232), truncated(&hash_hex([cluster]), 10))
 }
 
+/// ALBC's shape for names derived from an IngressGroup: `k8s-<group name, 17 chars>-<hash>` for an
+/// explicit group, `k8s-<namespace, 8>-<name, 8>-<hash>` for an implicit one (`group_id` is then
+/// `namespace/name`, exactly the stack ID).
+fn ingress_group_name(explicit: bool, group_id: &str, hash: &str) -> String {
+    if explicit {
+        return format!("k8s-{}-{}", truncated(&sanitize(group_id), 17), truncated(hash, 10));
+    }
+    let (namespace, name) = group_id.split_once('/').unwrap_or(("", group_id));
+    k8s_name(namespace, name, hash)
+}
+
+/// Generated ALB name of an IngressGroup (used when `load-balancer-name` is absent). `group_id` is
+/// the group's stack ID (group name, or `namespace/name` of an implicit group).
+pub fn ingress_load_balancer_name(cluster: &str, explicit: bool, group_id: &str, scheme: &str) -> String {
+    ingress_group_name(explicit, group_id, &hash_hex([cluster, group_id, scheme]))
+}
+
+/// Name of the managed frontend security group of an IngressGroup's ALB.
+pub fn ingress_frontend_security_group_name(cluster: &str, explicit: bool, group_id: &str) -> String {
+    ingress_group_name(explicit, group_id, &hash_hex([cluster, group_id]))
+}
+
+/// Everything ALBC hashes into an Ingress target group's name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IngressTargetGroupNameInputs<'a> {
+    pub cluster: &'a str,
+    /// The group's stack ID (group name, or `namespace/name`).
+    pub group_id: &'a str,
+    /// The Ingress whose rule forwards to the Service.
+    pub ingress_namespace: &'a str,
+    pub ingress_name: &'a str,
+    pub service_namespace: &'a str,
+    pub service_name: &'a str,
+    pub service_uid: &'a str,
+    /// The backend port as the Ingress writes it: a number or a port name.
+    pub service_port: &'a str,
+    /// The target group's own port (numeric targetPort for ip targets, else 1).
+    pub target_group_port: u16,
+    /// `ip` or `instance`.
+    pub target_type: &'a str,
+    /// `HTTP` or `HTTPS`.
+    pub protocol: &'a str,
+    /// `HTTP1`, `HTTP2` or `GRPC`.
+    pub protocol_version: &'a str,
+}
+
+/// Target group name of an Ingress backend; ALBC names the TargetGroupBinding after it too.
+pub fn ingress_target_group_name(i: &IngressTargetGroupNameInputs<'_>) -> String {
+    let tg_port = i.target_group_port.to_string();
+    let hash = hash_hex([
+        i.cluster,
+        i.group_id,
+        i.ingress_namespace,
+        i.ingress_name,
+        i.service_uid,
+        i.service_port,
+        tg_port.as_str(),
+        i.target_type,
+        i.protocol,
+        i.protocol_version,
+    ]);
+    k8s_name(i.service_namespace, i.service_name, &hash)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -171,5 +244,45 @@ mod tests {
         assert!(n.len() <= MAX_NAME_LEN, "{n}");
         assert!(n.starts_with("k8s-averylon-averylon-"));
         assert_eq!(sanitize("ns_1.x-Ü"), "ns1x");
+    }
+
+    #[test]
+    fn ingress_names_golden() {
+        // sha256("prod" + "team-a" + "internal"), sha256("prod" + "shop/web" + "internet-facing"),
+        // sha256("prod" + "team-a"), sha256("prod" + "shop/web"): Python hashlib.
+        assert_eq!(ingress_load_balancer_name("prod", true, "team-a", "internal"), "k8s-teama-e4e1d3825c");
+        assert_eq!(ingress_load_balancer_name("prod", false, "shop/web", "internet-facing"), "k8s-shop-web-0c9cb52896");
+        assert_eq!(ingress_frontend_security_group_name("prod", true, "team-a"), "k8s-teama-f2fac9541f");
+        assert_eq!(ingress_frontend_security_group_name("prod", false, "shop/web"), "k8s-shop-web-2d5ac86ca1");
+        let long = ingress_load_balancer_name("prod", true, "a-very-long-group-name-indeed", "internal");
+        assert!(long.starts_with("k8s-averylonggroupnam-") && long.len() <= MAX_NAME_LEN, "{long}");
+    }
+
+    #[test]
+    fn ingress_target_group_name_golden() {
+        let i = IngressTargetGroupNameInputs {
+            cluster: "prod",
+            group_id: "team-a",
+            ingress_namespace: "shop",
+            ingress_name: "web",
+            service_namespace: "shop",
+            service_name: "echo-server",
+            service_uid: "3f1b7c2e-0000-4000-8000-000000000002",
+            service_port: "80",
+            target_group_port: 8080,
+            target_type: "ip",
+            protocol: "HTTP",
+            protocol_version: "HTTP1",
+        };
+        assert_eq!(ingress_target_group_name(&i), "k8s-shop-echoserv-4d96c8a373");
+        let grpc = IngressTargetGroupNameInputs {
+            group_id: "shop/web",
+            service_port: "http",
+            target_group_port: 1,
+            protocol: "HTTPS",
+            protocol_version: "GRPC",
+            ..i.clone()
+        };
+        assert_eq!(ingress_target_group_name(&grpc), "k8s-shop-echoserv-26a8d069b5");
     }
 }

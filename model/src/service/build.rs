@@ -15,84 +15,20 @@
 //! - **none** (`disable-nlb-sg`, the controller may not manage SGs, or the existing NLB was created
 //!   without SGs — AWS cannot add them later): targets admit the client / subnet CIDRs directly.
 
-use std::collections::BTreeSet;
-use std::fmt;
-
 use ipnet::IpNet;
 use k8s_openapi::api::core::v1::Service;
 
 use super::annotations::NlbSettings;
-use crate::crd::TargetGroupBindingSpec;
+use crate::lb::build::Tagger;
 use crate::lb::naming;
-use crate::lb::tags::{self, RESOURCE_LOAD_BALANCER, SERVICE_TAG_PREFIX, Tracking};
+use crate::lb::tags::{RESOURCE_LOAD_BALANCER, SERVICE_TAG_PREFIX};
 use crate::lb::{LbIpAddressType, LbType, LoadBalancer, Scheme, Stack, Subnet, Tags};
 
-/// ALBC's `--default-ssl-policy`.
-pub const DEFAULT_SSL_POLICY: &str = "ELBSecurityPolicy-2016-08";
-/// Stand-in for the managed frontend SG's ID in target rules, until it exists.
-pub const FRONTEND_SG_PLACEHOLDER: &str = "<managed-frontend-security-group>";
-
-/// What the caller found out before building (subnets, existing load balancer) and controller
-/// configuration.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct BuildContext {
-    /// `--cluster-name`.
-    pub cluster_name: String,
-    pub vpc_id: String,
-    /// The VPC's CIDR blocks: default client ranges of an internal NLB without security groups.
-    pub vpc_cidrs: Vec<String>,
-    /// Resolved subnets (annotation or discovery), one per AZ.
-    pub subnets: Vec<Subnet>,
-    /// `--default-tags`.
-    pub default_tags: Tags,
-    /// `--external-managed-tags`: keys users may not set through annotations.
-    pub external_managed_tags: BTreeSet<String>,
-    /// The cluster's shared backend SG (`--backend-security-group` or the auto-created one).
-    pub backend_security_group: Option<String>,
-    /// ALBC feature gate `NLBSecurityGroup`: may NLBs get security groups at all.
-    pub manage_frontend_security_groups: bool,
-    /// The VPC has IPv6 (dualstack NLBs and IPv6 target groups need it).
-    pub ipv6_available: bool,
-    /// `--default-ssl-policy`.
-    pub default_ssl_policy: String,
-    /// ALBC feature gate `EnableTCPUDPListener` (off): merge TCP+UDP on one port.
-    pub enable_tcp_udp_listener: bool,
-    /// The load balancer this stack already has, if any.
-    pub existing: Option<ExistingLoadBalancer>,
-    /// IDs of the groups named (by Name tag) in the `security-groups` annotation, resolved by the
-    /// caller; unused when the annotation lists IDs only.
-    pub custom_security_group_ids: Vec<String>,
-}
-
-impl BuildContext {
-    /// ALBC's defaults for everything but the cluster and VPC.
-    pub fn new(cluster_name: impl Into<String>, vpc_id: impl Into<String>) -> Self {
-        Self {
-            cluster_name: cluster_name.into(),
-            vpc_id: vpc_id.into(),
-            vpc_cidrs: Vec::new(),
-            subnets: Vec::new(),
-            default_tags: Tags::new(),
-            external_managed_tags: BTreeSet::new(),
-            backend_security_group: None,
-            manage_frontend_security_groups: true,
-            ipv6_available: false,
-            default_ssl_policy: DEFAULT_SSL_POLICY.to_string(),
-            enable_tcp_udp_listener: false,
-            existing: None,
-            custom_security_group_ids: Vec::new(),
-        }
-    }
-}
-
-/// The parts of an existing load balancer that decide how a stack is built.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ExistingLoadBalancer {
-    /// Kept when no scheme annotation is set (ALBC).
-    pub scheme: Scheme,
-    /// An NLB created without security groups can never get any.
-    pub has_security_groups: bool,
-}
+pub(crate) use crate::lb::build::SgMode;
+pub use crate::lb::build::{
+    BuildContext, BuildError, DEFAULT_SSL_POLICY, ExistingLoadBalancer, FRONTEND_SG_PLACEHOLDER,
+    TargetGroupBindingTemplate,
+};
 
 /// Load balancer settings outside [`LoadBalancer`] (set through their own AWS calls).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -101,16 +37,6 @@ pub struct LoadBalancerExtras {
     pub enforce_inbound_rules_on_private_link: Option<bool>,
     /// `MinimumLoadBalancerCapacity.CapacityUnits` (`Some(0)` resets).
     pub minimum_capacity_units: Option<u32>,
-}
-
-/// A TargetGroupBinding the controller creates for one target group.
-#[derive(Clone, Debug, PartialEq)]
-pub struct TargetGroupBindingTemplate {
-    pub namespace: String,
-    /// Same as the target group's name (ALBC).
-    pub name: String,
-    /// `target_group_name` is set; the deployer sets `target_group_arn` once the group exists.
-    pub spec: TargetGroupBindingSpec,
 }
 
 /// Everything one Service wants in AWS and in Kubernetes.
@@ -128,31 +54,9 @@ pub struct ServiceStack {
 impl ServiceStack {
     /// Replaces [`FRONTEND_SG_PLACEHOLDER`] in the bindings' rules by the created group's ID.
     pub fn resolve_frontend_security_group(&mut self, group_id: &str) {
-        for b in &mut self.bindings {
-            for rule in b.spec.networking.iter_mut().flat_map(|n| n.ingress.iter_mut()) {
-                for peer in rule.from.iter_mut().filter_map(|p| p.security_group.as_mut()) {
-                    if peer.group_id == FRONTEND_SG_PLACEHOLDER {
-                        peer.group_id = group_id.to_string();
-                    }
-                }
-            }
-        }
+        crate::lb::build::resolve_frontend_security_group(&mut self.bindings, group_id);
     }
 }
-
-/// Why a Service cannot be turned into a stack; every problem found, each a full sentence.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct BuildError {
-    pub problems: Vec<String>,
-}
-
-impl fmt::Display for BuildError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.problems.join("; "))
-    }
-}
-
-impl std::error::Error for BuildError {}
 
 /// Intermediate state shared by the builders.
 pub(crate) struct Ctx<'a> {
@@ -172,13 +76,13 @@ pub(crate) struct Ctx<'a> {
 
 impl Ctx<'_> {
     pub(crate) fn tags(&self, resource_id: &str) -> Tags {
-        let t = Tracking {
+        let t = Tagger {
             prefix: SERVICE_TAG_PREFIX,
             cluster: &self.c.cluster_name,
             stack_id: &self.stack_id,
-            resource_id,
+            default_tags: &self.c.default_tags,
         };
-        tags::resource_tags(&t, &self.c.default_tags, &self.s.additional_tags)
+        t.tags(resource_id, &self.s.additional_tags)
     }
 
     /// Client CIDRs: `spec.loadBalancerSourceRanges`, else the annotation.
@@ -198,17 +102,6 @@ impl Ctx<'_> {
         }
         out
     }
-}
-
-/// Security-group mode of the load balancer.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum SgMode {
-    /// No SGs on the NLB; target rules from CIDRs.
-    None,
-    /// Managed frontend SG; target rules from `source` (backend SG or the frontend placeholder).
-    Managed { source: String },
-    /// User SGs; target rules from the backend SG when managed.
-    Custom { ids: Vec<String>, source: Option<String> },
 }
 
 /// Builds the stack; all problems are reported together.
@@ -235,12 +128,12 @@ pub fn build_stack(svc: &Service, settings: &NlbSettings, ctx: &BuildContext) ->
         problems: Vec::new(),
         warnings: settings.warnings(),
     };
-    for key in settings.additional_tags.keys().filter(|k| ctx.external_managed_tags.contains(*k)) {
-        b.problems.push(format!(
-            "tag {key} in annotation {} is managed outside the controller (--external-managed-tags) and cannot be set on a Service",
-            super::keys::full_key(super::keys::ADDITIONAL_TAGS)
-        ));
-    }
+    b.problems.extend(crate::lb::build::external_tag_problems(
+        &settings.additional_tags,
+        ctx,
+        &super::keys::full_key(super::keys::ADDITIONAL_TAGS),
+        &format!("Service {namespace}/{name}"),
+    ));
     if b.subnets.is_empty() {
         b.problems.push("no subnets: set annotation service.beta.kubernetes.io/aws-load-balancer-subnets or tag subnets for discovery".into());
     }
@@ -254,21 +147,8 @@ pub fn build_stack(svc: &Service, settings: &NlbSettings, ctx: &BuildContext) ->
         _ => None,
     };
     let targets = super::build_targets::build(&mut b, &sg_mode);
-    let mut security_groups: Vec<String> = match &sg_mode {
-        SgMode::None => Vec::new(),
-        SgMode::Managed { source } => ctx
-            .backend_security_group
-            .iter()
-            .filter(|id| *id == source)
-            .cloned()
-            .chain([crate::lb::diff::MANAGED_FRONTEND_SG.to_string()])
-            .collect(),
-        SgMode::Custom { ids, source } => ids.iter().chain(source).cloned().collect(),
-    };
-    security_groups.sort();
-    security_groups.dedup();
-    let backend_security_group_used =
-        ctx.backend_security_group.as_ref().is_some_and(|id| security_groups.contains(id));
+    let security_groups = crate::lb::build::load_balancer_security_groups(&sg_mode, ctx);
+    let backend_security_group_used = crate::lb::build::uses_backend_security_group(&security_groups, ctx);
     if !b.problems.is_empty() {
         return Err(BuildError { problems: b.problems });
     }

@@ -8,12 +8,11 @@ use std::net::IpAddr;
 use ipnet::IpNet;
 
 use super::annotations::SecurityGroupSelector;
-use super::build::{Ctx, FRONTEND_SG_PLACEHOLDER, SgMode};
+use super::build::{Ctx, SgMode};
+use crate::lb::build::{CustomGroups, FRONTEND_SG_DESCRIPTION, managed_or_custom};
 use crate::lb::naming;
 use crate::lb::tags::RESOURCE_MANAGED_SECURITY_GROUP;
 use crate::lb::{IngressRule, LbIpAddressType, RuleSource, Scheme, SecurityGroup, Subnet, SubnetMapping};
-
-const FRONTEND_SG_DESCRIPTION: &str = "[k8s] Managed SecurityGroup for LoadBalancer";
 
 pub(super) fn security_group_mode(b: &mut Ctx<'_>) -> SgMode {
     let (s, c) = (b.s, b.c);
@@ -37,38 +36,18 @@ pub(super) fn security_group_mode(b: &mut Ctx<'_>) -> SgMode {
         }
         return SgMode::None;
     }
-    match &s.security_groups {
-        Some(sel) if !sel.is_empty() => {
-            let ids: Vec<String> = if sel.iter().all(|x| matches!(x, SecurityGroupSelector::Id(_))) {
-                sel.iter()
-                    .map(|x| match x {
-                        SecurityGroupSelector::Id(id) | SecurityGroupSelector::Name(id) => id.clone(),
-                    })
-                    .collect()
-            } else {
-                if c.custom_security_group_ids.is_empty() {
-                    b.problems.push("security groups named by Name tag in aws-load-balancer-security-groups were not resolved to IDs".into());
-                }
-                c.custom_security_group_ids.clone()
-            };
-            let source = if s.manage_backend_security_group_rules.unwrap_or(false) {
-                if c.backend_security_group.is_none() {
-                    b.problems.push(
-                        "manage-backend-security-group-rules needs the shared backend security group \
-                         (--enable-backend-security-group or --backend-security-group) when custom security groups are set"
-                            .into(),
-                    );
-                }
-                c.backend_security_group.clone()
-            } else {
-                None
-            };
-            SgMode::Custom { ids, source }
-        }
-        _ => SgMode::Managed {
-            source: c.backend_security_group.clone().unwrap_or_else(|| FRONTEND_SG_PLACEHOLDER.to_string()),
-        },
-    }
+    let custom = s.security_groups.as_ref().filter(|sel| !sel.is_empty()).map(|sel| CustomGroups {
+        ids: sel
+            .iter()
+            .map(|x| match x {
+                SecurityGroupSelector::Id(id) | SecurityGroupSelector::Name(id) => id.clone(),
+            })
+            .collect(),
+        all_ids: sel.iter().all(|x| matches!(x, SecurityGroupSelector::Id(_))),
+        annotation: super::keys::full_key(super::keys::SECURITY_GROUPS),
+        manage_backend_annotation: super::keys::full_key(super::keys::MANAGE_BACKEND_SG_RULES),
+    });
+    managed_or_custom(custom, s.manage_backend_security_group_rules.unwrap_or(false), c, &mut b.problems)
 }
 
 pub(super) fn subnet_mappings(b: &mut Ctx<'_>) -> Vec<SubnetMapping> {
