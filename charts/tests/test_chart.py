@@ -262,6 +262,8 @@ EXPECTED_CLUSTER_RULES = {
     ("", "pods"): {"list", "watch"},
     ("", "nodes"): {"list", "watch"},
     ("discovery.k8s.io", "endpointslices"): {"list", "watch"},
+    ("networking.k8s.io", "ingresses"): {"list", "watch", "patch"},
+    ("networking.k8s.io", "ingresses/status"): {"patch"},
     ("", "pods/status"): {"patch"},
     ("", "configmaps"): {"get", "create", "update", "delete"},
     ("cilium.io", "ciliumnodes"): {"list", "watch"},
@@ -629,14 +631,16 @@ def test_chart_rbac_is_not_broader(scenario, e2e):
                ("list", "endpointslices.discovery.k8s.io", ""), ("patch", "pods", None, "status"),
                ("create", "configmaps", None), ("create", "events.events.k8s.io", None),
                ("create", TGB, None), ("delete", TGB, None), ("patch", "services", None),
-               ("patch", "services", None, "status"),
+               ("patch", "services", None, "status"), ("watch", "ingresses.networking.k8s.io", ""),
+               ("patch", "ingresses.networking.k8s.io", None), ("patch", "ingresses.networking.k8s.io", None, "status"),
                ("get", f"{LEASE}/aws-load-balancer-controller-leader", None), ("create", LEASE, None)]
     # ciliumnodes.cilium.io: the e2e cluster has no Cilium CRD, so `can-i` cannot resolve it; the
     # rendered rule is checked in test_rbac_rules (EXPECTED_CLUSTER_RULES).
     denied = [("delete", "pods", None), ("create", "pods", None), ("patch", "pods", None), ("update", "pods", None),
               ("list", "secrets", ""), ("get", "secrets", None), ("watch", "secrets", None),
               ("create", "pods", None, "exec"), ("get", "nodes", None, "proxy"), ("patch", "nodes", None),
-              ("update", TGB, None), ("update", "services", None),
+              ("update", TGB, None), ("update", "services", None), ("update", "ingresses.networking.k8s.io", None),
+              ("delete", "ingresses.networking.k8s.io", None), ("create", "ingresses.networking.k8s.io", None),
               ("delete", "services", None), ("create", "services", None), ("list", "configmaps", None), ("delete", "endpointslices.discovery.k8s.io", None),
               ("create", "events", None), ("get", f"{LEASE}/some-other-lease", None),
               ("update", f"{LEASE}/some-other-lease", None), ("delete", f"{LEASE}/aws-load-balancer-controller-leader", None),

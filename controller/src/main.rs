@@ -6,6 +6,7 @@ mod backend_sg;
 mod context;
 mod credentials;
 mod error;
+mod ingress;
 mod leader;
 mod metrics;
 mod networking;

@@ -9,6 +9,7 @@ use crate::metrics::Metrics;
 use futures::TryStreamExt;
 use k8s_openapi::api::core::v1::{Node, Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::networking::v1::Ingress;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
@@ -30,6 +31,22 @@ pub struct Stores {
     pub slices: Store<EndpointSlice>,
     pub pods: Store<Pod>,
     pub nodes: Store<Node>,
+    /// networking.k8s.io/v1 Ingresses (managedFields dropped).
+    pub ingresses: Store<Ingress>,
+}
+
+/// What woke the Ingress controller; it maps each to the IngressGroups concerned
+/// (`crate::ingress`), since group membership depends on annotations and classes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum IngressTrigger {
+    /// This Ingress changed or went away.
+    Ingress(ObjectRef<Ingress>),
+    /// A Service changed: the groups with a backend on it.
+    Service { namespace: String, name: String },
+    /// A TargetGroupBinding carrying these ALBC stack labels changed or went away.
+    Binding(std::collections::BTreeMap<String, String>),
+    /// Something every group depends on (IngressClass, IngressClassParams, Namespace labels).
+    All,
 }
 
 /// Why a binding was triggered, for latency metrics.
@@ -45,6 +62,8 @@ pub struct Triggers {
     sender: Arc<Mutex<Option<UnboundedSender<ObjectRef<TargetGroupBinding>>>>>,
     /// The Service controller's channel (leader only).
     services: Arc<Mutex<Option<UnboundedSender<ObjectRef<Service>>>>>,
+    /// The Ingress controller's channel (leader only).
+    ingresses: Arc<Mutex<Option<UnboundedSender<IngressTrigger>>>>,
     dirty: Arc<Mutex<Dirty>>,
     /// Wakes the cluster-wide backend security-group rules pass (`crate::networking`).
     pub backend_rules: Arc<tokio::sync::Notify>,
@@ -77,6 +96,17 @@ impl Triggers {
     fn send_service(&self, r: ObjectRef<Service>) {
         if let Some(tx) = self.services.lock().expect("trigger lock").as_ref() {
             let _ = tx.send(r);
+        }
+    }
+
+    /// Installs (leader) or removes (follower) the Ingress controller's trigger channel.
+    pub fn set_ingress_sender(&self, s: Option<UnboundedSender<IngressTrigger>>) {
+        *self.ingresses.lock().expect("trigger lock") = s;
+    }
+
+    pub fn send_ingress(&self, t: IngressTrigger) {
+        if let Some(tx) = self.ingresses.lock().expect("trigger lock").as_ref() {
+            let _ = tx.send(t);
         }
     }
 
@@ -201,6 +231,15 @@ impl Stores {
                 for owner in o.owner_references().iter().filter(|r| r.kind == "Service") {
                     t.send_service(ObjectRef::new(&owner.name).within(&ns));
                 }
+                let ingress_labels: std::collections::BTreeMap<String, String> = o
+                    .labels()
+                    .iter()
+                    .filter(|(k, _)| k.starts_with("ingress.k8s.aws/stack"))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                if !ingress_labels.is_empty() {
+                    t.send_ingress(IngressTrigger::Binding(ingress_labels));
+                }
             },
         );
         tasks.push(task);
@@ -215,6 +254,7 @@ impl Stores {
             move |s| {
                 t.send_service(ObjectRef::from_obj(s));
                 let ns = s.namespace().unwrap_or_default();
+                t.send_ingress(IngressTrigger::Service { namespace: ns.clone(), name: s.name_any() });
                 for r in bindings_for_service(&idx, &ns, &s.name_any()) {
                     t.send(r, false);
                 }
@@ -254,10 +294,17 @@ impl Stores {
         tasks.push(task);
 
         let (nodes, task) =
-            drive::<Node>("nodes", Api::all(client.clone()), watch_config(None), trim_node, metrics, |_| {});
+            drive::<Node>("nodes", Api::all(client.clone()), watch_config(None), trim_node, metrics.clone(), |_| {});
         tasks.push(task);
 
-        (Self { tgbs, services, slices, pods, nodes }, tasks)
+        let t = triggers.clone();
+        let (ingresses, task) =
+            drive::<Ingress>("ingresses", api(client, namespace), watch_config(None), trim_meta, metrics, move |i| {
+                t.send_ingress(IngressTrigger::Ingress(ObjectRef::from_obj(i)))
+            });
+        tasks.push(task);
+
+        (Self { tgbs, services, slices, pods, nodes, ingresses }, tasks)
     }
 
     /// Waits until every cache holds a complete initial list. Reconciling earlier would read an
@@ -269,6 +316,7 @@ impl Stores {
             self.slices.wait_until_ready(),
             self.pods.wait_until_ready(),
             self.nodes.wait_until_ready(),
+            self.ingresses.wait_until_ready(),
         );
     }
 

@@ -47,12 +47,7 @@ pub(super) async fn cleanup(ctx: &ServiceCtx, svc: &Service) -> Result<Action> {
 fn release_backend_security_group(ctx: &ServiceCtx, svc: &Service) {
     let (base, uid, mode) = (ctx.io.base.clone(), svc.uid(), ctx.backend_sg.mode().clone());
     ctx.backend_sg.release_when_unused(move || {
-        let holders = base
-            .stores
-            .services
-            .state()
-            .into_iter()
-            .map(|s| s.uid() != uid && s.finalizers().iter().any(|f| f == super::SERVICE_FINALIZER));
-        !base.is_leader() || !release_allowed(&mode, holders.collect::<Vec<_>>().into_iter())
+        let holders = crate::stack::finalizer_holders(&base.stores, &uid.iter().cloned().collect::<Vec<_>>());
+        !base.is_leader() || !release_allowed(&mode, holders.into_iter())
     });
 }

@@ -16,14 +16,14 @@ use crate::context::{Context, jittered};
 use crate::error::{Error, Result};
 use crate::stack::SubnetNeed;
 use crate::stack::bindings::{self, BindingOwner};
-use crate::stack::{Reporter, StackIo, deploy, observe};
+use crate::stack::{Backoff, Reporter, StackIo, deploy, observe};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Service;
 use kube::runtime::controller::{Action, Config, Controller};
 use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 use lbc_aws::lb::LoadBalancers;
-use lbc_aws::net::{Networking, SecurityGroupQuery};
+use lbc_aws::net::Networking;
 use lbc_model::lb::Tags;
 use lbc_model::lb::backend_sg::BackendSgMode;
 use lbc_model::lb::diff::{PlanOptions, Step, plan};
@@ -33,8 +33,8 @@ use lbc_model::service::{
     BuildContext, ExistingLoadBalancer, NlbSettings, SecurityGroupSelector, SelectConfig, Selection, build_stack,
     parse_annotations, select,
 };
-use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, Mutex};
+use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::UnboundedReceiverStream;
@@ -68,7 +68,7 @@ pub struct ServiceCtx {
     pub backend_sg: Arc<BackendSecurityGroup>,
     /// Last Warning sent per Service and reason, so a persisting problem is reported once per change.
     reporter: Reporter,
-    failures: Mutex<HashMap<ObjectRef<Service>, u32>>,
+    backoff: Backoff<ObjectRef<Service>>,
 }
 
 impl ServiceCtx {
@@ -79,15 +79,8 @@ impl ServiceCtx {
         cfg: ServiceConfig,
         backend_sg: Arc<BackendSecurityGroup>,
     ) -> Self {
-        let io = StackIo {
-            base,
-            lbs,
-            net,
-            cluster_name: cfg.cluster_name.clone(),
-            vpc_id: cfg.vpc_id.clone(),
-            tag_prefix: SERVICE_TAG_PREFIX,
-        };
-        Self { io, cfg, backend_sg, reporter: Reporter::default(), failures: Default::default() }
+        let io = StackIo::new(base, lbs, net, &cfg.cluster_name, &cfg.vpc_id, SERVICE_TAG_PREFIX);
+        Self { io, backend_sg, reporter: Reporter::default(), backoff: Backoff::new(cfg.max_backoff), cfg }
     }
 }
 
@@ -137,7 +130,7 @@ async fn reconcile(svc: Arc<Service>, ctx: Arc<ServiceCtx>) -> Result<Action> {
         .get_or_create(&crate::metrics::ControllerLabel { controller: CONTROLLER })
         .observe(start.elapsed().as_secs_f64());
     if res.is_ok() {
-        ctx.failures.lock().expect("failures").remove(&ObjectRef::from_obj(svc.as_ref()));
+        ctx.backoff.succeeded(&ObjectRef::from_obj(svc.as_ref()));
     }
     res
 }
@@ -309,20 +302,11 @@ async fn build_context(
         })
         .collect();
     if !names.is_empty() {
-        let q = SecurityGroupQuery::Names { vpc_id: ctx.cfg.vpc_id.clone(), names: names.clone() };
-        let found = ctx.io.net.security_groups(&q).await?;
-        let missing: Vec<&String> = names
-            .iter()
-            .filter(|n| !found.iter().any(|f| &f.spec.name == *n || f.spec.tags.get("Name") == Some(*n)))
-            .collect();
-        if !missing.is_empty() {
-            return Ok(Err(format!(
-                "security groups named {missing:?} (annotation service.beta.kubernetes.io/aws-load-balancer-security-groups) \
-                 do not exist in VPC {}; use their IDs (sg-…) or fix the names",
-                ctx.cfg.vpc_id
-            )));
-        }
-        c.custom_security_group_ids = found.into_iter().map(|f| f.id).collect();
+        let annotation = "service.beta.kubernetes.io/aws-load-balancer-security-groups";
+        c.custom_security_group_ids = match crate::stack::security_groups_by_name(&ctx.io, &names, annotation).await? {
+            Ok(ids) => ids,
+            Err(e) => return Ok(Err(e)),
+        };
     }
     Ok(Ok(c))
 }
@@ -330,20 +314,7 @@ async fn build_context(
 /// Per-Service backoff, capped like the binding controller's.
 fn error_policy(svc: Arc<Service>, err: &Error, ctx: Arc<ServiceCtx>) -> Action {
     let key = ObjectRef::from_obj(svc.as_ref());
-    let failures = {
-        let mut m = ctx.failures.lock().expect("failures");
-        let f = m.entry(key.clone()).or_default();
-        *f += 1;
-        *f
-    };
-    ctx.io
-        .base
-        .metrics
-        .reconcile_errors
-        .get_or_create(&crate::metrics::ErrorLabels { controller: CONTROLLER, category: err.category() })
-        .inc();
-    let base = Duration::from_secs(1u64 << failures.saturating_sub(1).min(10));
-    let delay = jittered(base.min(ctx.cfg.max_backoff)).min(ctx.cfg.max_backoff.max(Duration::from_secs(1)));
+    let (failures, delay) = ctx.backoff.failed(&ctx.io.base, CONTROLLER, &key, err);
     tracing::warn!(service = %key, error = %err, category = err.category(), failures, retry_in = ?delay, "Service reconcile failed");
     Action::requeue(delay)
 }

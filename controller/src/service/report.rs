@@ -61,13 +61,8 @@ pub(super) async fn set_hostname(ctx: &ServiceCtx, svc: &Service, hostname: Opti
         .and_then(|l| l.ingress.as_ref())
         .map(|i| i.iter().map(|x| x.hostname.as_deref()).collect())
         .unwrap_or_default();
-    let want: Vec<Option<&str>> = hostname.into_iter().map(Some).collect();
-    if current == want {
-        return Ok(());
-    }
+    let Some(body) = crate::stack::hostname_patch(&current, hostname) else { return Ok(()) };
     ctx.io.base.ensure_leader()?;
-    let ingress: Vec<serde_json::Value> = hostname.iter().map(|h| json!({"hostname": h})).collect();
-    let body = json!({"status": {"loadBalancer": {"ingress": ingress}}});
     match api(ctx, svc).patch_status(&svc.name_any(), &PatchParams::default(), &Patch::Merge(body)).await {
         Ok(_) => Ok(()),
         Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),

@@ -35,6 +35,19 @@ pub struct StackIo {
     pub tag_prefix: &'static str,
 }
 
+impl StackIo {
+    pub fn new(
+        base: Arc<Context>,
+        lbs: Arc<dyn LoadBalancers>,
+        net: Arc<dyn Networking>,
+        cluster_name: &str,
+        vpc_id: &str,
+        tag_prefix: &'static str,
+    ) -> Self {
+        Self { base, lbs, net, cluster_name: cluster_name.into(), vpc_id: vpc_id.into(), tag_prefix }
+    }
+}
+
 /// How deleting a stack went.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Deleted {
@@ -165,4 +178,92 @@ pub async fn subnets(
         subnets_annotation: need.annotation,
     };
     Ok(resolve(selector, &params, &subnets).map_err(|e| e.to_string()))
+}
+
+/// Per Service and Ingress not in `except` (UIDs just cleaned up, which the cache may still show
+/// with their finalizer): whether it holds one of the controller's load-balancer finalizers. Input
+/// of `lbc_model::lb::backend_sg::release_allowed`.
+pub fn finalizer_holders(stores: &crate::stores::Stores, except: &[String]) -> Vec<bool> {
+    use kube::ResourceExt;
+    use lbc_model::ingress::keys as ik;
+    let skip = |uid: Option<String>| uid.is_some_and(|u| except.contains(&u));
+    let services = stores
+        .services
+        .state()
+        .into_iter()
+        .filter(|s| !skip(s.uid()))
+        .map(|s| s.finalizers().iter().any(|f| f == crate::service::SERVICE_FINALIZER));
+    let ingresses = stores.ingresses.state().into_iter().filter(|i| !skip(i.uid())).map(|i| {
+        i.finalizers()
+            .iter()
+            .any(|f| f == ik::IMPLICIT_GROUP_FINALIZER || f.starts_with(ik::EXPLICIT_GROUP_FINALIZER_PREFIX))
+    });
+    services.chain(ingresses).collect()
+}
+
+/// The merge patch that makes `status.loadBalancer.ingress` hold just `hostname` (or nothing),
+/// `None` when `current` (the hostnames there now) already says so.
+pub fn hostname_patch(current: &[Option<&str>], hostname: Option<&str>) -> Option<serde_json::Value> {
+    let want: Vec<Option<&str>> = hostname.into_iter().map(Some).collect();
+    if current == want.as_slice() {
+        return None;
+    }
+    let ingress: Vec<serde_json::Value> = hostname.iter().map(|h| serde_json::json!({"hostname": h})).collect();
+    Some(serde_json::json!({"status": {"loadBalancer": {"ingress": ingress}}}))
+}
+
+/// IDs of the security groups a `security-groups` annotation names by `Name` (tag or group
+/// name). `Ok(Err(message))`: some do not exist.
+pub async fn security_groups_by_name(
+    io: &StackIo,
+    names: &[String],
+    annotation: &str,
+) -> Result<std::result::Result<Vec<String>, String>> {
+    let q = lbc_aws::net::SecurityGroupQuery::Names { vpc_id: io.vpc_id.clone(), names: names.to_vec() };
+    let found = io.net.security_groups(&q).await?;
+    let missing: Vec<&String> = names
+        .iter()
+        .filter(|n| !found.iter().any(|f| &f.spec.name == *n || f.spec.tags.get("Name") == Some(*n)))
+        .collect();
+    if !missing.is_empty() {
+        return Ok(Err(format!(
+            "security groups named {missing:?} (annotation {annotation}) do not exist in VPC {}; use their IDs (sg-…) or fix the names",
+            io.vpc_id
+        )));
+    }
+    Ok(Ok(found.into_iter().map(|f| f.id).collect()))
+}
+
+/// Failures in a row per key, and the capped exponential backoff that follows from them.
+pub struct Backoff<K> {
+    failures: Mutex<HashMap<K, u32>>,
+    max: std::time::Duration,
+}
+
+impl<K: std::hash::Hash + Eq + Clone> Backoff<K> {
+    pub fn new(max: std::time::Duration) -> Self {
+        Self { failures: Mutex::default(), max }
+    }
+
+    pub fn succeeded(&self, k: &K) {
+        self.failures.lock().expect("failures").remove(k);
+    }
+
+    /// Counts the failure (metric `reconcile_errors`) and returns (failures in a row, delay):
+    /// 1 s doubling up to the cap, jittered.
+    pub fn failed(&self, base: &Context, controller: &'static str, k: &K, err: &Error) -> (u32, std::time::Duration) {
+        let failures = {
+            let mut m = self.failures.lock().expect("failures");
+            let f = m.entry(k.clone()).or_default();
+            *f += 1;
+            *f
+        };
+        base.metrics
+            .reconcile_errors
+            .get_or_create(&crate::metrics::ErrorLabels { controller, category: err.category() })
+            .inc();
+        let first = std::time::Duration::from_secs(1u64 << failures.saturating_sub(1).min(10));
+        let cap = self.max.max(std::time::Duration::from_secs(1));
+        (failures, crate::context::jittered(first.min(self.max)).min(cap))
+    }
 }
