@@ -166,7 +166,8 @@ def test_template(helm, tmp_path, case):
     assert c["securityContext"]["readOnlyRootFilesystem"] and pod["securityContext"]["runAsNonRoot"]
     assert env["POD_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
     assert env["POD_NAMESPACE"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.namespace"
-    assert one(docs, "CustomResourceDefinition")["metadata"]["name"] == "targetgroupbindings.elbv2.k8s.aws"
+    assert {d["metadata"]["name"] for d in by_kind(docs, "CustomResourceDefinition")} == {
+        "ingressclassparams.elbv2.k8s.aws", "targetgroupbindings.elbv2.k8s.aws"}
     dash = one(docs, "ConfigMap")
     assert dash["metadata"]["labels"]["grafana_dashboard"] == "1"
     json.loads(dash["data"]["aws-lb-controller.json"])
@@ -264,6 +265,9 @@ EXPECTED_CLUSTER_RULES = {
     ("discovery.k8s.io", "endpointslices"): {"list", "watch"},
     ("networking.k8s.io", "ingresses"): {"list", "watch", "patch"},
     ("networking.k8s.io", "ingresses/status"): {"patch"},
+    ("networking.k8s.io", "ingressclasses"): {"list", "watch"},
+    ("elbv2.k8s.aws", "ingressclassparams"): {"list", "watch"},
+    ("", "namespaces"): {"list", "watch"},
     ("", "pods/status"): {"patch"},
     ("", "configmaps"): {"get", "create", "update", "delete"},
     ("cilium.io", "ciliumnodes"): {"list", "watch"},
@@ -633,6 +637,8 @@ def test_chart_rbac_is_not_broader(scenario, e2e):
                ("create", TGB, None), ("delete", TGB, None), ("patch", "services", None),
                ("patch", "services", None, "status"), ("watch", "ingresses.networking.k8s.io", ""),
                ("patch", "ingresses.networking.k8s.io", None), ("patch", "ingresses.networking.k8s.io", None, "status"),
+               ("patch", "services", None, "status"), ("watch", "ingressclasses.networking.k8s.io", ""),
+               ("list", "ingressclassparams.elbv2.k8s.aws", ""), ("watch", "namespaces", ""),
                ("get", f"{LEASE}/aws-load-balancer-controller-leader", None), ("create", LEASE, None)]
     # ciliumnodes.cilium.io: the e2e cluster has no Cilium CRD, so `can-i` cannot resolve it; the
     # rendered rule is checked in test_rbac_rules (EXPECTED_CLUSTER_RULES).
@@ -642,7 +648,9 @@ def test_chart_rbac_is_not_broader(scenario, e2e):
               ("update", TGB, None), ("update", "services", None), ("update", "ingresses.networking.k8s.io", None),
               ("delete", "ingresses.networking.k8s.io", None), ("create", "ingresses.networking.k8s.io", None),
               ("delete", "services", None), ("create", "services", None), ("list", "configmaps", None), ("delete", "endpointslices.discovery.k8s.io", None),
-              ("create", "events", None), ("get", f"{LEASE}/some-other-lease", None),
+              ("create", "events", None), ("create", "ingressclasses.networking.k8s.io", ""),
+              ("patch", "ingressclassparams.elbv2.k8s.aws", ""), ("patch", "namespaces", ""),
+              ("get", f"{LEASE}/some-other-lease", None),
               ("update", f"{LEASE}/some-other-lease", None), ("delete", f"{LEASE}/aws-load-balancer-controller-leader", None),
               ("create", LEASE, "default"), ("create", "serviceaccounts", None, "token"),
               ("create", "clusterroles.rbac.authorization.k8s.io", None), ("impersonate", "serviceaccounts", None),

@@ -181,6 +181,11 @@ pub struct Args {
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub enable_ingress_controller: bool,
 
+    /// Value of the legacy `kubernetes.io/ingress.class` annotation this controller answers to
+    /// (ALBC flag; Ingresses using `spec.ingressClassName` are selected by their IngressClass).
+    #[arg(long, default_value = "alb")]
+    pub ingress_class: String,
+
     /// Parallel IngressGroup reconciles (one group is never reconciled twice at once).
     #[arg(long, default_value_t = 3)]
     pub ingress_max_concurrent_reconciles: u16,

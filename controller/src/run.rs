@@ -257,7 +257,7 @@ fn ingress_config(args: &Args, svc: &crate::service::ServiceConfig) -> crate::in
     crate::ingress::IngressConfig {
         cluster_name: svc.cluster_name.clone(),
         vpc_id: svc.vpc_id.clone(),
-        select: lbc_model::ingress::SelectConfig::default(),
+        select: lbc_model::ingress::SelectConfig { ingress_class: args.ingress_class.clone(), ..Default::default() },
         default_tags: svc.default_tags.clone(),
         external_managed_tags: svc.external_managed_tags.clone(),
         default_ssl_policy: args.default_ssl_policy.clone(),

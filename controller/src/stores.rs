@@ -7,16 +7,17 @@
 
 use crate::metrics::Metrics;
 use futures::TryStreamExt;
-use k8s_openapi::api::core::v1::{Node, Pod, Service};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
-use k8s_openapi::api::networking::v1::Ingress;
+use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
-use lbc_model::crd::TargetGroupBinding;
+use lbc_model::crd::{IngressClassParams, TargetGroupBinding};
+use lbc_model::ingress::ClassSnapshot;
 use lbc_model::names::{SERVICE_NAME_LABEL, tgb_of_readiness_gate};
 use lbc_model::pod::{trim_node, trim_pod};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -33,6 +34,12 @@ pub struct Stores {
     pub nodes: Store<Node>,
     /// networking.k8s.io/v1 Ingresses (managedFields dropped).
     pub ingresses: Store<Ingress>,
+    /// `networking.k8s.io/v1` IngressClasses (cluster-scoped).
+    pub ingress_classes: Store<IngressClass>,
+    /// `elbv2.k8s.aws/v1beta1` IngressClassParams (cluster-scoped).
+    pub ingress_class_params: Store<IngressClassParams>,
+    /// Namespaces, trimmed to name and labels (IngressClassParams `namespaceSelector`).
+    pub namespaces: Store<Namespace>,
 }
 
 /// What woke the Ingress controller; it maps each to the IngressGroups concerned
@@ -203,8 +210,38 @@ where
     (store, task)
 }
 
+/// A cluster-wide cache whose changes trigger nothing.
+fn cache_all<K>(
+    name: &'static str,
+    client: &Client,
+    cfg: watcher::Config,
+    trim: fn(&mut K),
+    metrics: &Metrics,
+    on_change: impl Fn(&K) + Send + 'static,
+) -> (Store<K>, JoinHandle<()>)
+where
+    K: Resource + Clone + serde::de::DeserializeOwned + Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Eq + std::hash::Hash + Clone + Send + Sync,
+{
+    drive(name, Api::all(client.clone()), cfg, trim, metrics.clone(), on_change)
+}
+
+/// A change that can move any Ingress in or out of any group.
+fn every_group<K>(t: &Triggers) -> impl Fn(&K) + Send + 'static {
+    let t = t.clone();
+    move |_| t.send_ingress(IngressTrigger::All)
+}
+
 fn trim_meta<K: Resource>(o: &mut K) {
     o.meta_mut().managed_fields = None;
+}
+
+/// A namespace is cached for its labels only.
+fn trim_namespace(ns: &mut Namespace) {
+    ns.metadata.managed_fields = None;
+    ns.metadata.annotations = None;
+    ns.spec = None;
+    ns.status = None;
 }
 
 impl Stores {
@@ -293,8 +330,23 @@ impl Stores {
             });
         tasks.push(task);
 
-        let (nodes, task) =
-            drive::<Node>("nodes", Api::all(client.clone()), watch_config(None), trim_node, metrics.clone(), |_| {});
+        let (nodes, task) = cache_all("nodes", client, watch_config(None), trim_node, &metrics, |_| {});
+        tasks.push(task);
+        // Classes, their parameters and namespace labels decide which Ingresses are ours and in
+        // which group: a change looks at every group again.
+        let (ingress_classes, task) =
+            cache_all("ingressclasses", client, watch_config(None), trim_meta, &metrics, every_group(&triggers));
+        tasks.push(task);
+        let (ingress_class_params, task) =
+            cache_all("ingressclassparams", client, watch_config(None), trim_meta, &metrics, every_group(&triggers));
+        tasks.push(task);
+        // With --watch-namespace only that namespace's labels are ever needed.
+        let ns_cfg = match namespace {
+            "" => watch_config(None),
+            ns => watcher::Config::default().fields(&format!("metadata.name={ns}")),
+        };
+        let (namespaces, task) =
+            cache_all("namespaces", client, ns_cfg, trim_namespace, &metrics, every_group(&triggers));
         tasks.push(task);
 
         let t = triggers.clone();
@@ -304,7 +356,9 @@ impl Stores {
             });
         tasks.push(task);
 
-        (Self { tgbs, services, slices, pods, nodes, ingresses }, tasks)
+        let stores =
+            Self { tgbs, services, slices, pods, nodes, ingresses, ingress_classes, ingress_class_params, namespaces };
+        (stores, tasks)
     }
 
     /// Waits until every cache holds a complete initial list. Reconciling earlier would read an
@@ -317,6 +371,9 @@ impl Stores {
             self.pods.wait_until_ready(),
             self.nodes.wait_until_ready(),
             self.ingresses.wait_until_ready(),
+            self.ingress_classes.wait_until_ready(),
+            self.ingress_class_params.wait_until_ready(),
+            self.namespaces.wait_until_ready(),
         );
     }
 
@@ -342,6 +399,24 @@ impl Stores {
 
     pub fn node(&self, name: &str) -> Option<Arc<Node>> {
         self.nodes.get(&ObjectRef::new(name))
+    }
+
+    /// Labels of a namespace (`None`: not in the cache).
+    pub fn namespace_labels(&self, name: &str) -> Option<BTreeMap<String, String>> {
+        self.namespaces.get(&ObjectRef::new(name)).map(|n| n.metadata.labels.clone().unwrap_or_default())
+    }
+
+    /// Every IngressClass and IngressClassParams, and the labels of `namespaces` (the only ones
+    /// selection of Ingresses in those namespaces looks at), for `lbc_model::ingress::select`.
+    pub fn class_snapshot<'a>(&self, namespaces: impl IntoIterator<Item = &'a str>) -> ClassSnapshot {
+        ClassSnapshot {
+            classes: self.ingress_classes.state().iter().map(|c| (c.name_any(), c.as_ref().clone())).collect(),
+            params: self.ingress_class_params.state().iter().map(|p| (p.name_any(), p.as_ref().clone())).collect(),
+            namespace_labels: namespaces
+                .into_iter()
+                .filter_map(|ns| Some((ns.to_string(), self.namespace_labels(ns)?)))
+                .collect(),
+        }
     }
 
     /// Pods in `ns` carrying the readiness gate `gate`.

@@ -27,6 +27,10 @@ impl ClusterView for StoresView {
         self.stores.service(ns, name)
     }
 
+    fn ingress_classes(&self, namespace: &str) -> lbc_model::ingress::ClassSnapshot {
+        self.stores.class_snapshot([namespace])
+    }
+
     fn synced(&self) -> bool {
         self.synced.load(Ordering::Acquire)
     }

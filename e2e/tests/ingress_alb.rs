@@ -5,8 +5,8 @@
 use aws_sdk_elasticloadbalancingv2 as elbv2;
 use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
 use k8s_openapi::api::networking::v1::{
-    HTTPIngressPath, HTTPIngressRuleValue, Ingress, IngressBackend, IngressRule, IngressServiceBackend, IngressSpec,
-    ServiceBackendPort,
+    HTTPIngressPath, HTTPIngressRuleValue, Ingress, IngressBackend, IngressClass, IngressClassSpec, IngressRule,
+    IngressServiceBackend, IngressSpec, ServiceBackendPort,
 };
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::Client;
@@ -335,12 +335,24 @@ async fn a_group_of_two_namespaces_shares_one_alb_in_group_order() {
     f.namespace_with_backends(&ns1, &[("svc-a", "a")]).await;
     f.namespace_with_backends(&ns2, &[("svc-b", "b")]).await;
     let group = unique("e2e-group");
+    // Selected through an IngressClass of ours (spec.ingressClassName), not the annotation.
+    let classes: Api<IngressClass> = Api::all(f.client.clone());
+    let class = IngressClass {
+        metadata: ObjectMeta { name: Some(group.clone()), ..Default::default() },
+        spec: Some(IngressClassSpec { controller: Some("ingress.k8s.aws/alb".into()), parameters: None }),
+    };
+    classes.create(&PostParams::default(), &class).await.expect("create IngressClass");
     // Every namespace: the group spans two.
     let ctl = ControllerProc::start(&f.env, "", "lbc-e2e-ing-group", &["--enable-service-controller=false"]);
     let order = |o: &'static str| [("group.name", group.as_str()), ("group.order", o)];
+    let with_class = |mut i: Ingress| {
+        i.metadata.annotations.as_mut().unwrap().remove("kubernetes.io/ingress.class");
+        i.spec.as_mut().unwrap().ingress_class_name = Some(group.clone());
+        i
+    };
     // ns2's Ingress comes first (order 1), ns1's second (order 2).
-    let first = ingress("first", vec![path("/first", "svc-b")], &order("1"));
-    let second = ingress("second", vec![path("/second", "svc-a")], &order("2"));
+    let first = with_class(ingress("first", vec![path("/first", "svc-b")], &order("1")));
+    let second = with_class(ingress("second", vec![path("/second", "svc-a")], &order("2")));
     f.ingresses(&ns1).create(&PostParams::default(), &second).await.expect("create second");
     f.ingresses(&ns2).create(&PostParams::default(), &first).await.expect("create first");
 
@@ -389,6 +401,7 @@ async fn a_group_of_two_namespaces_shares_one_alb_in_group_order() {
     let (lbs, tgs) = f.stack_arns(&group).await;
     assert!(lbs.is_empty() && tgs.is_empty(), "left behind: {lbs:?} {tgs:?}");
     drop(ctl);
+    classes.delete(&group, &DeleteParams::default()).await.expect("delete IngressClass");
     kube_util::delete_namespace(&f.client, &ns1).await;
     kube_util::delete_namespace(&f.client, &ns2).await;
 }

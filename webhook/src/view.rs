@@ -4,6 +4,7 @@
 
 use k8s_openapi::api::core::v1::Service;
 use lbc_model::crd::TargetGroupBinding;
+use lbc_model::ingress::ClassSnapshot;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -21,6 +22,9 @@ pub trait ClusterView: Send + Sync {
     fn namespace_labels(&self, _namespace: &str) -> Option<BTreeMap<String, String>> {
         None
     }
+    /// Every IngressClass and IngressClassParams, and the labels of `namespace` when known, for
+    /// Ingress class selection (`lbc_model::ingress::select`).
+    fn ingress_classes(&self, namespace: &str) -> ClassSnapshot;
     /// Whether the caches have finished their initial list. Before that the pod mutator adds
     /// no gates (exactly what happens when the webhook is down) and the validator cannot see
     /// other bindings of a target group (it says so in a warning).
@@ -35,6 +39,8 @@ pub struct StaticClusterView {
     pub bindings: Vec<Arc<TargetGroupBinding>>,
     pub services: Vec<Arc<Service>>,
     pub namespaces: BTreeMap<String, BTreeMap<String, String>>,
+    /// IngressClasses and IngressClassParams (namespace labels come from `namespaces`).
+    pub classes: ClassSnapshot,
     /// Reported by [`ClusterView::synced`]; `true` unless set.
     pub not_synced: bool,
 }
@@ -67,6 +73,13 @@ impl ClusterView for StaticClusterView {
 
     fn namespace_labels(&self, namespace: &str) -> Option<BTreeMap<String, String>> {
         self.namespaces.get(namespace).cloned()
+    }
+
+    fn ingress_classes(&self, namespace: &str) -> ClassSnapshot {
+        let mut snap = self.classes.clone();
+        snap.namespace_labels =
+            self.namespaces.get(namespace).map(|l| (namespace.to_string(), l.clone())).into_iter().collect();
+        snap
     }
 
     fn synced(&self) -> bool {

@@ -12,7 +12,7 @@
 //! changes nothing in AWS.
 
 use super::k8s::{add_finalizer, remove_finalizer, set_hostname};
-use super::{Classes, IngressCtx, Looked, finalizer_groups, look};
+use super::{IngressCtx, Looked, finalizer_groups, look};
 use crate::context::jittered;
 use crate::error::{Error, Result};
 use crate::stack::bindings::{self, BindingOwner};
@@ -63,7 +63,7 @@ struct Gathered {
 }
 
 async fn gather(ctx: &IngressCtx, g: &GroupId) -> Gathered {
-    let classes = Classes::from_stores(&ctx.io.base.stores);
+    let classes = super::classes(&ctx.io.base.stores);
     let mut candidates = Vec::new();
     let mut by_key = std::collections::BTreeMap::new();
     let (mut holders, mut invalid) = (Vec::new(), Vec::new());

@@ -19,17 +19,16 @@ use crate::context::Context;
 use crate::error::Error;
 use crate::stack::{Backoff, Reporter, StackIo};
 use crate::stores::{IngressTrigger, Stores};
-use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
+use k8s_openapi::api::networking::v1::Ingress;
 use kube::ResourceExt;
 use lbc_aws::lb::LoadBalancers;
 use lbc_aws::net::Networking;
-use lbc_model::crd::IngressClassParams;
 use lbc_model::crd::TargetType;
 use lbc_model::ingress::keys as k;
-use lbc_model::ingress::{Candidate, ClassView, GroupId, SelectConfig, Selection, apply_params, group_of, select};
+use lbc_model::ingress::{Candidate, ClassSnapshot, GroupId, SelectConfig, Selection, apply_params, group_of, select};
 use lbc_model::lb::Tags;
 use lbc_model::lb::tags::INGRESS_TAG_PREFIX;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -76,25 +75,10 @@ impl IngressCtx {
     }
 }
 
-/// The cluster objects Ingress class selection reads.
-#[derive(Default)]
-pub(crate) struct Classes {
-    pub classes: BTreeMap<String, IngressClass>,
-    pub params: BTreeMap<String, IngressClassParams>,
-    pub namespace_labels: BTreeMap<String, BTreeMap<String, String>>,
-}
-
-impl Classes {
-    /// From the watch caches.
-    pub fn from_stores(_stores: &Stores) -> Self {
-        // IngressClass, IngressClassParams and Namespace caches arrive with the webhook branch
-        // (stores.rs); until then only the kubernetes.io/ingress.class annotation selects.
-        Self::default()
-    }
-
-    pub fn view(&self) -> ClassView<'_> {
-        ClassView { classes: &self.classes, params: &self.params, namespace_labels: &self.namespace_labels }
-    }
+/// What class selection reads, for the namespaces of every cached Ingress.
+pub(crate) fn classes(stores: &Stores) -> ClassSnapshot {
+    let namespaces: BTreeSet<String> = stores.ingresses.state().iter().filter_map(|i| i.namespace()).collect();
+    stores.class_snapshot(namespaces.iter().map(String::as_str))
 }
 
 /// One Ingress as the group logic sees it.
@@ -107,7 +91,7 @@ pub(crate) enum Looked {
 }
 
 /// Selection, annotations and IngressClassParams of one Ingress.
-pub(crate) fn look(ing: &Ingress, classes: &Classes, cfg: &SelectConfig) -> Looked {
+pub(crate) fn look(ing: &Ingress, classes: &ClassSnapshot, cfg: &SelectConfig) -> Looked {
     let params = match select(ing, &classes.view(), cfg) {
         Selection::NotOurs { .. } => return Looked::NotOurs(None),
         Selection::Misconfigured { reason } => return Looked::NotOurs(Some(reason)),
@@ -142,7 +126,7 @@ pub(crate) fn finalizer_groups(ing: &Ingress) -> Vec<GroupId> {
 }
 
 /// The groups an Ingress is in or still holds (finalizer): both need a pass when it changes.
-fn groups_of_ingress(ing: &Ingress, classes: &Classes, cfg: &SelectConfig) -> Vec<GroupId> {
+fn groups_of_ingress(ing: &Ingress, classes: &ClassSnapshot, cfg: &SelectConfig) -> Vec<GroupId> {
     let mut out = finalizer_groups(ing);
     let now = match look(ing, classes, cfg) {
         Looked::Ours(c) => group_of(&c),
@@ -181,7 +165,7 @@ fn uses_service(ing: &Ingress, name: &str) -> bool {
 
 /// The groups a watch event concerns.
 pub(crate) fn groups_of_trigger(stores: &Stores, cfg: &SelectConfig, t: &IngressTrigger) -> BTreeSet<GroupId> {
-    let classes = Classes::from_stores(stores);
+    let classes = classes(stores);
     let mut out = BTreeSet::new();
     match t {
         IngressTrigger::Ingress(r) => {

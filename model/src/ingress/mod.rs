@@ -31,6 +31,7 @@ pub mod params;
 pub mod plan;
 pub mod rules;
 pub mod select;
+mod snapshot;
 
 pub use annotation_fields::valid_group_name;
 pub use annotations::{BackendSettings, IngressSettings, parse_annotations, parse_service_annotations};
@@ -50,3 +51,4 @@ pub use params::apply_params;
 pub use plan::{GroupPlan, TargetGroupBackend, TargetGroupKey, plan_group};
 pub use rules::{ListenerRules, Rule};
 pub use select::{ClassView, SelectConfig, Selection, select};
+pub use snapshot::ClassSnapshot;
