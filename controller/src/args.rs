@@ -191,6 +191,23 @@ pub struct Args {
     #[arg(long, default_value = "")]
     pub external_managed_tags: String,
 
+    /// Reconcile Ingresses (IngressGroups) into ALBs (ALBC's selection and group rules).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub enable_ingress_controller: bool,
+
+    /// Parallel IngressGroup reconciles (one group is never reconciled twice at once).
+    #[arg(long, default_value_t = 3)]
+    pub ingress_max_concurrent_reconciles: u16,
+
+    /// SSL policy of HTTPS listeners whose Ingresses name none (ALBC flag).
+    #[arg(long, default_value = "ELBSecurityPolicy-2016-08")]
+    pub default_ssl_policy: String,
+
+    /// Target type of Ingress backends without a target-type annotation: `instance` (ALBC's
+    /// default; not supported yet, such backends are refused with a Warning) or `ip`.
+    #[arg(long, default_value = "instance", value_parser = ["instance", "ip"])]
+    pub default_target_type: String,
+
     /// Parallel Service reconciles.
     #[arg(long, default_value_t = 3)]
     pub service_max_concurrent_reconciles: u16,

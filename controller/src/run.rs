@@ -119,7 +119,23 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         cilium,
         ctx.triggers.backend_rules.clone(),
     ));
-    let service_ctx = Arc::new(crate::service::ServiceCtx::new(ctx.clone(), lbs, net, service_config(&args)?));
+    let service_cfg = service_config(&args)?;
+    // One shared backend security group per cluster, for NLBs and ALBs alike.
+    let backend_sg = Arc::new(crate::backend_sg::BackendSecurityGroup::new(
+        service_cfg.backend_sg.clone(),
+        net.clone(),
+        &service_cfg.cluster_name,
+        &service_cfg.vpc_id,
+        service_cfg.default_tags.clone(),
+    ));
+    let ingress_ctx = Arc::new(crate::ingress::IngressCtx::new(
+        ctx.clone(),
+        lbs.clone(),
+        net.clone(),
+        ingress_config(&args, &service_cfg),
+        backend_sg.clone(),
+    ));
+    let service_ctx = Arc::new(crate::service::ServiceCtx::new(ctx.clone(), lbs, net, service_cfg, backend_sg));
 
     spawn_webhook(&args, &stores, &health, elb_for_webhook, &metrics, shutdown_rx.clone());
 
@@ -162,6 +178,18 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
                 }
             }
         };
+        let ingresses = {
+            let (c, n, enabled) =
+                (ingress_ctx.clone(), args.ingress_max_concurrent_reconciles, args.enable_ingress_controller);
+            let shutdown = shutdown_rx.clone();
+            async move {
+                if enabled {
+                    crate::ingress::run(c, n, async move { wait_true(shutdown).await }).await
+                } else {
+                    tracing::info!("Ingress controller disabled (--enable-ingress-controller=false)")
+                }
+            }
+        };
         let rules = {
             let (r, enabled, shutdown) =
                 (backend_rules.clone(), args.enable_backend_security_group_rules, shutdown_rx.clone());
@@ -174,7 +202,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             }
         };
         tokio::select! {
-            _ = async { futures::join!(tgb::run(ctx.clone(), args.targetgroupbinding_max_concurrent_reconciles, args.targetgroupbinding_debounce, graceful), services, rules) } => {}
+            _ = async { futures::join!(tgb::run(ctx.clone(), args.targetgroupbinding_max_concurrent_reconciles, args.targetgroupbinding_debounce, graceful), services, ingresses, rules) } => {}
             // Leadership lost: drop the controllers now, cancelling in-flight work at its next step.
             _ = lost => tracing::warn!("leadership lost: controllers stopped, no further writes"),
         }
@@ -223,6 +251,24 @@ fn service_config(args: &Args) -> anyhow::Result<crate::service::ServiceConfig> 
         backend_sg: BackendSgMode::from_flags(args.enable_backend_security_group, &args.backend_security_group)
             .map_err(anyhow::Error::msg)?,
     })
+}
+
+fn ingress_config(args: &Args, svc: &crate::service::ServiceConfig) -> crate::ingress::IngressConfig {
+    crate::ingress::IngressConfig {
+        cluster_name: svc.cluster_name.clone(),
+        vpc_id: svc.vpc_id.clone(),
+        select: lbc_model::ingress::SelectConfig { ingress_class: args.ingress_class.clone(), ..Default::default() },
+        default_tags: svc.default_tags.clone(),
+        external_managed_tags: svc.external_managed_tags.clone(),
+        default_ssl_policy: args.default_ssl_policy.clone(),
+        default_target_type: if args.default_target_type == "ip" {
+            lbc_model::crd::TargetType::Ip
+        } else {
+            lbc_model::crd::TargetType::Instance
+        },
+        sync_period: args.sync_period,
+        max_backoff: args.targetgroupbinding_max_exponential_backoff_delay,
+    }
 }
 
 /// Serves the admission webhooks on every replica (leader or not). Without a certificate the

@@ -9,7 +9,7 @@ use crate::metrics::Metrics;
 use futures::TryStreamExt;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
-use k8s_openapi::api::networking::v1::IngressClass;
+use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
@@ -32,12 +32,28 @@ pub struct Stores {
     pub slices: Store<EndpointSlice>,
     pub pods: Store<Pod>,
     pub nodes: Store<Node>,
+    /// networking.k8s.io/v1 Ingresses (managedFields dropped).
+    pub ingresses: Store<Ingress>,
     /// `networking.k8s.io/v1` IngressClasses (cluster-scoped).
     pub ingress_classes: Store<IngressClass>,
     /// `elbv2.k8s.aws/v1beta1` IngressClassParams (cluster-scoped).
     pub ingress_class_params: Store<IngressClassParams>,
     /// Namespaces, trimmed to name and labels (IngressClassParams `namespaceSelector`).
     pub namespaces: Store<Namespace>,
+}
+
+/// What woke the Ingress controller; it maps each to the IngressGroups concerned
+/// (`crate::ingress`), since group membership depends on annotations and classes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum IngressTrigger {
+    /// This Ingress changed or went away.
+    Ingress(ObjectRef<Ingress>),
+    /// A Service changed: the groups with a backend on it.
+    Service { namespace: String, name: String },
+    /// A TargetGroupBinding carrying these ALBC stack labels changed or went away.
+    Binding(std::collections::BTreeMap<String, String>),
+    /// Something every group depends on (IngressClass, IngressClassParams, Namespace labels).
+    All,
 }
 
 /// Why a binding was triggered, for latency metrics.
@@ -53,6 +69,8 @@ pub struct Triggers {
     sender: Arc<Mutex<Option<UnboundedSender<ObjectRef<TargetGroupBinding>>>>>,
     /// The Service controller's channel (leader only).
     services: Arc<Mutex<Option<UnboundedSender<ObjectRef<Service>>>>>,
+    /// The Ingress controller's channel (leader only).
+    ingresses: Arc<Mutex<Option<UnboundedSender<IngressTrigger>>>>,
     dirty: Arc<Mutex<Dirty>>,
     /// Wakes the cluster-wide backend security-group rules pass (`crate::networking`).
     pub backend_rules: Arc<tokio::sync::Notify>,
@@ -85,6 +103,17 @@ impl Triggers {
     fn send_service(&self, r: ObjectRef<Service>) {
         if let Some(tx) = self.services.lock().expect("trigger lock").as_ref() {
             let _ = tx.send(r);
+        }
+    }
+
+    /// Installs (leader) or removes (follower) the Ingress controller's trigger channel.
+    pub fn set_ingress_sender(&self, s: Option<UnboundedSender<IngressTrigger>>) {
+        *self.ingresses.lock().expect("trigger lock") = s;
+    }
+
+    pub fn send_ingress(&self, t: IngressTrigger) {
+        if let Some(tx) = self.ingresses.lock().expect("trigger lock").as_ref() {
+            let _ = tx.send(t);
         }
     }
 
@@ -188,12 +217,19 @@ fn cache_all<K>(
     cfg: watcher::Config,
     trim: fn(&mut K),
     metrics: &Metrics,
+    on_change: impl Fn(&K) + Send + 'static,
 ) -> (Store<K>, JoinHandle<()>)
 where
     K: Resource + Clone + serde::de::DeserializeOwned + Debug + Send + Sync + 'static,
     K::DynamicType: Default + Eq + std::hash::Hash + Clone + Send + Sync,
 {
-    drive(name, Api::all(client.clone()), cfg, trim, metrics.clone(), |_| {})
+    drive(name, Api::all(client.clone()), cfg, trim, metrics.clone(), on_change)
+}
+
+/// A change that can move any Ingress in or out of any group.
+fn every_group<K>(t: &Triggers) -> impl Fn(&K) + Send + 'static {
+    let t = t.clone();
+    move |_| t.send_ingress(IngressTrigger::All)
 }
 
 fn trim_meta<K: Resource>(o: &mut K) {
@@ -232,6 +268,15 @@ impl Stores {
                 for owner in o.owner_references().iter().filter(|r| r.kind == "Service") {
                     t.send_service(ObjectRef::new(&owner.name).within(&ns));
                 }
+                let ingress_labels: std::collections::BTreeMap<String, String> = o
+                    .labels()
+                    .iter()
+                    .filter(|(k, _)| k.starts_with("ingress.k8s.aws/stack"))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                if !ingress_labels.is_empty() {
+                    t.send_ingress(IngressTrigger::Binding(ingress_labels));
+                }
             },
         );
         tasks.push(task);
@@ -246,6 +291,7 @@ impl Stores {
             move |s| {
                 t.send_service(ObjectRef::from_obj(s));
                 let ns = s.namespace().unwrap_or_default();
+                t.send_ingress(IngressTrigger::Service { namespace: ns.clone(), name: s.name_any() });
                 for r in bindings_for_service(&idx, &ns, &s.name_any()) {
                     t.send(r, false);
                 }
@@ -284,23 +330,34 @@ impl Stores {
             });
         tasks.push(task);
 
-        // Cluster-scoped caches that trigger nothing (yet): read by reconcilers and webhooks.
-        let (nodes, task) = cache_all("nodes", client, watch_config(None), trim_node, &metrics);
+        let (nodes, task) = cache_all("nodes", client, watch_config(None), trim_node, &metrics, |_| {});
         tasks.push(task);
-        let (ingress_classes, task) = cache_all("ingressclasses", client, watch_config(None), trim_meta, &metrics);
+        // Classes, their parameters and namespace labels decide which Ingresses are ours and in
+        // which group: a change looks at every group again.
+        let (ingress_classes, task) =
+            cache_all("ingressclasses", client, watch_config(None), trim_meta, &metrics, every_group(&triggers));
         tasks.push(task);
         let (ingress_class_params, task) =
-            cache_all("ingressclassparams", client, watch_config(None), trim_meta, &metrics);
+            cache_all("ingressclassparams", client, watch_config(None), trim_meta, &metrics, every_group(&triggers));
         tasks.push(task);
         // With --watch-namespace only that namespace's labels are ever needed.
         let ns_cfg = match namespace {
             "" => watch_config(None),
             ns => watcher::Config::default().fields(&format!("metadata.name={ns}")),
         };
-        let (namespaces, task) = cache_all("namespaces", client, ns_cfg, trim_namespace, &metrics);
+        let (namespaces, task) =
+            cache_all("namespaces", client, ns_cfg, trim_namespace, &metrics, every_group(&triggers));
         tasks.push(task);
 
-        let stores = Self { tgbs, services, slices, pods, nodes, ingress_classes, ingress_class_params, namespaces };
+        let t = triggers.clone();
+        let (ingresses, task) =
+            drive::<Ingress>("ingresses", api(client, namespace), watch_config(None), trim_meta, metrics, move |i| {
+                t.send_ingress(IngressTrigger::Ingress(ObjectRef::from_obj(i)))
+            });
+        tasks.push(task);
+
+        let stores =
+            Self { tgbs, services, slices, pods, nodes, ingresses, ingress_classes, ingress_class_params, namespaces };
         (stores, tasks)
     }
 
@@ -313,6 +370,7 @@ impl Stores {
             self.slices.wait_until_ready(),
             self.pods.wait_until_ready(),
             self.nodes.wait_until_ready(),
+            self.ingresses.wait_until_ready(),
             self.ingress_classes.wait_until_ready(),
             self.ingress_class_params.wait_until_ready(),
             self.namespaces.wait_until_ready(),

@@ -3,8 +3,8 @@
 //! Service asks for one, so a Service without these annotations costs nothing extra.
 
 use super::ServiceCtx;
-use super::deploy::Resolved;
 use crate::error::{Error, Result};
+use crate::stack::deploy::Resolved;
 use lbc_model::lb::diff::{MANAGED_FRONTEND_SG, ObservedStack};
 use lbc_model::lb::extras::{ExtraStep, ObservedExtras, WantedExtras, plan_extras};
 use lbc_model::service::ServiceStack;
@@ -32,14 +32,14 @@ pub(super) async fn apply(
     let seen = ObservedExtras {
         enforce_inbound_rules_on_private_link: same_lb.and_then(|(_, s)| s.enforce_inbound_rules_on_private_link),
         minimum_capacity_units: match want.minimum_capacity_units {
-            Some(_) => ctx.lbs.minimum_capacity(&arn).await?,
+            Some(_) => ctx.io.lbs.minimum_capacity(&arn).await?,
             None => None,
         },
     };
     let groups = &built.stack.load_balancer.security_groups;
     let steps = plan_extras(&want, &seen, !groups.is_empty()).map_err(Error::Invalid)?;
     for step in &steps {
-        ctx.base.ensure_leader()?;
+        ctx.io.base.ensure_leader()?;
         match step {
             ExtraStep::SetPrivateLinkEnforcement { on } => {
                 let ids: Vec<String> = groups
@@ -51,9 +51,9 @@ pub(super) async fn apply(
                         id => Ok(id.to_string()),
                     })
                     .collect::<Result<_>>()?;
-                ctx.lbs.set_private_link_enforcement(&arn, &ids, *on).await?
+                ctx.io.lbs.set_private_link_enforcement(&arn, &ids, *on).await?
             }
-            ExtraStep::SetMinimumCapacity { units } => ctx.lbs.set_minimum_capacity(&arn, *units).await?,
+            ExtraStep::SetMinimumCapacity { units } => ctx.io.lbs.set_minimum_capacity(&arn, *units).await?,
         }
     }
     Ok(steps.iter().map(ExtraStep::summary).collect())

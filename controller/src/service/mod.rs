@@ -8,33 +8,34 @@
 //! subnets → build the stack → plan against what exists (refusing untagged look-alikes) →
 //! announce replacements → execute steps → apply bindings → `status.loadBalancer` → event.
 
-mod bindings;
 mod cleanup;
-mod deploy;
 mod extras;
-mod observe;
 mod report;
 
 use crate::backend_sg::BackendSecurityGroup;
 use crate::context::{Context, jittered};
 use crate::error::{Error, Result};
+use crate::stack::SubnetNeed;
+use crate::stack::bindings::{self, BindingOwner};
+use crate::stack::{Backoff, Reporter, StackIo, deploy, observe};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Service;
-use kube::ResourceExt;
 use kube::runtime::controller::{Action, Config, Controller};
 use kube::runtime::reflector::ObjectRef;
+use kube::{Resource, ResourceExt};
 use lbc_aws::lb::LoadBalancers;
-use lbc_aws::net::{Networking, SecurityGroupQuery, SubnetQuery};
+use lbc_aws::net::Networking;
+use lbc_model::lb::Tags;
 use lbc_model::lb::backend_sg::BackendSgMode;
 use lbc_model::lb::diff::{PlanOptions, Step, plan};
-use lbc_model::lb::subnets::{SubnetParams, SubnetSelector, resolve};
-use lbc_model::lb::{Subnet, Tags};
+use lbc_model::lb::subnets::SubnetSelector;
+use lbc_model::lb::tags::SERVICE_TAG_PREFIX;
 use lbc_model::service::{
     BuildContext, ExistingLoadBalancer, NlbSettings, SecurityGroupSelector, SelectConfig, Selection, build_stack,
     parse_annotations, select,
 };
-use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, Mutex};
+use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::UnboundedReceiverStream;
@@ -63,27 +64,36 @@ pub struct ServiceConfig {
 /// What the Service reconciler shares: the TargetGroupBinding context (client, caches, events,
 /// leader state) plus the load-balancer adapters.
 pub struct ServiceCtx {
-    pub base: Arc<Context>,
-    pub lbs: Arc<dyn LoadBalancers>,
-    pub net: Arc<dyn Networking>,
+    pub io: StackIo,
     pub cfg: ServiceConfig,
     pub backend_sg: Arc<BackendSecurityGroup>,
     /// Last Warning sent per Service and reason, so a persisting problem is reported once per change.
-    reported: Mutex<HashMap<(ObjectRef<Service>, String), String>>,
-    failures: Mutex<HashMap<ObjectRef<Service>, u32>>,
+    reporter: Reporter,
+    backoff: Backoff<ObjectRef<Service>>,
 }
 
 impl ServiceCtx {
-    pub fn new(base: Arc<Context>, lbs: Arc<dyn LoadBalancers>, net: Arc<dyn Networking>, cfg: ServiceConfig) -> Self {
-        let backend_sg = Arc::new(BackendSecurityGroup::new(
-            cfg.backend_sg.clone(),
-            net.clone(),
-            &cfg.cluster_name,
-            &cfg.vpc_id,
-            cfg.default_tags.clone(),
-        ));
-        Self { base, lbs, net, cfg, backend_sg, reported: Default::default(), failures: Default::default() }
+    pub fn new(
+        base: Arc<Context>,
+        lbs: Arc<dyn LoadBalancers>,
+        net: Arc<dyn Networking>,
+        cfg: ServiceConfig,
+        backend_sg: Arc<BackendSecurityGroup>,
+    ) -> Self {
+        let io = StackIo::new(base, lbs, net, &cfg.cluster_name, &cfg.vpc_id, SERVICE_TAG_PREFIX);
+        Self { io, backend_sg, reporter: Reporter::default(), backoff: Backoff::new(cfg.max_backoff), cfg }
     }
+}
+
+/// `namespace/name`: the `service.k8s.aws/stack` tag value.
+fn stack_id(svc: &Service) -> String {
+    format!("{}/{}", svc.namespace().unwrap_or_default(), svc.name_any())
+}
+
+/// The Service owns its bindings (owner reference and ALBC's stack labels).
+fn binding_owner(svc: &Service) -> BindingOwner {
+    let ns = svc.namespace().unwrap_or_default();
+    BindingOwner::new(SERVICE_TAG_PREFIX, Some(&ns), &svc.name_any(), svc.controller_owner_ref(&()))
 }
 
 /// Runs until `stop` resolves. Every Service is looked at once at start (ours or carrying our
@@ -94,33 +104,34 @@ pub async fn run(
     stop: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) {
     let (tx, rx) = mpsc::unbounded_channel();
-    for s in ctx.base.stores.services.state() {
+    for s in ctx.io.base.stores.services.state() {
         let _ = tx.send(ObjectRef::from_obj(s.as_ref()));
     }
-    ctx.base.triggers.set_service_sender(Some(tx));
-    Controller::for_shared_stream(futures::stream::pending(), ctx.base.stores.services.clone())
+    ctx.io.base.triggers.set_service_sender(Some(tx));
+    Controller::for_shared_stream(futures::stream::pending(), ctx.io.base.stores.services.clone())
         .with_config(Config::default().concurrency(concurrency))
         .reconcile_on(UnboundedReceiverStream::new(rx))
         .graceful_shutdown_on(stop)
         .run(reconcile, error_policy, ctx.clone())
         .for_each(|_| futures::future::ready(()))
         .await;
-    ctx.base.triggers.set_service_sender(None);
+    ctx.io.base.triggers.set_service_sender(None);
 }
 
 async fn reconcile(svc: Arc<Service>, ctx: Arc<ServiceCtx>) -> Result<Action> {
-    if !ctx.base.is_leader() {
+    if !ctx.io.base.is_leader() {
         return Ok(Action::await_change());
     }
     let start = std::time::Instant::now();
     let res = reconcile_inner(&svc, &ctx).await;
-    ctx.base
+    ctx.io
+        .base
         .metrics
         .reconcile_duration
         .get_or_create(&crate::metrics::ControllerLabel { controller: CONTROLLER })
         .observe(start.elapsed().as_secs_f64());
     if res.is_ok() {
-        ctx.failures.lock().expect("failures").remove(&ObjectRef::from_obj(svc.as_ref()));
+        ctx.backoff.succeeded(&ObjectRef::from_obj(svc.as_ref()));
     }
     res
 }
@@ -154,8 +165,8 @@ async fn reconcile_inner(svc: &Service, ctx: &ServiceCtx) -> Result<Action> {
         report::add_finalizer(ctx, svc).await?;
     }
 
-    let stack_id = format!("{}/{}", svc.namespace().unwrap_or_default(), svc.name_any());
-    let mut observed = observe::observe(ctx, &stack_id, None).await?;
+    let stack_id = stack_id(svc);
+    let mut observed = observe::observe(&ctx.io, &stack_id, None).await?;
     let mut build_ctx = match build_context(ctx, svc, &settings, &observed).await? {
         Ok(c) => c,
         Err(message) => {
@@ -178,7 +189,7 @@ async fn reconcile_inner(svc: &Service, ctx: &ServiceCtx) -> Result<Action> {
             .map_err(|e| Error::Invalid(format!("stack changed when the backend security group was added: {e}")))?;
     }
     report::warn_list_once(ctx, svc, "BuildWarning", &built.warnings).await;
-    observed.foreign = observe::foreign(ctx, &built.stack, &observed).await?;
+    observed.foreign = observe::foreign(&ctx.io, &built.stack, &observed).await?;
 
     let opts = PlanOptions { external_managed_tags: ctx.cfg.external_managed_tags.clone() };
     let steps = match plan(&built.stack, &observed, &opts) {
@@ -193,7 +204,7 @@ async fn reconcile_inner(svc: &Service, ctx: &ServiceCtx) -> Result<Action> {
             let msg = format!(
                 "load balancer {name} is being deleted and created again because its {reason}; its DNS name will change"
             );
-            ctx.base.event(&report::reference(svc), true, "ReplacingLoadBalancer", msg).await;
+            ctx.io.base.event(&report::reference(svc), true, "ReplacingLoadBalancer", msg).await;
         }
     }
 
@@ -204,30 +215,30 @@ async fn reconcile_inner(svc: &Service, ctx: &ServiceCtx) -> Result<Action> {
         target_groups: observed.target_groups.iter().map(|t| (t.spec.name.clone(), t.id.clone())).collect(),
         listeners: observed.listeners.iter().map(|l| (l.spec.port, l.id.clone())).collect(),
     };
-    if let Err(e) = deploy::execute(ctx, &stack_id, &steps, &built.stack.listeners, &mut resolved).await {
+    if let Err(e) = deploy::execute(&ctx.io, &stack_id, &steps, &built.stack.listeners, &mut resolved).await {
         let msg = format!("{e} (the next attempt re-reads AWS and continues from what exists)");
-        ctx.base.event(&report::reference(svc), true, report::FAILED_DEPLOY, msg).await;
+        ctx.io.base.event(&report::reference(svc), true, report::FAILED_DEPLOY, msg).await;
         return Err(e);
     }
     let extra_steps = match extras::apply(ctx, &built, &observed, &resolved).await {
         Ok(done) => done,
         Err(e) => {
             let msg = format!("{e} (the next attempt re-reads AWS and continues from what exists)");
-            ctx.base.event(&report::reference(svc), true, report::FAILED_DEPLOY, msg).await;
+            ctx.io.base.event(&report::reference(svc), true, report::FAILED_DEPLOY, msg).await;
             return Err(e);
         }
     };
     if let Some(id) = &resolved.frontend_security_group {
         built.resolve_frontend_security_group(id);
     }
-    bindings::sync(ctx, svc, &built.bindings, &resolved.target_groups).await?;
+    bindings::sync(&ctx.io, &binding_owner(svc), &built.bindings, &resolved.target_groups).await?;
     if let Some(dns) = &resolved.dns_name {
         report::set_hostname(ctx, svc, Some(dns)).await?;
     }
     if !steps.is_empty() || !extra_steps.is_empty() {
         let done: Vec<String> = steps.iter().map(Step::summary).chain(extra_steps).collect();
         let msg = format!("load balancer {} in sync: {}", built.stack.load_balancer.name, done.join("; "));
-        ctx.base.event(&report::reference(svc), false, "SuccessfullyReconciled", report::truncate_list(msg)).await;
+        ctx.io.base.event(&report::reference(svc), false, "SuccessfullyReconciled", report::truncate_list(msg)).await;
     }
     report::clear_warnings(ctx, svc);
     Ok(Action::requeue(jittered(ctx.cfg.sync_period)))
@@ -251,7 +262,7 @@ async fn build_context(
         (id, _) => id,
     };
     c.external_managed_tags = ctx.cfg.external_managed_tags.clone();
-    c.vpc_cidrs = ctx.base.ec2.vpc_cidrs(&ctx.cfg.vpc_id).await?;
+    c.vpc_cidrs = ctx.io.base.ec2.vpc_cidrs(&ctx.cfg.vpc_id).await?;
     c.ipv6_available = c.vpc_cidrs.iter().any(|s| s.contains(':'));
     c.existing = observed.load_balancer.as_ref().map(|(o, _)| ExistingLoadBalancer {
         scheme: o.spec.scheme,
@@ -261,34 +272,11 @@ async fn build_context(
     let raw =
         svc.annotations().get(&format!("{}/{}", lbc_model::service::keys::PREFIX, lbc_model::service::keys::SUBNETS));
     let selector = SubnetSelector::from_annotation(raw.map(String::as_str));
-    let mut subnets: Vec<Subnet> = ctx.net.subnets(&SubnetQuery::Vpc(ctx.cfg.vpc_id.clone())).await?;
-    if let SubnetSelector::Explicit(items) = &selector {
-        // IDs outside the VPC: described too, so the error can say where they are.
-        let outside: Vec<String> = items
-            .iter()
-            .filter(|i| i.starts_with("subnet-") && !subnets.iter().any(|s| &s.id == *i))
-            .cloned()
-            .collect();
-        if !outside.is_empty() {
-            match ctx.net.subnets(&SubnetQuery::Ids(outside)).await {
-                Ok(more) => subnets.extend(more),
-                Err(e) if e.kind == lbc_aws::error::ErrorKind::NotFound => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
-    }
     let scheme = settings.scheme.or(c.existing.map(|e| e.scheme)).unwrap_or(lbc_model::lb::Scheme::Internal);
-    let params = SubnetParams {
-        cluster_name: &ctx.cfg.cluster_name,
-        vpc_id: &ctx.cfg.vpc_id,
-        scheme,
-        min_azs: 1,
-        cluster_tag_check: true,
-        subnets_annotation: "service.beta.kubernetes.io/aws-load-balancer-subnets",
-    };
-    c.subnets = match resolve(&selector, &params, &subnets) {
+    let need = SubnetNeed { scheme, min_azs: 1, annotation: "service.beta.kubernetes.io/aws-load-balancer-subnets" };
+    c.subnets = match crate::stack::subnets(&ctx.io, &selector, &need).await? {
         Ok(s) => s,
-        Err(e) => return Ok(Err(e.to_string())),
+        Err(e) => return Ok(Err(e)),
     };
 
     let names: Vec<String> = settings
@@ -301,20 +289,11 @@ async fn build_context(
         })
         .collect();
     if !names.is_empty() {
-        let q = SecurityGroupQuery::Names { vpc_id: ctx.cfg.vpc_id.clone(), names: names.clone() };
-        let found = ctx.net.security_groups(&q).await?;
-        let missing: Vec<&String> = names
-            .iter()
-            .filter(|n| !found.iter().any(|f| &f.spec.name == *n || f.spec.tags.get("Name") == Some(*n)))
-            .collect();
-        if !missing.is_empty() {
-            return Ok(Err(format!(
-                "security groups named {missing:?} (annotation service.beta.kubernetes.io/aws-load-balancer-security-groups) \
-                 do not exist in VPC {}; use their IDs (sg-…) or fix the names",
-                ctx.cfg.vpc_id
-            )));
-        }
-        c.custom_security_group_ids = found.into_iter().map(|f| f.id).collect();
+        let annotation = "service.beta.kubernetes.io/aws-load-balancer-security-groups";
+        c.custom_security_group_ids = match crate::stack::security_groups_by_name(&ctx.io, &names, annotation).await? {
+            Ok(ids) => ids,
+            Err(e) => return Ok(Err(e)),
+        };
     }
     Ok(Ok(c))
 }
@@ -322,19 +301,7 @@ async fn build_context(
 /// Per-Service backoff, capped like the binding controller's.
 fn error_policy(svc: Arc<Service>, err: &Error, ctx: Arc<ServiceCtx>) -> Action {
     let key = ObjectRef::from_obj(svc.as_ref());
-    let failures = {
-        let mut m = ctx.failures.lock().expect("failures");
-        let f = m.entry(key.clone()).or_default();
-        *f += 1;
-        *f
-    };
-    ctx.base
-        .metrics
-        .reconcile_errors
-        .get_or_create(&crate::metrics::ErrorLabels { controller: CONTROLLER, category: err.category() })
-        .inc();
-    let base = Duration::from_secs(1u64 << failures.saturating_sub(1).min(10));
-    let delay = jittered(base.min(ctx.cfg.max_backoff)).min(ctx.cfg.max_backoff.max(Duration::from_secs(1)));
+    let (failures, delay) = ctx.backoff.failed(&ctx.io.base, CONTROLLER, &key, err);
     tracing::warn!(service = %key, error = %err, category = err.category(), failures, retry_in = ?delay, "Service reconcile failed");
     Action::requeue(delay)
 }

@@ -1,62 +1,68 @@
-//! What AWS holds for one Service's stack: resources carrying its ownership tags, plus
-//! look-alikes under the names the stack wants but without those tags (never touched).
+//! What AWS holds for one stack: resources carrying its ownership tags, plus look-alikes under
+//! the names the stack wants but without those tags (never touched).
 
-use super::ServiceCtx;
+use super::StackIo;
 use crate::error::Result;
 use lbc_aws::net::SecurityGroupQuery;
 use lbc_model::lb::diff::{ForeignResource, ObservedStack, ResourceKind};
-use lbc_model::lb::tags::{RESOURCE_MANAGED_SECURITY_GROUP, SERVICE_TAG_PREFIX, resource_tag_key, stack_tags};
-use lbc_model::lb::{Stack, Tags};
+use lbc_model::lb::tags::{RESOURCE_MANAGED_SECURITY_GROUP, resource_tag_key, stack_tags};
+use lbc_model::lb::{LbType, Stack, Tags};
 
 /// Reads the stack `stack_id` from AWS: load balancer (with attributes), its listeners (with
-/// attributes), target groups (with attributes) and the managed frontend security group.
+/// attributes; an ALB's listeners with their rules), target groups (with attributes) and the
+/// managed frontend security group.
 /// `desired`, when given, picks among several load balancers (one is kept, see the log).
-pub(super) async fn observe(ctx: &ServiceCtx, stack_id: &str, desired: Option<&Stack>) -> Result<ObservedStack> {
-    let tags = stack_tags(SERVICE_TAG_PREFIX, &ctx.cfg.cluster_name, stack_id);
+pub async fn observe(io: &StackIo, stack_id: &str, desired: Option<&Stack>) -> Result<ObservedStack> {
+    let tags = stack_tags(io.tag_prefix, &io.cluster_name, stack_id);
     let mut out = ObservedStack::default();
 
-    let mut lbs = ctx.lbs.find_load_balancers(&tags).await?;
+    let mut lbs = io.lbs.find_load_balancers(&tags).await?;
     if lbs.len() > 1 {
-        // Two load balancers for one Service: keep the one the desired stack names, report the rest.
+        // Two load balancers for one stack: keep the one the desired stack names, report the rest.
         tracing::warn!(stack = stack_id, count = lbs.len(), "several load balancers carry this stack's tags");
         if let Some(d) = desired {
             lbs.sort_by_key(|f| f.lb.spec.name != d.load_balancer.name);
         }
     }
     if let Some(mut found) = lbs.into_iter().next() {
-        found.lb.spec.attributes = ctx.lbs.load_balancer_attributes(&found.lb.id).await?;
-        let mut listeners = ctx.lbs.listeners(&found.lb.id).await?;
+        found.lb.spec.attributes = io.lbs.load_balancer_attributes(&found.lb.id).await?;
+        let mut listeners = io.lbs.listeners(&found.lb.id).await?;
         for l in &mut listeners {
-            l.spec.attributes = ctx.lbs.listener_attributes(&l.id).await?;
+            l.spec.attributes = io.lbs.listener_attributes(&l.id).await?;
         }
         let arns: Vec<String> = listeners.iter().map(|l| l.id.clone()).collect();
-        let listener_tags = ctx.lbs.describe_tags(&arns).await?;
+        let listener_tags = io.lbs.describe_tags(&arns).await?;
         for l in &mut listeners {
             l.spec.tags = listener_tags.get(&l.id).cloned().unwrap_or_default();
+        }
+        if found.lb.spec.lb_type == LbType::Application {
+            for l in &listeners {
+                out.rules.insert(l.id.clone(), io.lbs.rules(&l.id).await?);
+            }
         }
         out.listeners = listeners;
         out.load_balancer = Some((found.lb, found.status));
     }
 
-    let mut tgs = ctx.lbs.find_target_groups(&tags).await?;
+    let mut tgs = io.lbs.find_target_groups(&tags).await?;
     for tg in &mut tgs {
-        tg.spec.attributes = ctx.lbs.target_group_attributes(&tg.id).await?;
+        tg.spec.attributes = io.lbs.target_group_attributes(&tg.id).await?;
     }
     out.target_groups = tgs;
 
     let mut sg_tags: Tags = tags.clone();
-    sg_tags.insert(resource_tag_key(SERVICE_TAG_PREFIX), RESOURCE_MANAGED_SECURITY_GROUP.into());
-    let query = SecurityGroupQuery::Tags { vpc_id: Some(ctx.cfg.vpc_id.clone()), tags: sg_tags };
-    out.frontend_security_group = ctx.net.security_groups(&query).await?.into_iter().next();
+    sg_tags.insert(resource_tag_key(io.tag_prefix), RESOURCE_MANAGED_SECURITY_GROUP.into());
+    let query = SecurityGroupQuery::Tags { vpc_id: Some(io.vpc_id.clone()), tags: sg_tags };
+    out.frontend_security_group = io.net.security_groups(&query).await?.into_iter().next();
 
     Ok(out)
 }
 
 /// Resources named like the desired ones that we did not find by tags.
-pub(super) async fn foreign(ctx: &ServiceCtx, d: &Stack, seen: &ObservedStack) -> Result<Vec<ForeignResource>> {
+pub async fn foreign(io: &StackIo, d: &Stack, seen: &ObservedStack) -> Result<Vec<ForeignResource>> {
     let mut out = Vec::new();
     let have_lb = seen.load_balancer.as_ref().is_some_and(|(o, _)| o.spec.name == d.load_balancer.name);
-    if !have_lb && let Some(f) = ctx.lbs.load_balancer_by_name(&d.load_balancer.name).await? {
+    if !have_lb && let Some(f) = io.lbs.load_balancer_by_name(&d.load_balancer.name).await? {
         out.push(ForeignResource {
             kind: ResourceKind::LoadBalancer,
             name: f.lb.spec.name.clone(),
@@ -68,7 +74,7 @@ pub(super) async fn foreign(ctx: &ServiceCtx, d: &Stack, seen: &ObservedStack) -
         if seen.target_groups.iter().any(|o| o.spec.name == tg.name) {
             continue;
         }
-        if let Some(f) = ctx.lbs.target_group_by_name(&tg.name).await? {
+        if let Some(f) = io.lbs.target_group_by_name(&tg.name).await? {
             out.push(ForeignResource {
                 kind: ResourceKind::TargetGroup,
                 name: f.spec.name.clone(),
@@ -80,8 +86,8 @@ pub(super) async fn foreign(ctx: &ServiceCtx, d: &Stack, seen: &ObservedStack) -
     if let Some(sg) = &d.frontend_security_group
         && seen.frontend_security_group.as_ref().is_none_or(|o| o.spec.name != sg.name)
     {
-        let q = SecurityGroupQuery::Names { vpc_id: ctx.cfg.vpc_id.clone(), names: vec![sg.name.clone()] };
-        for f in ctx.net.security_groups(&q).await? {
+        let q = SecurityGroupQuery::Names { vpc_id: io.vpc_id.clone(), names: vec![sg.name.clone()] };
+        for f in io.net.security_groups(&q).await? {
             if seen.frontend_security_group.as_ref().is_some_and(|o| o.id == f.id) {
                 continue;
             }

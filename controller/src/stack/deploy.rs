@@ -2,7 +2,7 @@
 //! created earlier in the same plan to their ARNs/IDs. Stops at the first failure; the next
 //! reconcile observes again and re-plans from what actually exists.
 
-use super::ServiceCtx;
+use super::StackIo;
 use crate::error::{Error, Result};
 use lbc_model::lb::diff::{ResourceKind, SecurityGroupRef, Step};
 use lbc_model::lb::{Action, Listener, Rule, TargetGroupRef};
@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 /// ARNs/IDs known while a plan runs: from what was observed, then from what the plan creates.
 #[derive(Default, Debug)]
-pub(super) struct Resolved {
+pub struct Resolved {
     pub load_balancer_arn: Option<String>,
     pub dns_name: Option<String>,
     pub frontend_security_group: Option<String>,
@@ -71,31 +71,31 @@ impl Resolved {
 
 /// Runs `steps` for stack `stack_id`; `listeners` (the desired ones) supply whole listeners for
 /// modifications.
-pub(super) async fn execute(
-    ctx: &ServiceCtx,
+pub async fn execute(
+    io: &StackIo,
     stack_id: &str,
     steps: &[Step],
     listeners: &[Listener],
     r: &mut Resolved,
 ) -> Result<()> {
     for step in steps {
-        ctx.base.ensure_leader()?;
+        io.base.ensure_leader()?;
         tracing::info!(stack = %stack_id, step = %step.summary(), "deploying");
-        run(ctx, step, listeners, r).await?;
+        run(io, step, listeners, r).await?;
     }
     Ok(())
 }
 
-async fn run(ctx: &ServiceCtx, step: &Step, listeners: &[Listener], r: &mut Resolved) -> Result<()> {
-    let lbs = &ctx.lbs;
+async fn run(io: &StackIo, step: &Step, listeners: &[Listener], r: &mut Resolved) -> Result<()> {
+    let lbs = &io.lbs;
     match step {
         Step::CreateSecurityGroup { group } => {
-            r.frontend_security_group = Some(ctx.net.create_security_group(group).await?);
+            r.frontend_security_group = Some(io.net.create_security_group(group).await?);
         }
-        Step::AuthorizeIngress { group, rules } => ctx.net.authorize_ingress(&r.sg(group)?, rules).await?,
-        Step::RevokeIngress { group_id, rules } => ctx.net.revoke_ingress(group_id, rules).await?,
+        Step::AuthorizeIngress { group, rules } => io.net.authorize_ingress(&r.sg(group)?, rules).await?,
+        Step::RevokeIngress { group_id, rules } => io.net.revoke_ingress(group_id, rules).await?,
         Step::ReplaceLoadBalancer { arn, name, reason } => {
-            // The event was published before the plan ran (see `super::announce`).
+            // The reconciler published the event before the plan ran.
             tracing::warn!(load_balancer = %name, %reason, "replacing load balancer");
             lbs.delete_load_balancer(arn).await?;
             r.load_balancer_arn = None;
@@ -182,13 +182,13 @@ async fn run(ctx: &ServiceCtx, step: &Step, listeners: &[Listener], r: &mut Reso
             r.listeners.clear();
         }
         Step::DeleteTargetGroup { arn, .. } => lbs.delete_target_group(arn).await?,
-        Step::DeleteSecurityGroup { id, .. } => ctx.net.delete_security_group(id).await?,
+        Step::DeleteSecurityGroup { id, .. } => io.net.delete_security_group(id).await?,
         Step::AddTags { kind: ResourceKind::SecurityGroup, id, tags } => {
-            ctx.net.create_tags(std::slice::from_ref(id), tags).await?
+            io.net.create_tags(std::slice::from_ref(id), tags).await?
         }
         Step::AddTags { id, tags, .. } => lbs.add_tags(id, tags).await?,
         Step::RemoveTags { kind: ResourceKind::SecurityGroup, id, keys } => {
-            ctx.net.delete_tags(std::slice::from_ref(id), keys).await?
+            io.net.delete_tags(std::slice::from_ref(id), keys).await?
         }
         Step::RemoveTags { id, keys, .. } => lbs.remove_tags(id, keys).await?,
     }

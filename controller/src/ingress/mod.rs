@@ -1,0 +1,270 @@
+//! The Ingress controller: every IngressGroup of our Ingresses gets one ALB with a listener per
+//! port, listener rules in group order, IP target groups and one TargetGroupBinding per target
+//! group (the TargetGroupBinding controller then registers the pods). Decisions are in
+//! `lbc_model::ingress` (selection, annotations, params, groups, plan, build) and
+//! `lbc_model::lb` (subnets, diff); AWS reads and writes go through `crate::stack`, shared with
+//! the Service controller.
+//!
+//! The unit of work is a group ([`GroupId`]), not an Ingress: watch events are mapped to the
+//! groups they touch ([`groups_of_trigger`]) and fed to a [`queue::Queue`] that runs up to
+//! `--ingress-max-concurrent-reconciles` groups at once, never one group twice. One pass is
+//! [`group::reconcile`].
+
+mod group;
+mod k8s;
+mod queue;
+
+use crate::backend_sg::BackendSecurityGroup;
+use crate::context::Context;
+use crate::error::Error;
+use crate::stack::{Backoff, Reporter, StackIo};
+use crate::stores::{IngressTrigger, Stores};
+use k8s_openapi::api::networking::v1::Ingress;
+use kube::ResourceExt;
+use lbc_aws::lb::LoadBalancers;
+use lbc_aws::net::Networking;
+use lbc_model::crd::TargetType;
+use lbc_model::ingress::keys as k;
+use lbc_model::ingress::{Candidate, ClassSnapshot, GroupId, SelectConfig, Selection, apply_params, group_of, select};
+use lbc_model::lb::Tags;
+use lbc_model::lb::tags::INGRESS_TAG_PREFIX;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+pub const CONTROLLER: &str = "ingress";
+
+/// Ingress-controller settings (from flags).
+#[derive(Clone, Debug)]
+pub struct IngressConfig {
+    pub cluster_name: String,
+    pub vpc_id: String,
+    pub select: SelectConfig,
+    /// `--default-tags`.
+    pub default_tags: Tags,
+    /// `--external-managed-tags`.
+    pub external_managed_tags: BTreeSet<String>,
+    /// `--default-ssl-policy`.
+    pub default_ssl_policy: String,
+    /// `--default-target-type`.
+    pub default_target_type: TargetType,
+    pub sync_period: Duration,
+    pub max_backoff: Duration,
+}
+
+/// What the Ingress reconciler shares.
+pub struct IngressCtx {
+    pub io: StackIo,
+    pub cfg: IngressConfig,
+    pub backend_sg: Arc<BackendSecurityGroup>,
+    reporter: Reporter,
+    backoff: Backoff<GroupId>,
+}
+
+impl IngressCtx {
+    pub fn new(
+        base: Arc<Context>,
+        lbs: Arc<dyn LoadBalancers>,
+        net: Arc<dyn Networking>,
+        cfg: IngressConfig,
+        backend_sg: Arc<BackendSecurityGroup>,
+    ) -> Self {
+        let io = StackIo::new(base, lbs, net, &cfg.cluster_name, &cfg.vpc_id, INGRESS_TAG_PREFIX);
+        Self { io, backend_sg, reporter: Reporter::default(), backoff: Backoff::new(cfg.max_backoff), cfg }
+    }
+}
+
+/// What class selection reads, for the namespaces of every cached Ingress.
+pub(crate) fn classes(stores: &Stores) -> ClassSnapshot {
+    let namespaces: BTreeSet<String> = stores.ingresses.state().iter().filter_map(|i| i.namespace()).collect();
+    stores.class_snapshot(namespaces.iter().map(String::as_str))
+}
+
+/// One Ingress as the group logic sees it.
+pub(crate) enum Looked {
+    /// Someone else's (or a misconfigured class: `Some(reason)`, reported on the Ingress).
+    NotOurs(Option<String>),
+    /// Ours, but its annotations do not parse.
+    Invalid(String),
+    Ours(Box<Candidate>),
+}
+
+/// Selection, annotations and IngressClassParams of one Ingress.
+pub(crate) fn look(ing: &Ingress, classes: &ClassSnapshot, cfg: &SelectConfig) -> Looked {
+    let params = match select(ing, &classes.view(), cfg) {
+        Selection::NotOurs { .. } => return Looked::NotOurs(None),
+        Selection::Misconfigured { reason } => return Looked::NotOurs(Some(reason)),
+        Selection::Ours { params, .. } => params,
+    };
+    let ns = ing.namespace().unwrap_or_default();
+    let settings = match lbc_model::ingress::parse_annotations(ing.annotations(), &ns) {
+        Ok(s) => s,
+        Err(e) => return Looked::Invalid(e.to_string()),
+    };
+    let settings = apply_params(&settings, params.as_deref().map(|p| &p.spec));
+    Looked::Ours(Box::new(Candidate {
+        namespace: ns,
+        name: ing.name_any(),
+        deleting: ing.metadata.deletion_timestamp.is_some(),
+        settings,
+    }))
+}
+
+/// The groups whose finalizer an Ingress carries.
+pub(crate) fn finalizer_groups(ing: &Ingress) -> Vec<GroupId> {
+    ing.finalizers()
+        .iter()
+        .filter_map(|f| {
+            if f == k::IMPLICIT_GROUP_FINALIZER {
+                Some(GroupId::Implicit { namespace: ing.namespace().unwrap_or_default(), name: ing.name_any() })
+            } else {
+                f.strip_prefix(k::EXPLICIT_GROUP_FINALIZER_PREFIX).map(|g| GroupId::Explicit(g.to_string()))
+            }
+        })
+        .collect()
+}
+
+/// The groups an Ingress is in or still holds (finalizer): both need a pass when it changes.
+fn groups_of_ingress(ing: &Ingress, classes: &ClassSnapshot, cfg: &SelectConfig) -> Vec<GroupId> {
+    let mut out = finalizer_groups(ing);
+    let now = match look(ing, classes, cfg) {
+        Looked::Ours(c) => group_of(&c),
+        // Its group is unknown; the pass of its implicit group reports the problem.
+        Looked::Invalid(_) | Looked::NotOurs(Some(_)) => {
+            Some(GroupId::Implicit { namespace: ing.namespace().unwrap_or_default(), name: ing.name_any() })
+        }
+        Looked::NotOurs(None) => None,
+    };
+    if let Some(g) = now
+        && !out.contains(&g)
+    {
+        out.push(g);
+    }
+    out
+}
+
+/// Whether an Ingress routes to Service `name` (its own namespace): a backend in its spec, or an
+/// `actions.*` annotation forwarding to it.
+fn uses_service(ing: &Ingress, name: &str) -> bool {
+    let spec = ing.spec.as_ref();
+    let default = spec.and_then(|s| s.default_backend.as_ref()).and_then(|b| b.service.as_ref());
+    let paths = spec
+        .into_iter()
+        .flat_map(|s| s.rules.iter().flatten())
+        .flat_map(|r| r.http.iter().flat_map(|h| h.paths.iter()))
+        .filter_map(|p| p.backend.service.as_ref());
+    let in_spec = default.into_iter().chain(paths).any(|s| s.name == name);
+    let quoted = format!("\"{name}\"");
+    let in_actions = ing
+        .annotations()
+        .iter()
+        .any(|(key, v)| key.starts_with(&format!("{}/actions.", k::PREFIX)) && v.contains(&quoted));
+    in_spec || in_actions
+}
+
+/// The groups a watch event concerns.
+pub(crate) fn groups_of_trigger(stores: &Stores, cfg: &SelectConfig, t: &IngressTrigger) -> BTreeSet<GroupId> {
+    let classes = classes(stores);
+    let mut out = BTreeSet::new();
+    match t {
+        IngressTrigger::Ingress(r) => {
+            if let Some(ing) = stores.ingresses.get(r) {
+                out.extend(groups_of_ingress(&ing, &classes, cfg));
+            }
+        }
+        IngressTrigger::Service { namespace, name } => {
+            for ing in stores.ingresses.state() {
+                if ing.namespace().as_deref() == Some(namespace.as_str()) && uses_service(&ing, name) {
+                    out.extend(groups_of_ingress(&ing, &classes, cfg));
+                }
+            }
+        }
+        IngressTrigger::Binding(labels) => {
+            let get = |s: &str| labels.get(&format!("{INGRESS_TAG_PREFIX}/{s}")).cloned();
+            match (get("stack"), get("stack-namespace"), get("stack-name")) {
+                (Some(g), _, _) => {
+                    out.insert(GroupId::Explicit(g));
+                }
+                (None, Some(namespace), Some(name)) => {
+                    out.insert(GroupId::Implicit { namespace, name });
+                }
+                _ => {}
+            }
+        }
+        IngressTrigger::All => {
+            for ing in stores.ingresses.state() {
+                out.extend(groups_of_ingress(&ing, &classes, cfg));
+            }
+        }
+    }
+    out
+}
+
+/// Runs until `stop` resolves: every group is looked at once at start, then on every change.
+pub async fn run(ctx: Arc<IngressCtx>, concurrency: u16, stop: impl std::future::Future<Output = ()> + Send) {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let _ = tx.send(IngressTrigger::All);
+    ctx.io.base.triggers.set_ingress_sender(Some(tx));
+    let q = queue::Queue::<GroupId>::new();
+
+    let dispatch = {
+        let (q, ctx) = (q.clone(), ctx.clone());
+        async move {
+            while let Some(t) = rx.recv().await {
+                for g in groups_of_trigger(&ctx.io.base.stores, &ctx.cfg.select, &t) {
+                    q.add(g);
+                }
+            }
+        }
+    };
+    let workers = futures::future::join_all((0..concurrency.max(1)).map(|_| {
+        let (q, ctx) = (q.clone(), ctx.clone());
+        async move {
+            loop {
+                let g = q.next().await;
+                let next = reconcile(&ctx, &g).await;
+                q.done(&g);
+                match next {
+                    Some(d) => q.add_after(g, d),
+                    None => q.forget(&g),
+                }
+            }
+        }
+    }));
+    tokio::select! {
+        _ = dispatch => {}
+        _ = workers => {}
+        _ = stop => {}
+    }
+    ctx.io.base.triggers.set_ingress_sender(None);
+}
+
+/// One pass over a group; the delay before the next one (`None`: only on change).
+async fn reconcile(ctx: &IngressCtx, g: &GroupId) -> Option<Duration> {
+    if !ctx.io.base.is_leader() {
+        return None;
+    }
+    let start = std::time::Instant::now();
+    let res = group::reconcile(ctx, g).await;
+    ctx.io
+        .base
+        .metrics
+        .reconcile_duration
+        .get_or_create(&crate::metrics::ControllerLabel { controller: CONTROLLER })
+        .observe(start.elapsed().as_secs_f64());
+    match res {
+        Ok(next) => {
+            ctx.backoff.succeeded(g);
+            next
+        }
+        Err(e) => Some(backoff(ctx, g, &e)),
+    }
+}
+
+/// Per-group backoff, capped like the other controllers'.
+fn backoff(ctx: &IngressCtx, g: &GroupId, err: &Error) -> Duration {
+    let (failures, delay) = ctx.backoff.failed(&ctx.io.base, CONTROLLER, g, err);
+    tracing::warn!(group = %g.stack_id(), error = %err, category = err.category(), failures, retry_in = ?delay, "IngressGroup reconcile failed");
+    delay
+}

@@ -1,0 +1,269 @@
+//! What the Service (NLB) and Ingress (ALB) reconcilers share once a desired `lbc_model::lb::Stack`
+//! exists: reading a stack from AWS by its ownership tags ([`observe`]), carrying out a plan
+//! ([`deploy`]), keeping the stack's TargetGroupBindings ([`bindings`]), deleting a whole stack
+//! ([`delete_stack`]) and deduplicated Warning events ([`Reporter`]).
+//!
+//! The two differ only in the tag prefix (`service.k8s.aws` vs `ingress.k8s.aws`, see
+//! `lbc_model::lb::tags`), the stack ID and the Kubernetes objects that own the stack; those are
+//! parameters here.
+
+pub mod bindings;
+pub mod deploy;
+pub mod observe;
+
+use crate::context::Context;
+use crate::error::{Error, Result};
+use k8s_openapi::api::core::v1::ObjectReference;
+use lbc_aws::lb::LoadBalancers;
+use lbc_aws::net::Networking;
+use lbc_model::lb::diff::{deletion_protected, plan_delete};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// ALBC's event reasons for model build and deploy failures.
+pub const FAILED_BUILD: &str = "FailedBuildModel";
+pub const FAILED_DEPLOY: &str = "FailedDeployModel";
+
+/// The AWS side of one kind of stack: adapters, cluster, VPC and tag prefix.
+pub struct StackIo {
+    pub base: Arc<Context>,
+    pub lbs: Arc<dyn LoadBalancers>,
+    pub net: Arc<dyn Networking>,
+    pub cluster_name: String,
+    pub vpc_id: String,
+    /// `lbc_model::lb::tags::SERVICE_TAG_PREFIX` or `INGRESS_TAG_PREFIX`.
+    pub tag_prefix: &'static str,
+}
+
+impl StackIo {
+    pub fn new(
+        base: Arc<Context>,
+        lbs: Arc<dyn LoadBalancers>,
+        net: Arc<dyn Networking>,
+        cluster_name: &str,
+        vpc_id: &str,
+        tag_prefix: &'static str,
+    ) -> Self {
+        Self { base, lbs, net, cluster_name: cluster_name.into(), vpc_id: vpc_id.into(), tag_prefix }
+    }
+}
+
+/// How deleting a stack went.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Deleted {
+    /// Nothing of the stack is left; `changes` AWS writes were made.
+    Done { changes: usize },
+    /// The load balancer has deletion protection on; nothing was deleted.
+    Protected { load_balancer: String },
+    /// AWS still holds a resource (network interfaces of a deleted load balancer); try again soon.
+    Waiting,
+}
+
+/// Deletes every AWS resource of `stack_id` in `plan_delete`'s order (bindings must be gone
+/// already: their finalizers deregister the targets).
+pub async fn delete_stack(io: &StackIo, stack_id: &str) -> Result<Deleted> {
+    let observed = observe::observe(io, stack_id, None).await?;
+    if deletion_protected(&observed) {
+        let load_balancer = observed.load_balancer.as_ref().map(|(o, _)| o.spec.name.clone()).unwrap_or_default();
+        return Ok(Deleted::Protected { load_balancer });
+    }
+    let steps = plan_delete(&observed);
+    let mut resolved = deploy::Resolved::default();
+    match deploy::execute(io, stack_id, &steps, &[], &mut resolved).await {
+        Ok(()) => Ok(Deleted::Done { changes: steps.len() }),
+        // The load balancer's network interfaces take a while to go; the security group waits.
+        Err(Error::Aws(e)) if e.kind == lbc_aws::error::ErrorKind::InUse => {
+            tracing::info!(stack = %stack_id, error = %e, "waiting for AWS to release resources before deleting them");
+            Ok(Deleted::Waiting)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Warning events sent once per (object, reason) until the message changes, so a persisting
+/// problem is reported once, not every pass.
+#[derive(Default)]
+pub struct Reporter {
+    last: Mutex<HashMap<(String, String), String>>,
+}
+
+fn object_key(r: &ObjectReference) -> String {
+    format!(
+        "{}/{}/{}",
+        r.kind.as_deref().unwrap_or(""),
+        r.namespace.as_deref().unwrap_or(""),
+        r.name.as_deref().unwrap_or("")
+    )
+}
+
+impl Reporter {
+    /// A Warning event, unless the same reason and message were the last one sent for `obj`.
+    pub async fn warn_once(&self, base: &Context, obj: &ObjectReference, reason: &str, message: &str) {
+        let key = (object_key(obj), reason.to_string());
+        let fresh = self.last.lock().expect("reported").insert(key, message.to_string()).as_deref() != Some(message);
+        if fresh {
+            base.event(obj, true, reason, message.to_string()).await;
+        }
+    }
+
+    pub async fn warn_list_once(&self, base: &Context, obj: &ObjectReference, reason: &str, messages: &[String]) {
+        if !messages.is_empty() {
+            self.warn_once(base, obj, reason, &truncate_list(messages.join("; "))).await;
+        }
+    }
+
+    /// Forgets the build/deploy failures reported for `obj` once a pass succeeds, so a
+    /// recurrence is reported again.
+    pub fn clear_failures(&self, obj: &ObjectReference) {
+        let key = object_key(obj);
+        self.last
+            .lock()
+            .expect("reported")
+            .retain(|(k, reason), _| k != &key || !matches!(reason.as_str(), FAILED_BUILD | FAILED_DEPLOY));
+    }
+}
+
+/// Event notes are capped at 1 KiB by the API; keep the start, say that more was cut.
+pub fn truncate_list(s: String) -> String {
+    if s.len() <= 1000 {
+        return s;
+    }
+    let mut cut = 980;
+    while !s.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{} … (truncated)", &s[..cut])
+}
+
+/// What a load balancer needs of its subnets.
+pub struct SubnetNeed<'a> {
+    pub scheme: lbc_model::lb::Scheme,
+    /// 1 for an NLB, 2 for an ALB.
+    pub min_azs: usize,
+    /// The annotation that names subnets, for error messages.
+    pub annotation: &'a str,
+}
+
+/// Subnets of the load balancer: the named ones (IDs or `Name` tags; IDs outside the VPC are
+/// described too, so the error can say where they are) or discovered by role and cluster tags.
+/// `Ok(Err(message))`: no usable set; the message lists every subnet and near miss.
+pub async fn subnets(
+    io: &StackIo,
+    selector: &lbc_model::lb::subnets::SubnetSelector,
+    need: &SubnetNeed<'_>,
+) -> Result<std::result::Result<Vec<lbc_model::lb::Subnet>, String>> {
+    use lbc_aws::net::SubnetQuery;
+    use lbc_model::lb::subnets::{SubnetParams, SubnetSelector, resolve};
+    let mut subnets = io.net.subnets(&SubnetQuery::Vpc(io.vpc_id.clone())).await?;
+    if let SubnetSelector::Explicit(items) = selector {
+        let outside: Vec<String> = items
+            .iter()
+            .filter(|i| i.starts_with("subnet-") && !subnets.iter().any(|s| &s.id == *i))
+            .cloned()
+            .collect();
+        if !outside.is_empty() {
+            match io.net.subnets(&SubnetQuery::Ids(outside)).await {
+                Ok(more) => subnets.extend(more),
+                Err(e) if e.kind == lbc_aws::error::ErrorKind::NotFound => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+    let params = SubnetParams {
+        cluster_name: &io.cluster_name,
+        vpc_id: &io.vpc_id,
+        scheme: need.scheme,
+        min_azs: need.min_azs,
+        cluster_tag_check: true,
+        subnets_annotation: need.annotation,
+    };
+    Ok(resolve(selector, &params, &subnets).map_err(|e| e.to_string()))
+}
+
+/// Per Service and Ingress not in `except` (UIDs just cleaned up, which the cache may still show
+/// with their finalizer): whether it holds one of the controller's load-balancer finalizers. Input
+/// of `lbc_model::lb::backend_sg::release_allowed`.
+pub fn finalizer_holders(stores: &crate::stores::Stores, except: &[String]) -> Vec<bool> {
+    use kube::ResourceExt;
+    use lbc_model::ingress::keys as ik;
+    let skip = |uid: Option<String>| uid.is_some_and(|u| except.contains(&u));
+    let services = stores
+        .services
+        .state()
+        .into_iter()
+        .filter(|s| !skip(s.uid()))
+        .map(|s| s.finalizers().iter().any(|f| f == crate::service::SERVICE_FINALIZER));
+    let ingresses = stores.ingresses.state().into_iter().filter(|i| !skip(i.uid())).map(|i| {
+        i.finalizers()
+            .iter()
+            .any(|f| f == ik::IMPLICIT_GROUP_FINALIZER || f.starts_with(ik::EXPLICIT_GROUP_FINALIZER_PREFIX))
+    });
+    services.chain(ingresses).collect()
+}
+
+/// The merge patch that makes `status.loadBalancer.ingress` hold just `hostname` (or nothing),
+/// `None` when `current` (the hostnames there now) already says so.
+pub fn hostname_patch(current: &[Option<&str>], hostname: Option<&str>) -> Option<serde_json::Value> {
+    let want: Vec<Option<&str>> = hostname.into_iter().map(Some).collect();
+    if current == want.as_slice() {
+        return None;
+    }
+    let ingress: Vec<serde_json::Value> = hostname.iter().map(|h| serde_json::json!({"hostname": h})).collect();
+    Some(serde_json::json!({"status": {"loadBalancer": {"ingress": ingress}}}))
+}
+
+/// IDs of the security groups a `security-groups` annotation names by `Name` (tag or group
+/// name). `Ok(Err(message))`: some do not exist.
+pub async fn security_groups_by_name(
+    io: &StackIo,
+    names: &[String],
+    annotation: &str,
+) -> Result<std::result::Result<Vec<String>, String>> {
+    let q = lbc_aws::net::SecurityGroupQuery::Names { vpc_id: io.vpc_id.clone(), names: names.to_vec() };
+    let found = io.net.security_groups(&q).await?;
+    let missing: Vec<&String> = names
+        .iter()
+        .filter(|n| !found.iter().any(|f| &f.spec.name == *n || f.spec.tags.get("Name") == Some(*n)))
+        .collect();
+    if !missing.is_empty() {
+        return Ok(Err(format!(
+            "security groups named {missing:?} (annotation {annotation}) do not exist in VPC {}; use their IDs (sg-…) or fix the names",
+            io.vpc_id
+        )));
+    }
+    Ok(Ok(found.into_iter().map(|f| f.id).collect()))
+}
+
+/// Failures in a row per key, and the capped exponential backoff that follows from them.
+pub struct Backoff<K> {
+    failures: Mutex<HashMap<K, u32>>,
+    max: std::time::Duration,
+}
+
+impl<K: std::hash::Hash + Eq + Clone> Backoff<K> {
+    pub fn new(max: std::time::Duration) -> Self {
+        Self { failures: Mutex::default(), max }
+    }
+
+    pub fn succeeded(&self, k: &K) {
+        self.failures.lock().expect("failures").remove(k);
+    }
+
+    /// Counts the failure (metric `reconcile_errors`) and returns (failures in a row, delay):
+    /// 1 s doubling up to the cap, jittered.
+    pub fn failed(&self, base: &Context, controller: &'static str, k: &K, err: &Error) -> (u32, std::time::Duration) {
+        let failures = {
+            let mut m = self.failures.lock().expect("failures");
+            let f = m.entry(k.clone()).or_default();
+            *f += 1;
+            *f
+        };
+        base.metrics
+            .reconcile_errors
+            .get_or_create(&crate::metrics::ErrorLabels { controller, category: err.category() })
+            .inc();
+        let first = std::time::Duration::from_secs(1u64 << failures.saturating_sub(1).min(10));
+        let cap = self.max.max(std::time::Duration::from_secs(1));
+        (failures, crate::context::jittered(first.min(self.max)).min(cap))
+    }
+}

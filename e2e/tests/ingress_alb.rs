@@ -1,0 +1,407 @@
+//! Ingress → ALB end to end: the real controller binary, the real kube-apiserver (EndpointSlices
+//! from kube-controller-manager, pods from kwok) and the AWS emulator. Writes are checked in the
+//! emulator's call log, counting only this controller's calls (its access key).
+
+use aws_sdk_elasticloadbalancingv2 as elbv2;
+use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
+use k8s_openapi::api::networking::v1::{
+    HTTPIngressPath, HTTPIngressRuleValue, Ingress, IngressBackend, IngressClass, IngressClassSpec, IngressRule,
+    IngressServiceBackend, IngressSpec, ServiceBackendPort,
+};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kube::Client;
+use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
+use lbc_e2e::controller::ControllerProc;
+use lbc_e2e::emulator::{Call, Emulator};
+use lbc_e2e::{Env, aws, eventually, kube_util, unique};
+use lbc_model::crd::TargetGroupBinding;
+use serde_json::json;
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+const ALB: &str = "alb.ingress.kubernetes.io";
+
+/// The group test's controller watches every namespace: the tests of this file run one at a time
+/// so no two controllers reconcile the same Ingress.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+struct Fixture {
+    env: Env,
+    client: Client,
+    elb: elbv2::Client,
+    emu: Emulator,
+}
+
+async fn setup(test: &str) -> Option<Fixture> {
+    let env = Env::require(test)?;
+    let client = kube_util::client(&env).await;
+    let elb = aws::elbv2(&env).await;
+    let emu = Emulator::new(env.aws_endpoint());
+    Some(Fixture { env, client, elb, emu })
+}
+
+fn ns_name(test: &str) -> String {
+    unique(test.replace('_', "-")[..test.len().min(16)].trim_end_matches('-'))
+}
+
+fn service(name: &str, set: &str) -> Service {
+    Service {
+        metadata: ObjectMeta { name: Some(name.into()), ..Default::default() },
+        spec: Some(ServiceSpec {
+            selector: Some(BTreeMap::from([("lbc-e2e/set".to_string(), set.to_string())])),
+            ports: Some(vec![ServicePort {
+                name: Some("http".into()),
+                port: 80,
+                target_port: Some(IntOrString::Int(8080)),
+                protocol: Some("TCP".into()),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        }),
+        status: None,
+    }
+}
+
+fn path(p: &str, svc: &str) -> HTTPIngressPath {
+    HTTPIngressPath {
+        path: Some(p.into()),
+        path_type: "Prefix".into(),
+        backend: IngressBackend {
+            service: Some(IngressServiceBackend {
+                name: svc.into(),
+                port: Some(ServiceBackendPort { number: Some(80), ..Default::default() }),
+            }),
+            resource: None,
+        },
+    }
+}
+
+fn ingress(name: &str, paths: Vec<HTTPIngressPath>, annotations: &[(&str, &str)]) -> Ingress {
+    let mut ann = BTreeMap::from([
+        ("kubernetes.io/ingress.class".to_string(), "alb".to_string()),
+        (format!("{ALB}/target-type"), "ip".to_string()),
+        (format!("{ALB}/scheme"), "internet-facing".to_string()),
+    ]);
+    for (k, v) in annotations {
+        ann.insert(format!("{ALB}/{k}"), v.to_string());
+    }
+    Ingress {
+        metadata: ObjectMeta { name: Some(name.into()), annotations: Some(ann), ..Default::default() },
+        spec: Some(IngressSpec {
+            rules: Some(vec![IngressRule { host: None, http: Some(HTTPIngressRuleValue { paths }) }]),
+            ..Default::default()
+        }),
+        status: None,
+    }
+}
+
+/// One listener rule as the emulator holds it.
+#[derive(Debug, PartialEq, Eq)]
+struct SeenRule {
+    priority: String,
+    paths: Vec<String>,
+    target_groups: Vec<String>,
+}
+
+impl Fixture {
+    fn ingresses(&self, ns: &str) -> Api<Ingress> {
+        Api::namespaced(self.client.clone(), ns)
+    }
+
+    async fn namespace_with_backends(&self, ns: &str, backends: &[(&str, &str)]) {
+        let services: Api<Service> = Api::namespaced(self.client.clone(), ns);
+        for (svc, set) in backends {
+            self.env.pods(&["create", ns, set, "--replicas", "2", "--port", "8080", "--terminate-seconds", "2"]);
+            services.create(&PostParams::default(), &service(svc, set)).await.expect("create service");
+        }
+    }
+
+    async fn hostname(&self, ns: &str, name: &str) -> Option<String> {
+        let i = self.ingresses(ns).get_opt(name).await.ok()??;
+        i.status?.load_balancer?.ingress?.first()?.hostname.clone()
+    }
+
+    /// Load balancers and target groups carrying `ingress.k8s.aws/stack=<stack>`.
+    async fn stack_arns(&self, stack: &str) -> (Vec<String>, Vec<String>) {
+        let lbs = self.elb.describe_load_balancers().send().await.expect("describe lbs");
+        let tgs = self.elb.describe_target_groups().send().await.expect("describe tgs");
+        let arns: Vec<String> = lbs
+            .load_balancers()
+            .iter()
+            .filter_map(|l| l.load_balancer_arn().map(String::from))
+            .chain(tgs.target_groups().iter().filter_map(|t| t.target_group_arn().map(String::from)))
+            .collect();
+        let (mut lb, mut tg) = (Vec::new(), Vec::new());
+        for arn in arns {
+            let Ok(d) = self.elb.describe_tags().resource_arns(&arn).send().await else { continue };
+            let ours = d
+                .tag_descriptions()
+                .iter()
+                .flat_map(|d| d.tags())
+                .any(|t| t.key() == Some("ingress.k8s.aws/stack") && t.value() == Some(stack));
+            if ours && arn.contains(":loadbalancer/") {
+                lb.push(arn);
+            } else if ours {
+                tg.push(arn);
+            }
+        }
+        (lb, tg)
+    }
+
+    /// The non-default rules of the load balancer's port-80 listener, by priority.
+    async fn rules(&self, lb: &str) -> Vec<SeenRule> {
+        let ls = self.elb.describe_listeners().load_balancer_arn(lb).send().await.expect("listeners");
+        let l = ls.listeners().iter().find(|l| l.port() == Some(80)).expect("HTTP listener on 80");
+        assert_eq!(l.protocol().map(|p| p.as_str()), Some("HTTP"));
+        let rs = self.elb.describe_rules().listener_arn(l.listener_arn().unwrap()).send().await.expect("rules");
+        let mut out: Vec<SeenRule> = rs
+            .rules()
+            .iter()
+            .filter(|r| r.is_default() != Some(true))
+            .map(|r| SeenRule {
+                priority: r.priority().unwrap_or_default().to_string(),
+                paths: r
+                    .conditions()
+                    .iter()
+                    .filter(|c| c.field() == Some("path-pattern"))
+                    .flat_map(|c| {
+                        c.path_pattern_config().map(|p| p.values().to_vec()).unwrap_or_else(|| c.values().to_vec())
+                    })
+                    .collect(),
+                target_groups: r
+                    .actions()
+                    .iter()
+                    .flat_map(|a| {
+                        let single = a.target_group_arn().map(String::from);
+                        let weighted = a
+                            .forward_config()
+                            .map(|f| f.target_groups().iter().filter_map(|t| t.target_group_arn().map(String::from)))
+                            .into_iter()
+                            .flatten();
+                        single.into_iter().chain(weighted)
+                    })
+                    .collect::<BTreeSet<_>>()
+                    .into_iter()
+                    .collect(),
+            })
+            .collect();
+        out.sort_by_key(|r| r.priority.parse::<u32>().unwrap_or(u32::MAX));
+        out
+    }
+
+    /// Write calls (anything but Describe*) `ctl` made since `mark`.
+    async fn writes_since(&self, mark: u64, ctl: &ControllerProc) -> Vec<String> {
+        let (calls, _) = self.emu.calls(mark, None).await;
+        writes(&calls, ctl)
+    }
+
+    /// All calls `ctl` made since `mark`, per operation.
+    async fn calls_since(&self, mark: u64, ctl: &ControllerProc) -> BTreeMap<String, usize> {
+        let (calls, _) = self.emu.calls(mark, None).await;
+        let mut out = BTreeMap::new();
+        for c in calls.iter().filter(|c| c.access_key.as_deref() == Some(ctl.access_key.as_str())) {
+            *out.entry(c.operation.clone()).or_default() += 1;
+        }
+        out
+    }
+
+    async fn target_group_of_service(&self, tgs: &[String], svc_ns: &str, tgb_name_part: &str) -> String {
+        let tgbs: Api<TargetGroupBinding> = Api::namespaced(self.client.clone(), svc_ns);
+        let list = tgbs.list(&ListParams::default()).await.unwrap();
+        let tgb = list
+            .items
+            .iter()
+            .find(|t| t.spec.service_ref.name == tgb_name_part)
+            .unwrap_or_else(|| panic!("a binding for Service {svc_ns}/{tgb_name_part}"));
+        let arn = tgb.spec.target_group_arn.clone().expect("binding has the target group ARN");
+        assert!(tgs.contains(&arn), "binding's target group {arn} is one of the stack's {tgs:?}");
+        arn
+    }
+}
+
+/// Other tests' controllers share the emulator: only this controller's calls count.
+fn writes(calls: &[Call], ctl: &ControllerProc) -> Vec<String> {
+    calls
+        .iter()
+        .filter(|c| c.access_key.as_deref() == Some(ctl.access_key.as_str()))
+        .filter(|c| !c.operation.starts_with("Describe"))
+        .map(|c| c.operation.clone())
+        .collect()
+}
+
+fn summarize(calls: &BTreeMap<String, usize>) -> String {
+    let total: usize = calls.values().sum();
+    format!("{total} calls: {calls:?}")
+}
+
+#[tokio::test]
+async fn ingress_with_two_paths_gets_an_alb_with_rules_and_is_cleaned_up() {
+    let _serial = SERIAL.lock().await;
+    let Some(f) = setup("ingress_alb_single").await else { return };
+    let ns = ns_name("ing_single");
+    f.namespace_with_backends(&ns, &[("svc-a", "a"), ("svc-b", "b")]).await;
+    let ctl = ControllerProc::start(&f.env, &ns, "lbc-e2e-ing", &["--enable-service-controller=false"]);
+    let mark = f.emu.mark().await;
+    let ing = ingress("web", vec![path("/a", "svc-a"), path("/b", "svc-b")], &[]);
+    f.ingresses(&ns).create(&PostParams::default(), &ing).await.expect("create ingress");
+
+    let host = eventually("status.loadBalancer hostname", 90, || f.hostname(&ns, "web")).await;
+    let stack = format!("{ns}/web");
+    let (lbs, tgs) = f.stack_arns(&stack).await;
+    assert_eq!((lbs.len(), tgs.len()), (1, 2), "one ALB and a target group per backend");
+    let lb = f.elb.describe_load_balancers().load_balancer_arns(&lbs[0]).send().await.unwrap();
+    let lb = &lb.load_balancers()[0];
+    assert_eq!(lb.dns_name(), Some(host.as_str()));
+    assert_eq!(lb.r#type().map(|t| t.as_str()), Some("application"));
+    assert!(lb.availability_zones().len() >= 2, "an ALB spans two AZs at least");
+
+    let tg_a = f.target_group_of_service(&tgs, &ns, "svc-a").await;
+    let tg_b = f.target_group_of_service(&tgs, &ns, "svc-b").await;
+    let rules = f.rules(&lbs[0]).await;
+    assert_eq!(rules.len(), 2, "{rules:?}");
+    assert_eq!((rules[0].priority.as_str(), rules[1].priority.as_str()), ("1", "2"), "{rules:?}");
+    assert!(rules[0].paths.contains(&"/a".to_string()) && rules[0].target_groups == [tg_a.clone()], "{rules:?}");
+    assert!(rules[1].paths.contains(&"/b".to_string()) && rules[1].target_groups == [tg_b.clone()], "{rules:?}");
+    for (tg, set) in [(&tg_a, "a"), (&tg_b, "b")] {
+        let want: BTreeSet<String> = f.env.pod_ips(&ns, set).into_iter().map(|ip| format!("{ip}:8080")).collect();
+        eventually(&format!("pods of {set} registered"), 60, || async {
+            (aws::registered(&f.elb, tg).await == want).then_some(())
+        })
+        .await;
+    }
+    let ing = f.ingresses(&ns).get("web").await.unwrap();
+    assert!(ing.metadata.finalizers.unwrap_or_default().contains(&"ingress.k8s.aws/resources".to_string()));
+    let created = f.calls_since(mark, &ctl).await;
+    eprintln!("create: {}", summarize(&created));
+    for op in ["CreateSecurityGroup", "CreateTargetGroup", "CreateLoadBalancer", "CreateListener", "CreateRule"] {
+        assert!(created.contains_key(op), "{op} in {created:?}");
+    }
+
+    // Steady state: a resync makes no write.
+    let mark = f.emu.mark().await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(f.writes_since(mark, &ctl).await, Vec::<String>::new(), "no write without a change");
+
+    // One path changes: one rule is modified, nothing else.
+    let mark = f.emu.mark().await;
+    let patch = json!({"spec": {"rules": [{"http": {"paths": [
+        {"path": "/a", "pathType": "Prefix", "backend": {"service": {"name": "svc-a", "port": {"number": 80}}}},
+        {"path": "/c", "pathType": "Prefix", "backend": {"service": {"name": "svc-b", "port": {"number": 80}}}},
+    ]}}]}});
+    f.ingresses(&ns).patch("web", &PatchParams::default(), &Patch::Merge(patch)).await.unwrap();
+    eventually("rule for /c", 60, || async {
+        let r = f.rules(&lbs[0]).await;
+        (r.len() == 2 && r[1].paths.contains(&"/c".to_string())).then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let updated = f.calls_since(mark, &ctl).await;
+    eprintln!("update (one path): {}", summarize(&updated));
+    assert_eq!(f.writes_since(mark, &ctl).await, ["ModifyRule"], "only the changed rule");
+
+    // Invalid annotation: a Warning, nothing changed in AWS.
+    let mark = f.emu.mark().await;
+    let patch = json!({"metadata": {"annotations": {format!("{ALB}/healthcheck-interval-seconds"): "nope"}}});
+    f.ingresses(&ns).patch("web", &PatchParams::default(), &Patch::Merge(patch)).await.unwrap();
+    let note = eventually("FailedBuildModel event", 30, || async {
+        let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(f.client.clone(), &ns);
+        let list = events.list(&ListParams::default()).await.ok()?;
+        list.items.into_iter().filter(|e| e.reason.as_deref() == Some("FailedBuildModel")).find_map(|e| e.note)
+    })
+    .await;
+    assert!(note.contains("healthcheck-interval-seconds"), "names the annotation: {note}");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(f.writes_since(mark, &ctl).await, Vec::<String>::new(), "bad input changes nothing in AWS");
+    let patch = json!({"metadata": {"annotations": {format!("{ALB}/healthcheck-interval-seconds"): null}}});
+    f.ingresses(&ns).patch("web", &PatchParams::default(), &Patch::Merge(patch)).await.unwrap();
+
+    // Deleted: nothing of ours left, the Ingress goes away.
+    let mark = f.emu.mark().await;
+    f.ingresses(&ns).delete("web", &DeleteParams::default()).await.unwrap();
+    eventually("Ingress gone", 120, || async { f.ingresses(&ns).get_opt("web").await.ok()?.is_none().then_some(()) })
+        .await;
+    let (lbs, tgs) = f.stack_arns(&stack).await;
+    assert!(lbs.is_empty() && tgs.is_empty(), "left behind: {lbs:?} {tgs:?}");
+    eprintln!("delete: {}", summarize(&f.calls_since(mark, &ctl).await));
+    drop(ctl);
+    kube_util::delete_namespace(&f.client, &ns).await;
+}
+
+#[tokio::test]
+async fn a_group_of_two_namespaces_shares_one_alb_in_group_order() {
+    let _serial = SERIAL.lock().await;
+    let Some(f) = setup("ingress_alb_group").await else { return };
+    let (ns1, ns2) = (ns_name("ing_group_one"), ns_name("ing_group_two"));
+    f.namespace_with_backends(&ns1, &[("svc-a", "a")]).await;
+    f.namespace_with_backends(&ns2, &[("svc-b", "b")]).await;
+    let group = unique("e2e-group");
+    // Selected through an IngressClass of ours (spec.ingressClassName), not the annotation.
+    let classes: Api<IngressClass> = Api::all(f.client.clone());
+    let class = IngressClass {
+        metadata: ObjectMeta { name: Some(group.clone()), ..Default::default() },
+        spec: Some(IngressClassSpec { controller: Some("ingress.k8s.aws/alb".into()), parameters: None }),
+    };
+    classes.create(&PostParams::default(), &class).await.expect("create IngressClass");
+    // Every namespace: the group spans two.
+    let ctl = ControllerProc::start(&f.env, "", "lbc-e2e-ing-group", &["--enable-service-controller=false"]);
+    let order = |o: &'static str| [("group.name", group.as_str()), ("group.order", o)];
+    let with_class = |mut i: Ingress| {
+        i.metadata.annotations.as_mut().unwrap().remove("kubernetes.io/ingress.class");
+        i.spec.as_mut().unwrap().ingress_class_name = Some(group.clone());
+        i
+    };
+    // ns2's Ingress comes first (order 1), ns1's second (order 2).
+    let first = with_class(ingress("first", vec![path("/first", "svc-b")], &order("1")));
+    let second = with_class(ingress("second", vec![path("/second", "svc-a")], &order("2")));
+    f.ingresses(&ns1).create(&PostParams::default(), &second).await.expect("create second");
+    f.ingresses(&ns2).create(&PostParams::default(), &first).await.expect("create first");
+
+    let h1 = eventually("hostname of first", 90, || f.hostname(&ns2, "first")).await;
+    let h2 = eventually("hostname of second", 90, || f.hostname(&ns1, "second")).await;
+    assert_eq!(h1, h2, "one ALB for the group");
+    let (lbs, tgs) = eventually("two target groups", 60, || async {
+        let (l, t) = f.stack_arns(&group).await;
+        (l.len() == 1 && t.len() == 2).then_some((l, t))
+    })
+    .await;
+    let rules = eventually("two rules", 60, || async {
+        let r = f.rules(&lbs[0]).await;
+        (r.len() == 2).then_some(r)
+    })
+    .await;
+    assert!(rules[0].paths.contains(&"/first".to_string()), "group.order 1 first: {rules:?}");
+    assert!(rules[1].paths.contains(&"/second".to_string()), "{rules:?}");
+    for (ns, name) in [(&ns2, "first"), (&ns1, "second")] {
+        let ing = f.ingresses(ns).get(name).await.unwrap();
+        assert!(ing.metadata.finalizers.unwrap_or_default().contains(&format!("group.ingress.k8s.aws/{group}")));
+    }
+
+    // The first member leaves the group: only its rule and target group go.
+    let tg_first = f.target_group_of_service(&tgs, &ns2, "svc-b").await;
+    let mark = f.emu.mark().await;
+    f.ingresses(&ns2).delete("first", &DeleteParams::default()).await.unwrap();
+    eventually("first gone", 120, || async { f.ingresses(&ns2).get_opt("first").await.ok()?.is_none().then_some(()) })
+        .await;
+    let (lbs_after, tgs_after) = f.stack_arns(&group).await;
+    assert_eq!(lbs_after, lbs, "the ALB stays");
+    assert_eq!(tgs_after.len(), 1, "{tgs_after:?}");
+    assert!(!tgs_after.contains(&tg_first), "the leaving member's target group is deleted");
+    let rules = f.rules(&lbs[0]).await;
+    assert_eq!(rules.len(), 1, "{rules:?}");
+    assert!(rules[0].paths.contains(&"/second".to_string()), "{rules:?}");
+    let written = f.writes_since(mark, &ctl).await;
+    assert!(!written.iter().any(|w| w == "DeleteLoadBalancer" || w == "DeleteListener"), "{written:?}");
+
+    // The last member goes: nothing of ours left.
+    f.ingresses(&ns1).delete("second", &DeleteParams::default()).await.unwrap();
+    eventually("second gone", 120, || async {
+        f.ingresses(&ns1).get_opt("second").await.ok()?.is_none().then_some(())
+    })
+    .await;
+    let (lbs, tgs) = f.stack_arns(&group).await;
+    assert!(lbs.is_empty() && tgs.is_empty(), "left behind: {lbs:?} {tgs:?}");
+    drop(ctl);
+    classes.delete(&group, &DeleteParams::default()).await.expect("delete IngressClass");
+    kube_util::delete_namespace(&f.client, &ns1).await;
+    kube_util::delete_namespace(&f.client, &ns2).await;
+}
