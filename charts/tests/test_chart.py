@@ -41,6 +41,7 @@ MATRIX = {
     "no-service-mutator": {"enableServiceMutatorWebhook": False},
     "given-backend-sg": {"backendSecurityGroup": "sg-0123456789abcdef0"},
     "no-backend-sg": {"enableBackendSecurityGroup": False},
+    "ingress-defaults": {"defaultSSLPolicy": "ELBSecurityPolicy-TLS13-1-2-2021-06", "defaultTargetType": "ip"},
     "credentials-secret": {"awsCredentials": {"source": "secret", "secretName": "aws-creds",
                                               "sessionTokenKey": "aws_session_token"}},
     "credentials-file": {"awsCredentials": {"source": "file", "secretName": "aws-creds-file", "profile": "lbc"}},
@@ -248,6 +249,9 @@ def test_template(helm, tmp_path, case):
     args = pod["containers"][0]["args"]
     vols = {v["name"]: v for v in pod["volumes"]}
     assert f"--enable-backend-security-group={str(MATRIX[case].get('enableBackendSecurityGroup', True)).lower()}" in args
+    for value, flag in (("defaultSSLPolicy", "--default-ssl-policy"), ("defaultTargetType", "--default-target-type")):
+        want = [f"{flag}={MATRIX[case][value]}"] if value in MATRIX[case] else []
+        assert [a for a in args if a.startswith(f"{flag}=")] == want
     given = MATRIX[case].get("backendSecurityGroup")
     assert [a for a in args if a.startswith("--backend-security-group=")] == ([f"--backend-security-group={given}"] if given else [])
     if creds == "file":
