@@ -442,7 +442,12 @@ async fn sni_certificates_follow_the_ssl_cert_annotation() {
     let created = f.writes_since(mark, &ctl).await;
     assert!(created.iter().any(|o| o == "AddListenerCertificates"), "extra certificate attached: {created:?}");
 
-    // Steady state: all certificates are observed, so a resync writes nothing.
+    // Steady state (once the binding has registered the pod): all certificates are observed, so a
+    // resync writes nothing.
+    let (_, tgs) = f.stack_arns("tls").await;
+    let want: BTreeSet<String> = f.env.pod_ips(&f.ns, "web").into_iter().map(|ip| format!("{ip}:8080")).collect();
+    eventually("pod IPs registered", 60, || async { (aws::registered(&f.elb, &tgs[0]).await == want).then_some(()) })
+        .await;
     let mark = f.emu.mark().await;
     tokio::time::sleep(std::time::Duration::from_secs(3)).await;
     assert_eq!(f.writes_since(mark, &ctl).await, Vec::<String>::new(), "no write without a change");
