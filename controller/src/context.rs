@@ -72,6 +72,20 @@ pub struct Context {
 }
 
 impl Context {
+    /// A VPC's CIDRs, fetched once per VPC and process: concurrent first lookups wait for the call
+    /// in flight, a failed one is tried again by the next caller. (A CIDR block associated later is
+    /// seen after a restart.)
+    pub async fn vpc_cidrs(&self, vpc_id: &str) -> crate::error::Result<VpcCidrs> {
+        let cell = self.vpcs.lock().expect("vpc cache").entry(vpc_id.to_string()).or_default().clone();
+        let v = cell
+            .get_or_try_init(|| async {
+                let cidrs = self.ec2.vpc_cidrs(vpc_id).await?;
+                VpcCidrs::parse(&cidrs).map_err(|e| crate::error::Error::Invalid(format!("VPC {vpc_id}: {e}")))
+            })
+            .await?;
+        Ok(v.clone())
+    }
+
     pub fn is_leader(&self) -> bool {
         *self.leader.borrow()
     }

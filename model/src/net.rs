@@ -34,6 +34,11 @@ impl VpcCidrs {
         self.blocks.iter().any(|b| b.contains(ip))
     }
 
+    /// The blocks as AWS writes them (`10.0.0.0/16`).
+    pub fn to_strings(&self) -> Vec<String> {
+        self.blocks.iter().map(|b| b.to_string()).collect()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.blocks.is_empty()
     }

@@ -382,7 +382,7 @@ async fn build_context(
         (None, BackendSgMode::Auto) => Some(BACKEND_SG_PENDING.to_string()),
         (id, _) => id,
     };
-    c.vpc_cidrs = ctx.io.base.ec2.vpc_cidrs(&ctx.cfg.vpc_id).await?;
+    c.vpc_cidrs = ctx.io.base.vpc_cidrs(&ctx.cfg.vpc_id).await?.to_strings();
     c.ipv6_available = c.vpc_cidrs.iter().any(|s| s.contains(':'));
     c.existing = observed.load_balancer.as_ref().map(|(o, _)| lbc_model::lb::build::ExistingLoadBalancer {
         scheme: o.spec.scheme,

@@ -262,7 +262,7 @@ async fn build_context(
         (id, _) => id,
     };
     c.external_managed_tags = ctx.cfg.external_managed_tags.clone();
-    c.vpc_cidrs = ctx.io.base.ec2.vpc_cidrs(&ctx.cfg.vpc_id).await?;
+    c.vpc_cidrs = ctx.io.base.vpc_cidrs(&ctx.cfg.vpc_id).await?.to_strings();
     c.ipv6_available = c.vpc_cidrs.iter().any(|s| s.contains(':'));
     c.existing = observed.load_balancer.as_ref().map(|(o, _)| ExistingLoadBalancer {
         scheme: o.spec.scheme,

@@ -412,8 +412,7 @@ fn uncached_target_group_arns(ctx: &Context, arn: &str) -> Vec<String> {
         .collect()
 }
 
-/// The VPC's CIDRs, fetched once per VPC: concurrent first lookups wait for the call in flight
-/// (a failed one is tried again by the next caller).
+/// The CIDRs of the binding's VPC (its own, the target group's, or the cluster's).
 async fn vpc_cidrs(ctx: &Context, tgb: &TargetGroupBinding, tg: &TargetGroupInfo) -> Result<VpcCidrs> {
     let vpc_id = tgb
         .spec
@@ -425,14 +424,7 @@ async fn vpc_cidrs(ctx: &Context, tgb: &TargetGroupBinding, tg: &TargetGroupInfo
     if vpc_id.is_empty() {
         return Ok(VpcCidrs::default());
     }
-    let cell = ctx.vpcs.lock().expect("vpc cache").entry(vpc_id.clone()).or_default().clone();
-    let v = cell
-        .get_or_try_init(|| async {
-            let cidrs = ctx.ec2.vpc_cidrs(&vpc_id).await?;
-            VpcCidrs::parse(&cidrs).map_err(|e| Error::Invalid(format!("VPC {vpc_id}: {e}")))
-        })
-        .await?;
-    Ok(v.clone())
+    ctx.vpc_cidrs(&vpc_id).await
 }
 
 async fn report_overlay_ips(
