@@ -123,6 +123,16 @@ impl Fixture {
         }
     }
 
+    /// Waits until target group `tg` holds exactly the `web` pods' IPs (the binding registered them);
+    /// returns them as `ip:8080`.
+    async fn wait_registered(&self, tg: &str) -> BTreeSet<String> {
+        let want: BTreeSet<String> =
+            self.env.pod_ips(&self.ns, "web").into_iter().map(|ip| format!("{ip}:8080")).collect();
+        eventually("pod IPs registered", 60, || async { (aws::registered(&self.elb, tg).await == want).then_some(()) })
+            .await;
+        want
+    }
+
     /// Write calls (anything but Describe*) `ctl` made since `mark`, as "Operation" strings.
     async fn writes_since(&self, mark: u64, ctl: &ControllerProc) -> Vec<String> {
         let (calls, _) = self.emu.calls(mark, None).await;
@@ -164,9 +174,7 @@ async fn service_gets_an_nlb_follows_updates_and_is_cleaned_up() {
     let host = eventually("status.loadBalancer hostname", 90, || f.hostname("web")).await;
     let (lbs, tgs) = f.stack_arns("web").await;
     assert_eq!((lbs.len(), tgs.len()), (1, 1), "one NLB and one target group carry the stack tag");
-    let want: BTreeSet<String> = f.env.pod_ips(&f.ns, "web").into_iter().map(|ip| format!("{ip}:8080")).collect();
-    eventually("pod IPs registered", 60, || async { (aws::registered(&f.elb, &tgs[0]).await == want).then_some(()) })
-        .await;
+    let want = f.wait_registered(&tgs[0]).await;
     let tgbs: Api<TargetGroupBinding> = Api::namespaced(f.client.clone(), &f.ns);
     let [tgb] = tgbs.list(&ListParams::default()).await.unwrap().items.try_into().expect("one binding");
     assert_eq!(tgb.spec.target_group_arn.as_deref(), Some(tgs[0].as_str()));
@@ -445,9 +453,7 @@ async fn sni_certificates_follow_the_ssl_cert_annotation() {
     // Steady state (once the binding has registered the pod): all certificates are observed, so a
     // resync writes nothing.
     let (_, tgs) = f.stack_arns("tls").await;
-    let want: BTreeSet<String> = f.env.pod_ips(&f.ns, "web").into_iter().map(|ip| format!("{ip}:8080")).collect();
-    eventually("pod IPs registered", 60, || async { (aws::registered(&f.elb, &tgs[0]).await == want).then_some(()) })
-        .await;
+    f.wait_registered(&tgs[0]).await;
     let mark = f.emu.mark().await;
     tokio::time::sleep(std::time::Duration::from_secs(3)).await;
     assert_eq!(f.writes_since(mark, &ctl).await, Vec::<String>::new(), "no write without a change");
@@ -487,9 +493,7 @@ async fn private_link_enforcement_and_minimum_capacity_follow_their_annotations(
     let d = f.elb.describe_load_balancers().load_balancer_arns(&arn).send().await.unwrap();
     assert_eq!(d.load_balancers()[0].enforce_security_group_inbound_rules_on_private_link_traffic(), Some("off"));
     let (_, tgs) = f.stack_arns("web").await;
-    let want: BTreeSet<String> = f.env.pod_ips(&f.ns, "web").into_iter().map(|ip| format!("{ip}:8080")).collect();
-    eventually("pod IPs registered", 60, || async { (aws::registered(&f.elb, &tgs[0]).await == want).then_some(()) })
-        .await;
+    f.wait_registered(&tgs[0]).await;
 
     // In sync: no write on resync.
     let mark = f.emu.mark().await;
