@@ -71,13 +71,20 @@ def build():
     b.stat("Targets not healthy", f'sum(awslbc_targets{{{J},state!="healthy"}})')
     b.stat("Pending reconciles", f"sum(awslbc_pending_reconciles{{{J}}})")
     b.stat("AWS credentials expire in", f"min(aws_credentials_expiry_timestamp_seconds{{{J}}} > 0) - time()", "s",
-           desc="Short-lived credentials (Vault source) only; empty for keys without expiry. "
-                "PENDING: the metric comes with the Vault credential source.")
+           desc="Soonest expiry of the keys being handed out (vault source, or file with an expiration); "
+                "empty for keys without expiry. Refreshed at 2/3 of the lease, so it should never go below ~5 min.")
 
     b.row("Reconcile")
     b.latency("Reconcile duration", "awslbc_reconcile_duration_seconds")
     b.ts("Reconcile errors by category",
          [(f"sum by (category) (rate(awslbc_reconcile_errors_total{{{J}}}[$__rate_interval]))", "{{category}}")], "ops")
+    b.ts("Reconcile duration p99 by controller", [
+        (f"histogram_quantile(0.99, sum by (le, controller) (rate(awslbc_reconcile_duration_seconds_bucket{{{J}}}"
+         f"[$__rate_interval])))", "{{controller}}")], "s",
+         desc="targetgroupbinding, service (NLB stacks), ingress (ALB groups), backend rules")
+    b.ts("Reconcile errors by controller", [
+        (f"sum by (controller) (rate(awslbc_reconcile_errors_total{{{J}}}[$__rate_interval]))", "{{controller}}")],
+         "ops")
     b.ts("Reconciles and checkpoint skips", [
         (f"sum(rate(awslbc_reconcile_duration_seconds_count{{{J}}}[$__rate_interval]))", "reconciles"),
         (f"sum(rate(awslbc_reconcile_skipped_checkpoint_total{{{J}}}[$__rate_interval]))", "skipped (in sync)"),
@@ -117,6 +124,32 @@ def build():
     b.ts("Client-side rate-limit wait p99", [(f"histogram_quantile(0.99, sum by (le, operation) (rate("
                                               f"aws_api_client_throttle_wait_seconds_bucket{{{J}}}"
                                               f"[$__rate_interval])))", "{{operation}}")], "s", w=12)
+
+    b.row("AWS credentials")
+    b.ts("Time until the keys expire", [(f"min by (pod, source) (aws_credentials_expiry_timestamp_seconds{{{J}}} > 0)"
+                                         f" - time()", "{{pod}} {{source}}")], "s",
+         desc="A saw-tooth: it climbs at each refresh. A line falling towards 0 means refreshes fail.")
+    b.ts("Credential refreshes by outcome", [
+        (f"sum by (source, outcome) (increase(aws_credentials_refreshes_total{{{J}}}[$__rate_interval]))",
+         "{{source}} {{outcome}}")])
+    b.ts("Credential refresh failures by reason", [
+        (f"sum by (source, reason) (increase(aws_credentials_refresh_failures_total{{{J}}}[$__rate_interval]))",
+         "{{source}} {{reason}}")],
+         desc="sealed, permission_denied (403: role binding or policy), audience, unreachable, file_invalid, ...")
+
+    b.row("Admission webhooks")
+    b.ts("Requests by webhook and outcome", [
+        (f"sum by (webhook_name, outcome) (rate(awslbc_webhook_requests_total{{{J}}}[$__rate_interval]))",
+         "{{webhook_name}} {{outcome}}")], "ops")
+    b.ts("Answer time p99 by webhook", [
+        (f"histogram_quantile(0.99, sum by (le, webhook_name) (rate(awslbc_webhook_request_duration_seconds_bucket"
+         f"{{{J}}}[$__rate_interval])))", "{{webhook_name}}")], "s",
+         desc="The API server waits for this on every matching create/update; keep it far below the webhook timeout.")
+    b.ts("Refused or failed, by reason", [
+        (f"sum by (webhook_name, error_category) (rate(awslbc_webhook_mutation_failure_total{{{J}}}"
+         f"[$__rate_interval]))", "mutate {{webhook_name}} {{error_category}}"),
+        (f"sum by (webhook_name, error_category) (rate(awslbc_webhook_validation_failure_total{{{J}}}"
+         f"[$__rate_interval]))", "validate {{webhook_name}} {{error_category}}")], "ops")
 
     b.row("Leader and caches")
     b.ts("Leader by pod", [(f"max by (pod) (awslbc_leader{{{J}}})", "{{pod}}")], w=12)

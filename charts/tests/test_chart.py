@@ -19,9 +19,11 @@ import re
 import secrets
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -548,8 +550,12 @@ def scenario(helm, tmp_path_factory, e2e, controller_bin):
                     for name in arns]
         kubectl(e2e, "apply", "-f", "-", input=yaml.safe_dump_all(bindings))
 
-        metrics_port, health_port = free_port(), free_port()
+        metrics_port, health_port, webhook_port = free_port(), free_port(), free_port()
         s.log_path = tmp / "controller.log"
+        certs = tmp / "certs"
+        certs.mkdir()
+        run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+             "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", certs / "tls.key", "-out", certs / "tls.crt"])
         creds_file = tmp / "aws-credentials"
         creds_file.write_text("[default]\naws_access_key_id = testing\naws_secret_access_key = testing\n")
         env = {**e2e, "KUBECONFIG": str(s.kubeconfig)}
@@ -561,8 +567,7 @@ def scenario(helm, tmp_path_factory, e2e, controller_bin):
                 f"--aws-api-endpoints=Elastic Load Balancing v2={endpoint},EC2={endpoint}",
                 f"--watch-namespace={s.ns}", f"--leader-election-namespace={s.ns}",
                 f"--metrics-bind-addr=127.0.0.1:{metrics_port}", f"--health-probe-bind-addr=127.0.0.1:{health_port}",
-                "--webhook-bind-host=127.0.0.1", f"--webhook-bind-port={free_port()}",
-                f"--webhook-cert-dir={tmp / 'no-certs'}",
+                "--webhook-bind-host=127.0.0.1", f"--webhook-bind-port={webhook_port}", f"--webhook-cert-dir={certs}",
                 f"--kubeconfig={s.kubeconfig}", "--targetgroupbinding-requeue-duration=1s",
                 # the refreshing file source (as the chart's `file` mode runs it): its metrics are queried
                 "--aws-credentials-source=file", f"--aws-credentials-file={creds_file}",
@@ -634,7 +639,44 @@ def scenario(helm, tmp_path_factory, e2e, controller_bin):
             e2e, "get", "service", "web-nlb", "-n", s.ns, "--ignore-not-found", "-o", "name").stdout.strip())
         assert "forbidden" not in s.log_path.read_text().lower(), "an API call was forbidden under the chart's RBAC"
 
-        s.metrics = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10).read().decode()
+        # Admission requests as the API server sends them (one admitted, one denied, one malformed), so the
+        # dashboard's webhook series have samples.
+        tls = ssl.create_default_context(cafile=str(certs / "tls.crt"))
+
+        def review(path, obj, kind, resource=""):
+            body = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+                "uid": secrets.token_hex(8), "kind": kind, "operation": "CREATE",
+                "resource": {"group": kind.get("group"), "version": "v1", "resource": resource},
+                "namespace": s.ns, "userInfo": {}, "object": obj}} if obj is not None else {"garbage": True}
+            req = urllib.request.Request(f"https://127.0.0.1:{webhook_port}{path}", json.dumps(body).encode(),
+                                         {"Content-Type": "application/json"})
+            try:
+                return json.loads(urllib.request.urlopen(req, context=tls, timeout=10).read())
+            except urllib.error.HTTPError as e:
+                return {"status": e.code}
+
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": s.ns},
+               "spec": {"containers": [{"name": "c", "image": "x"}]}}
+        assert review("/mutate-v1-pod", pod, {"group": "", "version": "v1", "kind": "Pod"}, "pods")["response"]["allowed"]
+        bad_ing = {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+                   "metadata": {"name": "i", "namespace": s.ns, "annotations": {
+                       "kubernetes.io/ingress.class": "alb", "alb.ingress.kubernetes.io/scheme": "sideways"}},
+                   "spec": {}}
+        denied = review("/validate-networking-v1-ingress", bad_ing,
+                        {"group": "networking.k8s.io", "version": "v1", "kind": "Ingress"}, "ingresses")
+        assert denied["response"]["allowed"] is False, denied
+        review("/mutate-v1-pod", None, {})
+
+        # A credentials file that stops parsing: the refresh fails (counted by reason), the keys read before stay
+        # in use, and the next good file is picked up.
+        metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
+        good = creds_file.read_text()
+        creds_file.write_text("[default]\naws_access_key_id = \n")
+        eventually("credential refresh failure counted", 30, lambda: alive() and 'reason="file_invalid"' in
+                   urllib.request.urlopen(metrics_url, timeout=10).read().decode())
+        creds_file.write_text(good)
+
+        s.metrics = urllib.request.urlopen(metrics_url, timeout=10).read().decode()
         assert urllib.request.urlopen(f"http://127.0.0.1:{health_port}/readyz", timeout=10).status == 200
         assert re.search(r"^awslbc_leader 1$", s.metrics, re.M), "not leader under the chart's Lease Role"
         proc.send_signal(signal.SIGTERM)  # graceful: releases the Lease (get + update)
@@ -724,6 +766,35 @@ def exported(name, types):
     if types.get(name) in ("gauge", "unknown", "info", "stateset"):
         return True
     return any(name.endswith(suf) and types.get(name[: -len(suf)]) in kinds for suf, kinds in SUFFIXES.items())
+
+
+@pytest.fixture(scope="session")
+def promql_check(controller_bin):
+    """Our wrapper around an independent PromQL parser (e2e/src/bin/promql-check.rs)."""
+    b = controller_bin.parent / "promql-check"
+    if not b.exists():
+        run(["cargo", "build", "-q", "-p", "lbc-e2e", "--bin", "promql-check", "--manifest-path", REPO / "Cargo.toml"],
+            timeout=3600)
+    return b
+
+
+def as_promql(expr):
+    """A dashboard query as Prometheus would receive it: Grafana's interval variables replaced and
+    `label_values(selector, label)` (a Grafana function) reduced to its selector."""
+    m = re.fullmatch(r"label_values\((.*),\s*\w+\)", expr.strip())
+    if m:
+        expr = m.group(1)
+    return expr.replace("$__rate_interval", "5m").replace("$__interval", "1m")
+
+
+def test_queries_are_valid_promql(helm, tmp_path, promql_check):
+    exprs = [as_promql(e) for e in queried_exprs(helm, tmp_path)]
+    assert len(exprs) > 30, exprs
+    p = run([promql_check], input=json.dumps(exprs), check=False)
+    assert p.returncode == 0, f"PromQL that does not parse:\n{p.stdout}{p.stderr}"
+    # The checker must fail on broken PromQL, or this test proves nothing.
+    p = run([promql_check], input=json.dumps(["sum(rate(awslbc_leader[5m])"]), check=False)
+    assert p.returncode == 1 and "0:" in p.stdout, p.stdout + p.stderr
 
 
 def test_queried_metrics_exist(helm, tmp_path, scenario):
