@@ -316,6 +316,13 @@ async fn find_by_tags_describes_tags_in_chunks_of_20() {
         calls.iter().filter(|c| c.operation == "DescribeTags").map(|c| c.outcome.as_str()).collect();
     assert!(tag_calls.len() >= 2 && tag_calls.iter().all(|o| *o == "ok"), "{tag_calls:?}");
 
+    // Asked again: the 22 groups seen without the stack's tags are not asked about again (tag cache);
+    // the 3 that carry them are read fresh, in one call.
+    let before = emu.mark().await;
+    assert_eq!(lbs.find_target_groups(&tags).await.unwrap().len(), 3);
+    let (calls, _) = emu.calls(before, None).await;
+    assert_eq!(calls.iter().filter(|c| c.operation == "DescribeTags").count(), 1, "{calls:?}");
+
     // A resource deleted between the listing and DescribeTags: the chunk is retried one by one.
     let id = emu
         .fault(json!({"service": "elasticloadbalancing", "operation": "DescribeTags", "code": "TargetGroupNotFound",

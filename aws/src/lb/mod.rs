@@ -11,6 +11,7 @@ mod convert_rules;
 mod sdk;
 mod sdk_extras;
 mod sdk_rules;
+mod tag_cache;
 
 pub use sdk::SdkLoadBalancers;
 

@@ -1,6 +1,7 @@
 //! [`LoadBalancers`] over aws_sdk_elasticloadbalancingv2; every call goes through [`CallRunner`].
 
 use super::convert as cv;
+use super::tag_cache::TagCache;
 use super::{DESCRIBE_TAGS_CHUNK, FoundLoadBalancer, LoadBalancers, require_target_group_arns, tags_match};
 use crate::call::{CallRunner, Service, all_pages};
 use crate::error::{AwsError, ErrorKind, HttpStatus};
@@ -15,6 +16,7 @@ use lbc_model::lb::{
 };
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Instant;
 
 pub(super) const SVC: Service = Service::Elbv2;
 /// Largest page DescribeLoadBalancers / DescribeTargetGroups / DescribeListeners accept.
@@ -24,11 +26,25 @@ pub(super) const PAGE_SIZE: i32 = 400;
 pub struct SdkLoadBalancers {
     pub(super) client: elbv2::Client,
     pub(super) runner: Arc<CallRunner>,
+    tag_cache: TagCache,
 }
 
 impl SdkLoadBalancers {
     pub fn new(client: elbv2::Client, runner: Arc<CallRunner>) -> Self {
-        Self { client, runner }
+        Self { client, runner, tag_cache: TagCache::default() }
+    }
+
+    /// Tags of the listed resources (of one `kind`) that may match `want`; see [`TagCache`].
+    async fn tags_for_query(
+        &self,
+        kind: &str,
+        listed: Vec<String>,
+        want: &Tags,
+    ) -> Result<BTreeMap<String, Tags>, AwsError> {
+        let read = self.tag_cache.to_read(kind, &listed, want, Instant::now());
+        let tags = self.describe_tags(&read).await?;
+        self.tag_cache.remember(&tags, Instant::now());
+        Ok(tags)
     }
 
     async fn all_load_balancers(&self) -> Result<Vec<sdk::LoadBalancer>, AwsError> {
@@ -135,7 +151,7 @@ impl LoadBalancers for SdkLoadBalancers {
     async fn find_load_balancers(&self, tags: &Tags) -> Result<Vec<FoundLoadBalancer>, AwsError> {
         let lbs = self.all_load_balancers().await?;
         let arns: Vec<String> = lbs.iter().filter_map(|l| l.load_balancer_arn().map(str::to_string)).collect();
-        let mut all_tags = self.describe_tags(&arns).await?;
+        let mut all_tags = self.tags_for_query(":loadbalancer/", arns, tags).await?;
         Ok(lbs
             .iter()
             .filter_map(|lb| {
@@ -148,7 +164,7 @@ impl LoadBalancers for SdkLoadBalancers {
     async fn find_target_groups(&self, tags: &Tags) -> Result<Vec<Observed<TargetGroup>>, AwsError> {
         let tgs = self.all_target_groups().await?;
         let arns: Vec<String> = tgs.iter().filter_map(|t| t.target_group_arn().map(str::to_string)).collect();
-        let mut all_tags = self.describe_tags(&arns).await?;
+        let mut all_tags = self.tags_for_query(":targetgroup/", arns, tags).await?;
         Ok(tgs
             .iter()
             .filter_map(|tg| {
@@ -514,6 +530,7 @@ impl LoadBalancers for SdkLoadBalancers {
             return Ok(());
         }
         let t = cv::tags(tags);
+        self.tag_cache.forget(arn);
         self.runner
             .run(SVC, OP, || async {
                 let req = self.client.add_tags().resource_arns(arn);
@@ -528,6 +545,7 @@ impl LoadBalancers for SdkLoadBalancers {
         if keys.is_empty() {
             return Ok(());
         }
+        self.tag_cache.forget(arn);
         self.runner
             .run(SVC, OP, || async {
                 let req = self.client.remove_tags().resource_arns(arn);
