@@ -637,6 +637,24 @@ def scenario(helm, tmp_path_factory, e2e, controller_bin):
         kubectl(e2e, "delete", "service", "web-nlb", "-n", s.ns, "--wait=false")
         eventually("NLB Service deleted", 90, lambda: alive() and not kubectl(
             e2e, "get", "service", "web-nlb", "-n", s.ns, "--ignore-not-found", "-o", "name").stdout.strip())
+
+        # Ingress controller under the same RBAC: finalizer, ALB, owned bindings, status.loadBalancer, cleanup.
+        kubectl(e2e, "apply", "-f", "-", input=yaml.safe_dump({
+            "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+            "metadata": {"name": "web-alb", "namespace": s.ns, "annotations": {
+                "kubernetes.io/ingress.class": "alb", "alb.ingress.kubernetes.io/target-type": "ip"}},
+            "spec": {"rules": [{"http": {"paths": [{"path": "/", "pathType": "Prefix", "backend": {
+                "service": {"name": "web", "port": {"number": 80}}}}]}}]}}))
+        eventually("ALB hostname in the Ingress status", 90, lambda: alive() and get("ingress", "web-alb").get(
+            "status", {}).get("loadBalancer", {}).get("ingress"))
+        assert "ingress.k8s.aws/resources" in get("ingress", "web-alb")["metadata"].get("finalizers", [])
+        # An implicit group's bindings carry ALBC's stack labels (a group may span namespaces: no owner).
+        owned = [t for t in get("targetgroupbindings")["items"]
+                 if t["metadata"].get("labels", {}).get("ingress.k8s.aws/stack-name") == "web-alb"]
+        assert len(owned) == 1, [t["metadata"] for t in get("targetgroupbindings")["items"]]
+        kubectl(e2e, "delete", "ingress", "web-alb", "-n", s.ns, "--wait=false")
+        eventually("Ingress deleted", 90, lambda: alive() and not kubectl(
+            e2e, "get", "ingress", "web-alb", "-n", s.ns, "--ignore-not-found", "-o", "name").stdout.strip())
         assert "forbidden" not in s.log_path.read_text().lower(), "an API call was forbidden under the chart's RBAC"
 
         # Admission requests as the API server sends them (one admitted, one denied, one malformed), so the
