@@ -15,6 +15,7 @@ use tokio::time::Instant;
 pub enum Service {
     Elbv2,
     Ec2,
+    Acm,
 }
 
 impl Service {
@@ -23,6 +24,7 @@ impl Service {
         match self {
             Self::Elbv2 => lbc_model::throttle::ELBV2_SERVICE,
             Self::Ec2 => lbc_model::throttle::EC2_SERVICE,
+            Self::Acm => lbc_model::throttle::ACM_SERVICE,
         }
     }
 
@@ -31,6 +33,7 @@ impl Service {
         match self {
             Self::Elbv2 => "elasticloadbalancing",
             Self::Ec2 => "ec2",
+            Self::Acm => "acm",
         }
     }
 }

@@ -8,12 +8,13 @@ use aws_credential_types::provider::SharedCredentialsProvider;
 use std::collections::HashMap;
 
 /// Endpoint overrides by service. Keys accept ALBC's service IDs (`Elastic Load Balancing v2`,
-/// `EC2`, `STS`) and the short endpoint names (`elasticloadbalancing`, `ec2`, `sts`).
+/// `EC2`, `STS`, `ACM`) and the short endpoint names (`elasticloadbalancing`, `ec2`, `sts`, `acm`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Endpoints {
     pub elbv2: Option<String>,
     pub ec2: Option<String>,
     pub sts: Option<String>,
+    pub acm: Option<String>,
 }
 
 /// An `--aws-api-endpoints` value that does not parse.
@@ -41,8 +42,9 @@ impl Endpoints {
                 "elastic load balancing v2" | "elasticloadbalancing" | "elbv2" => &mut out.elbv2,
                 "ec2" => &mut out.ec2,
                 "sts" => &mut out.sts,
+                "acm" => &mut out.acm,
                 _ => {
-                    return Err(err("unknown service (known: Elastic Load Balancing v2, EC2, STS)"));
+                    return Err(err("unknown service (known: Elastic Load Balancing v2, EC2, STS, ACM)"));
                 }
             };
             *slot = Some(url.to_string());
@@ -52,7 +54,7 @@ impl Endpoints {
 
     /// Same URL for every service (the local emulator).
     pub fn all(url: &str) -> Self {
-        Self { elbv2: Some(url.into()), ec2: Some(url.into()), sts: Some(url.into()) }
+        Self { elbv2: Some(url.into()), ec2: Some(url.into()), sts: Some(url.into()), acm: Some(url.into()) }
     }
 }
 
@@ -69,6 +71,7 @@ pub struct ClientSettings {
 pub struct Clients {
     pub elbv2: aws_sdk_elasticloadbalancingv2::Client,
     pub ec2: aws_sdk_ec2::Client,
+    pub acm: aws_sdk_acm::Client,
 }
 
 pub async fn build_clients(s: &ClientSettings) -> Clients {
@@ -87,9 +90,14 @@ pub async fn build_clients(s: &ClientSettings) -> Clients {
     if let Some(u) = &s.endpoints.ec2 {
         ec2 = ec2.endpoint_url(u);
     }
+    let mut acm = aws_sdk_acm::config::Builder::from(&shared);
+    if let Some(u) = &s.endpoints.acm {
+        acm = acm.endpoint_url(u);
+    }
     Clients {
         elbv2: aws_sdk_elasticloadbalancingv2::Client::from_conf(elb.build()),
         ec2: aws_sdk_ec2::Client::from_conf(ec2.build()),
+        acm: aws_sdk_acm::Client::from_conf(acm.build()),
     }
 }
 
@@ -112,6 +120,7 @@ mod tests {
         assert_eq!(e.elbv2.as_deref(), Some("http://127.0.0.1:4566"));
         assert_eq!(e.ec2.as_deref(), Some("https://ec2.internal"));
         assert_eq!(e.sts, None);
+        assert_eq!(Endpoints::parse("ACM=http://acm.local").unwrap().acm.as_deref(), Some("http://acm.local"));
         assert_eq!(Endpoints::parse("").unwrap(), Endpoints::default());
         assert!(Endpoints::parse("S3=http://x").unwrap_err().to_string().contains("unknown service"));
         assert!(Endpoints::parse("EC2=ftp://x").unwrap_err().to_string().contains("http://"));

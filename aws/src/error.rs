@@ -72,7 +72,9 @@ impl ErrorKind {
             | "InvalidGroup.NotFound"
             | "InvalidSubnetID.NotFound"
             | "InvalidNetworkInterfaceID.NotFound"
-            | "InvalidPermission.NotFound" => Self::NotFound,
+            | "InvalidPermission.NotFound"
+            // ACM: a certificate deleted between ListCertificates and DescribeCertificate.
+            | "ResourceNotFoundException" => Self::NotFound,
             "DuplicateLoadBalancerName"
             | "DuplicateTargetGroupName"
             | "DuplicateListener"
@@ -131,7 +133,12 @@ impl ErrorKind {
             | "InvalidNetworkInterfaceId.Malformed"
             | "InvalidPermission.Malformed"
             | "RulesPerSecurityGroupLimitExceeded"
-            | "SecurityGroupLimitExceeded" => Self::Invalid,
+            | "SecurityGroupLimitExceeded"
+            // ACM
+            | "ValidationException"
+            | "InvalidArnException"
+            | "InvalidParameterException"
+            | "InvalidArgsException" => Self::Invalid,
             "ServiceUnavailable" | "InternalFailure" | "InternalError" | "Unavailable" | "HealthUnavailable" => {
                 Self::Transient
             }

@@ -1,17 +1,19 @@
-//! AWS side effects of aws-lb-controller: ELBv2 and EC2 behind traits so the controller can be
+//! AWS side effects of aws-lb-controller: ELBv2, EC2 and ACM behind traits so the controller can be
 //! tested against an in-memory fake, with every call throttled client-side, retried within a
 //! bound, counted and timed ([`call`]).
 //!
 //! - [`elbv2`]: target groups, targets, target health.
 //! - [`ec2`]: VPC lookups.
 //! - [`lb`]: load balancers, listeners, target groups (Service → NLB, Ingress → ALB).
+//! - [`acm`]: ISSUED ACM certificates and their names (Ingress certificate discovery).
 //! - [`error`]: SDK errors classified into what the controller acts on.
 //! - [`throttle`]: token buckets with adaptive slow-down on `Throttling`.
 //! - [`call`]: the wrapper every call goes through; [`metrics`]: what it records.
 //! - [`config`]: building SDK clients (region, endpoint overrides, credentials).
 //! - [`net`]: subnets, security groups, network interfaces.
-//! - [`fake`], [`fake_lb`], [`fake_net`]: in-memory ELBv2/EC2 for unit tests.
+//! - [`fake`], [`fake_lb`], [`fake_net`], [`fake_acm`]: in-memory ELBv2/EC2/ACM for unit tests.
 
+pub mod acm;
 pub mod call;
 pub mod config;
 pub mod credentials;
@@ -21,7 +23,11 @@ pub mod error;
 #[cfg(any(test, feature = "fake"))]
 pub mod fake;
 #[cfg(any(test, feature = "fake"))]
+pub mod fake_acm;
+#[cfg(any(test, feature = "fake"))]
 pub mod fake_lb;
+#[cfg(any(test, feature = "fake"))]
+pub mod fake_log;
 #[cfg(any(test, feature = "fake"))]
 pub mod fake_net;
 #[cfg(test)]

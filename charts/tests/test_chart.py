@@ -394,7 +394,8 @@ def test_dashboard_is_generated():
 
 
 # SDK crate -> IAM service prefix.
-SDK_IAM = {"aws-sdk-elasticloadbalancingv2": "elasticloadbalancing", "aws-sdk-ec2": "ec2", "aws-sdk-sts": "sts"}
+SDK_IAM = {"aws-sdk-elasticloadbalancingv2": "elasticloadbalancing", "aws-sdk-ec2": "ec2", "aws-sdk-sts": "sts",
+           "aws-sdk-acm": "acm"}
 
 
 def sdk_operations():

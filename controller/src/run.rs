@@ -55,6 +55,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let elb_for_webhook: Arc<dyn lbc_aws::elbv2::ElbV2> = elb.clone();
     let ec2 = Arc::new(SdkEc2::new(clients.ec2.clone(), runner.clone()));
     let lbs: Arc<dyn lbc_aws::lb::LoadBalancers> = Arc::new(SdkLoadBalancers::new(clients.elbv2, runner.clone()));
+    let acm: Arc<dyn lbc_aws::acm::Acm> = Arc::new(lbc_aws::acm::SdkAcm::new(clients.acm, runner.clone()));
     let net: Arc<dyn lbc_aws::net::Networking> = Arc::new(SdkNetworking::new(clients.ec2, runner));
 
     let triggers = Triggers::default();
@@ -132,6 +133,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         ctx.clone(),
         lbs.clone(),
         net.clone(),
+        acm,
         ingress_config(&args, &service_cfg),
         backend_sg.clone(),
     ));

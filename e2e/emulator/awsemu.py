@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """awsemu: moto's AWS emulator served in-process, plus what moto lacks for testing a load-balancer controller.
 
-Adds (see README.md next to this file; listener certificate and rule fixes in listener_patches.py):
+Adds (see README.md next to this file; listener certificate and rule fixes in listener_patches.py, ACM's
+ListCertificates name summaries and pages in acm_patches.py):
   * ELBv2 targets keyed by (Id, Port) instead of Id only;
   * target health over time (initial -> healthy/unhealthy, draining for the deregistration delay), with
     policies per target / target group / global and forced states;
@@ -31,6 +32,7 @@ import urllib.parse
 import uuid
 from typing import Any
 
+import acm_patches  # next to this file
 import lb_extras_patches  # next to this file
 import listener_patches  # next to this file
 
@@ -923,6 +925,7 @@ def main(argv: list[str] | None = None) -> None:
     install_lb_patches()
     listener_patches.install()
     lb_extras_patches.install()
+    acm_patches.install()
     install_ec2_patches()
     app = App(serialize=not args.no_serialize)
     STATE.settings["log_calls"] = args.verbose

@@ -73,24 +73,46 @@ pub async fn networking(env: &Env) -> lbc_aws::net::SdkNetworking {
     lbc_aws::net::SdkNetworking::new(build_clients(&settings).await.ec2, runner)
 }
 
-/// Requests a certificate from the emulator's ACM (moto) and returns its ARN: ELBv2 there, like
-/// AWS, accepts only certificates that exist. A raw JSON call, so the e2e crate needs no ACM SDK.
-pub async fn acm_certificate(env: &Env, domain: &str) -> String {
+/// One ACM call to the emulator, signed as the harness, as raw JSON (the e2e crate needs no ACM SDK).
+async fn acm_call(env: &Env, operation: &str, body: serde_json::Value) -> serde_json::Value {
     let region = env.get("AWS_REGION");
     let auth = format!(
         "AWS4-HMAC-SHA256 Credential={HARNESS_ACCESS_KEY}/20260101/{region}/acm/aws4_request, SignedHeaders=host, Signature=0"
     );
-    let answer: serde_json::Value = reqwest::Client::new()
+    reqwest::Client::new()
         .post(env.aws_endpoint())
-        .header("X-Amz-Target", "CertificateManager.RequestCertificate")
+        .header("X-Amz-Target", format!("CertificateManager.{operation}"))
         .header("Content-Type", "application/x-amz-json-1.1")
         .header("Authorization", auth)
-        .body(serde_json::json!({ "DomainName": domain }).to_string())
+        .body(body.to_string())
         .send()
         .await
-        .expect("ACM RequestCertificate")
+        .unwrap_or_else(|e| panic!("ACM {operation}: {e}"))
         .json()
         .await
-        .expect("ACM answer");
+        .expect("ACM answer")
+}
+
+fn certificate_arn(answer: serde_json::Value) -> String {
     answer["CertificateArn"].as_str().unwrap_or_else(|| panic!("no CertificateArn in {answer}")).to_string()
+}
+
+/// Requests a certificate from the emulator's ACM (moto) and returns its ARN: ELBv2 there, like
+/// AWS, accepts only certificates that exist. It stays PENDING_VALIDATION for a minute.
+pub async fn acm_certificate(env: &Env, domain: &str) -> String {
+    certificate_arn(acm_call(env, "RequestCertificate", serde_json::json!({ "DomainName": domain })).await)
+}
+
+/// Imports a self-signed certificate (common name `names[0]`, every name a SAN) into the
+/// emulator's ACM and returns its ARN: ISSUED at once, type IMPORTED, key EC_prime256v1.
+pub async fn acm_import_certificate(env: &Env, names: &[&str]) -> String {
+    use base64::Engine as _;
+    let mut params = rcgen::CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
+        .expect("certificate names");
+    params.distinguished_name.push(rcgen::DnType::CommonName, names[0]);
+    let key = rcgen::KeyPair::generate().expect("key pair");
+    let cert = params.self_signed(&key).expect("self-signed certificate");
+    let b64 = |pem: String| base64::engine::general_purpose::STANDARD.encode(pem);
+    let body = serde_json::json!({ "Certificate": b64(cert.pem()), "PrivateKey": b64(key.serialize_pem()) });
+    certificate_arn(acm_call(env, "ImportCertificate", body).await)
 }

@@ -56,7 +56,10 @@ impl ControllerProc {
             .args([
                 &format!("--aws-region={}", env.get("AWS_REGION")),
                 &format!("--aws-vpc-id={}", env.get("LBC_VPC_ID")),
-                &format!("--aws-api-endpoints=Elastic Load Balancing v2={e},EC2={e},STS={e}", e = env.aws_endpoint()),
+                &format!(
+                    "--aws-api-endpoints=Elastic Load Balancing v2={e},EC2={e},STS={e},ACM={e}",
+                    e = env.aws_endpoint()
+                ),
                 &format!("--watch-namespace={ns}"),
                 &format!("--metrics-bind-addr=127.0.0.1:{metrics_port}"),
                 &format!("--health-probe-bind-addr=127.0.0.1:{health_port}"),

@@ -6,7 +6,7 @@ use aws_sdk_elasticloadbalancingv2 as elbv2;
 use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
 use k8s_openapi::api::networking::v1::{
     HTTPIngressPath, HTTPIngressRuleValue, Ingress, IngressBackend, IngressClass, IngressClassSpec, IngressRule,
-    IngressServiceBackend, IngressSpec, ServiceBackendPort,
+    IngressServiceBackend, IngressSpec, IngressTLS, ServiceBackendPort,
 };
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::Client;
@@ -219,12 +219,13 @@ impl Fixture {
     }
 }
 
-/// Other tests' controllers share the emulator: only this controller's calls count.
+/// Other tests' controllers share the emulator: only this controller's calls count. Reads are
+/// `Describe*` and ACM's `ListCertificates`.
 fn writes(calls: &[Call], ctl: &ControllerProc) -> Vec<String> {
     calls
         .iter()
         .filter(|c| c.access_key.as_deref() == Some(ctl.access_key.as_str()))
-        .filter(|c| !c.operation.starts_with("Describe"))
+        .filter(|c| !c.operation.starts_with("Describe") && !c.operation.starts_with("List"))
         .map(|c| c.operation.clone())
         .collect()
 }
@@ -404,4 +405,124 @@ async fn a_group_of_two_namespaces_shares_one_alb_in_group_order() {
     classes.delete(&group, &DeleteParams::default()).await.expect("delete IngressClass");
     kube_util::delete_namespace(&f.client, &ns1).await;
     kube_util::delete_namespace(&f.client, &ns2).await;
+}
+
+/// `ing` with one rule per host (the first rule's paths) and `tls` hosts.
+fn with_hosts(mut ing: Ingress, rule_hosts: &[String], tls: &[String]) -> Ingress {
+    let spec = ing.spec.as_mut().expect("spec");
+    let http = spec.rules.as_ref().and_then(|r| r.first()).and_then(|r| r.http.clone());
+    spec.rules = Some(rule_hosts.iter().map(|h| IngressRule { host: Some(h.clone()), http: http.clone() }).collect());
+    spec.tls = Some(vec![IngressTLS { hosts: Some(tls.to_vec()), secret_name: None }]);
+    ing
+}
+
+#[tokio::test]
+async fn https_without_certificate_arn_uses_the_acm_certificates_of_its_hosts() {
+    let _serial = SERIAL.lock().await;
+    let Some(f) = setup("ingress_alb_acm").await else { return };
+    let ns = ns_name("ing_acm");
+    f.namespace_with_backends(&ns, &[("svc-a", "a")]).await;
+    // Certificates stay in the emulator across runs: one zone per run.
+    let zone = unique("acm");
+    let (example, other) = (format!("{zone}.example.test"), format!("{zone}.other.test"));
+    let wildcard = aws::acm_import_certificate(&f.env, &[&format!("*.{example}")]).await;
+    let api = aws::acm_import_certificate(&f.env, &[&format!("api.{other}"), &format!("www.{other}")]).await;
+    // Covering none of the hosts: a wildcard one level down, an apex, another zone.
+    for names in [format!("*.deep.{example}"), example.clone(), format!("api.{zone}.example.org")] {
+        aws::acm_import_certificate(&f.env, &[&names]).await;
+    }
+    let ctl = ControllerProc::start(
+        &f.env,
+        &ns,
+        "lbc-e2e-ing-acm",
+        &["--enable-service-controller=false", "--sync-period=5s"],
+    );
+    let mark = f.emu.mark().await;
+    let https = [("listen-ports", r#"[{"HTTPS":443}]"#)];
+    // app.<example> is covered by the wildcard, api.<other> exactly by a SAN; the wildcard host
+    // *.<example> only by the same wildcard name.
+    let (app, api_host, wild_host) = (format!("app.{example}"), format!("api.{other}"), format!("*.{example}"));
+    let ing = with_hosts(
+        ingress("tls", vec![path("/", "svc-a")], &https),
+        &[app.clone(), api_host.clone(), wild_host],
+        &[app, api_host],
+    );
+    f.ingresses(&ns).create(&PostParams::default(), &ing).await.expect("create ingress");
+    // A host no certificate covers: a Warning naming it, no load balancer.
+    let missing = format!("missing.{zone}.nowhere.test");
+    let lonely = with_hosts(ingress("nocert", vec![path("/", "svc-a")], &https), std::slice::from_ref(&missing), &[]);
+    f.ingresses(&ns).create(&PostParams::default(), &lonely).await.expect("create ingress nocert");
+
+    eventually("status.loadBalancer hostname", 90, || f.hostname(&ns, "tls")).await;
+    let (lbs, tgs) = f.stack_arns(&format!("{ns}/tls")).await;
+    assert_eq!((lbs.len(), tgs.len()), (1, 1));
+    let ls = f.elb.describe_listeners().load_balancer_arn(&lbs[0]).send().await.expect("listeners");
+    assert_eq!(ls.listeners().len(), 1, "HTTPS:443 only");
+    let l = &ls.listeners()[0];
+    assert_eq!((l.port(), l.protocol().map(|p| p.as_str())), (Some(443), Some("HTTPS")));
+    let mut discovered = [wildcard.clone(), api.clone()];
+    discovered.sort();
+    let default: Vec<&str> = l.certificates().iter().filter_map(|c| c.certificate_arn()).collect();
+    assert_eq!(default, [discovered[0].as_str()], "the smallest discovered ARN is the default, as ALBC");
+    let attached = f.elb.describe_listener_certificates().listener_arn(l.listener_arn().unwrap()).send().await;
+    let mut attached: Vec<(String, bool)> = attached
+        .expect("listener certificates")
+        .certificates()
+        .iter()
+        .map(|c| (c.certificate_arn().unwrap_or_default().to_string(), c.is_default() == Some(true)))
+        .collect();
+    attached.sort_by_key(|(c, d)| (!d, c.clone()));
+    assert_eq!(attached, [(discovered[0].clone(), true), (discovered[1].clone(), false)], "exactly the discovered");
+
+    let note = eventually("FailedBuildModel event on nocert", 30, || async {
+        let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(f.client.clone(), &ns);
+        let list = events.list(&ListParams::default()).await.ok()?;
+        list.items
+            .into_iter()
+            .filter(|e| e.reason.as_deref() == Some("FailedBuildModel"))
+            .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("nocert"))
+            .find_map(|e| e.note)
+    })
+    .await;
+    eprintln!("warning: {note}");
+    assert!(note.contains(&missing) && note.contains("certificate-arn"), "names the host and the fix: {note}");
+    let (lbs_none, _) = f.stack_arns(&format!("{ns}/nocert")).await;
+    assert!(lbs_none.is_empty(), "no load balancer without a certificate: {lbs_none:?}");
+    let created = f.calls_since(mark, &ctl).await;
+    eprintln!("create (two Ingresses, discovery): {}", summarize(&created));
+    assert_eq!(created.get("DescribeCertificate"), None, "the listing has every name");
+
+    // Steady state once the pods are registered (bindings register asynchronously): resyncs
+    // (every 5-7.5 s) write nothing.
+    let want: BTreeSet<String> = f.env.pod_ips(&ns, "a").into_iter().map(|ip| format!("{ip}:8080")).collect();
+    eventually("pods registered", 60, || async { (aws::registered(&f.elb, &tgs[0]).await == want).then_some(()) })
+        .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let mark = f.emu.mark().await;
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    let resync = f.calls_since(mark, &ctl).await;
+    eprintln!("resyncs over 12 s: {}", summarize(&resync));
+    assert_eq!(f.writes_since(mark, &ctl).await, Vec::<String>::new(), "no write on resync");
+    assert!(resync.get("DescribeLoadBalancers").copied().unwrap_or(0) >= 1, "a resync ran: {resync:?}");
+
+    // The missing certificate is issued: the next attempt (within the one-minute list cache
+    // and its retry) finds it and the ALB is created.
+    let late = aws::acm_import_certificate(&f.env, &[&missing]).await;
+    eventually("nocert's load balancer once its certificate exists", 120, || f.hostname(&ns, "nocert")).await;
+    let (lbs_late, _) = f.stack_arns(&format!("{ns}/nocert")).await;
+    let ls = f.elb.describe_listeners().load_balancer_arn(&lbs_late[0]).send().await.expect("listeners");
+    let default: Vec<&str> = ls.listeners()[0].certificates().iter().filter_map(|c| c.certificate_arn()).collect();
+    assert_eq!(default, [late.as_str()]);
+
+    for name in ["tls", "nocert"] {
+        f.ingresses(&ns).delete(name, &DeleteParams::default()).await.unwrap();
+    }
+    for name in ["tls", "nocert"] {
+        eventually("Ingress gone", 120, || async {
+            f.ingresses(&ns).get_opt(name).await.ok()?.is_none().then_some(())
+        })
+        .await;
+    }
+    drop(ctl);
+    kube_util::delete_namespace(&f.client, &ns).await;
 }

@@ -11,6 +11,7 @@ use regex::Regex;
 /// Service IDs as the AWS SDKs name them (and as ALBC's flag expects).
 pub const ELBV2_SERVICE: &str = "Elastic Load Balancing v2";
 pub const EC2_SERVICE: &str = "EC2";
+pub const ACM_SERVICE: &str = "ACM";
 
 /// One rate limit.
 #[derive(Clone, Debug)]
@@ -45,7 +46,9 @@ fn rule(service: &str, ops: &str, rate: f64, burst: u32) -> ThrottleRule {
 
 /// Defaults: ALBC's proven register/deregister limit, AWS's documented non-mutating ELBv2
 /// bucket (40 tokens, 10/s) for reads, and ALBC's limit for other ELBv2 writes; EC2 reads get a
-/// generous bucket since EC2 is only used for VPC/subnet/ENI/SG lookups.
+/// generous bucket since EC2 is only used for VPC/subnet/ENI/SG lookups; ACM (certificate
+/// discovery, reads only, cached) stays under its documented per-account limits (ListCertificates
+/// 8/s, DescribeCertificate 10/s).
 pub fn default_rules() -> Vec<ThrottleRule> {
     vec![
         rule(ELBV2_SERVICE, "^(RegisterTargets|DeregisterTargets)$", 4.0, 20),
@@ -53,6 +56,7 @@ pub fn default_rules() -> Vec<ThrottleRule> {
         rule(ELBV2_SERVICE, ".*", 3.0, 20),
         rule(EC2_SERVICE, "^Describe", 20.0, 100),
         rule(EC2_SERVICE, ".*", 5.0, 50),
+        rule(ACM_SERVICE, ".*", 4.0, 8),
     ]
 }
 
@@ -94,6 +98,7 @@ mod tests {
         assert_eq!(rule_for(&r, ELBV2_SERVICE, "DescribeTargetHealth"), Some(1));
         assert_eq!(rule_for(&r, ELBV2_SERVICE, "ModifyTargetGroup"), Some(2));
         assert_eq!(rule_for(&r, EC2_SERVICE, "DescribeSubnets"), Some(3));
+        assert_eq!(rule_for(&r, ACM_SERVICE, "ListCertificates"), Some(5));
         assert_eq!(rule_for(&r, "STS", "AssumeRole"), None);
     }
 

@@ -131,6 +131,7 @@ pub(super) async fn reconcile(ctx: &IngressCtx, g: &GroupId) -> Result<Option<Du
 
     let mut members = Vec::new();
     let mut blocked = Vec::new();
+    let mut discovery_retry = None;
     for (ing, c) in &gathered.members {
         let notes: Vec<String> = c
             .settings
@@ -141,16 +142,22 @@ pub(super) async fn reconcile(ctx: &IngressCtx, g: &GroupId) -> Result<Option<Du
             .collect();
         ctx.reporter.warn_list_once(&ctx.io.base, &reference(ing), "UnsupportedAnnotation", &notes).await;
         let spec = ing.spec.clone().unwrap_or_default();
+        let mut discovered_certificates = vec![];
         if let Some(hosts) = certificate_discovery_hosts(&c.settings, &spec) {
-            blocked.push((
-                ing.clone(),
-                format!(
-                    "HTTPS without {}: discovering ACM certificates for hosts {} is not supported yet; name the \
-                 certificates in that annotation (or IngressClassParams certificateArn)",
-                    lbc_model::ingress::keys::full_key(k::CERTIFICATE_ARN),
-                    hosts.join(", ")
-                ),
-            ));
+            let problem = match ctx.certificates.discover(&hosts).await {
+                Ok(Ok(arns)) => {
+                    discovered_certificates = arns;
+                    None
+                }
+                Ok(Err(missing)) => Some(missing.to_string()),
+                Err(e) if e.kind.retry_later() => return Err(e.into()),
+                Err(e) => Some(format!("its ACM certificates cannot be discovered: {e}")),
+            };
+            if let Some(p) = problem {
+                // A certificate is found within a minute of being issued: look again then.
+                discovery_retry = Some(jittered(super::certificates::LIST_TTL));
+                blocked.push((ing.clone(), format!("Ingress {} listens on HTTPS: {p}", key_of(ing))));
+            }
         }
         if c.settings.backend.auth.auth_type == Some(AuthType::Oidc) {
             blocked.push((
@@ -162,7 +169,7 @@ pub(super) async fn reconcile(ctx: &IngressCtx, g: &GroupId) -> Result<Option<Du
                 ),
             ));
         }
-        members.push(Member { key: key_of(ing), settings: c.settings.clone(), spec, discovered_certificates: vec![] });
+        members.push(Member { key: key_of(ing), settings: c.settings.clone(), spec, discovered_certificates });
     }
 
     let services = services_of(ctx, &gathered.members, &mut blocked);
@@ -171,7 +178,7 @@ pub(super) async fn reconcile(ctx: &IngressCtx, g: &GroupId) -> Result<Option<Du
             let msg = format!("IngressGroup {stack_id} not deployed, nothing changed in AWS: {msg}");
             ctx.reporter.warn_once(&ctx.io.base, &reference(ing), FAILED_BUILD, &msg).await;
         }
-        return Ok(None);
+        return Ok(discovery_retry);
     }
 
     let merge_cfg = MergeConfig { default_ssl_policy: ctx.cfg.default_ssl_policy.clone() };

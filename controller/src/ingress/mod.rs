@@ -10,6 +10,7 @@
 //! `--ingress-max-concurrent-reconciles` groups at once, never one group twice. One pass is
 //! [`group::reconcile`].
 
+mod certificates;
 mod group;
 mod k8s;
 mod queue;
@@ -21,6 +22,7 @@ use crate::stack::{Backoff, Reporter, StackIo};
 use crate::stores::{IngressTrigger, Stores};
 use k8s_openapi::api::networking::v1::Ingress;
 use kube::ResourceExt;
+use lbc_aws::acm::Acm;
 use lbc_aws::lb::LoadBalancers;
 use lbc_aws::net::Networking;
 use lbc_model::crd::TargetType;
@@ -58,6 +60,8 @@ pub struct IngressCtx {
     pub io: StackIo,
     pub cfg: IngressConfig,
     pub backend_sg: Arc<BackendSecurityGroup>,
+    /// ACM certificates for hosts of HTTPS listeners without `certificate-arn`.
+    pub certificates: certificates::CertificateCatalog,
     reporter: Reporter,
     backoff: Backoff<GroupId>,
 }
@@ -67,11 +71,20 @@ impl IngressCtx {
         base: Arc<Context>,
         lbs: Arc<dyn LoadBalancers>,
         net: Arc<dyn Networking>,
+        acm: Arc<dyn Acm>,
         cfg: IngressConfig,
         backend_sg: Arc<BackendSecurityGroup>,
     ) -> Self {
         let io = StackIo::new(base, lbs, net, &cfg.cluster_name, &cfg.vpc_id, INGRESS_TAG_PREFIX);
-        Self { io, backend_sg, reporter: Reporter::default(), backoff: Backoff::new(cfg.max_backoff), cfg }
+        let certificates = certificates::CertificateCatalog::new(acm);
+        Self {
+            io,
+            backend_sg,
+            certificates,
+            reporter: Reporter::default(),
+            backoff: Backoff::new(cfg.max_backoff),
+            cfg,
+        }
     }
 }
 

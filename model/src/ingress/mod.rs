@@ -9,7 +9,8 @@
 //! 3. `apply_params` — IngressClassParams fields override the annotations they replace;
 //! 4. [`group_of`], [`members`], [`conflicts`] — IngressGroup identity and finalizer, member
 //!    order, and the exclusive-annotation conflicts that fail a whole group;
-//! 5. [`certificate_discovery_hosts`] per member (the controller asks ACM), then [`plan_group`]:
+//! 5. [`certificate_discovery_hosts`] per member (the controller lists ACM's certificates and
+//!    [`certificates::discover`] picks those covering the hosts), then [`plan_group`]:
 //!    [`merge`](merge::merge) the listeners port by port ([`merge`] module), build every
 //!    listener's rules, default actions and priorities ([`rules`], [`backends`], `optimize`), and
 //!    list the target groups to create, one per (Ingress, Service, port) ([`plan`]).
@@ -23,6 +24,7 @@ mod annotation_fields;
 pub mod annotations;
 pub mod backends;
 pub mod build;
+pub mod certificates;
 pub mod group;
 pub mod keys;
 pub mod merge;
@@ -43,6 +45,7 @@ mod test_fixtures;
 pub use crate::lb::build::{BuildContext, BuildError, OidcCredentials, TargetGroupBindingTemplate};
 pub use backends::{ServiceView, Services};
 pub use build::{IngressStack, build_group_stack};
+pub use certificates::{AcmCertificate, NoCertificate};
 pub use group::{Candidate, Conflict, GroupId, conflicts, group_of, members};
 pub use merge::{
     GroupError, IngressKey, ListenerConfig, Member, MergeConfig, Merged, certificate_discovery_hosts, listen_ports,
