@@ -16,6 +16,7 @@ pub enum Service {
     Elbv2,
     Ec2,
     Acm,
+    Wafv2,
 }
 
 impl Service {
@@ -25,6 +26,7 @@ impl Service {
             Self::Elbv2 => lbc_model::throttle::ELBV2_SERVICE,
             Self::Ec2 => lbc_model::throttle::EC2_SERVICE,
             Self::Acm => lbc_model::throttle::ACM_SERVICE,
+            Self::Wafv2 => lbc_model::throttle::WAFV2_SERVICE,
         }
     }
 
@@ -34,6 +36,7 @@ impl Service {
             Self::Elbv2 => "elasticloadbalancing",
             Self::Ec2 => "ec2",
             Self::Acm => "acm",
+            Self::Wafv2 => "wafv2",
         }
     }
 }

@@ -8,13 +8,15 @@ use aws_credential_types::provider::SharedCredentialsProvider;
 use std::collections::HashMap;
 
 /// Endpoint overrides by service. Keys accept ALBC's service IDs (`Elastic Load Balancing v2`,
-/// `EC2`, `STS`, `ACM`) and the short endpoint names (`elasticloadbalancing`, `ec2`, `sts`, `acm`).
+/// `EC2`, `STS`, `ACM`, `WAFV2`) and the short endpoint names (`elasticloadbalancing`, `ec2`, `sts`,
+/// `acm`, `wafv2`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Endpoints {
     pub elbv2: Option<String>,
     pub ec2: Option<String>,
     pub sts: Option<String>,
     pub acm: Option<String>,
+    pub wafv2: Option<String>,
 }
 
 /// An `--aws-api-endpoints` value that does not parse.
@@ -43,8 +45,9 @@ impl Endpoints {
                 "ec2" => &mut out.ec2,
                 "sts" => &mut out.sts,
                 "acm" => &mut out.acm,
+                "wafv2" => &mut out.wafv2,
                 _ => {
-                    return Err(err("unknown service (known: Elastic Load Balancing v2, EC2, STS, ACM)"));
+                    return Err(err("unknown service (known: Elastic Load Balancing v2, EC2, STS, ACM, WAFV2)"));
                 }
             };
             *slot = Some(url.to_string());
@@ -54,7 +57,8 @@ impl Endpoints {
 
     /// Same URL for every service (the local emulator).
     pub fn all(url: &str) -> Self {
-        Self { elbv2: Some(url.into()), ec2: Some(url.into()), sts: Some(url.into()), acm: Some(url.into()) }
+        let u = || Some(url.to_string());
+        Self { elbv2: u(), ec2: u(), sts: u(), acm: u(), wafv2: u() }
     }
 }
 
@@ -72,6 +76,7 @@ pub struct Clients {
     pub elbv2: aws_sdk_elasticloadbalancingv2::Client,
     pub ec2: aws_sdk_ec2::Client,
     pub acm: aws_sdk_acm::Client,
+    pub wafv2: aws_sdk_wafv2::Client,
 }
 
 pub async fn build_clients(s: &ClientSettings) -> Clients {
@@ -94,10 +99,15 @@ pub async fn build_clients(s: &ClientSettings) -> Clients {
     if let Some(u) = &s.endpoints.acm {
         acm = acm.endpoint_url(u);
     }
+    let mut waf = aws_sdk_wafv2::config::Builder::from(&shared);
+    if let Some(u) = &s.endpoints.wafv2 {
+        waf = waf.endpoint_url(u);
+    }
     Clients {
         elbv2: aws_sdk_elasticloadbalancingv2::Client::from_conf(elb.build()),
         ec2: aws_sdk_ec2::Client::from_conf(ec2.build()),
         acm: aws_sdk_acm::Client::from_conf(acm.build()),
+        wafv2: aws_sdk_wafv2::Client::from_conf(waf.build()),
     }
 }
 
@@ -121,6 +131,7 @@ mod tests {
         assert_eq!(e.ec2.as_deref(), Some("https://ec2.internal"));
         assert_eq!(e.sts, None);
         assert_eq!(Endpoints::parse("ACM=http://acm.local").unwrap().acm.as_deref(), Some("http://acm.local"));
+        assert_eq!(Endpoints::parse("WAFV2=http://waf.local").unwrap().wafv2.as_deref(), Some("http://waf.local"));
         assert_eq!(Endpoints::parse("").unwrap(), Endpoints::default());
         assert!(Endpoints::parse("S3=http://x").unwrap_err().to_string().contains("unknown service"));
         assert!(Endpoints::parse("EC2=ftp://x").unwrap_err().to_string().contains("http://"));

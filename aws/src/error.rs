@@ -74,7 +74,8 @@ impl ErrorKind {
             | "InvalidNetworkInterfaceID.NotFound"
             | "InvalidPermission.NotFound"
             // ACM: a certificate deleted between ListCertificates and DescribeCertificate.
-            | "ResourceNotFoundException" => Self::NotFound,
+            | "ResourceNotFoundException"
+            | "WAFNonexistentItemException" => Self::NotFound,
             "DuplicateLoadBalancerName"
             | "DuplicateTargetGroupName"
             | "DuplicateListener"
@@ -138,10 +139,19 @@ impl ErrorKind {
             | "ValidationException"
             | "InvalidArnException"
             | "InvalidParameterException"
-            | "InvalidArgsException" => Self::Invalid,
-            "ServiceUnavailable" | "InternalFailure" | "InternalError" | "Unavailable" | "HealthUnavailable" => {
-                Self::Transient
-            }
+            | "InvalidArgsException"
+            // WAFv2
+            | "WAFInvalidParameterException"
+            | "WAFInvalidOperationException"
+            | "WAFLimitsExceededException" => Self::Invalid,
+            "ServiceUnavailable"
+            | "InternalFailure"
+            | "InternalError"
+            | "Unavailable"
+            | "HealthUnavailable"
+            | "WAFInternalErrorException"
+            // WAFv2 cannot see a load balancer created moments ago yet: retried like ALBC does.
+            | "WAFUnavailableEntityException" => Self::Transient,
             "" => match status {
                 Some(s) if s >= 500 => Self::Transient,
                 Some(429) => Self::Throttled,

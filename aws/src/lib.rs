@@ -11,7 +11,9 @@
 //! - [`call`]: the wrapper every call goes through; [`metrics`]: what it records.
 //! - [`config`]: building SDK clients (region, endpoint overrides, credentials).
 //! - [`net`]: subnets, security groups, network interfaces.
-//! - [`fake`], [`fake_lb`], [`fake_net`], [`fake_acm`]: in-memory ELBv2/EC2/ACM for unit tests.
+//! - [`waf`]: WAFv2 web ACL associations of load balancers.
+//! - [`fake`], [`fake_lb`], [`fake_net`], [`fake_acm`]: in-memory ELBv2/EC2/ACM for unit tests (WAFv2 is
+//!   tested against the emulator only: e2e/tests/ingress_alb.rs).
 
 pub mod acm;
 pub mod call;
@@ -36,5 +38,6 @@ pub mod lb;
 pub mod metrics;
 pub mod net;
 pub mod throttle;
+pub mod waf;
 
 pub use error::AwsError;

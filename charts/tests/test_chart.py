@@ -395,7 +395,7 @@ def test_dashboard_is_generated():
 
 # SDK crate -> IAM service prefix.
 SDK_IAM = {"aws-sdk-elasticloadbalancingv2": "elasticloadbalancing", "aws-sdk-ec2": "ec2", "aws-sdk-sts": "sts",
-           "aws-sdk-acm": "acm"}
+           "aws-sdk-acm": "acm", "aws-sdk-wafv2": "wafv2"}
 
 
 def sdk_operations():
@@ -565,7 +565,7 @@ def scenario(helm, tmp_path_factory, e2e, controller_bin):
             proc = subprocess.Popen([
                 controller_bin, f"--cluster-name={e2e['LBC_CLUSTER_NAME']}", "--aws-region=us-east-1",
                 f"--aws-vpc-id={e2e['LBC_VPC_ID']}",
-                f"--aws-api-endpoints=Elastic Load Balancing v2={endpoint},EC2={endpoint}",
+                f"--aws-api-endpoints=Elastic Load Balancing v2={endpoint},EC2={endpoint},ACM={endpoint},WAFV2={endpoint}",
                 f"--watch-namespace={s.ns}", f"--leader-election-namespace={s.ns}",
                 f"--metrics-bind-addr=127.0.0.1:{metrics_port}", f"--health-probe-bind-addr=127.0.0.1:{health_port}",
                 "--webhook-bind-host=127.0.0.1", f"--webhook-bind-port={webhook_port}", f"--webhook-cert-dir={certs}",

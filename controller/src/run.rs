@@ -56,7 +56,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let ec2 = Arc::new(SdkEc2::new(clients.ec2.clone(), runner.clone()));
     let lbs: Arc<dyn lbc_aws::lb::LoadBalancers> = Arc::new(SdkLoadBalancers::new(clients.elbv2, runner.clone()));
     let acm: Arc<dyn lbc_aws::acm::Acm> = Arc::new(lbc_aws::acm::SdkAcm::new(clients.acm, runner.clone()));
-    let net: Arc<dyn lbc_aws::net::Networking> = Arc::new(SdkNetworking::new(clients.ec2, runner));
+    let net: Arc<dyn lbc_aws::net::Networking> = Arc::new(SdkNetworking::new(clients.ec2, runner.clone()));
 
     let triggers = Triggers::default();
     let (stores, _tasks) = Stores::start(&client, &args.watch_namespace, triggers.clone(), metrics.clone());
@@ -129,15 +129,19 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         &service_cfg.vpc_id,
         service_cfg.default_tags.clone(),
     ));
+    let aws = crate::stack::Adapters {
+        lbs,
+        net,
+        waf: Arc::new(lbc_aws::waf::SdkWebAcls::new(clients.wafv2, runner.clone())),
+    };
     let ingress_ctx = Arc::new(crate::ingress::IngressCtx::new(
         ctx.clone(),
-        lbs.clone(),
-        net.clone(),
+        &aws,
         acm,
         ingress_config(&args, &service_cfg),
         backend_sg.clone(),
     ));
-    let service_ctx = Arc::new(crate::service::ServiceCtx::new(ctx.clone(), lbs, net, service_cfg, backend_sg));
+    let service_ctx = Arc::new(crate::service::ServiceCtx::new(ctx.clone(), &aws, service_cfg, backend_sg));
 
     spawn_webhook(&args, &stores, &health, elb_for_webhook, &metrics, shutdown_rx.clone());
 

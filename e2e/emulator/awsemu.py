@@ -35,6 +35,7 @@ from typing import Any
 import acm_patches  # next to this file
 import lb_extras_patches  # next to this file
 import listener_patches  # next to this file
+import wafv2_patches  # next to this file
 
 LOG = logging.getLogger("awsemu")
 
@@ -926,6 +927,7 @@ def main(argv: list[str] | None = None) -> None:
     listener_patches.install()
     lb_extras_patches.install()
     acm_patches.install()
+    wafv2_patches.install()
     install_ec2_patches()
     app = App(serialize=not args.no_serialize)
     STATE.settings["log_calls"] = args.verbose

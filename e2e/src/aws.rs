@@ -73,24 +73,56 @@ pub async fn networking(env: &Env) -> lbc_aws::net::SdkNetworking {
     lbc_aws::net::SdkNetworking::new(build_clients(&settings).await.ec2, runner)
 }
 
-/// One ACM call to the emulator, signed as the harness, as raw JSON (the e2e crate needs no ACM SDK).
-async fn acm_call(env: &Env, operation: &str, body: serde_json::Value) -> serde_json::Value {
+/// One call to a JSON-protocol service of the emulator (`X-Amz-Target: <target>.<operation>`), signed as
+/// the harness for `signing_name`, as raw JSON (the e2e crate needs no ACM or WAFv2 SDK).
+async fn json_call(
+    env: &Env,
+    signing_name: &str,
+    target: &str,
+    operation: &str,
+    body: serde_json::Value,
+) -> serde_json::Value {
     let region = env.get("AWS_REGION");
     let auth = format!(
-        "AWS4-HMAC-SHA256 Credential={HARNESS_ACCESS_KEY}/20260101/{region}/acm/aws4_request, SignedHeaders=host, Signature=0"
+        "AWS4-HMAC-SHA256 Credential={HARNESS_ACCESS_KEY}/20260101/{region}/{signing_name}/aws4_request, SignedHeaders=host, Signature=0"
     );
     reqwest::Client::new()
         .post(env.aws_endpoint())
-        .header("X-Amz-Target", format!("CertificateManager.{operation}"))
+        .header("X-Amz-Target", format!("{target}.{operation}"))
         .header("Content-Type", "application/x-amz-json-1.1")
         .header("Authorization", auth)
         .body(body.to_string())
         .send()
         .await
-        .unwrap_or_else(|e| panic!("ACM {operation}: {e}"))
+        .unwrap_or_else(|e| panic!("{signing_name} {operation}: {e}"))
         .json()
         .await
-        .expect("ACM answer")
+        .unwrap_or_else(|e| panic!("{signing_name} {operation} answer: {e}"))
+}
+
+async fn acm_call(env: &Env, operation: &str, body: serde_json::Value) -> serde_json::Value {
+    json_call(env, "acm", "CertificateManager", operation, body).await
+}
+
+/// One WAFv2 call to the emulator (REGIONAL scope is the caller's to set).
+pub async fn wafv2_call(env: &Env, operation: &str, body: serde_json::Value) -> serde_json::Value {
+    json_call(env, "wafv2", "AWSWAF_20190729", operation, body).await
+}
+
+/// Creates a REGIONAL web ACL in the emulator; returns its ARN.
+pub async fn wafv2_web_acl(env: &Env, name: &str) -> String {
+    let body = serde_json::json!({
+        "Name": name, "Scope": "REGIONAL", "DefaultAction": {"Allow": {}},
+        "VisibilityConfig": {"SampledRequestsEnabled": false, "CloudWatchMetricsEnabled": false, "MetricName": name},
+    });
+    let out = wafv2_call(env, "CreateWebACL", body).await;
+    out["Summary"]["ARN"].as_str().unwrap_or_else(|| panic!("no web ACL ARN in {out}")).to_string()
+}
+
+/// ARN of the web ACL the emulator associates with `resource_arn`.
+pub async fn wafv2_web_acl_of(env: &Env, resource_arn: &str) -> Option<String> {
+    let out = wafv2_call(env, "GetWebACLForResource", serde_json::json!({ "ResourceArn": resource_arn })).await;
+    out["WebACL"]["ARN"].as_str().map(String::from)
 }
 
 fn certificate_arn(answer: serde_json::Value) -> String {

@@ -57,7 +57,7 @@ impl ControllerProc {
                 &format!("--aws-region={}", env.get("AWS_REGION")),
                 &format!("--aws-vpc-id={}", env.get("LBC_VPC_ID")),
                 &format!(
-                    "--aws-api-endpoints=Elastic Load Balancing v2={e},EC2={e},STS={e},ACM={e}",
+                    "--aws-api-endpoints=Elastic Load Balancing v2={e},EC2={e},STS={e},ACM={e},WAFV2={e}",
                     e = env.aws_endpoint()
                 ),
                 &format!("--watch-namespace={ns}"),

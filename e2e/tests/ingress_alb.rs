@@ -220,12 +220,12 @@ impl Fixture {
 }
 
 /// Other tests' controllers share the emulator: only this controller's calls count. Reads are
-/// `Describe*` and ACM's `ListCertificates`.
+/// `Describe*`, `List*` (ACM, WAFv2) and `Get*` (WAFv2's GetWebACLForResource).
 fn writes(calls: &[Call], ctl: &ControllerProc) -> Vec<String> {
     calls
         .iter()
         .filter(|c| c.access_key.as_deref() == Some(ctl.access_key.as_str()))
-        .filter(|c| !c.operation.starts_with("Describe") && !c.operation.starts_with("List"))
+        .filter(|c| !["Describe", "List", "Get"].iter().any(|read| c.operation.starts_with(read)))
         .map(|c| c.operation.clone())
         .collect()
 }
@@ -523,6 +523,86 @@ async fn https_without_certificate_arn_uses_the_acm_certificates_of_its_hosts() 
         })
         .await;
     }
+    drop(ctl);
+    kube_util::delete_namespace(&f.client, &ns).await;
+}
+
+/// WAFv2 web ACL by ARN, by name, replaced, left alone without the annotation, removed by `none`:
+/// each change exactly one WAFv2 write, resyncs none.
+#[tokio::test]
+async fn wafv2_web_acl_follows_the_annotations() {
+    let _serial = SERIAL.lock().await;
+    let Some(f) = setup("ingress_alb_wafv2").await else { return };
+    let ns = ns_name("ing_waf");
+    f.namespace_with_backends(&ns, &[("svc-a", "a")]).await;
+    let acl_a = aws::wafv2_web_acl(&f.env, &unique("acl-a")).await;
+    let name_b = unique("acl-b");
+    let acl_b = aws::wafv2_web_acl(&f.env, &name_b).await;
+    let ctl = ControllerProc::start(&f.env, &ns, "lbc-e2e-ing", &["--enable-service-controller=false"]);
+    let ing = ingress("web", vec![path("/a", "svc-a")], &[("wafv2-acl-arn", &acl_a)]);
+    f.ingresses(&ns).create(&PostParams::default(), &ing).await.expect("create ingress");
+    eventually("hostname", 90, || f.hostname(&ns, "web")).await;
+    let (lbs, _) = f.stack_arns(&format!("{ns}/web")).await;
+    let lb = lbs[0].clone();
+    let acl_of = || aws::wafv2_web_acl_of(&f.env, &lb);
+    eventually("web ACL a associated", 30, || async {
+        (acl_of().await.as_deref() == Some(acl_a.as_str())).then_some(())
+    })
+    .await;
+    let want: BTreeSet<String> = f.env.pod_ips(&ns, "a").into_iter().map(|ip| format!("{ip}:8080")).collect();
+    let tgs = f.stack_arns(&format!("{ns}/web")).await.1;
+    eventually("pods registered", 60, || async { (aws::registered(&f.elb, &tgs[0]).await == want).then_some(()) })
+        .await;
+
+    // Resync: reads only.
+    let mark = f.emu.mark().await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(f.writes_since(mark, &ctl).await, Vec::<String>::new(), "no write without a change");
+
+    let set = |k: &str, v: Option<&str>| {
+        let patch = json!({"metadata": {"annotations": {format!("{ALB}/{k}"): v}}});
+        let api = f.ingresses(&ns);
+        async move { api.patch("web", &PatchParams::default(), &Patch::Merge(patch)).await.unwrap() }
+    };
+    // By name (the ARN annotation removed at the same time): replaced with one AssociateWebACL.
+    let mark = f.emu.mark().await;
+    set("wafv2-acl-arn", None).await;
+    set("wafv2-acl-name", Some(&name_b)).await;
+    eventually("web ACL b by name", 30, || async { (acl_of().await.as_deref() == Some(acl_b.as_str())).then_some(()) })
+        .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(f.writes_since(mark, &ctl).await, ["AssociateWebACL"], "one association change");
+
+    // An unknown name: a Warning naming it, nothing changed.
+    let mark = f.emu.mark().await;
+    set("wafv2-acl-name", Some("no-such-acl")).await;
+    let note = eventually("FailedDeployModel event", 30, || async {
+        let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(f.client.clone(), &ns);
+        let list = events.list(&ListParams::default()).await.ok()?;
+        list.items.into_iter().filter_map(|e| e.note).find(|n| n.contains("no-such-acl"))
+    })
+    .await;
+    assert!(note.contains("no WAFv2 web ACL named") && note.contains("wafv2-acl-arn"), "{note}");
+    assert_eq!(f.writes_since(mark, &ctl).await, Vec::<String>::new(), "nothing changed");
+    assert_eq!(acl_of().await.as_deref(), Some(acl_b.as_str()));
+
+    // Annotation removed: the association stays (ALBC: remove with `none`, never by omission).
+    let mark = f.emu.mark().await;
+    set("wafv2-acl-name", None).await;
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert_eq!(acl_of().await.as_deref(), Some(acl_b.as_str()), "left alone without the annotation");
+    assert_eq!(f.writes_since(mark, &ctl).await, Vec::<String>::new());
+
+    // `none`: one DisassociateWebACL.
+    let mark = f.emu.mark().await;
+    set("wafv2-acl-arn", Some("none")).await;
+    eventually("web ACL removed", 30, || async { acl_of().await.is_none().then_some(()) }).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(f.writes_since(mark, &ctl).await, ["DisassociateWebACL"]);
+
+    f.ingresses(&ns).delete("web", &DeleteParams::default()).await.unwrap();
+    eventually("Ingress gone", 120, || async { f.ingresses(&ns).get_opt("web").await.ok()?.is_none().then_some(()) })
+        .await;
     drop(ctl);
     kube_util::delete_namespace(&f.client, &ns).await;
 }

@@ -12,6 +12,7 @@ use regex::Regex;
 pub const ELBV2_SERVICE: &str = "Elastic Load Balancing v2";
 pub const EC2_SERVICE: &str = "EC2";
 pub const ACM_SERVICE: &str = "ACM";
+pub const WAFV2_SERVICE: &str = "WAFV2";
 
 /// One rate limit.
 #[derive(Clone, Debug)]
@@ -48,7 +49,8 @@ fn rule(service: &str, ops: &str, rate: f64, burst: u32) -> ThrottleRule {
 /// bucket (40 tokens, 10/s) for reads, and ALBC's limit for other ELBv2 writes; EC2 reads get a
 /// generous bucket since EC2 is only used for VPC/subnet/ENI/SG lookups; ACM (certificate
 /// discovery, reads only, cached) stays under its documented per-account limits (ListCertificates
-/// 8/s, DescribeCertificate 10/s).
+/// 8/s, DescribeCertificate 10/s). WAFv2 gets ALBC's limits (association changes 0.5/s, reads 1/s):
+/// AWS's WAF quotas are low and shared with the console.
 pub fn default_rules() -> Vec<ThrottleRule> {
     vec![
         rule(ELBV2_SERVICE, "^(RegisterTargets|DeregisterTargets)$", 4.0, 20),
@@ -57,6 +59,8 @@ pub fn default_rules() -> Vec<ThrottleRule> {
         rule(EC2_SERVICE, "^Describe", 20.0, 100),
         rule(EC2_SERVICE, ".*", 5.0, 50),
         rule(ACM_SERVICE, ".*", 4.0, 8),
+        rule(WAFV2_SERVICE, "^(AssociateWebACL|DisassociateWebACL)$", 0.5, 1),
+        rule(WAFV2_SERVICE, ".*", 1.0, 1),
     ]
 }
 
@@ -99,6 +103,8 @@ mod tests {
         assert_eq!(rule_for(&r, ELBV2_SERVICE, "ModifyTargetGroup"), Some(2));
         assert_eq!(rule_for(&r, EC2_SERVICE, "DescribeSubnets"), Some(3));
         assert_eq!(rule_for(&r, ACM_SERVICE, "ListCertificates"), Some(5));
+        assert_eq!(rule_for(&r, WAFV2_SERVICE, "AssociateWebACL"), Some(6));
+        assert_eq!(rule_for(&r, WAFV2_SERVICE, "GetWebACLForResource"), Some(7));
         assert_eq!(rule_for(&r, "STS", "AssumeRole"), None);
     }
 

@@ -16,7 +16,7 @@ use super::{IngressCtx, Looked, finalizer_groups, look};
 use crate::context::jittered;
 use crate::error::{Error, Result};
 use crate::stack::bindings::{self, BindingOwner};
-use crate::stack::{Deleted, FAILED_BUILD, FAILED_DEPLOY, SubnetNeed, delete_stack, deploy, observe};
+use crate::stack::{Deleted, FAILED_BUILD, FAILED_DEPLOY, SubnetNeed, delete_stack, deploy, extras, observe};
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::networking::v1::Ingress;
 use kube::{Resource, ResourceExt};
@@ -243,14 +243,24 @@ pub(super) async fn reconcile(ctx: &IngressCtx, g: &GroupId) -> Result<Option<Du
     }
 
     let mut resolved = resolved_from(&observed);
-    if let Err(e) = deploy::execute(&ctx.io, &stack_id, &steps, &built.stack.listeners, &mut resolved).await {
-        let msg =
-            format!("IngressGroup {stack_id}: {e} (the next attempt re-reads AWS and continues from what exists)");
-        for ing in &member_ings {
-            ctx.io.base.event(&reference(ing), true, FAILED_DEPLOY, msg.clone()).await;
+    let deployed = match deploy::execute(&ctx.io, &stack_id, &steps, &built.stack.listeners, &mut resolved).await {
+        Ok(()) => {
+            let groups = &built.stack.load_balancer.security_groups;
+            extras::apply(&ctx.io, &built.extras, groups, &observed, &resolved).await
         }
-        return Err(e);
-    }
+        Err(e) => Err(e),
+    };
+    let extra_steps = match deployed {
+        Ok(done) => done,
+        Err(e) => {
+            let msg =
+                format!("IngressGroup {stack_id}: {e} (the next attempt re-reads AWS and continues from what exists)");
+            for ing in &member_ings {
+                ctx.io.base.event(&reference(ing), true, FAILED_DEPLOY, msg.clone()).await;
+            }
+            return Err(e);
+        }
+    };
     if let Some(id) = &resolved.frontend_security_group {
         built.resolve_frontend_security_group(id);
     }
@@ -263,8 +273,8 @@ pub(super) async fn reconcile(ctx: &IngressCtx, g: &GroupId) -> Result<Option<Du
     for ing in gathered.holders.iter().filter(|h| !member_keys.contains(&key_of(h))) {
         release_member(ctx, ing, &finalizer).await?;
     }
-    if !steps.is_empty() {
-        let done: Vec<String> = steps.iter().map(Step::summary).collect();
+    if !steps.is_empty() || !extra_steps.is_empty() {
+        let done: Vec<String> = steps.iter().map(Step::summary).chain(extra_steps).collect();
         let msg = format!("load balancer {} in sync: {}", built.stack.load_balancer.name, done.join("; "));
         for ing in &member_ings {
             let note = crate::stack::truncate_list(msg.clone());

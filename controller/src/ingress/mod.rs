@@ -18,13 +18,11 @@ mod queue;
 use crate::backend_sg::BackendSecurityGroup;
 use crate::context::Context;
 use crate::error::Error;
-use crate::stack::{Backoff, Reporter, StackIo};
+use crate::stack::{Adapters, Backoff, Reporter, StackIo};
 use crate::stores::{IngressTrigger, Stores};
 use k8s_openapi::api::networking::v1::Ingress;
 use kube::ResourceExt;
 use lbc_aws::acm::Acm;
-use lbc_aws::lb::LoadBalancers;
-use lbc_aws::net::Networking;
 use lbc_model::crd::TargetType;
 use lbc_model::ingress::keys as k;
 use lbc_model::ingress::{Candidate, ClassSnapshot, GroupId, SelectConfig, Selection, apply_params, group_of, select};
@@ -69,13 +67,12 @@ pub struct IngressCtx {
 impl IngressCtx {
     pub fn new(
         base: Arc<Context>,
-        lbs: Arc<dyn LoadBalancers>,
-        net: Arc<dyn Networking>,
+        aws: &Adapters,
         acm: Arc<dyn Acm>,
         cfg: IngressConfig,
         backend_sg: Arc<BackendSecurityGroup>,
     ) -> Self {
-        let io = StackIo::new(base, lbs, net, &cfg.cluster_name, &cfg.vpc_id, INGRESS_TAG_PREFIX);
+        let io = StackIo::new(base, aws, &cfg.cluster_name, &cfg.vpc_id, INGRESS_TAG_PREFIX);
         let certificates = certificates::CertificateCatalog::new(acm);
         Self {
             io,

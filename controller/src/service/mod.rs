@@ -9,7 +9,6 @@
 //! announce replacements → execute steps → apply bindings → `status.loadBalancer` → event.
 
 mod cleanup;
-mod extras;
 mod report;
 
 use crate::backend_sg::BackendSecurityGroup;
@@ -17,14 +16,12 @@ use crate::context::{Context, jittered};
 use crate::error::{Error, Result};
 use crate::stack::SubnetNeed;
 use crate::stack::bindings::{self, BindingOwner};
-use crate::stack::{Backoff, Reporter, StackIo, deploy, observe};
+use crate::stack::{Adapters, Backoff, Reporter, StackIo, deploy, extras, observe};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Service;
 use kube::runtime::controller::{Action, Config, Controller};
 use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
-use lbc_aws::lb::LoadBalancers;
-use lbc_aws::net::Networking;
 use lbc_model::lb::Tags;
 use lbc_model::lb::backend_sg::BackendSgMode;
 use lbc_model::lb::diff::{PlanOptions, Step, plan};
@@ -73,14 +70,8 @@ pub struct ServiceCtx {
 }
 
 impl ServiceCtx {
-    pub fn new(
-        base: Arc<Context>,
-        lbs: Arc<dyn LoadBalancers>,
-        net: Arc<dyn Networking>,
-        cfg: ServiceConfig,
-        backend_sg: Arc<BackendSecurityGroup>,
-    ) -> Self {
-        let io = StackIo::new(base, lbs, net, &cfg.cluster_name, &cfg.vpc_id, SERVICE_TAG_PREFIX);
+    pub fn new(base: Arc<Context>, aws: &Adapters, cfg: ServiceConfig, backend_sg: Arc<BackendSecurityGroup>) -> Self {
+        let io = StackIo::new(base, aws, &cfg.cluster_name, &cfg.vpc_id, SERVICE_TAG_PREFIX);
         Self { io, backend_sg, reporter: Reporter::default(), backoff: Backoff::new(cfg.max_backoff), cfg }
     }
 }
@@ -220,7 +211,8 @@ async fn reconcile_inner(svc: &Service, ctx: &ServiceCtx) -> Result<Action> {
         ctx.io.base.event(&report::reference(svc), true, report::FAILED_DEPLOY, msg).await;
         return Err(e);
     }
-    let extra_steps = match extras::apply(ctx, &built, &observed, &resolved).await {
+    let groups = &built.stack.load_balancer.security_groups;
+    let extra_steps = match extras::apply(&ctx.io, &built.extras, groups, &observed, &resolved).await {
         Ok(done) => done,
         Err(e) => {
             let msg = format!("{e} (the next attempt re-reads AWS and continues from what exists)");

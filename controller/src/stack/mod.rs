@@ -1,7 +1,8 @@
 //! What the Service (NLB) and Ingress (ALB) reconcilers share once a desired `lbc_model::lb::Stack`
 //! exists: reading a stack from AWS by its ownership tags ([`observe`]), carrying out a plan
 //! ([`deploy`]), keeping the stack's TargetGroupBindings ([`bindings`]), deleting a whole stack
-//! ([`delete_stack`]) and deduplicated Warning events ([`Reporter`]).
+//! ([`delete_stack`]), the settings with their own AWS calls ([`extras`]) and deduplicated Warning
+//! events ([`Reporter`]).
 //!
 //! The two differ only in the tag prefix (`service.k8s.aws` vs `ingress.k8s.aws`, see
 //! `lbc_model::lb::tags`), the stack ID and the Kubernetes objects that own the stack; those are
@@ -9,6 +10,7 @@
 
 pub mod bindings;
 pub mod deploy;
+pub mod extras;
 pub mod observe;
 
 use crate::context::Context;
@@ -16,6 +18,7 @@ use crate::error::{Error, Result};
 use k8s_openapi::api::core::v1::ObjectReference;
 use lbc_aws::lb::LoadBalancers;
 use lbc_aws::net::Networking;
+use lbc_aws::waf::WebAcls;
 use lbc_model::lb::diff::{deletion_protected, plan_delete};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -24,11 +27,20 @@ use std::sync::{Arc, Mutex};
 pub const FAILED_BUILD: &str = "FailedBuildModel";
 pub const FAILED_DEPLOY: &str = "FailedDeployModel";
 
+/// The AWS adapters the Service and Ingress reconcilers share.
+#[derive(Clone)]
+pub struct Adapters {
+    pub lbs: Arc<dyn LoadBalancers>,
+    pub net: Arc<dyn Networking>,
+    pub waf: Arc<dyn WebAcls>,
+}
+
 /// The AWS side of one kind of stack: adapters, cluster, VPC and tag prefix.
 pub struct StackIo {
     pub base: Arc<Context>,
     pub lbs: Arc<dyn LoadBalancers>,
     pub net: Arc<dyn Networking>,
+    pub waf: Arc<dyn WebAcls>,
     pub cluster_name: String,
     pub vpc_id: String,
     /// `lbc_model::lb::tags::SERVICE_TAG_PREFIX` or `INGRESS_TAG_PREFIX`.
@@ -36,15 +48,16 @@ pub struct StackIo {
 }
 
 impl StackIo {
-    pub fn new(
-        base: Arc<Context>,
-        lbs: Arc<dyn LoadBalancers>,
-        net: Arc<dyn Networking>,
-        cluster_name: &str,
-        vpc_id: &str,
-        tag_prefix: &'static str,
-    ) -> Self {
-        Self { base, lbs, net, cluster_name: cluster_name.into(), vpc_id: vpc_id.into(), tag_prefix }
+    pub fn new(base: Arc<Context>, aws: &Adapters, cluster_name: &str, vpc_id: &str, tag_prefix: &'static str) -> Self {
+        Self {
+            base,
+            lbs: aws.lbs.clone(),
+            net: aws.net.clone(),
+            waf: aws.waf.clone(),
+            cluster_name: cluster_name.into(),
+            vpc_id: vpc_id.into(),
+            tag_prefix,
+        }
     }
 }
 

@@ -22,8 +22,10 @@
 //!   TCP from the backend SG (or the managed frontend SG without one) to the targetPort (named
 //!   ports allowed) and to a separate health-check port, one rule per port (ALBC).
 //!
-//! Not modelled yet (warnings): WAFv2 association and minimum capacity. Regex host/path
-//! conditions cannot be expressed by `lb::Condition` yet and fail the group.
+//! - Extras (`lb::extras`, applied by the controller after the stack): WAFv2 web ACL (ARN wins
+//!   over name; `none` disassociates; absent leaves AWS alone) and minimum capacity.
+//!
+//! Regex host/path conditions cannot be expressed by `lb::Condition` yet and fail the group.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -44,6 +46,7 @@ use crate::lb::build::{
     external_tag_problems, load_balancer_security_groups, managed_or_custom, security_group_peer,
     uses_backend_security_group,
 };
+use crate::lb::extras::{WantedExtras, WebAclWanted};
 use crate::lb::naming::{self, IngressTargetGroupNameInputs};
 use crate::lb::tags::{INGRESS_TAG_PREFIX, RESOURCE_LOAD_BALANCER, RESOURCE_MANAGED_SECURITY_GROUP};
 use crate::lb::{
@@ -59,6 +62,8 @@ pub struct IngressStack {
     pub bindings: Vec<TargetGroupBindingTemplate>,
     /// The stack uses the cluster's backend SG (it must exist and must not be released).
     pub backend_security_group_used: bool,
+    /// Settings with their own AWS calls: WAFv2 web ACL, minimum capacity (`lb::extras`).
+    pub extras: WantedExtras,
     /// Things the user should know (Warning events); the stack is still valid.
     pub warnings: Vec<String>,
 }
@@ -163,21 +168,28 @@ pub fn build_group_stack(
         exclusive(members, k::LOAD_BALANCER_ATTRIBUTES, |m| m.settings.load_balancer_attributes.clone(), &mut problems)
             .unwrap_or_default();
     let mut warnings = plan.warnings.clone();
-    if exclusive(members, k::WAFV2_ACL_ARN, |m| m.settings.wafv2_acl_arn.clone(), &mut problems).is_some()
-        || exclusive(members, k::WAFV2_ACL_NAME, |m| m.settings.wafv2_acl_name.clone(), &mut problems).is_some()
-    {
+    let acl_arn = exclusive(members, k::WAFV2_ACL_ARN, |m| m.settings.wafv2_acl_arn.clone(), &mut problems);
+    let acl_name = exclusive(members, k::WAFV2_ACL_NAME, |m| m.settings.wafv2_acl_name.clone(), &mut problems);
+    if acl_arn.is_some() && acl_name.is_some() {
         warnings.push(format!(
-            "IngressGroup {stack_id}: WAFv2 web ACL association ({} / {}) is not applied by this controller yet",
+            "IngressGroup {stack_id}: both {} and {} are set; the ARN is used, the name ignored",
             full_key(k::WAFV2_ACL_ARN),
             full_key(k::WAFV2_ACL_NAME)
         ));
     }
-    if exclusive(members, k::MINIMUM_CAPACITY, |m| m.settings.minimum_capacity_units, &mut problems).is_some() {
-        warnings.push(format!(
-            "IngressGroup {stack_id}: {} is not applied by this controller yet",
-            full_key(k::MINIMUM_CAPACITY)
-        ));
-    }
+    let extras = WantedExtras {
+        enforce_inbound_rules_on_private_link: None,
+        minimum_capacity_units: exclusive(
+            members,
+            k::MINIMUM_CAPACITY,
+            |m| m.settings.minimum_capacity_units,
+            &mut problems,
+        ),
+        web_acl: acl_arn
+            .as_deref()
+            .map(WebAclWanted::from_arn)
+            .or_else(|| acl_name.as_deref().map(WebAclWanted::from_name)),
+    };
     // Group tags: every member's `tags`, one value per key.
     let mut group_tags = Tags::new();
     let mut tag_owner: BTreeMap<String, &IngressKey> = BTreeMap::new();
@@ -293,6 +305,7 @@ pub fn build_group_stack(
         stack: Stack { id: b.stack_id.clone(), load_balancer, frontend_security_group, target_groups, listeners },
         bindings,
         backend_security_group_used,
+        extras,
         warnings: b.warnings,
     })
 }

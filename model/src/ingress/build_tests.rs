@@ -353,3 +353,19 @@ fn builds_into_an_ordered_plan() {
     assert_eq!(steps.iter().filter(|s| matches!(s, Step::CreateListener { .. })).count(), 2);
     assert_eq!(steps.iter().filter(|s| matches!(s, Step::CreateRule { .. })).count(), 2);
 }
+
+#[test]
+fn web_acl_and_minimum_capacity_become_extras() {
+    let g = implicit("shop", "web");
+    let extras = |ann: &[(&str, &str)]| build(&g, &[web(ann)], &echo(), &ctx()).unwrap().extras;
+    assert_eq!(extras(&[]), WantedExtras::default(), "nothing asked: AWS left alone");
+    let arn = "arn:aws:wafv2:us-east-1:1:regional/webacl/w/1";
+    assert_eq!(extras(&[("wafv2-acl-arn", arn)]).web_acl, Some(WebAclWanted::Arn(arn.into())));
+    assert_eq!(extras(&[("wafv2-acl-arn", "none")]).web_acl, Some(WebAclWanted::Disassociate));
+    assert_eq!(extras(&[("wafv2-acl-name", "shop-acl")]).web_acl, Some(WebAclWanted::Name("shop-acl".into())));
+    let both = build(&g, &[web(&[("wafv2-acl-arn", arn), ("wafv2-acl-name", "x")])], &echo(), &ctx()).unwrap();
+    assert_eq!(both.extras.web_acl, Some(WebAclWanted::Arn(arn.into())));
+    assert!(both.warnings.iter().any(|w| w.contains("the ARN is used, the name ignored")), "{:?}", both.warnings);
+    let cap = extras(&[("minimum-load-balancer-capacity", "CapacityUnits=100")]);
+    assert_eq!(cap.minimum_capacity_units, Some(100));
+}

@@ -20,6 +20,7 @@ use k8s_openapi::api::core::v1::Service;
 
 use super::annotations::NlbSettings;
 use crate::lb::build::Tagger;
+pub use crate::lb::extras::WantedExtras;
 use crate::lb::naming;
 use crate::lb::tags::{RESOURCE_LOAD_BALANCER, SERVICE_TAG_PREFIX};
 use crate::lb::{LbIpAddressType, LbType, LoadBalancer, Scheme, Stack, Subnet, Tags};
@@ -30,20 +31,12 @@ pub use crate::lb::build::{
     TargetGroupBindingTemplate,
 };
 
-/// Load balancer settings outside [`LoadBalancer`] (set through their own AWS calls).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct LoadBalancerExtras {
-    /// `EnforceSecurityGroupInboundRulesOnPrivateLinkTraffic` (`None` = leave as is).
-    pub enforce_inbound_rules_on_private_link: Option<bool>,
-    /// `MinimumLoadBalancerCapacity.CapacityUnits` (`Some(0)` resets).
-    pub minimum_capacity_units: Option<u32>,
-}
-
 /// Everything one Service wants in AWS and in Kubernetes.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ServiceStack {
     pub stack: Stack,
-    pub extras: LoadBalancerExtras,
+    /// Settings with their own AWS calls (`lb::extras`).
+    pub extras: WantedExtras,
     pub bindings: Vec<TargetGroupBindingTemplate>,
     /// The stack uses the cluster's backend SG (it must exist and must not be released).
     pub backend_security_group_used: bool,
@@ -174,9 +167,10 @@ pub fn build_stack(svc: &Service, settings: &NlbSettings, ctx: &BuildContext) ->
             target_groups: targets.target_groups,
             listeners: targets.listeners,
         },
-        extras: LoadBalancerExtras {
+        extras: WantedExtras {
             enforce_inbound_rules_on_private_link: settings.inbound_sg_rules_on_private_link,
             minimum_capacity_units: settings.minimum_capacity_units,
+            web_acl: None,
         },
         bindings: targets.bindings,
         backend_security_group_used,

@@ -344,7 +344,11 @@ fn multi_cluster_listener_attributes_and_extras() {
     assert!(st.warnings.iter().any(|w| w.contains("UDP-80 matches no listener")), "{:?}", st.warnings);
     assert_eq!(
         st.extras,
-        LoadBalancerExtras { enforce_inbound_rules_on_private_link: Some(true), minimum_capacity_units: Some(100) }
+        WantedExtras {
+            enforce_inbound_rules_on_private_link: Some(true),
+            minimum_capacity_units: Some(100),
+            web_acl: None
+        }
     );
     assert_eq!(st.stack.load_balancer.name, "custom-nlb");
     assert_eq!(st.stack.load_balancer.tags["owner"], "platform", "--default-tags beat annotation tags");

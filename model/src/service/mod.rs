@@ -27,6 +27,6 @@ pub use annotations::{
     BackendProtocol, HealthCheckPortSetting, HealthCheckSettings, NlbSettings, SecurityGroupSelector, SubnetSelector,
     Unsupported, parse_annotations,
 };
-pub use build::{BuildContext, BuildError, ExistingLoadBalancer, LoadBalancerExtras, ServiceStack, build_stack};
+pub use build::{BuildContext, BuildError, ExistingLoadBalancer, ServiceStack, build_stack};
 pub use changes::{Change, ChangeKind, classify_changes};
 pub use select::{DEFAULT_LOAD_BALANCER_CLASS, SelectConfig, Selection, select};
