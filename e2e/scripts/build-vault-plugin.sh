@@ -6,7 +6,7 @@
 #
 #   LBC_CACHE   cache root (default ~/.cache/aws-lb-controller)
 #
-# First build on 2 cores: ~2 min module download + ~40 s compile (docs/credentials.md, "Testing").
+# First build: ~3 min on 2 cores with empty Go caches, module download included (docs/credentials.md, "Testing").
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")/.." && pwd)"
 SRC="$HERE/go/vault-aws-plugin"
