@@ -652,6 +652,17 @@ def control(method: str, path: str, query: dict[str, list[str]], body: dict[str,
             out = out[: int(q["limit"])]
         return 200, {"calls": out, "last_seq": last}
 
+    if path == "sts-sessions" and method == "GET":
+        # Who holds which temporary keys: tests check that the keys a client signed with came from sts:AssumeRole
+        # of a given role (e.g. through Vault's AWS engine). Key IDs only, never secrets or session tokens.
+        from moto.sts.models import sts_backends
+        out = []
+        for _account, regions in list(sts_backends.items()):
+            for _region, backend in list(regions.items()):
+                out += [{"access_key_id": r.access_key_id, "role_arn": r.role_arn, "session_name": r.session_name,
+                         "expiration": r.expiration.isoformat()} for r in backend.assumed_roles]
+        return 200, {"sessions": out}
+
     if path == "health-policy":
         if method == "GET":
             with STATE.lock:

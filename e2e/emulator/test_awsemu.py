@@ -246,6 +246,16 @@ def test_ec2_and_sts_fault_shapes(emu, aws):
     assert aws.sts.get_caller_identity()["Account"] == "123456789012"
 
 
+def test_sts_sessions_list_assumed_role_keys_without_secrets(emu, aws):
+    arn = "arn:aws:iam::123456789012:role/emu-test"
+    creds = aws.sts.assume_role(RoleArn=arn, RoleSessionName="s1", DurationSeconds=900)["Credentials"]
+    status, out = ctl(emu, "GET", "sts-sessions")
+    assert status == 200
+    mine = [x for x in out["sessions"] if x["access_key_id"] == creds["AccessKeyId"]]
+    assert [(x["role_arn"], x["session_name"]) for x in mine] == [(arn, "s1")]
+    assert creds["SecretAccessKey"] not in json.dumps(out) and creds["SessionToken"] not in json.dumps(out)
+
+
 def test_token_buckets(emu, aws):
     tg = aws.tg("bucket")
     st, out = ctl(emu, "POST", "token-buckets", {"enabled": True, "buckets": [

@@ -4,11 +4,15 @@
 #
 #   - Kubernetes auth at auth/kubernetes/, reviewing tokens through the local kube-apiserver's TokenReview
 #     (reviewer: ServiceAccount kube-system/lbc-vault-reviewer bound to system:auth-delegator);
-#   - KV v1 mounted at aws/ as a STAND-IN for the AWS secrets engine: OpenBao does not ship that engine, and its
-#     plugin (Go module github.com/openbao/openbao-plugins) cannot be fetched from the module proxy here (see
-#     docs/credentials.md, "Testing"). A KV v1 secret at aws/sts/<role> holding access_key / secret_key /
-#     security_token / ttl answers GET /v1/aws/sts/<role> in the engine's response shape, with
-#     lease_duration = ttl. Tests write and rotate those keys themselves;
+#   - the REAL AWS secrets engine at aws/: Vault v1.14's builtin/logical/aws built as an external plugin
+#     (e2e/go/vault-aws-plugin, by e2e/scripts/build-vault-plugin.sh, cached) and registered as vault-aws; OpenBao
+#     ships no AWS engine and its own plugin module cannot be fetched here (docs/credentials.md, "Testing").
+#     aws/config/root points iam_endpoint and sts_endpoint at the AWS emulator (moto), so every read of
+#     aws/sts/<role> is a real sts:AssumeRole there and aws/creds/<role> (iam_user) real iam:CreateUser,
+#     PutUserPolicy, CreateAccessKey. The AWS SDK inside the engine refuses DurationSeconds < 900, so STS keys live
+#     >= 15 min; the mount's max_lease_ttl (24 s) caps the lease OpenBao hands out, which is what drives the
+#     provider's refreshes in the tests. Engine role lbc (assumed_role on IAM role lbc-e2e-controller, created in
+#     the emulator here) is the controller's; tests create their own engine roles;
 #   - a file audit device writing $RUN/bao/audit.log (tests count the logins and renewals the provider made);
 #   - policy lbc + role lbc (ServiceAccount kube-system/aws-load-balancer-controller, audience vault) for the
 #     controller; tests create their own roles.
@@ -28,6 +32,8 @@ PIDS="$RUN/pids"
 DIR="$RUN/bao"
 PORT="${LBC_BAO_PORT:-$((8200 + ${LBC_E2E_PORT_OFFSET:-0}))}"
 ADDR="http://127.0.0.1:$PORT"
+LEASE_S=24                    # aws/ mount max lease: keys are re-read every ~16 s (2/3 of it)
+ROLE_NAME=lbc-e2e-controller  # the IAM role (in the emulator) engine roles assume
 export NO_PROXY="127.0.0.1,localhost${NO_PROXY:+,$NO_PROXY}" no_proxy="127.0.0.1,localhost${no_proxy:+,$no_proxy}"
 
 say() { printf '[bao] %s\n' "$*" >&2; }
@@ -42,7 +48,7 @@ healthy() { curl -sf --max-time 2 "$ADDR/v1/sys/health" >/dev/null 2>&1; }
 root_token() { cat "$DIR/root-token" 2>/dev/null; }
 b() { BAO_ADDR="$ADDR" BAO_TOKEN="$(root_token)" "$BAO" "$@"; }
 configured() {
-  b read -format=json auth/kubernetes/role/lbc >/dev/null 2>&1 && b read -format=json sys/mounts/aws >/dev/null 2>&1 \
+  b read -format=json auth/kubernetes/role/lbc >/dev/null 2>&1 && b read -format=json aws/roles/lbc >/dev/null 2>&1 \
     && b audit list -format=json 2>/dev/null | grep '"file/"' >/dev/null
 }
 
@@ -144,16 +150,52 @@ b audit list -format=json 2>/dev/null | grep '"file/"' >/dev/null || b audit ena
 b auth list -format=json | grep '"kubernetes/"' >/dev/null || b auth enable kubernetes >/dev/null
 b write auth/kubernetes/config kubernetes_host="$LBC_KUBE_SERVER" kubernetes_ca_cert=@"$LBC_KUBE_CA_FILE" \
   token_reviewer_jwt=@"$DIR/reviewer.jwt" disable_local_ca_jwt=true >/dev/null
-if ! b read -format=json sys/mounts/aws >/dev/null 2>&1; then
-  b secrets enable -path=aws -version=1 -description="KV v1 stand-in for the AWS secrets engine (e2e)" kv >/dev/null
+# The engine plugin: copied into the plugin directory when it changed, registered under its checksum (idempotent).
+# A mount of another type at aws/ (the KV stand-in of older versions of this script) is replaced.
+PLUGIN="$("$E2E/scripts/build-vault-plugin.sh" | tail -n1)"
+changed=0
+if ! cmp -s "$PLUGIN" "$DIR/plugins/vault-aws"; then
+  cp "$PLUGIN" "$DIR/plugins/vault-aws.tmp" && mv "$DIR/plugins/vault-aws.tmp" "$DIR/plugins/vault-aws"; changed=1
 fi
+sha="$(sha256sum "$DIR/plugins/vault-aws" | cut -d' ' -f1)"
+if [ "$changed" = 1 ] || [ "$(b read -field=sha256 sys/plugins/catalog/secret/vault-aws 2>/dev/null)" != "$sha" ]; then
+  b plugin register -sha256="$sha" secret vault-aws >/dev/null
+fi
+mount_type="$(b read -field=type sys/mounts/aws 2>/dev/null || true)"
+if [ "$mount_type" != vault-aws ]; then
+  [ -n "$mount_type" ] && b secrets disable aws >/dev/null
+  b secrets enable -path=aws -description="AWS secrets engine (Vault v1.14 plugin) against the AWS emulator (e2e)" vault-aws >/dev/null
+elif [ "$changed" = 1 ]; then
+  # a rebuilt plugin under a running server: restart it (only then: it would disturb tests reading aws/)
+  b write sys/plugins/reload/backend plugin=vault-aws >/dev/null
+fi
+b secrets tune -default-lease-ttl="${LEASE_S}s" -max-lease-ttl="${LEASE_S}s" aws/ >/dev/null
+b write aws/config/root access_key="$AWS_ACCESS_KEY_ID" secret_key="$AWS_SECRET_ACCESS_KEY" region="$AWS_REGION" \
+  iam_endpoint="$LBC_AWS_ENDPOINT" sts_endpoint="$LBC_AWS_ENDPOINT" >/dev/null
+# The IAM role STS hands out keys for (idempotent; the emulator loses it when it is reset or restarted).
+ROLE_ARN="$("$VENV/bin/python" - "$ROLE_NAME" <<'PY'
+import json, os, sys
+import boto3
+iam = boto3.client("iam", endpoint_url=os.environ["LBC_AWS_ENDPOINT"])
+name = sys.argv[1]
+try:
+    print(iam.get_role(RoleName=name)["Role"]["Arn"])
+except iam.exceptions.NoSuchEntityException:
+    trust = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
+             "Principal": {"AWS": "arn:aws:iam::123456789012:root"}}]}
+    print(iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(trust))["Role"]["Arn"])
+PY
+)"
+# default_sts_ttl/max_sts_ttl set on the role: without max_sts_ttl the engine would clamp the requested ttl to the
+# mount's max lease (24 s), below the 900 s the engine's AWS SDK accepts.
+b write aws/roles/lbc credential_type=assumed_role role_arns="$ROLE_ARN" default_sts_ttl=15m max_sts_ttl=1h >/dev/null
 b policy write lbc - >/dev/null <<'EOF'
 path "aws/creds/lbc" { capabilities = ["read"] }
 path "aws/sts/lbc"   { capabilities = ["read"] }
 EOF
 b write auth/kubernetes/role/lbc bound_service_account_names=aws-load-balancer-controller \
   bound_service_account_namespaces=kube-system audience=vault token_policies=lbc token_ttl=1h token_max_ttl=4h >/dev/null
-[ "$fresh" = 1 ] && say "configured: auth/kubernetes (TokenReview via $LBC_KUBE_SERVER), aws/ (KV v1 stand-in), role lbc"
+[ "$fresh" = 1 ] && say "configured: auth/kubernetes (TokenReview via $LBC_KUBE_SERVER), aws/ (AWS engine plugin -> emulator), role lbc"
 
 {
   echo "# written by e2e/scripts/bao.sh $(date -Is); source this file"
@@ -163,7 +205,9 @@ b write auth/kubernetes/role/lbc bound_service_account_names=aws-load-balancer-c
   echo "export LBC_BAO_BIN='$BAO'"
   echo "export LBC_BAO_KUBE_AUTH_MOUNT=kubernetes"
   echo "export LBC_BAO_AWS_MOUNT=aws"
-  echo "export LBC_BAO_AWS_ENGINE=kv-stand-in"
+  echo "export LBC_BAO_AWS_ENGINE=vault-aws-plugin"
+  echo "export LBC_BAO_AWS_ROLE_ARN='$ROLE_ARN'"
+  echo "export LBC_BAO_AWS_LEASE_SECONDS=$LEASE_S"
   echo "export LBC_BAO_AUDIT_LOG='$DIR/audit.log'"
   echo "export LBC_BAO_REVIEWER_JWT_FILE='$DIR/reviewer.jwt'"
 } >"$RUN/bao.env.tmp"

@@ -63,6 +63,25 @@ impl Emulator {
         .await;
     }
 
+    /// Access key ID -> role ARN of every sts:AssumeRole the emulator answered (`/_awsemu/sts-sessions`).
+    pub async fn sts_sessions(&self) -> std::collections::HashMap<String, String> {
+        let v: Value = self
+            .http
+            .get(format!("{}/sts-sessions", self.base))
+            .send()
+            .await
+            .expect("emulator reachable")
+            .json()
+            .await
+            .expect("json");
+        v["sessions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|s| Some((s["access_key_id"].as_str()?.to_string(), s["role_arn"].as_str()?.to_string())))
+            .collect()
+    }
+
     /// Injects a fault; returns its id.
     pub async fn fault(&self, spec: Value) -> String {
         self.post("faults", spec).await["id"].as_str().unwrap_or_default().to_string()

@@ -3,13 +3,15 @@
 //! e2e kube-apiserver), and SDK clients built the way the controller builds them, talking to the
 //! AWS emulator.
 //!
-//! What is real and what stands in: the ServiceAccount, its TokenRequest token, the OpenBao login,
-//! token TTLs, renew-self, re-login, policies and the HTTP API are real. The AWS secrets engine is
-//! not: OpenBao does not ship it and its plugin cannot be built here (docs/credentials.md,
-//! "Testing"), so `aws/` is a KV v1 mount and this test writes fresh keys to `aws/sts/<role>`
-//! (with `ttl`, which KV v1 returns as `lease_duration`) every few seconds, as the engine would
-//! hand out new keys on each read. The emulator does not check keys, so the test also checks
-//! which access key IDs the SDK actually used.
+//! All of it is real: the ServiceAccount, its TokenRequest token, the OpenBao login, token TTLs,
+//! renew-self, re-login, policies, the HTTP API, and the AWS secrets engine at `aws/` (Vault
+//! v1.14's engine built as an OpenBao plugin by `e2e/scripts/build-vault-plugin.sh`), whose every
+//! `aws/sts/<role>` read is an sts:AssumeRole against the emulator (moto), which hands out new keys
+//! each time. The engine's AWS SDK refuses STS lifetimes under 900 s, so keys live 15 min; what
+//! makes the provider re-read them every ~16 s is the lease OpenBao hands out, capped by the `aws/`
+//! mount's max_lease_ttl (24 s, set by bao.sh). The emulator does not check keys, so the tests
+//! check which access key IDs were used (its call log) and that each one is an STS session of the
+//! IAM role the engine role names (its `/_awsemu/sts-sessions`).
 
 use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvider, future};
 use aws_sdk_elasticloadbalancingv2::types::TargetDescription;
@@ -33,6 +35,10 @@ struct Bao {
     addr: String,
     root: String,
     audit_log: PathBuf,
+    /// The IAM role (in the emulator) the engine roles assume.
+    role_arn: String,
+    /// The `aws/` mount's max lease: how long OpenBao lets the provider keep keys.
+    lease_s: u64,
     http: reqwest::Client,
 }
 
@@ -52,6 +58,8 @@ impl Bao {
             addr: vars["BAO_ADDR"].clone(),
             root: vars["BAO_TOKEN"].clone(),
             audit_log: PathBuf::from(&vars["LBC_BAO_AUDIT_LOG"]),
+            role_arn: vars["LBC_BAO_AWS_ROLE_ARN"].clone(),
+            lease_s: vars["LBC_BAO_AWS_LEASE_SECONDS"].parse().expect("LBC_BAO_AWS_LEASE_SECONDS"),
             http: reqwest::Client::new(),
         }
     }
@@ -90,31 +98,16 @@ impl Bao {
         .await;
     }
 
-    /// New keys at the KV stand-in for `aws/sts/<role>`; returns the access key ID.
-    async fn issue_keys(&self, role: &str, ttl_s: u64) -> String {
-        let id = format!("ASIAE2E{:013X}", fastrand::u64(..) & 0xF_FFFF_FFFF_FFFF);
+    /// An AWS engine role: assumed_role on the IAM role bao.sh created in the emulator. The sts
+    /// TTLs are the engine's own bounds (900 s is the least its AWS SDK sends); without
+    /// `max_sts_ttl` the engine would clamp the TTL to the mount's 24 s max lease.
+    async fn engine_role(&self, name: &str) {
         self.write(
-            &format!("aws/sts/{role}"),
-            json!({ "access_key": id, "secret_key": format!("{:032x}", fastrand::u128(..)),
-                    "security_token": format!("e2e-session-{:032x}", fastrand::u128(..)), "ttl": format!("{ttl_s}s") }),
+            &format!("aws/roles/{name}"),
+            json!({ "credential_type": "assumed_role", "role_arns": [self.role_arn],
+                    "default_sts_ttl": "15m", "max_sts_ttl": "1h" }),
         )
         .await;
-        id
-    }
-
-    /// The engine stand-in handing out new keys: issues keys now and every 7 s (each valid
-    /// `lease_s`); returns the task and the access key IDs issued so far.
-    async fn rotate_keys(&self, role: &str, lease_s: u64) -> (tokio::task::JoinHandle<()>, Arc<Mutex<Vec<String>>>) {
-        let issued = Arc::new(Mutex::new(vec![self.issue_keys(role, lease_s).await]));
-        let (bao, role, log) = (self.clone(), role.to_string(), issued.clone());
-        let task = tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(Duration::from_secs(7)).await;
-                let id = bao.issue_keys(&role, lease_s).await;
-                log.lock().unwrap().push(id);
-            }
-        });
-        (task, issued)
     }
 
     /// (logins, renewals) the audit log shows for Kubernetes auth role `role`: renewals are
@@ -202,14 +195,13 @@ async fn vault_keys_rotate_during_target_sync_without_a_failed_call() {
     let role = ns.clone();
     // token TTL 20 s (renewed at ~13 s), max 50 s: renewals, then a re-login, during the run
     bao.role(&role, &ns, "aws-load-balancer-controller", &format!("aws/sts/{role}"), "20s", "50s").await;
+    bao.engine_role(&role).await;
+    let emu = lbc_e2e::emulator::Emulator::new(env.aws_endpoint());
 
-    // The engine stand-in: new keys every 7 s, each valid 24 s.
-    const LEASE_S: u64 = 24;
-    let (rotator, issued) = bao.rotate_keys(&role, LEASE_S).await;
-
+    // 15-minute STS keys (the controller's default --vault-ttl), leased for 24 s: new keys every ~16 s.
     let mut cfg = VaultConfig::new(&bao.addr, &role, &role);
     cfg.token_path = token_path;
-    cfg.ttl = Some(Duration::from_secs(LEASE_S));
+    cfg.ttl = Some(Duration::from_secs(900));
     let metrics = CredentialMetrics::default();
     let source = vault::start(cfg, metrics.clone()).expect("config");
     let st =
@@ -227,6 +219,7 @@ async fn vault_keys_rotate_during_target_sync_without_a_failed_call() {
     .await;
     let elb = clients.elbv2;
     let arn = aws::create_ip_target_group(&env, &aws::elbv2(&env).await, &unique("vault-tg"), 8080).await;
+    let since = emu.mark().await;
 
     // Target-sync-like loop: register/describe/deregister against the target group while keys rotate.
     // LBC_E2E_VAULT_SECS shortens or lengthens the run (default 80 s: ~5 key rotations, 1 re-login).
@@ -267,27 +260,38 @@ async fn vault_keys_rotate_during_target_sync_without_a_failed_call() {
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
-    rotator.abort();
 
     let st = source.state();
     let sdk_keys: BTreeSet<String> = seen.lock().unwrap().iter().cloned().collect();
-    let issued: HashSet<String> = issued.lock().unwrap().iter().cloned().collect();
+    // What the emulator saw: this target group's calls, signed with which keys, and whose keys they are.
+    let (logged, _) = emu.calls(since, Some(&arn)).await;
+    let emu_failed = logged.iter().filter(|c| c.outcome != "ok").count();
+    let emu_keys: BTreeSet<String> = logged.iter().filter_map(|c| c.access_key.clone()).collect();
+    let sessions = emu.sts_sessions().await;
     let (logins, renewals) = bao.audit_counts(&role);
     eprintln!(
-        "vault e2e: {calls} AWS calls in {:?}; provider refreshes {}; SDK used {} distinct keys {:?}; \
-         OpenBao logins {logins}, token renewals {renewals}; state: {}",
+        "vault e2e: {calls} AWS calls in {:?} ({} logged by the emulator, {emu_failed} failed); provider refreshes {}; \
+         SDK used {} distinct keys, the emulator saw {} {:?}; OpenBao logins {logins}, token renewals {renewals}; \
+         state: {}",
         start.elapsed(),
+        logged.len(),
         st.refreshes,
         sdk_keys.len(),
-        sdk_keys,
+        emu_keys.len(),
+        emu_keys,
         st.summary()
     );
     assert!(failed.is_empty(), "{} of {calls} AWS calls failed:\n{}", failed.len(), failed.join("\n"));
     assert!(not_ready.is_empty(), "credentials were not healthy at times:\n{}", not_ready.join("\n"));
-    let expected_min = (run_for.as_secs() / 20) as usize; // refreshes every ~16 s
+    // refreshes at ~2/3 of the lease (~16 s of 24 s): more than run_for / (5/6 of the lease)
+    let expected_min = (run_for.as_secs() * 6 / (5 * bao.lease_s)) as usize;
     assert!(st.refreshes as usize > expected_min, "provider refreshed {} times in {run_for:?}", st.refreshes);
-    assert!(sdk_keys.len() >= 3, "the SDK should have signed with at least 3 different keys: {sdk_keys:?}");
-    assert!(sdk_keys.iter().all(|k| issued.contains(k)), "every key the SDK used came from OpenBao");
+    assert_eq!(emu_failed, 0, "the emulator logged failed calls");
+    assert!(emu_keys.len() >= 3, "the emulator should have seen at least 3 different keys: {emu_keys:?}");
+    assert!(emu_keys.is_subset(&sdk_keys), "keys the emulator saw {emu_keys:?}, the SDK was given {sdk_keys:?}");
+    for k in &sdk_keys {
+        assert_eq!(sessions.get(k), Some(&bao.role_arn), "key {k} is not an sts:AssumeRole session of the role");
+    }
     assert!(logins >= 2, "token_max_ttl 50 s: the provider must have logged in again (logins {logins})");
     assert!(renewals >= 1, "token_ttl 20 s: the provider must have renewed its token (renewals {renewals})");
     let failures: u64 = metrics
@@ -298,7 +302,7 @@ async fn vault_keys_rotate_during_target_sync_without_a_failed_call() {
 
     bao.delete(&format!("auth/kubernetes/role/{role}")).await;
     bao.delete(&format!("sys/policies/acl/{role}")).await;
-    bao.delete(&format!("aws/sts/{role}")).await;
+    bao.delete(&format!("aws/roles/{role}")).await;
     kube_util::delete_namespace(&kube, &ns).await;
     let _ = std::fs::remove_dir_all(dir);
 }
@@ -339,7 +343,7 @@ async fn vault_failures_are_named_against_real_openbao() {
     let dir = tmpdir("vault-err");
     let role = ns.clone();
     bao.role(&role, &ns, "aws-load-balancer-controller", &format!("aws/sts/{role}"), "1h", "2h").await;
-    bao.issue_keys(&role, 900).await;
+    bao.engine_role(&role).await;
     let good = service_account_token(&kube, &ns, "aws-load-balancer-controller", "vault", &dir).await;
     let cfg = |token: &PathBuf| {
         let mut c = VaultConfig::new(&bao.addr, &role, &role);
@@ -386,6 +390,22 @@ async fn vault_failures_are_named_against_real_openbao() {
     assert_eq!(e.reason, Reason::PermissionDenied, "{}", e.message);
     assert!(e.message.contains(&format!("aws/sts/{role}-other")) && e.message.contains("[\"read\"]"), "{}", e.message);
 
+    // the engine has no such role (the policy allows the path): the engine's own 400
+    let noeng = format!("{role}-noeng");
+    bao.role(&noeng, &ns, "aws-load-balancer-controller", &format!("aws/sts/{noeng}"), "1h", "2h").await;
+    let mut c = cfg(&good);
+    (c.auth_role, c.secrets_role) = (noeng.clone(), noeng.clone());
+    let e = failure_of(&vault::start(c, CredentialMetrics::default()).unwrap()).await;
+    assert_eq!(e.reason, Reason::InvalidRole, "{}", e.message);
+    assert!(e.message.contains(&format!("no role \"{noeng}\"")) && e.message.contains("not found"), "{}", e.message);
+
+    // the engine's AWS SDK refuses an STS lifetime under 900 s before calling STS: a rejected read
+    let mut c = cfg(&good);
+    c.ttl = Some(Duration::from_secs(60));
+    let e = failure_of(&vault::start(c, CredentialMetrics::default()).unwrap()).await;
+    assert_eq!(e.reason, Reason::Rejected, "{}", e.message);
+    assert!(e.message.contains("Error assuming role") && e.message.contains("900"), "{}", e.message);
+
     // a sealed server: a second OpenBao of our own, sealed through the API
     let sealed = SealedBao::start(&env).await;
     let mut c = cfg(&good);
@@ -395,9 +415,11 @@ async fn vault_failures_are_named_against_real_openbao() {
     assert!(e.message.contains(&sealed.addr) && e.message.contains("is sealed"), "{}", e.message);
     drop(sealed);
 
-    bao.delete(&format!("auth/kubernetes/role/{role}")).await;
-    bao.delete(&format!("sys/policies/acl/{role}")).await;
-    bao.delete(&format!("aws/sts/{role}")).await;
+    for r in [&role, &noeng] {
+        bao.delete(&format!("auth/kubernetes/role/{r}")).await;
+        bao.delete(&format!("sys/policies/acl/{r}")).await;
+    }
+    bao.delete(&format!("aws/roles/{role}")).await;
     kube_util::delete_namespace(&kube, &ns).await;
     let _ = std::fs::remove_dir_all(dir);
 }
@@ -451,9 +473,10 @@ impl Drop for SealedBao {
 }
 
 /// The controller binary itself on `--aws-credentials-source=vault`: a TargetGroupBinding
-/// follows scaling while OpenBao hands out new keys every 7 s (each valid 24 s) and the Vault
-/// token is renewed and re-issued. No AWS call may fail, readiness must hold, and the emulator's
-/// call log must show the controller signing with several of the issued keys.
+/// follows scaling while the AWS engine hands out new STS keys on every read (leased 24 s, so
+/// re-read every ~16 s) and the Vault token is renewed and re-issued. No AWS call may fail,
+/// readiness must hold, and the emulator's call log must show the controller signing with several
+/// keys, each an sts:AssumeRole session of the engine role's IAM role.
 #[tokio::test]
 async fn controller_on_vault_keys_follows_scaling_while_keys_rotate() {
     let Some(env) = Env::require("controller_on_vault_keys_follows_scaling_while_keys_rotate") else { return };
@@ -468,9 +491,7 @@ async fn controller_on_vault_keys_follows_scaling_while_keys_rotate() {
     let token_path = service_account_token(&kube, &ns, sa, "vault", &dir).await;
     let role = ns.clone();
     bao.role(&role, &ns, sa, &format!("aws/sts/{role}"), "20s", "50s").await;
-
-    const LEASE_S: u64 = 24;
-    let (rotator, issued) = bao.rotate_keys(&role, LEASE_S).await;
+    bao.engine_role(&role).await;
 
     env.pods(&["create", &ns, "web", "--replicas", "2", "--port", "8080", "--terminate-seconds", "2"]);
     env.pods(&["service", &ns, "web", "--port", "80", "--target-port", "8080"]);
@@ -488,7 +509,7 @@ async fn controller_on_vault_keys_follows_scaling_while_keys_rotate() {
             &format!("--vault-auth-role={role}"),
             &format!("--vault-secrets-role={role}"),
             &format!("--vault-token-path={}", token_path.display()),
-            &format!("--vault-ttl={LEASE_S}s"),
+            "--vault-ttl=15m",
             "--sync-period=5s",
         ],
     );
@@ -511,7 +532,6 @@ async fn controller_on_vault_keys_follows_scaling_while_keys_rotate() {
         }
         tokio::time::sleep(Duration::from_secs(3)).await;
     }
-    rotator.abort();
 
     // This binding's target group only: other tests may share the emulator.
     let (calls, _) = emu.calls(since, Some(&arn)).await;
@@ -523,7 +543,7 @@ async fn controller_on_vault_keys_follows_scaling_while_keys_rotate() {
         .map(|c| format!("{} {:?} key {:?}", c.operation, c.error_code, c.access_key))
         .collect();
     let used: BTreeSet<String> = calls.iter().filter_map(|c| c.access_key.clone()).collect();
-    let issued: HashSet<String> = issued.lock().unwrap().iter().cloned().collect();
+    let sessions = emu.sts_sessions().await;
     let refreshes = ctl.metric("aws_credentials_refreshes_total{source=\"vault\",outcome=\"success\"}").await;
     let expiry = ctl.metric("aws_credentials_expiry_timestamp_seconds{source=\"vault\"}").await;
     eprintln!(
@@ -535,16 +555,19 @@ async fn controller_on_vault_keys_follows_scaling_while_keys_rotate() {
     assert!(failed.is_empty(), "AWS calls failed while keys rotated:\n{}", failed.join("\n"));
     assert!(not_ready.is_empty(), "controller unready at {not_ready:?}:\n{}", ctl.log_text());
     assert!(used.len() >= 3, "the controller should have signed with at least 3 keys: {used:?}");
-    assert!(used.iter().all(|k| issued.contains(k)), "every key used came from OpenBao: {used:?}");
+    for k in &used {
+        assert_eq!(sessions.get(k), Some(&bao.role_arn), "key {k} is not an sts:AssumeRole session of the role");
+    }
     assert!(refreshes.unwrap_or(0.0) >= 3.0, "refreshes {refreshes:?}");
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64();
     assert!(expiry.is_some_and(|e| e > now), "expiry gauge in the future: {expiry:?}");
-    assert!(!ctl.log_text().contains("e2e-session-"), "a session token reached the controller log");
+    // moto's session tokens all start like this
+    assert!(!ctl.log_text().contains("FQoGZXIvYXdzE"), "a session token reached the controller log");
     drop(ctl);
 
     bao.delete(&format!("auth/kubernetes/role/{role}")).await;
     bao.delete(&format!("sys/policies/acl/{role}")).await;
-    bao.delete(&format!("aws/sts/{role}")).await;
+    bao.delete(&format!("aws/roles/{role}")).await;
     kube_util::delete_namespace(&kube, &ns).await;
     let _ = std::fs::remove_dir_all(dir);
 }
