@@ -6,8 +6,8 @@ use super::{
     ResourceKind, SecurityGroupRef, Step,
 };
 use crate::lb::{
-    Action, Attributes, IngressRule, LbIpAddressType, LbType, Listener, LoadBalancer, Observed, Protocol, Rule,
-    SecurityGroup, Stack, SubnetMapping, Tags, TargetGroup, TargetGroupRef, WeightedTargetGroup,
+    Action, Attributes, IngressRule, LbIpAddressType, LbType, Listener, LoadBalancer, OIDC_SECRET_DIGEST_TAG, Observed,
+    Protocol, Rule, SecurityGroup, Stack, SubnetMapping, Tags, TargetGroup, TargetGroupRef, WeightedTargetGroup,
 };
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -295,7 +295,12 @@ fn listener_steps(
     if want.alpn_policy.is_some() && want.alpn_policy != obs.alpn_policy {
         change.alpn_policy = want.alpn_policy.clone();
     }
-    if tgs.normalize_actions(&want.default_actions) != tgs.normalize_actions(&obs.default_actions) {
+    // Without the OIDC client secret, which AWS never returns; a rotated one shows in the digest tag.
+    let comparable = |l: &Listener| -> (Vec<Action>, Option<String>) {
+        let actions = tgs.normalize_actions(&l.default_actions).iter().map(Action::without_secrets).collect();
+        (actions, l.tags.get(OIDC_SECRET_DIGEST_TAG).cloned())
+    };
+    if comparable(want) != comparable(obs) {
         change.default_actions = Some(want.default_actions.clone());
     }
     if !change.is_empty() {
