@@ -437,3 +437,21 @@ fn oidc_uses_the_credentials_of_its_secret_and_tags_their_digest() {
     let st = build(&implicit("shop", "web"), &[web(&ann)], &echo(), &c).unwrap();
     assert_ne!(st.stack.listeners[0].rules[0].tags[OIDC_SECRET_DIGEST_TAG], digest);
 }
+
+#[test]
+fn only_secrets_of_authenticating_listeners_are_needed() {
+    let oidc =
+        r#"{"issuer":"i","authorizationEndpoint":"a","tokenEndpoint":"t","userInfoEndpoint":"u","secretName":"oidc"}"#;
+    let auth = [IP, ("auth-type", "oidc"), ("auth-idp-oidc", oidc), ("certificate-arn", "arn:c1")];
+    let needed = |ports: &str| {
+        let mut ann = auth.to_vec();
+        ann.push(("listen-ports", ports));
+        let plan = plan_group(&[web(&ann)], &echo(), &MergeConfig::default()).unwrap();
+        crate::ingress::oidc::secrets_needed(&plan)
+    };
+    let https = needed(r#"[{"HTTP":80},{"HTTPS":443}]"#);
+    assert_eq!(https.len(), 1);
+    let users = &https[&("shop".to_string(), "oidc".to_string())];
+    assert_eq!(users.iter().map(ToString::to_string).collect::<Vec<_>>(), ["shop/web"]);
+    assert!(needed(r#"[{"HTTP":80}]"#).is_empty(), "ALBC authenticates on HTTPS listeners only");
+}
