@@ -34,6 +34,8 @@ fn certificates() {
     type Certs = (&'static str, &'static [&'static str], &'static [&'static str], Vec<&'static str>);
     let cases: Vec<Certs> = vec![
         ("same", &["a", "b", "c"], &["a", "c", "b"], vec![]),
+        // Two group members naming one certificate: the default is served already, never re-added.
+        ("default listed again", &["a", "b"], &["a", "b", "a"], vec![]),
         ("add", &["a"], &["a", "b", "c"], vec!["add 2 certificate(s) to listener 443"]),
         ("remove", &["a", "b", "c"], &["a"], vec!["remove 2 certificate(s) from listener 443"]),
         (

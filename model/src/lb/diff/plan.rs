@@ -313,7 +313,9 @@ fn listener_steps(
     let extra = |l: &Listener| -> BTreeSet<String> { l.certificates.iter().skip(1).cloned().collect() };
     let default = want.certificates.first();
     let (want_extra, have_extra) = (extra(want), extra(obs));
-    let add: Vec<String> = want_extra.difference(&have_extra).cloned().collect();
+    // The default certificate also listed as an SNI one (two group members naming the same
+    // certificate) is served already: adding it would repeat on every pass.
+    let add: Vec<String> = want_extra.difference(&have_extra).filter(|c| Some(*c) != default).cloned().collect();
     let remove: Vec<String> = have_extra.difference(&want_extra).filter(|c| Some(*c) != default).cloned().collect();
     if !add.is_empty() {
         steps.push(Step::AddListenerCertificates { arn: arn.clone(), port, certificates: add });
