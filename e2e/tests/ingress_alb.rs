@@ -544,6 +544,14 @@ impl Fixture {
                                 o.client_id().unwrap_or_default()
                             )
                         }
+                        "authenticate-cognito" => {
+                            let c = a.authenticate_cognito_config().unwrap();
+                            format!(
+                                "authenticate-cognito {} client {}",
+                                c.user_pool_domain().unwrap_or_default(),
+                                c.user_pool_client_id().unwrap_or_default()
+                            )
+                        }
                         other => other.to_string(),
                     })
                     .collect();
@@ -570,6 +578,8 @@ impl Fixture {
 }
 
 const OIDC_DIGEST_TAG: &str = "ingress.k8s.aws/oidc-secret-digest";
+/// Priorities of the rules authenticating with the OIDC Secret in the rules test.
+const OIDC_RULES: [u32; 2] = [5, 6];
 
 fn oidc_secret(client_secret: &str) -> k8s_openapi::api::core::v1::Secret {
     k8s_openapi::api::core::v1::Secret {
@@ -661,12 +671,22 @@ async fn actions_conditions_regex_paths_and_oidc_rules_match_the_annotations() {
     let ann: Vec<(&str, &str)> = secure_ann.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let secure = ingress("secure", vec![path("/secure", "svc-a"), path("/admin", "svc-b")], &ann);
     f.ingresses(&ns).create(&PostParams::default(), &secure).await.expect("create secure");
+    // Cognito needs no Secret.
+    let cognito = json!({"userPoolARN": "arn:aws:cognito-idp:us-east-1:123456789012:userpool/us-east-1_e2e",
+        "userPoolClientID": "members-app", "userPoolDomain": "auth.shop.example.com"})
+    .to_string();
+    let mut members_ann = common("3");
+    members_ann.extend([("auth-type", "cognito".to_string()), ("auth-idp-cognito", cognito)]);
+    let ann: Vec<(&str, &str)> = members_ann.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let members = ingress("members", vec![path("/members", "svc-b")], &ann);
+    f.ingresses(&ns).create(&PostParams::default(), &members).await.expect("create members");
 
     eventually("hostname of routes", 90, || f.hostname(&ns, "routes")).await;
     eventually("hostname of secure", 90, || f.hostname(&ns, "secure")).await;
-    let (lbs, tgs) = eventually("one ALB, four target groups", 60, || async {
+    eventually("hostname of members", 90, || f.hostname(&ns, "members")).await;
+    let (lbs, tgs) = eventually("one ALB, five target groups", 60, || async {
         let (l, t) = f.stack_arns(&group).await;
-        (l.len() == 1 && t.len() == 4).then_some((l, t))
+        (l.len() == 1 && t.len() == 5).then_some((l, t))
     })
     .await;
     let oidc_action = "authenticate-oidc https://idp.example.com client shop-app";
@@ -695,6 +715,11 @@ async fn actions_conditions_regex_paths_and_oidc_rules_match_the_annotations() {
         (4, vec!["path-pattern regex [api/v[0-9]+/.*]"], vec!["forward svc-a:1"]),
         (5, vec!["path-pattern [/secure,/secure/*]"], vec![oidc_action, "forward svc-a:1"]),
         (6, vec!["path-pattern [/admin,/admin/*]"], vec![oidc_action, "forward svc-b:1"]),
+        (
+            7,
+            vec!["path-pattern [/members,/members/*]"],
+            vec!["authenticate-cognito auth.shop.example.com client members-app", "forward svc-b:1"],
+        ),
     ];
     let shown = |rules: &[RuleText]| -> Vec<(u32, Vec<String>, Vec<String>)> {
         rules.iter().map(|r| (r.priority, r.conditions.clone(), r.actions.clone())).collect()
@@ -703,7 +728,7 @@ async fn actions_conditions_regex_paths_and_oidc_rules_match_the_annotations() {
         .iter()
         .map(|(p, c, a)| (*p, c.iter().map(|s| s.to_string()).collect(), a.iter().map(|s| s.to_string()).collect()))
         .collect();
-    let rules = eventually("six rules as annotated", 60, || async {
+    let rules = eventually("seven rules as annotated", 60, || async {
         let r = f.rule_texts(&lbs[0], 443, &ns).await;
         (shown(&r) == want_text).then_some(r)
     })
@@ -713,10 +738,10 @@ async fn actions_conditions_regex_paths_and_oidc_rules_match_the_annotations() {
     let mut digests = BTreeMap::new();
     for r in &rules {
         let d = f.tag(&r.arn, OIDC_DIGEST_TAG).await;
-        assert_eq!(d.is_some(), r.priority >= 5, "digest tag on rule {}: {d:?}", r.priority);
+        assert_eq!(d.is_some(), OIDC_RULES.contains(&r.priority), "digest tag on rule {}: {d:?}", r.priority);
         digests.insert(r.priority, d);
     }
-    // Bindings register targets asynchronously: wait for all four before counting writes.
+    // Bindings register targets asynchronously: wait for all of them before counting writes.
     for tg in &tgs {
         let set = if f.services_by_target_group(&ns).await[tg] == "svc-a" { "a" } else { "b" };
         let want: BTreeSet<String> = f.env.pod_ips(&ns, set).into_iter().map(|ip| format!("{ip}:8080")).collect();
@@ -756,7 +781,7 @@ async fn actions_conditions_regex_paths_and_oidc_rules_match_the_annotations() {
         (now[&5] != digests[&5] && now[&6] != digests[&6]).then_some(now)
     })
     .await;
-    assert_eq!(rotated.iter().filter(|(p, d)| **p < 5 && d.is_some()).count(), 0);
+    assert_eq!(rotated.iter().filter(|(p, d)| !OIDC_RULES.contains(p) && d.is_some()).count(), 0);
     tokio::time::sleep(Duration::from_secs(5)).await;
     let mut written = f.writes_since(mark, &ctl).await;
     written.sort();
@@ -764,6 +789,21 @@ async fn actions_conditions_regex_paths_and_oidc_rules_match_the_annotations() {
     assert_eq!(written, ["AddTags", "AddTags", "ModifyRule", "ModifyRule"], "the two OIDC rules, nothing else");
     let after = f.rule_texts(&lbs[0], 443, &ns).await;
     assert_eq!(after.iter().map(|r| &r.arn).collect::<Vec<_>>(), rules.iter().map(|r| &r.arn).collect::<Vec<_>>());
+
+    // An invalid regex: a Warning naming it, nothing changed in AWS.
+    let mark = f.emu.mark().await;
+    let bad = json!([{"field": "host-header", "hostHeaderConfig": {"regexValues": ["^(?=x)shop$"]}}]).to_string();
+    let patch = json!({"metadata": {"annotations": {format!("{ALB}/conditions.fixed"): bad}}});
+    f.ingresses(&ns).patch("routes", &PatchParams::default(), &Patch::Merge(patch)).await.unwrap();
+    let note = eventually("FailedBuildModel for the regex", 30, || async {
+        let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(f.client.clone(), &ns);
+        let list = events.list(&ListParams::default()).await.ok()?;
+        list.items.into_iter().filter_map(|e| e.note).find(|n| n.contains("(?=x)"))
+    })
+    .await;
+    assert!(note.contains("not a valid regular expression") && note.contains("conditions."), "{note}");
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(f.writes_since(mark, &ctl).await, Vec::<String>::new(), "an invalid regex changes nothing in AWS");
 
     // The secret never shows in events.
     let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(f.client.clone(), &ns);
@@ -773,13 +813,11 @@ async fn actions_conditions_regex_paths_and_oidc_rules_match_the_annotations() {
     }
     assert!(!ctl.log_text().contains("s3cret"), "the log shows the client secret");
 
-    for name in ["routes", "secure"] {
+    for name in ["routes", "secure", "members"] {
         f.ingresses(&ns).delete(name, &DeleteParams::default()).await.unwrap();
     }
     eventually("Ingresses gone", 120, || async {
-        let gone = f.ingresses(&ns).get_opt("routes").await.ok()?.is_none()
-            && f.ingresses(&ns).get_opt("secure").await.ok()?.is_none();
-        gone.then_some(())
+        f.ingresses(&ns).list(&ListParams::default()).await.ok()?.items.is_empty().then_some(())
     })
     .await;
     let (lbs, tgs) = f.stack_arns(&group).await;

@@ -455,3 +455,23 @@ fn only_secrets_of_authenticating_listeners_are_needed() {
     assert_eq!(users.iter().map(ToString::to_string).collect::<Vec<_>>(), ["shop/web"]);
     assert!(needed(r#"[{"HTTP":80}]"#).is_empty(), "ALBC authenticates on HTTPS listeners only");
 }
+
+#[test]
+fn cognito_needs_no_secret() {
+    let cognito = r#"{"userPoolARN":"arn:aws:cognito-idp:us-east-1:123456789012:userpool/us-east-1_x",
+        "userPoolClientID":"app","userPoolDomain":"auth.example.com"}"#;
+    let ann = [
+        IP,
+        ("listen-ports", r#"[{"HTTPS":443}]"#),
+        ("certificate-arn", "arn:c1"),
+        ("auth-type", "cognito"),
+        ("auth-idp-cognito", cognito),
+    ];
+    let plan = plan_group(&[web(&ann)], &echo(), &MergeConfig::default()).unwrap();
+    assert!(crate::ingress::oidc::secrets_needed(&plan).is_empty());
+    let st = build(&implicit("shop", "web"), &[web(&ann)], &echo(), &ctx()).unwrap();
+    let r = &st.stack.listeners[0].rules[0];
+    let Action::AuthenticateCognito(c) = &r.actions[0] else { panic!("{:?}", r.actions) };
+    assert_eq!((c.user_pool_client_id.as_str(), c.user_pool_domain.as_str()), ("app", "auth.example.com"));
+    assert!(!r.tags.contains_key(OIDC_SECRET_DIGEST_TAG));
+}
