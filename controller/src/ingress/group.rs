@@ -1,7 +1,8 @@
 //! One pass over an IngressGroup.
 //!
 //! Members (select → annotations → IngressClassParams → group, in `group.order`) → exclusive
-//! conflicts → finalizers → backend Services from the cache → `plan_group` → subnets (two AZs)
+//! conflicts → finalizers → backend Services from the cache → `plan_group` → the OIDC Secrets the
+//! plan names (one GET each) → subnets (two AZs)
 //! and the shared backend security group → `build_group_stack` → observe AWS by the tags
 //! `elbv2.k8s.aws/cluster` + `ingress.k8s.aws/stack=<group>` → `plan` (rules included) →
 //! execute → TargetGroupBindings → `status.loadBalancer` on every member → events. Ingresses that
