@@ -790,6 +790,26 @@ async fn actions_conditions_regex_paths_and_oidc_rules_match_the_annotations() {
     let after = f.rule_texts(&lbs[0], 443, &ns).await;
     assert_eq!(after.iter().map(|r| &r.arn).collect::<Vec<_>>(), rules.iter().map(|r| &r.arn).collect::<Vec<_>>());
 
+    // A Secret without clientSecret: a Warning naming the Secret and the key, nothing changed in AWS.
+    let mark = f.emu.mark().await;
+    let mut incomplete = oidc_secret("unused");
+    incomplete.string_data.as_mut().unwrap().remove("clientSecret");
+    incomplete.data = None;
+    secrets.replace("oidc-creds", &PostParams::default(), &incomplete).await.expect("replace Secret");
+    let note = eventually("FailedBuildModel for the Secret", 30, || async {
+        let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(f.client.clone(), &ns);
+        let list = events.list(&ListParams::default()).await.ok()?;
+        list.items.into_iter().filter_map(|e| e.note).find(|n| n.contains("has no key clientSecret"))
+    })
+    .await;
+    assert!(note.contains(&format!("Secret {ns}/oidc-creds")) && note.contains("keys present: [clientID]"), "{note}");
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(f.writes_since(mark, &ctl).await, Vec::<String>::new(), "an incomplete Secret changes nothing in AWS");
+    // Restored with the same secret: the digest is unchanged, still no write.
+    secrets.replace("oidc-creds", &PostParams::default(), &oidc_secret("second-s3cret")).await.expect("restore");
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    assert_eq!(f.writes_since(mark, &ctl).await, Vec::<String>::new(), "the same secret again: no write");
+
     // An invalid regex: a Warning naming it, nothing changed in AWS.
     let mark = f.emu.mark().await;
     let bad = json!([{"field": "host-header", "hostHeaderConfig": {"regexValues": ["^(?=x)shop$"]}}]).to_string();
