@@ -242,6 +242,15 @@ async fn fake_listener_certificates_and_rules_behave_like_elbv2() {
     assert_eq!(f.delete_target_group(&t).await.unwrap_err().kind, ErrorKind::InUse);
     f.modify_rule(&a, &rule(2, "/a2")).await.unwrap();
     assert_eq!(f.rules(&l).await.unwrap()[1].spec.conditions, [Condition::PathPattern(vec!["/a2".into()])]);
+    // Regex conditions are kept as regexes; one AWS would refuse is refused, the rule unchanged.
+    let regex = Condition::PathPatternRegex(vec!["^/v[0-9]+$".into()]);
+    f.modify_rule(&a, &Rule { conditions: vec![regex.clone()], ..rule(2, "") }).await.unwrap();
+    assert_eq!(f.rules(&l).await.unwrap()[1].spec.conditions, std::slice::from_ref(&regex));
+    let bad = Rule { conditions: vec![Condition::HostHeaderRegex(vec!["(?=a)b".into()])], ..rule(2, "") };
+    let e = f.modify_rule(&a, &bad).await.unwrap_err();
+    assert_eq!((e.kind, e.code.as_deref()), (ErrorKind::Invalid, Some("ValidationError")));
+    assert_eq!(f.create_rule(&l, &Rule { priority: 9, ..bad }).await.unwrap_err().kind, ErrorKind::Invalid);
+    assert_eq!(f.rules(&l).await.unwrap()[1].spec.conditions, [regex]);
     f.delete_rule(&a).await.unwrap();
     f.delete_rule(&a).await.unwrap(); // idempotent
     f.delete_listener(&l).await.unwrap();

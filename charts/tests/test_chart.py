@@ -315,6 +315,7 @@ EXPECTED_CLUSTER_RULES = {
     ("", "namespaces"): {"list", "watch"},
     ("", "pods/status"): {"patch"},
     ("", "configmaps"): {"get", "create", "update", "delete"},
+    ("", "secrets"): {"get"},
     ("cilium.io", "ciliumnodes"): {"list", "watch"},
     ("events.k8s.io", "events"): {"create", "patch"},
 }
@@ -743,11 +744,13 @@ def test_chart_rbac_is_not_broader(scenario, e2e):
                ("patch", "ingresses.networking.k8s.io", None), ("patch", "ingresses.networking.k8s.io", None, "status"),
                ("patch", "services", None, "status"), ("watch", "ingressclasses.networking.k8s.io", ""),
                ("list", "ingressclassparams.elbv2.k8s.aws", ""), ("watch", "namespaces", ""),
-               ("get", f"{LEASE}/aws-load-balancer-controller-leader", None), ("create", LEASE, None)]
+               ("get", f"{LEASE}/aws-load-balancer-controller-leader", None), ("create", LEASE, None),
+               ("get", "secrets", None)]
     # ciliumnodes.cilium.io: the e2e cluster has no Cilium CRD, so `can-i` cannot resolve it; the
     # rendered rule is checked in test_rbac_rules (EXPECTED_CLUSTER_RULES).
     denied = [("delete", "pods", None), ("create", "pods", None), ("patch", "pods", None), ("update", "pods", None),
-              ("list", "secrets", ""), ("get", "secrets", None), ("watch", "secrets", None),
+              ("list", "secrets", ""), ("list", "secrets", None), ("watch", "secrets", None),
+              ("create", "secrets", None), ("update", "secrets", None), ("patch", "secrets", None),
               ("create", "pods", None, "exec"), ("get", "nodes", None, "proxy"), ("patch", "nodes", None),
               ("update", TGB, None), ("update", "services", None), ("update", "ingresses.networking.k8s.io", None),
               ("delete", "ingresses.networking.k8s.io", None), ("create", "ingresses.networking.k8s.io", None),

@@ -122,11 +122,18 @@ impl Context {
         } else {
             tracing::info!(object = ?regarding.name, namespace = ?regarding.namespace, reason, "{note}");
         }
+        // kube's Recorder folds events with the same object, type, reason and action into one
+        // series and keeps the first note: a second, different problem (same reason) would only
+        // bump a count. The note's hash in the action keeps distinct notes distinct events while
+        // identical ones still count up in one series.
+        let note = truncate(note, 1024);
+        let mut h = std::hash::DefaultHasher::new();
+        std::hash::Hash::hash(&note, &mut h);
         let ev = Event {
             type_: if warning { EventType::Warning } else { EventType::Normal },
             reason: reason.to_string(),
-            note: Some(truncate(note, 1024)),
-            action: "Reconcile".into(),
+            action: format!("Reconcile-{:08x}", std::hash::Hasher::finish(&h) as u32),
+            note: Some(note),
             secondary: None,
         };
         if let Err(e) = self.recorder.publish(&ev, regarding).await {

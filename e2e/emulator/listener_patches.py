@@ -9,12 +9,19 @@ Certificates (moto keeps `listener.certificates` = [default] + attached SNI cert
 Rules:
   * AWS never returns an authenticate-oidc ClientSecret; CreateRule needs one, ModifyRule needs one or
     UseExistingClientSecret=true (moto stored and echoed whatever it got);
-  * DescribeTags on an unknown rule ARN is RuleNotFound.
+  * DescribeTags on an unknown rule ARN is RuleNotFound;
+  * host-header and path-pattern conditions accept RegexValues (moto required Values and failed with a KeyError):
+    exactly one of Values / RegexValues, each regex at most 128 characters, valid, and without the features ALB
+    regexes lack (lookaround, backreferences, atomic groups, Unicode classes). Stored and described as sent.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
+
+# Constructs ALB rule regexes do not support (AWS "Condition types for listener rules").
+_UNSUPPORTED_REGEX = re.compile(r"\(\?<?[=!]|\(\?>|\\[1-9]|\\[pP]\{|[*+?}]\+")
 
 
 def _truthy(v: Any) -> bool:
@@ -113,6 +120,35 @@ def install() -> None:
         return forget_secrets(orig_modify_rule(self, rule_arn, conditions, actions))
 
     m.ELBv2Backend.modify_rule = modify_rule
+
+    def regex_or_values(field: str, config_key: str) -> Any:
+        orig = getattr(m.ELBv2Backend, f"_validate_{field.replace('-', '_')}_condition")
+
+        def validate(self: Any, condition: dict[str, Any]) -> None:
+            cfg = condition.get(config_key)
+            if not isinstance(cfg, dict) or "RegexValues" not in cfg:
+                return orig(self, condition)
+            if cfg.get("Values"):
+                raise x.InvalidConditionValueError(
+                    f"You cannot specify both Values and RegexValues in '{config_key}'")
+            regexes = cfg.get("RegexValues") or []
+            if not regexes:
+                raise x.InvalidConditionValueError("A condition value must be specified")
+            for v in regexes:
+                if len(v) > 128:
+                    raise x.InvalidConditionValueError(f"The '{field}' regex value is too long; the limit is '128'")
+                try:
+                    re.compile(v)
+                except re.error as e:
+                    raise x.InvalidConditionValueError(f"The '{field}' regex value '{v}' is invalid: {e}")
+                if _UNSUPPORTED_REGEX.search(v):
+                    raise x.InvalidConditionValueError(
+                        f"The '{field}' regex value '{v}' uses a feature that is not supported")
+
+        return validate
+
+    m.ELBv2Backend._validate_host_header_condition = regex_or_values("host-header", "HostHeaderConfig")
+    m.ELBv2Backend._validate_path_pattern_condition = regex_or_values("path-pattern", "PathPatternConfig")
 
     orig_describe_tags = m.ELBv2Backend.describe_tags
 

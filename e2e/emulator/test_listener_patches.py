@@ -48,12 +48,17 @@ OIDC = {"Issuer": "https://idp.example", "AuthorizationEndpoint": "https://idp.e
         "ClientId": "app"}
 
 
-def test_rules_hide_the_oidc_secret_and_rule_tags(emu, aws):
-    lb, subnets = _nlb(aws, "emu-alb-rules", Type="application", Scheme="internet-facing")
-    tg = aws.tg("emu-rules")
+def _alb_http_listener(aws, lb_name, tg_name):
+    """(target group ARN, listener ARN) of a new ALB's HTTP:80 listener forwarding to a new target group."""
+    lb, _ = _nlb(aws, lb_name, Type="application", Scheme="internet-facing")
+    tg = aws.tg(tg_name)
     listener = aws.elb.create_listener(LoadBalancerArn=lb["LoadBalancerArn"], Port=80, Protocol="HTTP",
-                                       DefaultActions=[{"Type": "forward", "TargetGroupArn": tg}]
-                                       )["Listeners"][0]["ListenerArn"]
+                                       DefaultActions=[{"Type": "forward", "TargetGroupArn": tg}])
+    return tg, listener["Listeners"][0]["ListenerArn"]
+
+
+def test_rules_hide_the_oidc_secret_and_rule_tags(emu, aws):
+    tg, listener = _alb_http_listener(aws, "emu-alb-rules", "emu-rules")
     forward = {"Type": "forward", "TargetGroupArn": tg, "Order": 2}
     cond = [{"Field": "path-pattern", "PathPatternConfig": {"Values": ["/a"]}}]
     with pytest.raises(ClientError) as e:
@@ -83,3 +88,37 @@ def test_rules_hide_the_oidc_secret_and_rule_tags(emu, aws):
     with pytest.raises(ClientError) as e:
         aws.elb.describe_tags(ResourceArns=[rule["RuleArn"]])
     assert code_of(e) == "RuleNotFound"
+
+
+def test_regex_host_and_path_conditions(emu, aws):
+    tg, listener = _alb_http_listener(aws, "emu-alb-regex", "emu-regex")
+    forward = [{"Type": "forward", "TargetGroupArn": tg}]
+    regex = [{"Field": "host-header", "HostHeaderConfig": {"RegexValues": ["^[a-z]+\\.example$"]}},
+             {"Field": "path-pattern", "PathPatternConfig": {"RegexValues": ["^/v[0-9]+/.*$", "^/api$"]}}]
+    rule = aws.elb.create_rule(ListenerArn=listener, Priority=1, Conditions=regex, Actions=forward)["Rules"][0]
+
+    def conditions():
+        d = aws.elb.describe_rules(RuleArns=[rule["RuleArn"]])["Rules"][0]["Conditions"]
+        return {c["Field"]: c.get("HostHeaderConfig") or c.get("PathPatternConfig") for c in d}
+
+    got = conditions()
+    assert got["host-header"]["RegexValues"] == ["^[a-z]+\\.example$"] and not got["host-header"].get("Values")
+    assert got["path-pattern"]["RegexValues"] == ["^/v[0-9]+/.*$", "^/api$"]
+    aws.elb.modify_rule(RuleArn=rule["RuleArn"],
+                        Conditions=[{"Field": "path-pattern", "PathPatternConfig": {"RegexValues": ["^/w$"]}}])
+    assert conditions() == {"path-pattern": {"RegexValues": ["^/w$"]}}
+    bad = [
+        {"Values": ["/a"], "RegexValues": ["^/a$"]},
+        {"RegexValues": ["^/(unclosed$"]},
+        {"RegexValues": ["^/(?=ahead)$"]},
+        {"RegexValues": ["^/" + "a" * 127 + "$"]},
+        {"RegexValues": []},
+    ]
+    for cfg in bad:
+        with pytest.raises(ClientError) as e:
+            aws.elb.create_rule(ListenerArn=listener, Priority=2, Actions=forward,
+                                Conditions=[{"Field": "path-pattern", "PathPatternConfig": cfg}])
+        assert code_of(e) == "ValidationError", cfg
+    # Plain values still behave as before.
+    aws.elb.create_rule(ListenerArn=listener, Priority=2, Actions=forward,
+                        Conditions=[{"Field": "path-pattern", "PathPatternConfig": {"Values": ["/b/*"]}}])

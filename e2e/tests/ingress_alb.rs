@@ -606,3 +606,443 @@ async fn wafv2_web_acl_follows_the_annotations() {
     drop(ctl);
     kube_util::delete_namespace(&f.client, &ns).await;
 }
+
+/// A backend named by an `actions.<name>` annotation (port name `use-annotation`).
+fn annotated_path(p: &str, path_type: &str, action: &str) -> HTTPIngressPath {
+    let mut out = path(p, action);
+    out.path_type = path_type.into();
+    out.backend.service.as_mut().unwrap().port =
+        Some(ServiceBackendPort { name: Some("use-annotation".into()), number: None });
+    out
+}
+
+/// One listener rule as text: its conditions (sorted) and its actions (in order), with target
+/// groups named by the Service of their binding.
+#[derive(Debug, PartialEq, Eq)]
+struct RuleText {
+    priority: u32,
+    arn: String,
+    conditions: Vec<String>,
+    actions: Vec<String>,
+}
+
+fn condition_text(c: &elbv2::types::RuleCondition) -> String {
+    let sorted = |v: &[String]| {
+        let mut v = v.to_vec();
+        v.sort();
+        v.join(",")
+    };
+    let field = c.field().unwrap_or_default();
+    let values = match field {
+        "host-header" => c.host_header_config().map(|h| (h.values(), h.regex_values())),
+        "path-pattern" => c.path_pattern_config().map(|p| (p.values(), p.regex_values())),
+        _ => None,
+    };
+    match (field, values) {
+        (_, Some((v, re))) if !re.is_empty() => {
+            format!("{field} regex [{}]{}", sorted(re), if v.is_empty() { "" } else { " AND values!" })
+        }
+        (_, Some((v, _))) => format!("{field} [{}]", sorted(v)),
+        ("http-header", _) => {
+            let h = c.http_header_config().unwrap();
+            format!("http-header {} [{}]", h.http_header_name().unwrap_or_default(), sorted(h.values()))
+        }
+        ("http-request-method", _) => {
+            format!("http-request-method [{}]", sorted(c.http_request_method_config().unwrap().values()))
+        }
+        ("source-ip", _) => format!("source-ip [{}]", sorted(c.source_ip_config().unwrap().values())),
+        ("query-string", _) => {
+            let kv: Vec<String> = c
+                .query_string_config()
+                .unwrap()
+                .values()
+                .iter()
+                .map(|p| format!("{}={}", p.key().unwrap_or("*"), p.value().unwrap_or_default()))
+                .collect();
+            format!("query-string [{}]", sorted(&kv))
+        }
+        _ => format!("{field} ?"),
+    }
+}
+
+impl Fixture {
+    /// Target group ARN → the Service its binding points at, for every binding in `ns`.
+    async fn services_by_target_group(&self, ns: &str) -> BTreeMap<String, String> {
+        let tgbs: Api<TargetGroupBinding> = Api::namespaced(self.client.clone(), ns);
+        let list = tgbs.list(&ListParams::default()).await.unwrap();
+        list.items
+            .iter()
+            .filter_map(|t| Some((t.spec.target_group_arn.clone()?, t.spec.service_ref.name.clone())))
+            .collect()
+    }
+
+    /// The non-default rules of the load balancer's listener on `port`, by priority.
+    async fn rule_texts(&self, lb: &str, port: i32, ns: &str) -> Vec<RuleText> {
+        let svc = self.services_by_target_group(ns).await;
+        let name = |arn: &str| svc.get(arn).cloned().unwrap_or_else(|| format!("<{arn}>"));
+        let ls = self.elb.describe_listeners().load_balancer_arn(lb).send().await.expect("listeners");
+        let Some(l) = ls.listeners().iter().find(|l| l.port() == Some(port)) else { return vec![] };
+        let rs = self.elb.describe_rules().listener_arn(l.listener_arn().unwrap()).send().await.expect("rules");
+        let mut out: Vec<RuleText> = rs
+            .rules()
+            .iter()
+            .filter(|r| r.is_default() != Some(true))
+            .map(|r| {
+                let mut conditions: Vec<String> = r.conditions().iter().map(condition_text).collect();
+                conditions.sort();
+                let mut actions: Vec<&elbv2::types::Action> = r.actions().iter().collect();
+                actions.sort_by_key(|a| a.order().unwrap_or(i32::MAX));
+                let actions = actions
+                    .into_iter()
+                    .map(|a| match a.r#type().map(|t| t.as_str()).unwrap_or_default() {
+                        "forward" => {
+                            let mut tgs: Vec<String> = a
+                                .forward_config()
+                                .map(|f| {
+                                    f.target_groups()
+                                        .iter()
+                                        .map(|t| {
+                                            format!(
+                                                "{}:{}",
+                                                name(t.target_group_arn().unwrap_or_default()),
+                                                t.weight().unwrap_or(1)
+                                            )
+                                        })
+                                        .collect()
+                                })
+                                .unwrap_or_else(|| {
+                                    vec![format!("{}:1", name(a.target_group_arn().unwrap_or_default()))]
+                                });
+                            tgs.sort();
+                            format!("forward {}", tgs.join(" "))
+                        }
+                        "redirect" => {
+                            let r = a.redirect_config().unwrap();
+                            format!(
+                                "redirect {} {}:{} {} {}",
+                                r.protocol().unwrap_or("#{protocol}"),
+                                r.host().unwrap_or("#{host}"),
+                                r.port().unwrap_or("#{port}"),
+                                r.path().unwrap_or("#{path}"),
+                                r.status_code().map(|s| s.as_str()).unwrap_or_default()
+                            )
+                        }
+                        "fixed-response" => {
+                            let f = a.fixed_response_config().unwrap();
+                            format!(
+                                "fixed-response {} {} {}",
+                                f.status_code().unwrap_or_default(),
+                                f.content_type().unwrap_or_default(),
+                                f.message_body().unwrap_or_default()
+                            )
+                        }
+                        "authenticate-oidc" => {
+                            let o = a.authenticate_oidc_config().unwrap();
+                            assert_eq!(o.client_secret(), None, "AWS never returns the client secret");
+                            format!(
+                                "authenticate-oidc {} client {}",
+                                o.issuer().unwrap_or_default(),
+                                o.client_id().unwrap_or_default()
+                            )
+                        }
+                        "authenticate-cognito" => {
+                            let c = a.authenticate_cognito_config().unwrap();
+                            format!(
+                                "authenticate-cognito {} client {}",
+                                c.user_pool_domain().unwrap_or_default(),
+                                c.user_pool_client_id().unwrap_or_default()
+                            )
+                        }
+                        other => other.to_string(),
+                    })
+                    .collect();
+                RuleText {
+                    priority: r.priority().unwrap_or_default().parse().unwrap_or(u32::MAX),
+                    arn: r.rule_arn().unwrap_or_default().to_string(),
+                    conditions,
+                    actions,
+                }
+            })
+            .collect();
+        out.sort_by_key(|r| r.priority);
+        out
+    }
+
+    async fn tag(&self, arn: &str, key: &str) -> Option<String> {
+        let d = self.elb.describe_tags().resource_arns(arn).send().await.ok()?;
+        d.tag_descriptions()
+            .iter()
+            .flat_map(|d| d.tags())
+            .find(|t| t.key() == Some(key))
+            .and_then(|t| t.value().map(String::from))
+    }
+}
+
+const OIDC_DIGEST_TAG: &str = "ingress.k8s.aws/oidc-secret-digest";
+/// Priorities of the rules authenticating with the OIDC Secret in the rules test.
+const OIDC_RULES: [u32; 2] = [5, 6];
+
+fn oidc_secret(client_secret: &str) -> k8s_openapi::api::core::v1::Secret {
+    k8s_openapi::api::core::v1::Secret {
+        metadata: ObjectMeta { name: Some("oidc-creds".into()), ..Default::default() },
+        string_data: Some(BTreeMap::from([
+            ("clientID".to_string(), "shop-app".to_string()),
+            ("clientSecret".to_string(), format!("{client_secret}\n")),
+        ])),
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn actions_conditions_regex_paths_and_oidc_rules_match_the_annotations() {
+    let _serial = SERIAL.lock().await;
+    let Some(f) = setup("ingress_alb_rules").await else { return };
+    let ns = ns_name("ing_rules");
+    f.namespace_with_backends(&ns, &[("svc-a", "a"), ("svc-b", "b")]).await;
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(f.client.clone(), &ns);
+    secrets.create(&PostParams::default(), &oidc_secret("first-s3cret")).await.expect("create Secret");
+    let cert = aws::acm_certificate(&f.env, "shop.example.com").await;
+    // A short resync: the rotated Secret (not watched) is read on the next pass.
+    let ctl = ControllerProc::start(
+        &f.env,
+        &ns,
+        "lbc-e2e-ing-rules",
+        &["--enable-service-controller=false", "--sync-period=3s"],
+    );
+    let mark = f.emu.mark().await;
+    let group = unique("e2e-rules");
+    let https = r#"[{"HTTPS":443}]"#;
+    let common = |order: &'static str| {
+        vec![
+            ("group.name", group.clone()),
+            ("group.order", order.to_string()),
+            ("listen-ports", https.to_string()),
+            ("certificate-arn", cert.clone()),
+        ]
+    };
+    let weighted = json!({"type": "forward", "forwardConfig": {"targetGroups": [
+        {"serviceName": "svc-a", "servicePort": 80, "weight": 80},
+        {"serviceName": "svc-b", "servicePort": "80", "weight": 20}]}})
+    .to_string();
+    let redirect = json!({"type": "redirect", "redirectConfig": {
+        "protocol": "HTTPS", "host": "example.com", "port": "443", "path": "/new", "statusCode": "HTTP_301"}})
+    .to_string();
+    let fixed = json!({"type": "fixed-response", "fixedResponseConfig": {
+        "statusCode": "503", "contentType": "text/plain", "messageBody": "maintenance"}})
+    .to_string();
+    let weighted_if = |header: &str| {
+        json!([
+            {"field": "host-header", "hostHeaderConfig": {"values": ["shop.example.com"]}},
+            {"field": "http-header", "httpHeaderConfig": {"httpHeaderName": "X-Canary", "values": [header]}},
+            {"field": "http-request-method", "httpRequestMethodConfig": {"values": ["GET", "HEAD"]}}])
+        .to_string()
+    };
+    let redirect_if = json!([
+        {"field": "host-header", "hostHeaderConfig": {"regexValues": ["^old\\.example\\.com$"]}},
+        {"field": "query-string", "queryStringConfig": {"values": [{"key": "v", "value": "1"}]}},
+        {"field": "source-ip", "sourceIpConfig": {"values": ["10.0.0.0/8"]}}])
+    .to_string();
+    let fixed_if = json!([{"field": "path-pattern", "pathPatternConfig": {"values": ["/down"]}}]).to_string();
+    let mut routes_ann = common("1");
+    routes_ann.extend([
+        ("use-regex-path-match", "true".to_string()),
+        ("actions.weighted", weighted),
+        ("actions.redirect", redirect),
+        ("actions.fixed", fixed),
+        ("conditions.weighted", weighted_if("yes")),
+        ("conditions.redirect", redirect_if),
+        ("conditions.fixed", fixed_if),
+    ]);
+    let mut regex_path = path("/api/v[0-9]+/.*", "svc-a");
+    regex_path.path_type = "ImplementationSpecific".into();
+    let paths = vec![
+        annotated_path("/weighted", "Prefix", "weighted"),
+        annotated_path("/old", "Prefix", "redirect"),
+        annotated_path("/maintenance", "Exact", "fixed"),
+        regex_path,
+    ];
+    let ann: Vec<(&str, &str)> = routes_ann.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    f.ingresses(&ns).create(&PostParams::default(), &ingress("routes", paths, &ann)).await.expect("create routes");
+    let oidc = json!({"issuer": "https://idp.example.com", "authorizationEndpoint": "https://idp.example.com/auth",
+        "tokenEndpoint": "https://idp.example.com/token", "userInfoEndpoint": "https://idp.example.com/userinfo",
+        "secretName": "oidc-creds"})
+    .to_string();
+    let mut secure_ann = common("2");
+    secure_ann.extend([("auth-type", "oidc".to_string()), ("auth-idp-oidc", oidc)]);
+    let ann: Vec<(&str, &str)> = secure_ann.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let secure = ingress("secure", vec![path("/secure", "svc-a"), path("/admin", "svc-b")], &ann);
+    f.ingresses(&ns).create(&PostParams::default(), &secure).await.expect("create secure");
+    // Cognito needs no Secret.
+    let cognito = json!({"userPoolARN": "arn:aws:cognito-idp:us-east-1:123456789012:userpool/us-east-1_e2e",
+        "userPoolClientID": "members-app", "userPoolDomain": "auth.shop.example.com"})
+    .to_string();
+    let mut members_ann = common("3");
+    members_ann.extend([("auth-type", "cognito".to_string()), ("auth-idp-cognito", cognito)]);
+    let ann: Vec<(&str, &str)> = members_ann.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let members = ingress("members", vec![path("/members", "svc-b")], &ann);
+    f.ingresses(&ns).create(&PostParams::default(), &members).await.expect("create members");
+
+    eventually("hostname of routes", 90, || f.hostname(&ns, "routes")).await;
+    eventually("hostname of secure", 90, || f.hostname(&ns, "secure")).await;
+    eventually("hostname of members", 90, || f.hostname(&ns, "members")).await;
+    let (lbs, tgs) = eventually("one ALB, five target groups", 60, || async {
+        let (l, t) = f.stack_arns(&group).await;
+        (l.len() == 1 && t.len() == 5).then_some((l, t))
+    })
+    .await;
+    let oidc_action = "authenticate-oidc https://idp.example.com client shop-app";
+    let want: Vec<(u32, Vec<&str>, Vec<&str>)> = vec![
+        (1, vec!["path-pattern [/down,/maintenance]"], vec!["fixed-response 503 text/plain maintenance"]),
+        (
+            2,
+            vec![
+                "host-header [shop.example.com]",
+                "http-header X-Canary [yes]",
+                "http-request-method [GET,HEAD]",
+                "path-pattern [/weighted,/weighted/*]",
+            ],
+            vec!["forward svc-a:80 svc-b:20"],
+        ),
+        (
+            3,
+            vec![
+                "host-header regex [^old\\.example\\.com$]",
+                "path-pattern [/old,/old/*]",
+                "query-string [v=1]",
+                "source-ip [10.0.0.0/8]",
+            ],
+            vec!["redirect HTTPS example.com:443 /new HTTP_301"],
+        ),
+        (4, vec!["path-pattern regex [api/v[0-9]+/.*]"], vec!["forward svc-a:1"]),
+        (5, vec!["path-pattern [/secure,/secure/*]"], vec![oidc_action, "forward svc-a:1"]),
+        (6, vec!["path-pattern [/admin,/admin/*]"], vec![oidc_action, "forward svc-b:1"]),
+        (
+            7,
+            vec!["path-pattern [/members,/members/*]"],
+            vec!["authenticate-cognito auth.shop.example.com client members-app", "forward svc-b:1"],
+        ),
+    ];
+    let shown = |rules: &[RuleText]| -> Vec<(u32, Vec<String>, Vec<String>)> {
+        rules.iter().map(|r| (r.priority, r.conditions.clone(), r.actions.clone())).collect()
+    };
+    let want_text: Vec<(u32, Vec<String>, Vec<String>)> = want
+        .iter()
+        .map(|(p, c, a)| (*p, c.iter().map(|s| s.to_string()).collect(), a.iter().map(|s| s.to_string()).collect()))
+        .collect();
+    let rules = eventually("seven rules as annotated", 60, || async {
+        let r = f.rule_texts(&lbs[0], 443, &ns).await;
+        (shown(&r) == want_text).then_some(r)
+    })
+    .await;
+    eprintln!("create: {}", summarize(&f.calls_since(mark, &ctl).await));
+    // The OIDC rules carry the digest of the credentials they were written with; the others not.
+    let mut digests = BTreeMap::new();
+    for r in &rules {
+        let d = f.tag(&r.arn, OIDC_DIGEST_TAG).await;
+        assert_eq!(d.is_some(), OIDC_RULES.contains(&r.priority), "digest tag on rule {}: {d:?}", r.priority);
+        digests.insert(r.priority, d);
+    }
+    // Bindings register targets asynchronously: wait for all of them before counting writes.
+    for tg in &tgs {
+        let set = if f.services_by_target_group(&ns).await[tg] == "svc-a" { "a" } else { "b" };
+        let want: BTreeSet<String> = f.env.pod_ips(&ns, set).into_iter().map(|ip| format!("{ip}:8080")).collect();
+        eventually(&format!("pods of {set} registered in {tg}"), 60, || async {
+            (aws::registered(&f.elb, tg).await == want).then_some(())
+        })
+        .await;
+    }
+
+    // Resyncs (every 3 s) make no write.
+    let mark = f.emu.mark().await;
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    assert_eq!(f.writes_since(mark, &ctl).await, Vec::<String>::new(), "no write without a change");
+    eprintln!("resync (10 s): {}", summarize(&f.calls_since(mark, &ctl).await));
+
+    // One condition changes: exactly one ModifyRule.
+    let mark = f.emu.mark().await;
+    let patch = json!({"metadata": {"annotations": {format!("{ALB}/conditions.weighted"): weighted_if("true")}}});
+    f.ingresses(&ns).patch("routes", &PatchParams::default(), &Patch::Merge(patch)).await.unwrap();
+    eventually("header condition changed", 60, || async {
+        let r = f.rule_texts(&lbs[0], 443, &ns).await;
+        r.iter().any(|r| r.conditions.contains(&"http-header X-Canary [true]".to_string())).then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    eprintln!("one condition: {}", summarize(&f.calls_since(mark, &ctl).await));
+    assert_eq!(f.writes_since(mark, &ctl).await, ["ModifyRule"], "only the changed rule");
+
+    // The OIDC Secret rotates: the next pass rewrites exactly the two rules using it.
+    let mark = f.emu.mark().await;
+    secrets.replace("oidc-creds", &PostParams::default(), &oidc_secret("second-s3cret")).await.expect("rotate");
+    let rotated = eventually("digest tags follow the rotated secret", 30, || async {
+        let mut now = BTreeMap::new();
+        for r in &rules {
+            now.insert(r.priority, f.tag(&r.arn, OIDC_DIGEST_TAG).await);
+        }
+        (now[&5] != digests[&5] && now[&6] != digests[&6]).then_some(now)
+    })
+    .await;
+    assert_eq!(rotated.iter().filter(|(p, d)| !OIDC_RULES.contains(p) && d.is_some()).count(), 0);
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let mut written = f.writes_since(mark, &ctl).await;
+    written.sort();
+    eprintln!("secret rotation: {}", summarize(&f.calls_since(mark, &ctl).await));
+    assert_eq!(written, ["AddTags", "AddTags", "ModifyRule", "ModifyRule"], "the two OIDC rules, nothing else");
+    let after = f.rule_texts(&lbs[0], 443, &ns).await;
+    assert_eq!(after.iter().map(|r| &r.arn).collect::<Vec<_>>(), rules.iter().map(|r| &r.arn).collect::<Vec<_>>());
+
+    // A Secret without clientSecret: a Warning naming the Secret and the key, nothing changed in AWS.
+    let mark = f.emu.mark().await;
+    let mut incomplete = oidc_secret("unused");
+    incomplete.string_data.as_mut().unwrap().remove("clientSecret");
+    incomplete.data = None;
+    secrets.replace("oidc-creds", &PostParams::default(), &incomplete).await.expect("replace Secret");
+    let note = eventually("FailedBuildModel for the Secret", 30, || async {
+        let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(f.client.clone(), &ns);
+        let list = events.list(&ListParams::default()).await.ok()?;
+        list.items.into_iter().filter_map(|e| e.note).find(|n| n.contains("has no key clientSecret"))
+    })
+    .await;
+    assert!(note.contains(&format!("Secret {ns}/oidc-creds")) && note.contains("keys present: [clientID]"), "{note}");
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(f.writes_since(mark, &ctl).await, Vec::<String>::new(), "an incomplete Secret changes nothing in AWS");
+    // Restored with the same secret: the digest is unchanged, still no write.
+    secrets.replace("oidc-creds", &PostParams::default(), &oidc_secret("second-s3cret")).await.expect("restore");
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    assert_eq!(f.writes_since(mark, &ctl).await, Vec::<String>::new(), "the same secret again: no write");
+
+    // An invalid regex: a Warning naming it, nothing changed in AWS.
+    let mark = f.emu.mark().await;
+    let bad = json!([{"field": "host-header", "hostHeaderConfig": {"regexValues": ["^(?=x)shop$"]}}]).to_string();
+    let patch = json!({"metadata": {"annotations": {format!("{ALB}/conditions.fixed"): bad}}});
+    f.ingresses(&ns).patch("routes", &PatchParams::default(), &Patch::Merge(patch)).await.unwrap();
+    let note = eventually("FailedBuildModel for the regex", 30, || async {
+        let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(f.client.clone(), &ns);
+        let list = events.list(&ListParams::default()).await.ok()?;
+        list.items.into_iter().filter_map(|e| e.note).find(|n| n.contains("(?=x)"))
+    })
+    .await;
+    assert!(note.contains("not a valid regular expression") && note.contains("conditions."), "{note}");
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(f.writes_since(mark, &ctl).await, Vec::<String>::new(), "an invalid regex changes nothing in AWS");
+
+    // The secret never shows in events.
+    let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(f.client.clone(), &ns);
+    for e in events.list(&ListParams::default()).await.unwrap().items {
+        let note = e.note.unwrap_or_default();
+        assert!(!note.contains("s3cret"), "an event shows the client secret: {note}");
+    }
+    assert!(!ctl.log_text().contains("s3cret"), "the log shows the client secret");
+
+    for name in ["routes", "secure", "members"] {
+        f.ingresses(&ns).delete(name, &DeleteParams::default()).await.unwrap();
+    }
+    eventually("Ingresses gone", 120, || async {
+        f.ingresses(&ns).list(&ListParams::default()).await.ok()?.items.is_empty().then_some(())
+    })
+    .await;
+    let (lbs, tgs) = f.stack_arns(&group).await;
+    assert!(lbs.is_empty() && tgs.is_empty(), "left behind: {lbs:?} {tgs:?}");
+    drop(ctl);
+    kube_util::delete_namespace(&f.client, &ns).await;
+}

@@ -1,10 +1,11 @@
 //! [`FakeLoadBalancers`]' listener certificates and rules, with AWS's refusals: a priority in
-//! use, an OIDC rule created without a client secret, a target group that does not exist.
+//! use, an OIDC rule created without a client secret, a target group that does not exist, a
+//! regex condition value AWS would not accept.
 
 use super::{FakeLoadBalancers, State, error, forwarded_arns, listener_missing, tg_missing};
 use crate::error::{AwsError, ErrorKind};
 use crate::lb::require_target_group_arns;
-use lbc_model::lb::{Action, Observed, RULE_PRIORITIES, Rule};
+use lbc_model::lb::{Action, Condition, Observed, RULE_PRIORITIES, Rule, regex_value_problem};
 
 fn priority_in_use(op: &'static str, p: u32) -> AwsError {
     error(ErrorKind::AlreadyExists, op, "PriorityInUse", format!("Priority '{p}' is currently in use"))
@@ -12,6 +13,17 @@ fn priority_in_use(op: &'static str, p: u32) -> AwsError {
 
 fn rule_missing(op: &'static str) -> AwsError {
     error(ErrorKind::NotFound, op, "RuleNotFound", "One or more rules not found".into())
+}
+
+/// AWS validates regex condition values (length, syntax, supported features) on write.
+fn check_conditions(op: &'static str, conditions: &[Condition]) -> Result<(), AwsError> {
+    for c in conditions {
+        let (Condition::HostHeaderRegex(v) | Condition::PathPatternRegex(v)) = c else { continue };
+        if let Some(problem) = v.iter().find_map(|re| regex_value_problem(re).map(|p| format!("regex {re:?} {p}"))) {
+            return Err(error(ErrorKind::Invalid, op, "ValidationError", problem));
+        }
+    }
+    Ok(())
 }
 
 fn check_actions(s: &State, op: &'static str, actions: &[Action]) -> Result<(), AwsError> {
@@ -80,6 +92,7 @@ impl FakeLoadBalancers {
             return Err(listener_missing(OP));
         }
         check_actions(&s, OP, &rule.actions)?;
+        check_conditions(OP, &rule.conditions)?;
         if !RULE_PRIORITIES.contains(&rule.priority) {
             let msg = format!("priority {} is not within 1..50000", rule.priority);
             return Err(error(ErrorKind::Invalid, OP, "ValidationError", msg));
@@ -101,6 +114,7 @@ impl FakeLoadBalancers {
         const OP: &str = "ModifyRule";
         let mut s = self.enter(OP, arn)?;
         check_actions(&s, OP, &rule.actions)?;
+        check_conditions(OP, &rule.conditions)?;
         let (_, r) = s.rules.get_mut(arn).ok_or_else(|| rule_missing(OP))?;
         r.conditions = rule.conditions.clone();
         r.actions = as_reported(&rule.actions);

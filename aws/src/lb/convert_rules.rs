@@ -14,8 +14,14 @@ pub fn condition(c: &Condition) -> sdk::RuleCondition {
         Condition::HostHeader(v) => {
             b.host_header_config(sdk::HostHeaderConditionConfig::builder().set_values(Some(owned(v))).build())
         }
+        Condition::HostHeaderRegex(v) => {
+            b.host_header_config(sdk::HostHeaderConditionConfig::builder().set_regex_values(Some(owned(v))).build())
+        }
         Condition::PathPattern(v) => {
             b.path_pattern_config(sdk::PathPatternConditionConfig::builder().set_values(Some(owned(v))).build())
+        }
+        Condition::PathPatternRegex(v) => {
+            b.path_pattern_config(sdk::PathPatternConditionConfig::builder().set_regex_values(Some(owned(v))).build())
         }
         Condition::HttpHeader { name, values } => b.http_header_config(
             sdk::HttpHeaderConditionConfig::builder().http_header_name(name).set_values(Some(owned(values))).build(),
@@ -38,16 +44,19 @@ pub fn condition(c: &Condition) -> sdk::RuleCondition {
 }
 
 /// A reported condition; `None` for fields the model does not have. Host and path conditions
-/// may come in the legacy `Values` form (rules created by older tools): read both.
+/// may come in the legacy `Values` form (rules created by older tools): read both. A host or
+/// path config with `RegexValues` is a regex condition (AWS refuses a config with both).
 pub fn condition_from(c: &sdk::RuleCondition) -> Option<Condition> {
     let legacy = || owned(c.values());
     Some(match c.field()? {
-        "host-header" => {
-            Condition::HostHeader(c.host_header_config().map(|h| owned(h.values())).unwrap_or_else(legacy))
-        }
-        "path-pattern" => {
-            Condition::PathPattern(c.path_pattern_config().map(|p| owned(p.values())).unwrap_or_else(legacy))
-        }
+        "host-header" => match c.host_header_config() {
+            Some(h) if !h.regex_values().is_empty() => Condition::HostHeaderRegex(owned(h.regex_values())),
+            h => Condition::HostHeader(h.map(|h| owned(h.values())).unwrap_or_else(legacy)),
+        },
+        "path-pattern" => match c.path_pattern_config() {
+            Some(p) if !p.regex_values().is_empty() => Condition::PathPatternRegex(owned(p.regex_values())),
+            p => Condition::PathPattern(p.map(|p| owned(p.values())).unwrap_or_else(legacy)),
+        },
         "http-header" => {
             let h = c.http_header_config()?;
             Condition::HttpHeader { name: h.http_header_name()?.to_string(), values: owned(h.values()) }
@@ -175,7 +184,9 @@ mod tests {
     fn conditions() -> Vec<Condition> {
         vec![
             Condition::HostHeader(vec!["a.example".into(), "*.b.example".into()]),
+            Condition::HostHeaderRegex(vec!["^[a-z]+\\.example$".into()]),
             Condition::PathPattern(vec!["/api/*".into()]),
+            Condition::PathPatternRegex(vec!["^/v[0-9]+/.*$".into(), "^/legacy$".into()]),
             Condition::HttpHeader { name: "X-Env".into(), values: vec!["prod".into()] },
             Condition::HttpRequestMethod(vec!["GET".into(), "HEAD".into()]),
             Condition::QueryString(vec![
@@ -211,6 +222,12 @@ mod tests {
         }
         let legacy = sdk::RuleCondition::builder().field("path-pattern").values("/old").build();
         assert_eq!(condition_from(&legacy), Some(Condition::PathPattern(vec!["/old".into()])));
+        // Regex values travel in RegexValues, never in Values.
+        let s = condition(&Condition::PathPatternRegex(vec!["^/a$".into()]));
+        let cfg = s.path_pattern_config().unwrap();
+        assert_eq!((cfg.values(), cfg.regex_values()), (&[][..], &["^/a$".to_string()][..]));
+        let s = condition(&Condition::HostHeader(vec!["a.example".into()]));
+        assert!(s.host_header_config().unwrap().regex_values().is_empty());
         let unknown = sdk::RuleCondition::builder().field("some-future-field").build();
         assert_eq!(condition_from(&unknown), None);
     }

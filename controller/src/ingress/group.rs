@@ -1,7 +1,8 @@
 //! One pass over an IngressGroup.
 //!
 //! Members (select → annotations → IngressClassParams → group, in `group.order`) → exclusive
-//! conflicts → finalizers → backend Services from the cache → `plan_group` → subnets (two AZs)
+//! conflicts → finalizers → backend Services from the cache → `plan_group` → the OIDC Secrets the
+//! plan names (one GET each) → subnets (two AZs)
 //! and the shared backend security group → `build_group_stack` → observe AWS by the tags
 //! `elbv2.k8s.aws/cluster` + `ingress.k8s.aws/stack=<group>` → `plan` (rules included) →
 //! execute → TargetGroupBindings → `status.loadBalancer` on every member → events. Ingresses that
@@ -11,7 +12,7 @@
 //! Invalid input (annotations, conflicts, build errors) is a Warning event on the members and
 //! changes nothing in AWS.
 
-use super::k8s::{add_finalizer, remove_finalizer, set_hostname};
+use super::k8s::{self, add_finalizer, remove_finalizer, set_hostname};
 use super::{IngressCtx, Looked, finalizer_groups, look};
 use crate::context::jittered;
 use crate::error::{Error, Result};
@@ -20,8 +21,8 @@ use crate::stack::{Deleted, FAILED_BUILD, FAILED_DEPLOY, SubnetNeed, delete_stac
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::networking::v1::Ingress;
 use kube::{Resource, ResourceExt};
-use lbc_model::ingress::annotations::AuthType;
 use lbc_model::ingress::keys as k;
+use lbc_model::ingress::oidc;
 use lbc_model::ingress::{
     BuildContext, Candidate, GroupId, IngressKey, Member, MergeConfig, ServiceView, Services, build_group_stack,
     certificate_discovery_hosts, conflicts, group_of, members, parse_service_annotations, plan_group,
@@ -32,6 +33,10 @@ use lbc_model::lb::subnets::SubnetSelector;
 use lbc_model::lb::tags::INGRESS_TAG_PREFIX;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// How soon a group blocked by a missing or incomplete OIDC Secret looks again (Secrets are not
+/// watched; one GET per pass).
+const SECRET_RETRY: Duration = Duration::from_secs(60);
 
 /// Stand-in for the backend group's ID while it does not exist yet (built twice, like Services).
 const BACKEND_SG_PENDING: &str = "<backend-security-group-to-create>";
@@ -159,16 +164,6 @@ pub(super) async fn reconcile(ctx: &IngressCtx, g: &GroupId) -> Result<Option<Du
                 blocked.push((ing.clone(), format!("Ingress {} listens on HTTPS: {p}", key_of(ing))));
             }
         }
-        if c.settings.backend.auth.auth_type == Some(AuthType::Oidc) {
-            blocked.push((
-                ing.clone(),
-                format!(
-                    "{}: oidc is not supported yet (the client secret would be read from a Secret, which this \
-                 controller does not do yet); use auth-type cognito or none",
-                    lbc_model::ingress::keys::full_key(k::AUTH_TYPE)
-                ),
-            ));
-        }
         members.push(Member { key: key_of(ing), settings: c.settings.clone(), spec, discovered_certificates });
     }
 
@@ -192,6 +187,17 @@ pub(super) async fn reconcile(ctx: &IngressCtx, g: &GroupId) -> Result<Option<Du
         }
     };
 
+    // OIDC client credentials: read now, every pass (Secrets are not watched).
+    let oidc_credentials = match k8s::oidc_credentials(&ctx.io, &oidc::secrets_needed(&group_plan)).await? {
+        Ok(c) => c,
+        Err(problems) => {
+            let msg = format!("IngressGroup {stack_id}, nothing changed in AWS: {}", problems.join("; "));
+            warn_all(ctx, &member_ings, FAILED_BUILD, &crate::stack::truncate_list(msg)).await;
+            // Not watched: look again soon, the user is likely creating or fixing the Secret.
+            return Ok(Some(SECRET_RETRY.min(ctx.cfg.sync_period)));
+        }
+    };
+
     let mut observed = observe::observe(&ctx.io, &stack_id, None).await?;
     let mut build_ctx = match build_context(ctx, &members, &observed).await? {
         Ok(c) => c,
@@ -201,6 +207,7 @@ pub(super) async fn reconcile(ctx: &IngressCtx, g: &GroupId) -> Result<Option<Du
             return Ok(Some(jittered(ctx.cfg.sync_period)));
         }
     };
+    build_ctx.oidc_credentials = oidc_credentials;
     let build = |c: &BuildContext| build_group_stack(g, &members, &group_plan, c);
     let mut built = match build(&build_ctx) {
         Ok(b) => b,

@@ -1,12 +1,17 @@
 //! What the Ingress controller writes on Ingresses: group finalizers and
-//! `status.loadBalancer.ingress[].hostname`.
+//! `status.loadBalancer.ingress[].hostname`; and the one thing it reads directly, the Secrets
+//! holding OIDC client credentials.
 
 use crate::error::Result;
 use crate::stack::StackIo;
+use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::networking::v1::Ingress;
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
+use lbc_model::ingress::OidcCredentials;
+use lbc_model::ingress::oidc::{CLIENT_ID_KEY, CLIENT_SECRET_KEY, SecretUsers, credentials_from_secret, secret_label};
 use serde_json::json;
+use std::collections::BTreeMap;
 
 fn api(io: &StackIo, ing: &Ingress) -> Api<Ingress> {
     Api::namespaced(io.base.client.clone(), &ing.namespace().unwrap_or_default())
@@ -54,4 +59,45 @@ pub(super) async fn set_hostname(io: &StackIo, ing: &Ingress, hostname: Option<&
     let Some(body) = crate::stack::hostname_patch(&current, hostname) else { return Ok(()) };
     io.base.ensure_leader()?;
     ignore_gone(api(io, ing).patch_status(&ing.name_any(), &PatchParams::default(), &Patch::Merge(body)).await)
+}
+
+/// The OIDC client credentials of the Secrets a group needs, one GET each (no watch: a changed
+/// Secret is read on the group's next pass). `Ok(Err(problems))`: Secrets missing, unreadable
+/// or incomplete, each problem naming the Secret, its users and the fix, never a value.
+pub(super) async fn oidc_credentials(
+    io: &StackIo,
+    needed: &SecretUsers,
+) -> Result<std::result::Result<BTreeMap<(String, String), OidcCredentials>, Vec<String>>> {
+    let (mut found, mut problems) = (BTreeMap::new(), Vec::new());
+    for (key, users) in needed {
+        let label = secret_label(key, users);
+        let api: Api<Secret> = Api::namespaced(io.base.client.clone(), &key.0);
+        let secret = match api.get_opt(&key.1).await {
+            Ok(Some(s)) => s,
+            Ok(None) => {
+                problems.push(format!(
+                    "{label} does not exist; create it with keys {CLIENT_ID_KEY} and {CLIENT_SECRET_KEY}"
+                ));
+                continue;
+            }
+            Err(kube::Error::Api(s)) if s.code == 403 => {
+                problems.push(format!(
+                    "{label}: the controller may not read it ({}); grant get on secrets to its service account \
+                     (the Helm chart's ClusterRole does)",
+                    s.message
+                ));
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let data: BTreeMap<String, Vec<u8>> =
+            secret.data.unwrap_or_default().into_iter().map(|(k, v)| (k, v.0)).collect();
+        match credentials_from_secret(&data) {
+            Ok(c) => {
+                found.insert(key.clone(), c);
+            }
+            Err(e) => problems.push(format!("{label} {e}")),
+        }
+    }
+    Ok(if problems.is_empty() { Ok(found) } else { Err(problems) })
 }

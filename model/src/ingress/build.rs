@@ -22,10 +22,12 @@
 //!   TCP from the backend SG (or the managed frontend SG without one) to the targetPort (named
 //!   ports allowed) and to a separate health-check port, one rule per port (ALBC).
 //!
+//! - Regex host/path conditions: AWS's limits (128 characters, 3 values per condition, visible
+//!   ASCII, no lookaround/backreferences/Unicode classes) are checked here, before any AWS call.
+//! - OIDC: the client ID and secret come from `BuildContext::oidc_credentials` (the controller
+//!   reads the Secrets); rules and listeners that use them carry `OIDC_SECRET_DIGEST_TAG`.
 //! - Extras (`lb::extras`, applied by the controller after the stack): WAFv2 web ACL (ARN wins
 //!   over name; `none` disassociates; absent leaves AWS alone) and minimum capacity.
-//!
-//! Regex host/path conditions cannot be expressed by `lb::Condition` yet and fail the group.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -51,8 +53,9 @@ use crate::lb::naming::{self, IngressTargetGroupNameInputs};
 use crate::lb::tags::{INGRESS_TAG_PREFIX, RESOURCE_LOAD_BALANCER, RESOURCE_MANAGED_SECURITY_GROUP};
 use crate::lb::{
     Action, AuthenticateCognito, AuthenticateOidc, Condition, HealthCheck, HealthCheckPort, IngressRule,
-    LbIpAddressType, LbType, Listener, LoadBalancer, Protocol, QueryStringPair, Rule, RuleSource, Scheme,
-    SecurityGroup, Stack, SubnetMapping, Tags, TargetGroup, TargetGroupRef, TgIpAddressType, WeightedTargetGroup,
+    LbIpAddressType, LbType, Listener, LoadBalancer, OIDC_SECRET_DIGEST_TAG, Protocol, QueryStringPair, Rule,
+    RuleSource, Scheme, SecurityGroup, Stack, SubnetMapping, Tags, TargetGroup, TargetGroupRef, TgIpAddressType,
+    VALUES_PER_CONDITION_MAX, WeightedTargetGroup, oidc_secret_digest, regex_value_problem,
 };
 
 /// Everything one IngressGroup wants in AWS and in Kubernetes.
@@ -511,9 +514,12 @@ fn listeners(b: &mut Build<'_>, plan: &GroupPlan, tg_names: &BTreeMap<&TargetGro
         for r in &lr.rules {
             let conditions = conditions(b, &r.conditions, &r.ingress, cfg.port);
             let actions = actions(b, &r.actions, &r.ingress, tg_names);
-            let tags = b.tagger().tags(&format!("{}:{}", cfg.port, r.priority), &b.member_tags(&r.ingress));
+            let mut tags = b.tagger().tags(&format!("{}:{}", cfg.port, r.priority), &b.member_tags(&r.ingress));
+            tag_oidc_digest(&mut tags, &actions);
             rules.push(Rule { priority: r.priority, conditions, actions, tags });
         }
+        let mut tags = b.tagger().tags(&cfg.port.to_string(), &b.group_tags);
+        tag_oidc_digest(&mut tags, &default_actions);
         out.push(Listener {
             port: cfg.port,
             protocol: cfg.protocol,
@@ -522,11 +528,18 @@ fn listeners(b: &mut Build<'_>, plan: &GroupPlan, tg_names: &BTreeMap<&TargetGro
             alpn_policy: None,
             default_actions,
             attributes: cfg.attributes.clone(),
-            tags: b.tagger().tags(&cfg.port.to_string(), &b.group_tags),
+            tags,
             rules,
         });
     }
     out
+}
+
+/// Rules and listeners authenticating with OIDC carry the digest of their client credentials.
+fn tag_oidc_digest(tags: &mut Tags, actions: &[Action]) {
+    if let Some(d) = oidc_secret_digest(actions) {
+        tags.insert(OIDC_SECRET_DIGEST_TAG.to_string(), d);
+    }
 }
 
 fn conditions(b: &mut Build<'_>, cs: &[ia::Condition], who: &IngressKey, port: u16) -> Vec<Condition> {
@@ -543,17 +556,40 @@ fn conditions(b: &mut Build<'_>, cs: &[ia::Condition], who: &IngressKey, port: u
                 v.iter().map(|q| QueryStringPair { key: q.key.clone(), value: q.value.clone() }).collect(),
             ),
             ia::Condition::SourceIp(v) => Condition::SourceIp(v.clone()),
-            ia::Condition::HostHeaderRegex(_) | ia::Condition::PathPatternRegex(_) => {
-                b.problems.push(format!(
-                    "Ingress {who}, listener port {port}: regex host or path conditions ({} or regexValues in {}) are not supported yet; use wildcard values",
-                    full_key(k::USE_REGEX_PATH_MATCH),
-                    full_key(&format!("{}<name>", k::CONDITIONS_PREFIX))
-                ));
-                continue;
+            ia::Condition::HostHeaderRegex(v) => {
+                check_regex_values(b, who, port, "host-header", v);
+                Condition::HostHeaderRegex(v.clone())
+            }
+            ia::Condition::PathPatternRegex(v) => {
+                check_regex_values(b, who, port, "path-pattern", v);
+                Condition::PathPatternRegex(v.clone())
             }
         });
     }
     out
+}
+
+/// AWS's limits on regex values, checked before any AWS call (an invalid regex would otherwise
+/// fail CreateRule halfway through a deployment).
+fn check_regex_values(b: &mut Build<'_>, who: &IngressKey, port: u16, field: &str, values: &[String]) {
+    let at = format!("Ingress {who}, listener port {port}, {field} regex condition");
+    let source = format!(
+        "{} or regexValues in {}",
+        full_key(k::USE_REGEX_PATH_MATCH),
+        full_key(&format!("{}<name>", k::CONDITIONS_PREFIX))
+    );
+    if values.len() > VALUES_PER_CONDITION_MAX {
+        b.problems.push(format!(
+            "{at}: {} regex values {values:?}, AWS accepts at most {VALUES_PER_CONDITION_MAX} per condition; split them \
+             over several rules ({source})",
+            values.len()
+        ));
+    }
+    for v in values {
+        if let Some(problem) = regex_value_problem(v) {
+            b.problems.push(format!("{at}: regex {v:?} {problem}; fix it in {source}"));
+        }
+    }
 }
 
 fn actions(

@@ -369,3 +369,125 @@ fn web_acl_and_minimum_capacity_become_extras() {
     let cap = extras(&[("minimum-load-balancer-capacity", "CapacityUnits=100")]);
     assert_eq!(cap.minimum_capacity_units, Some(100));
 }
+
+fn regex_member(ann: &[(&str, &str)], paths: Vec<(&str, &str)>) -> Member {
+    let paths = paths.into_iter().map(|(p, t)| path(p, t, "echo-server", P::N(80))).collect();
+    member("shop/web", ann, spec(vec![rule("", paths)]))
+}
+
+#[test]
+fn regex_conditions_are_built_and_checked_before_any_aws_call() {
+    type Case<'a> = (&'a str, Vec<(&'a str, &'a str)>, Vec<(&'a str, &'a str)>, Result<Vec<Condition>, &'a str>);
+    let on = ("use-regex-path-match", "true");
+    let long = format!("/{}", "a".repeat(129));
+    let cases: Vec<Case> = vec![
+        (
+            "ImplementationSpecific paths become regexes without their leading slash",
+            vec![on],
+            vec![("/v[0-9]+/orders", "ImplementationSpecific")],
+            Ok(vec![Condition::PathPatternRegex(vec!["v[0-9]+/orders".into()])]),
+        ),
+        (
+            "Prefix and Exact paths stay wildcard paths",
+            vec![on],
+            vec![("/api", "Prefix")],
+            Ok(vec![Condition::PathPattern(vec!["/api".into(), "/api/*".into()])]),
+        ),
+        (
+            "without the annotation ImplementationSpecific is a wildcard path",
+            vec![],
+            vec![("/v[0-9]+", "ImplementationSpecific")],
+            Ok(vec![Condition::PathPattern(vec!["/v[0-9]+".into()])]),
+        ),
+        ("a lookahead is refused", vec![on], vec![("/(?=x)y", "ImplementationSpecific")], Err("(?=x)y")),
+        ("an unbalanced group is refused", vec![on], vec![("/(v", "ImplementationSpecific")], Err("not a valid")),
+        ("too long is refused", vec![on], vec![(&long, "ImplementationSpecific")], Err("more than the 128")),
+    ];
+    for (name, ann, paths, want) in cases {
+        let mut ann = ann;
+        ann.push(IP);
+        let got = build(&implicit("shop", "web"), &[regex_member(&ann, paths)], &echo(), &ctx());
+        match (got, want) {
+            (Ok(st), Ok(conds)) => assert_eq!(st.stack.listeners[0].rules[0].conditions, conds, "{name}"),
+            (Err(e), Err(part)) => {
+                let text = e.to_string();
+                assert!(text.contains(part) && text.contains("use-regex-path-match"), "{name}: {text}");
+            }
+            (got, want) => panic!("{name}: got {got:?}, want {want:?}"),
+        }
+    }
+    // regexValues in conditions.<name>: more than three per condition is refused.
+    let four = r#"[{"field":"host-header","hostHeaderConfig":{"regexValues":["^a$","^b$","^c$","^d$"]}}]"#;
+    let ann = [IP, ("conditions.echo-server", four)];
+    let err = build(&implicit("shop", "web"), &[regex_member(&ann, vec![("/x", "Exact")])], &echo(), &ctx())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("4 regex values") && err.contains("at most 3"), "{err}");
+}
+
+#[test]
+fn oidc_uses_the_credentials_of_its_secret_and_tags_their_digest() {
+    let oidc = r#"{"issuer":"https://idp.example","authorizationEndpoint":"https://idp.example/auth",
+        "tokenEndpoint":"https://idp.example/token","userInfoEndpoint":"https://idp.example/userinfo",
+        "secretName":"oidc"}"#;
+    let ann = [
+        IP,
+        ("listen-ports", r#"[{"HTTPS":443}]"#),
+        ("certificate-arn", "arn:c1"),
+        ("auth-type", "oidc"),
+        ("auth-idp-oidc", oidc),
+    ];
+    let err = build(&implicit("shop", "web"), &[web(&ann)], &echo(), &ctx()).unwrap_err().to_string();
+    assert!(err.contains("Secret shop/oidc") && err.contains("auth-idp-oidc"), "{err}");
+    let mut c = ctx();
+    let cred = |s: &str| crate::lb::build::OidcCredentials { client_id: "app".into(), client_secret: s.into() };
+    c.oidc_credentials.insert(("shop".into(), "oidc".into()), cred("s3cret"));
+    let st = build(&implicit("shop", "web"), &[web(&ann)], &echo(), &c).unwrap();
+    let r = &st.stack.listeners[0].rules[0];
+    let Action::AuthenticateOidc(o) = &r.actions[0] else { panic!("{:?}", r.actions) };
+    assert_eq!((o.client_id.as_str(), o.client_secret.as_deref()), ("app", Some("s3cret")));
+    assert!(matches!(r.actions[1], Action::Forward { .. }));
+    let digest = r.tags[OIDC_SECRET_DIGEST_TAG].clone();
+    assert!(!st.stack.listeners[0].tags.contains_key(OIDC_SECRET_DIGEST_TAG), "the default 404 does not authenticate");
+    c.oidc_credentials.insert(("shop".into(), "oidc".into()), cred("r0tated"));
+    let st = build(&implicit("shop", "web"), &[web(&ann)], &echo(), &c).unwrap();
+    assert_ne!(st.stack.listeners[0].rules[0].tags[OIDC_SECRET_DIGEST_TAG], digest);
+}
+
+#[test]
+fn only_secrets_of_authenticating_listeners_are_needed() {
+    let oidc =
+        r#"{"issuer":"i","authorizationEndpoint":"a","tokenEndpoint":"t","userInfoEndpoint":"u","secretName":"oidc"}"#;
+    let auth = [IP, ("auth-type", "oidc"), ("auth-idp-oidc", oidc), ("certificate-arn", "arn:c1")];
+    let needed = |ports: &str| {
+        let mut ann = auth.to_vec();
+        ann.push(("listen-ports", ports));
+        let plan = plan_group(&[web(&ann)], &echo(), &MergeConfig::default()).unwrap();
+        crate::ingress::oidc::secrets_needed(&plan)
+    };
+    let https = needed(r#"[{"HTTP":80},{"HTTPS":443}]"#);
+    assert_eq!(https.len(), 1);
+    let users = &https[&("shop".to_string(), "oidc".to_string())];
+    assert_eq!(users.iter().map(ToString::to_string).collect::<Vec<_>>(), ["shop/web"]);
+    assert!(needed(r#"[{"HTTP":80}]"#).is_empty(), "ALBC authenticates on HTTPS listeners only");
+}
+
+#[test]
+fn cognito_needs_no_secret() {
+    let cognito = r#"{"userPoolARN":"arn:aws:cognito-idp:us-east-1:123456789012:userpool/us-east-1_x",
+        "userPoolClientID":"app","userPoolDomain":"auth.example.com"}"#;
+    let ann = [
+        IP,
+        ("listen-ports", r#"[{"HTTPS":443}]"#),
+        ("certificate-arn", "arn:c1"),
+        ("auth-type", "cognito"),
+        ("auth-idp-cognito", cognito),
+    ];
+    let plan = plan_group(&[web(&ann)], &echo(), &MergeConfig::default()).unwrap();
+    assert!(crate::ingress::oidc::secrets_needed(&plan).is_empty());
+    let st = build(&implicit("shop", "web"), &[web(&ann)], &echo(), &ctx()).unwrap();
+    let r = &st.stack.listeners[0].rules[0];
+    let Action::AuthenticateCognito(c) = &r.actions[0] else { panic!("{:?}", r.actions) };
+    assert_eq!((c.user_pool_client_id.as_str(), c.user_pool_domain.as_str()), ("app", "auth.example.com"));
+    assert!(!r.tags.contains_key(OIDC_SECRET_DIGEST_TAG));
+}

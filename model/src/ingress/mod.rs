@@ -15,6 +15,8 @@
 //!    listener's rules, default actions and priorities ([`rules`], [`backends`], `optimize`), and
 //!    list the target groups to create, one per (Ingress, Service, port) ([`plan`]).
 //!
+//!    Then [`oidc::secrets_needed`] names the Secrets whose client credentials the controller
+//!    reads into `BuildContext::oidc_credentials` ([`oidc::credentials_from_secret`]).
 //! 6. [`build_group_stack`] — the plan + resolved subnets and security groups → the desired ALB
 //!    [`IngressStack`] (load balancer, frontend SG, listeners with rules, target groups,
 //!    TargetGroupBindings), ALBC's names and tags ([`build`]).
@@ -28,6 +30,7 @@ pub mod certificates;
 pub mod group;
 pub mod keys;
 pub mod merge;
+pub mod oidc;
 mod optimize;
 pub mod params;
 pub mod plan;

@@ -16,7 +16,10 @@ pub mod naming;
 mod rule;
 pub mod tags;
 
-pub use rule::{AuthenticateCognito, AuthenticateOidc, Condition, QueryStringPair, RULE_PRIORITIES, Rule};
+pub use rule::{
+    AuthenticateCognito, AuthenticateOidc, Condition, OIDC_SECRET_DIGEST_TAG, QueryStringPair, REGEX_VALUE_MAX_LEN,
+    RULE_PRIORITIES, Rule, VALUES_PER_CONDITION_MAX, oidc_secret_digest, regex_value_problem,
+};
 
 /// AWS resource tags (key → value), sorted so comparisons and hashes are stable.
 pub type Tags = BTreeMap<String, String>;

@@ -27,8 +27,14 @@ pub struct Rule {
 /// One rule condition (`Field` in AWS), with its values.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Condition {
+    /// `HostHeaderConfig.Values`: host names with `*` / `?` wildcards.
     HostHeader(Vec<String>),
+    /// `HostHeaderConfig.RegexValues`.
+    HostHeaderRegex(Vec<String>),
+    /// `PathPatternConfig.Values`: paths with `*` / `?` wildcards.
     PathPattern(Vec<String>),
+    /// `PathPatternConfig.RegexValues`.
+    PathPatternRegex(Vec<String>),
     HttpHeader {
         name: String,
         values: Vec<String>,
@@ -47,8 +53,9 @@ pub struct QueryStringPair {
 }
 
 /// `authenticate-oidc`. AWS never returns `client_secret` (Describe answers leave it out), so an
-/// observed action always has `None` there; see [`Action::without_secrets`] for how the diff copes.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// observed action always has `None` there; see [`Action::without_secrets`] and
+/// [`OIDC_SECRET_DIGEST_TAG`] for how the diff copes. `Debug` leaves the secret out.
+#[derive(Clone, PartialEq, Eq)]
 pub struct AuthenticateOidc {
     pub issuer: String,
     pub authorization_endpoint: String,
@@ -77,12 +84,43 @@ pub struct AuthenticateCognito {
     pub extra_params: BTreeMap<String, String>,
 }
 
+impl std::fmt::Debug for AuthenticateOidc {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuthenticateOidc")
+            .field("issuer", &self.issuer)
+            .field("authorization_endpoint", &self.authorization_endpoint)
+            .field("token_endpoint", &self.token_endpoint)
+            .field("user_info_endpoint", &self.user_info_endpoint)
+            .field("client_id", &self.client_id)
+            .field("client_secret", &self.client_secret.as_ref().map(|_| "<redacted>"))
+            .field("scope", &self.scope)
+            .field("session_cookie_name", &self.session_cookie_name)
+            .field("session_timeout_seconds", &self.session_timeout_seconds)
+            .field("on_unauthenticated_request", &self.on_unauthenticated_request)
+            .field("extra_params", &self.extra_params)
+            .finish()
+    }
+}
+
+/// Tag on rules and listeners whose actions authenticate with OIDC: a digest of the client
+/// credentials they were last written with. AWS never returns the client secret, so this tag is
+/// how the diff tells "unchanged" (no write) from "rotated in the Secret" (ModifyRule /
+/// ModifyListener with the new secret). Not a tag ALBC writes; ALBC-created rules lack it and
+/// are rewritten once when adopted.
+pub const OIDC_SECRET_DIGEST_TAG: &str = "ingress.k8s.aws/oidc-secret-digest";
+
+/// Rule conditions ALBs limit (AWS "Condition types for listener rules"): each regex value at
+/// most this long.
+pub const REGEX_VALUE_MAX_LEN: usize = 128;
+/// At most this many match evaluations (values) per condition.
+pub const VALUES_PER_CONDITION_MAX: usize = 3;
+
 impl Condition {
     /// AWS's `Field` name.
     pub fn field(&self) -> &'static str {
         match self {
-            Condition::HostHeader(_) => "host-header",
-            Condition::PathPattern(_) => "path-pattern",
+            Condition::HostHeader(_) | Condition::HostHeaderRegex(_) => "host-header",
+            Condition::PathPattern(_) | Condition::PathPatternRegex(_) => "path-pattern",
             Condition::HttpHeader { .. } => "http-header",
             Condition::HttpRequestMethod(_) => "http-request-method",
             Condition::QueryString(_) => "query-string",
@@ -100,7 +138,10 @@ impl Condition {
         }
         match self {
             Condition::HostHeader(v) => Condition::HostHeader(sorted(v, true)),
+            // A regex is compared as written: lower-casing could change its meaning (`\D`).
+            Condition::HostHeaderRegex(v) => Condition::HostHeaderRegex(sorted(v, false)),
             Condition::PathPattern(v) => Condition::PathPattern(sorted(v, false)),
+            Condition::PathPatternRegex(v) => Condition::PathPatternRegex(sorted(v, false)),
             // Header names are case-insensitive in HTTP, values are not.
             Condition::HttpHeader { name, values } => {
                 Condition::HttpHeader { name: name.to_ascii_lowercase(), values: sorted(values, false) }
@@ -126,11 +167,54 @@ impl Rule {
     }
 }
 
+/// Why a regex value is refused: AWS's limits (length, visible ASCII only) and the features
+/// ALB regexes lack (lookaround, backreferences, atomic groups, possessive quantifiers,
+/// recursion, Unicode classes); `None` when it is acceptable.
+pub fn regex_value_problem(re: &str) -> Option<String> {
+    if re.is_empty() {
+        return Some("is empty".into());
+    }
+    if re.len() > REGEX_VALUE_MAX_LEN {
+        return Some(format!("is {} characters long, more than the {REGEX_VALUE_MAX_LEN} AWS accepts", re.len()));
+    }
+    if let Some(c) = re.chars().find(|c| !(c.is_ascii_graphic() || *c == ' ')) {
+        return Some(format!("contains {c:?}; AWS matches visible ASCII characters only"));
+    }
+    let ast = match regex_syntax::ast::parse::Parser::new().parse(re) {
+        Ok(ast) => ast,
+        Err(e) => {
+            return Some(format!(
+                "is not a valid regular expression ({}); lookarounds, backreferences, atomic groups and possessive quantifiers are not supported by ALB either",
+                e.kind()
+            ));
+        }
+    };
+    struct UnicodeClass(bool);
+    impl regex_syntax::ast::Visitor for UnicodeClass {
+        type Output = bool;
+        type Err = ();
+        fn finish(self) -> Result<bool, ()> {
+            Ok(self.0)
+        }
+        fn visit_pre(&mut self, ast: &regex_syntax::ast::Ast) -> Result<(), ()> {
+            self.0 |= matches!(ast, regex_syntax::ast::Ast::ClassUnicode(_));
+            Ok(())
+        }
+        fn visit_class_set_item_pre(&mut self, item: &regex_syntax::ast::ClassSetItem) -> Result<(), ()> {
+            self.0 |= matches!(item, regex_syntax::ast::ClassSetItem::Unicode(_));
+            Ok(())
+        }
+    }
+    if regex_syntax::ast::visit(&ast, UnicodeClass(false)) == Ok(true) {
+        return Some("uses a Unicode character class (\\p{..}), which ALB regexes do not support".into());
+    }
+    None
+}
+
 impl Action {
     /// The action with the OIDC client secret left out: what AWS reports back, so what a
     /// comparison can use. Without this every pass would see "secret: Some(x) vs None" and modify
-    /// the rule. The price: a secret changed in the source alone is not noticed until something
-    /// else about the action or rule changes (ModifyRule then sends the current secret).
+    /// the rule. A secret changed in the source is noticed through [`OIDC_SECRET_DIGEST_TAG`].
     pub fn without_secrets(&self) -> Action {
         match self {
             Action::AuthenticateOidc(o) => {
@@ -139,6 +223,26 @@ impl Action {
             other => other.clone(),
         }
     }
+}
+
+/// The value of [`OIDC_SECRET_DIGEST_TAG`] for `actions`: a salted SHA-256 of the OIDC client
+/// IDs and secrets, cut to 16 hex digits (enough to notice a change, too short to be a useful
+/// oracle for the secret); `None` without an OIDC action that has a secret.
+pub fn oidc_secret_digest(actions: &[Action]) -> Option<String> {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(b"aws-lb-controller/oidc-client-secret/v1");
+    let mut any = false;
+    for a in actions {
+        if let Action::AuthenticateOidc(AuthenticateOidc { client_id, client_secret: Some(secret), issuer, .. }) = a {
+            any = true;
+            for part in [issuer, client_id, secret] {
+                h.update((part.len() as u64).to_be_bytes());
+                h.update(part.as_bytes());
+            }
+        }
+    }
+    any.then(|| hex::encode(&h.finalize()[..8]))
 }
 
 #[cfg(test)]
@@ -191,5 +295,64 @@ mod tests {
         assert_eq!(want.without_secrets(), have);
         let other = Action::AuthenticateOidc(AuthenticateOidc { client_id: "id2".into(), ..oidc });
         assert_ne!(other.without_secrets(), have);
+    }
+
+    #[test]
+    fn regex_values_are_checked_like_aws() {
+        let long = format!("^/{}$", "a".repeat(REGEX_VALUE_MAX_LEN));
+        let cases: &[(&str, Option<&str>)] = &[
+            ("^/api/v[0-9]+/.*$", None),
+            ("api/(users|orders)/[0-9]+", None),
+            ("^[a-z0-9-]+\\.example\\.com$", None),
+            ("^\\/escaped\\/slash$", None),
+            ("", Some("is empty")),
+            (&long, Some("characters long")),
+            ("^/caf\u{e9}$", Some("visible ASCII")),
+            ("^/a\tb$", Some("visible ASCII")),
+            ("^/(unclosed$", Some("not a valid regular expression")),
+            ("^/(?=look)ahead$", Some("not a valid regular expression")),
+            ("^/(?<!x)behind$", Some("not a valid regular expression")),
+            ("^/(a)\\1$", Some("not a valid regular expression")),
+            ("^/(?>atomic)$", Some("not a valid regular expression")),
+            ("^/\\p{L}+$", Some("Unicode character class")),
+            ("^/[\\p{Greek}a-z]+$", Some("Unicode character class")),
+        ];
+        for (re, want) in cases {
+            let got = regex_value_problem(re);
+            match want {
+                None => assert_eq!(got, None, "{re:?}"),
+                Some(part) => assert!(got.as_deref().is_some_and(|g| g.contains(part)), "{re:?}: {got:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn the_oidc_digest_follows_the_credentials_and_debug_hides_the_secret() {
+        let oidc = |id: &str, secret: Option<&str>| {
+            Action::AuthenticateOidc(AuthenticateOidc {
+                issuer: "https://idp".into(),
+                authorization_endpoint: "https://idp/auth".into(),
+                token_endpoint: "https://idp/token".into(),
+                user_info_endpoint: "https://idp/userinfo".into(),
+                client_id: id.into(),
+                client_secret: secret.map(str::to_string),
+                scope: None,
+                session_cookie_name: None,
+                session_timeout_seconds: None,
+                on_unauthenticated_request: None,
+                extra_params: BTreeMap::new(),
+            })
+        };
+        let fixed = Action::FixedResponse { status_code: "200".into(), content_type: None, message_body: None };
+        let d = |a: Vec<Action>| oidc_secret_digest(&a);
+        let base = d(vec![oidc("id", Some("s3cret")), fixed.clone()]).unwrap();
+        assert_eq!(base.len(), 16);
+        assert_eq!(d(vec![oidc("id", Some("s3cret"))]).as_ref(), Some(&base), "only the credentials count");
+        assert_ne!(d(vec![oidc("id", Some("s3cret2"))]).as_ref(), Some(&base), "a rotated secret");
+        assert_ne!(d(vec![oidc("id2", Some("s3cret"))]).as_ref(), Some(&base), "another client");
+        assert_eq!(d(vec![oidc("id", None)]), None, "no secret, no digest");
+        assert_eq!(d(vec![fixed]), None);
+        let shown = format!("{:?}", oidc("id", Some("s3cret")));
+        assert!(!shown.contains("s3cret") && shown.contains("<redacted>"), "{shown}");
     }
 }

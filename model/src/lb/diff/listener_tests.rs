@@ -34,6 +34,8 @@ fn certificates() {
     type Certs = (&'static str, &'static [&'static str], &'static [&'static str], Vec<&'static str>);
     let cases: Vec<Certs> = vec![
         ("same", &["a", "b", "c"], &["a", "c", "b"], vec![]),
+        // Two group members naming one certificate: the default is served already, never re-added.
+        ("default listed again", &["a", "b"], &["a", "b", "a"], vec![]),
         ("add", &["a"], &["a", "b", "c"], vec!["add 2 certificate(s) to listener 443"]),
         ("remove", &["a", "b", "c"], &["a"], vec!["remove 2 certificate(s) from listener 443"]),
         (
@@ -305,4 +307,118 @@ fn listener_443_rules_are_independent() {
     let observed = materialize(&desired);
     assert_eq!(observed.rules[&observed.listeners[1].id].len(), 1);
     assert_eq!(plan(&desired, &observed, &PlanOptions::default()).unwrap(), vec![]);
+}
+
+fn with_secret(r: &mut Rule, idx: usize, secret: &str) {
+    if let Action::AuthenticateOidc(o) = &mut r.actions[idx] {
+        o.client_secret = Some(secret.into());
+    }
+    let digest = crate::lb::oidc_secret_digest(&r.actions).expect("an OIDC action with a secret");
+    r.tags.insert(crate::lb::OIDC_SECRET_DIGEST_TAG.into(), digest);
+}
+
+#[test]
+fn a_rotated_oidc_secret_modifies_exactly_the_rules_using_it() {
+    let mut desired = with_rules(&[(1, "/a"), (2, "/b"), (3, "/c")]);
+    for i in [0, 2] {
+        desired.listeners[0].rules[i].actions.insert(0, oidc("app"));
+        with_secret(&mut desired.listeners[0].rules[i], 0, "s3cret");
+    }
+    let observed = materialize(&desired);
+    assert_eq!(plan(&desired, &observed, &PlanOptions::default()).unwrap(), vec![], "unchanged secret: no write");
+    for i in [0, 2] {
+        with_secret(&mut desired.listeners[0].rules[i], 0, "r0tated");
+    }
+    let steps = converge(&desired, &observed);
+    let modified: Vec<u32> = steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::ModifyRule { rule, .. } => Some(rule.priority),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(modified, [1, 3], "{:?}", summaries(&steps));
+    for s in &steps {
+        if let Step::ModifyRule { rule, .. } = s {
+            assert!(
+                matches!(&rule.actions[0], Action::AuthenticateOidc(o) if o.client_secret.as_deref() == Some("r0tated")),
+                "the new secret is sent"
+            );
+        }
+    }
+    let s = summaries(&steps);
+    assert_eq!(s.iter().filter(|x| x.starts_with("tag listener rule")).count(), 2, "digest tags follow: {s:?}");
+    assert_eq!(s.len(), 4, "{s:?}");
+    // Rules adopted without the digest (created by ALBC): rewritten once, then quiet.
+    let mut adopted = observed.clone();
+    for r in adopted.rules.get_mut(L80).unwrap() {
+        r.spec.tags.remove(crate::lb::OIDC_SECRET_DIGEST_TAG);
+    }
+    assert_eq!(converge(&desired, &adopted).iter().filter(|s| matches!(s, Step::ModifyRule { .. })).count(), 2);
+}
+
+#[test]
+fn a_default_action_with_oidc_is_not_rewritten_until_its_secret_changes() {
+    let mut desired = with_rules(&[]);
+    let l = &mut desired.listeners[1];
+    l.default_actions.insert(0, oidc("app"));
+    l.tags.insert(crate::lb::OIDC_SECRET_DIGEST_TAG.into(), crate::lb::oidc_secret_digest(&l.default_actions).unwrap());
+    let observed = materialize(&desired);
+    assert_eq!(plan(&desired, &observed, &PlanOptions::default()).unwrap(), vec![]);
+    let l = &mut desired.listeners[1];
+    if let Action::AuthenticateOidc(o) = &mut l.default_actions[0] {
+        o.client_secret = Some("r0tated".into());
+    }
+    l.tags.insert(crate::lb::OIDC_SECRET_DIGEST_TAG.into(), crate::lb::oidc_secret_digest(&l.default_actions).unwrap());
+    let s = summaries(&converge(&desired, &observed));
+    assert_eq!(s.len(), 2, "{s:?}");
+    assert!(s[0].starts_with("modify listener 443") && s[1].starts_with("tag listener "), "{s:?}");
+}
+
+#[test]
+fn regex_conditions_round_trip_and_only_real_changes_modify() {
+    let regex_rule = || {
+        let mut d = with_rules(&[(1, "/a"), (2, "/b")]);
+        d.listeners[0].rules[0].conditions = vec![
+            Condition::HostHeaderRegex(vec!["^Shop\\.example$".into()]),
+            Condition::PathPatternRegex(vec!["^/v[0-9]+$".into(), "^/api$".into()]),
+        ];
+        d
+    };
+    let observed = materialize(&regex_rule());
+    type Case = (&'static str, fn(&mut Vec<Condition>), Vec<&'static str>);
+    let cases: Vec<Case> = vec![
+        ("same", |_| {}, vec![]),
+        (
+            "conditions and values reordered",
+            |c| {
+                c.reverse();
+                if let Condition::PathPatternRegex(v) = &mut c[0] {
+                    v.reverse();
+                }
+            },
+            vec![],
+        ),
+        (
+            "a regex value changes",
+            |c| c[1] = Condition::PathPatternRegex(vec!["^/v[0-9]+$".into(), "^/api/.*$".into()]),
+            vec!["modify rule 1 on listener 80"],
+        ),
+        (
+            // A regex is case-sensitive text; host names are not, but regexes are not lower-cased.
+            "regex host case changes",
+            |c| c[0] = Condition::HostHeaderRegex(vec!["^shop\\.example$".into()]),
+            vec!["modify rule 1 on listener 80"],
+        ),
+        (
+            "the same text as a wildcard value",
+            |c| c[1] = Condition::PathPattern(vec!["^/v[0-9]+$".into(), "^/api$".into()]),
+            vec!["modify rule 1 on listener 80"],
+        ),
+    ];
+    for (name, change, want) in cases {
+        let mut desired = regex_rule();
+        change(&mut desired.listeners[0].rules[0].conditions);
+        assert_eq!(summaries(&converge(&desired, &observed)), want, "{name}");
+    }
 }

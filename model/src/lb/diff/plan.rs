@@ -6,8 +6,8 @@ use super::{
     ResourceKind, SecurityGroupRef, Step,
 };
 use crate::lb::{
-    Action, Attributes, IngressRule, LbIpAddressType, LbType, Listener, LoadBalancer, Observed, Protocol, Rule,
-    SecurityGroup, Stack, SubnetMapping, Tags, TargetGroup, TargetGroupRef, WeightedTargetGroup,
+    Action, Attributes, IngressRule, LbIpAddressType, LbType, Listener, LoadBalancer, OIDC_SECRET_DIGEST_TAG, Observed,
+    Protocol, Rule, SecurityGroup, Stack, SubnetMapping, Tags, TargetGroup, TargetGroupRef, WeightedTargetGroup,
 };
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -295,7 +295,12 @@ fn listener_steps(
     if want.alpn_policy.is_some() && want.alpn_policy != obs.alpn_policy {
         change.alpn_policy = want.alpn_policy.clone();
     }
-    if tgs.normalize_actions(&want.default_actions) != tgs.normalize_actions(&obs.default_actions) {
+    // Without the OIDC client secret, which AWS never returns; a rotated one shows in the digest tag.
+    let comparable = |l: &Listener| -> (Vec<Action>, Option<String>) {
+        let actions = tgs.normalize_actions(&l.default_actions).iter().map(Action::without_secrets).collect();
+        (actions, l.tags.get(OIDC_SECRET_DIGEST_TAG).cloned())
+    };
+    if comparable(want) != comparable(obs) {
         change.default_actions = Some(want.default_actions.clone());
     }
     if !change.is_empty() {
@@ -308,7 +313,9 @@ fn listener_steps(
     let extra = |l: &Listener| -> BTreeSet<String> { l.certificates.iter().skip(1).cloned().collect() };
     let default = want.certificates.first();
     let (want_extra, have_extra) = (extra(want), extra(obs));
-    let add: Vec<String> = want_extra.difference(&have_extra).cloned().collect();
+    // The default certificate also listed as an SNI one (two group members naming the same
+    // certificate) is served already: adding it would repeat on every pass.
+    let add: Vec<String> = want_extra.difference(&have_extra).filter(|c| Some(*c) != default).cloned().collect();
     let remove: Vec<String> = have_extra.difference(&want_extra).filter(|c| Some(*c) != default).cloned().collect();
     if !add.is_empty() {
         steps.push(Step::AddListenerCertificates { arn: arn.clone(), port, certificates: add });
