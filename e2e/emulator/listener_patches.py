@@ -10,6 +10,9 @@ Rules:
   * AWS never returns an authenticate-oidc ClientSecret; CreateRule needs one, ModifyRule needs one or
     UseExistingClientSecret=true (moto stored and echoed whatever it got);
   * DescribeTags on an unknown rule ARN is RuleNotFound;
+  * SetRulePriorities checks the listener's priorities as they are after the whole call, as AWS documents ("no
+    priority conflicts in the new order"): shifting rules up by one in one call is accepted (moto compared every
+    new priority with the current ones and refused any shift with PriorityInUse);
   * host-header and path-pattern conditions accept RegexValues (moto required Values and failed with a KeyError):
     exactly one of Values / RegexValues, each regex at most 128 characters, valid, and without the features ALB
     regexes lack (lookaround, backreferences, atomic groups, Unicode classes). Stored and described as sent.
@@ -149,6 +152,29 @@ def install() -> None:
 
     m.ELBv2Backend._validate_host_header_condition = regex_or_values("host-header", "HostHeaderConfig")
     m.ELBv2Backend._validate_path_pattern_condition = regex_or_values("path-pattern", "PathPatternConfig")
+
+    def set_rule_priorities(self: Any, rule_priorities: list[dict[str, Any]]) -> list[Any]:
+        wanted: dict[str, Any] = {}  # priorities kept as moto parsed them
+        for rp in rule_priorities:
+            if rp["RuleArn"] in wanted or str(rp["Priority"]) in {str(v) for v in wanted.values()}:
+                raise x.DuplicatePriorityError(rp["Priority"])
+            wanted[rp["RuleArn"]] = rp["Priority"]
+        rules = []
+        for arn in wanted:
+            found = self.describe_rules(listener_arn=None, rule_arns=[arn])
+            if not found:
+                raise x.RuleNotFoundError()
+            rules.append(found[0])
+        for rule in rules:  # the order after the call: rules not named keep their priority
+            listener = self.describe_listeners(None, [rule.listener_arn])[0]
+            for other in listener.rules.values():
+                if other.arn not in wanted and str(other.priority) == str(wanted[rule.arn]):
+                    raise x.PriorityInUseError()
+        for rule in rules:
+            rule.priority = wanted[rule.arn]
+        return rules
+
+    m.ELBv2Backend.set_rule_priorities = set_rule_priorities
 
     orig_describe_tags = m.ELBv2Backend.describe_tags
 

@@ -122,3 +122,33 @@ def test_regex_host_and_path_conditions(emu, aws):
     # Plain values still behave as before.
     aws.elb.create_rule(ListenerArn=listener, Priority=2, Actions=forward,
                         Conditions=[{"Field": "path-pattern", "PathPatternConfig": {"Values": ["/b/*"]}}])
+
+
+def test_set_rule_priorities_checks_the_order_after_the_call(emu, aws):
+    tg, listener = _alb_http_listener(aws, "emu-alb-prio", "emu-prio")
+    forward = [{"Type": "forward", "TargetGroupArn": tg}]
+
+    def rule(p):
+        cond = [{"Field": "path-pattern", "PathPatternConfig": {"Values": [f"/{p}"]}}]
+        return aws.elb.create_rule(ListenerArn=listener, Priority=p, Conditions=cond, Actions=forward)["Rules"][0][
+            "RuleArn"]
+
+    def order():
+        rules = aws.elb.describe_rules(ListenerArn=listener)["Rules"]
+        return {r["RuleArn"]: r["Priority"] for r in rules if not r["IsDefault"]}
+
+    r2, r3, r4 = rule(2), rule(3), rule(4)
+    # Shift 2 and 3 up by one in one call: 2 is free once 2 moves to 1 (AWS judges the new order).
+    aws.elb.set_rule_priorities(RulePriorities=[{"RuleArn": r2, "Priority": 1}, {"RuleArn": r3, "Priority": 2}])
+    assert order() == {r2: "1", r3: "2", r4: "4"}
+    # A swap in one call is a new order without conflicts too.
+    aws.elb.set_rule_priorities(RulePriorities=[{"RuleArn": r2, "Priority": 2}, {"RuleArn": r3, "Priority": 1}])
+    assert order() == {r2: "2", r3: "1", r4: "4"}
+    # Onto a rule that keeps its priority: refused, nothing moved.
+    with pytest.raises(ClientError) as e:
+        aws.elb.set_rule_priorities(RulePriorities=[{"RuleArn": r2, "Priority": 3}, {"RuleArn": r3, "Priority": 4}])
+    assert code_of(e) == "PriorityInUse"
+    assert order() == {r2: "2", r3: "1", r4: "4"}
+    with pytest.raises(ClientError) as e:
+        aws.elb.set_rule_priorities(RulePriorities=[{"RuleArn": r2, "Priority": 7}, {"RuleArn": r3, "Priority": 7}])
+    assert code_of(e) == "ValidationError"  # "Priority '7' was provided multiple times"

@@ -98,6 +98,7 @@ fn ingress(name: &str, paths: Vec<HTTPIngressPath>, annotations: &[(&str, &str)]
 /// One listener rule as the emulator holds it.
 #[derive(Debug, PartialEq, Eq)]
 struct SeenRule {
+    arn: String,
     priority: String,
     paths: Vec<String>,
     target_groups: Vec<String>,
@@ -159,6 +160,7 @@ impl Fixture {
             .iter()
             .filter(|r| r.is_default() != Some(true))
             .map(|r| SeenRule {
+                arn: r.rule_arn().unwrap_or_default().to_string(),
                 priority: r.priority().unwrap_or_default().to_string(),
                 paths: r
                     .conditions()
@@ -377,6 +379,35 @@ async fn a_group_of_two_namespaces_shares_one_alb_in_group_order() {
         assert!(ing.metadata.finalizers.unwrap_or_default().contains(&format!("group.ingress.k8s.aws/{group}")));
     }
 
+    // A member joins (order 3): its target group and rule are added, nothing else is touched.
+    let want: BTreeSet<String> = f.env.pod_ips(&ns1, "a").into_iter().map(|ip| format!("{ip}:8080")).collect();
+    for tg in &tgs {
+        eventually("pods registered", 60, || async { (aws::registered(&f.elb, tg).await.len() == 2).then_some(()) })
+            .await;
+    }
+    let mark = f.emu.mark().await;
+    let third = with_class(ingress("third", vec![path("/third", "svc-a")], &order("3")));
+    f.ingresses(&ns1).create(&PostParams::default(), &third).await.expect("create third");
+    let joined = eventually("three rules", 60, || async {
+        let r = f.rules(&lbs[0]).await;
+        (r.len() == 3).then_some(r)
+    })
+    .await;
+    assert_eq!((joined[0].arn.as_str(), joined[1].arn.as_str()), (rules[0].arn.as_str(), rules[1].arn.as_str()));
+    assert!(joined[2].paths.contains(&"/third".to_string()), "group.order 3 last: {joined:?}");
+    let tgs_joined = f.stack_arns(&group).await.1;
+    assert_eq!(tgs_joined.len(), 3, "{tgs_joined:?}");
+    let tg_third = tgs_joined.iter().find(|t| !tgs.contains(t)).unwrap().clone();
+    eventually("third's pods registered", 60, || async {
+        (aws::registered(&f.elb, &tg_third).await == want).then_some(())
+    })
+    .await;
+    eventually("hostname of third", 60, || f.hostname(&ns1, "third")).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let mut written = f.writes_since(mark, &ctl).await;
+    written.sort();
+    assert_eq!(written, ["CreateRule", "CreateTargetGroup", "RegisterTargets"], "only the joining member's parts");
+
     // The first member leaves the group: only its rule and target group go.
     let tg_first = f.target_group_of_service(&tgs, &ns2, "svc-b").await;
     let mark = f.emu.mark().await;
@@ -385,18 +416,22 @@ async fn a_group_of_two_namespaces_shares_one_alb_in_group_order() {
         .await;
     let (lbs_after, tgs_after) = f.stack_arns(&group).await;
     assert_eq!(lbs_after, lbs, "the ALB stays");
-    assert_eq!(tgs_after.len(), 1, "{tgs_after:?}");
+    assert_eq!(tgs_after.len(), 2, "{tgs_after:?}");
     assert!(!tgs_after.contains(&tg_first), "the leaving member's target group is deleted");
     let rules = f.rules(&lbs[0]).await;
-    assert_eq!(rules.len(), 1, "{rules:?}");
+    assert_eq!(rules.len(), 2, "{rules:?}");
     assert!(rules[0].paths.contains(&"/second".to_string()), "{rules:?}");
+    assert!(rules[1].paths.contains(&"/third".to_string()), "{rules:?}");
     let written = f.writes_since(mark, &ctl).await;
     assert!(!written.iter().any(|w| w == "DeleteLoadBalancer" || w == "DeleteListener"), "{written:?}");
 
-    // The last member goes: nothing of ours left.
-    f.ingresses(&ns1).delete("second", &DeleteParams::default()).await.unwrap();
-    eventually("second gone", 120, || async {
-        f.ingresses(&ns1).get_opt("second").await.ok()?.is_none().then_some(())
+    // The last members go: nothing of ours left.
+    for name in ["second", "third"] {
+        f.ingresses(&ns1).delete(name, &DeleteParams::default()).await.unwrap();
+    }
+    eventually("second and third gone", 120, || async {
+        let left = f.ingresses(&ns1).list(&ListParams::default()).await.ok()?;
+        left.items.is_empty().then_some(())
     })
     .await;
     let (lbs, tgs) = f.stack_arns(&group).await;
