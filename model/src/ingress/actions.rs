@@ -359,6 +359,11 @@ pub(crate) fn parse_conditions(raw: &str) -> Result<Vec<Condition>, String> {
                     if name.is_empty() {
                         return Err("http-header needs httpHeaderConfig.httpHeaderName".to_string());
                     }
+                    if h.get("regexvalues").is_some() {
+                        return Err(format!(
+                            "http-header {name}: regexValues are not supported yet; use values (wildcards * and ?)"
+                        ));
+                    }
                     Condition::HttpHeader { name, values: strings(h.get("values")) }
                 }
                 "query-string" => {

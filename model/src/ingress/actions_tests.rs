@@ -143,6 +143,10 @@ fn conditions_table() {
         (r#"[{"field":"path-pattern","pathPatternConfig":{"values":["/a"],"regexValues":["b"]}}]"#, "both"),
         (r#"[{"field":"host-header","hostHeaderConfig":{"values":[]}}]"#, "no values"),
         (r#"[{"field":"http-header","httpHeaderConfig":{"values":["x"]}}]"#, "httpHeaderName"),
+        (
+            r#"[{"field":"http-header","httpHeaderConfig":{"httpHeaderName":"X-A","regexValues":["^b$"]}}]"#,
+            "http-header X-A: regexValues are not supported yet",
+        ),
         (r#"{"field":"host-header"}"#, "sequence"),
     ] {
         let err = parse_conditions(bad).expect_err(bad);
