@@ -148,3 +148,53 @@ pub async fn acm_import_certificate(env: &Env, names: &[&str]) -> String {
     let body = serde_json::json!({ "Certificate": b64(cert.pem()), "PrivateKey": b64(key.serialize_pem()) });
     certificate_arn(acm_call(env, "ImportCertificate", body).await)
 }
+
+/// Load balancers and target groups carrying `<tag_key>=<stack>` (e.g. `service.k8s.aws/stack=ns/name`).
+pub async fn stack_arns(client: &elbv2::Client, tag_key: &str, stack: &str) -> (Vec<String>, Vec<String>) {
+    let lbs = client.describe_load_balancers().send().await.expect("describe lbs");
+    let tgs = client.describe_target_groups().send().await.expect("describe tgs");
+    let arns: Vec<String> = lbs
+        .load_balancers()
+        .iter()
+        .filter_map(|l| l.load_balancer_arn().map(String::from))
+        .chain(tgs.target_groups().iter().filter_map(|t| t.target_group_arn().map(String::from)))
+        .collect();
+    let (mut lb, mut tg) = (Vec::new(), Vec::new());
+    for chunk in arns.chunks(20) {
+        for d in tags_of(client, chunk).await {
+            let ours = d.tags().iter().any(|t| t.key() == Some(tag_key) && t.value() == Some(stack));
+            let arn = d.resource_arn().unwrap_or_default().to_string();
+            if ours && arn.contains(":loadbalancer/") {
+                lb.push(arn);
+            } else if ours {
+                tg.push(arn);
+            }
+        }
+    }
+    (lb, tg)
+}
+
+/// DescribeTags for `arns`, skipping resources that other tests (sharing the emulator) delete
+/// between a listing and this call: a single vanished ARN fails the whole batch.
+pub async fn tags_of(client: &elbv2::Client, arns: &[String]) -> Vec<elbv2::types::TagDescription> {
+    let describe = |arns: Vec<String>| client.describe_tags().set_resource_arns(Some(arns)).send();
+    match describe(arns.to_vec()).await {
+        Ok(out) => out.tag_descriptions().to_vec(),
+        Err(e) if is_not_found(&e) => {
+            let mut found = Vec::new();
+            for arn in arns {
+                match describe(vec![arn.clone()]).await {
+                    Ok(out) => found.extend(out.tag_descriptions().iter().cloned()),
+                    Err(e) if is_not_found(&e) => {}
+                    Err(e) => panic!("describe tags of {arn}: {e:?}"),
+                }
+            }
+            found
+        }
+        Err(e) => panic!("describe tags: {e:?}"),
+    }
+}
+
+fn is_not_found<E: elbv2::error::ProvideErrorMetadata>(e: &E) -> bool {
+    matches!(e.code(), Some("TargetGroupNotFound" | "LoadBalancerNotFound" | "ListenerNotFound"))
+}

@@ -25,6 +25,17 @@ pub struct Call {
     pub access_key: Option<String>,
 }
 
+/// The write operations among `calls` signed with `access_key` (one controller's, when several share the
+/// emulator). Reads are `Describe*`, `List*` (ACM, WAFv2) and `Get*` (WAFv2's GetWebACLForResource).
+pub fn writes(calls: &[Call], access_key: &str) -> Vec<String> {
+    calls
+        .iter()
+        .filter(|c| c.access_key.as_deref() == Some(access_key))
+        .filter(|c| !["Describe", "List", "Get"].iter().any(|read| c.operation.starts_with(read)))
+        .map(|c| c.operation.clone())
+        .collect()
+}
+
 impl Emulator {
     pub fn new(endpoint: &str) -> Self {
         Self { base: format!("{}/_awsemu", endpoint.trim_end_matches('/')), http: reqwest::Client::new() }

@@ -12,7 +12,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use lbc_e2e::controller::ControllerProc;
-use lbc_e2e::emulator::{Call, Emulator};
+use lbc_e2e::emulator::{self, Emulator};
 use lbc_e2e::{Env, aws, eventually, kube_util, unique};
 use lbc_model::crd::TargetGroupBinding;
 use serde_json::json;
@@ -124,29 +124,7 @@ impl Fixture {
 
     /// Load balancers and target groups carrying `ingress.k8s.aws/stack=<stack>`.
     async fn stack_arns(&self, stack: &str) -> (Vec<String>, Vec<String>) {
-        let lbs = self.elb.describe_load_balancers().send().await.expect("describe lbs");
-        let tgs = self.elb.describe_target_groups().send().await.expect("describe tgs");
-        let arns: Vec<String> = lbs
-            .load_balancers()
-            .iter()
-            .filter_map(|l| l.load_balancer_arn().map(String::from))
-            .chain(tgs.target_groups().iter().filter_map(|t| t.target_group_arn().map(String::from)))
-            .collect();
-        let (mut lb, mut tg) = (Vec::new(), Vec::new());
-        for arn in arns {
-            let Ok(d) = self.elb.describe_tags().resource_arns(&arn).send().await else { continue };
-            let ours = d
-                .tag_descriptions()
-                .iter()
-                .flat_map(|d| d.tags())
-                .any(|t| t.key() == Some("ingress.k8s.aws/stack") && t.value() == Some(stack));
-            if ours && arn.contains(":loadbalancer/") {
-                lb.push(arn);
-            } else if ours {
-                tg.push(arn);
-            }
-        }
-        (lb, tg)
+        aws::stack_arns(&self.elb, "ingress.k8s.aws/stack", stack).await
     }
 
     /// The non-default rules of the load balancer's port-80 listener, by priority.
@@ -194,7 +172,7 @@ impl Fixture {
     /// Write calls (anything but Describe*) `ctl` made since `mark`.
     async fn writes_since(&self, mark: u64, ctl: &ControllerProc) -> Vec<String> {
         let (calls, _) = self.emu.calls(mark, None).await;
-        writes(&calls, ctl)
+        emulator::writes(&calls, &ctl.access_key)
     }
 
     /// All calls `ctl` made since `mark`, per operation.
@@ -219,17 +197,6 @@ impl Fixture {
         assert!(tgs.contains(&arn), "binding's target group {arn} is one of the stack's {tgs:?}");
         arn
     }
-}
-
-/// Other tests' controllers share the emulator: only this controller's calls count. Reads are
-/// `Describe*`, `List*` (ACM, WAFv2) and `Get*` (WAFv2's GetWebACLForResource).
-fn writes(calls: &[Call], ctl: &ControllerProc) -> Vec<String> {
-    calls
-        .iter()
-        .filter(|c| c.access_key.as_deref() == Some(ctl.access_key.as_str()))
-        .filter(|c| !["Describe", "List", "Get"].iter().any(|read| c.operation.starts_with(read)))
-        .map(|c| c.operation.clone())
-        .collect()
 }
 
 fn summarize(calls: &BTreeMap<String, usize>) -> String {

@@ -8,7 +8,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use lbc_e2e::controller::ControllerProc;
-use lbc_e2e::emulator::{Call, Emulator};
+use lbc_e2e::emulator::{self, Emulator};
 use lbc_e2e::{Env, aws, eventually, kube_util, unique};
 use lbc_model::crd::TargetGroupBinding;
 use serde_json::json;
@@ -77,50 +77,7 @@ impl Fixture {
 
     /// Load balancers and target groups carrying this Service's stack tag.
     async fn stack_arns(&self, name: &str) -> (Vec<String>, Vec<String>) {
-        let stack = format!("{}/{name}", self.ns);
-        let lbs = self.elb.describe_load_balancers().send().await.expect("describe lbs");
-        let tgs = self.elb.describe_target_groups().send().await.expect("describe tgs");
-        let arns: Vec<String> = lbs
-            .load_balancers()
-            .iter()
-            .filter_map(|l| l.load_balancer_arn().map(String::from))
-            .chain(tgs.target_groups().iter().filter_map(|t| t.target_group_arn().map(String::from)))
-            .collect();
-        let (mut lb, mut tg) = (Vec::new(), Vec::new());
-        for chunk in arns.chunks(20) {
-            for d in self.tags_of(chunk).await {
-                let ours =
-                    d.tags().iter().any(|t| t.key() == Some("service.k8s.aws/stack") && t.value() == Some(&stack));
-                let arn = d.resource_arn().unwrap_or_default().to_string();
-                if ours && arn.contains(":loadbalancer/") {
-                    lb.push(arn);
-                } else if ours {
-                    tg.push(arn);
-                }
-            }
-        }
-        (lb, tg)
-    }
-
-    /// DescribeTags for `arns`, skipping resources that other tests (sharing the emulator) delete
-    /// between our listing and this call: a single vanished ARN fails the whole batch.
-    async fn tags_of(&self, arns: &[String]) -> Vec<elbv2::types::TagDescription> {
-        let describe = |arns: Vec<String>| self.elb.describe_tags().set_resource_arns(Some(arns)).send();
-        match describe(arns.to_vec()).await {
-            Ok(out) => out.tag_descriptions().to_vec(),
-            Err(e) if is_not_found(&e) => {
-                let mut found = Vec::new();
-                for arn in arns {
-                    match describe(vec![arn.clone()]).await {
-                        Ok(out) => found.extend(out.tag_descriptions().iter().cloned()),
-                        Err(e) if is_not_found(&e) => {}
-                        Err(e) => panic!("describe tags of {arn}: {e:?}"),
-                    }
-                }
-                found
-            }
-            Err(e) => panic!("describe tags: {e:?}"),
-        }
+        aws::stack_arns(&self.elb, "service.k8s.aws/stack", &format!("{}/{name}", self.ns)).await
     }
 
     /// Waits until target group `tg` holds exactly the `web` pods' IPs (the binding registered them);
@@ -136,7 +93,7 @@ impl Fixture {
     /// Write calls (anything but Describe*) `ctl` made since `mark`, as "Operation" strings.
     async fn writes_since(&self, mark: u64, ctl: &ControllerProc) -> Vec<String> {
         let (calls, _) = self.emu.calls(mark, None).await;
-        writes(&calls, ctl)
+        emulator::writes(&calls, &ctl.access_key)
     }
 
     async fn warnings(&self, reason: &str) -> Vec<String> {
@@ -144,20 +101,6 @@ impl Fixture {
         let list = events.list(&ListParams::default()).await.expect("events");
         list.items.into_iter().filter(|e| e.reason.as_deref() == Some(reason)).filter_map(|e| e.note).collect()
     }
-}
-
-fn is_not_found<E: elbv2::error::ProvideErrorMetadata>(e: &E) -> bool {
-    matches!(e.code(), Some("TargetGroupNotFound" | "LoadBalancerNotFound" | "ListenerNotFound"))
-}
-
-/// Other tests' controllers share the emulator: only this controller's calls count.
-fn writes(calls: &[Call], ctl: &ControllerProc) -> Vec<String> {
-    calls
-        .iter()
-        .filter(|c| c.access_key.as_deref() == Some(ctl.access_key.as_str()))
-        .filter(|c| !c.operation.starts_with("Describe"))
-        .map(|c| c.operation.clone())
-        .collect()
 }
 
 #[tokio::test]
