@@ -81,6 +81,11 @@ pub struct Metrics {
 }
 
 impl Metrics {
+    /// Records one reconcile of `controller` that began at `start`.
+    pub fn observe_reconcile(&self, controller: &'static str, start: std::time::Instant) {
+        self.reconcile_duration.get_or_create(&ControllerLabel { controller }).observe(start.elapsed().as_secs_f64());
+    }
+
     pub fn new() -> Self {
         let m = Self {
             reconcile_duration: Family::new_with_constructor(reconcile_buckets),

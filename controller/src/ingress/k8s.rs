@@ -56,9 +56,7 @@ pub(super) async fn set_hostname(io: &StackIo, ing: &Ingress, hostname: Option<&
         .and_then(|l| l.ingress.as_ref())
         .map(|i| i.iter().map(|x| x.hostname.as_deref()).collect())
         .unwrap_or_default();
-    let Some(body) = crate::stack::hostname_patch(&current, hostname) else { return Ok(()) };
-    io.base.ensure_leader()?;
-    ignore_gone(api(io, ing).patch_status(&ing.name_any(), &PatchParams::default(), &Patch::Merge(body)).await)
+    crate::stack::set_hostname(&io.base, &api(io, ing), &ing.name_any(), &current, hostname).await
 }
 
 /// The OIDC client credentials of the Secrets a group needs, one GET each (no watch: a changed

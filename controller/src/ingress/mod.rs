@@ -257,12 +257,7 @@ async fn reconcile(ctx: &IngressCtx, g: &GroupId) -> Option<Duration> {
     }
     let start = std::time::Instant::now();
     let res = group::reconcile(ctx, g).await;
-    ctx.io
-        .base
-        .metrics
-        .reconcile_duration
-        .get_or_create(&crate::metrics::ControllerLabel { controller: CONTROLLER })
-        .observe(start.elapsed().as_secs_f64());
+    ctx.io.base.metrics.observe_reconcile(CONTROLLER, start);
     match res {
         Ok(next) => {
             ctx.backoff.succeeded(g);

@@ -115,12 +115,7 @@ async fn reconcile(svc: Arc<Service>, ctx: Arc<ServiceCtx>) -> Result<Action> {
     }
     let start = std::time::Instant::now();
     let res = reconcile_inner(&svc, &ctx).await;
-    ctx.io
-        .base
-        .metrics
-        .reconcile_duration
-        .get_or_create(&crate::metrics::ControllerLabel { controller: CONTROLLER })
-        .observe(start.elapsed().as_secs_f64());
+    ctx.io.base.metrics.observe_reconcile(CONTROLLER, start);
     if res.is_ok() {
         ctx.backoff.succeeded(&ObjectRef::from_obj(svc.as_ref()));
     }

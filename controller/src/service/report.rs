@@ -61,11 +61,5 @@ pub(super) async fn set_hostname(ctx: &ServiceCtx, svc: &Service, hostname: Opti
         .and_then(|l| l.ingress.as_ref())
         .map(|i| i.iter().map(|x| x.hostname.as_deref()).collect())
         .unwrap_or_default();
-    let Some(body) = crate::stack::hostname_patch(&current, hostname) else { return Ok(()) };
-    ctx.io.base.ensure_leader()?;
-    match api(ctx, svc).patch_status(&svc.name_any(), &PatchParams::default(), &Patch::Merge(body)).await {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
-        Err(e) => Err(e.into()),
-    }
+    crate::stack::set_hostname(&ctx.io.base, &api(ctx, svc), &svc.name_any(), &current, hostname).await
 }

@@ -225,6 +225,28 @@ pub fn hostname_patch(current: &[Option<&str>], hostname: Option<&str>) -> Optio
     Some(serde_json::json!({"status": {"loadBalancer": {"ingress": ingress}}}))
 }
 
+/// Makes `status.loadBalancer.ingress` of object `name` hold just `hostname` (or nothing) unless
+/// `current` (its hostnames now) already says so. Leader only; an object gone meanwhile is fine.
+pub async fn set_hostname<K>(
+    base: &Context,
+    api: &kube::Api<K>,
+    name: &str,
+    current: &[Option<&str>],
+    hostname: Option<&str>,
+) -> Result<()>
+where
+    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let Some(body) = hostname_patch(current, hostname) else { return Ok(()) };
+    base.ensure_leader()?;
+    let params = kube::api::PatchParams::default();
+    match api.patch_status(name, &params, &kube::api::Patch::Merge(body)).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// IDs of the security groups a `security-groups` annotation names by `Name` (tag or group
 /// name). `Ok(Err(message))`: some do not exist.
 pub async fn security_groups_by_name(

@@ -79,10 +79,7 @@ async fn reconcile(tgb: Arc<TargetGroupBinding>, ctx: Arc<Context>) -> Result<Ac
         kube::runtime::finalizer::Error::ApplyFailed(e) | kube::runtime::finalizer::Error::CleanupFailed(e) => e,
         other => Error::Finalizer(other.to_string()),
     });
-    ctx.metrics
-        .reconcile_duration
-        .get_or_create(&crate::metrics::ControllerLabel { controller: CONTROLLER })
-        .observe(start.elapsed().as_secs_f64());
+    ctx.metrics.observe_reconcile(CONTROLLER, start);
     ctx.metrics.pending_reconciles.set(ctx.triggers.pending() as i64);
     if res.is_ok() {
         ctx.with_state(&key, |s| s.failures = 0);
