@@ -2,7 +2,7 @@
 //! with jittered exponential backoff for throttling and transient errors. SDK retries are
 //! disabled (see [`crate::config`]) so that every attempt is throttled, counted and timed here.
 
-use crate::error::AwsError;
+use crate::error::{AwsError, ErrorKind};
 use crate::metrics::{AwsMetrics, CallLabels, OpLabels};
 use crate::throttle::{Permit, Throttler};
 use std::future::Future;
@@ -41,6 +41,33 @@ impl Service {
     }
 }
 
+/// Says whether this process may write to AWS right now: the leader fence. Asked right before
+/// every attempt of a mutating operation, after any client-side throttle wait, so a replica that
+/// lost its lease while queued never sends the write.
+pub type WriteGate = Arc<dyn Fn() -> bool + Send + Sync>;
+
+/// Whether `operation` changes something in AWS. Every read of the APIs we call is named
+/// Describe*, List* or Get*; anything else is treated as a write (fails safe for new operations).
+pub fn is_mutating(operation: &str) -> bool {
+    !["Describe", "List", "Get"].iter().any(|p| operation.starts_with(p))
+}
+
+/// Limits of one call (flags `--aws-api-attempt-timeout`, `--aws-api-operation-timeout`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CallTimeouts {
+    /// One attempt without an answer for this long is abandoned and counts as a transient error.
+    pub attempt: Duration,
+    /// Attempts and backoff sleeps of one call together (client-side throttle waits excluded:
+    /// they are our own queue, not AWS being slow); no retry starts past it.
+    pub operation: Duration,
+}
+
+impl Default for CallTimeouts {
+    fn default() -> Self {
+        Self { attempt: Duration::from_secs(10), operation: Duration::from_secs(60) }
+    }
+}
+
 /// Shared by all adapters of one controller.
 pub struct CallRunner {
     pub throttler: Throttler,
@@ -49,11 +76,25 @@ pub struct CallRunner {
     pub max_retries: u32,
     /// Upper bound of one backoff sleep.
     pub max_backoff: Duration,
+    pub timeouts: CallTimeouts,
+    /// `None`: every write allowed (tests, one-shot tools); the controller always sets one.
+    pub write_gate: Option<WriteGate>,
 }
 
 impl CallRunner {
     pub fn new(throttler: Throttler, metrics: AwsMetrics, max_retries: u32) -> Arc<Self> {
-        Arc::new(Self { throttler, metrics, max_retries, max_backoff: Duration::from_secs(5) })
+        Self::with(throttler, metrics, max_retries, CallTimeouts::default(), None)
+    }
+
+    /// A runner with explicit timeouts and a write gate (the controller's).
+    pub fn with(
+        throttler: Throttler,
+        metrics: AwsMetrics,
+        max_retries: u32,
+        timeouts: CallTimeouts,
+        write_gate: Option<WriteGate>,
+    ) -> Arc<Self> {
+        Arc::new(Self { throttler, metrics, max_retries, max_backoff: Duration::from_secs(5), timeouts, write_gate })
     }
 
     /// Runs `attempt` until it succeeds, fails for good, or retries run out.
@@ -86,15 +127,27 @@ impl CallRunner {
     {
         let op = OpLabels { service: service.label(), operation };
         let mut n = 0u32;
+        // Time spent on attempts and backoff sleeps (not on the client-side throttle queue).
+        let mut spent = Duration::ZERO;
         loop {
             let waited = match permit.take() {
                 Some(p) => self.throttler.spend(p, service.id(), operation).await,
                 None => self.throttler.acquire(service.id(), operation).await,
             };
             self.metrics.throttle_wait.get_or_create(&op).observe(waited.as_secs_f64());
+            if is_mutating(operation) && self.write_gate.as_ref().is_some_and(|may_write| !may_write()) {
+                self.count(&op, ErrorKind::NotLeader.as_str(), "");
+                return Err(AwsError::not_leader(service.label(), operation));
+            }
+            let limit = self.timeouts.attempt.min(self.timeouts.operation.saturating_sub(spent));
             let start = Instant::now();
-            let result = attempt().await;
-            self.metrics.duration.get_or_create(&op).observe(start.elapsed().as_secs_f64());
+            let result = match tokio::time::timeout(limit, attempt()).await {
+                Ok(r) => r,
+                Err(_) => Err(AwsError::timed_out(service.label(), operation, limit)),
+            };
+            let took = start.elapsed();
+            spent += took;
+            self.metrics.duration.get_or_create(&op).observe(took.as_secs_f64());
             let err = match result {
                 Ok(v) => {
                     self.throttler.on_success(service.id(), operation);
@@ -104,17 +157,22 @@ impl CallRunner {
                 Err(e) => e,
             };
             self.count(&op, err.kind.as_str(), err.code.as_deref().unwrap_or(""));
-            if err.kind == crate::error::ErrorKind::Throttled {
+            if err.kind == ErrorKind::Throttled {
                 self.metrics.throttled.get_or_create(&op).inc();
                 self.throttler.on_throttled(service.id(), operation);
             }
             if !err.kind.is_retryable() || n >= self.max_retries {
                 return Err(err);
             }
+            let pause = self.backoff(n + 1);
+            if spent + pause >= self.timeouts.operation {
+                return Err(err.gave_up_after(spent));
+            }
             n += 1;
             self.metrics.retries.get_or_create(&op).inc();
             tracing::debug!(service = service.label(), operation, attempt = n, error = %err, "retrying AWS call");
-            tokio::time::sleep(self.backoff(n)).await;
+            tokio::time::sleep(pause).await;
+            spent += pause;
         }
     }
 
@@ -158,7 +216,6 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::ErrorKind;
     use lbc_model::throttle::default_rules;
     use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -248,5 +305,102 @@ mod tests {
         // (1/s; the backoff sleep counts towards it).
         assert!(start.elapsed() >= Duration::from_secs(1), "{:?}", start.elapsed());
         assert!(start.elapsed() < Duration::from_millis(1200), "{:?}", start.elapsed());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_write_gate_refuses_writes_before_sending_and_lets_reads_through() {
+        let leader = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let l = leader.clone();
+        let gate: WriteGate = Arc::new(move || l.load(Ordering::SeqCst));
+        let r = CallRunner::with(
+            Throttler::new(default_rules()),
+            AwsMetrics::default(),
+            3,
+            CallTimeouts::default(),
+            Some(gate),
+        );
+        let sent = AtomicU32::new(0);
+        let write = || async {
+            sent.fetch_add(1, Ordering::SeqCst);
+            Ok::<_, AwsError>(())
+        };
+        let e = r.run(Service::Elbv2, "RegisterTargets", write).await.unwrap_err();
+        assert_eq!(e.kind, ErrorKind::NotLeader);
+        assert!(!e.kind.is_retryable() && !e.kind.retry_later());
+        assert_eq!(sent.load(Ordering::SeqCst), 0, "a refused write is never sent");
+        r.run(Service::Elbv2, "DescribeTargetHealth", write).await.unwrap();
+        assert_eq!(sent.load(Ordering::SeqCst), 1, "reads pass the gate");
+        leader.store(true, Ordering::SeqCst);
+        r.run(Service::Elbv2, "RegisterTargets", write).await.unwrap();
+        assert_eq!(sent.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn reads_and_writes_are_told_apart_by_name() {
+        for op in ["DescribeTargetHealth", "ListCertificates", "GetWebACLForResource", "DescribeCapacityReservation"] {
+            assert!(!is_mutating(op), "{op}");
+        }
+        for op in [
+            "RegisterTargets",
+            "DeregisterTargets",
+            "DeleteLoadBalancer",
+            "ModifyRule",
+            "AddTags",
+            "SetRulePriorities",
+            "AuthorizeSecurityGroupIngress",
+            "AssociateWebACL",
+            "ModifyCapacityReservation",
+        ] {
+            assert!(is_mutating(op), "{op}");
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_hung_attempt_is_abandoned_at_the_attempt_timeout_and_retried_as_transient() {
+        let timeouts = CallTimeouts { attempt: Duration::from_secs(10), operation: Duration::from_secs(60) };
+        let r = CallRunner::with(Throttler::new(default_rules()), AwsMetrics::default(), 1, timeouts, None);
+        let n = AtomicU32::new(0);
+        let start = Instant::now();
+        let out = r
+            .run(Service::Elbv2, "DescribeTargetHealth", || async {
+                if n.fetch_add(1, Ordering::SeqCst) == 0 {
+                    futures::future::pending::<()>().await;
+                }
+                Ok(5)
+            })
+            .await;
+        assert_eq!(out, Ok(5), "the second attempt answers");
+        let took = start.elapsed();
+        assert!(took >= Duration::from_secs(10) && took < Duration::from_secs(11), "{took:?}");
+
+        let n = AtomicU32::new(0);
+        let out: Result<(), _> = r
+            .run(Service::Elbv2, "RegisterTargets", || async {
+                n.fetch_add(1, Ordering::SeqCst);
+                futures::future::pending().await
+            })
+            .await;
+        let e = out.unwrap_err();
+        assert_eq!((e.kind, e.code.as_deref()), (ErrorKind::Transient, Some("ClientTimeout")));
+        assert_eq!(n.load(Ordering::SeqCst), 2, "1 attempt + 1 retry");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn retries_stop_at_the_operation_timeout() {
+        let timeouts = CallTimeouts { attempt: Duration::from_secs(10), operation: Duration::from_secs(25) };
+        let r = CallRunner::with(Throttler::new(default_rules()), AwsMetrics::default(), 100, timeouts, None);
+        let n = AtomicU32::new(0);
+        let start = Instant::now();
+        let out: Result<(), _> = r
+            .run(Service::Elbv2, "DescribeTargetHealth", || async {
+                n.fetch_add(1, Ordering::SeqCst);
+                futures::future::pending().await
+            })
+            .await;
+        let e = out.unwrap_err();
+        assert_eq!(e.code.as_deref(), Some("ClientTimeout"));
+        assert!(start.elapsed() <= Duration::from_secs(26), "{:?}", start.elapsed());
+        assert!((2..=3).contains(&n.load(Ordering::SeqCst)), "{}", n.load(Ordering::SeqCst));
+        assert!(e.message.contains("operation-timeout"), "{}", e.message);
     }
 }

@@ -25,6 +25,9 @@ pub enum ErrorKind {
     InUse,
     /// 5xx, timeouts, connection failures: retry.
     Transient,
+    /// The write was not sent: this replica does not hold the leader lease (or lost it while the
+    /// call waited). Not a failure of AWS nor of the object: the new leader takes over.
+    NotLeader,
     Other,
 }
 
@@ -40,6 +43,7 @@ impl ErrorKind {
             Self::AlreadyExists => "already_exists",
             Self::InUse => "in_use",
             Self::Transient => "transient",
+            Self::NotLeader => "not_leader",
             Self::Other => "other",
         }
     }
@@ -176,6 +180,39 @@ pub struct AwsError {
 }
 
 impl std::error::Error for AwsError {}
+
+impl AwsError {
+    /// A write refused by the leader fence before it was sent.
+    pub fn not_leader(service: &'static str, operation: &'static str) -> Self {
+        Self {
+            kind: ErrorKind::NotLeader,
+            service,
+            operation,
+            code: None,
+            message: "not sent: this replica does not hold the leader lease".into(),
+        }
+    }
+
+    /// An attempt that got no answer within `limit`: transient, like a 5xx.
+    pub fn timed_out(service: &'static str, operation: &'static str, limit: std::time::Duration) -> Self {
+        Self {
+            kind: ErrorKind::Transient,
+            service,
+            operation,
+            code: Some("ClientTimeout".into()),
+            message: format!(
+                "no answer within {limit:?} (attempt timeout --aws-api-attempt-timeout, bounded by \
+                 --aws-api-operation-timeout); the call was abandoned and will be retried"
+            ),
+        }
+    }
+
+    /// The same error, noting that retries stopped at the operation timeout.
+    pub fn gave_up_after(mut self, spent: std::time::Duration) -> Self {
+        self.message = format!("{} (gave up retrying after {spent:.1?}: --aws-api-operation-timeout)", self.message);
+        self
+    }
+}
 
 impl fmt::Display for AwsError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -1,6 +1,12 @@
 //! Admin HTTP endpoints: `/metrics` on `--metrics-bind-addr`; `/healthz` and `/readyz` on
-//! `--health-probe-bind-addr`. Ready means every watch cache has synced and, with a refreshing
-//! credential source, valid AWS keys are at hand.
+//! `--health-probe-bind-addr`.
+//!
+//! Ready means "I can serve admission and reconcile": every watch cache has synced. It does NOT
+//! depend on AWS credentials: a Vault outage turning every replica NotReady would empty the
+//! webhook Service, and the pod mutator (failurePolicy Ignore) would then admit pods without
+//! readiness gates exactly when targets cannot be registered. Credential trouble shows in the
+//! `/readyz` body, the credential metrics and alert, and Warning events on the objects it blocks.
+//! Live means no supervised task (watch caches, controllers) has died; else the kubelet restarts us.
 
 use crate::metrics::Metrics;
 use axum::Router;
@@ -9,27 +15,61 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use lbc_aws::credentials::CredentialStatus;
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
-/// Readiness inputs, flipped by the runtime.
+/// Readiness and liveness inputs, flipped by the runtime.
 #[derive(Clone, Default)]
 pub struct Health {
     pub caches_synced: Arc<AtomicBool>,
     /// `None`: the SDK default chain, whose state is not observable.
     pub credentials: Option<CredentialStatus>,
+    /// Supervised tasks that ended although they should run for the life of the process.
+    dead: Arc<Mutex<Vec<String>>>,
 }
 
 impl Health {
-    /// `Err(reason)` when not ready; the reason is the probe's response body.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn new(credentials: Option<CredentialStatus>) -> Self {
+        Self { credentials, ..Self::default() }
+    }
+
+    /// `Err(reason)` when not ready; `Ok(note)` otherwise, the note being the probe's body.
+    pub fn check(&self) -> Result<String, String> {
         if !self.caches_synced.load(Ordering::Acquire) {
             return Err("watch caches not synced yet".into());
         }
         match &self.credentials {
-            Some(c) if !c.is_ready() => Err(c.state().summary()),
-            _ => Ok(()),
+            Some(c) if !c.is_ready() => Ok(format!(
+                "ok (serving admission and reconciling; AWS calls fail until credentials recover: {})",
+                c.state().summary()
+            )),
+            _ => Ok("ok".into()),
         }
+    }
+
+    /// `Err(reason)` once a supervised task has died.
+    pub fn live(&self) -> Result<(), String> {
+        let dead = self.dead.lock().expect("health lock");
+        if dead.is_empty() { Ok(()) } else { Err(format!("stopped: {}", dead.join("; "))) }
+    }
+
+    /// Records that `what` stopped for good (`/healthz` fails from now on).
+    pub fn mark_dead(&self, what: String) {
+        tracing::error!(task = %what, "a task that must run for the life of the process stopped; /healthz now fails");
+        self.dead.lock().expect("health lock").push(what);
+    }
+
+    /// Watches a task that must never end: when it does (returned or panicked), `/healthz` fails.
+    pub fn supervise(&self, name: &'static str, task: tokio::task::JoinHandle<()>) {
+        let h = self.clone();
+        tokio::spawn(async move {
+            let how = match task.await {
+                Ok(()) => "ended".to_string(),
+                Err(e) if e.is_panic() => "panicked".to_string(),
+                Err(e) => e.to_string(),
+            };
+            h.mark_dead(format!("{name} {how}"));
+        });
     }
 }
 
@@ -49,18 +89,32 @@ pub async fn serve_metrics(addr: SocketAddr, metrics: Metrics) -> std::io::Resul
 }
 
 pub async fn serve_health(addr: SocketAddr, health: Health) -> std::io::Result<()> {
-    let app = Router::new().route("/healthz", get(|| async { "ok" })).route(
-        "/readyz",
-        get(move || {
-            let h = health.clone();
-            async move {
-                match h.check() {
-                    Ok(()) => (StatusCode::OK, "ok".to_string()).into_response(),
-                    Err(why) => (StatusCode::SERVICE_UNAVAILABLE, why).into_response(),
+    let live = health.clone();
+    let app = Router::new()
+        .route(
+            "/healthz",
+            get(move || {
+                let h = live.clone();
+                async move {
+                    match h.live() {
+                        Ok(()) => (StatusCode::OK, "ok".to_string()).into_response(),
+                        Err(why) => (StatusCode::INTERNAL_SERVER_ERROR, why).into_response(),
+                    }
                 }
-            }
-        }),
-    );
+            }),
+        )
+        .route(
+            "/readyz",
+            get(move || {
+                let h = health.clone();
+                async move {
+                    match h.check() {
+                        Ok(note) => (StatusCode::OK, note).into_response(),
+                        Err(why) => (StatusCode::SERVICE_UNAVAILABLE, why).into_response(),
+                    }
+                }
+            }),
+        );
     let listener = tokio::net::TcpListener::bind(addr).await?;
     tracing::info!(%addr, "health probe server listening");
     axum::serve(listener, app).await
@@ -72,23 +126,36 @@ mod tests {
     use lbc_aws::credentials::{CredentialMetrics, FileConfig, file};
 
     #[tokio::test]
-    async fn readiness_needs_synced_caches_and_valid_credentials() {
+    async fn readiness_needs_synced_caches_not_credentials() {
         let dir = std::env::temp_dir().join(format!("lbc-admin-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("credentials");
         let mut cfg = FileConfig::new(&path);
         cfg.poll_interval = std::time::Duration::from_millis(20);
         let source = file::start(cfg, CredentialMetrics::default());
-        let h = Health { caches_synced: Arc::default(), credentials: Some(source.status()) };
+        let h = Health::new(Some(source.status()));
         assert_eq!(h.check().unwrap_err(), "watch caches not synced yet");
         h.caches_synced.store(true, Ordering::Release);
-        let why = h.check().unwrap_err();
-        assert!(why.contains("file"), "names the source: {why}");
+        // Ready without credentials (webhooks must keep answering), the body says what is wrong.
+        let note = h.check().expect("ready without credentials");
+        assert!(note.contains("file"), "names the source: {note}");
 
         std::fs::write(&path, "[default]\naws_access_key_id = AKIDTEST\naws_secret_access_key = s3cr3t\n").unwrap();
         source.wait_ready(std::time::Duration::from_secs(5)).await.expect("keys read");
-        assert_eq!(h.check(), Ok(()));
+        assert_eq!(h.check(), Ok("ok".to_string()));
         assert!(!format!("{:?}", h.check()).contains("s3cr3t"));
         let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[tokio::test]
+    async fn a_supervised_task_that_dies_fails_liveness() {
+        let h = Health::default();
+        assert_eq!(h.live(), Ok(()));
+        h.supervise("pods cache", tokio::spawn(async { panic!("boom") }));
+        let t0 = std::time::Instant::now();
+        while h.live().is_ok() && t0.elapsed() < std::time::Duration::from_secs(5) {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        assert_eq!(h.live().unwrap_err(), "stopped: pods cache panicked");
     }
 }

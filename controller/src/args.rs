@@ -36,6 +36,23 @@ pub struct Args {
     #[arg(long, default_value_t = 3)]
     pub aws_max_retries: u32,
 
+    /// One AWS API attempt without an answer for this long is abandoned (a transient error, retried).
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub aws_api_attempt_timeout: Duration,
+
+    /// Upper bound of one AWS call's attempts and retry pauses together (client-side throttle waits excluded).
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub aws_api_operation_timeout: Duration,
+
+    /// Connecting to the Kubernetes API server gives up after this long.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub kube_api_connect_timeout: Duration,
+
+    /// A Kubernetes API request other than a watch gives up after this long (watches are bounded by
+    /// the server's watch timeout and the watcher's idle timeout instead).
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    pub kube_api_request_timeout: Duration,
+
     /// Where AWS credentials come from.
     #[arg(long, value_enum, default_value_t = CredentialsSource::Default)]
     pub aws_credentials_source: CredentialsSource,

@@ -95,7 +95,7 @@ impl Context {
         if self.is_leader() {
             Ok(())
         } else {
-            Err(crate::error::Error::Refused("this replica is no longer the leader; write skipped".into()))
+            Err(crate::error::Error::NotLeader("this replica is no longer the leader; write skipped".into()))
         }
     }
 
@@ -107,6 +107,12 @@ impl Context {
 
     pub fn forget(&self, key: &ObjectRef<TargetGroupBinding>) {
         self.bindings.lock().expect("bindings lock").remove(key);
+    }
+
+    /// Drops everything learnt of AWS per binding and target group (a new leadership term).
+    pub fn forget_all(&self) {
+        self.bindings.lock().expect("bindings lock").clear();
+        self.target_groups.lock().expect("tg cache").clear();
     }
 
     /// Publishes an Event; failures to publish are logged, never fatal.

@@ -2,19 +2,36 @@
 //! names the object, the value seen, the value expected and the fix.
 
 use lbc_aws::AwsError;
+use lbc_aws::error::ErrorKind;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error(transparent)]
-    Aws(#[from] AwsError),
+    Aws(AwsError),
     #[error("Kubernetes API: {0}")]
-    Kube(#[from] kube::Error),
+    Kube(kube::Error),
     #[error("{0}")]
     Invalid(String),
     #[error("{0}")]
     Refused(String),
     #[error("finalizer: {0}")]
     Finalizer(String),
+    /// This replica does not lead (any more): a write was refused by the fence. Nobody's fault,
+    /// never a Warning event nor a backoff step: the leader does the work.
+    #[error("not the leader: {0}")]
+    NotLeader(String),
+}
+
+impl From<AwsError> for Error {
+    fn from(e: AwsError) -> Self {
+        if e.kind == ErrorKind::NotLeader { Self::NotLeader(e.to_string()) } else { Self::Aws(e) }
+    }
+}
+
+impl From<kube::Error> for Error {
+    fn from(e: kube::Error) -> Self {
+        if crate::kube_gate::is_not_leader(&e) { Self::NotLeader(e.to_string()) } else { Self::Kube(e) }
+    }
 }
 
 impl Error {
@@ -25,7 +42,12 @@ impl Error {
             Self::Invalid(_) => "invalid_spec",
             Self::Refused(_) => "refused",
             Self::Finalizer(_) => "finalizer",
+            Self::NotLeader(_) => "not_leader",
         }
+    }
+
+    pub fn is_not_leader(&self) -> bool {
+        matches!(self, Self::NotLeader(_))
     }
 }
 

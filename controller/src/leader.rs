@@ -1,16 +1,20 @@
 //! Lease-based leader election (`coordination.k8s.io/v1` Lease, the same object ALBC uses).
 //!
-//! Only the leader writes to AWS and to pod status. Leadership is held for at most
-//! `lease_duration` minus a safety margin after the *start* of the last successful renewal, by
-//! this process's monotonic clock: if the API server becomes unreachable, leadership is dropped
-//! locally before any other replica can take the lease over. That local guarantee is why this
-//! is written here (~150 lines) instead of using a lease crate that only reports what it has
-//! observed on the API.
+//! Only the leader writes. Fencing: leadership lasts `renew_deadline` (⅔ of the lease) from the
+//! *start* of the last successful renewal, on this process's monotonic clock. Every renewal races
+//! that deadline: a renewal that has not completed by then (API server unreachable, a half-open
+//! connection) is abandoned and the `leader` flag drops at once, which closes the write gates
+//! (`lbc_aws::call::WriteGate`, `crate::kube_gate`). Another replica takes the lease only after
+//! seeing the record unchanged for the whole lease duration on *its* clock (decisions in
+//! `lbc_model::lease`), so at least `lease − renew_deadline` (5 s at the defaults) separates our
+//! last write from its first one, whatever the wall clocks say. Written here (~150 lines) rather
+//! than with a lease crate because that local guarantee is the point.
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::api::PostParams;
 use kube::{Api, Client};
+use lbc_model::lease::{LeaseDecision, LeaseRecord, LeaseTimings, decide, leading_for};
 use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -20,67 +24,77 @@ pub struct LeaderConfig {
     pub namespace: String,
     pub name: String,
     pub identity: String,
-    pub lease_duration: Duration,
+    pub timings: LeaseTimings,
 }
 
-impl LeaderConfig {
-    fn renew_every(&self) -> Duration {
-        self.lease_duration / 3
-    }
-    fn retry_every(&self) -> Duration {
-        (self.lease_duration / 5).max(Duration::from_millis(500))
-    }
-    /// Leadership ends this much before the lease could expire for others (clock skew, latency).
-    fn margin(&self) -> Duration {
-        self.lease_duration / 5
-    }
+/// The record last seen and since when it has not changed (our clock).
+struct Observed {
+    record: LeaseRecord,
+    since: Instant,
 }
 
 /// Runs the election until `shutdown` fires; then releases the lease if held.
 pub async fn run(client: Client, cfg: LeaderConfig, tx: watch::Sender<bool>, mut shutdown: watch::Receiver<bool>) {
     let api: Api<Lease> = Api::namespaced(client, &cfg.namespace);
+    let t = cfg.timings;
     let mut valid_until: Option<Instant> = None;
+    let mut observed: Option<Observed> = None;
     loop {
         let started = Instant::now();
-        match try_acquire(&api, &cfg).await {
-            Ok(true) => {
-                valid_until = Some(started + cfg.lease_duration - cfg.margin());
-                if !*tx.borrow() {
+        // A follower's attempt may take up to a retry period; a leader's must end before its
+        // leadership does.
+        let deadline = valid_until.unwrap_or(started + t.renew_deadline);
+        let attempt = tokio::select! {
+            r = try_acquire(&api, &cfg, &mut observed) => Some(r),
+            _ = tokio::time::sleep_until(deadline) => None,
+            _ = shutdown.changed() => return step_down(&api, &cfg, &tx, valid_until.is_some()).await,
+        };
+        match attempt {
+            Some(Ok(true)) => {
+                valid_until = Some(started + leading_for(&t));
+                if tx.send_if_modified(|v| !std::mem::replace(v, true)) {
                     tracing::info!(identity = %cfg.identity, lease = %cfg.name, "became leader");
                 }
-                tx.send_if_modified(|v| !std::mem::replace(v, true));
             }
-            Ok(false) => {
+            Some(Ok(false)) => {
                 valid_until = None;
                 if tx.send_if_modified(|v| std::mem::replace(v, false)) {
-                    tracing::warn!(identity = %cfg.identity, "lost leadership to another replica");
+                    tracing::warn!(identity = %cfg.identity, "lost leadership to another replica; no further writes");
                 }
             }
-            Err(e) => {
+            Some(Err(e)) => {
                 tracing::warn!(error = %e, lease = %cfg.name, "leader election: cannot reach the Lease; keeping the current role until it would expire")
             }
+            None => {
+                tracing::warn!(lease = %cfg.name, timeout = ?(deadline - started), "leader election: no answer from the API server in time")
+            }
         }
-        let next = if valid_until.is_some() { cfg.renew_every() } else { cfg.retry_every() };
-        let expiry = valid_until.unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
+        if valid_until.is_some_and(|v| Instant::now() >= v) {
+            valid_until = None;
+            tx.send_if_modified(|v| std::mem::replace(v, false));
+            tracing::error!(identity = %cfg.identity, deadline = ?t.renew_deadline, "leader lease not renewed in time; stopped all writes");
+        }
+        let next = started + t.retry_period;
         tokio::select! {
-            _ = tokio::time::sleep(next) => {}
-            _ = tokio::time::sleep_until(expiry) => {
-                valid_until = None;
-                tracing::error!(identity = %cfg.identity, "leader lease not renewed in time; stopping all writes");
-                tx.send_if_modified(|v| std::mem::replace(v, false));
-            }
-            _ = shutdown.changed() => {
-                if valid_until.is_some() {
-                    tx.send_if_modified(|v| std::mem::replace(v, false));
-                    if let Err(e) = release(&api, &cfg).await {
-                        tracing::warn!(error = %e, "could not release the leader lease; the next leader waits for it to expire");
-                    } else {
-                        tracing::info!("released the leader lease");
-                    }
-                }
-                return;
-            }
+            _ = tokio::time::sleep_until(next) => {}
+            _ = tokio::time::sleep_until(valid_until.unwrap_or(next)) => {}
+            _ = shutdown.changed() => return step_down(&api, &cfg, &tx, valid_until.is_some()).await,
         }
+    }
+}
+
+/// Stops writing, then gives the lease up (if held) so the next leader need not wait for it.
+async fn step_down(api: &Api<Lease>, cfg: &LeaderConfig, tx: &watch::Sender<bool>, held: bool) {
+    tx.send_if_modified(|v| std::mem::replace(v, false));
+    if !held {
+        return;
+    }
+    match tokio::time::timeout(cfg.timings.retry_period.max(Duration::from_secs(2)), release(api, cfg)).await {
+        Ok(Ok(())) => tracing::info!("released the leader lease"),
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "could not release the leader lease; the next leader waits for it to expire")
+        }
+        Err(_) => tracing::warn!("releasing the leader lease timed out; the next leader waits for it to expire"),
     }
 }
 
@@ -88,9 +102,21 @@ fn now() -> MicroTime {
     MicroTime(jiff::Timestamp::now())
 }
 
+fn record_of(spec: &LeaseSpec) -> LeaseRecord {
+    LeaseRecord {
+        holder: spec.holder_identity.clone(),
+        renew_time: spec.renew_time.as_ref().map(|t| t.0.to_string()),
+        transitions: spec.lease_transitions.unwrap_or(0),
+    }
+}
+
 /// One attempt to take or renew the lease. `Ok(true)`: we hold it now.
-async fn try_acquire(api: &Api<Lease>, cfg: &LeaderConfig) -> Result<bool, kube::Error> {
-    let secs = cfg.lease_duration.as_secs().max(1) as i32;
+async fn try_acquire(
+    api: &Api<Lease>,
+    cfg: &LeaderConfig,
+    observed: &mut Option<Observed>,
+) -> Result<bool, kube::Error> {
+    let secs = cfg.timings.lease.as_secs().max(1) as i32;
     let Some(lease) = api.get_opt(&cfg.name).await? else {
         let lease = Lease {
             metadata: ObjectMeta { name: Some(cfg.name.clone()), ..Default::default() },
@@ -110,26 +136,35 @@ async fn try_acquire(api: &Api<Lease>, cfg: &LeaderConfig) -> Result<bool, kube:
         };
     };
     let spec = lease.spec.clone().unwrap_or_default();
-    let holder = spec.holder_identity.clone().unwrap_or_default();
-    let ours = holder == cfg.identity;
-    let duration = spec.lease_duration_seconds.unwrap_or(secs).max(1) as i64;
-    let expired = match &spec.renew_time {
-        Some(t) => t.0.as_second() + duration < jiff::Timestamp::now().as_second(),
-        None => true,
+    let record = record_of(&spec);
+    let unchanged_for = match observed {
+        Some(o) if o.record == record => Some(o.since.elapsed()),
+        _ => {
+            *observed = Some(Observed { record: record.clone(), since: Instant::now() });
+            None
+        }
     };
-    if !(ours || holder.is_empty() || expired) {
-        return Ok(false);
-    }
+    let transitions = match decide(&record, &cfg.identity, unchanged_for, &cfg.timings) {
+        LeaseDecision::Busy { holder, expires_in } => {
+            tracing::debug!(%holder, ?expires_in, "lease held by another replica");
+            return Ok(false);
+        }
+        LeaseDecision::Renew => record.transitions,
+        LeaseDecision::Acquire { transitions } => transitions,
+    };
+    let ours = record.holder.as_deref() == Some(cfg.identity.as_str());
     let mut next = lease;
     next.metadata.managed_fields = None;
     next.spec = Some(LeaseSpec {
         holder_identity: Some(cfg.identity.clone()),
         lease_duration_seconds: Some(secs),
-        acquire_time: if ours { spec.acquire_time } else { Some(now()) },
+        acquire_time: if ours { spec.acquire_time.clone() } else { Some(now()) },
         renew_time: Some(now()),
-        lease_transitions: Some(spec.lease_transitions.unwrap_or(0) + i32::from(!ours)),
+        lease_transitions: Some(transitions),
         ..spec
     });
+    // The resourceVersion in `next` makes this a compare-and-swap: a replica that took the lease
+    // meanwhile makes it fail with 409.
     match api.replace(&cfg.name, &PostParams::default(), &next).await {
         Ok(_) => Ok(true),
         Err(kube::Error::Api(s)) if s.code == 409 => Ok(false),
@@ -153,3 +188,7 @@ async fn release(api: &Api<Lease>, cfg: &LeaderConfig) -> Result<(), kube::Error
     lease.metadata.managed_fields = None;
     api.replace(&cfg.name, &PostParams::default(), &lease).await.map(|_| ())
 }
+
+#[cfg(test)]
+#[path = "leader_tests.rs"]
+mod tests;

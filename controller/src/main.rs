@@ -7,6 +7,7 @@ mod context;
 mod credentials;
 mod error;
 mod ingress;
+mod kube_gate;
 mod leader;
 mod metrics;
 mod networking;

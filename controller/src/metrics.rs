@@ -74,6 +74,7 @@ pub struct Metrics {
     pub leader: Gauge,
     pub pending_reconciles: Gauge,
     pub cache_objects: Family<ResourceLabel, Gauge>,
+    pub cache_relists: Family<ResourceLabel, Counter>,
     pub backend_rule_changes: Family<RuleChangeLabels, Counter>,
     pub backend_rule_problems: Gauge,
     pub aws: AwsMetrics,
@@ -103,6 +104,7 @@ impl Metrics {
             leader: Gauge::default(),
             pending_reconciles: Gauge::default(),
             cache_objects: Family::default(),
+            cache_relists: Family::default(),
             backend_rule_changes: Family::default(),
             backend_rule_problems: Gauge::default(),
             aws: AwsMetrics::default(),
@@ -162,6 +164,11 @@ impl Metrics {
             m.pending_reconciles.clone(),
         );
         a.register("cache_objects", "Objects held in each watch cache", m.cache_objects.clone());
+        a.register(
+            "cache_relists",
+            "Full relists of a watch cache after its watch could not resume (410 Gone, API server restart)",
+            m.cache_relists.clone(),
+        );
         a.register(
             "backend_sg_rule_changes",
             "Backend security-group ingress rules (TargetGroupBinding spec.networking) authorized or revoked",

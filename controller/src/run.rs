@@ -12,7 +12,7 @@ use anyhow::{Context as _, bail};
 use kube::Client;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::runtime::events::{Recorder, Reporter};
-use lbc_aws::call::CallRunner;
+use lbc_aws::call::{CallRunner, CallTimeouts, WriteGate};
 use lbc_aws::config::{ClientSettings, Endpoints, build_clients};
 use lbc_aws::ec2::SdkEc2;
 use lbc_aws::elbv2::SdkElbV2;
@@ -20,6 +20,7 @@ use lbc_aws::lb::SdkLoadBalancers;
 use lbc_aws::net::SdkNetworking;
 use lbc_aws::throttle::Throttler;
 use lbc_model::lb::backend_sg::BackendSgMode;
+use lbc_model::lease::LeaseTimings;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -34,16 +35,27 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     if args.aws_region.is_empty() {
         bail!("--aws-region (or AWS_REGION) is required: the instance metadata service is never used to guess it");
     }
-    let client = kube_client(&args).await?;
+    // Only the leader writes: `leader_rx` closes the AWS write gate and the gated kube client.
+    let (leader_tx, leader_rx) = watch::channel(false);
+    let (client, writer) = kube_clients(&args, leader_rx.clone()).await?;
     let metrics = Metrics::new();
 
     let endpoints = Endpoints::parse(&args.aws_api_endpoints)?;
     let rules = lbc_model::throttle::parse_rules(&args.aws_api_throttle)?;
-    let runner = CallRunner::new(Throttler::new(rules), metrics.aws.clone(), args.aws_max_retries);
-    let health = Health::default();
+    let gate: WriteGate = {
+        let leader = leader_rx.clone();
+        Arc::new(move || *leader.borrow())
+    };
+    let runner = CallRunner::with(
+        Throttler::new(rules),
+        metrics.aws.clone(),
+        args.aws_max_retries,
+        CallTimeouts { attempt: args.aws_api_attempt_timeout, operation: args.aws_api_operation_timeout },
+        Some(gate),
+    );
     tokio::spawn(log_exit("metrics server", admin::serve_metrics(args.metrics_bind_addr, metrics.clone())));
     let credentials = crate::credentials::start(&args, &metrics).await?;
-    let health = Health { credentials: credentials.as_ref().map(|c| c.status()), ..health };
+    let health = Health::new(credentials.as_ref().map(|c| c.status()));
     tokio::spawn(log_exit("health server", admin::serve_health(args.health_probe_bind_addr, health.clone())));
     let clients = build_clients(&ClientSettings {
         region: args.aws_region.clone(),
@@ -59,15 +71,19 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let net: Arc<dyn lbc_aws::net::Networking> = Arc::new(SdkNetworking::new(clients.ec2, runner.clone()));
 
     let triggers = Triggers::default();
-    let (stores, _tasks) = Stores::start(&client, &args.watch_namespace, triggers.clone(), metrics.clone());
+    let (stores, tasks) = Stores::start(&client, &args.watch_namespace, triggers.clone(), metrics.clone());
+    for (name, task) in tasks {
+        health.supervise(name, task);
+    }
     let cilium = args.enable_backend_security_group_rules.then(|| {
         let wake = triggers.backend_rules.clone();
-        crate::networking::CiliumNodes::watch(&client, move || wake.notify_one()).0
+        let (nodes, task) = crate::networking::CiliumNodes::watch(&client, move || wake.notify_one());
+        health.supervise("CiliumNode watch", task);
+        nodes
     });
 
     let identity = identity();
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
-    let (leader_tx, leader_rx) = watch::channel(false);
     let leader_task = if args.enable_leader_election {
         let ns = if args.leader_election_namespace.is_empty() {
             "kube-system".to_string()
@@ -78,7 +94,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             namespace: ns,
             name: args.leader_election_id.clone(),
             identity: identity.clone(),
-            lease_duration: Duration::from_secs(args.leader_election_lease_duration.max(3)),
+            timings: LeaseTimings::from_lease(Duration::from_secs(args.leader_election_lease_duration)),
         };
         Some(tokio::spawn(leader::run(client.clone(), cfg, leader_tx, shutdown_rx.clone())))
     } else {
@@ -87,10 +103,11 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         None
     };
 
+    // Events are writes too: a replica that does not lead publishes none.
     let recorder =
-        Recorder::new(client.clone(), Reporter { controller: "aws-lb-controller".into(), instance: Some(identity) });
+        Recorder::new(writer.clone(), Reporter { controller: "aws-lb-controller".into(), instance: Some(identity) });
     let ctx = Arc::new(Context {
-        client,
+        client: writer,
         stores: stores.clone(),
         triggers,
         elb,
@@ -165,6 +182,8 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             _ = wait_true(shutdown_rx.clone()) => break,
         }
         metrics.leader.set(1);
+        // What an earlier term learnt of AWS may have been changed by another leader since.
+        ctx.forget_all();
         tracing::info!("leading: starting controllers");
         let shutdown = shutdown_rx.clone();
         let graceful = async move { wait_true(shutdown).await };
@@ -180,7 +199,8 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
                 if enabled {
                     crate::service::run(c, n, async move { wait_true(shutdown).await }).await
                 } else {
-                    tracing::info!("Service controller disabled (--enable-service-controller=false)")
+                    tracing::info!("Service controller disabled (--enable-service-controller=false)");
+                    wait_true(shutdown).await
                 }
             }
         };
@@ -192,7 +212,8 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
                 if enabled {
                     crate::ingress::run(c, n, async move { wait_true(shutdown).await }).await
                 } else {
-                    tracing::info!("Ingress controller disabled (--enable-ingress-controller=false)")
+                    tracing::info!("Ingress controller disabled (--enable-ingress-controller=false)");
+                    wait_true(shutdown).await
                 }
             }
         };
@@ -203,12 +224,22 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
                 if enabled {
                     r.run(async move { wait_true(shutdown).await }).await
                 } else {
-                    tracing::info!("backend security-group rules off (--enable-backend-security-group-rules=false)")
+                    tracing::info!("backend security-group rules off (--enable-backend-security-group-rules=false)");
+                    wait_true(shutdown).await
                 }
             }
         };
         tokio::select! {
-            _ = async { futures::join!(tgb::run(ctx.clone(), args.targetgroupbinding_max_concurrent_reconciles, args.targetgroupbinding_debounce, graceful), services, ingresses, rules) } => {}
+            _ = async {
+                let bindings = tgb::run(ctx.clone(), args.targetgroupbinding_max_concurrent_reconciles, args.targetgroupbinding_debounce, graceful);
+                let must_run = |name: &'static str, f| supervised(name, &health, shutdown_rx.clone(), f);
+                futures::join!(
+                    must_run("TargetGroupBinding controller", Box::pin(bindings)),
+                    must_run("Service controller", Box::pin(services)),
+                    must_run("Ingress controller", Box::pin(ingresses)),
+                    must_run("backend security-group rules", Box::pin(rules)),
+                )
+            } => {}
             // Leadership lost: drop the controllers now, cancelling in-flight work at its next step.
             _ = lost => tracing::warn!("leadership lost: controllers stopped, no further writes"),
         }
@@ -315,7 +346,25 @@ fn spawn_webhook(
     });
 }
 
-async fn kube_client(args: &Args) -> anyhow::Result<Client> {
+/// Two clients on one configuration: one for the watch caches and the election (reads, and the
+/// Lease), one for the reconcilers whose writes pass the leader fence ([`crate::kube_gate`]). Both
+/// time out: connecting after `--kube-api-connect-timeout`, requests other than watches after
+/// `--kube-api-request-timeout` (watches end by the server's timeout or the watcher's idle timeout).
+async fn kube_clients(args: &Args, leader: watch::Receiver<bool>) -> anyhow::Result<(Client, Client)> {
+    let mut config = kube_config(args).await?;
+    config.connect_timeout = Some(args.kube_api_connect_timeout);
+    let timeout = args.kube_api_request_timeout;
+    let (always, _) = watch::channel(true);
+    let reader = kube::client::ClientBuilder::try_from(config.clone())?
+        .with_layer(&crate::kube_gate::KubeGate::new(always.subscribe(), timeout))
+        .build();
+    let writer = kube::client::ClientBuilder::try_from(config)?
+        .with_layer(&crate::kube_gate::KubeGate::new(leader, timeout))
+        .build();
+    Ok((reader, writer))
+}
+
+async fn kube_config(args: &Args) -> anyhow::Result<kube::Config> {
     let config = if args.kubeconfig.is_empty() {
         kube::Config::infer()
             .await
@@ -325,13 +374,27 @@ async fn kube_client(args: &Args) -> anyhow::Result<Client> {
             .with_context(|| format!("reading kubeconfig {}", args.kubeconfig))?;
         kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await?
     };
-    Ok(Client::try_from(config)?)
+    Ok(config)
 }
 
 fn identity() -> String {
     let host =
         std::env::var("POD_NAME").or_else(|_| std::env::var("HOSTNAME")).unwrap_or_else(|_| "aws-lb-controller".into());
     format!("{host}_{:08x}", fastrand::u32(..))
+}
+
+/// Runs a controller that must run until shutdown (or until leadership is lost, which drops it):
+/// returning earlier means it died, and `/healthz` fails so the kubelet restarts the process.
+async fn supervised(
+    name: &'static str,
+    health: &Health,
+    shutdown: watch::Receiver<bool>,
+    f: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>>,
+) {
+    f.await;
+    if !*shutdown.borrow() {
+        health.mark_dead(format!("{name} ended while leading"));
+    }
 }
 
 async fn wait_true(mut rx: watch::Receiver<bool>) {

@@ -167,7 +167,23 @@ where
     if ns.is_empty() { Api::all(client.clone()) } else { Api::namespaced(client.clone(), ns) }
 }
 
-/// Drives one reflector; `on_change` maps each changed object to bindings.
+/// Backoff between failed watch/list attempts: short, because every second blind is a second of
+/// pod changes not acted on (kube's default grows to 30 s), jittered so replicas do not relist in step.
+pub fn watch_backoff() -> kube::runtime::watcher::ExponentialBackoff {
+    backon::ExponentialBuilder::default()
+        .with_min_delay(std::time::Duration::from_millis(250))
+        .with_max_delay(std::time::Duration::from_secs(4))
+        .with_jitter()
+        .without_max_times()
+        .into()
+}
+
+/// Drives one reflector; `on_change` maps each changed object to the work it affects.
+///
+/// A relist (the watch could not resume: 410 Gone after an API server restart or compaction)
+/// replaces the cache wholesale without per-object events. Past the first sync, every object of
+/// the new list is handed to `on_change` (its inputs may have changed during the gap), and so is
+/// every object that vanished during the gap (its deletion was never seen as an event).
 fn drive<K>(
     name: &'static str,
     api: Api<K>,
@@ -183,22 +199,45 @@ where
     let (reader, writer) = reflector::store::<K>();
     let store = reader.clone();
     let task = tokio::spawn(async move {
-        let stream = watcher(api, cfg).modify(trim).default_backoff().reflect(writer);
+        let stream = watcher(api, cfg).modify(trim).backoff(watch_backoff()).reflect(writer);
         futures::pin_mut!(stream);
+        let label = crate::metrics::ResourceLabel { resource: name };
+        let mut synced = false;
+        // The cache's content when a relist began.
+        let mut before: Option<Vec<Arc<K>>> = None;
         loop {
             match stream.try_next().await {
                 Ok(Some(ev)) => {
                     match &ev {
                         watcher::Event::Apply(o) | watcher::Event::Delete(o) => on_change(o),
+                        watcher::Event::Init if synced => before = Some(reader.state()),
+                        watcher::Event::InitApply(o) if synced => on_change(o),
                         watcher::Event::InitDone => {
-                            tracing::info!(resource = name, objects = reader.len(), "cache synced");
+                            let gone: Vec<Arc<K>> = before
+                                .take()
+                                .unwrap_or_default()
+                                .into_iter()
+                                .filter(|o| reader.get(&ObjectRef::from_obj(o.as_ref())).is_none())
+                                .collect();
+                            for o in &gone {
+                                on_change(o);
+                            }
+                            if synced {
+                                metrics.cache_relists.get_or_create(&label).inc();
+                                tracing::info!(
+                                    resource = name,
+                                    objects = reader.len(),
+                                    deleted_meanwhile = gone.len(),
+                                    "cache relisted; every object looked at again"
+                                );
+                            } else {
+                                tracing::info!(resource = name, objects = reader.len(), "cache synced");
+                            }
+                            synced = true;
                         }
                         _ => {}
                     }
-                    metrics
-                        .cache_objects
-                        .get_or_create(&crate::metrics::ResourceLabel { resource: name })
-                        .set(reader.len() as i64);
+                    metrics.cache_objects.get_or_create(&label).set(reader.len() as i64);
                 }
                 Ok(None) => break,
                 Err(e) => {
@@ -251,7 +290,7 @@ impl Stores {
         namespace: &str,
         triggers: Triggers,
         metrics: Metrics,
-    ) -> (Self, Vec<JoinHandle<()>>) {
+    ) -> (Self, Vec<(&'static str, JoinHandle<()>)>) {
         let mut tasks = Vec::new();
 
         let t = triggers.clone();
@@ -279,7 +318,7 @@ impl Stores {
                 }
             },
         );
-        tasks.push(task);
+        tasks.push(("targetgroupbindings watch", task));
 
         let (t, idx) = (triggers.clone(), tgbs.clone());
         let (services, task) = drive::<Service>(
@@ -297,7 +336,7 @@ impl Stores {
                 }
             },
         );
-        tasks.push(task);
+        tasks.push(("services watch", task));
 
         let (t, idx) = (triggers.clone(), tgbs.clone());
         let (slices, task) = drive::<EndpointSlice>(
@@ -315,7 +354,7 @@ impl Stores {
                 }
             },
         );
-        tasks.push(task);
+        tasks.push(("endpointslices watch", task));
 
         let t = triggers.clone();
         let (pods, task) =
@@ -328,18 +367,18 @@ impl Stores {
                     }
                 }
             });
-        tasks.push(task);
+        tasks.push(("pods watch", task));
 
         let (nodes, task) = cache_all("nodes", client, watch_config(None), trim_node, &metrics, |_| {});
-        tasks.push(task);
+        tasks.push(("nodes watch", task));
         // Classes, their parameters and namespace labels decide which Ingresses are ours and in
         // which group: a change looks at every group again.
         let (ingress_classes, task) =
             cache_all("ingressclasses", client, watch_config(None), trim_meta, &metrics, every_group(&triggers));
-        tasks.push(task);
+        tasks.push(("ingressclasses watch", task));
         let (ingress_class_params, task) =
             cache_all("ingressclassparams", client, watch_config(None), trim_meta, &metrics, every_group(&triggers));
-        tasks.push(task);
+        tasks.push(("ingressclassparams watch", task));
         // With --watch-namespace only that namespace's labels are ever needed.
         let ns_cfg = match namespace {
             "" => watch_config(None),
@@ -347,14 +386,14 @@ impl Stores {
         };
         let (namespaces, task) =
             cache_all("namespaces", client, ns_cfg, trim_namespace, &metrics, every_group(&triggers));
-        tasks.push(task);
+        tasks.push(("namespaces watch", task));
 
         let t = triggers.clone();
         let (ingresses, task) =
             drive::<Ingress>("ingresses", api(client, namespace), watch_config(None), trim_meta, metrics, move |i| {
                 t.send_ingress(IngressTrigger::Ingress(ObjectRef::from_obj(i)))
             });
-        tasks.push(task);
+        tasks.push(("ingresses watch", task));
 
         let stores =
             Self { tgbs, services, slices, pods, nodes, ingresses, ingress_classes, ingress_class_params, namespaces };

@@ -49,28 +49,34 @@ impl ControllerProc {
         // controller needs it: off unless a test asks for it (and then poses as its own cluster).
         let backend_sg = (!extra.iter().any(|a| a.starts_with("--enable-backend-security-group=")))
             .then_some("--enable-backend-security-group=false");
+        // Defaults a test may override by passing the same flag in `extra` (clap refuses a flag twice).
+        let defaults = [
+            format!("--aws-region={}", env.get("AWS_REGION")),
+            format!("--aws-vpc-id={}", env.get("LBC_VPC_ID")),
+            format!(
+                "--aws-api-endpoints=Elastic Load Balancing v2={e},EC2={e},STS={e},ACM={e},WAFV2={e}",
+                e = env.aws_endpoint()
+            ),
+            format!("--watch-namespace={ns}"),
+            format!("--metrics-bind-addr=127.0.0.1:{metrics_port}"),
+            format!("--health-probe-bind-addr=127.0.0.1:{health_port}"),
+            format!("--leader-election-id={lease}"),
+            format!("--leader-election-namespace={ns}"),
+            "--leader-election-lease-duration=6".into(),
+            "--targetgroupbinding-requeue-duration=1s".into(),
+            "--webhook-bind-host=127.0.0.1".into(),
+            format!("--webhook-bind-port={webhook_port}"),
+            "--log-level=info,aws_lb_controller=debug".into(),
+        ];
+        let overridden = |d: &String| {
+            let name = d.split('=').next().unwrap_or_default();
+            extra.iter().any(|a| a.split('=').next() == Some(name))
+        };
         let child = Command::new(binary())
             .args(cluster)
             .args(backend_rules)
             .args(backend_sg)
-            .args([
-                &format!("--aws-region={}", env.get("AWS_REGION")),
-                &format!("--aws-vpc-id={}", env.get("LBC_VPC_ID")),
-                &format!(
-                    "--aws-api-endpoints=Elastic Load Balancing v2={e},EC2={e},STS={e},ACM={e},WAFV2={e}",
-                    e = env.aws_endpoint()
-                ),
-                &format!("--watch-namespace={ns}"),
-                &format!("--metrics-bind-addr=127.0.0.1:{metrics_port}"),
-                &format!("--health-probe-bind-addr=127.0.0.1:{health_port}"),
-                &format!("--leader-election-id={lease}"),
-                &format!("--leader-election-namespace={ns}"),
-                "--leader-election-lease-duration=6",
-                "--targetgroupbinding-requeue-duration=1s",
-                "--webhook-bind-host=127.0.0.1",
-                &format!("--webhook-bind-port={webhook_port}"),
-                "--log-level=info,aws_lb_controller=debug",
-            ])
+            .args(defaults.iter().filter(|d| !overridden(d)))
             .args(extra)
             .envs(env.vars())
             .env("AWS_ACCESS_KEY_ID", &access_key)

@@ -13,7 +13,11 @@ pub struct Emulator {
 #[derive(Clone, Debug, Deserialize)]
 pub struct Call {
     pub seq: u64,
+    /// When the emulator finished answering (Unix seconds).
     pub time: f64,
+    /// When the request arrived (Unix seconds): the moment a write took effect, for ordering.
+    #[serde(default)]
+    pub received: f64,
     pub service: String,
     pub operation: String,
     pub target_group_arn: Option<String>,

@@ -9,7 +9,9 @@
 pub mod aws;
 pub mod controller;
 pub mod emulator;
+pub mod fixture;
 pub mod kube_util;
+pub mod proxy;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

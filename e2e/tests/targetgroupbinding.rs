@@ -3,73 +3,18 @@
 
 use aws_sdk_elasticloadbalancingv2 as elbv2;
 use k8s_openapi::api::core::v1::Pod;
-use kube::Client;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use lbc_e2e::controller::ControllerProc;
-use lbc_e2e::emulator::Emulator;
-use lbc_e2e::{Env, aws, eventually, kube_util, unique};
+use lbc_e2e::fixture::{GATE, TgbScene};
+use lbc_e2e::{aws, eventually, kube_util, unique};
 use lbc_model::crd::TargetGroupBinding;
 use serde_json::json;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-struct Fixture {
-    env: Env,
-    client: Client,
-    elb: elbv2::Client,
-    emu: Emulator,
-    ns: String,
-    arn: String,
-}
-
-const GATE: &str = "target-health.elbv2.k8s.aws/web";
-
-/// A namespace with `replicas` pods of set `web` (port 8080, gated when asked), a Service `web`
-/// (80 → 8080), an IP target group and a binding `web` of the two.
-async fn setup(test: &str, replicas: u32, gated: bool) -> Option<Fixture> {
-    let env = Env::require(test)?;
-    let client = kube_util::client(&env).await;
-    let elb = aws::elbv2(&env).await;
-    let emu = Emulator::new(env.aws_endpoint());
-    let ns = unique(test.replace('_', "-")[..test.len().min(20)].trim_end_matches('-'));
-    let replicas = replicas.to_string();
-    let mut args = vec!["create", &ns, "web", "--replicas", &replicas, "--port", "8080", "--terminate-seconds", "5"];
-    if gated {
-        args.extend(["--readiness-gates", GATE]);
-    }
-    env.pods(&args);
-    env.pods(&["service", &ns, "web", "--port", "80", "--target-port", "8080"]);
-    let arn = aws::create_ip_target_group(&env, &elb, &unique("tg"), 8080).await;
-    emu.tg_health(&arn, 1.0, "healthy").await;
-    kube_util::create_binding(&client, &ns, "web", "web", 80, &arn).await;
-    Some(Fixture { env, client, elb, emu, ns, arn })
-}
-
-impl Fixture {
-    fn expected(&self, set: &str) -> BTreeSet<String> {
-        self.env.pod_ips(&self.ns, set).into_iter().map(|ip| format!("{ip}:8080")).collect()
-    }
-
-    async fn wait_targets(&self, what: &str, want: &BTreeSet<String>) {
-        eventually(what, 60, || async {
-            let got = aws::registered(&self.elb, &self.arn).await;
-            (&got == want).then_some(())
-        })
-        .await;
-    }
-
-    fn controller(&self, extra: &[&str]) -> ControllerProc {
-        ControllerProc::start(&self.env, &self.ns, "lbc-e2e-leader", extra)
-    }
-
-    async fn cleanup(self) {
-        kube_util::delete_namespace(&self.client, &self.ns).await;
-    }
-}
-
 #[tokio::test]
 async fn registers_pods_follows_scaling_and_cleans_up_on_delete() {
-    let Some(f) = setup("tgb_scale", 3, false).await else { return };
+    let Some(f) = TgbScene::setup("tgb_scale", 3, false).await else { return };
     let ctl = f.controller(&[]);
     f.wait_targets("3 pods registered", &f.expected("web")).await;
 
@@ -98,7 +43,7 @@ async fn registers_pods_follows_scaling_and_cleans_up_on_delete() {
 
 #[tokio::test]
 async fn terminating_pods_are_deregistered_before_they_are_gone() {
-    let Some(f) = setup("tgb_terminating", 3, false).await else { return };
+    let Some(f) = TgbScene::setup("tgb_terminating", 3, false).await else { return };
     let _ctl = f.controller(&[]);
     f.wait_targets("3 pods registered", &f.expected("web")).await;
     let pods: Api<Pod> = Api::namespaced(f.client.clone(), &f.ns);
@@ -120,7 +65,7 @@ async fn terminating_pods_are_deregistered_before_they_are_gone() {
 
 #[tokio::test]
 async fn rolling_update_with_readiness_gates() {
-    let Some(f) = setup("tgb_roll", 2, true).await else { return };
+    let Some(f) = TgbScene::setup("tgb_roll", 2, true).await else { return };
     // Targets stay `initial` for 3 s: gates must not flip before AWS says healthy.
     f.emu.tg_health(&f.arn, 3.0, "healthy").await;
     let _ctl = f.controller(&[]);
@@ -142,7 +87,7 @@ async fn rolling_update_with_readiness_gates() {
 
 #[tokio::test]
 async fn throttled_target_group_does_not_delay_others() {
-    let Some(a) = setup("tgb_throttle_a", 2, false).await else { return };
+    let Some(a) = TgbScene::setup("tgb_throttle_a", 2, false).await else { return };
     // Second binding in the same namespace, its own service and target group.
     let env = &a.env;
     env.pods(&["create", &a.ns, "api", "--replicas", "2", "--port", "8080"]);
@@ -169,7 +114,7 @@ async fn throttled_target_group_does_not_delay_others() {
 
 #[tokio::test]
 async fn restart_mid_change_loses_nothing_and_warm_restart_is_free() {
-    let Some(f) = setup("tgb_restart", 3, false).await else { return };
+    let Some(f) = TgbScene::setup("tgb_restart", 3, false).await else { return };
     let ctl = f.controller(&[]);
     f.wait_targets("initial sync", &f.expected("web")).await;
     // Change and crash immediately, possibly mid-change.
@@ -194,7 +139,7 @@ async fn restart_mid_change_loses_nothing_and_warm_restart_is_free() {
 
 #[tokio::test]
 async fn leader_handover_between_two_controllers() {
-    let Some(f) = setup("tgb_leader", 2, false).await else { return };
+    let Some(f) = TgbScene::setup("tgb_leader", 2, false).await else { return };
     let first = f.controller(&[]);
     f.wait_targets("leader synced", &f.expected("web")).await;
     let second = f.controller(&[]);
@@ -210,7 +155,7 @@ async fn leader_handover_between_two_controllers() {
 
 #[tokio::test]
 async fn drift_is_repaired_and_deleted_target_group_is_reported() {
-    let Some(f) = setup("tgb_drift", 2, false).await else { return };
+    let Some(f) = TgbScene::setup("tgb_drift", 2, false).await else { return };
     let _ctl = f.controller(&["--sync-period=2s"]);
     let want = f.expected("web");
     f.wait_targets("initial sync", &want).await;
@@ -239,7 +184,7 @@ async fn drift_is_repaired_and_deleted_target_group_is_reported() {
 
 #[tokio::test]
 async fn overlay_pod_ips_are_reported_not_registered() {
-    let Some(f) = setup("tgb_overlay", 1, false).await else { return };
+    let Some(f) = TgbScene::setup("tgb_overlay", 1, false).await else { return };
     // An endpoint with a Canal/Flannel overlay address (outside the VPC's 10.0.0.0/16).
     let slices: Api<k8s_openapi::api::discovery::v1::EndpointSlice> = Api::namespaced(f.client.clone(), &f.ns);
     let slice = json!({
@@ -266,7 +211,7 @@ async fn overlay_pod_ips_are_reported_not_registered() {
 #[tokio::test]
 async fn multi_cluster_target_group_only_touches_own_targets() {
     // Two "clusters" (two namespaces, each with its own controller) share one target group.
-    let Some(a) = setup("tgb_multi_a", 2, false).await else { return };
+    let Some(a) = TgbScene::setup("tgb_multi_a", 2, false).await else { return };
     let tgbs_a: Api<TargetGroupBinding> = Api::namespaced(a.client.clone(), &a.ns);
     tgbs_a
         .patch("web", &PatchParams::default(), &Patch::Merge(json!({"spec": {"multiClusterTargetGroup": true}})))

@@ -18,6 +18,7 @@
 //! - [`service`]: Service (`type: LoadBalancer`) → desired NLB stack: selection, annotations, build.
 //! - [`ingress`]: Ingress → desired ALB: class selection, annotations, IngressGroups and rules.
 //! - [`throttle`]: client-side AWS API rate limits (`--aws-api-throttle`).
+//! - [`lease`]: leader election: when to take the Lease, how long leadership lasts after a renewal.
 //! - [`cilium`]: pod IP → ENI from CiliumNode objects (ENI IPAM mode), merged with EC2 results.
 
 pub mod admission;
@@ -28,6 +29,7 @@ pub mod crd;
 pub mod endpoints;
 pub mod ingress;
 pub mod lb;
+pub mod lease;
 pub mod names;
 pub mod net;
 pub mod plan;

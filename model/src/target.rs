@@ -76,6 +76,9 @@ impl HealthState {
     }
 }
 
+/// AWS's reason for an `unused` target that is not registered at all.
+pub const REASON_NOT_REGISTERED: &str = "Target.NotRegistered";
+
 /// Health of one target as read from DescribeTargetHealth.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TargetHealth {
@@ -86,6 +89,15 @@ pub struct TargetHealth {
 }
 
 impl TargetHealth {
+    /// AWS says the target is not (or no longer) registered: `unused` because
+    /// `Target.NotRegistered`, or draining after a deregistration. Such a target must never turn
+    /// a readiness gate True, and a target we want is registered again. (`unused` for other
+    /// reasons, e.g. `Target.NotInUse` before a listener routes to the group, is registered.)
+    pub fn is_not_registered(&self) -> bool {
+        self.state.is_draining()
+            || (self.state == HealthState::Unused && self.reason.as_deref() == Some(REASON_NOT_REGISTERED))
+    }
+
     pub fn new(state: HealthState) -> Self {
         Self { state, reason: None, description: None }
     }
@@ -117,5 +129,17 @@ mod tests {
         assert!(HealthState::Initial.is_registered());
         assert!(!HealthState::Draining.is_registered());
         assert!(!HealthState::Unused.is_registered());
+    }
+
+    #[test]
+    fn not_registered_answers() {
+        let h =
+            |state, reason: Option<&str>| TargetHealth { state, reason: reason.map(str::to_string), description: None };
+        assert!(h(HealthState::Unused, Some(REASON_NOT_REGISTERED)).is_not_registered());
+        assert!(h(HealthState::Draining, Some("Target.DeregistrationInProgress")).is_not_registered());
+        assert!(h(HealthState::UnhealthyDraining, None).is_not_registered());
+        assert!(!h(HealthState::Unused, Some("Target.NotInUse")).is_not_registered(), "registered, not routed yet");
+        assert!(!h(HealthState::Healthy, None).is_not_registered());
+        assert!(!h(HealthState::Initial, Some("Elb.RegistrationInProgress")).is_not_registered());
     }
 }

@@ -211,17 +211,25 @@ pub(crate) fn groups_of_trigger(stores: &Stores, cfg: &SelectConfig, t: &Ingress
     out
 }
 
-/// Runs until `stop` resolves: every group is looked at once at start, then on every change.
+/// Runs until `stop` resolves: every group is looked at once at start, then on every change. On
+/// `stop` no new pass starts and the passes in flight finish (as the other controllers drain).
 pub async fn run(ctx: Arc<IngressCtx>, concurrency: u16, stop: impl std::future::Future<Output = ()> + Send) {
+    use futures::FutureExt;
     let (tx, mut rx) = mpsc::unbounded_channel();
     let _ = tx.send(IngressTrigger::All);
     ctx.io.base.triggers.set_ingress_sender(Some(tx));
     let q = queue::Queue::<GroupId>::new();
+    let stop = stop.boxed().shared();
 
     let dispatch = {
-        let (q, ctx) = (q.clone(), ctx.clone());
+        let (q, ctx, stop) = (q.clone(), ctx.clone(), stop.clone());
         async move {
-            while let Some(t) = rx.recv().await {
+            loop {
+                let t = tokio::select! {
+                    _ = stop.clone() => return,
+                    t = rx.recv() => t,
+                };
+                let Some(t) = t else { return };
                 for g in groups_of_trigger(&ctx.io.base.stores, &ctx.cfg.select, &t) {
                     q.add(g);
                 }
@@ -229,10 +237,14 @@ pub async fn run(ctx: Arc<IngressCtx>, concurrency: u16, stop: impl std::future:
         }
     };
     let workers = futures::future::join_all((0..concurrency.max(1)).map(|_| {
-        let (q, ctx) = (q.clone(), ctx.clone());
+        let (q, ctx, stop) = (q.clone(), ctx.clone(), stop.clone());
         async move {
             loop {
-                let g = q.next().await;
+                let g = tokio::select! {
+                    biased;
+                    _ = stop.clone() => return,
+                    g = q.next() => g,
+                };
                 let next = reconcile(&ctx, &g).await;
                 q.done(&g);
                 match next {
@@ -242,11 +254,7 @@ pub async fn run(ctx: Arc<IngressCtx>, concurrency: u16, stop: impl std::future:
             }
         }
     }));
-    tokio::select! {
-        _ = dispatch => {}
-        _ = workers => {}
-        _ = stop => {}
-    }
+    futures::join!(dispatch, workers);
     ctx.io.base.triggers.set_ingress_sender(None);
 }
 
@@ -263,6 +271,8 @@ async fn reconcile(ctx: &IngressCtx, g: &GroupId) -> Option<Duration> {
             ctx.backoff.succeeded(g);
             next
         }
+        // Lost the lease mid-pass: the new leader takes over, nothing to retry here.
+        Err(e) if e.is_not_leader() => None,
         Err(e) => Some(backoff(ctx, g, &e)),
     }
 }

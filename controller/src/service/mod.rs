@@ -288,6 +288,9 @@ async fn build_context(
 /// Per-Service backoff, capped like the binding controller's.
 fn error_policy(svc: Arc<Service>, err: &Error, ctx: Arc<ServiceCtx>) -> Action {
     let key = ObjectRef::from_obj(svc.as_ref());
+    if err.is_not_leader() {
+        return Action::await_change();
+    }
     let (failures, delay) = ctx.backoff.failed(&ctx.io.base, CONTROLLER, &key, err);
     tracing::warn!(service = %key, error = %err, category = err.category(), failures, retry_in = ?delay, "Service reconcile failed");
     Action::requeue(delay)

@@ -54,25 +54,39 @@ pub(super) async fn update(
     let last = ctx.with_state(key, |s| s.last_health_poll);
     let due = last.is_none_or(|t| now.duration_since(t) >= interval);
     let to_poll: Vec<Target> = pending.iter().map(|(t, _)| *t).filter(|t| !fresh.contains(t)).collect();
+    // Targets AWS reports not registered although we believed them registered (deregistered out
+    // of band): their gates stay False and they are dropped from what we believe registered, so
+    // the next pass (due at once) registers them again.
+    let mut lost = Vec::new();
     if due && !to_poll.is_empty() {
         let health = ctx.elb.describe_target_health(arn, Some(&to_poll)).await?;
         ctx.with_state(key, |s| {
             s.last_health_poll = Some(now);
             let reg = s.registered.get_or_insert_with(Default::default);
             for r in health {
-                if r.health.state.is_registered() {
+                if r.health.is_not_registered() {
+                    reg.remove(&r.target);
+                    lost.push((r.target, r.health));
+                } else {
                     reg.insert(r.target, r.health);
                 }
             }
         });
     }
+    if !lost.is_empty() {
+        let shown: Vec<String> = lost.iter().take(5).map(|(t, h)| format!("{t} ({})", h.state.as_str())).collect();
+        tracing::warn!(binding = %key, target_group = arn, targets = ?shown, "targets not registered in AWS although expected (deregistered out of band?); registering them again");
+    }
 
     let mut still_pending = 0;
     for (t, pod_name) in &pending {
         let health = ctx.with_state(key, |s| s.registered.as_ref().and_then(|r| r.get(t).cloned()));
-        let cond = match (&health, fresh.contains(t)) {
-            (_, true) | (None, false) => GateCondition::registering(),
-            (Some(h), false) => GateCondition::from_health(h),
+        let unregistered = lost.iter().find(|(l, _)| l == t).map(|(_, h)| h);
+        let cond = match (unregistered, &health, fresh.contains(t)) {
+            // AWS's own answer (e.g. unused / Target.NotRegistered) is what the pod shows.
+            (Some(h), _, _) => GateCondition::from_health(h),
+            (None, _, true) | (None, None, false) => GateCondition::registering(),
+            (None, Some(h), false) => GateCondition::from_health(h),
         };
         if cond.status != "True" {
             still_pending += 1;
@@ -97,7 +111,13 @@ pub(super) async fn update(
             ctx.metrics.registered_to_healthy.observe(secs);
         }
     }
-    let poll_in = if due { interval } else { interval.saturating_sub(now.duration_since(last.unwrap_or(now))) };
+    let poll_in = if !lost.is_empty() {
+        Duration::ZERO
+    } else if due {
+        interval
+    } else {
+        interval.saturating_sub(now.duration_since(last.unwrap_or(now)))
+    };
     Ok(GateOutcome { pending: still_pending, poll_in })
 }
 

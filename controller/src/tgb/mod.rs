@@ -77,6 +77,11 @@ async fn reconcile(tgb: Arc<TargetGroupBinding>, ctx: Arc<Context>) -> Result<Ac
     .await
     .map_err(|e| match e {
         kube::runtime::finalizer::Error::ApplyFailed(e) | kube::runtime::finalizer::Error::CleanupFailed(e) => e,
+        kube::runtime::finalizer::Error::AddFinalizer(e) | kube::runtime::finalizer::Error::RemoveFinalizer(e)
+            if crate::kube_gate::is_not_leader(&e) =>
+        {
+            Error::NotLeader(e.to_string())
+        }
         other => Error::Finalizer(other.to_string()),
     });
     ctx.metrics.observe_reconcile(CONTROLLER, start);
@@ -92,6 +97,13 @@ async fn reconcile(tgb: Arc<TargetGroupBinding>, ctx: Arc<Context>) -> Result<Ac
 /// delays the others: each has its own schedule and reconciles run concurrently.
 fn error_policy(tgb: Arc<TargetGroupBinding>, err: &Error, ctx: Arc<Context>) -> Action {
     let key = ObjectRef::from_obj(tgb.as_ref());
+    if err.is_not_leader() {
+        // Lost the lease mid-reconcile: the new leader takes over; no Warning, no backoff step.
+        // What we cached of AWS may be stale by the time we lead again.
+        tracing::debug!(binding = %key, error = %err, "write refused: not the leader");
+        ctx.forget(&key);
+        return Action::await_change();
+    }
     let failures = ctx.with_state(&key, |s| {
         s.failures += 1;
         // Unknown AWS state after a failed write: read it again next time.

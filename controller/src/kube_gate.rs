@@ -1,0 +1,170 @@
+//! The Kubernetes half of the write fence: a tower layer on the client the reconcilers use.
+//! Every mutating request (POST, PUT, PATCH, DELETE: status and condition patches, finalizers,
+//! bindings, Events) is refused before it is sent unless this replica leads, so no call site can
+//! forget the check. It also bounds every request that is not a watch (`--kube-api-request-timeout`):
+//! a half-open connection must not pin a reconcile forever.
+//!
+//! Leader election and the watch caches use a client without this layer (the election must write
+//! its Lease while not yet leading; caches only read).
+
+use futures::future::BoxFuture;
+use http::{Method, Request, Response};
+use kube::client::Body;
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tokio::sync::watch;
+use tower::{BoxError, Layer, Service};
+
+/// A write refused because this replica does not lead (see [`is_not_leader`]).
+#[derive(Debug, thiserror::Error)]
+#[error("{method} {path} not sent: this replica does not hold the leader lease")]
+pub struct NotLeader {
+    pub method: Method,
+    pub path: String,
+}
+
+/// A request that got no answer in time.
+#[derive(Debug, thiserror::Error)]
+#[error("{method} {path}: no answer from the Kubernetes API server within {limit:?} (--kube-api-request-timeout)")]
+pub struct RequestTimedOut {
+    pub method: Method,
+    pub path: String,
+    pub limit: Duration,
+}
+
+/// Whether a kube error is [`NotLeader`] (it arrives wrapped as `kube::Error::Service`).
+pub fn is_not_leader(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Service(inner) if inner.downcast_ref::<NotLeader>().is_some())
+}
+
+#[derive(Clone)]
+pub struct KubeGate {
+    leader: watch::Receiver<bool>,
+    request_timeout: Duration,
+}
+
+impl KubeGate {
+    pub fn new(leader: watch::Receiver<bool>, request_timeout: Duration) -> Self {
+        Self { leader, request_timeout }
+    }
+}
+
+impl<S> Layer<S> for KubeGate {
+    type Service = Gated<S>;
+    fn layer(&self, inner: S) -> Gated<S> {
+        Gated { inner, gate: self.clone() }
+    }
+}
+
+#[derive(Clone)]
+pub struct Gated<S> {
+    inner: S,
+    gate: KubeGate,
+}
+
+fn is_write(m: &Method) -> bool {
+    !matches!(*m, Method::GET | Method::HEAD | Method::OPTIONS)
+}
+
+fn is_watch(req: &Request<Body>) -> bool {
+    req.uri().query().is_some_and(|q| q.split('&').any(|kv| kv == "watch=true" || kv == "watch=1"))
+}
+
+impl<S, B> Service<Request<Body>> for Gated<S>
+where
+    S: Service<Request<Body>, Response = Response<B>>,
+    S::Error: Into<BoxError>,
+    S::Future: Send + 'static,
+    B: Send + 'static,
+{
+    type Response = Response<B>;
+    type Error = BoxError;
+    type Future = BoxFuture<'static, Result<Response<B>, BoxError>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, req: Request<Body>) -> Self::Future {
+        let (method, path) = (req.method().clone(), req.uri().path().to_string());
+        if is_write(&method) && !*self.gate.leader.borrow() {
+            return Box::pin(async move { Err(Box::new(NotLeader { method, path }) as BoxError) });
+        }
+        let watch = is_watch(&req);
+        let limit = self.gate.request_timeout;
+        let fut = self.inner.call(req);
+        Box::pin(async move {
+            if watch {
+                return fut.await.map_err(Into::into);
+            }
+            match tokio::time::timeout(limit, fut).await {
+                Ok(r) => r.map_err(Into::into),
+                Err(_) => Err(Box::new(RequestTimedOut { method, path, limit }) as BoxError),
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::Pod;
+    use kube::api::{Api, Patch, PatchParams};
+    use tower_test::mock;
+
+    fn gated(leader: bool) -> (kube::Client, mock::Handle<Request<Body>, Response<Body>>, watch::Sender<bool>) {
+        let (svc, handle) = mock::pair::<Request<Body>, Response<Body>>();
+        let (tx, rx) = watch::channel(leader);
+        let client = kube::client::ClientBuilder::new(svc, "default")
+            .with_layer(&KubeGate::new(rx, Duration::from_secs(30)))
+            .build();
+        (client, handle, tx)
+    }
+
+    fn patch(client: &kube::Client) -> impl std::future::Future<Output = Result<Pod, kube::Error>> + use<> {
+        let api: Api<Pod> = Api::namespaced(client.clone(), "ns");
+        async move { api.patch_status("p", &PatchParams::default(), &Patch::Merge(serde_json::json!({"status": {}}))).await }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn writes_are_refused_unsent_when_not_leading_reads_pass() {
+        let (client, mut handle, leader) = gated(false);
+        let e = patch(&client).await.unwrap_err();
+        assert!(is_not_leader(&e), "{e:?}");
+        assert!(e.to_string().contains("does not hold the leader lease"), "{e}");
+
+        // A read goes out (and is answered).
+        let api: Api<Pod> = Api::namespaced(client.clone(), "ns");
+        let read = tokio::spawn(async move { api.get_opt("p").await });
+        let (req, tx) = handle.next_request().await.unwrap();
+        assert_eq!(req.method(), Method::GET, "the refused PATCH never reached the server");
+        tx.send_response(
+            Response::builder()
+                .status(404)
+                .body(Body::from(
+                    br#"{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}"#
+                        .to_vec(),
+                ))
+                .unwrap(),
+        );
+        assert!(read.await.unwrap().unwrap().is_none());
+
+        // Leading: the same write is sent.
+        leader.send(true).unwrap();
+        let w = tokio::spawn(patch(&client));
+        let (req, _tx) = handle.next_request().await.unwrap();
+        assert_eq!(req.method(), Method::PATCH);
+        drop(w);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_request_without_answer_times_out() {
+        let (client, mut handle, _leader) = gated(true);
+        let w = tokio::spawn(patch(&client));
+        let (_req, _hold) = handle.next_request().await.unwrap();
+        let t0 = tokio::time::Instant::now();
+        let e = w.await.unwrap().unwrap_err();
+        assert_eq!(t0.elapsed(), Duration::from_secs(30));
+        assert!(e.to_string().contains("--kube-api-request-timeout"), "{e}");
+    }
+}

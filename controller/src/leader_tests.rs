@@ -1,0 +1,115 @@
+//! The election loop against a mocked API server (tower-test), under paused tokio time.
+
+use super::*;
+use http::{Request, Response, StatusCode};
+use kube::client::Body;
+use lbc_model::lease::LeaseTimings;
+use serde_json::json;
+use tower_test::mock::{self, Handle, SendResponse};
+
+type ApiHandle = Handle<Request<Body>, Response<Body>>;
+
+fn cfg() -> LeaderConfig {
+    LeaderConfig {
+        namespace: "kube-system".into(),
+        name: "lease".into(),
+        identity: "me".into(),
+        timings: LeaseTimings::from_lease(Duration::from_secs(15)),
+    }
+}
+
+fn lease(holder: &str, renew: &str, rv: &str) -> serde_json::Value {
+    json!({
+        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": "lease", "namespace": "kube-system", "resourceVersion": rv},
+        "spec": {"holderIdentity": holder, "leaseDurationSeconds": 15, "renewTime": renew, "leaseTransitions": 1}
+    })
+}
+
+fn respond(tx: SendResponse<Response<Body>>, code: StatusCode, body: serde_json::Value) {
+    tx.send_response(Response::builder().status(code).body(Body::from(serde_json::to_vec(&body).unwrap())).unwrap());
+}
+
+fn not_found() -> serde_json::Value {
+    json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "code": 404, "message": "not found"})
+}
+
+async fn next(h: &mut ApiHandle) -> (String, SendResponse<Response<Body>>) {
+    let (req, tx) = h.next_request().await.expect("a request");
+    (req.method().to_string(), tx)
+}
+
+fn start(client: Client) -> (watch::Receiver<bool>, watch::Sender<bool>) {
+    let (tx, rx) = watch::channel(false);
+    let (stop_tx, stop_rx) = watch::channel(false);
+    tokio::spawn(run(client, cfg(), tx, stop_rx));
+    (rx, stop_tx)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_leader_whose_renewal_never_answers_stops_before_the_lease_could_pass() {
+    let (svc, mut h) = mock::pair::<Request<Body>, Response<Body>>();
+    let (mut leader, _stop) = start(Client::new(svc, "default"));
+    let t0 = Instant::now();
+    let (m, tx) = next(&mut h).await;
+    assert_eq!(m, "GET");
+    respond(tx, StatusCode::NOT_FOUND, not_found());
+    let (m, tx) = next(&mut h).await;
+    assert_eq!(m, "POST");
+    respond(tx, StatusCode::CREATED, lease("me", "2026-01-01T00:00:00.000000Z", "1"));
+    leader.wait_for(|v| *v).await.unwrap();
+
+    // From now on the API server accepts connections but never answers (a half-open connection).
+    let mut hung = Vec::new();
+    let (m, tx) = next(&mut h).await;
+    assert_eq!(m, "GET");
+    assert_eq!(t0.elapsed(), Duration::from_secs(2), "renewals every retry period");
+    hung.push(tx);
+    leader.wait_for(|v| !*v).await.unwrap();
+    let lost_after = t0.elapsed();
+    assert_eq!(lost_after, Duration::from_secs(10), "dropped at the renew deadline");
+    assert!(lost_after < cfg().timings.lease, "before any other replica may take the lease");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_follower_takes_the_lease_only_after_seeing_it_unchanged_for_the_whole_duration() {
+    let (svc, mut h) = mock::pair::<Request<Body>, Response<Body>>();
+    let (leader, _stop) = start(Client::new(svc, "default"));
+    let t0 = Instant::now();
+    // The record says "renewed long ago" by wall clock: that must not matter, only what we see.
+    let stale = lease("other", "2000-01-01T00:00:00.000000Z", "7");
+    loop {
+        let (m, tx) = next(&mut h).await;
+        if m == "PUT" {
+            assert!(t0.elapsed() >= Duration::from_secs(15), "took over after {:?}", t0.elapsed());
+            assert!(t0.elapsed() <= Duration::from_secs(17), "took over after {:?}", t0.elapsed());
+            let mut won = stale.clone();
+            won["spec"]["holderIdentity"] = json!("me");
+            respond(tx, StatusCode::OK, won);
+            break;
+        }
+        assert_eq!(m, "GET");
+        assert!(!*leader.borrow(), "not leader while the other holds it");
+        respond(tx, StatusCode::OK, stale.clone());
+    }
+    let mut leader = leader;
+    leader.wait_for(|v| *v).await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_renewed_record_restarts_the_followers_clock() {
+    let (svc, mut h) = mock::pair::<Request<Body>, Response<Body>>();
+    let (leader, _stop) = start(Client::new(svc, "default"));
+    let t0 = Instant::now();
+    let mut n = 0;
+    while t0.elapsed() < Duration::from_secs(40) {
+        let (m, tx) = next(&mut h).await;
+        assert_eq!(m, "GET", "never tries to take a lease that keeps being renewed");
+        n += 1;
+        // The other leader renews every 4 s.
+        let renew = format!("2026-01-01T00:00:{:02}.000000Z", t0.elapsed().as_secs() / 4 * 4);
+        respond(tx, StatusCode::OK, lease("other", &renew, "9"));
+    }
+    assert!(n >= 15, "{n}");
+    assert!(!*leader.borrow());
+}
