@@ -89,13 +89,12 @@ impl ControllerProc {
     }
 
     /// Fetches `/metrics`.
+    /// Empty while the process has not bound its port yet (or is gone): callers poll.
     pub async fn metrics(&self) -> String {
-        reqwest::get(format!("http://127.0.0.1:{}/metrics", self.metrics_port))
-            .await
-            .expect("metrics endpoint")
-            .text()
-            .await
-            .unwrap_or_default()
+        match reqwest::get(format!("http://127.0.0.1:{}/metrics", self.metrics_port)).await {
+            Ok(r) => r.text().await.unwrap_or_default(),
+            Err(_) => String::new(),
+        }
     }
 
     /// Value of a metric line that starts with `prefix` (first match), if any.

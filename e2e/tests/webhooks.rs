@@ -368,3 +368,95 @@ async fn ingress_webhooks_enforce_class_params_and_annotations() {
     kube_util::delete_namespace(&client, &ns).await;
     let _ = std::fs::remove_dir_all(cert_dir);
 }
+
+/// Credentials gone for longer than the keys live: the controller stays ready (`/readyz`), so
+/// the webhook keeps answering and a new pod in a labelled namespace still gets its readiness gate
+/// (with failurePolicy Ignore a NotReady replica would have let it through without one), while
+/// the credential metrics show what the alert fires on.
+#[tokio::test]
+async fn credentials_outage_keeps_readiness_and_gate_injection() {
+    let Some(env) = Env::require("credentials_outage_keeps_readiness_and_gate_injection") else { return };
+    let client = kube_util::client(&env).await;
+    let id = unique("whcred");
+    let ns = id.clone();
+    let cert_dir = env.repo.join(format!("e2e/.run/{id}-certs"));
+    let ca = write_cert(&cert_dir);
+    kube_util::namespace(
+        &client,
+        &ns,
+        &[("elbv2.k8s.aws/pod-readiness-gate-inject", "enabled"), ("lbc-e2e/webhook-test", &id)],
+    )
+    .await;
+    env.pods(&["service", &ns, "web", "--port", "80", "--target-port", "8080"]);
+    let elb = aws::elbv2(&env).await;
+    let arn = aws::create_ip_target_group(&env, &elb, &unique("whc-tg"), 8080).await;
+    kube_util::create_binding(&client, &ns, "web", "web", 80, &arn).await;
+
+    // Keys that expire 8 s from now, in a file the controller watches.
+    let creds = cert_dir.join("aws-credentials");
+    let expires = jiff::Timestamp::now() + jiff::SignedDuration::from_secs(8);
+    std::fs::write(
+        &creds,
+        format!(
+            "[default]\naws_access_key_id = E2ECRED{id}\naws_secret_access_key = testing\nexpiration = {expires}\n"
+        ),
+    )
+    .unwrap();
+    let ctl = ControllerProc::start(
+        &env,
+        &ns,
+        &format!("{id}-leader"),
+        &[
+            &format!("--webhook-cert-dir={}", cert_dir.display()),
+            "--aws-credentials-source=file",
+            &format!("--aws-credentials-file={}", creds.display()),
+        ],
+    );
+    eventually("controller ready", 30, || async { ctl.ready().await.then_some(()) }).await;
+    let mwc_name = format!("{id}-mutating");
+    let mwcs: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
+    let mwc = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+                     "metadata": {"name": mwc_name},
+                     "webhooks": [webhook("mpod.elbv2.k8s.aws", ctl.webhook_port, "/mutate-v1-pod", &ca, &id, "Ignore", ("", "v1", "pods"))]});
+    mwcs.patch(&mwc_name, &PatchParams::apply("e2e").force(), &Patch::Apply(mwc)).await.unwrap();
+
+    // The credential source breaks and the keys run out.
+    std::fs::remove_file(&creds).unwrap();
+    let health = format!("http://127.0.0.1:{}/readyz", ctl.health_port);
+    let body = eventually("keys expired", 30, || async {
+        let r = reqwest::get(&health).await.ok()?;
+        let ok = r.status().is_success();
+        let body = r.text().await.ok()?;
+        assert!(ok, "/readyz must stay ready without credentials: {body}");
+        body.contains("expired").then_some(body)
+    })
+    .await;
+    assert!(body.contains("file"), "the body names the broken source: {body}");
+
+    // Pods created now still get their gate (the webhook answered: with Ignore, a down webhook
+    // would have admitted the pod without one).
+    env.pods(&["create", &ns, "web", "--replicas", "1", "--port", "8080"]);
+    let pod = Api::<Pod>::namespaced(client.clone(), &ns).get("web-0").await.unwrap();
+    let gates: Vec<String> =
+        pod.spec.and_then(|s| s.readiness_gates).unwrap_or_default().into_iter().map(|g| g.condition_type).collect();
+    assert_eq!(gates, vec![GATE.to_string()]);
+
+    // What the alert looks at: the expiry in the past, refresh failures counted by reason.
+    let expiry = ctl.metric("aws_credentials_expiry_timestamp_seconds").await.unwrap_or(0.0);
+    assert!(expiry > 0.0 && expiry < jiff::Timestamp::now().as_second() as f64, "expiry {expiry}");
+    // The file is polled every 10 s: its absence is counted at the next poll.
+    eventually("refresh failure counted by reason", 30, || async {
+        let m = ctl.metrics().await;
+        m.lines()
+            .any(|l| l.starts_with("aws_credentials_refresh_failures_total") && l.contains("file_unreadable"))
+            .then_some(())
+    })
+    .await;
+    assert!(ctl.ready().await);
+
+    let _ = mwcs.delete(&mwc_name, &DeleteParams::default()).await;
+    let t: Api<TargetGroupBinding> = Api::namespaced(client.clone(), &ns);
+    let _ = t.patch("web", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"finalizers": null}}))).await;
+    kube_util::delete_namespace(&client, &ns).await;
+    let _ = std::fs::remove_dir_all(cert_dir);
+}
