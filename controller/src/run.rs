@@ -272,9 +272,10 @@ fn service_config(args: &Args) -> anyhow::Result<crate::service::ServiceConfig> 
     Ok(crate::service::ServiceConfig {
         cluster_name: args.cluster_name.clone(),
         vpc_id: args.aws_vpc_id.clone(),
+        // `--default-target-type` applies to Services as in ALBC (a class-defaulted Service gets ip targets).
         select: lbc_model::service::SelectConfig {
             load_balancer_class: args.load_balancer_class.clone(),
-            ..Default::default()
+            default_target_type: default_target_type(args),
         },
         default_tags,
         external_managed_tags: args
@@ -290,6 +291,10 @@ fn service_config(args: &Args) -> anyhow::Result<crate::service::ServiceConfig> 
     })
 }
 
+fn default_target_type(args: &Args) -> lbc_model::crd::TargetType {
+    if args.default_target_type == "ip" { lbc_model::crd::TargetType::Ip } else { lbc_model::crd::TargetType::Instance }
+}
+
 fn ingress_config(args: &Args, svc: &crate::service::ServiceConfig) -> crate::ingress::IngressConfig {
     crate::ingress::IngressConfig {
         cluster_name: svc.cluster_name.clone(),
@@ -298,11 +303,7 @@ fn ingress_config(args: &Args, svc: &crate::service::ServiceConfig) -> crate::in
         default_tags: svc.default_tags.clone(),
         external_managed_tags: svc.external_managed_tags.clone(),
         default_ssl_policy: args.default_ssl_policy.clone(),
-        default_target_type: if args.default_target_type == "ip" {
-            lbc_model::crd::TargetType::Ip
-        } else {
-            lbc_model::crd::TargetType::Instance
-        },
+        default_target_type: default_target_type(args),
         sync_period: args.sync_period,
         max_backoff: args.targetgroupbinding_max_exponential_backoff_delay,
     }
@@ -423,4 +424,24 @@ async fn shutdown_signal() {
     }
     #[cfg(not(unix))]
     let _ = tokio::signal::ctrl_c().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[test]
+    fn default_target_type_applies_to_services_and_ingresses() {
+        let args = Args::parse_from(["aws-lb-controller", "--cluster-name=c", "--default-target-type=ip"]);
+        assert_eq!(service_config(&args).unwrap().select.default_target_type, lbc_model::crd::TargetType::Ip);
+        let svc = service_config(&args).unwrap();
+        assert_eq!(ingress_config(&args, &svc).default_target_type, lbc_model::crd::TargetType::Ip);
+        let args = Args::parse_from(["aws-lb-controller", "--cluster-name=c"]);
+        assert_eq!(
+            service_config(&args).unwrap().select.default_target_type,
+            lbc_model::crd::TargetType::Instance,
+            "ALBC's default"
+        );
+    }
 }
