@@ -326,3 +326,7 @@ impl SdkElbV2 {
             .map(|_| ())
     }
 }
+
+#[cfg(test)]
+#[path = "elbv2_props.rs"]
+mod props;

@@ -1,4 +1,4 @@
-"""Tests of the Helm chart, the Grafana dashboard, the alerts and docs/iam-policy.json.
+"""Tests of the Helm chart, the Grafana dashboard and the alerts (docs/iam-policy.json: test_iam_policy.py).
 
     $HOME/.cache/aws-lb-controller/venv/bin/python -m pytest charts/tests
 
@@ -358,7 +358,7 @@ def test_bad_values_fail_with_a_message(helm, tmp_path, overrides, message):
 
 
 # ---------------------------------------------------------------------------------------------
-# generated files and the IAM policy
+# generated files
 
 
 def cargo_metadata(deps):
@@ -392,51 +392,6 @@ def test_dashboard_is_generated():
     gen = run([sys.executable, REPO / "charts/scripts/dashboard.py"]).stdout
     assert gen == (CHART / "dashboards/aws-lb-controller.json").read_text(), \
         "dashboard drifted: run python3 charts/scripts/dashboard.py --write"
-
-
-# SDK crate -> IAM service prefix.
-SDK_IAM = {"aws-sdk-elasticloadbalancingv2": "elasticloadbalancing", "aws-sdk-ec2": "ec2", "aws-sdk-sts": "sts",
-           "aws-sdk-acm": "acm", "aws-sdk-wafv2": "wafv2"}
-
-
-def sdk_operations():
-    """IAM action (lower case) for each operation method of each SDK client, from the SDK sources."""
-    ops = {}
-    for pkg in cargo_metadata(True)["packages"]:
-        if pkg["name"] in SDK_IAM:
-            for d in (Path(pkg["manifest_path"]).parent / "src/operation").iterdir():
-                if d.is_dir():
-                    ops.setdefault(pkg["name"].replace("-", "_"), {})[d.name] = d.name.replace("_", "")
-    return ops
-
-
-def test_iam_policy_matches_the_sdk_calls():
-    ops = sdk_operations()
-    used, problems = set(), []
-    for f in sorted(REPO.glob("*/src/**/*.rs")):
-        if f.parts[len(REPO.parts)] in ("e2e", "target"):
-            continue
-        text = f.read_text()
-        crates = [c for c in ops if c in text]
-        if not crates:
-            continue
-        calls = re.findall(r"\.\s*([a-z][a-z0-9_]*)\s*\(\s*\)", text)
-        found = 0
-        for name in calls:
-            owners = [c for c in crates if name in ops[c]]
-            if len(owners) > 1:
-                problems.append(f"{f}: .{name}() is an operation of {owners}: cannot tell which")
-            for c in owners:
-                used.add(f"{SDK_IAM[c.replace('_', '-')]}:{ops[c][name]}")
-                found += 1
-        sends = len(re.findall(r"\.\s*send\s*\(\s*\)", text))
-        if sends != found:
-            problems.append(f"{f}: {sends} .send() calls but {found} recognised SDK operations")
-    assert not problems, "\n".join(problems)
-    policy = json.loads((REPO / "docs/iam-policy.json").read_text())
-    granted = {a.lower() for s in policy["Statement"] for a in s["Action"]}
-    assert used == granted, f"code calls but policy lacks: {sorted(used - granted)}; " \
-                            f"policy grants but code never calls: {sorted(granted - used)}"
 
 
 # ---------------------------------------------------------------------------------------------

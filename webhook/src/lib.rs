@@ -29,6 +29,8 @@
 mod handlers;
 pub mod metrics;
 mod review;
+#[cfg(test)]
+mod review_props;
 mod serve;
 pub mod view;
 

@@ -25,6 +25,8 @@
 //! ```
 
 pub mod file;
+#[cfg(test)]
+mod file_props;
 pub mod vault;
 
 use aws_credential_types::Credentials;

@@ -701,3 +701,6 @@ fn truncate(s: &str, max: usize) -> String {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod props;

@@ -7,6 +7,8 @@
 //! tag ([`CLUSTER_TAG`]) plus a stack tag the caller chooses ([`stack_tags`]).
 
 mod convert;
+#[cfg(test)]
+mod convert_props;
 mod convert_rules;
 mod sdk;
 mod sdk_extras;
