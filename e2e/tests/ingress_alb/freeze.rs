@@ -4,6 +4,7 @@
 
 use super::*;
 use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::api::networking::v1::IngressClassParametersReference;
 use std::time::Instant;
 
 /// An Ingress of `class` in IngressGroup `group`, without the legacy class annotation.
@@ -151,7 +152,26 @@ async fn deleting_the_class_of_a_two_namespace_group_freezes_it_and_recreating_i
         assert_eq!(aws::registered(&f.elb, tg).await.len(), 2, "targets stay registered in {tg}");
     }
 
-    // The class is back (the Helm upgrade finishes): the group resumes with nothing to change.
+    // Back, but naming IngressClassParams that do not exist: still frozen, the class is warned too.
+    let mut with_params = ingress_class(&group);
+    with_params.spec.as_mut().expect("spec").parameters = Some(IngressClassParametersReference {
+        api_group: Some("elbv2.k8s.aws".into()),
+        kind: "IngressClassParams".into(),
+        name: format!("{group}-missing"),
+        ..Default::default()
+    });
+    classes.create(&PostParams::default(), &with_params).await.expect("create IngressClass with params");
+    let note = eventually("GroupFrozen on the IngressClass", 60, || async {
+        notes(&f, "default", "GroupFrozen", &group).await.into_iter().next()
+    })
+    .await;
+    let want = format!("IngressClassParams {group}-missing of IngressClass {group} does not exist");
+    assert!(note.contains(&want), "{want}: {note}");
+    assert_eq!(f.writes_since(mark, &ctl).await, Vec::<String>::new(), "still frozen, still no write");
+    classes.delete(&group, &DeleteParams::default()).await.expect("delete IngressClass");
+    eventually("IngressClass gone", 30, || async { classes.get_opt(&group).await.ok()?.is_none().then_some(()) }).await;
+
+    // The class is back as it was (the Helm upgrade finishes): the group resumes, nothing to change.
     let mark = f.emu.mark().await;
     classes.create(&PostParams::default(), &ingress_class(&group)).await.expect("recreate IngressClass");
     for (ns, name) in members {
