@@ -16,6 +16,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 const ANN: &str = "service.beta.kubernetes.io";
 
+/// Freeze, don't delete (issue 14).
+#[path = "service_nlb/freeze.rs"]
+mod freeze;
+
 struct Fixture {
     env: Env,
     client: Client,

@@ -10,7 +10,11 @@
 //! the ALB no longer routes to them; with no member left the whole stack is deleted first.
 //!
 //! Invalid input (annotations, conflicts, build errors) is a Warning event on the members and
-//! changes nothing in AWS.
+//! changes nothing in AWS. So is a frozen group (a holder's IngressClass or IngressClassParams
+//! gone or no longer selecting it: `lbc_model::ingress::membership`), which is never deleted for
+//! it, and a replacement of the load balancer that members of another namespace did not ask for
+//! (`lbc_model::ingress::replacement_veto`): the whole group waits, since its plan was made for
+//! the replaced load balancer.
 
 use super::k8s::{self, add_finalizer, remove_finalizer, set_hostname};
 use super::{IngressCtx, Looked, finalizer_groups, look};
@@ -25,7 +29,7 @@ use lbc_model::ingress::keys as k;
 use lbc_model::ingress::oidc;
 use lbc_model::ingress::{
     BuildContext, Candidate, GroupId, IngressKey, Member, MergeConfig, ServiceView, Services, build_group_stack,
-    certificate_discovery_hosts, conflicts, group_of, members, parse_service_annotations, plan_group,
+    certificate_discovery_hosts, conflicts, group_of, members, parse_service_annotations, plan_group, replacement_veto,
 };
 use lbc_model::lb::backend_sg::{BackendSgMode, release_allowed};
 use lbc_model::lb::diff::{ObservedStack, PlanOptions, Step, plan};
@@ -65,13 +69,15 @@ struct Gathered {
     holders: Vec<Arc<Ingress>>,
     /// Ingresses of (or held by) the group whose annotations do not parse, with the errors.
     invalid: Vec<(Arc<Ingress>, String)>,
+    /// Holders whose class or params are gone, with the reason: the group is frozen.
+    frozen: Vec<(Arc<Ingress>, String)>,
 }
 
 async fn gather(ctx: &IngressCtx, g: &GroupId) -> Gathered {
     let classes = super::classes(&ctx.io.base.stores);
     let mut candidates = Vec::new();
     let mut by_key = std::collections::BTreeMap::new();
-    let (mut holders, mut invalid) = (Vec::new(), Vec::new());
+    let (mut holders, mut invalid, mut frozen) = (Vec::new(), Vec::new(), Vec::new());
     for ing in ctx.io.base.stores.ingresses.state() {
         let holds = finalizer_groups(&ing).contains(g);
         let implicit = GroupId::Implicit { namespace: ing.namespace().unwrap_or_default(), name: ing.name_any() };
@@ -81,6 +87,7 @@ async fn gather(ctx: &IngressCtx, g: &GroupId) -> Gathered {
                 candidates.push(*c);
             }
             Looked::Invalid(msg) if holds || implicit == *g => invalid.push((ing.clone(), msg)),
+            Looked::Frozen(reason) if holds => frozen.push((ing.clone(), reason)),
             Looked::NotOurs(Some(reason)) if holds || implicit == *g => {
                 let msg = format!("{reason}; this Ingress is left out of its IngressGroup");
                 ctx.reporter.warn_once(&ctx.io.base, &reference(&ing), "InvalidIngressClass", &msg).await;
@@ -95,7 +102,7 @@ async fn gather(ctx: &IngressCtx, g: &GroupId) -> Gathered {
         .into_iter()
         .map(|c| (by_key[&(c.namespace.clone(), c.name.clone())].clone(), c.clone()))
         .collect();
-    Gathered { members, holders, invalid }
+    Gathered { members, holders, invalid, frozen }
 }
 
 async fn warn_all(ctx: &IngressCtx, ings: &[&Ingress], reason: &str, msg: &str) {
@@ -109,6 +116,10 @@ pub(super) async fn reconcile(ctx: &IngressCtx, g: &GroupId) -> Result<Option<Du
     let stack_id = g.stack_id();
     let gathered = gather(ctx, g).await;
     let member_ings: Vec<&Ingress> = gathered.members.iter().map(|(i, _)| i.as_ref()).collect();
+    if !gathered.frozen.is_empty() {
+        freeze(ctx, g, &gathered).await;
+        return Ok(Some(jittered(ctx.cfg.sync_period)));
+    }
     if !gathered.invalid.is_empty() {
         let all: Vec<String> = gathered.invalid.iter().map(|(i, m)| format!("Ingress {}: {m}", key_of(i))).collect();
         let msg = format!("IngressGroup {stack_id}: invalid annotations, nothing changed in AWS: {}", all.join("; "));
@@ -238,6 +249,19 @@ pub(super) async fn reconcile(ctx: &IngressCtx, g: &GroupId) -> Result<Option<Du
             return Ok(Some(jittered(ctx.cfg.sync_period)));
         }
     };
+    let vetoes: Vec<String> = steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::ReplaceLoadBalancer { reason, .. } => replacement_veto(&cands, reason).map(|v| v.to_string()),
+            _ => None,
+        })
+        .collect();
+    if !vetoes.is_empty() {
+        // The rest of the group waits too: it was built for the replaced load balancer.
+        let msg = format!("IngressGroup {stack_id}: {}", vetoes.join("; "));
+        warn_all(ctx, &member_ings, REPLACEMENT_REFUSED, &crate::stack::truncate_list(msg)).await;
+        return Ok(Some(jittered(ctx.cfg.sync_period)));
+    }
     for s in &steps {
         if let Step::ReplaceLoadBalancer { name, reason, .. } = s {
             let msg = format!(
@@ -288,10 +312,49 @@ pub(super) async fn reconcile(ctx: &IngressCtx, g: &GroupId) -> Result<Option<Du
             ctx.io.base.event(&reference(ing), false, "SuccessfullyReconciled", note).await;
         }
     }
+    let resumed = ctx.frozen.lock().expect("frozen groups").remove(g);
     for ing in &member_ings {
         ctx.reporter.clear_failures(&reference(ing));
+        ctx.reporter.forget(&reference(ing), GROUP_FROZEN);
+        ctx.reporter.forget(&reference(ing), REPLACEMENT_REFUSED);
+        if resumed {
+            let msg = format!("IngressGroup {stack_id} resumed: every member's IngressClass is usable again");
+            ctx.io.base.event(&reference(ing), false, "GroupResumed", msg).await;
+        }
     }
     Ok(Some(jittered(ctx.cfg.sync_period)))
+}
+
+/// Event reason of a frozen group's Warnings.
+const GROUP_FROZEN: &str = "GroupFrozen";
+/// Event reason of a replacement members of another namespace did not ask for.
+const REPLACEMENT_REFUSED: &str = "ReplacementRefused";
+
+/// A holder's class or params are gone: a Warning on every Ingress of the group and on the
+/// classes they name (when they exist); nothing else is written, in AWS or on the Ingresses.
+async fn freeze(ctx: &IngressCtx, g: &GroupId, gathered: &Gathered) {
+    ctx.frozen.lock().expect("frozen groups").insert(g.clone());
+    let stack_id = g.stack_id();
+    let why: Vec<String> = gathered.frozen.iter().map(|(i, r)| format!("Ingress {}: {r}", key_of(i))).collect();
+    let msg = crate::stack::truncate_list(format!("IngressGroup {stack_id} is frozen. {}", why.join(". ")));
+    let mut concerned = std::collections::BTreeMap::new();
+    let all =
+        gathered.members.iter().map(|(i, _)| i).chain(&gathered.holders).chain(gathered.frozen.iter().map(|(i, _)| i));
+    for ing in all {
+        concerned.insert(key_of(ing), ing.clone());
+    }
+    for ing in concerned.values() {
+        ctx.reporter.warn_once(&ctx.io.base, &reference(ing), GROUP_FROZEN, &msg).await;
+    }
+    let classes: std::collections::BTreeSet<&str> =
+        gathered.frozen.iter().filter_map(|(i, _)| i.spec.as_ref()?.ingress_class_name.as_deref()).collect();
+    for name in classes {
+        let Some(class) = ctx.io.base.stores.ingress_classes.get(&kube::runtime::reflector::ObjectRef::new(name))
+        else {
+            continue;
+        };
+        ctx.reporter.warn_once(&ctx.io.base, &class.object_ref(&()), GROUP_FROZEN, &msg).await;
+    }
 }
 
 /// A former member: its status is cleared (unless it is being deleted) and its finalizer removed.

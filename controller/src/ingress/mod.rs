@@ -25,7 +25,9 @@ use kube::ResourceExt;
 use lbc_aws::acm::Acm;
 use lbc_model::crd::TargetType;
 use lbc_model::ingress::keys as k;
-use lbc_model::ingress::{Candidate, ClassSnapshot, GroupId, SelectConfig, Selection, apply_params, group_of, select};
+use lbc_model::ingress::{
+    Candidate, ClassSnapshot, GroupId, Membership, SelectConfig, Selection, apply_params, group_of, membership, select,
+};
 use lbc_model::lb::Tags;
 use lbc_model::lb::tags::INGRESS_TAG_PREFIX;
 use std::collections::BTreeSet;
@@ -62,6 +64,8 @@ pub struct IngressCtx {
     pub certificates: certificates::CertificateCatalog,
     reporter: Reporter,
     backoff: Backoff<GroupId>,
+    /// Groups found frozen (a holder's class gone), for the event when they resume.
+    frozen: std::sync::Mutex<BTreeSet<GroupId>>,
 }
 
 impl IngressCtx {
@@ -80,6 +84,7 @@ impl IngressCtx {
             certificates,
             reporter: Reporter::default(),
             backoff: Backoff::new(cfg.max_backoff),
+            frozen: Default::default(),
             cfg,
         }
     }
@@ -95,6 +100,8 @@ pub(crate) fn classes(stores: &Stores) -> ClassSnapshot {
 pub(crate) enum Looked {
     /// Someone else's (or a misconfigured class: `Some(reason)`, reported on the Ingress).
     NotOurs(Option<String>),
+    /// Holds a group finalizer but its class or params are gone: its groups are frozen.
+    Frozen(String),
     /// Ours, but its annotations do not parse.
     Invalid(String),
     Ours(Box<Candidate>),
@@ -102,7 +109,12 @@ pub(crate) enum Looked {
 
 /// Selection, annotations and IngressClassParams of one Ingress.
 pub(crate) fn look(ing: &Ingress, classes: &ClassSnapshot, cfg: &SelectConfig) -> Looked {
-    let params = match select(ing, &classes.view(), cfg) {
+    let selection = select(ing, &classes.view(), cfg);
+    let holds = !finalizer_groups(ing).is_empty();
+    if let Membership::Frozen { reason } = membership(&selection, holds, ing.metadata.deletion_timestamp.is_some()) {
+        return Looked::Frozen(reason);
+    }
+    let params = match selection {
         Selection::NotOurs { .. } => return Looked::NotOurs(None),
         Selection::Misconfigured { reason } => return Looked::NotOurs(Some(reason)),
         Selection::Ours { params, .. } => params,
@@ -140,6 +152,8 @@ fn groups_of_ingress(ing: &Ingress, classes: &ClassSnapshot, cfg: &SelectConfig)
     let mut out = finalizer_groups(ing);
     let now = match look(ing, classes, cfg) {
         Looked::Ours(c) => group_of(&c),
+        // Frozen: the finalizer groups above are the ones it is in.
+        Looked::Frozen(_) => None,
         // Its group is unknown; the pass of its implicit group reports the problem.
         Looked::Invalid(_) | Looked::NotOurs(Some(_)) => {
             Some(GroupId::Implicit { namespace: ing.namespace().unwrap_or_default(), name: ing.name_any() })

@@ -4,6 +4,10 @@
 //! sync. Every decision is in `lbc_model::service` (selection, annotations, stack) and
 //! `lbc_model::lb` (subnets, diff); this module observes, executes and reports.
 //!
+//! A Service holding our finalizer is torn down only by its own change (deleted, type changed,
+//! annotations no longer selecting us); one whose `loadBalancerClass` stopped matching
+//! `--load-balancer-class` is frozen (`lbc_model::service::membership`).
+//!
 //! One pass: select → parse annotations → finalizer → observe AWS by ownership tags → resolve
 //! subnets → build the stack → plan against what exists (refusing untagged look-alikes) →
 //! announce replacements → execute steps → apply bindings → `status.loadBalancer` → event.
@@ -28,8 +32,8 @@ use lbc_model::lb::diff::{PlanOptions, Step, plan};
 use lbc_model::lb::subnets::SubnetSelector;
 use lbc_model::lb::tags::SERVICE_TAG_PREFIX;
 use lbc_model::service::{
-    BuildContext, ExistingLoadBalancer, NlbSettings, SecurityGroupSelector, SelectConfig, Selection, build_stack,
-    parse_annotations, select,
+    BuildContext, ExistingLoadBalancer, Membership, NlbSettings, SecurityGroupSelector, SelectConfig, Selection,
+    build_stack, membership, parse_annotations,
 };
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -124,10 +128,16 @@ async fn reconcile(svc: Arc<Service>, ctx: Arc<ServiceCtx>) -> Result<Action> {
 
 async fn reconcile_inner(svc: &Service, ctx: &ServiceCtx) -> Result<Action> {
     let ours = svc.finalizers().iter().any(|f| f == SERVICE_FINALIZER);
-    let selection = select(svc, &ctx.cfg.select);
-    if svc.metadata.deletion_timestamp.is_some() || selection == Selection::NotOurs {
-        return if ours { cleanup::cleanup(ctx, svc).await } else { Ok(Action::await_change()) };
-    }
+    let selection = match membership(svc, &ctx.cfg.select, ours) {
+        Membership::Member(s) => s,
+        Membership::Out if ours => return cleanup::cleanup(ctx, svc).await,
+        Membership::Out => return Ok(Action::await_change()),
+        Membership::Frozen { reason } => {
+            // The flag is fixed by a restart, which looks at every Service again.
+            report::warn_once(ctx, svc, "Frozen", &reason).await;
+            return Ok(Action::await_change());
+        }
+    };
     if let Selection::InstanceTargetsUnsupported { message } = &selection {
         report::warn_once(ctx, svc, "InstanceTargetsUnsupported", message).await;
         return Ok(Action::await_change());

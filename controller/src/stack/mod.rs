@@ -125,6 +125,12 @@ impl Reporter {
         }
     }
 
+    /// Forgets the last Warning of `reason` for `obj`, so a recurrence is reported again.
+    pub fn forget(&self, obj: &ObjectReference, reason: &str) {
+        let key = (object_key(obj), reason.to_string());
+        self.last.lock().expect("reported").remove(&key);
+    }
+
     /// Forgets the build/deploy failures reported for `obj` once a pass succeeds, so a
     /// recurrence is reported again.
     pub fn clear_failures(&self, obj: &ObjectReference) {

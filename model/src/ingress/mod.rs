@@ -7,8 +7,11 @@
 //!    (all invalid values at once; unsupported and unknown keys listed), and
 //!    `parse_service_annotations` for each backend Service (its values win);
 //! 3. `apply_params` — IngressClassParams fields override the annotations they replace;
-//! 4. [`group_of`], [`members`], [`conflicts`] — IngressGroup identity and finalizer, member
-//!    order, and the exclusive-annotation conflicts that fail a whole group;
+//! 4. [`membership`] — member, frozen (holds a group finalizer but its class or params are gone:
+//!    the group is kept as it is) or out; [`group_of`], [`members`], [`conflicts`] — IngressGroup
+//!    identity and finalizer, member order, and the exclusive-annotation conflicts that fail a
+//!    whole group; after planning, [`replacement_veto`] refuses a replacement of a shared load
+//!    balancer that members of another namespace did not ask for;
 //! 5. [`certificate_discovery_hosts`] per member (the controller lists ACM's certificates and
 //!    [`certificates::discover`] picks those covering the hosts), then [`plan_group`]:
 //!    [`merge`](merge::merge) the listeners port by port ([`merge`] module), build every
@@ -29,11 +32,13 @@ pub mod build;
 pub mod certificates;
 pub mod group;
 pub mod keys;
+pub mod membership;
 pub mod merge;
 pub mod oidc;
 mod optimize;
 pub mod params;
 pub mod plan;
+pub mod replacement;
 pub mod rules;
 pub mod select;
 mod snapshot;
@@ -50,11 +55,13 @@ pub use backends::{ServiceView, Services};
 pub use build::{IngressStack, build_group_stack};
 pub use certificates::{AcmCertificate, NoCertificate};
 pub use group::{Candidate, Conflict, GroupId, conflicts, group_of, members};
+pub use membership::{Membership, membership};
 pub use merge::{
     GroupError, IngressKey, ListenerConfig, Member, MergeConfig, Merged, certificate_discovery_hosts, listen_ports,
 };
 pub use params::apply_params;
 pub use plan::{GroupPlan, TargetGroupBackend, TargetGroupKey, plan_group};
+pub use replacement::{ReplacementVeto, replacement_veto};
 pub use rules::{ListenerRules, Rule};
 pub use select::{ClassView, SelectConfig, Selection, select};
 pub use snapshot::ClassSnapshot;

@@ -2,7 +2,8 @@
 //! Controller's (ALBC) selection rules, annotations, defaults and names.
 //!
 //! The controller calls, in order:
-//! 1. [`select()`] — is this Service ours, and with which target type;
+//! 1. [`membership()`] (over [`select()`]) — is this Service ours, and with which target type;
+//!    or frozen (it holds our finalizer but the controller's `--load-balancer-class` changed);
 //! 2. [`parse_annotations`] — every annotation → [`NlbSettings`] (all invalid values at once;
 //!    [`NlbSettings::warnings`] lists what is ignored);
 //! 3. [`build_stack`] — Service + settings + resolved context → [`ServiceStack`] (load balancer,
@@ -17,6 +18,7 @@ mod build_network;
 mod build_targets;
 pub mod changes;
 pub mod keys;
+pub mod membership;
 pub mod select;
 
 #[cfg(test)]
@@ -29,4 +31,5 @@ pub use annotations::{
 };
 pub use build::{BuildContext, BuildError, ExistingLoadBalancer, ServiceStack, build_stack};
 pub use changes::{Change, ChangeKind, classify_changes};
+pub use membership::{Membership, membership};
 pub use select::{DEFAULT_LOAD_BALANCER_CLASS, SelectConfig, Selection, select};
