@@ -19,6 +19,8 @@
 //! - [`ingress`]: Ingress → desired ALB: class selection, annotations, IngressGroups and rules.
 //! - [`throttle`]: client-side AWS API rate limits (`--aws-api-throttle`).
 //! - [`cilium`]: pod IP → ENI from CiliumNode objects (ENI IPAM mode), merged with EC2 results.
+//! - [`tg_ownership`]: whether a binding may write to a target group, from its cluster/stack tags.
+//! - [`poison`]: isolating the one target AWS refuses, so the rest of its batch goes through.
 
 pub mod admission;
 pub mod annotations;
@@ -32,7 +34,9 @@ pub mod names;
 pub mod net;
 pub mod plan;
 pub mod pod;
+pub mod poison;
 pub mod readiness;
 pub mod service;
 pub mod target;
+pub mod tg_ownership;
 pub mod throttle;

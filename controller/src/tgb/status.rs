@@ -102,6 +102,7 @@ pub(super) async fn set_not_ready(ctx: &Context, tgb: &TargetGroupBinding, reaso
 pub(super) async fn set_target_group_missing(ctx: &Context, tgb: &TargetGroupBinding, message: &str) -> Result<()> {
     if let Some(arn) = &tgb.spec.target_group_arn {
         ctx.target_groups.lock().expect("tg cache").remove(arn);
+        ctx.target_group_tags.lock().expect("tag cache").remove(arn);
     }
     ctx.forget(&kube::runtime::reflector::ObjectRef::from_obj(tgb));
     set_not_ready(ctx, tgb, "TargetGroupNotFound", message).await
