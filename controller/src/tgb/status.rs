@@ -28,6 +28,11 @@ fn current_ready(tgb: &TargetGroupBinding) -> Option<&Condition> {
     tgb.status.as_ref().and_then(|s| s.conditions.iter().find(|c| c.type_ == READY))
 }
 
+/// Whether the binding's Ready condition (as cached) is True.
+pub(super) fn is_ready(tgb: &TargetGroupBinding) -> bool {
+    current_ready(tgb).is_some_and(|c| c.status == "True")
+}
+
 /// How the Ready condition and counts we would write differ from the binding's status.
 fn status_change(
     tgb: &TargetGroupBinding,

@@ -159,8 +159,11 @@ async fn prepare(
     let now = Instant::now();
 
     // Nothing changed since the last successful sync (maybe by a previous process): no AWS call.
+    // Not while Ready=False: a refusal (say, a wipe refused) leaves the old checkpoint in place,
+    // and the endpoints coming back to it must still clear the condition.
     let in_sync = pass == Pass::First
         && status::live_checkpoint(ctx, &tgb, key).as_deref() == Some(cp.as_str())
+        && status::is_ready(&tgb)
         && !pending_gates;
     if in_sync {
         let due = ctx.with_state(key, |s| *s.verify_due.get_or_insert_with(|| now + jittered(ctx.cfg.sync_period)));
@@ -295,8 +298,7 @@ async fn finish(
     status::record_target_gauges(ctx, &labels, &registered_now);
     if !rejected.is_empty() {
         // Not hot: the error makes the binding's backoff schedule the retry.
-        let written = plan.register.len() + plan.register_any_az.len() + plan.deregister.len() - rejected.len();
-        status::set_not_ready(ctx, &tgb, "TargetRejected", &rejected_message(&tgb, &arn, &rejected, written)).await?;
+        status::set_not_ready(ctx, &tgb, "TargetRejected", &rejected_message(&tgb, &arn, &rejected)).await?;
         return Err(Error::Refused(format!(
             "{} target(s) of TargetGroupBinding {}/{} refused by AWS (see its Ready condition); retrying with backoff",
             rejected.len(),
@@ -668,12 +670,7 @@ fn aws_reason(e: &AwsError) -> String {
 }
 
 /// The Ready condition (and Warning) for targets AWS refused on their own.
-fn rejected_message(
-    tgb: &TargetGroupBinding,
-    arn: &str,
-    rejected: &[(TargetWrite, Rejected)],
-    written: usize,
-) -> String {
+fn rejected_message(tgb: &TargetGroupBinding, arn: &str, rejected: &[(TargetWrite, Rejected)]) -> String {
     let list: Vec<String> = rejected
         .iter()
         .take(5)
@@ -681,8 +678,8 @@ fn rejected_message(
         .collect();
     let more = if rejected.len() > 5 { format!(" and {} more", rejected.len() - 5) } else { String::new() };
     format!(
-        "AWS refused target {}{more} of TargetGroupBinding {}/{} (target group {arn}); the other {written} targets of \
-         the plan were written. The refused ones are retried with the binding's backoff. Fix what AWS names: a pod IP \
+        "AWS refused target {}{more} of TargetGroupBinding {}/{} (target group {arn}); the other targets of the plan \
+         were written. The refused ones are retried with the binding's backoff. Fix what AWS names: a pod IP \
          outside the target group's VPC subnets, a port the target group cannot use, or a target registered in too \
          many target groups",
         list.join(", "),
