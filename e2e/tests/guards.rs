@@ -80,6 +80,19 @@ impl Ctx {
     }
 }
 
+/// Deletes the namespace's bindings and waits until their finalizers ran (while `ctl` still
+/// runs), then the namespace: no binding is left for a later controller that watches every
+/// namespace to act on.
+async fn teardown(client: &Client, ns: &str, _ctl: &ControllerProc) {
+    let tgbs: Api<TargetGroupBinding> = Api::namespaced(client.clone(), ns);
+    let _ = tgbs.delete_collection(&DeleteParams::default(), &Default::default()).await;
+    eventually(&format!("bindings of {ns} gone"), 60, || async {
+        tgbs.list(&Default::default()).await.ok()?.items.is_empty().then_some(())
+    })
+    .await;
+    kube_util::delete_namespace(client, ns).await;
+}
+
 fn targets(ips: &[&str]) -> BTreeSet<String> {
     ips.iter().map(|ip| format!("{ip}:8080")).collect()
 }
@@ -142,7 +155,7 @@ async fn renamed_service_port_keeps_targets() {
     })
     .await;
     assert_eq!(aws::registered(&c.elb, &arn).await, targets(&ips));
-    kube_util::delete_namespace(&c.client, &ns).await;
+    teardown(&c.client, &ns, &ctl).await;
 }
 
 /// Writes a fresh self-signed serving certificate for 127.0.0.1; returns its PEM (the CA bundle).
@@ -227,6 +240,7 @@ async fn foreign_target_group_is_denied_and_never_written() {
         .expect("untagged target group admitted");
     assert!(tgbs.get_opt("stolen").await.unwrap().is_none());
     vwcs.delete(&vwc_name, &DeleteParams::default()).await.unwrap();
+    teardown(&c.client, &ns, &ctl).await;
     ctl.kill();
 
     // 2. Webhook bypassed: the binding exists; the reconciler refuses it and writes nothing.
@@ -271,7 +285,6 @@ async fn foreign_target_group_is_denied_and_never_written() {
     .await;
     assert_eq!(writes(&c.calls_of(&ctl, mark).await, &ctl.access_key), Vec::<String>::new());
     assert_eq!(aws::registered(&c.elb, &foreign).await, theirs);
-    kube_util::delete_namespace(&c.client, &ns).await;
     kube_util::delete_namespace(&c.client, &ns_b).await;
     let _ = std::fs::remove_dir_all(cert_dir);
 }
@@ -343,5 +356,5 @@ async fn poisoned_target_does_not_block_its_batch() {
         (ready_reason(&c.client, &ns, "web").await.as_deref() == Some("Synced")).then_some(())
     })
     .await;
-    kube_util::delete_namespace(&c.client, &ns).await;
+    teardown(&c.client, &ns, &ctl).await;
 }
