@@ -8,6 +8,7 @@ use async_trait::async_trait;
 use aws_sdk_elasticloadbalancingv2 as elbv2;
 use elbv2::types::TargetDescription;
 use lbc_model::target::{HealthState, Target, TargetHealth};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// What the controller needs to know about a target group.
@@ -68,6 +69,9 @@ pub trait ElbV2: Send + Sync {
         }
         Ok(out)
     }
+    /// The target group's tags (one DescribeTags call); `None` when AWS says it does not exist.
+    /// Used to tell target groups of another cluster or stack from ours or a user's.
+    async fn target_group_tags(&self, arn: &str) -> Result<Option<BTreeMap<String, String>>, AwsError>;
     /// The target group with this name, or `None`.
     async fn describe_target_group_by_name(&self, name: &str) -> Result<Option<TargetGroupInfo>, AwsError>;
     /// Health of the given targets, or of every registered target when `targets` is `None`.
@@ -192,6 +196,26 @@ impl ElbV2 for SdkElbV2 {
             out.extend(page.target_groups().iter().map(to_info));
         }
         Ok(out)
+    }
+
+    async fn target_group_tags(&self, arn: &str) -> Result<Option<BTreeMap<String, String>>, AwsError> {
+        const OP: &str = "DescribeTags";
+        let out = self
+            .runner
+            .run(SVC, OP, || async { self.client.describe_tags().resource_arns(arn).send().await.map_err(sdk_err(OP)) })
+            .await;
+        match out {
+            Ok(o) => Ok(Some(
+                o.tag_descriptions()
+                    .iter()
+                    .filter(|d| d.resource_arn() == Some(arn))
+                    .flat_map(|d| d.tags())
+                    .filter_map(|t| Some((t.key()?.to_string(), t.value().unwrap_or_default().to_string())))
+                    .collect(),
+            )),
+            Err(e) if e.kind == crate::error::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     async fn describe_target_group_by_name(&self, name: &str) -> Result<Option<TargetGroupInfo>, AwsError> {

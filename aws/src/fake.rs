@@ -21,6 +21,7 @@ pub struct FakeCall {
 #[derive(Default)]
 struct State {
     groups: HashMap<String, TargetGroupInfo>,
+    tags: HashMap<String, BTreeMap<String, String>>,
     targets: HashMap<String, BTreeMap<Target, TargetHealth>>,
     calls: Vec<FakeCall>,
     /// (operation, error kind) queued failures, consumed in order.
@@ -40,6 +41,12 @@ impl FakeElbV2 {
         let mut s = self.state.lock().unwrap();
         s.targets.entry(info.arn.clone()).or_default();
         s.groups.insert(info.arn.clone(), info);
+    }
+
+    /// Sets a target group's tags (as DescribeTags returns them).
+    pub fn set_tags(&self, arn: &str, tags: &[(&str, &str)]) {
+        let tags = tags.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        self.state.lock().unwrap().tags.insert(arn.to_string(), tags);
     }
 
     pub fn remove_target_group(&self, arn: &str) {
@@ -121,6 +128,11 @@ impl ElbV2 for FakeElbV2 {
         arns.iter()
             .map(|a| s.groups.get(a).cloned().ok_or_else(|| Self::not_found("DescribeTargetGroups", a)))
             .collect()
+    }
+
+    async fn target_group_tags(&self, arn: &str) -> Result<Option<BTreeMap<String, String>>, AwsError> {
+        let s = self.enter("DescribeTags", arn, 0)?;
+        Ok(s.groups.contains_key(arn).then(|| s.tags.get(arn).cloned().unwrap_or_default()))
     }
 
     async fn describe_target_group_by_name(&self, name: &str) -> Result<Option<TargetGroupInfo>, AwsError> {

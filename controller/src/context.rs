@@ -19,6 +19,8 @@ use tokio::time::Instant;
 /// Tunables of the TargetGroupBinding reconciler (from flags).
 #[derive(Clone, Debug)]
 pub struct TgbConfig {
+    /// `--cluster-name`: target groups tagged for another cluster are not written to.
+    pub cluster_name: String,
     pub cluster_vpc_id: String,
     pub batch_size: usize,
     pub allow_outside_vpc: bool,
@@ -67,6 +69,8 @@ pub struct Context {
     /// reconciles of a cold start wait for one batched DescribeTargetGroups instead of each
     /// making their own.
     pub target_group_fetch: tokio::sync::Mutex<()>,
+    /// Tags per target group ARN, read once per process (single flight): who owns the group.
+    pub target_group_tags: Mutex<HashMap<String, Arc<OnceCell<lbc_model::lb::Tags>>>>,
     /// VPC CIDRs per VPC ID, fetched once: concurrent first lookups wait for the one in flight.
     pub vpcs: Mutex<HashMap<String, Arc<OnceCell<VpcCidrs>>>>,
 }

@@ -115,6 +115,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         recorder,
         metrics: metrics.clone(),
         cfg: TgbConfig {
+            cluster_name: args.cluster_name.clone(),
             cluster_vpc_id: args.aws_vpc_id.clone(),
             batch_size: args.targetgroupbinding_batch_size.max(1),
             allow_outside_vpc: args.allow_targets_outside_vpc,
@@ -127,6 +128,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         bindings: Default::default(),
         target_groups: Default::default(),
         target_group_fetch: Default::default(),
+        target_group_tags: Default::default(),
         vpcs: Default::default(),
     });
 
@@ -325,6 +327,7 @@ fn spawn_webhook(
         service_mutator: args.enable_service_mutator_webhook,
         load_balancer_class: args.load_balancer_class.clone(),
         ingress: args.ingress_select_config(),
+        cluster_name: args.cluster_name.clone(),
         ..Default::default()
     };
     let state = Arc::new(lbc_webhook::WebhookState::new(Arc::new(view), elb, config));

@@ -6,7 +6,8 @@ ListCertificates name summaries and pages in acm_patches.py):
   * ELBv2 targets keyed by (Id, Port) instead of Id only;
   * target health over time (initial -> healthy/unhealthy, draining for the deregistration delay), with
     policies per target / target group / global and forced states;
-  * fault injection (error code, HTTP status, latency) by service + operation (+ target group);
+  * fault injection (error code, HTTP status, latency) by service + operation (+ target group, + target ID:
+    the fault fires only on calls whose Targets include that ID, e.g. one poison target in a batch);
   * optional per-account token buckets (AWS-like throttling);
   * a bounded log of every AWS call;
   * a JSON control API under /_awsemu/ (moto's own /moto-api/ stays reachable).
@@ -556,6 +557,11 @@ def _matches_ops(spec: Any, operation: str) -> bool:
     return re.fullmatch(spec, operation) is not None
 
 
+def _has_target(target_ids: list[str] | None, wanted: str) -> bool:
+    """Whether a call's targets (`Id:Port` or `Id`) include `wanted`, given as `Id` (any port) or `Id:Port`."""
+    return any(t == wanted or t.rsplit(":", 1)[0] == wanted for t in target_ids or [])
+
+
 def pick_faults(req: dict[str, Any]) -> tuple[float, dict[str, Any] | None]:
     """Returns (latency_ms, error rule or None); consumes counts of the rules that fire."""
     latency, err = 0.0, None
@@ -566,6 +572,8 @@ def pick_faults(req: dict[str, Any]) -> tuple[float, dict[str, Any] | None]:
             if not _matches_ops(rule.get("operation"), req["operation"]):
                 continue
             if rule.get("target_group_arn") and rule["target_group_arn"] != req["target_group_arn"]:
+                continue
+            if rule.get("target_id") and not _has_target(req.get("target_ids"), rule["target_id"]):
                 continue
             if rule.get("remaining") is not None and rule["remaining"] <= 0:
                 continue
@@ -743,7 +751,7 @@ def control(method: str, path: str, query: dict[str, list[str]], body: dict[str,
             code = body.get("code")
             rule = {
                 "id": f"f{STATE.fault_seq}", "service": body.get("service"), "operation": op,
-                "target_group_arn": body.get("target_group_arn"), "code": code,
+                "target_group_arn": body.get("target_group_arn"), "target_id": body.get("target_id"), "code": code,
                 "http_status": int(body.get("http_status") or (default_status(code) if code else 200)),
                 "message": body.get("message") or ("Rate exceeded" if code == "Throttling" else
                                                    f"Injected fault {code}" if code else None),

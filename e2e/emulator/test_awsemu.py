@@ -215,6 +215,36 @@ def test_fault_throttling_by_count_and_target_group(emu, aws):
     assert ctl(emu, "GET", "faults")[1]["faults"] == []
 
 
+def test_fault_on_one_target_id(emu, aws):
+    tg = aws.tg("poison")
+    st, out = ctl(emu, "POST", "faults", {"service": "elasticloadbalancing", "operation": "RegisterTargets",
+                                          "target_group_arn": tg, "target_id": "10.0.6.2", "code": "InvalidTarget",
+                                          "message": "The IP address 10.0.6.2 is not valid"})
+    assert st == 200 and out["fault"]["target_id"] == "10.0.6.2"
+    # A batch containing the ID fails as a whole, whatever the port ...
+    with pytest.raises(ClientError) as e:
+        aws.elb.register_targets(TargetGroupArn=tg, Targets=[{"Id": "10.0.6.1", "Port": 80},
+                                                             {"Id": "10.0.6.2", "Port": 8080}])
+    assert code_of(e) == "InvalidTarget"
+    assert e.value.response["Error"]["Message"] == "The IP address 10.0.6.2 is not valid"
+    assert aws.health(tg) == {}
+    # ... a batch without it goes through (a prefix of the ID does not match), every time.
+    for ip in ("10.0.6.1", "10.0.6.20"):
+        aws.elb.register_targets(TargetGroupArn=tg, Targets=[{"Id": ip, "Port": 80}])
+    assert set(aws.health(tg)) == {("10.0.6.1", 80), ("10.0.6.20", 80)}
+    # Id:Port form matches that port only; other operations are untouched.
+    ctl(emu, "DELETE", f"faults/{out['id']}")
+    ctl(emu, "POST", "faults", {"service": "elasticloadbalancing", "operation": "RegisterTargets",
+                                "target_id": "10.0.6.3:81", "code": "InvalidTarget"})
+    aws.elb.register_targets(TargetGroupArn=tg, Targets=[{"Id": "10.0.6.3", "Port": 80}])
+    with pytest.raises(ClientError):
+        aws.elb.register_targets(TargetGroupArn=tg, Targets=[{"Id": "10.0.6.3", "Port": 81}])
+    aws.elb.deregister_targets(TargetGroupArn=tg, Targets=[{"Id": "10.0.6.3", "Port": 80}])
+    calls = ctl(emu, "GET", f"calls?target_group_arn={tg}")[1]["calls"]
+    assert [c["outcome"] for c in calls if c["operation"] == "RegisterTargets"] == ["error", "ok", "ok", "ok", "error"]
+    assert ctl(emu, "DELETE", "faults")[0] == 200
+
+
 def test_latency_injection(emu, aws):
     aws.elb.describe_load_balancers()  # warm up
     t0 = time.monotonic()

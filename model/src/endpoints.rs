@@ -11,12 +11,16 @@
 //!   turn True once the target is registered and healthy;
 //! - a terminating endpoint is never a target: deregistration starts the moment Kubernetes marks
 //!   it terminating, not when the pod object finally disappears.
+//!
+//! For the refuse-to-wipe guard, live endpoints are counted across ALL of the Service's slices,
+//! whatever their port names or address family: a renamed Service port (slices still carrying
+//! the old name) must not look like a Service without backends.
 
 use crate::crd::TargetGroupIpAddressType;
 use crate::pod::{NodeReadiness, PodInfo};
 use crate::target::Target;
 use k8s_openapi::api::core::v1::{Service, ServicePort};
-use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::discovery::v1::{Endpoint, EndpointSlice};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -46,13 +50,33 @@ pub struct EndpointStats {
     pub pod_unknown: usize,
     /// Slices skipped because they do not carry the bound port.
     pub slices_without_port: usize,
+    /// Non-terminating endpoints in every slice of the Service, whatever their ports or family.
+    pub live_any: usize,
+    /// The Service port the binding looks for, as shown to users (`80 ("http")`).
+    pub wanted_port: String,
+    /// The ports the slices carry (`8080 ("web")`), all families, sorted, deduplicated.
+    pub slice_ports: Vec<String>,
 }
 
 impl EndpointStats {
-    /// Endpoints that are not terminating: evidence that the Service still has backends, so
-    /// an empty desired set is suspicious rather than a scale-to-zero.
+    /// Endpoints that are not terminating, in any slice of the Service: evidence that the
+    /// Service still has backends, so an empty desired set is suspicious rather than a
+    /// scale-to-zero.
     pub fn live(&self) -> usize {
-        self.seen - self.terminating
+        self.live_any
+    }
+}
+
+fn terminating(ep: &Endpoint) -> bool {
+    ep.conditions.as_ref().and_then(|c| c.terminating) == Some(true)
+}
+
+/// `port ("name")`, or the bare number when unnamed.
+fn show_port(name: Option<&str>, port: Option<i32>) -> String {
+    let port = port.map_or_else(|| "?".to_string(), |p| p.to_string());
+    match name {
+        Some(n) if !n.is_empty() => format!("{port} ({n:?})"),
+        _ => port,
     }
 }
 
@@ -140,8 +164,14 @@ where
     };
     let port_name = input.service_port.name.as_deref().unwrap_or("");
     let mut out = DesiredTargets::default();
+    out.stats.wanted_port = show_port(Some(port_name), Some(input.service_port.port));
+    let mut slice_ports = std::collections::BTreeSet::new();
 
     for slice in slices {
+        for p in slice.ports.as_deref().unwrap_or_default() {
+            slice_ports.insert(show_port(p.name.as_deref(), p.port));
+        }
+        out.stats.live_any += slice.endpoints.iter().filter(|ep| !terminating(ep)).count();
         if slice.address_type != want_type {
             continue;
         }
@@ -161,7 +191,7 @@ where
         for ep in &slice.endpoints {
             out.stats.seen += 1;
             let cond = ep.conditions.as_ref();
-            if cond.and_then(|c| c.terminating) == Some(true) {
+            if terminating(ep) {
                 out.stats.terminating += 1;
                 continue;
             }
@@ -202,6 +232,7 @@ where
             }
         }
     }
+    out.stats.slice_ports = slice_ports.into_iter().collect();
     out
 }
 
@@ -210,7 +241,7 @@ mod tests {
     use super::*;
     use crate::pod::fixtures::{pod, terminating};
     use k8s_openapi::api::core::v1::{ObjectReference, ServiceSpec};
-    use k8s_openapi::api::discovery::v1::{Endpoint, EndpointConditions, EndpointPort};
+    use k8s_openapi::api::discovery::v1::{EndpointConditions, EndpointPort};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
     use std::collections::HashMap;
 
@@ -444,5 +475,99 @@ mod tests {
         assert_eq!(d.stats.terminating, 1);
         assert_eq!(d.stats.pod_unknown, 1);
         assert_eq!(d.stats.live(), 3);
+    }
+
+    /// The wipe guard end to end in the model: slices → desired → plan. A renamed Service port
+    /// (slices still carrying the old name) must never deregister everything.
+    #[test]
+    fn wipe_guard_counts_every_slice_table() {
+        use crate::net::VpcCidrs;
+        use crate::plan::{PlanInput, Refusal, plan};
+        use crate::target::HealthState;
+        use std::collections::{BTreeMap, BTreeSet};
+        let pods = HashMap::new();
+        let registered: BTreeMap<Target, HealthState> = [("10.0.1.5", 8080), ("10.0.1.6", 8080)]
+            .iter()
+            .map(|(ip, p)| (Target::new(ip.parse().unwrap(), *p), HealthState::Healthy))
+            .collect();
+        let vpc = VpcCidrs::default();
+        let up: &[Ep] = &[("10.0.1.5", "a", Some(true), Some(false)), ("10.0.1.6", "b", Some(true), None)];
+        let starting: &[Ep] = &[("10.0.1.5", "a", Some(false), None)];
+        let leaving: &[Ep] = &[("10.0.1.5", "a", Some(false), Some(true)), ("10.0.1.6", "b", Some(true), Some(true))];
+        // (case, Service port name, slices (family, port name, endpoints), refused?, deregistered)
+        #[allow(clippy::type_complexity)] // a table of cases reads best as tuples
+        let cases: Vec<(&str, Option<&str>, Vec<(&str, Option<&str>, &[Ep])>, bool, usize)> = vec![
+            ("port renamed, slices carry the old name", Some("web"), vec![("IPv4", Some("http"), up)], true, 0),
+            ("port named, slices unnamed", Some("web"), vec![("IPv4", None, up)], true, 0),
+            ("port unnamed now, slices named", None, vec![("IPv4", Some("http"), up)], true, 0),
+            (
+                "only the other family's slices are live",
+                Some("http"),
+                vec![("IPv6", Some("http"), &[("fd00::5", "a", Some(true), None)])],
+                true,
+                0,
+            ),
+            ("endpoints not ready yet (no gate)", Some("http"), vec![("IPv4", Some("http"), starting)], true, 0),
+            (
+                "every endpoint terminating: the wipe goes ahead",
+                Some("web"),
+                vec![("IPv4", Some("http"), leaving)],
+                false,
+                2,
+            ),
+            ("no slices at all: scaled to zero", Some("http"), vec![], false, 2),
+            ("empty slice", Some("http"), vec![("IPv4", Some("http"), &[])], false, 2),
+            ("names match: nothing to do", Some("http"), vec![("IPv4", Some("http"), up)], false, 0),
+        ];
+        for (what, name, slices, refused, dereg) in cases {
+            let sp = ServicePort { name: name.map(str::to_string), port: 80, ..Default::default() };
+            let slices: Vec<EndpointSlice> = slices.iter().map(|(f, n, eps)| slice(f, &[(*n, 8080)], eps)).collect();
+            let d = run(&sp, TargetGroupIpAddressType::Ipv4, &slices, &pods, NodeReadiness::Ready);
+            let input = PlanInput {
+                desired: d.targets.keys().copied().collect::<BTreeSet<_>>(),
+                registered: &registered,
+                owned: None,
+                vpc: &vpc,
+                allow_outside_vpc: false,
+                live_endpoints: d.stats.live(),
+                wanted_port: &d.stats.wanted_port,
+                slice_ports: &d.stats.slice_ports,
+            };
+            match plan(&input) {
+                Err(e @ Refusal::WouldDeregisterAll { .. }) => {
+                    assert!(refused, "{what}: refused unexpectedly: {e}");
+                    let msg = e.to_string();
+                    let wanted = match name {
+                        Some(n) => format!("Service port 80 ({n:?})"),
+                        None => "Service port 80 ".to_string(),
+                    };
+                    assert!(msg.contains(&wanted), "{what}: {msg}");
+                    assert!(msg.contains("the slices carry ports 8080"), "{what}: {msg}");
+                    assert!(msg.contains("renamed"), "{what}: the fix is named: {msg}");
+                }
+                Ok(p) => {
+                    assert!(!refused, "{what}: not refused, plan {p:?}");
+                    assert_eq!(p.deregister.len(), dereg, "{what}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn live_count_and_ports_cover_all_slices() {
+        let pods = HashMap::new();
+        let sp = ServicePort { name: Some("web".into()), port: 80, ..Default::default() };
+        let a = slice("IPv4", &[(Some("http"), 8080), (Some("admin"), 9000)], &[("10.0.1.5", "a", Some(true), None)]);
+        let b = slice(
+            "IPv6",
+            &[(Some("http"), 8080)],
+            &[("fd00::5", "a", Some(false), None), ("fd00::6", "b", None, Some(true))],
+        );
+        let d = run(&sp, TargetGroupIpAddressType::Ipv4, &[a, b], &pods, NodeReadiness::Ready);
+        assert!(d.targets.is_empty());
+        assert_eq!(d.stats.live(), 2, "one IPv4 + one not-terminating IPv6 endpoint");
+        assert_eq!(d.stats.seen, 0, "no slice of the family carries the port");
+        assert_eq!(d.stats.wanted_port, "80 (\"web\")");
+        assert_eq!(d.stats.slice_ports, ["8080 (\"http\")", "9000 (\"admin\")"]);
     }
 }

@@ -20,6 +20,8 @@
 //! - [`throttle`]: client-side AWS API rate limits (`--aws-api-throttle`).
 //! - [`lease`]: leader election: when to take the Lease, how long leadership lasts after a renewal.
 //! - [`cilium`]: pod IP → ENI from CiliumNode objects (ENI IPAM mode), merged with EC2 results.
+//! - [`tg_ownership`]: whether a binding may write to a target group, from its cluster/stack tags.
+//! - [`poison`]: isolating the one target AWS refuses, so the rest of its batch goes through.
 
 pub mod admission;
 pub mod annotations;
@@ -34,7 +36,9 @@ pub mod names;
 pub mod net;
 pub mod plan;
 pub mod pod;
+pub mod poison;
 pub mod readiness;
 pub mod service;
 pub mod target;
+pub mod tg_ownership;
 pub mod throttle;

@@ -23,9 +23,13 @@ pub struct PlanInput<'a> {
     pub vpc: &'a VpcCidrs,
     /// Register out-of-VPC IPs with `AvailabilityZone=all` instead of refusing them.
     pub allow_outside_vpc: bool,
-    /// Non-terminating endpoints the Service's synced EndpointSlices hold (see
-    /// [`crate::endpoints::EndpointStats::live`]).
+    /// Non-terminating endpoints the Service's synced EndpointSlices hold, in every slice
+    /// whatever its ports or family (see [`crate::endpoints::EndpointStats::live`]).
     pub live_endpoints: usize,
+    /// The Service port the binding looks for in the slices, for the refusal message.
+    pub wanted_port: &'a str,
+    /// The ports the slices carry, for the refusal message.
+    pub slice_ports: &'a [String],
 }
 
 /// The AWS writes that bring the target group in line.
@@ -58,10 +62,13 @@ impl Plan {
 pub enum Refusal {
     #[error(
         "refusing to deregister all {registered} registered targets: the Service's EndpointSlices still hold \
-         {live_endpoints} live endpoints but none of them qualifies as a target (not ready, wrong port or IP family). \
-         Check the pods' readiness and spec.serviceRef.port; targets are kept until endpoints are really gone"
+         {live_endpoints} live endpoints but none of them qualifies as a target. The binding looks for Service port \
+         {wanted_port} in the slices (matched by port name); the slices carry {slice_ports}. If the Service port was \
+         renamed, the EndpointSlices still carry the old name: make them carry the new one (for a selector-less \
+         Service, update the slices you manage) or rename the port back; if the ports match, check the pods' readiness \
+         and IP family. Targets are kept until the endpoints are really gone"
     )]
-    WouldDeregisterAll { registered: usize, live_endpoints: usize },
+    WouldDeregisterAll { registered: usize, live_endpoints: usize, wanted_port: String, slice_ports: String },
 }
 
 /// Computes the plan. Draining targets do not count as registered: an endpoint that comes back
@@ -95,7 +102,16 @@ pub fn plan(input: &PlanInput<'_>) -> Result<Plan, Refusal> {
     let ours_registered = current.len() - out.foreign_kept;
     let wipes_all = ours_registered > 0 && out.deregister.len() == ours_registered && input.desired.is_empty();
     if wipes_all && input.live_endpoints > 0 {
-        return Err(Refusal::WouldDeregisterAll { registered: ours_registered, live_endpoints: input.live_endpoints });
+        return Err(Refusal::WouldDeregisterAll {
+            registered: ours_registered,
+            live_endpoints: input.live_endpoints,
+            wanted_port: input.wanted_port.to_string(),
+            slice_ports: if input.slice_ports.is_empty() {
+                "no ports".to_string()
+            } else {
+                format!("ports {}", input.slice_ports.join(", "))
+            },
+        });
     }
     Ok(out)
 }
@@ -129,7 +145,16 @@ mod tests {
         registered: &'a BTreeMap<Target, HealthState>,
         vpc: &'a VpcCidrs,
     ) -> PlanInput<'a> {
-        PlanInput { desired, registered, owned: None, vpc, allow_outside_vpc: false, live_endpoints: 0 }
+        PlanInput {
+            desired,
+            registered,
+            owned: None,
+            vpc,
+            allow_outside_vpc: false,
+            live_endpoints: 0,
+            wanted_port: "80 (\"http\")",
+            slice_ports: &[],
+        }
     }
 
     #[test]
@@ -186,7 +211,7 @@ mod tests {
         let v = vpc();
         let input = PlanInput { live_endpoints: 2, ..input(BTreeSet::new(), &registered, &v) };
         let e = plan(&input).unwrap_err();
-        assert_eq!(e, Refusal::WouldDeregisterAll { registered: 2, live_endpoints: 2 });
+        assert!(matches!(e, Refusal::WouldDeregisterAll { registered: 2, live_endpoints: 2, .. }), "{e:?}");
         assert!(e.to_string().contains("refusing to deregister all 2 registered targets"));
         // Truly empty (scaled to zero, or every endpoint terminating): the wipe goes ahead.
         let p = plan(&PlanInput { live_endpoints: 0, ..input.clone() }).unwrap();

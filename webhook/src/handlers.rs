@@ -19,11 +19,13 @@ use lbc_aws::elbv2::TargetGroupInfo;
 use lbc_aws::error::ErrorKind;
 use lbc_model::admission::{
     AdmissionOp, GateBinding, TargetGroupFacts, TargetGroupLookup, Violation, default_load_balancer_class,
-    denial_message, namespace_injection_enabled, plan_readiness_gates, target_group_fields_changed,
-    target_group_not_found, tgb_defaults, tgb_lookup, validate_ingress, validate_ingress_class_params,
-    validate_tgb_against_target_group, validate_tgb_spec, validate_tgb_unique, validate_tgb_update,
+    denial_message, foreign_target_group, namespace_injection_enabled, plan_readiness_gates,
+    target_group_fields_changed, target_group_not_found, tgb_defaults, tgb_lookup, validate_ingress,
+    validate_ingress_class_params, validate_tgb_against_target_group, validate_tgb_spec, validate_tgb_unique,
+    validate_tgb_update,
 };
 use lbc_model::crd::{IngressClassParams, TargetGroupBinding};
+use lbc_model::tg_ownership::foreign_by_tags;
 use serde::de::DeserializeOwned;
 use std::future::Future;
 use std::sync::Arc;
@@ -278,6 +280,36 @@ async fn describe(s: &WebhookState, lookup: &TargetGroupLookup) -> Result<Option
     }
 }
 
+/// Whether the target group belongs to another cluster or stack (one DescribeTags call).
+async fn owner_violation(s: &WebhookState, tgb: &TargetGroupBinding, arn: &str) -> Result<Option<Violation>, Decision> {
+    let timeout = s.config().aws_timeout;
+    let tags = match tokio::time::timeout(timeout, s.elbv2().target_group_tags(arn)).await {
+        Err(_) => {
+            return Err(Decision::Fail {
+                message: format!(
+                    "AWS did not answer DescribeTags for {arn} within {timeout:?}, so the TargetGroupBinding could not \
+                     be checked for a target group of another cluster or stack. Retry; if it persists, check the \
+                     controller's AWS connectivity and credentials."
+                ),
+                category: "aws_timeout",
+            });
+        }
+        Ok(Err(e)) => {
+            return Err(Decision::Fail {
+                message: format!(
+                    "could not read the tags of target group {arn} in AWS: {e}. The TargetGroupBinding could not be \
+                     checked for a target group of another cluster or stack; retry once AWS answers."
+                ),
+                category: "aws_error",
+            });
+        }
+        // Gone between the two calls: the controller reports it; nothing to check here.
+        Ok(Ok(None)) => return Ok(None),
+        Ok(Ok(Some(tags))) => tags,
+    };
+    Ok(foreign_by_tags(&s.config().cluster_name, tgb, arn, &tags).map(|e| foreign_target_group(&e)))
+}
+
 fn deny(v: &[Violation]) -> Decision {
     Decision::Deny { message: denial_message(v), category: v.first().map_or("invalid", |v| v.category) }
 }
@@ -370,6 +402,13 @@ async fn tgb_validation(s: &WebhookState, req: AdmissionRequest<TargetGroupBindi
             Ok(None) => return deny(&[target_group_not_found(&lookup)]),
             Ok(Some(tg)) => {
                 violations.extend(validate_tgb_against_target_group(&new.spec, &tg));
+                let mut binding = new.clone();
+                binding.metadata.namespace = Some(ns.to_string());
+                binding.metadata.name = Some(name.to_string());
+                match owner_violation(s, &binding, &tg.arn).await {
+                    Err(d) => return d,
+                    Ok(v) => violations.extend(v),
+                }
                 if let Some(n) = new.spec.target_group_name.as_deref().filter(|n| !n.is_empty() && *n != tg.name)
                     && matches!(lookup, TargetGroupLookup::ByArn(_))
                 {

@@ -67,6 +67,9 @@ pub struct WebhookConfig {
     /// `--disable-ingress-group-name-annotation`: which Ingresses the Ingress validator checks and
     /// which annotations it refuses.
     pub ingress: SelectConfig,
+    /// `--cluster-name`: a target group tagged `elbv2.k8s.aws/cluster` with another value is
+    /// another cluster's (empty: not compared).
+    pub cluster_name: String,
 }
 
 impl Default for WebhookConfig {
@@ -77,6 +80,7 @@ impl Default for WebhookConfig {
             load_balancer_class: DEFAULT_LOAD_BALANCER_CLASS.to_string(),
             aws_timeout: Duration::from_secs(5),
             ingress: SelectConfig::default(),
+            cluster_name: String::new(),
         }
     }
 }

@@ -419,6 +419,9 @@ impl ElbV2 for Silent {
     async fn describe_target_group_by_name(&self, _: &str) -> Result<Option<TargetGroupInfo>, AwsError> {
         std::future::pending().await
     }
+    async fn target_group_tags(&self, _: &str) -> Result<Option<BTreeMap<String, String>>, AwsError> {
+        std::future::pending().await
+    }
     async fn describe_target_health(&self, _: &str, _: Option<&[Target]>) -> Result<Vec<RegisteredTarget>, AwsError> {
         std::future::pending().await
     }
@@ -677,6 +680,55 @@ async fn tgb_finalizer_removal_never_blocked() {
     set(&mut review, "/request/object/metadata/deletionTimestamp", json!("2025-01-01T00:00:00Z"));
     assert_unchanged(&h.post(PATH_VALIDATE_TGB, &review).await);
     assert!(h.aws.calls().is_empty());
+}
+
+/// Target groups of another cluster or stack are denied; untagged ones (Terraform) and the
+/// binding's own stack's are admitted. One DescribeTags per check.
+#[tokio::test]
+async fn tgb_validator_denies_foreign_target_groups() {
+    let config = WebhookConfig { cluster_name: "prod".into(), ..Default::default() };
+    let h = Harness::with_config(StaticClusterView::default(), config);
+    let tags_calls = |h: &Harness| h.aws.calls().iter().filter(|c| c.operation == "DescribeTags").count();
+
+    // Terraform-made (no tags of ours): admitted as before.
+    h.aws.set_tags(ARN, &[("team", "storefront")]);
+    assert_unchanged(&h.post(PATH_VALIDATE_TGB, &defaulted_tgb()).await);
+    assert_eq!(tags_calls(&h), 1);
+
+    // Another cluster's.
+    h.aws.set_tags(ARN, &[("elbv2.k8s.aws/cluster", "staging")]);
+    let msg = assert_denied(
+        &h.post(PATH_VALIDATE_TGB, &defaulted_tgb()).await,
+        403,
+        &["elbv2.k8s.aws/cluster=\"staging\"", "elbv2.k8s.aws/cluster=\"prod\"", "shop/web-tg", ARN],
+    );
+    assert!(msg.contains("Fix:"), "{msg}");
+
+    // Another stack's, for a plain binding.
+    h.aws.set_tags(ARN, &[("elbv2.k8s.aws/cluster", "prod"), ("service.k8s.aws/stack", "other/api")]);
+    assert_denied(
+        &h.post(PATH_VALIDATE_TGB, &defaulted_tgb()).await,
+        403,
+        &["service.k8s.aws/stack=\"other/api\"", "belongs to another stack"],
+    );
+
+    // The binding of the stack that made it (ALBC's stack labels): admitted.
+    let mut own = defaulted_tgb();
+    set(
+        &mut own,
+        "/request/object/metadata/labels",
+        json!({"service.k8s.aws/stack-namespace": "other", "service.k8s.aws/stack-name": "api"}),
+    );
+    assert_unchanged(&h.post(PATH_VALIDATE_TGB, &own).await);
+
+    // A multi-cluster binding may share it (it only deregisters what it registered).
+    let mut multi = defaulted_tgb();
+    set(&mut multi, "/request/object/spec/multiClusterTargetGroup", json!(true));
+    assert_unchanged(&h.post(PATH_VALIDATE_TGB, &multi).await);
+
+    // AWS failing the tag read: a clear error, not a silent admit.
+    h.aws.inject_fault("DescribeTags", ErrorKind::AccessDenied);
+    assert_denied(&h.post(PATH_VALIDATE_TGB, &defaulted_tgb()).await, 500, &["could not read the tags", ARN]);
 }
 
 #[tokio::test]

@@ -18,7 +18,9 @@ use std::sync::Arc;
 pub(super) async fn cleanup(tgb: Arc<TargetGroupBinding>, ctx: &Context) -> Result<Action> {
     let key = ObjectRef::from_obj(tgb.as_ref());
     let ns = tgb.namespace().unwrap_or_default();
-    if let Some(arn) = tgb.spec.target_group_arn.as_deref().filter(|a| !a.is_empty()) {
+    if let Some(arn) = tgb.spec.target_group_arn.as_deref().filter(|a| !a.is_empty())
+        && !super::sync::foreign_on_delete(ctx, &tgb, arn).await?
+    {
         match ctx.elb.describe_target_health(arn, None).await {
             Ok(all) => {
                 let owned =

@@ -28,6 +28,11 @@ fn current_ready(tgb: &TargetGroupBinding) -> Option<&Condition> {
     tgb.status.as_ref().and_then(|s| s.conditions.iter().find(|c| c.type_ == READY))
 }
 
+/// Whether the binding's Ready condition (as cached) is True.
+pub(super) fn is_ready(tgb: &TargetGroupBinding) -> bool {
+    current_ready(tgb).is_some_and(|c| c.status == "True")
+}
+
 /// How the Ready condition and counts we would write differ from the binding's status.
 fn status_change(
     tgb: &TargetGroupBinding,
@@ -102,6 +107,7 @@ pub(super) async fn set_not_ready(ctx: &Context, tgb: &TargetGroupBinding, reaso
 pub(super) async fn set_target_group_missing(ctx: &Context, tgb: &TargetGroupBinding, message: &str) -> Result<()> {
     if let Some(arn) = &tgb.spec.target_group_arn {
         ctx.target_groups.lock().expect("tg cache").remove(arn);
+        ctx.target_group_tags.lock().expect("tag cache").remove(arn);
     }
     ctx.forget(&kube::runtime::reflector::ObjectRef::from_obj(tgb));
     set_not_ready(ctx, tgb, "TargetGroupNotFound", message).await

@@ -8,6 +8,7 @@ use kube::Resource;
 use kube::ResourceExt;
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
+use lbc_aws::AwsError;
 use lbc_aws::elbv2::{DESCRIBE_TARGET_GROUPS_MAX_ARNS, TargetGroupInfo, TargetWrite};
 use lbc_aws::throttle::Permit;
 use lbc_model::checkpoint::checkpoint;
@@ -17,7 +18,9 @@ use lbc_model::names::readiness_gate_condition;
 use lbc_model::net::VpcCidrs;
 use lbc_model::plan::{PlanInput, batches, plan};
 use lbc_model::pod::{NodeReadiness, PodInfo};
+use lbc_model::poison::{Isolation, Rejected, is_poison};
 use lbc_model::target::{HealthState, Target, TargetHealth};
+use lbc_model::tg_ownership::{ForeignTargetGroup, foreign_by_tags};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use tokio::time::Instant;
@@ -156,8 +159,11 @@ async fn prepare(
     let now = Instant::now();
 
     // Nothing changed since the last successful sync (maybe by a previous process): no AWS call.
+    // Not while Ready=False: a refusal (say, a wipe refused) leaves the old checkpoint in place,
+    // and the endpoints coming back to it must still clear the condition.
     let in_sync = pass == Pass::First
         && status::live_checkpoint(ctx, &tgb, key).as_deref() == Some(cp.as_str())
+        && status::is_ready(&tgb)
         && !pending_gates;
     if in_sync {
         let due = ctx.with_state(key, |s| *s.verify_due.get_or_insert_with(|| now + jittered(ctx.cfg.sync_period)));
@@ -178,6 +184,12 @@ async fn prepare(
             tgb.name_any()
         );
         status::set_not_ready(ctx, &tgb, "TargetTypeMismatch", &msg).await?;
+        return Ok(Prepared::Done(Action::await_change()));
+    }
+    // Another cluster's or stack's target group: no write, not even a registration read. The
+    // tags are read once per process, so only a change of the binding brings it back.
+    if let Some(foreign) = foreign_owner(ctx, &tgb, &arn).await? {
+        status::set_not_ready(ctx, &tgb, "TargetGroupNotOwned", &foreign.to_string()).await?;
         return Ok(Prepared::Done(Action::await_change()));
     }
     let vpc = vpc_cidrs(ctx, &tgb, &tg).await?;
@@ -210,6 +222,8 @@ async fn prepare(
         vpc: &vpc,
         allow_outside_vpc: ctx.cfg.allow_outside_vpc,
         live_endpoints: desired.stats.live(),
+        wanted_port: &desired.stats.wanted_port,
+        slice_ports: &desired.stats.slice_ports,
     };
     let labels = crate::metrics::TgbLabels { namespace: ns.clone(), name: tgb.name_any() };
     let plan = match plan(&input) {
@@ -269,16 +283,29 @@ async fn finish(
         report_overlay_ips(ctx, &tgb, &svc, &plan.outside_vpc, &vpc).await;
     }
 
+    let mut rejected = Vec::new();
     if !plan.is_empty() {
         status::clear_checkpoint(ctx, &tgb, key).await?;
-        execute(ctx, &tgb, key, &arn, &plan, owned.as_ref(), permits, dirty_since).await?;
+        rejected = execute(ctx, &tgb, key, &arn, &plan, owned.as_ref(), permits, dirty_since).await?;
     }
+    let refused: BTreeSet<Target> = rejected.iter().map(|(_, r)| r.target).collect();
+    let registered_ok: Vec<Target> = plan.register.iter().filter(|t| !refused.contains(t)).copied().collect();
 
     // Readiness gates: condition patches and a health poll while any gate is pending.
-    let outcome = gates::update(ctx, &tgb, key, &arn, &tg, &desired, &gate, &plan.register).await?;
+    let outcome = gates::update(ctx, &tgb, key, &arn, &tg, &desired, &gate, &registered_ok).await?;
 
     let registered_now = ctx.with_state(key, |s| s.registered.clone().unwrap_or_default());
     status::record_target_gauges(ctx, &labels, &registered_now);
+    if !rejected.is_empty() {
+        // Not hot: the error makes the binding's backoff schedule the retry.
+        status::set_not_ready(ctx, &tgb, "TargetRejected", &rejected_message(&tgb, &arn, &rejected)).await?;
+        return Err(Error::Refused(format!(
+            "{} target(s) of TargetGroupBinding {}/{} refused by AWS (see its Ready condition); retrying with backoff",
+            rejected.len(),
+            tgb.namespace().unwrap_or_default(),
+            tgb.name_any()
+        )));
+    }
     let complete = outcome.pending == 0 && plan.outside_vpc.is_empty();
     let again_in = status::write_back(ctx, &tgb, key, &registered_now, &plan, &desired, &cp, complete).await?;
     let next = if outcome.pending > 0 {
@@ -389,6 +416,45 @@ async fn target_group(ctx: &Context, tgb: &TargetGroupBinding, arn: &str) -> Res
     }
 }
 
+/// Whether the target group belongs to another cluster or stack
+/// ([`lbc_model::tg_ownership::foreign_by_tags`]). Its tags are read once per ARN and
+/// process; concurrent first reads wait for the one in flight.
+pub(super) async fn foreign_owner(
+    ctx: &Context,
+    tgb: &TargetGroupBinding,
+    arn: &str,
+) -> Result<Option<ForeignTargetGroup>> {
+    if tgb.spec.is_multi_cluster() {
+        return Ok(None);
+    }
+    let cell = ctx.target_group_tags.lock().expect("tag cache").entry(arn.to_string()).or_default().clone();
+    let tags = cell
+        .get_or_try_init(|| async {
+            ctx.elb.target_group_tags(arn).await?.ok_or_else(|| AwsError {
+                kind: lbc_aws::error::ErrorKind::NotFound,
+                service: "elasticloadbalancing",
+                operation: "DescribeTags",
+                code: Some("TargetGroupNotFound".into()),
+                message: format!("target group {arn} not found"),
+            })
+        })
+        .await?;
+    Ok(foreign_by_tags(&ctx.cfg.cluster_name, tgb, arn, tags))
+}
+
+/// On deletion: `true` (after an Event) when the target group is another cluster's or stack's,
+/// whose targets a deleted binding must not deregister either. A vanished group is not foreign.
+pub(super) async fn foreign_on_delete(ctx: &Context, tgb: &TargetGroupBinding, arn: &str) -> Result<bool> {
+    let foreign = match foreign_owner(ctx, tgb, arn).await {
+        Err(Error::Aws(e)) if e.kind == lbc_aws::error::ErrorKind::NotFound => None,
+        other => other?,
+    };
+    let Some(foreign) = foreign else { return Ok(false) };
+    let msg = format!("{foreign}. The binding is deleted without deregistering anything");
+    ctx.event(&tgb.object_ref(&()), true, "TargetGroupNotOwned", msg).await;
+    Ok(true)
+}
+
 fn cached_target_group(ctx: &Context, arn: &str) -> Option<TargetGroupInfo> {
     ctx.target_groups.lock().expect("tg cache").get(arn).cloned()
 }
@@ -449,7 +515,9 @@ async fn report_overlay_ips(
 }
 
 /// Carries out a plan: deregistrations and registrations in batches, the two running side by
-/// side so a rolling update's new pods are not queued behind the old ones' removal.
+/// side so a rolling update's new pods are not queued behind the old ones' removal. A batch AWS
+/// refuses because of one target is split until that target is alone (`lbc_model::poison`);
+/// the targets refused on their own are returned, everything else was written.
 #[allow(clippy::too_many_arguments)]
 async fn execute(
     ctx: &Context,
@@ -460,7 +528,7 @@ async fn execute(
     owned: Option<&BTreeSet<Target>>,
     permits: WritePermits,
     dirty_since: Option<std::time::Instant>,
-) -> Result<()> {
+) -> Result<Vec<(TargetWrite, Rejected)>> {
     let WritePermits { register: mut register_permit, deregister: mut deregister_permit } = permits;
     let batch = ctx.cfg.batch_size;
     if let Some(owned) = owned {
@@ -477,58 +545,145 @@ async fn execute(
         let calls = batches(&plan.register, batch)
             .map(|b| (b, None))
             .chain(batches(&plan.register_any_az, batch).map(|b| (b, Some("all"))));
+        let mut out = Written::default();
         for (b, az) in calls {
-            ctx.ensure_leader()?;
-            match register_permit.take() {
-                Some(p) => ctx.elb.register_targets_with(p, arn, b, az).await?,
-                None => ctx.elb.register_targets(arn, b, az).await?,
-            }
+            write_isolating(ctx, arn, TargetWrite::Register, az, &mut register_permit, b, &mut out).await?;
         }
         drop(register_permit);
-        Ok::<_, Error>(())
+        Ok::<_, Error>(out)
     };
     let deregister = async {
         if let (Some(since), false) = (dirty_since, plan.deregister.is_empty()) {
             ctx.metrics.terminating_to_deregister.observe(since.elapsed().as_secs_f64());
         }
+        let mut out = Written::default();
         for b in batches(&plan.deregister, batch) {
-            ctx.ensure_leader()?;
-            match deregister_permit.take() {
-                Some(p) => ctx.elb.deregister_targets_with(p, arn, b).await?,
-                None => ctx.elb.deregister_targets(arn, b).await?,
-            }
+            write_isolating(ctx, arn, TargetWrite::Deregister, None, &mut deregister_permit, b, &mut out).await?;
         }
         drop(deregister_permit);
-        Ok::<_, Error>(())
+        Ok::<_, Error>(out)
     };
     let (r, d) = futures::join!(register, deregister);
-    r?;
-    d?;
+    let (registered, deregistered) = (r?, d?);
     let now = Instant::now();
     ctx.with_state(key, |s| {
         let reg = s.registered.get_or_insert_with(BTreeMap::new);
-        for t in plan.register.iter().chain(&plan.register_any_az) {
+        for t in &registered.done {
             reg.insert(*t, TargetHealth::new(HealthState::Initial));
             s.registered_at.insert(*t, now);
         }
-        for t in &plan.deregister {
+        for t in &deregistered.done {
             reg.remove(t);
             s.registered_at.remove(t);
         }
     });
     if let Some(owned) = owned {
         let mut next: BTreeSet<Target> = owned.clone();
-        next.extend(plan.register.iter().chain(&plan.register_any_az));
-        for t in &plan.deregister {
+        next.extend(&registered.done);
+        for t in &deregistered.done {
             next.remove(t);
         }
         status::write_owned_targets(ctx, tgb, &next).await?;
     }
     tracing::info!(
         binding = %key, target_group = arn,
-        registered = plan.register.len() + plan.register_any_az.len(), deregistered = plan.deregister.len(),
+        registered = registered.done.len(), deregistered = deregistered.done.len(),
+        rejected = registered.rejected.len() + deregistered.rejected.len(),
         calls = plan.call_floor(batch),
         "target group updated"
     );
+    let rejected = registered.rejected.into_iter().map(|r| (TargetWrite::Register, r));
+    Ok(rejected.chain(deregistered.rejected.into_iter().map(|r| (TargetWrite::Deregister, r))).collect())
+}
+
+/// What the calls of one kind of write did.
+#[derive(Default)]
+struct Written {
+    done: Vec<Target>,
+    rejected: Vec<Rejected>,
+}
+
+/// One batch; when AWS refuses it because of a target (`InvalidTarget`), halves it until the bad
+/// targets are alone. Any other failure, or more bad targets than an isolation may chase, fails
+/// the reconcile as before (retried with the binding's backoff).
+#[allow(clippy::too_many_arguments)]
+async fn write_isolating(
+    ctx: &Context,
+    arn: &str,
+    write: TargetWrite,
+    az: Option<&str>,
+    permit: &mut Option<Permit>,
+    batch: &[Target],
+    out: &mut Written,
+) -> Result<()> {
+    ctx.ensure_leader()?;
+    let first = match write_once(ctx, arn, write, az, permit.take(), batch).await {
+        Ok(()) => {
+            out.done.extend_from_slice(batch);
+            return Ok(());
+        }
+        Err(e) if is_poison(e.code.as_deref()) => e,
+        Err(e) => return Err(e.into()),
+    };
+    let mut iso = Isolation::new(batch, &aws_reason(&first));
+    while let Some(group) = iso.next_group() {
+        ctx.ensure_leader()?;
+        match write_once(ctx, arn, write, az, None, &group).await {
+            Ok(()) => iso.record(&group, Ok(())),
+            Err(e) if is_poison(e.code.as_deref()) => iso.record(&group, Err(&aws_reason(&e))),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    if !iso.untried().is_empty() {
+        return Err(first.into());
+    }
+    tracing::warn!(
+        target_group = arn,
+        operation = write.operation(),
+        batch = batch.len(),
+        rejected = iso.rejected.len(),
+        "batch refused because of single targets: isolated them, wrote the rest"
+    );
+    out.done.extend(iso.done);
+    out.rejected.extend(iso.rejected);
     Ok(())
+}
+
+async fn write_once(
+    ctx: &Context,
+    arn: &str,
+    write: TargetWrite,
+    az: Option<&str>,
+    permit: Option<Permit>,
+    targets: &[Target],
+) -> Result<(), AwsError> {
+    match (write, permit) {
+        (TargetWrite::Register, Some(p)) => ctx.elb.register_targets_with(p, arn, targets, az).await,
+        (TargetWrite::Register, None) => ctx.elb.register_targets(arn, targets, az).await,
+        (TargetWrite::Deregister, Some(p)) => ctx.elb.deregister_targets_with(p, arn, targets).await,
+        (TargetWrite::Deregister, None) => ctx.elb.deregister_targets(arn, targets).await,
+    }
+}
+
+fn aws_reason(e: &AwsError) -> String {
+    format!("{}: {}", e.code.as_deref().unwrap_or("error"), e.message)
+}
+
+/// The Ready condition (and Warning) for targets AWS refused on their own.
+fn rejected_message(tgb: &TargetGroupBinding, arn: &str, rejected: &[(TargetWrite, Rejected)]) -> String {
+    let list: Vec<String> = rejected
+        .iter()
+        .take(5)
+        .map(|(w, r)| format!("{} ({} refused: {})", r.target, w.operation(), r.reason))
+        .collect();
+    let more = if rejected.len() > 5 { format!(" and {} more", rejected.len() - 5) } else { String::new() };
+    format!(
+        "AWS refused target {}{more} of TargetGroupBinding {}/{} (target group {arn}); the other targets of the plan \
+         were written. The refused ones are retried with the binding's backoff. Fix what AWS names: a pod IP \
+         outside the target group's VPC subnets, a port the target group cannot use, or a target registered in too \
+         many target groups",
+        list.join(", "),
+        tgb.namespace().unwrap_or_default(),
+        tgb.name_any()
+    )
 }

@@ -28,8 +28,8 @@ pub use tgb_defaults::{
     parse_target_type, tgb_defaults, tgb_lookup,
 };
 pub use tgb_validation::{
-    is_target_group_arn, target_group_fields_changed, target_group_not_found, validate_tgb_against_target_group,
-    validate_tgb_spec, validate_tgb_unique, validate_tgb_update,
+    foreign_target_group, is_target_group_arn, target_group_fields_changed, target_group_not_found,
+    validate_tgb_against_target_group, validate_tgb_spec, validate_tgb_unique, validate_tgb_update,
 };
 
 use std::fmt;

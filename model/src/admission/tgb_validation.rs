@@ -316,6 +316,12 @@ pub fn validate_tgb_against_target_group(spec: &TargetGroupBindingSpec, tg: &Tar
     v
 }
 
+/// The violation for a target group another cluster or stack owns
+/// ([`crate::tg_ownership::foreign_by_tags`]).
+pub fn foreign_target_group(e: &crate::tg_ownership::ForeignTargetGroup) -> Violation {
+    Violation::new("spec.targetGroupARN", "foreign_target_group", e.to_string())
+}
+
 /// The violation for a target group AWS does not know.
 pub fn target_group_not_found(lookup: &TargetGroupLookup) -> Violation {
     let message = match lookup {

@@ -1,0 +1,287 @@
+//! Is this target group ours to write for this binding? Decided from the target group's AWS
+//! tags, so a TargetGroupBinding pointed (by mistake or on purpose) at another cluster's or
+//! another stack's target group can never deregister that owner's targets.
+//!
+//! - `elbv2.k8s.aws/cluster` naming another cluster: foreign.
+//! - `service.k8s.aws/stack` / `ingress.k8s.aws/stack` naming another stack than the binding's
+//!   own (its Service owner reference or ALBC's stack labels): foreign. A plain user binding
+//!   belongs to no stack, so any stack tag makes the target group foreign to it.
+//! - No such tags (made by Terraform, the console…): ours to use, as before.
+//! - `spec.multiClusterTargetGroup: true`: allowed whatever the tags; such a binding only ever
+//!   deregisters the targets it registered itself (ALBC's documented way to share a target group
+//!   a Service stack of another cluster made).
+
+use crate::crd::TargetGroupBinding;
+use crate::lb::Tags;
+use crate::lb::tags::{INGRESS_TAG_PREFIX, SERVICE_TAG_PREFIX, stack_tag_key};
+use crate::names::CLUSTER_TAG;
+
+/// The stack a binding belongs to: `(tag prefix, stack ID)`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BindingStack {
+    pub prefix: &'static str,
+    pub id: String,
+}
+
+/// The stack of a binding, from ALBC's stack labels (`<prefix>/stack-namespace` +
+/// `<prefix>/stack-name`, or `<prefix>/stack` for an explicit IngressGroup) or, for a Service,
+/// its owner reference. `None` for a binding a user wrote.
+pub fn binding_stack(tgb: &TargetGroupBinding) -> Option<BindingStack> {
+    let labels = tgb.metadata.labels.as_ref();
+    let label = |k: String| labels.and_then(|l| l.get(&k)).filter(|v| !v.is_empty());
+    for prefix in [SERVICE_TAG_PREFIX, INGRESS_TAG_PREFIX] {
+        if let (Some(ns), Some(name)) =
+            (label(format!("{prefix}/stack-namespace")), label(format!("{prefix}/stack-name")))
+        {
+            return Some(BindingStack { prefix, id: format!("{ns}/{name}") });
+        }
+        if let Some(group) = label(stack_tag_key(prefix)) {
+            return Some(BindingStack { prefix, id: group.clone() });
+        }
+    }
+    let ns = tgb.metadata.namespace.as_deref().unwrap_or_default();
+    tgb.metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|r| r.kind == "Service" && r.api_version == "v1")
+        .map(|r| BindingStack { prefix: SERVICE_TAG_PREFIX, id: format!("{ns}/{}", r.name) })
+}
+
+/// A target group that belongs to someone else.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "target group {arn} belongs to {owner}: it carries tag {tag}={found:?}, but TargetGroupBinding {binding} expects \
+     {expected}. Writing to it would deregister its owner's targets, so this controller does not touch it. Fix: point \
+     the binding at a target group of its own (one without these tags, or made for this binding's stack); if the \
+     target group is meant to be shared across clusters, set spec.multiClusterTargetGroup: true (each cluster then \
+     deregisters only the targets it registered)"
+)]
+pub struct ForeignTargetGroup {
+    pub arn: String,
+    /// `namespace/name`.
+    pub binding: String,
+    /// "another cluster" or "another stack".
+    pub owner: &'static str,
+    pub tag: String,
+    pub found: String,
+    pub expected: String,
+}
+
+/// The other owner `tags` (the target group's) name, if any: `None` means this binding may write
+/// to it. An empty `cluster` (not configured) skips the cluster comparison; the stack comparison
+/// still applies.
+pub fn foreign_by_tags(cluster: &str, tgb: &TargetGroupBinding, arn: &str, tags: &Tags) -> Option<ForeignTargetGroup> {
+    if tgb.spec.is_multi_cluster() {
+        return None;
+    }
+    let binding = format!(
+        "{}/{}",
+        tgb.metadata.namespace.as_deref().unwrap_or_default(),
+        tgb.metadata.name.as_deref().unwrap_or_default()
+    );
+    let foreign = |owner, tag: &str, found: &str, expected: String| ForeignTargetGroup {
+        arn: arn.to_string(),
+        binding: binding.clone(),
+        owner,
+        tag: tag.to_string(),
+        found: found.to_string(),
+        expected,
+    };
+    if let Some(found) = tags.get(CLUSTER_TAG)
+        && !cluster.is_empty()
+        && found != cluster
+    {
+        return Some(foreign(
+            "another cluster",
+            CLUSTER_TAG,
+            found,
+            format!("{CLUSTER_TAG}={cluster:?} (this cluster)"),
+        ));
+    }
+    let mine = binding_stack(tgb);
+    for prefix in [SERVICE_TAG_PREFIX, INGRESS_TAG_PREFIX] {
+        let key = stack_tag_key(prefix);
+        let Some(found) = tags.get(&key) else { continue };
+        let expected = match &mine {
+            Some(s) if s.prefix == prefix && &s.id == found => continue,
+            Some(s) => format!("{}={:?} (the stack that owns the binding)", stack_tag_key(s.prefix), s.id),
+            None => "no stack tag: a TargetGroupBinding no Service or Ingress owns may only bind target groups \
+                     no Service or Ingress stack made"
+                .to_string(),
+        };
+        return Some(foreign("another stack", &key, found, expected));
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crd::TargetGroupBindingSpec;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+
+    const ARN: &str = "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/tg/0123456789abcdef";
+
+    fn tgb(labels: &[(&str, &str)], owner_service: Option<&str>, multi: bool) -> TargetGroupBinding {
+        TargetGroupBinding {
+            metadata: ObjectMeta {
+                name: Some("web".into()),
+                namespace: Some("shop".into()),
+                labels: Some(labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()),
+                owner_references: owner_service.map(|n| {
+                    vec![OwnerReference {
+                        api_version: "v1".into(),
+                        kind: "Service".into(),
+                        name: n.into(),
+                        uid: "u".into(),
+                        ..Default::default()
+                    }]
+                }),
+                ..Default::default()
+            },
+            spec: TargetGroupBindingSpec { multi_cluster_target_group: multi.then_some(true), ..Default::default() },
+            status: None,
+        }
+    }
+
+    fn tags(kv: &[(&str, &str)]) -> Tags {
+        kv.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn binding_stacks() {
+        let svc_labels = [("service.k8s.aws/stack-namespace", "shop"), ("service.k8s.aws/stack-name", "web")];
+        assert_eq!(
+            binding_stack(&tgb(&svc_labels, None, false)),
+            Some(BindingStack { prefix: SERVICE_TAG_PREFIX, id: "shop/web".into() })
+        );
+        assert_eq!(binding_stack(&tgb(&[], Some("api"), false)).unwrap().id, "shop/api");
+        let group = binding_stack(&tgb(&[("ingress.k8s.aws/stack", "team-a")], None, false)).unwrap();
+        assert_eq!((group.prefix, group.id.as_str()), (INGRESS_TAG_PREFIX, "team-a"));
+        let implicit = [("ingress.k8s.aws/stack-namespace", "shop"), ("ingress.k8s.aws/stack-name", "site")];
+        assert_eq!(binding_stack(&tgb(&implicit, None, false)).unwrap().id, "shop/site");
+        assert_eq!(binding_stack(&tgb(&[("app", "web")], None, false)), None);
+    }
+
+    #[test]
+    fn ownership_table() {
+        let svc = [("service.k8s.aws/stack-namespace", "shop"), ("service.k8s.aws/stack-name", "web")];
+        let ing = [("ingress.k8s.aws/stack", "team-a")];
+        let ours = ("elbv2.k8s.aws/cluster", "prod");
+        // (case, binding labels, owner Service, multi-cluster, target group tags, Err(tag) or Ok)
+        #[allow(clippy::type_complexity)] // a table of cases reads best as tuples
+        let cases: Vec<(&str, &[(&str, &str)], Option<&str>, bool, Vec<(&str, &str)>, Option<&str>)> = vec![
+            ("terraform target group, plain binding", &[], None, false, vec![("team", "x")], None),
+            ("no tags at all", &[], None, false, vec![], None),
+            ("our cluster, no stack: plain binding", &[], None, false, vec![ours], None),
+            ("another cluster", &[], None, false, vec![("elbv2.k8s.aws/cluster", "staging")], Some(CLUSTER_TAG)),
+            (
+                "another cluster, even for our stack",
+                &svc,
+                None,
+                false,
+                vec![("elbv2.k8s.aws/cluster", "staging"), ("service.k8s.aws/stack", "shop/web")],
+                Some(CLUSTER_TAG),
+            ),
+            ("own Service stack by labels", &svc, None, false, vec![ours, ("service.k8s.aws/stack", "shop/web")], None),
+            (
+                "own Service stack by owner reference",
+                &[],
+                Some("web"),
+                false,
+                vec![ours, ("service.k8s.aws/stack", "shop/web")],
+                None,
+            ),
+            (
+                "another Service's stack",
+                &svc,
+                None,
+                false,
+                vec![ours, ("service.k8s.aws/stack", "shop/api")],
+                Some("service.k8s.aws/stack"),
+            ),
+            (
+                "owner reference to another Service",
+                &[],
+                Some("api"),
+                false,
+                vec![ours, ("service.k8s.aws/stack", "shop/web")],
+                Some("service.k8s.aws/stack"),
+            ),
+            (
+                "plain binding, Service stack's target group",
+                &[],
+                None,
+                false,
+                vec![ours, ("service.k8s.aws/stack", "shop/web")],
+                Some("service.k8s.aws/stack"),
+            ),
+            (
+                "plain binding, Ingress stack's target group",
+                &[],
+                None,
+                false,
+                vec![ours, ("ingress.k8s.aws/stack", "team-a")],
+                Some("ingress.k8s.aws/stack"),
+            ),
+            ("own IngressGroup", &ing, None, false, vec![ours, ("ingress.k8s.aws/stack", "team-a")], None),
+            (
+                "another IngressGroup",
+                &ing,
+                None,
+                false,
+                vec![ours, ("ingress.k8s.aws/stack", "team-b")],
+                Some("ingress.k8s.aws/stack"),
+            ),
+            (
+                "Service binding, Ingress stack's target group",
+                &svc,
+                None,
+                false,
+                vec![ours, ("ingress.k8s.aws/stack", "shop/web")],
+                Some("ingress.k8s.aws/stack"),
+            ),
+            ("stack binding, untagged target group", &svc, None, false, vec![], None),
+            (
+                "multi-cluster binding shares another cluster's group",
+                &[],
+                None,
+                true,
+                vec![("elbv2.k8s.aws/cluster", "staging"), ("service.k8s.aws/stack", "shop/web")],
+                None,
+            ),
+        ];
+        for (what, labels, owner, multi, tg_tags, want) in cases {
+            let got = foreign_by_tags("prod", &tgb(labels, owner, multi), ARN, &tags(&tg_tags));
+            match (got, want) {
+                (None, None) => {}
+                (Some(e), Some(tag)) => {
+                    assert_eq!(e.tag, tag, "{what}");
+                    let msg = e.to_string();
+                    assert!(msg.contains(ARN) && msg.contains("shop/web") && msg.contains("Fix:"), "{what}: {msg}");
+                    assert!(msg.contains(&format!("{tag}={:?}", e.found)), "{what}: {msg}");
+                }
+                (got, want) => panic!("{what}: got {got:?}, want {want:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn message_names_tag_found_and_expected() {
+        let e = foreign_by_tags(
+            "prod",
+            &tgb(&[], None, false),
+            ARN,
+            &tags(&[("elbv2.k8s.aws/cluster", "prod"), ("service.k8s.aws/stack", "other/svc")]),
+        )
+        .unwrap();
+        let msg = e.to_string();
+        assert!(msg.contains("service.k8s.aws/stack=\"other/svc\""), "{msg}");
+        assert!(msg.contains("belongs to another stack"), "{msg}");
+        assert!(msg.contains("no stack tag"), "{msg}");
+        let e =
+            foreign_by_tags("prod", &tgb(&[], None, false), ARN, &tags(&[("elbv2.k8s.aws/cluster", "dev")])).unwrap();
+        assert!(e.to_string().contains("expects elbv2.k8s.aws/cluster=\"prod\" (this cluster)"), "{e}");
+    }
+}
