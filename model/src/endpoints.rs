@@ -545,6 +545,7 @@ mod tests {
                     assert!(msg.contains("the slices carry ports 8080"), "{what}: {msg}");
                     assert!(msg.contains("renamed"), "{what}: the fix is named: {msg}");
                 }
+                Err(e) => panic!("{what}: unexpected refusal {e}"),
                 Ok(p) => {
                     assert!(!refused, "{what}: not refused, plan {p:?}");
                     assert_eq!(p.deregister.len(), dereg, "{what}");

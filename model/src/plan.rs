@@ -69,6 +69,14 @@ pub enum Refusal {
          and IP family. Targets are kept until the endpoints are really gone"
     )]
     WouldDeregisterAll { registered: usize, live_endpoints: usize, wanted_port: String, slice_ports: String },
+    #[error(
+        "refusing to deregister all {registered} registered targets: the Service's {live_endpoints} live endpoints \
+         have only pod IPs outside the VPC CIDRs ({outside_vpc} of them, see the PodIPsOutsideVPC warning), which are \
+         not registered. Emptying the target group would take the load balancer down; the registered targets are \
+         kept until pods get VPC IPs again (Cilium in ENI mode) or the controller runs with \
+         --allow-targets-outside-vpc=true because the VPC routes those addresses"
+    )]
+    WouldDeregisterAllForOutsideVpc { registered: usize, live_endpoints: usize, outside_vpc: usize },
 }
 
 /// Computes the plan. Draining targets do not count as registered: an endpoint that comes back
@@ -100,7 +108,18 @@ pub fn plan(input: &PlanInput<'_>) -> Result<Plan, Refusal> {
     }
 
     let ours_registered = current.len() - out.foreign_kept;
-    let wipes_all = ours_registered > 0 && out.deregister.len() == ours_registered && input.desired.is_empty();
+    // After the plan none of our targets would be left and none would come: the group is emptied.
+    let wipes_all = ours_registered > 0
+        && out.deregister.len() == ours_registered
+        && out.register.is_empty()
+        && out.register_any_az.is_empty();
+    if wipes_all && input.live_endpoints > 0 && !out.outside_vpc.is_empty() {
+        return Err(Refusal::WouldDeregisterAllForOutsideVpc {
+            registered: ours_registered,
+            live_endpoints: input.live_endpoints,
+            outside_vpc: out.outside_vpc.len(),
+        });
+    }
     if wipes_all && input.live_endpoints > 0 {
         return Err(Refusal::WouldDeregisterAll {
             registered: ours_registered,
@@ -233,6 +252,20 @@ mod tests {
         let p = plan(&PlanInput { allow_outside_vpc: true, ..input }).unwrap();
         assert_eq!(p.register_any_az.len(), 2);
         assert!(p.outside_vpc.is_empty());
+    }
+
+    #[test]
+    fn pods_moved_to_overlay_ips_never_empty_the_group() {
+        let registered = reg(&[("10.0.0.1:80", HealthState::Healthy)]);
+        let v = vpc();
+        let base = input(set(&["10.42.7.9:80"]), &registered, &v);
+        let e = plan(&PlanInput { live_endpoints: 1, ..base.clone() }).unwrap_err();
+        assert_eq!(e, Refusal::WouldDeregisterAllForOutsideVpc { registered: 1, live_endpoints: 1, outside_vpc: 1 });
+        assert!(e.to_string().contains("--allow-targets-outside-vpc"), "{e}");
+        // Endpoints gone: the group may empty. Opted in: the overlay IPs are registered instead.
+        assert_eq!(plan(&PlanInput { live_endpoints: 0, ..base.clone() }).unwrap().deregister.len(), 1);
+        let p = plan(&PlanInput { live_endpoints: 1, allow_outside_vpc: true, ..base }).unwrap();
+        assert_eq!((p.register_any_az.len(), p.deregister.len()), (1, 1));
     }
 
     #[test]
