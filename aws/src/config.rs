@@ -111,13 +111,24 @@ pub async fn build_clients(s: &ClientSettings) -> Clients {
     }
 }
 
-/// Parses `k=v,k=v` maps (`--default-tags` style).
-pub fn parse_map(flag: &str) -> HashMap<String, String> {
-    flag.split(',')
-        .filter_map(|kv| kv.split_once('='))
-        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
-        .filter(|(k, _)| !k.is_empty())
-        .collect()
+/// Parses `k=v,k=v` maps (`--default-tags` style). `flag` names the flag in errors. An entry
+/// without `=` or with an empty key is an error, never dropped: a tag silently missing from every
+/// resource is found months later.
+pub fn parse_map(flag: &str, value: &str) -> Result<HashMap<String, String>, String> {
+    let mut out = HashMap::new();
+    for entry in value.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        match entry.split_once('=') {
+            Some((k, v)) if !k.trim().is_empty() => {
+                out.insert(k.trim().to_string(), v.trim().to_string());
+            }
+            _ => {
+                return Err(format!(
+                    "invalid {flag} entry {entry:?}: expected key=value pairs separated by commas, e.g. {flag}=team=core,env=prod"
+                ));
+            }
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -140,8 +151,14 @@ mod tests {
 
     #[test]
     fn maps_parse() {
-        let m = parse_map("team=core, env=prod,bad");
+        let m = parse_map("--default-tags", "team=core, env=prod,empty=").unwrap();
         assert_eq!(m.get("team").map(String::as_str), Some("core"));
-        assert_eq!(m.len(), 2);
+        assert_eq!(m.get("empty").map(String::as_str), Some(""));
+        assert_eq!(m.len(), 3);
+        assert!(parse_map("--default-tags", "").unwrap().is_empty());
+        for bad in ["team=core,bad", "=v", "a=b, =c"] {
+            let e = parse_map("--default-tags", bad).unwrap_err();
+            assert!(e.contains("--default-tags") && e.contains("key=value"), "{bad}: {e}");
+        }
     }
 }

@@ -35,6 +35,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     if args.aws_region.is_empty() {
         bail!("--aws-region (or AWS_REGION) is required: the instance metadata service is never used to guess it");
     }
+    // Flag values are checked before anything connects: a bad one stops the process with its message.
+    service_config(&args)?;
+    backend_rules_config(&args)?;
     // Only the leader writes: `leader_rx` closes the AWS write gate and the gated kube client.
     let (leader_tx, leader_rx) = watch::channel(false);
     let (client, writer) = kube_clients(&args, leader_rx.clone()).await?;
@@ -135,7 +138,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let backend_rules = Arc::new(crate::networking::BackendRules::new(
         ctx.clone(),
         net.clone(),
-        backend_rules_config(&args),
+        backend_rules_config(&args)?,
         cilium,
         ctx.triggers.backend_rules.clone(),
     ));
@@ -259,18 +262,27 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn backend_rules_config(args: &Args) -> crate::networking::BackendRulesConfig {
-    crate::networking::BackendRulesConfig {
+fn backend_rules_config(args: &Args) -> anyhow::Result<crate::networking::BackendRulesConfig> {
+    Ok(crate::networking::BackendRulesConfig {
         cluster_name: args.cluster_name.clone(),
         vpc_id: args.aws_vpc_id.clone(),
-        required_tags: lbc_aws::config::parse_map(&args.service_target_eni_security_group_tags).into_iter().collect(),
+        required_tags: lbc_aws::config::parse_map(
+            "--service-target-eni-security-group-tags",
+            &args.service_target_eni_security_group_tags,
+        )
+        .map_err(anyhow::Error::msg)?
+        .into_iter()
+        .collect(),
         restricted: !args.disable_restricted_sg_rules,
         sync_period: args.sync_period,
-    }
+    })
 }
 
 fn service_config(args: &Args) -> anyhow::Result<crate::service::ServiceConfig> {
-    let default_tags: lbc_model::lb::Tags = lbc_aws::config::parse_map(&args.default_tags).into_iter().collect();
+    let default_tags: lbc_model::lb::Tags = lbc_aws::config::parse_map("--default-tags", &args.default_tags)
+        .map_err(anyhow::Error::msg)?
+        .into_iter()
+        .collect();
     Ok(crate::service::ServiceConfig {
         cluster_name: args.cluster_name.clone(),
         vpc_id: args.aws_vpc_id.clone(),
@@ -433,6 +445,18 @@ async fn shutdown_signal() {
 mod tests {
     use super::*;
     use clap::Parser;
+
+    #[test]
+    fn malformed_tag_flags_are_refused_with_the_flag_named() {
+        let args = Args::parse_from(["aws-lb-controller", "--cluster-name=c", "--default-tags=team=core,oops"]);
+        let e = service_config(&args).unwrap_err().to_string();
+        assert!(e.contains("--default-tags") && e.contains("\"oops\""), "{e}");
+        let args =
+            Args::parse_from(["aws-lb-controller", "--cluster-name=c", "--service-target-eni-security-group-tags=x"]);
+        assert!(
+            backend_rules_config(&args).unwrap_err().to_string().contains("--service-target-eni-security-group-tags")
+        );
+    }
 
     #[test]
     fn default_target_type_applies_to_services_and_ingresses() {
