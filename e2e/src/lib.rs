@@ -2,9 +2,10 @@
 //! kube-apiserver (+ kube-controller-manager, kwok) and the AWS emulator, found through
 //! `e2e/.run/env`.
 //!
-//! Tests call [`env!`]-style [`Env::require`]: when the environment is absent they print why and
-//! return early, unless `LBC_E2E_REQUIRED=1` (set by the README's test command and CI), in which
-//! case they fail, so a CI run can never pass by skipping.
+//! The tests are `#[ignore]`d (run with `--include-ignored`, as `e2e/test-all` does) and call
+//! [`Env::require`]: when the environment is absent they print why and return early, unless
+//! `LBC_E2E_REQUIRED=1` (set by the README's test command and CI), in which case they fail, so a
+//! CI run can never pass by skipping.
 
 pub mod aws;
 pub mod controller;

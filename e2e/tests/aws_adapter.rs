@@ -34,6 +34,7 @@ fn t(ip: &str, port: u16) -> Target {
 }
 
 #[tokio::test]
+#[ignore = "end-to-end: needs the local environment (e2e/up); e2e/test-all runs it with --include-ignored"]
 async fn register_describe_deregister_round_trip() {
     let Some(env) = Env::require("register_describe_deregister_round_trip") else { return };
     let (elb, ec2, _) = adapters(&env, 0).await;
@@ -77,6 +78,7 @@ async fn register_describe_deregister_round_trip() {
 }
 
 #[tokio::test]
+#[ignore = "end-to-end: needs the local environment (e2e/up); e2e/test-all runs it with --include-ignored"]
 async fn errors_are_classified() {
     let Some(env) = Env::require("errors_are_classified") else { return };
     let (elb, ec2, _) = adapters(&env, 0).await;
@@ -90,6 +92,7 @@ async fn errors_are_classified() {
 }
 
 #[tokio::test]
+#[ignore = "end-to-end: needs the local environment (e2e/up); e2e/test-all runs it with --include-ignored"]
 async fn throttling_is_retried_within_bounds_and_counted() {
     let Some(env) = Env::require("throttling_is_retried_within_bounds_and_counted") else { return };
     let emu = Emulator::new(env.aws_endpoint());

@@ -88,6 +88,7 @@ fn attrs(k: &str, v: &str) -> Attributes {
 }
 
 #[tokio::test]
+#[ignore = "end-to-end: needs the local environment (e2e/up); e2e/test-all runs it with --include-ignored"]
 async fn nlb_stack_create_find_modify_delete() {
     let Some(env) = Env::require("nlb_stack_create_find_modify_delete") else { return };
     let _serial = SERIAL.lock().await;
@@ -292,6 +293,7 @@ async fn nlb_stack_create_find_modify_delete() {
 }
 
 #[tokio::test]
+#[ignore = "end-to-end: needs the local environment (e2e/up); e2e/test-all runs it with --include-ignored"]
 async fn find_by_tags_describes_tags_in_chunks_of_20() {
     let Some(env) = Env::require("find_by_tags_describes_tags_in_chunks_of_20") else { return };
     let _serial = SERIAL.lock().await;
@@ -340,6 +342,7 @@ async fn find_by_tags_describes_tags_in_chunks_of_20() {
 /// Every condition kind (regex host and path included) and both authenticate actions, through the
 /// SDK and the emulator and back: what `rules` reads equals what was sent, minus the OIDC secret.
 #[tokio::test]
+#[ignore = "end-to-end: needs the local environment (e2e/up); e2e/test-all runs it with --include-ignored"]
 async fn alb_rules_round_trip_regex_conditions_and_authenticate_actions() {
     let Some(env) = Env::require("alb_rules_round_trip") else { return };
     let _serial = SERIAL.lock().await;

@@ -9,6 +9,7 @@ use lbc_e2e::{Env, aws, eventually, kube_util, unique};
 use serde_json::json;
 
 #[tokio::test]
+#[ignore = "end-to-end: needs the local environment (e2e/up); e2e/test-all runs it with --include-ignored"]
 async fn endpoint_slice_controller_publishes_pod_vpc_ips() {
     let Some(env) = Env::require("endpoint_slice_controller_publishes_pod_vpc_ips") else {
         return;
@@ -52,6 +53,7 @@ async fn endpoint_slice_controller_publishes_pod_vpc_ips() {
 }
 
 #[tokio::test]
+#[ignore = "end-to-end: needs the local environment (e2e/up); e2e/test-all runs it with --include-ignored"]
 async fn emulator_health_timeline_and_throttling() {
     let Some(env) = Env::require("emulator_health_timeline_and_throttling") else {
         return;

@@ -36,6 +36,7 @@ fn writes_by<'a>(calls: &'a [Call], key: &'a str) -> impl Iterator<Item = &'a Ca
 }
 
 #[tokio::test]
+#[ignore = "end-to-end: needs the local environment (e2e/up); e2e/test-all runs it with --include-ignored"]
 async fn a_partitioned_leader_stops_writing_before_the_new_leader_starts() {
     let Some(f) = TgbScene::setup("fence_partition", 3, true).await else { return };
     // Gates stay pending (targets `initial` for an hour), so the checkpoint is never written and
@@ -107,6 +108,7 @@ async fn a_partitioned_leader_stops_writing_before_the_new_leader_starts() {
 }
 
 #[tokio::test]
+#[ignore = "end-to-end: needs the local environment (e2e/up); e2e/test-all runs it with --include-ignored"]
 async fn a_hung_aws_call_times_out_and_other_bindings_keep_converging() {
     let Some(f) = TgbScene::setup("fence_hung", 2, false).await else { return };
     f.env.pods(&["create", &f.ns, "api", "--replicas", "2", "--port", "8080"]);
@@ -153,6 +155,7 @@ async fn a_hung_aws_call_times_out_and_other_bindings_keep_converging() {
 }
 
 #[tokio::test]
+#[ignore = "end-to-end: needs the local environment (e2e/up); e2e/test-all runs it with --include-ignored"]
 async fn a_target_deregistered_out_of_band_turns_its_pending_gate_false_and_is_registered_again() {
     let Some(f) = TgbScene::setup("fence_gate", 2, true).await else { return };
     // Gates stay pending: targets are `initial` for an hour.

@@ -108,6 +108,7 @@ impl Fixture {
 }
 
 #[tokio::test]
+#[ignore = "end-to-end: needs the local environment (e2e/up); e2e/test-all runs it with --include-ignored"]
 async fn service_gets_an_nlb_follows_updates_and_is_cleaned_up() {
     let Some(f) = setup("svc_nlb_lifecycle", 3).await else { return };
     let ctl = f.controller(&[]);
@@ -206,6 +207,7 @@ async fn service_gets_an_nlb_follows_updates_and_is_cleaned_up() {
 }
 
 #[tokio::test]
+#[ignore = "end-to-end: needs the local environment (e2e/up); e2e/test-all runs it with --include-ignored"]
 async fn discovery_failure_names_the_near_miss_cluster_tag() {
     let Some(f) = setup("svc_nlb_discovery", 1).await else { return };
     // The subnets are tagged for "e2e-cluster"; this controller believes it is "cluster-e2e".
@@ -228,6 +230,7 @@ async fn discovery_failure_names_the_near_miss_cluster_tag() {
 }
 
 #[tokio::test]
+#[ignore = "end-to-end: needs the local environment (e2e/up); e2e/test-all runs it with --include-ignored"]
 async fn an_nlb_created_by_albc_is_adopted_not_recreated() {
     let Some(f) = setup("svc_nlb_adopt", 2).await else { return };
     let svc = f.services().create(&PostParams::default(), &nlb_service("web", &[])).await.expect("create service");
@@ -271,6 +274,7 @@ async fn an_nlb_created_by_albc_is_adopted_not_recreated() {
 }
 
 #[tokio::test]
+#[ignore = "end-to-end: needs the local environment (e2e/up); e2e/test-all runs it with --include-ignored"]
 async fn scheme_change_is_announced_and_a_service_that_stops_being_ours_is_cleaned_up() {
     let Some(f) = setup("svc_nlb_change", 1).await else { return };
     let ctl = f.controller(&[]);
@@ -306,6 +310,7 @@ async fn scheme_change_is_announced_and_a_service_that_stops_being_ours_is_clean
 }
 
 #[tokio::test]
+#[ignore = "end-to-end: needs the local environment (e2e/up); e2e/test-all runs it with --include-ignored"]
 async fn backend_security_group_is_shared_by_load_balancers_and_deleted_with_the_last() {
     use lbc_aws::net::{Networking, SecurityGroupQuery};
     use lbc_model::lb::backend_sg::{DESCRIPTION, lookup_tags};
@@ -363,6 +368,7 @@ async fn backend_security_group_is_shared_by_load_balancers_and_deleted_with_the
 }
 
 #[tokio::test]
+#[ignore = "end-to-end: needs the local environment (e2e/up); e2e/test-all runs it with --include-ignored"]
 async fn sni_certificates_follow_the_ssl_cert_annotation() {
     let Some(f) = setup("svc_nlb_sni", 1).await else { return };
     let [a, b, c] = ["a", "b", "c"].map(|n| format!("{n}.{}.example.com", f.ns));
@@ -421,6 +427,7 @@ async fn sni_certificates_follow_the_ssl_cert_annotation() {
 }
 
 #[tokio::test]
+#[ignore = "end-to-end: needs the local environment (e2e/up); e2e/test-all runs it with --include-ignored"]
 async fn private_link_enforcement_and_minimum_capacity_follow_their_annotations() {
     let Some(f) = setup("svc_nlb_extras", 1).await else { return };
     let ctl = f.controller(&[]);

@@ -184,6 +184,7 @@ fn tmpdir(name: &str) -> PathBuf {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "end-to-end: needs the local environment (e2e/up); e2e/test-all runs it with --include-ignored"]
 async fn vault_keys_rotate_during_target_sync_without_a_failed_call() {
     let Some(env) = Env::require("vault_keys_rotate_during_target_sync_without_a_failed_call") else { return };
     let bao = Bao::up(&env);
@@ -334,6 +335,7 @@ async fn failure_of(source: &CredentialSource) -> lbc_aws::credentials::Credenti
 }
 
 #[tokio::test]
+#[ignore = "end-to-end: needs the local environment (e2e/up); e2e/test-all runs it with --include-ignored"]
 async fn vault_failures_are_named_against_real_openbao() {
     let Some(env) = Env::require("vault_failures_are_named_against_real_openbao") else { return };
     let bao = Bao::up(&env);
@@ -478,6 +480,7 @@ impl Drop for SealedBao {
 /// readiness must hold, and the emulator's call log must show the controller signing with several
 /// keys, each an sts:AssumeRole session of the engine role's IAM role.
 #[tokio::test]
+#[ignore = "end-to-end: needs the local environment (e2e/up); e2e/test-all runs it with --include-ignored"]
 async fn controller_on_vault_keys_follows_scaling_while_keys_rotate() {
     let Some(env) = Env::require("controller_on_vault_keys_follows_scaling_while_keys_rotate") else { return };
     let bao = Bao::up(&env);

@@ -5,6 +5,7 @@ use super::*;
 use std::time::{Duration, Instant};
 
 #[tokio::test]
+#[ignore = "end-to-end: needs the local environment (e2e/up); e2e/test-all runs it with --include-ignored"]
 async fn a_changed_load_balancer_class_flag_freezes_the_service_instead_of_deleting_its_nlb() {
     let Some(f) = setup("svc_nlb_freeze", 2).await else { return };
     let ctl = f.controller(&[]);
