@@ -445,8 +445,12 @@ async fn credentials_outage_keeps_readiness_and_gate_injection() {
     assert_eq!(gates, vec![GATE.to_string()]);
 
     // What the alert looks at: the expiry in the past, refresh failures counted by reason.
-    let expiry = ctl.metric("aws_credentials_expiry_timestamp_seconds").await.unwrap_or(0.0);
-    assert!(expiry > 0.0 && expiry < jiff::Timestamp::now().as_second() as f64, "expiry {expiry}");
+    // (Whole seconds: the gauge may still equal the current second when /readyz first says expired.)
+    eventually("the expiry gauge in the past", 10, || async {
+        let expiry = ctl.metric("aws_credentials_expiry_timestamp_seconds").await.unwrap_or(0.0);
+        (expiry > 0.0 && expiry < jiff::Timestamp::now().as_second() as f64).then_some(())
+    })
+    .await;
     // The file is polled every 10 s: its absence is counted at the next poll.
     eventually("refresh failure counted by reason", 30, || async {
         let m = ctl.metrics().await;
