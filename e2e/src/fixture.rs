@@ -41,6 +41,17 @@ impl TgbScene {
         Some(Self { env, client, elb, emu, ns, arn })
     }
 
+    /// A second pod set `set` (2 pods) with its own Service `set`, IP target group and binding
+    /// `set` in the same namespace; returns the target group's ARN.
+    pub async fn add_binding(&self, set: &str) -> String {
+        let selector = format!("app={set}");
+        self.env.pods(&["create", &self.ns, set, "--replicas", "2", "--port", "8080"]);
+        self.env.pods(&["service", &self.ns, set, "--port", "80", "--target-port", "8080", "--selector", &selector]);
+        let arn = aws::create_ip_target_group(&self.env, &self.elb, &unique("tg"), 8080).await;
+        kube_util::create_binding(&self.client, &self.ns, set, set, 80, &arn).await;
+        arn
+    }
+
     /// `ip:8080` of every pod of `set`.
     pub fn expected(&self, set: &str) -> BTreeSet<String> {
         self.env.pod_ips(&self.ns, set).into_iter().map(|ip| format!("{ip}:8080")).collect()

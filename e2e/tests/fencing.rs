@@ -7,9 +7,8 @@ use kube::api::Api;
 use lbc_e2e::emulator::Call;
 use lbc_e2e::fixture::{GATE, TgbScene};
 use lbc_e2e::proxy::FreezableProxy;
-use lbc_e2e::{aws, eventually, kube_util, unique};
+use lbc_e2e::{eventually, kube_util};
 use serde_json::json;
-use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 /// A kubeconfig like the environment's, whose server is `server` (e.g. a proxy).
@@ -111,10 +110,7 @@ async fn a_partitioned_leader_stops_writing_before_the_new_leader_starts() {
 #[ignore = "end-to-end: needs the local environment (e2e/up); e2e/test-all runs it with --include-ignored"]
 async fn a_hung_aws_call_times_out_and_other_bindings_keep_converging() {
     let Some(f) = TgbScene::setup("fence_hung", 2, false).await else { return };
-    f.env.pods(&["create", &f.ns, "api", "--replicas", "2", "--port", "8080"]);
-    f.env.pods(&["service", &f.ns, "api", "--port", "80", "--target-port", "8080", "--selector", "app=api"]);
-    let arn_api = aws::create_ip_target_group(&f.env, &f.elb, &unique("tg"), 8080).await;
-    kube_util::create_binding(&f.client, &f.ns, "api", "api", 80, &arn_api).await;
+    let arn_api = f.add_binding("api").await;
     // Every DescribeTargetHealth of `web`'s group hangs for three minutes.
     let fault = f
         .emu
@@ -123,7 +119,7 @@ async fn a_hung_aws_call_times_out_and_other_bindings_keep_converging() {
         .await;
     let started = Instant::now();
     let ctl = f.controller(&["--aws-api-attempt-timeout=2s", "--aws-api-operation-timeout=5s"]);
-    let want_api: BTreeSet<String> = f.env.pod_ips(&f.ns, "api").into_iter().map(|ip| format!("{ip}:8080")).collect();
+    let want_api = f.expected("api");
     f.wait_targets_of(&arn_api, "api converges while web's reads hang", &want_api, 20).await;
     let api_converged = started.elapsed();
 

@@ -93,18 +93,14 @@ async fn rolling_update_with_readiness_gates() {
 async fn throttled_target_group_does_not_delay_others() {
     let Some(a) = TgbScene::setup("tgb_throttle_a", 2, false).await else { return };
     // Second binding in the same namespace, its own service and target group.
-    let env = &a.env;
-    env.pods(&["create", &a.ns, "api", "--replicas", "2", "--port", "8080"]);
-    env.pods(&["service", &a.ns, "api", "--port", "80", "--target-port", "8080", "--selector", "app=api"]);
-    let arn_b = aws::create_ip_target_group(env, &a.elb, &unique("tg"), 8080).await;
-    kube_util::create_binding(&a.client, &a.ns, "api", "api", 80, &arn_b).await;
+    let arn_b = a.add_binding("api").await;
     let fault = a
         .emu
         .fault(json!({"service": "elasticloadbalancing", "operation": "RegisterTargets", "target_group_arn": a.arn,
                       "code": "Throttling", "rate": 1.0}))
         .await;
     let ctl = a.controller(&[]);
-    let want_b: BTreeSet<String> = env.pod_ips(&a.ns, "api").into_iter().map(|ip| format!("{ip}:8080")).collect();
+    let want_b = a.expected("api");
     eventually("binding api synced while web is throttled", 30, || async {
         (aws::registered(&a.elb, &arn_b).await == want_b).then_some(())
     })
