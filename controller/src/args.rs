@@ -1,9 +1,53 @@
 //! Command-line flags. Names follow the upstream AWS Load Balancer Controller where they
 //! overlap, so existing Helm values and manifests carry over.
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Arg, ArgAction, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
+use lbc_model::compat::{ALBC_ONLY_FLAGS, FeatureGates, Finding, GivenFlag};
+use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::time::Duration;
+
+/// Parses the command line: this controller's flags, plus ALBC's flags that have no equivalent
+/// here (`lbc_model::compat::ALBC_ONLY_FLAGS`, hidden from `--help`) so that an ALBC Deployment's
+/// arguments parse unchanged; those given are returned for [`assess_albc`].
+pub fn parse_from<I, T>(argv: I) -> Result<(Args, Vec<GivenFlag>), clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let mut cmd = Args::command();
+    for f in ALBC_ONLY_FLAGS {
+        let mut arg = Arg::new(f.name).long(f.name).hide(true).action(ArgAction::Set);
+        if f.is_bool() {
+            arg = arg
+                .num_args(0..=1)
+                .require_equals(true)
+                .default_missing_value("true")
+                .value_parser(|s: &str| go_bool(s).map(|b| b.to_string()));
+        }
+        cmd = cmd.arg(arg);
+    }
+    let matches = cmd.try_get_matches_from(argv)?;
+    let args = Args::from_arg_matches(&matches)?;
+    let given = ALBC_ONLY_FLAGS
+        .iter()
+        .filter_map(|f| matches.get_one::<String>(f.name).map(|v| GivenFlag { name: f.name.into(), value: v.clone() }))
+        .collect();
+    Ok((args, given))
+}
+
+/// ALBC's `--feature-gates` and the ALBC-only flags given: the gates to apply and the start-up
+/// warnings, or every refusal at once.
+pub fn assess_albc(args: &Args, given: &[GivenFlag]) -> Result<(FeatureGates, Vec<String>), String> {
+    let gates = lbc_model::compat::parse_key_bools("--feature-gates", &args.feature_gates)?;
+    let (gates, mut findings) = lbc_model::compat::assess_gates(&gates);
+    findings.extend(lbc_model::compat::assess_flags(given, !args.aws_vpc_id.is_empty()));
+    let fatal: Vec<&str> = findings.iter().filter(|f| matches!(f, Finding::Fatal(_))).map(Finding::message).collect();
+    if !fatal.is_empty() {
+        return Err(fatal.join("; "));
+    }
+    Ok((gates, findings.into_iter().map(|f| f.message().to_string()).collect()))
+}
 
 #[derive(Parser, Debug, Clone)]
 #[command(name = "aws-lb-controller", version, about = "Keeps AWS NLB/ALB IP target groups in sync with pod IPs")]
@@ -145,11 +189,11 @@ pub struct Args {
     pub webhook_key_file: String,
 
     /// Inject readiness gates into new pods of labelled namespaces (pod webhook).
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool, action = clap::ArgAction::Set)]
     pub enable_pod_readiness_gate_inject: bool,
 
     /// Default `spec.loadBalancerClass` of LoadBalancer Services (Service webhook).
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool, action = clap::ArgAction::Set)]
     pub enable_service_mutator_webhook: bool,
 
     /// The Service load balancer class this controller handles.
@@ -162,27 +206,27 @@ pub struct Args {
 
     /// Refuse (at admission) Ingresses that newly use the `kubernetes.io/ingress.class`
     /// annotation; existing ones keep working (ALBC flag).
-    #[arg(long, default_value_t = false, action = clap::ArgAction::Set)]
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool, action = clap::ArgAction::Set)]
     pub disable_ingress_class_annotation: bool,
 
     /// Refuse (at admission) Ingresses that newly set or change `alb.ingress.kubernetes.io/group.name`;
     /// IngressClassParams `spec.group` remains (ALBC flag).
-    #[arg(long, default_value_t = false, action = clap::ArgAction::Set)]
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool, action = clap::ArgAction::Set)]
     pub disable_ingress_group_name_annotation: bool,
 
     /// Reconcile `type: LoadBalancer` Services into NLBs (ALBC's selection rules).
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool, action = clap::ArgAction::Set)]
     pub enable_service_controller: bool,
 
     /// Apply TargetGroupBinding `spec.networking` as ingress rules on the security groups of the
     /// targets' ENIs (ALBC always does; it has no flag). Off: the rules are neither added nor removed.
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool, action = clap::ArgAction::Set)]
     pub enable_backend_security_group_rules: bool,
 
     /// Attach one shared backend security group (`k8s-traffic-<cluster>-<hash>`, created and
     /// deleted by the controller) to every load balancer with a managed frontend group and use it
     /// as the source of the pods' ingress rules (ALBC flag). Off: each frontend group is the source.
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool, action = clap::ArgAction::Set)]
     pub enable_backend_security_group: bool,
 
     /// Use this existing security group (sg-…) as the shared backend group instead of creating one;
@@ -192,7 +236,7 @@ pub struct Args {
 
     /// Backend rules from one source security group keep their exact ports instead of one range
     /// from the lowest to the highest port (ALBC flag).
-    #[arg(long, default_value_t = false, action = clap::ArgAction::Set)]
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool, action = clap::ArgAction::Set)]
     pub disable_restricted_sg_rules: bool,
 
     /// Tags, `k=v,k=v`, that the security group receiving backend rules must carry (besides the
@@ -209,7 +253,7 @@ pub struct Args {
     pub external_managed_tags: String,
 
     /// Reconcile Ingresses (IngressGroups) into ALBs (ALBC's selection and group rules).
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool, action = clap::ArgAction::Set)]
     pub enable_ingress_controller: bool,
 
     /// Parallel IngressGroup reconciles (one group is never reconciled twice at once).
@@ -230,7 +274,7 @@ pub struct Args {
     pub service_max_concurrent_reconciles: u16,
 
     /// Run leader election (only the leader writes to AWS and pod status).
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool, action = clap::ArgAction::Set)]
     pub enable_leader_election: bool,
 
     #[arg(long, default_value = "aws-load-balancer-controller-leader")]
@@ -272,8 +316,27 @@ pub struct Args {
 
     /// Register pod IPs outside the VPC's CIDRs with AvailabilityZone=all instead of refusing
     /// them (only for pod networks the VPC really routes, e.g. peered VPCs).
-    #[arg(long, default_value_t = false, action = clap::ArgAction::Set)]
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool, action = clap::ArgAction::Set)]
     pub allow_targets_outside_vpc: bool,
+
+    /// ALBC's feature gates, `Name=true,Name=false` (see `lbc_model::compat::GATES`): the ones this
+    /// controller implements are applied, the others are reported at start-up.
+    #[arg(long, default_value = "")]
+    pub feature_gates: String,
+
+    /// Scheme of load balancers whose Service or Ingress names none: `internal` (ALBC's default)
+    /// or `internet-facing`.
+    #[arg(long, default_value = "internal", value_parser = ["internal", "internet-facing"])]
+    pub default_load_balancer_scheme: String,
+
+    /// Secrets (OIDC client credentials) are read only when they carry this `key=value` label (ALBC flag).
+    #[arg(long, default_value = "", value_parser = parse_label)]
+    pub required_secrets_label: String,
+
+    /// Manage WAFv2 web ACL associations of ALBs from the `wafv2-acl-*` annotations (ALBC flag).
+    /// Off: associations are left as they are and the annotations have no effect.
+    #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool, action = clap::ArgAction::Set)]
+    pub enable_wafv2: bool,
 
     /// Log format.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
@@ -322,6 +385,20 @@ pub enum LogFormat {
     Json,
 }
 
+/// A boolean as Go's flag package reads it (`--flag`, `--flag=true`, `--flag=0`, …), as in ALBC.
+fn go_bool(s: &str) -> Result<bool, String> {
+    lbc_model::compat::parse_go_bool(s)
+}
+
+/// `key=value` (both non-empty) or empty.
+fn parse_label(s: &str) -> Result<String, String> {
+    match s.split_once('=') {
+        _ if s.is_empty() => Ok(String::new()),
+        Some((k, v)) if !k.trim().is_empty() && !v.trim().is_empty() => Ok(s.to_string()),
+        _ => Err(format!("invalid label {s:?}: expected key=value, e.g. aws-lb-controller/readable=true")),
+    }
+}
+
 fn default_cert_dir() -> String {
     std::env::temp_dir().join("k8s-webhook-server/serving-certs").to_string_lossy().into_owned()
 }
@@ -366,6 +443,100 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn parse(argv: &[&str]) -> Result<(Args, Vec<GivenFlag>), clap::Error> {
+        parse_from(std::iter::once("aws-lb-controller").chain(argv.iter().copied()))
+    }
+
+    #[test]
+    fn go_style_booleans_parse_bare_and_with_values() {
+        let (a, _) = parse(&["--disable-ingress-class-annotation", "--enable-leader-election=F"]).unwrap();
+        assert!(a.disable_ingress_class_annotation && !a.enable_leader_election);
+        let (a, _) = parse(&["--enable-wafv2=0", "--enable-service-mutator-webhook=True"]).unwrap();
+        assert!(!a.enable_wafv2 && a.enable_service_mutator_webhook);
+        let e = parse(&["--enable-leader-election=maybe"]).unwrap_err().to_string();
+        assert!(e.contains("maybe") && e.contains("expected true or false"), "{e}");
+    }
+
+    /// Every flag of ALBC v3.5, as an ALBC Deployment would pass it (its defaults), parses.
+    #[test]
+    fn every_albc_flag_parses() {
+        let albc_own = [
+            "--log-level=info",
+            "--cluster-name=c",
+            "--default-tags=a=b",
+            "--default-target-type=instance",
+            "--default-load-balancer-scheme=internal",
+            "--external-managed-tags=x",
+            "--service-max-concurrent-reconciles=3",
+            "--targetgroupbinding-max-concurrent-reconciles=3",
+            "--targetgroupbinding-max-exponential-backoff-delay=16m40s",
+            "--default-ssl-policy=ELBSecurityPolicy-2016-08",
+            "--enable-backend-security-group=true",
+            "--backend-security-group=",
+            "--disable-restricted-sg-rules=false",
+            "--service-target-eni-security-group-tags=",
+            "--targetgroupbinding-requeue-duration=15s",
+            "--required-secrets-label=",
+            "--feature-gates=ListenerRulesTagging=true",
+            "--aws-region=us-east-1",
+            "--aws-api-throttle=",
+            "--aws-vpc-id=vpc-1",
+            "--aws-max-retries=10",
+            "--aws-api-endpoints=",
+            "--kubeconfig=",
+            "--metrics-bind-addr=:8080",
+            "--health-probe-bind-addr=:61779",
+            "--webhook-bind-port=9443",
+            "--enable-leader-election",
+            "--leader-election-id=aws-load-balancer-controller-leader",
+            "--leader-election-namespace=",
+            "--watch-namespace=",
+            "--sync-period=10h0m0s",
+            "--webhook-cert-dir=/tmp/k",
+            "--webhook-cert-file=tls.crt",
+            "--webhook-key-file=tls.key",
+            "--enable-pod-readiness-gate-inject",
+            "--ingress-class=alb",
+            "--disable-ingress-class-annotation=false",
+            "--disable-ingress-group-name-annotation=false",
+            "--ingress-max-concurrent-reconciles=3",
+            "--enable-wafv2=true",
+            "--load-balancer-class=service.k8s.aws/nlb",
+        ];
+        let mut argv: Vec<String> = albc_own.iter().map(|s| s.to_string()).collect();
+        argv.extend(ALBC_ONLY_FLAGS.iter().map(|f| format!("--{}={}", f.name, f.albc_default)));
+        let (a, given) = parse(&argv.iter().map(String::as_str).collect::<Vec<_>>()).unwrap();
+        assert_eq!(given.len(), ALBC_ONLY_FLAGS.len());
+        assert_eq!(a.sync_period, Duration::from_secs(36000));
+        // At ALBC's defaults, only the flags whose feature is absent here are reported.
+        let (_, warnings) = assess_albc(&a, &given).unwrap();
+        assert!(warnings.iter().any(|w| w.contains("--nlb-gateway-max-concurrent-reconciles")), "{warnings:?}");
+        assert!(!warnings.iter().any(|w| w.contains("--enable-endpoint-slices")), "{warnings:?}");
+    }
+
+    #[test]
+    fn unsafe_albc_flags_stop_the_start_with_the_fix() {
+        let (a, given) =
+            parse(&["--aws-vpc-tags=env=prod", "--enable-shield", "--feature-gates=ALBSingleSubnet=true"]).unwrap();
+        let e = assess_albc(&a, &given).unwrap_err();
+        assert!(e.contains("--aws-vpc-tags=env=prod is refused") && e.contains("--aws-vpc-id"), "{e}");
+        // As in ALBC, --aws-vpc-id wins over the tags: then they are only reported.
+        let (a, given) = parse(&["--aws-vpc-tags=env=prod", "--aws-vpc-id=vpc-1"]).unwrap();
+        assert!(assess_albc(&a, &given).unwrap().1[0].contains("--aws-vpc-id"));
+        // Numeric ALBC-only flags take numbers (their defaults, 0 and 1, are not booleans).
+        let (_, given) =
+            parse(&["--max-targets-per-target-group=1000", "--globalaccelerator-max-concurrent-reconciles=2"]).unwrap();
+        assert_eq!(given.len(), 2);
+        assert!(parse(&["--enable-endpoint-slices=2"]).is_err());
+        let (a, given) = parse(&["--enable-shield", "--feature-gates=ALBSingleSubnet=true,Nope=false"]).unwrap();
+        let (gates, warnings) = assess_albc(&a, &given).unwrap();
+        assert!(gates.alb_single_subnet);
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        let (a, given) = parse(&["--feature-gates=ALBSingleSubnet"]).unwrap();
+        assert!(assess_albc(&a, &given).unwrap_err().contains("has no '='"));
+        assert!(parse(&["--required-secrets-label=novalue"]).is_err());
+    }
 
     #[test]
     fn durations() {

@@ -18,14 +18,13 @@ mod stores;
 mod tgb;
 mod webhook_view;
 
-use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     // kube and the AWS SDK both use rustls; pick one crypto provider for the process.
     let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
-    let args = args::Args::parse();
+    let (args, albc_only) = args::parse_from(std::env::args_os()).unwrap_or_else(|e| e.exit());
     if let Some(args::Command::Crd) = args.command {
         print!("{}", crds_yaml());
         return Ok(());
@@ -36,7 +35,7 @@ async fn main() -> anyhow::Result<()> {
         args::LogFormat::Json => fmt.json().init(),
         args::LogFormat::Text => fmt.init(),
     }
-    run::run(args).await
+    run::run(args, albc_only).await
 }
 
 /// The CRDs as YAML documents, one per CRD of `lbc_model::crd::all()` (written to charts/ and

@@ -26,7 +26,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 use tokio::sync::watch;
 
-pub async fn run(args: Args) -> anyhow::Result<()> {
+pub async fn run(args: Args, albc_only: Vec<lbc_model::compat::GivenFlag>) -> anyhow::Result<()> {
     if args.cluster_name.is_empty() {
         bail!(
             "--cluster-name is required: the name in your subnets' kubernetes.io/cluster/<name> tags (e.g. --cluster-name=dev-meta)"
@@ -35,8 +35,13 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     if args.aws_region.is_empty() {
         bail!("--aws-region (or AWS_REGION) is required: the instance metadata service is never used to guess it");
     }
+    // ALBC's gates and ALBC-only flags: each one not honoured is said once here, or stops the start.
+    let (gates, albc_warnings) = crate::args::assess_albc(&args, &albc_only).map_err(anyhow::Error::msg)?;
+    for w in &albc_warnings {
+        tracing::warn!(target: "albc_compat", "{w}");
+    }
     // Flag values are checked before anything connects: a bad one stops the process with its message.
-    service_config(&args)?;
+    service_config(&args, gates)?;
     backend_rules_config(&args)?;
     // Only the leader writes: `leader_rx` closes the AWS write gate and the gated kube client.
     let (leader_tx, leader_rx) = watch::channel(false);
@@ -142,7 +147,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         cilium,
         ctx.triggers.backend_rules.clone(),
     ));
-    let service_cfg = service_config(&args)?;
+    let service_cfg = service_config(&args, gates)?;
     // One shared backend security group per cluster, for NLBs and ALBs alike.
     let backend_sg = Arc::new(crate::backend_sg::BackendSecurityGroup::new(
         service_cfg.backend_sg.clone(),
@@ -197,14 +202,19 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             async move { wait_false(l).await }
         };
         let services = {
-            let (c, n, enabled) =
-                (service_ctx.clone(), args.service_max_concurrent_reconciles, args.enable_service_controller);
+            let (c, n, enabled) = (
+                service_ctx.clone(),
+                args.service_max_concurrent_reconciles,
+                gates.service_controller && args.enable_service_controller,
+            );
             let shutdown = shutdown_rx.clone();
             async move {
                 if enabled {
                     crate::service::run(c, n, async move { wait_true(shutdown).await }).await
                 } else {
-                    tracing::info!("Service controller disabled (--enable-service-controller=false)");
+                    tracing::info!(
+                        "Service controller disabled (--enable-service-controller=false or --feature-gates=EnableServiceController=false)"
+                    );
                     wait_true(shutdown).await
                 }
             }
@@ -278,7 +288,10 @@ fn backend_rules_config(args: &Args) -> anyhow::Result<crate::networking::Backen
     })
 }
 
-fn service_config(args: &Args) -> anyhow::Result<crate::service::ServiceConfig> {
+fn service_config(
+    args: &Args,
+    gates: lbc_model::compat::FeatureGates,
+) -> anyhow::Result<crate::service::ServiceConfig> {
     let default_tags: lbc_model::lb::Tags = lbc_aws::config::parse_map("--default-tags", &args.default_tags)
         .map_err(anyhow::Error::msg)?
         .into_iter()
@@ -302,7 +315,18 @@ fn service_config(args: &Args) -> anyhow::Result<crate::service::ServiceConfig> 
         max_backoff: args.targetgroupbinding_max_exponential_backoff_delay,
         backend_sg: BackendSgMode::from_flags(args.enable_backend_security_group, &args.backend_security_group)
             .map_err(anyhow::Error::msg)?,
+        default_scheme: default_scheme(args),
+        gates,
     })
+}
+
+fn default_scheme(args: &Args) -> lbc_model::lb::Scheme {
+    // clap allows only `internal` and `internet-facing`.
+    if args.default_load_balancer_scheme == "internet-facing" {
+        lbc_model::lb::Scheme::InternetFacing
+    } else {
+        lbc_model::lb::Scheme::Internal
+    }
 }
 
 fn default_target_type(args: &Args) -> lbc_model::crd::TargetType {
@@ -320,6 +344,13 @@ fn ingress_config(args: &Args, svc: &crate::service::ServiceConfig) -> crate::in
         default_target_type: default_target_type(args),
         sync_period: args.sync_period,
         max_backoff: args.targetgroupbinding_max_exponential_backoff_delay,
+        default_scheme: svc.default_scheme,
+        gates: svc.gates,
+        wafv2: args.enable_wafv2,
+        required_secrets_label: args
+            .required_secrets_label
+            .split_once('=')
+            .map(|(k, v)| (k.trim().to_string(), v.trim().to_string())),
     }
 }
 
@@ -449,7 +480,7 @@ mod tests {
     #[test]
     fn malformed_tag_flags_are_refused_with_the_flag_named() {
         let args = Args::parse_from(["aws-lb-controller", "--cluster-name=c", "--default-tags=team=core,oops"]);
-        let e = service_config(&args).unwrap_err().to_string();
+        let e = service_config(&args, Default::default()).unwrap_err().to_string();
         assert!(e.contains("--default-tags") && e.contains("\"oops\""), "{e}");
         let args =
             Args::parse_from(["aws-lb-controller", "--cluster-name=c", "--service-target-eni-security-group-tags=x"]);
@@ -461,12 +492,15 @@ mod tests {
     #[test]
     fn default_target_type_applies_to_services_and_ingresses() {
         let args = Args::parse_from(["aws-lb-controller", "--cluster-name=c", "--default-target-type=ip"]);
-        assert_eq!(service_config(&args).unwrap().select.default_target_type, lbc_model::crd::TargetType::Ip);
-        let svc = service_config(&args).unwrap();
+        assert_eq!(
+            service_config(&args, Default::default()).unwrap().select.default_target_type,
+            lbc_model::crd::TargetType::Ip
+        );
+        let svc = service_config(&args, Default::default()).unwrap();
         assert_eq!(ingress_config(&args, &svc).default_target_type, lbc_model::crd::TargetType::Ip);
         let args = Args::parse_from(["aws-lb-controller", "--cluster-name=c"]);
         assert_eq!(
-            service_config(&args).unwrap().select.default_target_type,
+            service_config(&args, Default::default()).unwrap().select.default_target_type,
             lbc_model::crd::TargetType::Instance,
             "ALBC's default"
         );

@@ -4,6 +4,7 @@
 //! generated from [`all`] (`aws-lb-controller crd`) and checked for drift in CI.
 
 pub mod ingress_class_params;
+pub mod v1alpha1;
 
 pub use ingress_class_params::{IngressClassParams, IngressClassParamsSpec};
 
@@ -188,7 +189,12 @@ pub struct TargetGroupBindingStatus {
 /// Every CRD this controller serves, in the order the chart lists them.
 pub fn all() -> Vec<CustomResourceDefinition> {
     use kube::CustomResourceExt;
-    vec![IngressClassParams::crd(), TargetGroupBinding::crd()]
+    // v1beta1 stored; v1alpha1 served as ALBC does (see [`v1alpha1`]).
+    let mut tgb =
+        kube::core::crd::merge_crds(vec![v1alpha1::TargetGroupBinding::crd(), TargetGroupBinding::crd()], "v1beta1")
+            .expect("both TargetGroupBinding versions share group, kind and names");
+    tgb.spec.versions.sort_by(|a, b| a.name.cmp(&b.name));
+    vec![IngressClassParams::crd(), tgb]
 }
 
 impl TargetGroupBindingSpec {
@@ -254,5 +260,33 @@ mod tests {
         assert_eq!(cols, ["SERVICE-NAME", "SERVICE-PORT", "TARGET-TYPE", "READY", "ARN", "AGE"]);
         let names: Vec<_> = all().into_iter().filter_map(|c| c.metadata.name).collect();
         assert_eq!(names, ["ingressclassparams.elbv2.k8s.aws", "targetgroupbindings.elbv2.k8s.aws"]);
+    }
+
+    /// As ALBC: v1alpha1 served, v1beta1 served and stored, no conversion webhook.
+    #[test]
+    fn tgb_crd_serves_v1alpha1_and_stores_v1beta1() {
+        let tgb = all().into_iter().find(|c| c.spec.names.kind == "TargetGroupBinding").unwrap();
+        let versions: Vec<_> = tgb.spec.versions.iter().map(|v| (v.name.as_str(), v.served, v.storage)).collect();
+        assert_eq!(versions, [("v1alpha1", true, false), ("v1beta1", true, true)]);
+        assert!(tgb.spec.conversion.as_ref().is_none_or(|c| c.strategy == "None"));
+        // Every v1alpha1 field exists in v1beta1 under the same name (conversion is a relabel).
+        let props = |v: &str| -> Vec<String> {
+            let ver = tgb.spec.versions.iter().find(|x| x.name == v).unwrap();
+            let spec =
+                &ver.schema.as_ref().unwrap().open_api_v3_schema.as_ref().unwrap().properties.as_ref().unwrap()["spec"];
+            spec.properties.as_ref().unwrap().keys().cloned().collect()
+        };
+        let beta = props("v1beta1");
+        for f in props("v1alpha1") {
+            assert!(beta.contains(&f), "v1alpha1 field {f} missing from v1beta1");
+        }
+        let alpha: v1alpha1::TargetGroupBinding = serde_json::from_str(
+            r#"{"apiVersion":"elbv2.k8s.aws/v1alpha1","kind":"TargetGroupBinding","metadata":{"name":"web"},
+                "spec":{"serviceRef":{"name":"web","port":80},"targetGroupARN":"arn:tg","targetType":"ip"}}"#,
+        )
+        .unwrap();
+        let as_beta: TargetGroupBindingSpec =
+            serde_json::from_value(serde_json::to_value(&alpha.spec).unwrap()).unwrap();
+        assert_eq!(as_beta.target_group_arn.as_deref(), Some("arn:tg"));
     }
 }

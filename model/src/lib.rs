@@ -22,11 +22,13 @@
 //! - [`cilium`]: pod IP → ENI from CiliumNode objects (ENI IPAM mode), merged with EC2 results.
 //! - [`tg_ownership`]: whether a binding may write to a target group, from its cluster/stack tags.
 //! - [`poison`]: isolating the one target AWS refuses, so the rest of its batch goes through.
+//! - [`compat`]: ALBC's feature gates and the ALBC flags without an equivalent here, and what each means.
 
 pub mod admission;
 pub mod annotations;
 pub mod checkpoint;
 pub mod cilium;
+pub mod compat;
 pub mod crd;
 pub mod endpoints;
 pub mod ingress;

@@ -199,7 +199,13 @@ pub(super) async fn reconcile(ctx: &IngressCtx, g: &GroupId) -> Result<Option<Du
     };
 
     // OIDC client credentials: read now, every pass (Secrets are not watched).
-    let oidc_credentials = match k8s::oidc_credentials(&ctx.io, &oidc::secrets_needed(&group_plan)).await? {
+    let oidc_credentials = match k8s::oidc_credentials(
+        &ctx.io,
+        &oidc::secrets_needed(&group_plan),
+        ctx.cfg.required_secrets_label.as_ref(),
+    )
+    .await?
+    {
         Ok(c) => c,
         Err(problems) => {
             let msg = format!("IngressGroup {stack_id}, nothing changed in AWS: {}", problems.join("; "));
@@ -465,6 +471,7 @@ async fn build_context(
     c.external_managed_tags = ctx.cfg.external_managed_tags.clone();
     c.default_ssl_policy = ctx.cfg.default_ssl_policy.clone();
     c.default_target_type = ctx.cfg.default_target_type;
+    c.default_scheme = ctx.cfg.default_scheme;
     c.backend_security_group = match (ctx.backend_sg.existing().await?, ctx.backend_sg.mode()) {
         (None, BackendSgMode::Auto) => Some(BACKEND_SG_PENDING.to_string()),
         (id, _) => id,
@@ -479,9 +486,11 @@ async fn build_context(
     // Exclusive settings: members agree (checked by `conflicts`), the first that sets one wins.
     let subnets = members.iter().find_map(|m| m.settings.subnets.clone());
     let selector = SubnetSelector::from_annotation(subnets.map(|s| s.join(",")).as_deref());
-    let scheme = members.iter().find_map(|m| m.settings.scheme).unwrap_or(lbc_model::lb::Scheme::Internal);
+    let scheme = members.iter().find_map(|m| m.settings.scheme).unwrap_or(c.default_scheme);
     let annotation = lbc_model::ingress::keys::full_key(k::SUBNETS);
-    let need = SubnetNeed { scheme, min_azs: 2, annotation: &annotation };
+    // ALBC's `ALBSingleSubnet` gate lets an ALB live in one subnet.
+    let min_azs = if ctx.cfg.gates.alb_single_subnet { 1 } else { 2 };
+    let need = SubnetNeed { scheme, min_azs, annotation: &annotation };
     c.subnets = match crate::stack::subnets(&ctx.io, &selector, &need).await? {
         Ok(s) => s,
         Err(e) => return Ok(Err(e)),

@@ -62,9 +62,11 @@ pub(super) async fn set_hostname(io: &StackIo, ing: &Ingress, hostname: Option<&
 /// The OIDC client credentials of the Secrets a group needs, one GET each (no watch: a changed
 /// Secret is read on the group's next pass). `Ok(Err(problems))`: Secrets missing, unreadable
 /// or incomplete, each problem naming the Secret, its users and the fix, never a value.
+/// `required_label`: `--required-secrets-label`; a Secret without it is a problem, not used.
 pub(super) async fn oidc_credentials(
     io: &StackIo,
     needed: &SecretUsers,
+    required_label: Option<&(String, String)>,
 ) -> Result<std::result::Result<BTreeMap<(String, String), OidcCredentials>, Vec<String>>> {
     let (mut found, mut problems) = (BTreeMap::new(), Vec::new());
     for (key, users) in needed {
@@ -88,6 +90,17 @@ pub(super) async fn oidc_credentials(
             }
             Err(e) => return Err(e.into()),
         };
+        if let Some((k, v)) = required_label {
+            let has = secret.metadata.labels.as_ref().and_then(|l| l.get(k)).map(String::as_str);
+            if has != Some(v.as_str()) {
+                problems.push(format!(
+                    "{label} lacks label {k}={v} (found {}), which --required-secrets-label requires before the \
+                     controller uses a Secret; label the Secret or change the flag",
+                    has.map(|x| format!("{k}={x}")).unwrap_or_else(|| "no such label".into())
+                ));
+                continue;
+            }
+        }
         let data: BTreeMap<String, Vec<u8>> =
             secret.data.unwrap_or_default().into_iter().map(|(k, v)| (k, v.0)).collect();
         match credentials_from_secret(&data) {

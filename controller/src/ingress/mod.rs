@@ -53,6 +53,14 @@ pub struct IngressConfig {
     pub default_target_type: TargetType,
     pub sync_period: Duration,
     pub max_backoff: Duration,
+    /// `--default-load-balancer-scheme`.
+    pub default_scheme: lbc_model::lb::Scheme,
+    /// ALBC's `--feature-gates`, as far as this controller applies them.
+    pub gates: lbc_model::compat::FeatureGates,
+    /// `--enable-wafv2`: manage web ACL associations from the `wafv2-acl-*` annotations.
+    pub wafv2: bool,
+    /// `--required-secrets-label` as (key, value): Secrets without it are not used.
+    pub required_secrets_label: Option<(String, String)>,
 }
 
 /// What the Ingress reconciler shares.
@@ -76,7 +84,9 @@ impl IngressCtx {
         cfg: IngressConfig,
         backend_sg: Arc<BackendSecurityGroup>,
     ) -> Self {
-        let io = StackIo::new(base, aws, &cfg.cluster_name, &cfg.vpc_id, INGRESS_TAG_PREFIX);
+        let options =
+            crate::stack::StackOptions { cluster_tag_check: cfg.gates.subnets_cluster_tag_check, wafv2: cfg.wafv2 };
+        let io = StackIo::new(base, aws, &cfg.cluster_name, &cfg.vpc_id, INGRESS_TAG_PREFIX, options);
         let certificates = certificates::CertificateCatalog::new(acm);
         Self {
             io,

@@ -60,6 +60,10 @@ pub struct ServiceConfig {
     pub max_backoff: Duration,
     /// `--enable-backend-security-group` / `--backend-security-group`.
     pub backend_sg: BackendSgMode,
+    /// `--default-load-balancer-scheme`.
+    pub default_scheme: lbc_model::lb::Scheme,
+    /// ALBC's `--feature-gates`, as far as this controller applies them.
+    pub gates: lbc_model::compat::FeatureGates,
 }
 
 /// What the Service reconciler shares: the TargetGroupBinding context (client, caches, events,
@@ -75,7 +79,10 @@ pub struct ServiceCtx {
 
 impl ServiceCtx {
     pub fn new(base: Arc<Context>, aws: &Adapters, cfg: ServiceConfig, backend_sg: Arc<BackendSecurityGroup>) -> Self {
-        let io = StackIo::new(base, aws, &cfg.cluster_name, &cfg.vpc_id, SERVICE_TAG_PREFIX);
+        // NLBs have no web ACLs; `wafv2` only matters to Ingresses.
+        let options =
+            crate::stack::StackOptions { cluster_tag_check: cfg.gates.subnets_cluster_tag_check, wafv2: true };
+        let io = StackIo::new(base, aws, &cfg.cluster_name, &cfg.vpc_id, SERVICE_TAG_PREFIX, options);
         Self { io, backend_sg, reporter: Reporter::default(), backoff: Backoff::new(cfg.max_backoff), cfg }
     }
 }
@@ -254,6 +261,9 @@ async fn build_context(
 ) -> Result<std::result::Result<BuildContext, String>> {
     let mut c = BuildContext::new(&ctx.cfg.cluster_name, &ctx.cfg.vpc_id);
     c.default_tags = ctx.cfg.default_tags.clone();
+    c.default_scheme = ctx.cfg.default_scheme;
+    c.manage_frontend_security_groups = ctx.cfg.gates.nlb_security_group;
+    c.enable_tcp_udp_listener = ctx.cfg.gates.tcp_udp_listener;
     c.backend_security_group = match (ctx.backend_sg.existing().await?, ctx.backend_sg.mode()) {
         (None, BackendSgMode::Auto) => Some(BACKEND_SG_PENDING.to_string()),
         (id, _) => id,
@@ -269,7 +279,7 @@ async fn build_context(
     let raw =
         svc.annotations().get(&format!("{}/{}", lbc_model::service::keys::PREFIX, lbc_model::service::keys::SUBNETS));
     let selector = SubnetSelector::from_annotation(raw.map(String::as_str));
-    let scheme = settings.scheme.or(c.existing.map(|e| e.scheme)).unwrap_or(lbc_model::lb::Scheme::Internal);
+    let scheme = settings.scheme.or(c.existing.map(|e| e.scheme)).unwrap_or(c.default_scheme);
     let need = SubnetNeed { scheme, min_azs: 1, annotation: "service.beta.kubernetes.io/aws-load-balancer-subnets" };
     c.subnets = match crate::stack::subnets(&ctx.io, &selector, &need).await? {
         Ok(s) => s,

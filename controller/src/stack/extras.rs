@@ -18,6 +18,14 @@ pub async fn apply(
     observed: &ObservedStack,
     resolved: &Resolved,
 ) -> Result<Vec<String>> {
+    // `--enable-wafv2=false`: associations are not this controller's business (ALBC's meaning).
+    let filtered;
+    let want = if io.options.wafv2 {
+        want
+    } else {
+        filtered = WantedExtras { web_acl: None, ..want.clone() };
+        &filtered
+    };
     if *want == WantedExtras::default() {
         return Ok(Vec::new());
     }

@@ -45,10 +45,27 @@ pub struct StackIo {
     pub vpc_id: String,
     /// `lbc_model::lb::tags::SERVICE_TAG_PREFIX` or `INGRESS_TAG_PREFIX`.
     pub tag_prefix: &'static str,
+    pub options: StackOptions,
+}
+
+/// Controller-wide switches of the AWS side of stacks (ALBC flags and feature gates).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StackOptions {
+    /// Gate `SubnetsClusterTagCheck`: discovery drops subnets tagged for other clusters only.
+    pub cluster_tag_check: bool,
+    /// `--enable-wafv2`: web ACL associations follow the annotations (else left untouched).
+    pub wafv2: bool,
 }
 
 impl StackIo {
-    pub fn new(base: Arc<Context>, aws: &Adapters, cluster_name: &str, vpc_id: &str, tag_prefix: &'static str) -> Self {
+    pub fn new(
+        base: Arc<Context>,
+        aws: &Adapters,
+        cluster_name: &str,
+        vpc_id: &str,
+        tag_prefix: &'static str,
+        options: StackOptions,
+    ) -> Self {
         Self {
             base,
             lbs: aws.lbs.clone(),
@@ -57,6 +74,7 @@ impl StackIo {
             cluster_name: cluster_name.into(),
             vpc_id: vpc_id.into(),
             tag_prefix,
+            options,
         }
     }
 }
@@ -193,7 +211,7 @@ pub async fn subnets(
         vpc_id: &io.vpc_id,
         scheme: need.scheme,
         min_azs: need.min_azs,
-        cluster_tag_check: true,
+        cluster_tag_check: io.options.cluster_tag_check,
         subnets_annotation: need.annotation,
     };
     Ok(resolve(selector, &params, &subnets).map_err(|e| e.to_string()))

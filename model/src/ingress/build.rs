@@ -54,7 +54,7 @@ use crate::lb::tags::{INGRESS_TAG_PREFIX, RESOURCE_LOAD_BALANCER, RESOURCE_MANAG
 use crate::lb::{
     Action, AuthenticateCognito, AuthenticateOidc, Condition, HealthCheck, HealthCheckPort, IngressRule,
     LbIpAddressType, LbType, Listener, LoadBalancer, OIDC_SECRET_DIGEST_TAG, Protocol, QueryStringPair, Rule,
-    RuleSource, Scheme, SecurityGroup, Stack, SubnetMapping, Tags, TargetGroup, TargetGroupRef, TgIpAddressType,
+    RuleSource, SecurityGroup, Stack, SubnetMapping, Tags, TargetGroup, TargetGroupRef, TgIpAddressType,
     VALUES_PER_CONDITION_MAX, WeightedTargetGroup, oidc_secret_digest, regex_value_problem,
 };
 
@@ -152,7 +152,7 @@ pub fn build_group_stack(
         problems.push(format!("IngressGroup {stack_id} has no members; nothing to build"));
     }
     let name = exclusive(members, k::LOAD_BALANCER_NAME, |m| m.settings.load_balancer_name.clone(), &mut problems);
-    let scheme = exclusive(members, k::SCHEME, |m| m.settings.scheme, &mut problems).unwrap_or(Scheme::Internal);
+    let scheme = exclusive(members, k::SCHEME, |m| m.settings.scheme, &mut problems).unwrap_or(ctx.default_scheme);
     let ip_address_type = exclusive(members, k::IP_ADDRESS_TYPE, |m| m.settings.ip_address_type, &mut problems)
         .unwrap_or(LbIpAddressType::Ipv4);
     let custom_sgs = exclusive(

@@ -3,6 +3,7 @@ use crate::ingress::backends::{ServiceView, Services};
 use crate::ingress::merge::MergeConfig;
 use crate::ingress::plan::plan_group;
 use crate::ingress::test_fixtures::{P, member, path, rule, spec};
+use crate::lb::Scheme;
 use crate::lb::Subnet;
 use crate::lb::build::FRONTEND_SG_PLACEHOLDER;
 
@@ -490,4 +491,18 @@ fn cognito_needs_no_secret() {
     let Action::AuthenticateCognito(c) = &r.actions[0] else { panic!("{:?}", r.actions) };
     assert_eq!((c.user_pool_client_id.as_str(), c.user_pool_domain.as_str()), ("app", "auth.example.com"));
     assert!(!r.tags.contains_key(OIDC_SECRET_DIGEST_TAG));
+}
+
+#[test]
+fn default_scheme_applies_when_no_member_names_one() {
+    let m = member("shop/web", &[], spec(vec![rule("", vec![path("/", "Prefix", "echo-server", P::N(80))])]));
+    let mut c = ctx();
+    c.default_scheme = Scheme::InternetFacing;
+    let st = build(&implicit("shop", "web"), &[m], &echo(), &c).unwrap();
+    assert_eq!(st.stack.load_balancer.scheme, Scheme::InternetFacing, "--default-load-balancer-scheme");
+    assert_eq!(
+        st.stack.load_balancer.name,
+        naming::ingress_load_balancer_name("prod", false, "shop/web", "internet-facing"),
+        "the name hashes the scheme, as ALBC's does"
+    );
 }

@@ -61,6 +61,9 @@ pub struct BuildContext {
     pub oidc_credentials: std::collections::BTreeMap<(String, String), OidcCredentials>,
     /// `--default-target-type` (ALBC: `instance`): Ingress backends without `target-type`.
     pub default_target_type: TargetType,
+    /// `--default-load-balancer-scheme` (ALBC: `internal`): load balancers whose Service or
+    /// Ingress names no scheme and that do not exist yet.
+    pub default_scheme: Scheme,
 }
 
 /// The client ID and secret of an OIDC identity provider.
@@ -95,6 +98,7 @@ impl BuildContext {
             custom_security_group_ids: Vec::new(),
             oidc_credentials: Default::default(),
             default_target_type: TargetType::Instance,
+            default_scheme: Scheme::Internal,
         }
     }
 }

@@ -115,7 +115,7 @@ pub fn build_stack(svc: &Service, settings: &NlbSettings, ctx: &BuildContext) ->
         name,
         uid,
         stack_id: format!("{namespace}/{name}"),
-        scheme: settings.scheme.or(ctx.existing.map(|e| e.scheme)).unwrap_or(Scheme::Internal),
+        scheme: settings.scheme.or(ctx.existing.map(|e| e.scheme)).unwrap_or(ctx.default_scheme),
         ip_address_type: settings.ip_address_type.unwrap_or(LbIpAddressType::Ipv4),
         subnets,
         problems: Vec::new(),

@@ -368,3 +368,16 @@ fn all_build_problems_are_reported_together() {
     assert!(err.to_string().contains("no subnets"));
     assert!(err.to_string().contains("SCTP"));
 }
+
+#[test]
+fn default_scheme_applies_only_where_nothing_else_decides() {
+    let mut c = ctx();
+    c.default_scheme = Scheme::InternetFacing;
+    let plain = build(&svc(tcp80(), &[]), &c).unwrap();
+    assert_eq!(plain.stack.load_balancer.scheme, Scheme::InternetFacing, "--default-load-balancer-scheme");
+    let named = build(&svc(tcp80(), &[(k::SCHEME, "internal")]), &c).unwrap();
+    assert_eq!(named.stack.load_balancer.scheme, Scheme::Internal, "the annotation wins");
+    c.existing = Some(crate::lb::build::ExistingLoadBalancer { scheme: Scheme::Internal, has_security_groups: true });
+    let existing = build(&svc(tcp80(), &[]), &c).unwrap();
+    assert_eq!(existing.stack.load_balancer.scheme, Scheme::Internal, "an existing load balancer keeps its scheme");
+}

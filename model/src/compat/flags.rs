@@ -1,0 +1,255 @@
+//! ALBC flags without an equivalent here. They parse (an ALBC Deployment's arguments start this
+//! controller unchanged); each one given on the command line is assessed once at start-up.
+
+use super::{Finding, parse_go_bool};
+
+/// What an explicitly given ALBC-only flag means here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Treatment {
+    /// Reported with what happens instead, whatever the value.
+    Warn(&'static str),
+    /// Matches this controller's behaviour at this value (booleans compared as Go reads them);
+    /// any other value is reported with what happens instead.
+    WarnUnless(&'static str, &'static str),
+    /// Refused unless empty: ignoring it would weaken a safety or security promise the user asked for.
+    FatalUnlessEmpty(&'static str),
+}
+
+/// One ALBC flag this controller accepts without implementing it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AlbcFlag {
+    pub name: &'static str,
+    /// ALBC's default, as its `--help` prints it.
+    pub albc_default: &'static str,
+    pub treatment: Treatment,
+}
+
+const NO_GATEWAY: &str = "Gateway API objects are not reconciled by this controller";
+const NO_GA: &str = "GlobalAccelerator objects are not reconciled by this controller";
+
+const fn flag(name: &'static str, albc_default: &'static str, treatment: Treatment) -> AlbcFlag {
+    AlbcFlag { name, albc_default, treatment }
+}
+
+/// Every ALBC v3.5 flag that has no equivalent here (the others are this controller's own flags
+/// under the same names and meanings).
+pub const ALBC_ONLY_FLAGS: &[AlbcFlag] = &[
+    flag("alb-gateway-max-concurrent-reconciles", "3", Treatment::Warn(NO_GATEWAY)),
+    flag("nlb-gateway-max-concurrent-reconciles", "3", Treatment::Warn(NO_GATEWAY)),
+    flag("gateway-class-max-concurrent-reconciles", "3", Treatment::Warn(NO_GATEWAY)),
+    flag("globalaccelerator-max-concurrent-reconciles", "1", Treatment::Warn(NO_GA)),
+    flag("globalaccelerator-max-exponential-backoff-delay", "16m40s", Treatment::Warn(NO_GA)),
+    flag(
+        "lb-stabilization-monitor-interval",
+        "2m0s",
+        Treatment::Warn("not used: a reconcile does not poll a new load balancer until it is active"),
+    ),
+    flag(
+        "max-targets-per-target-group",
+        "0",
+        Treatment::WarnUnless(
+            "0",
+            "targets are not capped per target group: beyond AWS's quota RegisterTargets fails and the \
+             TargetGroupBinding reports the error",
+        ),
+    ),
+    flag("enable-endpoint-slices", "true", Treatment::WarnUnless("true", "EndpointSlices are always used")),
+    flag(
+        "enable-manage-backend-security-group-rules",
+        "false",
+        Treatment::WarnUnless(
+            "false",
+            "backend security-group rules follow --enable-backend-security-group-rules (default true) and \
+             --enable-backend-security-group",
+        ),
+    ),
+    flag(
+        "enable-waf",
+        "true",
+        Treatment::WarnUnless(
+            "false",
+            "WAF Classic is not managed: the alb.ingress.kubernetes.io/waf-acl-id annotation gets a Warning event \
+             and the web ACL association is left as it is",
+        ),
+    ),
+    flag(
+        "enable-shield",
+        "true",
+        Treatment::WarnUnless(
+            "false",
+            "Shield Advanced is not managed: the shield-advanced-protection annotation gets a Warning event and \
+             protections are left as they are",
+        ),
+    ),
+    flag(
+        "aws-vpc-tag-key",
+        "Name",
+        Treatment::Warn("deprecated in ALBC; VPC lookup by tags is not supported here, --aws-vpc-id names the VPC"),
+    ),
+    flag(
+        "aws-vpc-tags",
+        "",
+        Treatment::FatalUnlessEmpty(
+            "VPC lookup by tags is not supported: a wrong guess would place load balancers and security-group \
+             rules in another VPC; set --aws-vpc-id=vpc-… instead",
+        ),
+    ),
+    flag(
+        "allowed-certificate-authority-arns",
+        "[]",
+        Treatment::FatalUnlessEmpty(
+            "ACM certificate discovery here does not filter by issuing CA, so it could serve a certificate from a \
+             CA you excluded; pin certificates with the alb.ingress.kubernetes.io/certificate-arn annotation or \
+             IngressClassParams spec.certificateArn and remove the flag",
+        ),
+    ),
+    flag(
+        "kube-ca-pem-filepath",
+        "",
+        Treatment::FatalUnlessEmpty(
+            "it makes ALBC's webhook server require client certificates from this CA; this controller's webhook \
+             server does not verify client certificates, so callers would no longer be authenticated; remove the \
+             flag and restrict access to the webhook port (NetworkPolicy) instead",
+        ),
+    ),
+    flag(
+        "default-pca-arn",
+        "",
+        Treatment::Warn("ACM certificates are discovered, never requested, so no private CA is used"),
+    ),
+    flag(
+        "quic-environment-variable-name",
+        "AWS_LBC_QUIC_SERVER_ID",
+        Treatment::WarnUnless("AWS_LBC_QUIC_SERVER_ID", "QUIC server IDs are not injected into pods"),
+    ),
+    flag(
+        "tolerate-non-existent-backend-service",
+        "true",
+        Treatment::WarnUnless(
+            "true",
+            "a rule forwarding to a missing Service answers a fixed 503 and the Ingress gets a Warning event",
+        ),
+    ),
+    flag(
+        "tolerate-non-existent-backend-action",
+        "true",
+        Treatment::WarnUnless(
+            "true",
+            "a rule naming a missing actions.<name> annotation answers a fixed 503 and the Ingress gets a \
+             Warning event",
+        ),
+    ),
+];
+
+impl AlbcFlag {
+    /// A Go boolean flag (`--flag` alone means true).
+    pub fn is_bool(&self) -> bool {
+        matches!(self.albc_default, "true" | "false")
+    }
+}
+
+/// An ALBC-only flag as given on the command line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GivenFlag {
+    pub name: String,
+    pub value: String,
+}
+
+fn same_value(default_like: &str, given: &str) -> bool {
+    match (parse_go_bool(default_like), parse_go_bool(given)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => default_like == given.trim(),
+    }
+}
+
+/// One finding per given flag whose value this controller does not honour. `vpc_id_set`:
+/// `--aws-vpc-id` is given, which makes `--aws-vpc-tags` moot (ALBC, too, uses the ID then).
+pub fn assess_flags(given: &[GivenFlag], vpc_id_set: bool) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for g in given {
+        if g.name == "aws-vpc-tags" && vpc_id_set && !g.value.trim().is_empty() {
+            out.push(Finding::Warning(format!("--aws-vpc-tags={} has no effect: --aws-vpc-id names the VPC", g.value)));
+            continue;
+        }
+        let Some(f) = ALBC_ONLY_FLAGS.iter().find(|f| f.name == g.name) else {
+            out.push(Finding::Fatal(format!("--{}: not an ALBC flag this controller knows", g.name)));
+            continue;
+        };
+        let (name, value) = (f.name, g.value.as_str());
+        match f.treatment {
+            Treatment::Warn(what) => out.push(Finding::Warning(format!("--{name}={value} has no effect: {what}"))),
+            Treatment::WarnUnless(ok, _) if same_value(ok, value) => {}
+            Treatment::WarnUnless(_, what) => {
+                out.push(Finding::Warning(format!("--{name}={value} is not supported: {what}")))
+            }
+            // `[]` is how Go prints an empty list flag (ALBC's `--help` default).
+            Treatment::FatalUnlessEmpty(_) if matches!(value.trim(), "" | "[]") => {}
+            Treatment::FatalUnlessEmpty(what) => {
+                out.push(Finding::Fatal(format!("--{name}={value} is refused: {what}")))
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn given(name: &str, value: &str) -> GivenFlag {
+        GivenFlag { name: name.into(), value: value.into() }
+    }
+
+    #[test]
+    fn names_are_unique_and_albc_defaults_never_warn_unless_the_behaviour_differs() {
+        let mut names: Vec<_> = ALBC_ONLY_FLAGS.iter().map(|f| f.name).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), ALBC_ONLY_FLAGS.len());
+        for f in ALBC_ONLY_FLAGS {
+            let found = assess_flags(&[given(f.name, f.albc_default)], false);
+            match f.treatment {
+                Treatment::Warn(_) => assert_eq!(found.len(), 1, "{}", f.name),
+                Treatment::FatalUnlessEmpty(_) => assert!(found.is_empty(), "{}", f.name),
+                Treatment::WarnUnless(ok, _) => {
+                    assert_eq!(found.is_empty(), same_value(ok, f.albc_default), "{}", f.name)
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn table() {
+        type Check = fn(&[Finding]) -> bool;
+        let cases: &[(&str, &str, Check)] = &[
+            ("enable-endpoint-slices", "true", |f| f.is_empty()),
+            ("enable-endpoint-slices", "T", |f| f.is_empty()),
+            (
+                "enable-endpoint-slices",
+                "false",
+                |f| matches!(f, [Finding::Warning(m)] if m.contains("=false is not supported") && m.contains("always")),
+            ),
+            ("enable-shield", "false", |f| f.is_empty()),
+            ("enable-shield", "true", |f| matches!(f, [Finding::Warning(m)] if m.contains("Shield Advanced"))),
+            ("max-targets-per-target-group", "0", |f| f.is_empty()),
+            ("max-targets-per-target-group", "500", |f| f.len() == 1),
+            ("aws-vpc-tags", "", |f| f.is_empty()),
+            (
+                "aws-vpc-tags",
+                "env=prod",
+                |f| matches!(f, [Finding::Fatal(m)] if m.contains("--aws-vpc-tags=env=prod is refused") && m.contains("--aws-vpc-id")),
+            ),
+            ("allowed-certificate-authority-arns", "arn:aws:acm-pca:x", |f| matches!(f, [Finding::Fatal(_)])),
+            (
+                "nlb-gateway-max-concurrent-reconciles",
+                "3",
+                |f| matches!(f, [Finding::Warning(m)] if m.contains("has no effect") && m.contains("Gateway API")),
+            ),
+            ("no-such-flag", "1", |f| matches!(f, [Finding::Fatal(_)])),
+        ];
+        for (name, value, check) in cases {
+            let found = assess_flags(&[given(name, value)], false);
+            assert!(check(&found), "--{name}={value}: {found:?}");
+        }
+    }
+}

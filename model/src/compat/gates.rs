@@ -1,0 +1,235 @@
+//! ALBC's `--feature-gates`: every gate ALBC v3.5 knows, its default there, and what this
+//! controller does about it. A gate is either honoured (mapped onto our own setting) or describes
+//! behaviour this controller has fixed; setting a fixed gate to the other value is reported at
+//! start-up, never silently dropped. Unknown gate names are reported too (ALBC refuses them; we
+//! start, since a typo in a gate must not take the data path down, but say so loudly).
+
+use super::Finding;
+
+/// How this controller relates to one ALBC gate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Here {
+    /// The gate's value is applied (see [`FeatureGates`]).
+    Honoured,
+    /// This controller always behaves as if the gate had this value; the text says how.
+    Fixed(bool, &'static str),
+}
+
+/// One ALBC feature gate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Gate {
+    pub name: &'static str,
+    pub albc_default: bool,
+    pub here: Here,
+}
+
+const fn fixed(name: &'static str, albc_default: bool, value: bool, what: &'static str) -> Gate {
+    Gate { name, albc_default, here: Here::Fixed(value, what) }
+}
+
+const fn honoured(name: &'static str, albc_default: bool) -> Gate {
+    Gate { name, albc_default, here: Here::Honoured }
+}
+
+const NO_GATEWAY: &str = "Gateway API objects (GatewayClass, Gateway, routes, ListenerSets) are not reconciled";
+
+/// ALBC v3.5's gates, in its order.
+pub const GATES: &[Gate] = &[
+    fixed("ListenerRulesTagging", true, true, "listener rules carry the stack's tags"),
+    fixed("WeightedTargetGroups", true, true, "forward actions may name several weighted target groups"),
+    fixed(
+        "ServiceTypeLoadBalancerOnly",
+        false,
+        true,
+        "only Services of type LoadBalancer get a load balancer, whatever their annotations",
+    ),
+    fixed(
+        "EndpointsFailOpen",
+        true,
+        true,
+        "not-ready endpoints stay registered while only our readiness gates hold their pods back \
+         (containers ready, node not NotReady, not terminating)",
+    ),
+    honoured("EnableServiceController", true),
+    fixed("EnableIPTargetType", true, true, "IP targets are what this controller registers"),
+    fixed("EnableRGTAPI", false, false, "resources are found with ELBv2 and EC2 Describe calls, never the tagging API"),
+    honoured("SubnetsClusterTagCheck", true),
+    fixed("NLBHealthCheckAdvancedConfig", true, true, "the NLB health-check annotations are applied"),
+    honoured("NLBSecurityGroup", true),
+    honoured("ALBSingleSubnet", false),
+    fixed("LBCapacityReservation", true, true, "the minimum-load-balancer-capacity annotations are applied"),
+    fixed(
+        "SubnetDiscoveryByReachability",
+        true,
+        false,
+        "subnets are discovered by their role tags (kubernetes.io/role/elb, kubernetes.io/role/internal-elb) \
+         only, never classified by route table",
+    ),
+    fixed("NLBGatewayAPI", true, false, NO_GATEWAY),
+    fixed("ALBGatewayAPI", true, false, NO_GATEWAY),
+    fixed("GlobalAcceleratorController", false, false, "GlobalAccelerator objects are not reconciled"),
+    honoured("EnableTCPUDPListener", false),
+    fixed("EnhancedDefaultBehavior", false, false, "ALBC's enhanced defaults are not implemented"),
+    fixed(
+        "EnableDefaultTagsLowPriority",
+        false,
+        false,
+        "--default-tags win over tags from annotations and IngressClassParams",
+    ),
+    fixed("ALBTargetControlAgent", false, false, "the ALB target control agent is not supported"),
+    fixed("GatewayListenerSet", true, false, NO_GATEWAY),
+    fixed("EnableCertificateManagement", false, false, "ACM certificates are discovered, never requested"),
+    fixed("IngressPlanAnnotation", false, false, "the Ingress plan annotation is not written"),
+];
+
+/// The gates this controller applies, with ALBC's defaults for those not given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FeatureGates {
+    /// `EnableServiceController`: Services are reconciled (together with `--enable-service-controller`).
+    pub service_controller: bool,
+    /// `SubnetsClusterTagCheck`: discovered subnets tagged for other clusters only are dropped.
+    pub subnets_cluster_tag_check: bool,
+    /// `ALBSingleSubnet`: an ALB may live in one subnet (else two Availability Zones at least).
+    pub alb_single_subnet: bool,
+    /// `NLBSecurityGroup`: NLBs get a managed frontend security group.
+    pub nlb_security_group: bool,
+    /// `EnableTCPUDPListener`: a Service port listed for TCP and UDP becomes one TCP_UDP listener
+    /// (the Service annotation `aws-load-balancer-enable-tcp-udp-listener` still decides first).
+    pub tcp_udp_listener: bool,
+}
+
+impl Default for FeatureGates {
+    fn default() -> Self {
+        let d = |n: &str| GATES.iter().find(|g| g.name == n).map(|g| g.albc_default).unwrap_or(false);
+        FeatureGates {
+            service_controller: d("EnableServiceController"),
+            subnets_cluster_tag_check: d("SubnetsClusterTagCheck"),
+            alb_single_subnet: d("ALBSingleSubnet"),
+            nlb_security_group: d("NLBSecurityGroup"),
+            tcp_udp_listener: d("EnableTCPUDPListener"),
+        }
+    }
+}
+
+/// The honoured gates' values and one finding per gate given with a value this controller does
+/// not implement, or unknown.
+pub fn assess_gates(given: &[(String, bool)]) -> (FeatureGates, Vec<Finding>) {
+    let mut gates = FeatureGates::default();
+    let mut findings = Vec::new();
+    for (name, value) in given {
+        let Some(gate) = GATES.iter().find(|g| g.name == name) else {
+            let near = GATES.iter().find(|g| g.name.eq_ignore_ascii_case(name));
+            let hint = near.map(|g| format!(" (did you mean {}?)", g.name)).unwrap_or_default();
+            findings.push(Finding::Warning(format!(
+                "--feature-gates: unknown gate {name:?}{hint}: it has no effect; ALBC's gates are {}",
+                GATES.iter().map(|g| g.name).collect::<Vec<_>>().join(", ")
+            )));
+            continue;
+        };
+        match gate.here {
+            Here::Honoured => match gate.name {
+                "EnableServiceController" => gates.service_controller = *value,
+                "SubnetsClusterTagCheck" => gates.subnets_cluster_tag_check = *value,
+                "ALBSingleSubnet" => gates.alb_single_subnet = *value,
+                "NLBSecurityGroup" => gates.nlb_security_group = *value,
+                "EnableTCPUDPListener" => gates.tcp_udp_listener = *value,
+                other => unreachable!("honoured gate {other} has no setting"),
+            },
+            Here::Fixed(v, _) if v == *value => {}
+            Here::Fixed(v, what) => findings.push(Finding::Warning(format!(
+                "--feature-gates: {name}={value} is not supported: this controller behaves as {name}={v} ({what})"
+            ))),
+        }
+    }
+    (gates, findings)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn given(pairs: &[(&str, bool)]) -> Vec<(String, bool)> {
+        pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+    }
+
+    #[test]
+    fn defaults_are_albcs() {
+        let (g, f) = assess_gates(&[]);
+        assert!(f.is_empty());
+        assert_eq!(
+            g,
+            FeatureGates {
+                service_controller: true,
+                subnets_cluster_tag_check: true,
+                alb_single_subnet: false,
+                nlb_security_group: true,
+                tcp_udp_listener: false,
+            }
+        );
+    }
+
+    #[test]
+    fn every_gate_name_is_unique_and_every_honoured_gate_has_a_setting() {
+        let mut names: Vec<_> = GATES.iter().map(|g| g.name).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), GATES.len());
+        assert_eq!(GATES.len(), 23, "ALBC v3.5 has 23 gates");
+        for g in GATES.iter().filter(|g| g.here == Here::Honoured) {
+            let (gates, f) = assess_gates(&given(&[(g.name, !g.albc_default)]));
+            assert!(f.is_empty(), "{}", g.name);
+            assert_ne!(gates, FeatureGates::default(), "{} changed nothing", g.name);
+        }
+    }
+
+    #[test]
+    fn honoured_gates_apply() {
+        let (g, f) = assess_gates(&given(&[
+            ("EnableServiceController", false),
+            ("SubnetsClusterTagCheck", false),
+            ("ALBSingleSubnet", true),
+            ("NLBSecurityGroup", false),
+            ("EnableTCPUDPListener", true),
+        ]));
+        assert!(f.is_empty());
+        assert_eq!(
+            g,
+            FeatureGates {
+                service_controller: false,
+                subnets_cluster_tag_check: false,
+                alb_single_subnet: true,
+                nlb_security_group: false,
+                tcp_udp_listener: true,
+            }
+        );
+    }
+
+    #[test]
+    fn fixed_gates_warn_only_when_set_against_our_behaviour() {
+        // ALBC's own defaults, written out as Helm charts often do: only the gates where we differ.
+        let (_, f) = assess_gates(&given(&[("ListenerRulesTagging", true), ("NLBGatewayAPI", false)]));
+        assert!(f.is_empty(), "{f:?}");
+        let (_, f) =
+            assess_gates(&given(&[("SubnetDiscoveryByReachability", true), ("ServiceTypeLoadBalancerOnly", false)]));
+        assert_eq!(f.len(), 2);
+        let m = f[0].message();
+        assert!(matches!(f[0], Finding::Warning(_)));
+        assert!(
+            m.contains("SubnetDiscoveryByReachability=true is not supported")
+                && m.contains("=false")
+                && m.contains("role tags"),
+            "{m}"
+        );
+        assert!(f[1].message().contains("only Services of type LoadBalancer"), "{}", f[1].message());
+    }
+
+    #[test]
+    fn unknown_gates_are_named_with_a_hint() {
+        let (g, f) = assess_gates(&given(&[("albsinglesubnet", true), ("NoSuchGate", false)]));
+        assert_eq!(g, FeatureGates::default());
+        assert!(f[0].message().contains("did you mean ALBSingleSubnet?"), "{}", f[0].message());
+        assert!(
+            f[1].message().contains("unknown gate \"NoSuchGate\"") && f[1].message().contains("ListenerRulesTagging")
+        );
+    }
+}
