@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from test_chart import BASE_VALUES, CHART, MATRIX, REPO, by_kind, deep_merge, helm, one, render  # noqa: F401
+from test_chart import BASE_VALUES, CHART, KUBE_VERSION, MATRIX, REPO, by_kind, deep_merge, helm, one, render, run  # noqa: F401
 
 ALBC_COMMIT = "225f4456"
 ALBC_CHART = "helm/aws-load-balancer-controller"
@@ -291,6 +291,16 @@ def test_albc_defaults_render_no_albc_only_flag(helm, tmp_path, albc_defaults):
     # ALBC's default: no cluster-wide access to Secrets.
     assert ("", "secrets") not in {(g, r) for rule in one(docs, "ClusterRole")["rules"]
                                    for g in rule["apiGroups"] for r in rule["resources"]}
+
+
+def test_albc_values_files_lint(helm, tmp_path, albc_defaults):
+    """`helm lint --strict` with ALBC's defaults and with the production file, each plus our image."""
+    image = tmp_path / "image.yaml"
+    image.write_text(yaml.safe_dump(OUR_IMAGE))
+    defaults = tmp_path / "albc-defaults.yaml"
+    defaults.write_text(yaml.safe_dump(deep_merge(albc_defaults, {"clusterName": "c", "region": "r"})))
+    for values in (defaults, ALBC_VALUES_FILE):
+        run([helm, "lint", "--strict", "--kube-version", KUBE_VERSION, CHART, "-f", values, "-f", image])
 
 
 def test_albc_image_is_refused(helm, tmp_path, albc_defaults):
