@@ -224,9 +224,12 @@ def test_template(helm, tmp_path, case):
     assert {"key": "app.kubernetes.io/name", "operator": "NotIn", "values": ["aws-lb-controller"]} in \
         vicp["objectSelector"]["matchExpressions"]
     assert f"--ingress-class={ingress_class}" in args
+    # Booleans render only when set (null: the controller's default).
     for flag, value in (("disable-ingress-class-annotation", "disableIngressClassAnnotation"),
-                        ("disable-ingress-group-name-annotation", "disableIngressGroupNameAnnotation")):
-        assert f"--{flag}={str(MATRIX[case].get(value, False)).lower()}" in args
+                        ("disable-ingress-group-name-annotation", "disableIngressGroupNameAnnotation"),
+                        ("enable-backend-security-group", "enableBackendSecurityGroup")):
+        want = [f"--{flag}={str(MATRIX[case][value]).lower()}"] if value in MATRIX[case] else []
+        assert [a for a in args if a.startswith(f"--{flag}=")] == want
     classes, params = by_kind(docs, "IngressClass"), by_kind(docs, "IngressClassParams")
     if case == "no-ingress-class":
         assert not classes and not params
@@ -250,7 +253,6 @@ def test_template(helm, tmp_path, case):
         assert env["AWS_SESSION_TOKEN"]["valueFrom"]["secretKeyRef"]["key"] == "aws_session_token"
     args = pod["containers"][0]["args"]
     vols = {v["name"]: v for v in pod["volumes"]}
-    assert f"--enable-backend-security-group={str(MATRIX[case].get('enableBackendSecurityGroup', True)).lower()}" in args
     for value, flag in (("defaultSSLPolicy", "--default-ssl-policy"), ("defaultTargetType", "--default-target-type")):
         want = [f"{flag}={MATRIX[case][value]}"] if value in MATRIX[case] else []
         assert [a for a in args if a.startswith(f"{flag}=")] == want

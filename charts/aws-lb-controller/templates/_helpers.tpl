@@ -22,11 +22,17 @@ app.kubernetes.io/name: {{ include "lbc.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 
+{{/* ALBC's `creator` (other than "helm") leaves out Helm's own labels. */}}
 {{- define "lbc.labels" -}}
-helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{ include "lbc.selectorLabels" . }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+{{- if eq (default "helm" .Values.creator) "helm" }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+{{- with .Values.additionalLabels }}
+{{ toYaml . }}
+{{- end }}
 {{- end }}
 
 {{- define "lbc.serviceAccountName" -}}
@@ -66,4 +72,22 @@ matchConditions:
 
 {{- define "lbc.ingressClassParamsName" -}}
 {{- default .Values.ingressClass .Values.ingressClassParams.name -}}
+{{- end }}
+
+{{/* One label selector (JSON) from a list: an extra match expression (or nil), then selectors whose
+     matchExpressions are concatenated and matchLabels merged; nulls and empty parts left out. */}}
+{{- define "lbc.selector" -}}
+{{- $exprs := list }}
+{{- $labels := dict }}
+{{- range rest . }}
+{{- if kindIs "map" . }}
+{{- $exprs = concat $exprs (.matchExpressions | default list) }}
+{{- $labels = merge $labels (.matchLabels | default dict) }}
+{{- end }}
+{{- end }}
+{{- with first . }}{{ $exprs = append $exprs . }}{{ end }}
+{{- $sel := dict }}
+{{- with $exprs }}{{ $_ := set $sel "matchExpressions" . }}{{ end }}
+{{- with $labels }}{{ $_ := set $sel "matchLabels" . }}{{ end }}
+{{- toJson $sel }}
 {{- end }}

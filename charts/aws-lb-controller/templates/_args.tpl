@@ -1,0 +1,157 @@
+{{/* The controller's command line. Values named as in the upstream ALBC chart render their flag only
+     when set (null or empty: the controller's own default); booleans render whenever they are
+     booleans, so `false` is passed on. Maps render as k=v,k=v (sorted), lists comma-joined. */}}
+
+{{/* Values (dotted paths) that map to a flag of the same meaning. */}}
+{{- define "lbc.valueFlags" -}}
+{{- list
+  (list "watchNamespace" "watch-namespace")
+  (list "vpcTags" "aws-vpc-tags")
+  (list "awsApiEndpoints" "aws-api-endpoints")
+  (list "awsApiThrottle" "aws-api-throttle")
+  (list "awsMaxRetries" "aws-max-retries")
+  (list "ingressClass" "ingress-class")
+  (list "disableIngressClassAnnotation" "disable-ingress-class-annotation")
+  (list "disableIngressGroupNameAnnotation" "disable-ingress-group-name-annotation")
+  (list "defaultSSLPolicy" "default-ssl-policy")
+  (list "defaultTargetType" "default-target-type")
+  (list "defaultLoadBalancerScheme" "default-load-balancer-scheme")
+  (list "loadBalancerClass" "load-balancer-class")
+  (list "enableServiceMutatorWebhook" "enable-service-mutator-webhook")
+  (list "enablePodReadinessGateInject" "enable-pod-readiness-gate-inject")
+  (list "enableShield" "enable-shield")
+  (list "enableWaf" "enable-waf")
+  (list "enableWafv2" "enable-wafv2")
+  (list "ingressMaxConcurrentReconciles" "ingress-max-concurrent-reconciles")
+  (list "serviceMaxConcurrentReconciles" "service-max-concurrent-reconciles")
+  (list "targetgroupbindingMaxConcurrentReconciles" "targetgroupbinding-max-concurrent-reconciles")
+  (list "targetgroupbindingMaxExponentialBackoffDelay" "targetgroupbinding-max-exponential-backoff-delay")
+  (list "targetgroupbindingRequeueDuration" "targetgroupbinding-requeue-duration")
+  (list "albGatewayMaxConcurrentReconciles" "alb-gateway-max-concurrent-reconciles")
+  (list "nlbGatewayMaxConcurrentReconciles" "nlb-gateway-max-concurrent-reconciles")
+  (list "globalAcceleratorMaxConcurrentReconciles" "globalaccelerator-max-concurrent-reconciles")
+  (list "globalAcceleratorMaxExponentialBackoffDelay" "globalaccelerator-max-exponential-backoff-delay")
+  (list "lbStabilizationMonitorInterval" "lb-stabilization-monitor-interval")
+  (list "syncPeriod" "sync-period")
+  (list "tolerateNonExistentBackendService" "tolerate-non-existent-backend-service")
+  (list "tolerateNonExistentBackendAction" "tolerate-non-existent-backend-action")
+  (list "defaultTags" "default-tags")
+  (list "externalManagedTags" "external-managed-tags")
+  (list "enableEndpointSlices" "enable-endpoint-slices")
+  (list "enableBackendSecurityGroup" "enable-backend-security-group")
+  (list "enableManageBackendSecurityGroupRules" "enable-manage-backend-security-group-rules")
+  (list "backendSecurityGroup" "backend-security-group")
+  (list "disableRestrictedSecurityGroupRules" "disable-restricted-sg-rules")
+  (list "maxTargetsPerTargetGroup" "max-targets-per-target-group")
+  (list "serviceTargetENISGTags" "service-target-eni-security-group-tags")
+  (list "controllerConfig.featureGates" "feature-gates")
+  (list "certDiscovery.allowedCertificateAuthorityARNs" "allowed-certificate-authority-arns")
+  (list "certManagement.defaultPCAARN" "default-pca-arn")
+  | toJson }}
+{{- end }}
+
+{{/* A scalar as the controller reads it: whole numbers without an exponent (YAML numbers arrive as floats). */}}
+{{- define "lbc.scalar" -}}
+{{- if and (kindIs "float64" .) (eq . (float64 (int64 .))) }}{{ int64 . }}{{ else }}{{ . }}{{ end }}
+{{- end }}
+
+{{/* A value as one flag argument: map -> k=v,k=v; list -> a,b; scalar as is. */}}
+{{- define "lbc.flagValue" -}}
+{{- $out := list }}
+{{- if kindIs "map" . }}
+{{- range $k, $v := . }}{{ $out = append $out (printf "%s=%s" $k (include "lbc.scalar" $v)) }}{{ end }}
+{{- else if kindIs "slice" . }}
+{{- range . }}{{ $out = append $out (include "lbc.scalar" .) }}{{ end }}
+{{- else }}
+{{- $out = list (include "lbc.scalar" .) }}
+{{- end }}
+{{- join "," $out }}
+{{- end }}
+
+{{/* AWS credentials settings in effect: awsCredentials, or ALBC's envSecretName (static keys from a
+     Secret with ALBC's key names). Returned as JSON. */}}
+{{- define "lbc.awsCredentials" -}}
+{{- $creds := deepCopy .Values.awsCredentials }}
+{{- with .Values.envSecretName }}
+{{- if ne $creds.source "default" }}
+{{- fail (printf "envSecretName (ALBC) and awsCredentials.source=%s both set the AWS credentials: keep one" $creds.source) }}
+{{- end }}
+{{- $_ := set $creds "source" "secret" }}
+{{- $_ := set $creds "secretName" . }}
+{{- $_ := set $creds "accessKeyIdKey" "key_id" }}
+{{- $_ := set $creds "secretAccessKeyKey" "access_key" }}
+{{- end }}
+{{- toJson $creds }}
+{{- end }}
+
+{{/* The container's args, one `- --flag=value` per line. */}}
+{{- define "lbc.args" -}}
+{{- $creds := include "lbc.awsCredentials" . | fromJson }}
+{{- $vault := $creds.vault | default dict }}
+{{- $args := list }}
+{{- $fromValues := dict }}
+{{- $args = append $args (printf "--cluster-name=%s" (required "clusterName is required: the <name> of your subnets' kubernetes.io/cluster/<name> tags" .Values.clusterName)) }}
+{{- $args = append $args (printf "--aws-region=%s" (required "region is required: the instance metadata service is never used to guess it" .Values.region)) }}
+{{- with .Values.vpcId }}{{ $args = append $args (printf "--aws-vpc-id=%s" .) }}{{ end }}
+{{- range include "lbc.valueFlags" . | fromJsonArray }}
+{{- $path := index . 0 }}
+{{- $flag := index . 1 }}
+{{- $v := $.Values }}
+{{- range splitList "." $path }}{{ if kindIs "map" $v }}{{ $v = get $v . }}{{ else }}{{ $v = "" }}{{ end }}{{ end }}
+{{- if or (kindIs "bool" $v) $v }}
+{{- $args = append $args (printf "--%s=%s" $flag (include "lbc.flagValue" $v)) }}
+{{- $_ := set $fromValues $flag $path }}
+{{- end }}
+{{- end }}
+{{- $args = append $args "--enable-leader-election=true" }}
+{{- $args = append $args (printf "--leader-election-id=%s" .Values.leaderElection.id) }}
+{{- $args = append $args (printf "--leader-election-namespace=%s" .Release.Namespace) }}
+{{- $args = append $args (printf "--leader-election-lease-duration=%s" (include "lbc.scalar" .Values.leaderElection.leaseDurationSeconds)) }}
+{{- $args = append $args (printf "--metrics-bind-addr=%s" (.Values.metricsBindAddr | default (printf ":%s" (include "lbc.scalar" .Values.metricsService.port)))) }}
+{{- $args = append $args "--health-probe-bind-addr=:61779" }}
+{{- $args = append $args (printf "--webhook-bind-port=%s" (include "lbc.webhookPort" .)) }}
+{{- $args = append $args "--webhook-cert-dir=/tmp/k8s-webhook-server/serving-certs" }}
+{{- with .Values.logLevel }}{{ $args = append $args (printf "--log-level=%s" .) }}{{ end }}
+{{- $args = append $args (printf "--log-format=%s" .Values.logFormat) }}
+{{- if eq $creds.source "file" }}
+{{- $args = concat $args (list "--aws-credentials-source=file"
+  (printf "--aws-credentials-file=%s/%s" $creds.fileMountPath $creds.fileKey)
+  (printf "--aws-credentials-profile=%s" ($creds.profile | default "default"))) }}
+{{- else if eq $creds.source "vault" }}
+{{- $args = concat $args (list "--aws-credentials-source=vault"
+  (printf "--vault-address=%s" $vault.address)
+  (printf "--vault-auth-mount=%s" $vault.authMount)
+  (printf "--vault-auth-role=%s" $vault.authRole)
+  (printf "--vault-secrets-mount=%s" $vault.secretsMount)
+  (printf "--vault-secrets-role=%s" $vault.secretsRole)
+  (printf "--vault-credential-type=%s" $vault.credentialType)
+  (printf "--vault-ttl=%s" $vault.ttl)
+  "--vault-token-path=/var/run/secrets/vault/token") }}
+{{- with $vault.roleArn }}{{ $args = append $args (printf "--vault-role-arn=%s" .) }}{{ end }}
+{{- with $vault.namespace }}{{ $args = append $args (printf "--vault-namespace=%s" .) }}{{ end }}
+{{- if $vault.caBundleConfigMap }}
+{{- $args = append $args (printf "--vault-ca-bundle=/etc/aws-lb-controller/vault-ca/%s" $vault.caBundleKey) }}
+{{- end }}
+{{- end }}
+{{- range $k, $v := .Values.extraArgs }}
+{{- with get $fromValues $k }}
+{{- fail (printf "extraArgs.%s duplicates --%s, which the value %s renders: set %s only" $k $k . .) }}
+{{- end }}
+{{- range $args }}
+{{- if hasPrefix (printf "--%s=" $k) . }}
+{{- fail (printf "extraArgs.%s duplicates --%s, which the chart renders itself (see values.yaml)" $k $k) }}
+{{- end }}
+{{- end }}
+{{- $args = append $args (printf "--%s=%s" $k (include "lbc.scalar" $v)) }}
+{{- end }}
+{{- toYaml $args }}
+{{- end }}
+
+{{- define "lbc.webhookPort" -}}
+{{- include "lbc.scalar" (.Values.webhookBindPort | default 9443) }}
+{{- end }}
+
+{{/* The metrics port: from ALBC's metricsBindAddr (`:8080`, `0.0.0.0:8080`) when set. */}}
+{{- define "lbc.metricsPort" -}}
+{{- with .Values.metricsBindAddr }}{{ splitList ":" . | last }}{{ else }}{{ include "lbc.scalar" .Values.metricsService.port }}{{ end }}
+{{- end }}
