@@ -11,7 +11,7 @@ use lbc_aws::elbv2::TargetGroupInfo;
 use lbc_model::crd::TargetGroupBinding;
 use lbc_model::endpoints::DesiredTargets;
 use lbc_model::pod::CurrentCondition;
-use lbc_model::readiness::{GateCondition, health_poll_interval};
+use lbc_model::readiness::{GateCondition, health_poll_due, health_poll_interval};
 use lbc_model::target::Target;
 use serde_json::json;
 use std::collections::HashSet;
@@ -52,8 +52,12 @@ pub(super) async fn update(
 
     let fresh: HashSet<Target> = just_registered.iter().copied().collect();
     let now = Instant::now();
-    let last = ctx.with_state(key, |s| s.last_health_poll);
-    let due = last.is_none_or(|t| now.duration_since(t) >= interval);
+    let wait = |s: &crate::context::BindingState| {
+        let registered_ago = pending.iter().map(|(t, _)| s.registered_at.get(t).map(|at| now.duration_since(*at)));
+        let since_poll = s.last_health_poll.map(|l| now.duration_since(l));
+        health_poll_due(since_poll, registered_ago, interval, ctx.cfg.health_poll_floor)
+    };
+    let due = ctx.with_state(key, |s| wait(s)).is_zero();
     let to_poll: Vec<Target> = pending.iter().map(|(t, _)| *t).filter(|t| !fresh.contains(t)).collect();
     // Targets AWS reports not registered although we believed them registered (deregistered out
     // of band): their gates stay False and they are dropped from what we believe registered, so
@@ -110,13 +114,7 @@ pub(super) async fn update(
             ctx.metrics.registered_to_healthy.observe(secs);
         }
     }
-    let poll_in = if !lost.is_empty() {
-        Duration::ZERO
-    } else if due {
-        interval
-    } else {
-        interval.saturating_sub(now.duration_since(last.unwrap_or(now)))
-    };
+    let poll_in = if lost.is_empty() { ctx.with_state(key, |s| wait(s)) } else { Duration::ZERO };
     Ok(GateOutcome { pending: still_pending, poll_in })
 }
 
