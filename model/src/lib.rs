@@ -44,3 +44,4 @@ pub mod service;
 pub mod target;
 pub mod tg_ownership;
 pub mod throttle;
+pub mod wire;

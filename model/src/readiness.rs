@@ -73,6 +73,34 @@ pub fn health_poll_interval(health_check_interval_secs: Option<i32>, floor: Dura
     half.clamp(floor, ceiling.max(floor))
 }
 
+/// How long until the next DescribeTargetHealth for pending readiness gates is worth making.
+///
+/// Each pending target is worth looking at one `interval` after it was last seen: at the last
+/// poll, or at its registration by this process if that came later (`registered_ago`; `None`:
+/// registered before this process, seen only by polls). So a target registered just before a
+/// due poll gets its own interval instead of being polled while surely still initial, and pods
+/// added later wait as long as the first ones. Never sooner than `floor` after the last poll;
+/// due at once for a target no poll has seen and whose registration is unknown.
+pub fn health_poll_due(
+    since_last_poll: Option<Duration>,
+    pending_registered_ago: impl IntoIterator<Item = Option<Duration>>,
+    interval: Duration,
+    floor: Duration,
+) -> Duration {
+    let soonest = pending_registered_ago
+        .into_iter()
+        .map(|reg| {
+            let seen_ago = match (reg, since_last_poll) {
+                (Some(r), Some(p)) => r.min(p),
+                (r, p) => r.or(p).unwrap_or(interval),
+            };
+            interval.saturating_sub(seen_ago)
+        })
+        .min()
+        .unwrap_or(interval);
+    soonest.max(since_last_poll.map_or(Duration::ZERO, |p| floor.saturating_sub(p)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -126,5 +154,29 @@ mod tests {
             health_poll_interval(Some(10), Duration::from_secs(9), Duration::from_secs(2)),
             Duration::from_secs(9)
         );
+    }
+
+    #[test]
+    fn health_poll_due_table() {
+        let s = Duration::from_secs;
+        let ms = Duration::from_millis;
+        let (interval, floor) = (s(2), s(1));
+        #[allow(clippy::type_complexity)] // a table of cases reads best as tuples
+        let cases: &[(&str, Option<Duration>, &[Option<Duration>], Duration)] = &[
+            ("no poll yet, registered by an earlier process: now", None, &[None], s(0)),
+            ("just registered, no poll yet: one interval", None, &[Some(s(0))], s(2)),
+            ("registered 1.5 s ago, no poll yet", None, &[Some(ms(1500))], ms(500)),
+            ("old target, last poll 0.5 s ago", Some(ms(500)), &[None], ms(1500)),
+            ("old target, last poll long ago: now", Some(s(9)), &[None], s(0)),
+            ("registered after an old poll: its own interval, not at once", Some(s(9)), &[Some(ms(200))], ms(1800)),
+            ("registered before the last poll: the poll's clock", Some(ms(500)), &[Some(s(3))], ms(1500)),
+            ("the soonest target decides", Some(s(9)), &[Some(ms(200)), Some(s(3)), None], s(0)),
+            ("nothing pending: one interval", Some(s(9)), &[], s(2)),
+        ];
+        for (what, last, regs, want) in cases {
+            assert_eq!(health_poll_due(*last, regs.iter().copied(), interval, floor), *want, "{what}");
+        }
+        let tight = health_poll_due(Some(ms(300)), [None], s(2), s(3));
+        assert_eq!(tight, ms(2700), "a floor above the interval still applies");
     }
 }
