@@ -34,6 +34,7 @@ from harness.stats import comparison_rows, table  # noqa: E402
 
 ALBC_CACHED = os.path.expanduser("~/.cache/aws-lb-controller/albc-225f4456/controller")
 ALL = ["S1", "S2", "S3", "S4", "S5", "S6"]
+FLAVORS = ["ours", "albc", "albc-tuned"]
 
 METRICS = [
     ("S1 cold start", "to /readyz (s)", "cold_start.to_ready_s"),
@@ -81,8 +82,13 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--albc-bin", default=os.environ.get("LBC_ALBC_BIN") or ALBC_CACHED,
                    help="ALBC binary (default $LBC_ALBC_BIN, else build-albc.sh's cache); missing: ours only")
     p.add_argument("--gate-pods", type=int, default=0, help="pods of the S3 scene (default --pods)")
+    p.add_argument("--flavors", default="ours,albc,albc-tuned",
+                   help="which columns to run (e.g. albc,albc-tuned now, ours later; join with `report`)")
     o = p.parse_args(argv)
     o.scenarios = [s.strip().upper() for s in o.scenarios.split(",") if s.strip()]
+    o.flavors = [f.strip() for f in o.flavors.split(",") if f.strip()]
+    if not o.flavors or set(o.flavors) - set(FLAVORS):
+        p.error(f"--flavors: {o.flavors} is not a non-empty subset of {FLAVORS}")
     bad = [s for s in o.scenarios if s not in ALL]
     if bad:
         p.error(f"--scenarios: unknown {bad}; known {ALL} (S7, Service/Ingress creation, is not measured yet)")
@@ -104,14 +110,20 @@ def main_phases(scenarios: list[str]) -> list[str]:
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["report"]:
+        join_reports(sys.argv[2:])
+        return
     o = parse(sys.argv[1:])
-    env = checked_env(o.binary)
-    flavors = [Flavor("ours", "ours", o.binary)]
+    env = checked_env(o.binary if "ours" in o.flavors else sys.executable)
+    flavors = [Flavor("ours", "ours", o.binary)] if "ours" in o.flavors else []
     skipped = ""
+    tuned = None
     if o.albc_bin and os.access(o.albc_bin, os.X_OK):
-        flavors.append(Flavor("albc", "albc", o.albc_bin))
-        tuned = Flavor("albc-tuned", "albc", o.albc_bin, albc_tuned_args(o.groups))
-    else:
+        if "albc" in o.flavors:
+            flavors.append(Flavor("albc", "albc", o.albc_bin))
+        if "albc-tuned" in o.flavors:
+            tuned = Flavor("albc-tuned", "albc", o.albc_bin, albc_tuned_args(o.groups))
+    elif {"albc", "albc-tuned"} & set(o.flavors):
         tuned = None
         skipped = (f"ALBC column skipped: no executable ALBC binary at {o.albc_bin!r} (set --albc-bin or "
                    "LBC_ALBC_BIN, or build it with the peers' build-albc.sh)")
@@ -128,6 +140,8 @@ def main() -> None:
     phases = main_phases(o.scenarios)
     for i in range(o.runs):
         these = flavors + ([tuned] if tuned and i < o.tuned_runs else [])
+        if not these:
+            break
         run_id = f"{stamp[-6:]}{i}"
         try:
             scene = Scene(o, env, run_id, os.path.join(root, f"r{i}"))
@@ -166,7 +180,31 @@ def merge_gates(runs: list[dict], i: int, gated: dict) -> None:
         runs.append(gated)
 
 
+def join_reports(paths: list[str]) -> None:
+    """`bench/compare report A/compare.json B/compare.json ...`: one table over the trials of several invocations
+    of the same size (e.g. ALBC measured once, ours measured again after a change)."""
+    if not paths:
+        raise SystemExit("usage: bench/compare report COMPARE_JSON...")
+    docs = []
+    for p in paths:
+        with open(p) as f:
+            docs.append(json.load(f))
+    sizes = {(d["pods"], d["groups"]) for d in docs}
+    if len(sizes) != 1:
+        raise SystemExit(f"report: the files measure different sizes {sorted(sizes)}; join one size at a time")
+    trials: dict[str, list[dict]] = {n: [] for n in FLAVORS}
+    for d in docs:
+        for name, runs in d["trials"].items():
+            trials.setdefault(name, []).extend(runs)
+    trials = {n: r for n, r in trials.items() if r}
+    scen = sorted({s for d in docs for s in d["scenarios"]})
+    o = argparse.Namespace(pods=docs[0]["pods"], groups=docs[0]["groups"], scenarios=scen)
+    root = os.path.dirname(os.path.abspath(paths[-1]))
+    report(o, os.path.join(root, "joined"), trials, "; ".join(d["skipped"] for d in docs if d.get("skipped")))
+
+
 def report(o, root: str, trials: dict[str, list[dict]], skipped: str) -> None:
+    os.makedirs(root, exist_ok=True)
     ok = {name: [r for r in runs if r.get("ok")] for name, runs in trials.items()}
     metrics = [m for m in METRICS if m[0][:2] in o.scenarios]
     rows = comparison_rows(metrics, ok)

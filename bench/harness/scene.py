@@ -29,7 +29,10 @@ from harness.watcher import GATE_PREFIX, GateEvents, SliceEvents
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-NODE_POOL = "10.0.192.0/18"      # inside the VPC, outside the seeded subnets
+# Pod CIDRs for the run's nodes, in this order: all inside the trial emulator's VPC (10.0.0.0/16, which has no
+# subnets there); the first block is also outside the shared emulator's seeded subnets. Other nodes' podCIDRs
+# (e2e/up's three) and kwok's own --cidr are skipped.
+NODE_POOLS = ["10.0.192.0/18", "10.0.0.0/17", "10.0.128.0/18"]
 KWOK_FALLBACK = "10.0.252.0/22"  # kwok's own --cidr (e2e/up): never hand it out
 TARGET_PORT = 8080
 SERVICE_PORT = 80
@@ -97,12 +100,15 @@ class Scene(Bounded):
     def make_nodes(self, total_pods: int) -> None:
         per = self.o.pods_per_node
         prefix = 32 - math.ceil(math.log2(per + 2))
-        fallback = ipaddress.ip_network(KWOK_FALLBACK)
-        cidrs = [c for c in ipaddress.ip_network(NODE_POOL).subnets(new_prefix=prefix) if not c.overlaps(fallback)]
+        taken = [ipaddress.ip_network(KWOK_FALLBACK)] + [
+            ipaddress.ip_network(c) for n in self.kube.req("GET", "/api/v1/nodes")["items"]
+            for c in (n.get("spec") or {}).get("podCIDRs") or []]
+        cidrs = [c for pool in NODE_POOLS for c in ipaddress.ip_network(pool).subnets(new_prefix=prefix)
+                 if not any(c.overlaps(t) for t in taken)]
         need = math.ceil(total_pods / per)
         if need > len(cidrs):
-            raise SystemExit(f"{total_pods} pods at {per} per node need {need} nodes; {NODE_POOL} holds {len(cidrs)}"
-                             " (raise --pods-per-node)")
+            raise SystemExit(f"{total_pods} pods at {per} per node need {need} nodes; {NODE_POOLS} hold {len(cidrs)}"
+                             f" free /{prefix} blocks (raise --pods-per-node)")
         zones = ["us-east-1a", "us-east-1b", "us-east-1c"]
         by_idx: dict[int, tuple[str, list[str]]] = {}
 
@@ -134,7 +140,7 @@ class Scene(Bounded):
                 any(c["type"] == "Ready" and c["status"] == "True" for c in (n.get("status") or {}).get("conditions") or [])
                 for n in items)
         self.until(f"{need} fake nodes Ready (kwok)", ready, 120 + need / 5, 0.5)
-        log(f"{need} fake nodes (/{prefix} pod CIDRs from {NODE_POOL}, {per} pods each)")
+        log(f"{need} fake nodes (/{prefix} pod CIDRs from {NODE_POOLS[0]} on, {per} pods each)")
 
     def alloc(self, k: int, n: int) -> list[tuple[str, str, str]]:
         """n new pods for set k: (pod name, ip, node)."""
