@@ -114,27 +114,27 @@ def main() -> None:
         join_reports(sys.argv[2:])
         return
     o = parse(sys.argv[1:])
-    env = checked_env(o.binary if "ours" in o.flavors else sys.executable)
-    flavors = [Flavor("ours", "ours", o.binary)] if "ours" in o.flavors else []
+    env = checked_env()
     skipped = ""
-    tuned = None
+    by_name = {"ours": Flavor("ours", "ours", o.binary)}
     if o.albc_bin and os.access(o.albc_bin, os.X_OK):
-        if "albc" in o.flavors:
-            flavors.append(Flavor("albc", "albc", o.albc_bin))
-        if "albc-tuned" in o.flavors:
-            tuned = Flavor("albc-tuned", "albc", o.albc_bin, albc_tuned_args(o.groups))
+        by_name["albc"] = Flavor("albc", "albc", o.albc_bin)
+        by_name["albc-tuned"] = Flavor("albc-tuned", "albc", o.albc_bin, albc_tuned_args(o.groups))
     elif {"albc", "albc-tuned"} & set(o.flavors):
-        tuned = None
         skipped = (f"ALBC column skipped: no executable ALBC binary at {o.albc_bin!r} (set --albc-bin or "
                    "LBC_ALBC_BIN, or build it with the peers' build-albc.sh)")
         log(skipped)
+    # in the order given: a binary still being built can come last
+    flavors = [by_name[n] for n in o.flavors if n in by_name and n != "albc-tuned"]
+    tuned = by_name.get("albc-tuned") if "albc-tuned" in o.flavors else None
     stamp = time.strftime("%Y%m%d-%H%M%S")
     root = os.path.join(o.out, f"compare-{stamp}-p{o.pods}-g{o.groups}")
     os.makedirs(root, exist_ok=True)
     log(f"compare: {o.pods} pods, {o.groups} groups, {o.runs} run(s), scenarios {','.join(o.scenarios)}; "
         f"{', '.join(f.name for f in flavors)}{' (+ albc-tuned in ' + str(o.tuned_runs) + ' run(s))' if tuned else ''}"
         f"; {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}; results {root}")
-    trials: dict[str, list[dict]] = {f.name: [] for f in flavors}
+    names = {f.name for f in flavors}
+    trials: dict[str, list[dict]] = {n: [] for n in FLAVORS if n in names}
     if tuned and o.tuned_runs > 0:
         trials[tuned.name] = []
     phases = main_phases(o.scenarios)

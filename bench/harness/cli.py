@@ -35,12 +35,12 @@ def add_common(p: argparse.ArgumentParser, max_seconds: float) -> None:
     p.add_argument("--out", default=os.path.join(REPO, "bench", "results"))
 
 
-def checked_env(binary: str) -> dict[str, str]:
+def checked_env(binary: str | None = None) -> dict[str, str]:
     """The local environment's settings (e2e/.run/env), or a precise exit; SIGTERM then cleans up like Ctrl-C."""
     import sys
     sys.path.insert(0, os.path.join(REPO, "e2e", "scripts"))
     from kubeapi import load_env
-    if not binary or not os.path.exists(binary):
+    if binary is not None and not os.path.exists(binary):
         raise SystemExit(f"our controller binary not found at {binary!r}: cargo build --release -p aws-lb-controller"
                          " (or --binary PATH)")
     env = load_env()

@@ -638,6 +638,11 @@ class Trial:
         """Runs the named phases in order: cold, scale, memory, failover, isolation, restart, gates."""
         try:
             self.result["load_before"] = os.getloadavg()
+            if not self.f.binary or not os.access(self.f.binary, os.X_OK):
+                raise RuntimeError(f"{self.f.name}: no executable controller binary at {self.f.binary!r}")
+            st = os.stat(self.f.binary)
+            self.result["binary"] = {"path": self.f.binary, "mtime": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(
+                st.st_mtime)), "size": st.st_size, "args": self.f.extra}
             self.s.ctrl = None   # the scene's waits must not watch the previous trial's controller
             self.cert_dir = self_signed_cert(self.s.out)
             self.start_emulator()
