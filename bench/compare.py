@@ -35,6 +35,8 @@ from harness.stats import comparison_rows, table  # noqa: E402
 ALBC_CACHED = os.path.expanduser("~/.cache/aws-lb-controller/albc-225f4456/controller")
 ALL = ["S1", "S2", "S3", "S4", "S5", "S6"]
 FLAVORS = ["ours", "albc", "albc-tuned"]
+SCENARIO_KEYS = {"S1": "cold_start", "S2": "scale_up", "S3": "gates", "S4": "failover", "S5": "isolation",
+                 "S6": "memory"}
 
 METRICS = [
     ("S1 cold start", "to /readyz (s)", "cold_start.to_ready_s"),
@@ -144,7 +146,7 @@ def main() -> None:
             break
         run_id = f"{stamp[-6:]}{i}"
         try:
-            scene = Scene(o, env, run_id, os.path.join(root, f"r{i}"))
+            scene = Scene(o, env, run_id, os.path.join(root, f"r{i}"), changes=2 if "S5" in o.scenarios else 1)
             try:
                 scene.setup()
                 for f in these:
@@ -188,7 +190,11 @@ def join_reports(paths: list[str]) -> None:
     docs = []
     for p in paths:
         with open(p) as f:
-            docs.append(json.load(f))
+            d = json.load(f)
+        if "flavor" in d:   # one trial's summary.json (e.g. of an invocation that did not finish)
+            d = {"pods": d["pods"], "groups": d["groups"], "trials": {d["flavor"]: [d]},
+                 "scenarios": [s for s, key in SCENARIO_KEYS.items() if key in d]}
+        docs.append(d)
     sizes = {(d["pods"], d["groups"]) for d in docs}
     if len(sizes) != 1:
         raise SystemExit(f"report: the files measure different sizes {sorted(sizes)}; join one size at a time")

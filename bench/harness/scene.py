@@ -81,10 +81,11 @@ def parallel(fn, items, workers: int) -> None:
 
 class Scene(Bounded):
     def __init__(self, opts, env: dict[str, str], run_id: str, out_dir: str, gates: bool = False,
-                 pods: int | None = None):
+                 pods: int | None = None, changes: int = 1):
         super().__init__(opts.max_seconds)
         self.o, self.env, self.id, self.out, self.gates = opts, env, run_id, out_dir, gates
         self.total = pods if pods is not None else opts.pods
+        self.changes = changes   # scale-ups alive at once (the isolation phase adds a second one)
         os.makedirs(out_dir, exist_ok=True)
         self.kube = Kube(env)
         self.ns = f"lbc-bench-{run_id}"
@@ -92,6 +93,7 @@ class Scene(Bounded):
         self.nodes: list[tuple[str, list[str]]] = []
         self.pods: dict[int, list[tuple[str, str]]] = {}   # set -> [(pod name, ip)]
         self.next_idx: dict[int, int] = {}
+        self.node_of_ip: dict[str, tuple[str, list[str]]] = {}
         self.node_rr = 0
         self.info: dict[str, Any] = {}
         self.tgb_names = [f"tgb-{k:02d}" for k in range(opts.groups)]
@@ -152,10 +154,12 @@ class Scene(Bounded):
                 if free:
                     break
             else:
-                raise SystemExit("out of pod addresses")
+                raise RuntimeError(f"out of pod addresses on the {len(self.nodes)} nodes of {self.ns}")
             i = self.next_idx.get(k, 0)
             self.next_idx[k] = i + 1
-            out.append((f"s{k:02d}-{i:05d}", free.pop(0), name))
+            ip = free.pop(0)
+            self.node_of_ip[ip] = (name, free)
+            out.append((f"s{k:02d}-{i:05d}", ip, name))
         return out
 
     def create_pods(self, k_n: dict[int, int]) -> set[str]:
@@ -190,6 +194,10 @@ class Scene(Bounded):
                 todo.append(self.pods[k].pop())
         parallel(lambda pi: self.kube.req("DELETE", f"/api/v1/namespaces/{self.ns}/pods/{pi[0]}", ok404=True),
                  todo, self.o.workers)
+        # addresses go back to the end of their node's free list: reused only after every fresh one (later
+        # phases and trials, minutes after these pods are gone)
+        for _, ip in todo:
+            self.node_of_ip.pop(ip)[1].append(ip)
         return {ip for _, ip in todo}
 
     def wait_slices(self, want_ready: set[str], want_absent: set[str], timeout: float) -> None:
@@ -246,8 +254,8 @@ class Scene(Bounded):
         groups = o.groups
         self.per_set = {k: self.total // groups + (1 if k < self.total % groups else 0) for k in range(groups)}
         self.change = {k: max(1, math.ceil(n * o.change_pct / 100)) for k, n in self.per_set.items()}
-        # room for the scale-up plus the later, smaller changes (failover, isolation)
-        self.make_nodes(self.total + 2 * sum(self.change.values()) + 4 * groups)
+        # room for the scale-up(s) plus one pod per group during a failover
+        self.make_nodes(self.total + self.changes * sum(self.change.values()) + 2 * groups)
         for k in range(groups):
             self.kube.req("POST", f"/api/v1/namespaces/{self.ns}/services", {
                 "apiVersion": "v1", "kind": "Service", "metadata": {"name": f"svc-{k:02d}"},
