@@ -9,8 +9,10 @@
 Per repetition: one scene (namespace, kwok nodes labelled as Fargate for ALBC's ENI lookup, Services, pods, the
 watcher), then one trial per controller against it, one after the other: ours, ALBC at its defaults, ALBC tuned
 for large clusters (--tuned-runs). Each trial has its own emulator, fresh target groups and fresh bindings; both
-controllers watch every namespace and run with leader election on (their defaults). The gated scenario (S3)
-gets a scene of its own per trial (its pods must not carry another controller's gate conditions).
+controllers watch only the scene's namespace (--watch-all: every namespace, their default; on a shared test
+cluster that counts other scenes' pods in their memory) and run with leader election on (their default). The
+gated scenario (S3) gets a scene of its own per trial (its pods must not carry another controller's gate
+conditions).
 
 Scenarios: S1 cold start, S2 scale up/down by --change-pct, S3 readiness gates, S4 leader failover (SIGKILL)
 and warm restart, S5 isolation (one target group answering AccessDenied), S6 memory and CPU.
@@ -84,6 +86,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--albc-bin", default=os.environ.get("LBC_ALBC_BIN") or ALBC_CACHED,
                    help="ALBC binary (default $LBC_ALBC_BIN, else build-albc.sh's cache); missing: ours only")
     p.add_argument("--gate-pods", type=int, default=0, help="pods of the S3 scene (default --pods)")
+    p.add_argument("--watch-all", action="store_true",
+                   help="both controllers watch every namespace (default: only the scene's, --watch-namespace)")
     p.add_argument("--flavors", default="ours,albc,albc-tuned",
                    help="which columns to run (e.g. albc,albc-tuned now, ours later; join with `report`)")
     o = p.parse_args(argv)
@@ -151,7 +155,8 @@ def main() -> None:
                 scene.setup()
                 for f in these:
                     log(f"---- run {i + 1}/{o.runs}: {f.name}")
-                    trials[f.name].append(Trial(scene, f, f.name, watch_ns="").run(phases))
+                    watch = "" if o.watch_all else scene.ns
+                    trials[f.name].append(Trial(scene, f, f.name, watch_ns=watch).run(phases))
             finally:
                 scene.cleanup()
             if "S3" in o.scenarios:
@@ -161,7 +166,8 @@ def main() -> None:
                                pods=o.gate_pods or o.pods)
                     try:
                         gs.setup()
-                        merge_gates(trials[f.name], i, Trial(gs, f, f.name, watch_ns="").run(["gates"]))
+                        watch = "" if o.watch_all else gs.ns
+                        merge_gates(trials[f.name], i, Trial(gs, f, f.name, watch_ns=watch).run(["gates"]))
                     finally:
                         gs.cleanup()
         except KeyboardInterrupt:

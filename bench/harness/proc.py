@@ -89,7 +89,8 @@ class Controller:
         t0 = time.time()
         while not fn():
             if not self.alive():
-                raise RuntimeError(f"controller exited (rc {self.p.returncode}) waiting for {what}; see {self.log_path}")
+                raise RuntimeError(f"controller exited (rc {self.p.returncode}) waiting for {what}; "
+                                   f"see {self.log_path}")
             if time.time() - t0 > timeout:
                 raise Deadline(f"timeout after {timeout:.0f}s waiting for {what}")
             time.sleep(interval)

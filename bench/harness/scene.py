@@ -139,7 +139,8 @@ class Scene(Bounded):
         def ready() -> bool:
             items = self.kube.req("GET", f"/api/v1/nodes?labelSelector=lbc-bench%2Frun%3D{self.id}")["items"]
             return len(items) == need and all(
-                any(c["type"] == "Ready" and c["status"] == "True" for c in (n.get("status") or {}).get("conditions") or [])
+                any(c["type"] == "Ready" and c["status"] == "True"
+                    for c in (n.get("status") or {}).get("conditions") or [])
                 for n in items)
         self.until(f"{need} fake nodes Ready (kwok)", ready, 120 + need / 5, 0.5)
         log(f"{need} fake nodes (/{prefix} pod CIDRs from {NODE_POOLS[0]} on, {per} pods each)")
@@ -342,7 +343,8 @@ class Trial:
         return all(self.calls.registered.get(tg, set()) == want for tg, want in self.desired(skip).items())
 
     def start_emulator(self) -> None:
-        self.emu, self.emu_url = start_emulator(self.s.env["LBC_VENV"], REPO, self.out, not self.o.emulator_no_serialize)
+        self.emu, self.emu_url = start_emulator(self.s.env["LBC_VENV"], REPO, self.out,
+                                                not self.o.emulator_no_serialize)
         self.s.until("AWS emulator", lambda: http_get(f"{self.emu_url}/_awsemu/healthz", 1)[0] == 200, 60)
         self.calls = CallLog(self.emu_url)
         import boto3

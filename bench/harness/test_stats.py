@@ -5,7 +5,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from harness.stats import cdf, comparison_rows, fmt, lat_summary, median_of, pct, ratio, table, write_floor  # noqa: E402
+from harness.stats import (cdf, comparison_rows, fmt, lat_summary, median_of, pct, ratio,  # noqa: E402
+                           table, write_floor)
 from harness.watcher import SliceState, ep_state, true_gates  # noqa: E402
 
 
