@@ -11,6 +11,7 @@ mod kube_gate;
 mod leader;
 mod metrics;
 mod networking;
+mod records;
 mod run;
 mod service;
 mod stack;

@@ -6,8 +6,9 @@
 //! from the API server: all reads come from these stores.
 
 use crate::metrics::Metrics;
+use crate::records::{Records, watch_records};
 use futures::TryStreamExt;
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod, Service};
+use k8s_openapi::api::core::v1::{Namespace, Node, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use kube::runtime::reflector::{self, ObjectRef, Store};
@@ -16,7 +17,8 @@ use kube::{Api, Client, Resource, ResourceExt};
 use lbc_model::crd::{IngressClassParams, TargetGroupBinding};
 use lbc_model::ingress::ClassSnapshot;
 use lbc_model::names::{SERVICE_NAME_LABEL, tgb_of_readiness_gate};
-use lbc_model::pod::{trim_node, trim_pod};
+use lbc_model::pod::{PodInfo, trim_node};
+use lbc_model::wire::PodWire;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
@@ -30,7 +32,8 @@ pub struct Stores {
     pub tgbs: Store<TargetGroupBinding>,
     pub services: Store<Service>,
     pub slices: Store<EndpointSlice>,
-    pub pods: Store<Pod>,
+    /// One compact record per pod (`lbc_model::pod::PodInfo`), never the Pod object.
+    pub pods: Records<PodInfo>,
     pub nodes: Store<Node>,
     /// networking.k8s.io/v1 Ingresses (managedFields dropped).
     pub ingresses: Store<Ingress>,
@@ -357,16 +360,20 @@ impl Stores {
         tasks.push(("endpointslices watch", task));
 
         let t = triggers.clone();
-        let (pods, task) =
-            drive::<Pod>("pods", api(client, namespace), watch_config(None), trim_pod, metrics.clone(), move |p| {
-                let ns = p.namespace().unwrap_or_default();
-                let gates = p.spec.as_ref().and_then(|s| s.readiness_gates.as_ref());
-                for g in gates.into_iter().flatten() {
+        let (pods, task) = watch_records::<PodWire, _>(
+            "pods",
+            api(client, namespace),
+            watch_config(None),
+            PodInfo::from_wire,
+            metrics.clone(),
+            move |ns, p| {
+                for g in &p.gates {
                     if let Some(name) = tgb_of_readiness_gate(&g.condition_type) {
-                        t.send(tgb_ref(&ns, name), false);
+                        t.send(tgb_ref(ns, name), false);
                     }
                 }
-            });
+            },
+        );
         tasks.push(("pods watch", task));
 
         let (nodes, task) = cache_all("nodes", client, watch_config(None), trim_node, &metrics, |_| {});
@@ -432,8 +439,8 @@ impl Stores {
         self.services.get(&ObjectRef::new(name).within(ns))
     }
 
-    pub fn pod(&self, ns: &str, name: &str) -> Option<Arc<Pod>> {
-        self.pods.get(&ObjectRef::new(name).within(ns))
+    pub fn pod(&self, ns: &str, name: &str) -> Option<Arc<PodInfo>> {
+        self.pods.get(ns, name)
     }
 
     pub fn node(&self, name: &str) -> Option<Arc<Node>> {
@@ -458,18 +465,8 @@ impl Stores {
         }
     }
 
-    /// Pods in `ns` carrying the readiness gate `gate`.
-    pub fn pods_with_gate(&self, ns: &str, gate: &str) -> Vec<Arc<Pod>> {
-        self.pods
-            .state()
-            .into_iter()
-            .filter(|p| {
-                p.namespace().as_deref() == Some(ns)
-                    && p.spec
-                        .as_ref()
-                        .and_then(|s| s.readiness_gates.as_ref())
-                        .is_some_and(|gs| gs.iter().any(|g| g.condition_type == gate))
-            })
-            .collect()
+    /// Pods in `ns` carrying the readiness gate `gate`, with their names.
+    pub fn pods_with_gate(&self, ns: &str, gate: &str) -> Vec<(String, Arc<PodInfo>)> {
+        self.pods.in_namespace(ns).into_iter().filter(|(_, p)| p.has_gate(gate)).collect()
     }
 }

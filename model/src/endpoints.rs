@@ -24,6 +24,7 @@ use k8s_openapi::api::discovery::v1::{Endpoint, EndpointSlice};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
+use std::sync::Arc;
 
 /// The pod behind a target, for readiness-gate updates.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -135,7 +136,7 @@ pub fn resolve_service_port<'a>(
 /// Inputs of [`desired_targets`].
 pub struct EndpointInputs<'a, P, N>
 where
-    P: Fn(&str) -> Option<PodInfo>,
+    P: Fn(&str) -> Option<Arc<PodInfo>>,
     N: Fn(&str) -> Option<NodeReadiness>,
 {
     /// The Service port the binding names (see [`resolve_service_port`]).
@@ -155,7 +156,7 @@ pub fn desired_targets<'s, P, N>(
     input: &EndpointInputs<'_, P, N>,
 ) -> DesiredTargets
 where
-    P: Fn(&str) -> Option<PodInfo>,
+    P: Fn(&str) -> Option<Arc<PodInfo>>,
     N: Fn(&str) -> Option<NodeReadiness>,
 {
     let want_type = match input.family {
@@ -221,9 +222,7 @@ where
             let pod_ref = pod_name.map(|name| PodRef {
                 name: name.to_string(),
                 gated: pod.as_ref().is_some_and(|p| p.has_gate(input.gate)),
-                gate_status: pod
-                    .as_ref()
-                    .and_then(|p| p.gates.iter().find(|(g, _)| g == input.gate).and_then(|(_, s)| s.clone())),
+                gate_status: pod.as_ref().and_then(|p| p.gate_status(input.gate).map(String::from)),
             });
             for addr in &ep.addresses {
                 if let Ok(ip) = addr.parse::<IpAddr>() {
@@ -304,7 +303,7 @@ mod tests {
             service_port,
             family,
             gate: GATE,
-            pod: |n: &str| pods.get(n).cloned(),
+            pod: |n: &str| pods.get(n).cloned().map(Arc::new),
             node: move |_: &str| Some(node),
         };
         desired_targets(slices, &input)

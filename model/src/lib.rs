@@ -42,3 +42,4 @@ pub mod service;
 pub mod target;
 pub mod tg_ownership;
 pub mod throttle;
+pub mod wire;

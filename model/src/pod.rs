@@ -1,54 +1,119 @@
 //! The few facts about pods and nodes that target decisions need.
 //!
-//! The controller caches trimmed pods ([`trim_pod`]) so memory stays proportional to what we
-//! read, not to the size of pod specs.
+//! The controller caches one compact [`PodInfo`] per pod, decoded straight from the watch
+//! ([`crate::wire::PodWire`]), so memory stays proportional to what decisions read, not to the
+//! size of pod specs.
 
 use crate::names::{CONTAINERS_READY, READINESS_GATE_PREFIX, READY};
-use k8s_openapi::api::core::v1::{Container, Node, Pod, PodCondition, PodSpec, PodStatus};
+use crate::wire::PodWire;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use std::collections::BTreeMap;
 
-/// What target decisions need to know about a pod.
+/// What target decisions and readiness-gate updates need to know about a pod.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PodInfo {
-    pub uid: String,
-    pub node_name: Option<String>,
+    pub uid: Box<str>,
+    pub node_name: Option<Box<str>>,
     pub containers_ready: bool,
     pub ready: bool,
     pub terminating: bool,
-    /// Readiness gates of the pod with the status of their condition (`None` when absent).
-    pub gates: Vec<(String, Option<String>)>,
+    /// A readiness gate that is not ours is not True: the pod is held back by someone else.
+    pub foreign_gate_pending: bool,
+    /// Our target-health readiness gates, with their conditions.
+    pub gates: Box<[GateState]>,
+    /// Named container ports (name → number), for named ports in `spec.networking`; a name two
+    /// containers use (invalid in Kubernetes) keeps the first.
+    pub named_ports: Box<[(Box<str>, u16)]>,
+}
+
+/// One of our readiness gates on a pod.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GateState {
+    pub condition_type: Box<str>,
+    /// The pod's condition of that type, when it has one.
+    pub current: Option<CurrentCondition>,
+}
+
+/// A pod condition as the API server holds it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CurrentCondition {
+    pub status: Box<str>,
+    pub reason: Option<Box<str>>,
+    pub message: Option<Box<str>>,
+    pub last_transition_time: Option<Time>,
+}
+
+impl CurrentCondition {
+    /// (status, reason, message), as [`crate::readiness::GateCondition::differs_from`] compares them.
+    pub fn parts(&self) -> (&str, Option<&str>, Option<&str>) {
+        (&self.status, self.reason.as_deref(), self.message.as_deref())
+    }
 }
 
 impl PodInfo {
-    pub fn from_pod(pod: &Pod) -> Self {
-        let conditions: &[PodCondition] = pod.status.as_ref().and_then(|s| s.conditions.as_deref()).unwrap_or_default();
+    pub fn from_wire(pod: PodWire) -> Self {
+        let mut conditions = pod.status.conditions;
         let is_true = |t: &str| conditions.iter().any(|c| c.type_ == t && c.status == "True");
-        let gates = pod
-            .spec
-            .as_ref()
-            .and_then(|s| s.readiness_gates.as_ref())
-            .map(|gs| {
-                gs.iter()
-                    .map(|g| {
-                        let status = conditions.iter().find(|c| c.type_ == g.condition_type).map(|c| c.status.clone());
-                        (g.condition_type.clone(), status)
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        Self {
-            uid: pod.metadata.uid.clone().unwrap_or_default(),
-            node_name: pod.spec.as_ref().and_then(|s| s.node_name.clone()),
-            containers_ready: is_true(CONTAINERS_READY),
-            ready: is_true(READY),
-            terminating: pod.metadata.deletion_timestamp.is_some(),
-            gates,
+        let (containers_ready, ready) = (is_true(CONTAINERS_READY), is_true(READY));
+        let mut gates = Vec::new();
+        let mut foreign_gate_pending = false;
+        for g in pod.spec.readiness_gates {
+            let at = conditions.iter().position(|c| c.type_ == g.condition_type);
+            if !g.condition_type.starts_with(READINESS_GATE_PREFIX) {
+                foreign_gate_pending |= at.is_none_or(|i| conditions[i].status != "True");
+                continue;
+            }
+            let current = at.map(|i| {
+                let c = conditions.swap_remove(i);
+                CurrentCondition {
+                    status: c.status.into(),
+                    reason: c.reason.map(Into::into),
+                    message: c.message.map(Into::into),
+                    last_transition_time: c.last_transition_time,
+                }
+            });
+            gates.push(GateState { condition_type: g.condition_type.into(), current });
         }
+        let mut named_ports: Vec<(Box<str>, u16)> = Vec::new();
+        for p in pod.spec.containers.into_iter().flat_map(|c| c.ports) {
+            if let (Some(name), Ok(port)) = (p.name, u16::try_from(p.container_port))
+                && !named_ports.iter().any(|(n, _)| **n == *name)
+            {
+                named_ports.push((name.into(), port));
+            }
+        }
+        Self {
+            uid: pod.metadata.uid.unwrap_or_default().into(),
+            node_name: pod.spec.node_name.map(Into::into),
+            containers_ready,
+            ready,
+            terminating: pod.metadata.deletion_timestamp.is_some(),
+            foreign_gate_pending,
+            gates: gates.into(),
+            named_ports: named_ports.into(),
+        }
+    }
+
+    /// The record of a full `Pod` object, through the same decoding as the watch (tests, tools).
+    pub fn from_pod(pod: &Pod) -> Self {
+        let json = serde_json::to_value(pod).expect("a Pod serialises");
+        Self::from_wire(serde_json::from_value(json).expect("a Pod's JSON decodes as PodWire"))
+    }
+
+    /// Our readiness gate `condition_type`, when the pod carries it.
+    pub fn gate(&self, condition_type: &str) -> Option<&GateState> {
+        self.gates.iter().find(|g| &*g.condition_type == condition_type)
     }
 
     /// Whether the pod carries the readiness gate `condition_type`.
     pub fn has_gate(&self, condition_type: &str) -> bool {
-        self.gates.iter().any(|(g, _)| g == condition_type)
+        self.gate(condition_type).is_some()
+    }
+
+    /// Status of our gate `condition_type` (`None`: no such gate or no condition yet).
+    pub fn gate_status(&self, condition_type: &str) -> Option<&str> {
+        self.gate(condition_type).and_then(|g| g.current.as_ref()).map(|c| &*c.status)
     }
 
     /// Nothing but our target-health gates can hold the pod back from Ready: containers are
@@ -57,13 +122,12 @@ impl PodInfo {
     /// after our gates turned True and before the kubelet flips Ready: dropping the target then
     /// would deregister a healthy pod and register it again a second later.
     pub fn only_waiting_on_our_gates(&self) -> bool {
-        self.containers_ready
-            && !self.terminating
-            && self
-                .gates
-                .iter()
-                .filter(|(_, s)| s.as_deref() != Some("True"))
-                .all(|(g, _)| g.starts_with(READINESS_GATE_PREFIX))
+        self.containers_ready && !self.terminating && !self.foreign_gate_pending
+    }
+
+    /// The pod's named container ports (name → number).
+    pub fn named_container_ports(&self) -> BTreeMap<String, u16> {
+        self.named_ports.iter().map(|(n, p)| (n.to_string(), *p)).collect()
     }
 }
 
@@ -88,75 +152,6 @@ impl NodeReadiness {
             _ => Self::Unknown,
         }
     }
-}
-
-/// Drops what the controller never reads from a pod before it is cached: container specs,
-/// volumes, most status, managed fields and annotations. Kept: labels (Service selectors and
-/// the webhook), node name, readiness gates, conditions, IPs, deletion timestamp, uid, and the
-/// named container ports (`spec.networking` of a binding may name one) in [`NAMED_PORTS_KEY`].
-pub fn trim_pod(pod: &mut Pod) {
-    pod.metadata.managed_fields = None;
-    pod.metadata.annotations = pod.spec.as_ref().and_then(|s| encode_named_ports(&s.containers));
-    pod.metadata.owner_references = None;
-    if let Some(spec) = pod.spec.take() {
-        pod.spec = Some(PodSpec {
-            node_name: spec.node_name,
-            readiness_gates: spec.readiness_gates,
-            containers: Vec::new(),
-            ..Default::default()
-        });
-    }
-    if let Some(status) = pod.status.take() {
-        pod.status = Some(PodStatus {
-            conditions: status.conditions.map(|cs| {
-                cs.into_iter()
-                    .filter(|c| {
-                        c.type_ == READY || c.type_ == CONTAINERS_READY || c.type_.starts_with(READINESS_GATE_PREFIX)
-                    })
-                    .map(|c| PodCondition { last_probe_time: None, ..c })
-                    .collect()
-            }),
-            pod_ip: status.pod_ip,
-            pod_ips: status.pod_ips,
-            phase: status.phase,
-            ..Default::default()
-        });
-    }
-}
-
-/// Where a trimmed pod keeps its named container ports, as `name=port,…`. A k8s-openapi
-/// `Container` costs ~2 KB even when empty (probes, lifecycle and security context are inline),
-/// i.e. ~20 MiB for 10k pods; this string costs a few dozen bytes. It exists only in the
-/// controller's cache and is never written to the API server.
-pub const NAMED_PORTS_KEY: &str = "aws-lb-controller.internal/named-ports";
-
-fn encode_named_ports(containers: &[Container]) -> Option<BTreeMap<String, String>> {
-    let pairs: Vec<String> = containers
-        .iter()
-        .flat_map(|c| c.ports.iter().flatten())
-        .filter_map(|p| p.name.as_ref().map(|n| format!("{n}={}", p.container_port)))
-        .collect();
-    (!pairs.is_empty()).then(|| [(NAMED_PORTS_KEY.to_string(), pairs.join(","))].into())
-}
-
-/// The pod's named container ports (name → number), for named ports in `spec.networking`. A name
-/// two containers both use (invalid in Kubernetes) resolves to the first.
-pub fn named_container_ports(pod: &Pod) -> BTreeMap<String, u16> {
-    let mut out = BTreeMap::new();
-    if let Some(encoded) = pod.metadata.annotations.as_ref().and_then(|a| a.get(NAMED_PORTS_KEY)) {
-        for (name, port) in encoded.split(',').filter_map(|pair| pair.split_once('=')) {
-            if let Ok(port) = port.parse::<u16>() {
-                out.entry(name.to_string()).or_insert(port);
-            }
-        }
-    }
-    let ports = pod.spec.iter().flat_map(|s| &s.containers).flat_map(|c| c.ports.iter().flatten());
-    for p in ports {
-        if let (Some(name), Ok(port)) = (&p.name, u16::try_from(p.container_port)) {
-            out.entry(name.clone()).or_insert(port);
-        }
-    }
-    out
 }
 
 /// Drops what the controller never reads from a node: everything but labels and the Ready
@@ -251,20 +246,23 @@ mod tests {
     }
 
     #[test]
-    fn trim_keeps_what_decisions_need() {
-        let mut p = pod("p", &[("ContainersReady", "True"), ("PodScheduled", "True"), (G, "False")], &[G]);
+    fn record_keeps_what_decisions_need() {
+        let mut p = pod("p", &[("ContainersReady", "True"), ("PodScheduled", "True"), (G, "False")], &[G, "x.io/warm"]);
         p.metadata.annotations = Some([("big".to_string(), "x".repeat(1000))].into());
-        let before = PodInfo::from_pod(&p);
-        trim_pod(&mut p);
-        assert_eq!(PodInfo::from_pod(&p), before);
-        assert!(p.metadata.annotations.is_none());
-        let conds = p.status.unwrap().conditions.unwrap();
-        assert!(conds.iter().all(|c| c.type_ != "PodScheduled"));
+        let info = PodInfo::from_pod(&p);
+        assert_eq!(&*info.uid, "uid-p");
+        assert_eq!(info.node_name.as_deref(), Some("node-a"));
+        assert!(info.containers_ready && !info.ready && !info.terminating);
+        assert!(info.foreign_gate_pending, "x.io/warm has no condition yet");
+        assert_eq!(info.gates.len(), 1, "only our gates are kept");
+        assert_eq!(info.gate_status(G), Some("False"));
+        assert!(info.has_gate(G) && !info.has_gate(G2));
+        assert_eq!(info.gate(G).unwrap().current.as_ref().unwrap().parts(), ("False", None, None));
     }
 
     #[test]
-    fn trim_keeps_only_named_container_ports() {
-        use k8s_openapi::api::core::v1::ContainerPort;
+    fn record_keeps_only_named_container_ports() {
+        use k8s_openapi::api::core::v1::{Container, ContainerPort};
         let port = |name: Option<&str>, n: i32| ContainerPort {
             name: name.map(String::from),
             container_port: n,
@@ -284,13 +282,7 @@ mod tests {
             container("metrics", vec![port(Some("metrics"), 9090), port(Some("http"), 1)]),
         ];
         let want: BTreeMap<String, u16> = [("http".to_string(), 8080), ("metrics".to_string(), 9090)].into();
-        assert_eq!(named_container_ports(&p), want);
-        trim_pod(&mut p);
-        assert_eq!(named_container_ports(&p), want, "trimming keeps what named ports need");
-        assert!(p.spec.as_ref().unwrap().containers.is_empty(), "no container structs kept");
-        assert_eq!(p.metadata.annotations.as_ref().map(|a| a.len()), Some(1), "only the encoded ports");
-        let mut plain = pod("p", &[], &[]);
-        trim_pod(&mut plain);
-        assert!(plain.metadata.annotations.is_none(), "nothing kept for a pod without named ports");
+        assert_eq!(PodInfo::from_pod(&p).named_container_ports(), want);
+        assert!(PodInfo::from_pod(&pod("p", &[], &[])).named_ports.is_empty());
     }
 }

@@ -7,7 +7,7 @@ use lbc_model::crd::TargetGroupBinding;
 use lbc_model::endpoints::{EndpointInputs, desired_targets, resolve_service_port};
 use lbc_model::lb::backend_rules::RuleProblem;
 use lbc_model::names::readiness_gate_condition;
-use lbc_model::pod::{NodeReadiness, PodInfo, named_container_ports};
+use lbc_model::pod::NodeReadiness;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -65,13 +65,13 @@ pub fn gather(stores: &Stores) -> Gathered {
             service_port: &svc_port,
             family: tgb.spec.ip_family(),
             gate: &gate,
-            pod: |name: &str| stores.pod(&ns, name).map(|p| PodInfo::from_pod(&p)),
+            pod: |name: &str| stores.pod(&ns, name),
             node: |name: &str| stores.node(name).map(|n| NodeReadiness::of(&n)),
         };
         let desired = desired_targets(slices.iter().map(Arc::as_ref), &input);
         let mut endpoints: BTreeMap<IpAddr, BTreeMap<String, u16>> = BTreeMap::new();
         for (target, pod) in &desired.targets {
-            let ports = pod.as_ref().and_then(|p| stores.pod(&ns, &p.name)).map(|p| named_container_ports(&p));
+            let ports = pod.as_ref().and_then(|p| stores.pod(&ns, &p.name)).map(|p| p.named_container_ports());
             endpoints.entry(target.ip).or_default().extend(ports.unwrap_or_default());
         }
         out.bindings.push(BindingTargets { tgb, key, endpoints });

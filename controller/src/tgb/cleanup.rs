@@ -57,20 +57,12 @@ pub(super) async fn cleanup(tgb: Arc<TargetGroupBinding>, ctx: &Context) -> Resu
     // Release the gates so rollouts of pods that still carry them are not blocked forever.
     let gate = readiness_gate_condition(&tgb.name_any());
     let released = GateCondition::binding_deleted();
-    for pod in ctx.stores.pods_with_gate(&ns, &gate) {
-        let cur =
-            pod.status.as_ref().and_then(|s| s.conditions.as_ref()).and_then(|cs| cs.iter().find(|c| c.type_ == gate));
-        if released.differs_from(cur.map(|c| (c.status.as_str(), c.reason.as_deref(), c.message.as_deref()))) {
-            let changed = cur.map(|c| c.status.as_str()) != Some("True");
-            gates::patch_condition(
-                ctx,
-                &pod,
-                &gate,
-                &released,
-                changed,
-                cur.and_then(|c| c.last_transition_time.clone()),
-            )
-            .await?;
+    for (name, pod) in ctx.stores.pods_with_gate(&ns, &gate) {
+        let cur = pod.gate(&gate).and_then(|g| g.current.as_ref());
+        if released.differs_from(cur.map(|c| c.parts())) {
+            let changed = cur.map(|c| &*c.status) != Some("True");
+            let previous = cur.and_then(|c| c.last_transition_time.clone());
+            gates::patch_condition(ctx, (&ns, &name, &pod.uid), &gate, &released, changed, previous).await?;
         }
     }
     ctx.forget(&key);

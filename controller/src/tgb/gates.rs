@@ -10,6 +10,7 @@ use kube::runtime::reflector::ObjectRef;
 use lbc_aws::elbv2::TargetGroupInfo;
 use lbc_model::crd::TargetGroupBinding;
 use lbc_model::endpoints::DesiredTargets;
+use lbc_model::pod::CurrentCondition;
 use lbc_model::readiness::{GateCondition, health_poll_interval};
 use lbc_model::target::Target;
 use serde_json::json;
@@ -94,15 +95,13 @@ pub(super) async fn update(
         let Some(pod) = ctx.stores.pod(&ns, pod_name) else {
             continue;
         };
-        let current =
-            pod.status.as_ref().and_then(|s| s.conditions.as_ref()).and_then(|cs| cs.iter().find(|c| c.type_ == gate));
-        let cur = current.map(|c| (c.status.as_str(), c.reason.as_deref(), c.message.as_deref()));
-        if !cond.differs_from(cur) {
+        let current = pod.gate(gate).and_then(|g| g.current.as_ref());
+        if !cond.differs_from(current.map(CurrentCondition::parts)) {
             continue;
         }
-        let status_changed = current.map(|c| c.status.as_str()) != Some(cond.status);
-        patch_condition(ctx, &pod, gate, &cond, status_changed, current.and_then(|c| c.last_transition_time.clone()))
-            .await?;
+        let status_changed = current.map(|c| &*c.status) != Some(cond.status);
+        let previous = current.and_then(|c| c.last_transition_time.clone());
+        patch_condition(ctx, (&ns, pod_name, &pod.uid), gate, &cond, status_changed, previous).await?;
         if cond.status == "True"
             && let Some(at) = ctx.with_state(key, |s| s.registered_at.remove(t))
         {
@@ -121,25 +120,25 @@ pub(super) async fn update(
     Ok(GateOutcome { pending: still_pending, poll_in })
 }
 
-/// Patches one readiness-gate condition. The pod's UID is part of the patch: a pod deleted and
-/// recreated under the same name is not touched (the API server answers 409).
+/// Patches one readiness-gate condition of the pod (namespace, name, UID). The UID is part of
+/// the patch: a pod deleted and recreated under the same name is not touched (the API server
+/// answers 409).
 pub(super) async fn patch_condition(
     ctx: &Context,
-    pod: &Pod,
+    (ns, name, uid): (&str, &str, &str),
     gate: &str,
     cond: &GateCondition,
     status_changed: bool,
     previous_transition: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
 ) -> Result<()> {
     ctx.ensure_leader()?;
-    let ns = pod.namespace().unwrap_or_default();
-    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &ns);
+    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), ns);
     let transition = match previous_transition {
         Some(t) if !status_changed => t,
         _ => k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::now()),
     };
     let body = json!({
-        "metadata": { "uid": pod.metadata.uid },
+        "metadata": { "uid": uid },
         "status": { "conditions": [{
             "type": gate,
             "status": cond.status,
@@ -149,7 +148,7 @@ pub(super) async fn patch_condition(
             "lastTransitionTime": transition,
         }]}
     });
-    match api.patch_status(&pod.name_any(), &PatchParams::default(), &Patch::Strategic(body)).await {
+    match api.patch_status(name, &PatchParams::default(), &Patch::Strategic(body)).await {
         Ok(_) => {
             ctx.metrics.pod_condition_patches.inc();
             Ok(())

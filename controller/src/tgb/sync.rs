@@ -17,7 +17,7 @@ use lbc_model::endpoints::{DesiredTargets, EndpointInputs, desired_targets, reso
 use lbc_model::names::readiness_gate_condition;
 use lbc_model::net::VpcCidrs;
 use lbc_model::plan::{PlanInput, batches, plan};
-use lbc_model::pod::{NodeReadiness, PodInfo};
+use lbc_model::pod::NodeReadiness;
 use lbc_model::poison::{Isolation, Rejected, is_poison};
 use lbc_model::target::{HealthState, Target, TargetHealth};
 use lbc_model::tg_ownership::{ForeignTargetGroup, foreign_by_tags};
@@ -331,7 +331,7 @@ fn compute_desired(
         service_port: svc_port,
         family: tgb.spec.ip_family(),
         gate,
-        pod: |name: &str| ctx.stores.pod(ns, name).map(|p| PodInfo::from_pod(&p)),
+        pod: |name: &str| ctx.stores.pod(ns, name),
         node: |name: &str| ctx.stores.node(name).map(|n| NodeReadiness::of(&n)),
     };
     desired_targets(slices.iter().map(Arc::as_ref), &input)

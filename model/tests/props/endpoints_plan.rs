@@ -14,7 +14,7 @@ fn desired(w: &World) -> DesiredTargets {
         service_port: &w.service_port,
         family: w.family,
         gate: GATE,
-        pod: |n: &str| w.pods.get(n).cloned(),
+        pod: |n: &str| w.pods.get(n).cloned().map(std::sync::Arc::new),
         node: |n: &str| w.nodes.get(n).copied(),
     };
     desired_targets(&w.slices, &input)

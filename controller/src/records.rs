@@ -1,0 +1,160 @@
+//! A watch cache of compact records instead of whole objects (see `lbc_model::wire`).
+//!
+//! Same guarantees as kube's reflector store: readers see the last complete list plus the watch
+//! events since; a relist (410 Gone) is built aside and swapped in whole when complete, and the
+//! store reports ready only after its first complete list.
+
+use crate::metrics::Metrics;
+use futures::TryStreamExt;
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Resource};
+use std::collections::HashMap;
+use std::fmt::Debug;
+use std::sync::{Arc, RwLock};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+/// namespace → name → record.
+type Map<R> = HashMap<Box<str>, HashMap<Box<str>, Arc<R>>>;
+
+/// Read side of a record cache; cheap to clone.
+pub struct Records<R> {
+    map: Arc<RwLock<Map<R>>>,
+    ready: watch::Receiver<bool>,
+}
+
+impl<R> Clone for Records<R> {
+    fn clone(&self) -> Self {
+        Self { map: self.map.clone(), ready: self.ready.clone() }
+    }
+}
+
+impl<R> Records<R> {
+    pub fn get(&self, ns: &str, name: &str) -> Option<Arc<R>> {
+        self.map.read().expect("records lock").get(ns)?.get(name).cloned()
+    }
+
+    /// Every record of a namespace, with its name.
+    pub fn in_namespace(&self, ns: &str) -> Vec<(String, Arc<R>)> {
+        let map = self.map.read().expect("records lock");
+        map.get(ns).into_iter().flatten().map(|(n, r)| (n.to_string(), r.clone())).collect()
+    }
+
+    pub fn len(&self) -> usize {
+        self.map.read().expect("records lock").values().map(HashMap::len).sum()
+    }
+
+    /// Resolves once the first complete list is in.
+    pub async fn wait_until_ready(&self) {
+        let mut rx = self.ready.clone();
+        let _ = rx.wait_for(|r| *r).await;
+    }
+}
+
+fn key<K: Resource>(o: &K) -> (Box<str>, Box<str>) {
+    let m = o.meta();
+    (m.namespace.as_deref().unwrap_or_default().into(), m.name.as_deref().unwrap_or_default().into())
+}
+
+fn insert<R>(map: &mut Map<R>, (ns, name): (Box<str>, Box<str>), r: Arc<R>) {
+    map.entry(ns).or_default().insert(name, r);
+}
+
+fn remove<R>(map: &mut Map<R>, (ns, name): &(Box<str>, Box<str>)) {
+    if let Some(m) = map.get_mut(ns) {
+        m.remove(name);
+        if m.is_empty() {
+            map.remove(ns);
+        }
+    }
+}
+
+/// Starts a watch whose objects are kept as `decode(object)`. `on_change(namespace, record)` is
+/// called for every change after the first sync: applied and deleted objects, and after a relist
+/// every object of the new list and every one that vanished during the gap (its deletion was
+/// never seen as an event), once the new list is visible to readers.
+pub fn watch_records<K, R>(
+    name: &'static str,
+    api: Api<K>,
+    cfg: watcher::Config,
+    decode: fn(K) -> R,
+    metrics: Metrics,
+    on_change: impl Fn(&str, &R) + Send + 'static,
+) -> (Records<R>, JoinHandle<()>)
+where
+    K: Resource + Clone + serde::de::DeserializeOwned + Debug + Send + Sync + 'static,
+    K::DynamicType: Default,
+    R: Send + Sync + 'static,
+{
+    let map: Arc<RwLock<Map<R>>> = Default::default();
+    let (ready_tx, ready) = watch::channel(false);
+    let records = Records { map: map.clone(), ready };
+    let reader = records.clone();
+    let task = tokio::spawn(async move {
+        let stream = watcher(api, cfg).backoff(crate::stores::watch_backoff());
+        futures::pin_mut!(stream);
+        let label = crate::metrics::ResourceLabel { resource: name };
+        // A list in progress: built aside, swapped in when complete.
+        let mut building: Option<Map<R>> = None;
+        loop {
+            match stream.try_next().await {
+                Ok(Some(ev)) => {
+                    let synced = *ready_tx.borrow();
+                    match ev {
+                        watcher::Event::Init => building = Some(Map::default()),
+                        watcher::Event::InitApply(o) => {
+                            let k = key(&o);
+                            insert(building.get_or_insert_with(Map::default), k, Arc::new(decode(o)));
+                        }
+                        watcher::Event::InitDone => {
+                            let fresh = building.take().unwrap_or_default();
+                            let old = std::mem::replace(&mut *map.write().expect("records lock"), fresh);
+                            if synced {
+                                let now = map.read().expect("records lock");
+                                let mut gone = 0;
+                                for (ns, objs) in &old {
+                                    for (n, r) in objs {
+                                        if now.get(ns).is_none_or(|m| !m.contains_key(n)) {
+                                            gone += 1;
+                                            on_change(ns, r);
+                                        }
+                                    }
+                                }
+                                for (ns, objs) in now.iter() {
+                                    objs.values().for_each(|r| on_change(ns, r));
+                                }
+                                drop(now);
+                                metrics.cache_relists.get_or_create(&label).inc();
+                                tracing::info!(
+                                    resource = name,
+                                    objects = reader.len(),
+                                    deleted_meanwhile = gone,
+                                    "cache relisted; every object looked at again"
+                                );
+                            } else {
+                                tracing::info!(resource = name, objects = reader.len(), "cache synced");
+                                let _ = ready_tx.send(true);
+                            }
+                        }
+                        watcher::Event::Apply(o) => {
+                            let (k, r) = (key(&o), Arc::new(decode(o)));
+                            insert(&mut map.write().expect("records lock"), k.clone(), r.clone());
+                            on_change(&k.0, &r);
+                        }
+                        watcher::Event::Delete(o) => {
+                            let (k, r) = (key(&o), decode(o));
+                            remove(&mut map.write().expect("records lock"), &k);
+                            on_change(&k.0, &r);
+                        }
+                    }
+                    metrics.cache_objects.get_or_create(&label).set(reader.len() as i64);
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    tracing::warn!(resource = name, error = %e, "watch failed; retrying with backoff")
+                }
+            }
+        }
+    });
+    (records, task)
+}

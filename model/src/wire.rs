@@ -1,0 +1,151 @@
+//! Watch payloads decoded only as far as the caches need.
+//!
+//! A k8s-openapi `Pod` costs kilobytes in memory even after trimming (every optional field of the
+//! spec and status is inline), and a list page of 500 of them is decoded whole before the first is
+//! trimmed. These types read the same JSON but keep only the fields decisions use; serde skips the
+//! rest without allocating it. They implement k8s-openapi's `Resource`/`Metadata` so kube's `Api`
+//! and watcher treat them as the real kind.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+/// The metadata fields the caches and the watcher (resource versions) read.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct MetaWire {
+    name: Option<String>,
+    namespace: Option<String>,
+    uid: Option<String>,
+    resource_version: Option<String>,
+    deletion_timestamp: Option<Time>,
+    labels: Option<BTreeMap<String, String>>,
+}
+
+fn meta<'de, D: serde::Deserializer<'de>>(d: D) -> Result<ObjectMeta, D::Error> {
+    let m = MetaWire::deserialize(d)?;
+    Ok(ObjectMeta {
+        name: m.name,
+        namespace: m.namespace,
+        uid: m.uid,
+        resource_version: m.resource_version,
+        deletion_timestamp: m.deletion_timestamp,
+        labels: m.labels,
+        ..Default::default()
+    })
+}
+
+/// A Pod as far as [`crate::pod::PodInfo`] needs it.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct PodWire {
+    #[serde(deserialize_with = "meta", default)]
+    pub metadata: ObjectMeta,
+    #[serde(default)]
+    pub spec: PodSpecWire,
+    #[serde(default)]
+    pub status: PodStatusWire,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodSpecWire {
+    pub node_name: Option<String>,
+    #[serde(default)]
+    pub readiness_gates: Vec<GateWire>,
+    #[serde(default)]
+    pub containers: Vec<ContainerWire>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GateWire {
+    pub condition_type: String,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct ContainerWire {
+    #[serde(default)]
+    pub ports: Vec<PortWire>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PortWire {
+    pub name: Option<String>,
+    pub container_port: i32,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct PodStatusWire {
+    #[serde(default)]
+    pub conditions: Vec<ConditionWire>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConditionWire {
+    #[serde(rename = "type")]
+    pub type_: String,
+    pub status: String,
+    pub reason: Option<String>,
+    pub message: Option<String>,
+    pub last_transition_time: Option<Time>,
+}
+
+impl k8s_openapi::Resource for PodWire {
+    const API_VERSION: &'static str = "v1";
+    const GROUP: &'static str = "";
+    const KIND: &'static str = "Pod";
+    const VERSION: &'static str = "v1";
+    const URL_PATH_SEGMENT: &'static str = "pods";
+    type Scope = k8s_openapi::NamespaceResourceScope;
+}
+
+impl k8s_openapi::Metadata for PodWire {
+    type Ty = ObjectMeta;
+    fn metadata(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+    fn metadata_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decodes_a_full_pod_keeping_only_what_is_read() {
+        let json = serde_json::json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "web-1", "namespace": "shop", "uid": "u-1", "resourceVersion": "42",
+                         "labels": {"app": "web"}, "annotations": {"big": "x"},
+                         "managedFields": [{"manager": "kubectl", "fieldsV1": {"f:spec": {}}}],
+                         "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": "r"}]},
+            "spec": {"nodeName": "n1", "readinessGates": [{"conditionType": "target-health.elbv2.k8s.aws/web"}],
+                     "containers": [{"name": "app", "image": "app:1", "ports": [{"name": "http", "containerPort": 8080}],
+                                     "env": [{"name": "A", "value": "b"}], "resources": {"limits": {"cpu": "1"}}}],
+                     "volumes": [{"name": "v", "emptyDir": {}}]},
+            "status": {"phase": "Running", "podIP": "10.0.0.1",
+                       "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"}],
+                       "containerStatuses": [{"name": "app", "ready": true, "restartCount": 0, "image": "app:1", "imageID": ""}]}
+        });
+        let p: PodWire = serde_json::from_value(json).unwrap();
+        assert_eq!(p.metadata.name.as_deref(), Some("web-1"));
+        assert_eq!(p.metadata.namespace.as_deref(), Some("shop"));
+        assert_eq!(p.metadata.resource_version.as_deref(), Some("42"), "the watcher resumes from it");
+        assert!(p.metadata.annotations.is_none() && p.metadata.managed_fields.is_none());
+        assert_eq!(p.spec.node_name.as_deref(), Some("n1"));
+        assert_eq!(p.spec.readiness_gates[0].condition_type, "target-health.elbv2.k8s.aws/web");
+        assert_eq!(p.spec.containers[0].ports[0].name.as_deref(), Some("http"));
+        assert_eq!(p.status.conditions[0].type_, "Ready");
+        assert!(p.status.conditions[0].last_transition_time.is_some());
+    }
+
+    #[test]
+    fn decodes_a_pod_with_nothing_but_metadata() {
+        let p: PodWire = serde_json::from_value(serde_json::json!({"metadata": {"name": "p"}})).unwrap();
+        assert!(p.spec.readiness_gates.is_empty() && p.status.conditions.is_empty());
+    }
+}
