@@ -7,7 +7,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from harness.stats import (cdf, comparison_rows, fmt, lat_summary, median_of, pct, ratio,  # noqa: E402
                            table, write_floor)
-from harness.watcher import SliceState, ep_state, true_gates  # noqa: E402
+from harness.watcher import SliceEvents, SliceState, ep_state, true_gates  # noqa: E402
 
 
 def test_pct_is_nearest_rank():
@@ -91,3 +91,19 @@ def test_true_gates_only_target_health_conditions():
         {"type": "target-health.elbv2.k8s.aws/tgb-00", "status": "True"},
         {"type": "target-health.elbv2.k8s.aws/tgb-01", "status": "False"}]}}
     assert true_gates(pod) == {"target-health.elbv2.k8s.aws/tgb-00"}
+
+
+def test_slice_events_see_a_reused_address_again(tmp_path):
+    p = tmp_path / "slices.jsonl"
+    p.write_text("\n".join([
+        '{"t": 1.0, "synced": true}',
+        '{"t": 2.0, "ip": "10.0.0.1", "svc": "s", "s": "ready"}',
+        '{"t": 3.0, "ip": "10.0.0.1", "svc": "s", "s": "gone"}',
+        '{"t": 9.0, "ip": "10.0.0.1", "svc": "s", "s": "ready"}', ""]))
+    ev = SliceEvents(str(p))
+    ev.poll()
+    assert ev.synced and ev.ready_ips() == {"10.0.0.1"}
+    assert ev.first_time("10.0.0.1", ("ready",), 0) == 2.0
+    assert ev.first_time("10.0.0.1", ("ready",), 5.0) == 9.0      # the later pod holding the same address
+    assert ev.first_time("10.0.0.1", ("terminating", "gone"), 2.5) == 3.0
+    assert ev.first_time("10.0.0.2", ("ready",), 0) is None

@@ -183,7 +183,7 @@ class SliceEvents(JsonlTail):
         super().__init__(path)
         self.synced = False
         self.state: dict[str, str] = {}
-        self.first: dict[str, dict[str, float]] = {}   # ip -> state -> first time
+        self.times: dict[str, dict[str, list[float]]] = {}   # ip -> state -> every time it entered it
 
     def poll(self) -> None:
         for e in self.read_new():
@@ -191,13 +191,14 @@ class SliceEvents(JsonlTail):
                 self.synced = True
                 continue
             self.state[e["ip"]] = e["s"]
-            self.first.setdefault(e["ip"], {}).setdefault(e["s"], e["t"])
+            # all entries, not the first: an address is reused by a later pod (later phase or trial)
+            self.times.setdefault(e["ip"], {}).setdefault(e["s"], []).append(e["t"])
 
     def ready_ips(self) -> set[str]:
         return {ip for ip, s in self.state.items() if s == "ready"}
 
     def first_time(self, ip: str, states: tuple[str, ...], after: float) -> float | None:
-        ts = [t for s, t in self.first.get(ip, {}).items() if s in states and t >= after]
+        ts = [t for s, tl in self.times.get(ip, {}).items() if s in states for t in tl if t >= after]
         return min(ts) if ts else None
 
 
