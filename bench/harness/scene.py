@@ -276,6 +276,14 @@ class Scene(Bounded):
 
     def cleanup(self) -> None:
         k = self.kube
+        # one immediate DELETE per pod, in parallel: a collection DELETE of tens of thousands of pods outlives the
+        # request timeout, and once the nodes are gone nothing finishes pods left terminating
+        names = [pod for k_ in self.pods for pod, _ in self.pods[k_]]
+        try:
+            parallel(lambda n: k.req("DELETE", f"/api/v1/namespaces/{self.ns}/pods/{n}?gracePeriodSeconds=0",
+                                     ok404=True), names, self.o.workers)
+        except Exception as e:  # noqa: BLE001
+            log(f"cleanup: pods: {e}")
         for what, fn in [
             ("pods", lambda: k.req("DELETE", f"/api/v1/namespaces/{self.ns}/pods?gracePeriodSeconds=0", ok404=True)),
             ("namespace", lambda: k.req("DELETE", f"/api/v1/namespaces/{self.ns}", ok404=True)),
