@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Creates or updates the Python venv for the AWS emulator (e2e/emulator) and OpenBao (e2e/bao) and prints its
-# path on stdout. Idempotent: reinstalls only when e2e/emulator/requirements.txt, e2e/bao/requirements.txt (or
+# Creates or updates the Python venv for the AWS emulator (e2e/emulator), OpenBao (e2e/bao) and the benchmarks'
+# plots (bench/) and prints its path on stdout. Idempotent: reinstalls only when one of their requirements.txt (or
 # the python3 version) changed; the hash of all of them is kept in the venv. Everything but the path goes to stderr.
 #
 #   LBC_CACHE   cache root (default ~/.cache/aws-lb-controller); the venv is $LBC_CACHE/venv
@@ -9,7 +9,7 @@
 # Usage:  VENV="$(e2e/scripts/venv.sh)" && "$VENV/bin/python" e2e/emulator/awsemu.py --port 4566
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")/.." && pwd)"
-REQS=("$HERE/emulator/requirements.txt" "$HERE/bao/requirements.txt")
+REQS=("$HERE/emulator/requirements.txt" "$HERE/bao/requirements.txt" "$HERE/../bench/requirements.txt")
 LBC_CACHE="${LBC_CACHE:-$HOME/.cache/aws-lb-controller}"
 VENV="$LBC_CACHE/venv"
 PYTHON="${PYTHON:-python3}"
@@ -22,7 +22,7 @@ flock 9
 
 want="$( { cat "${REQS[@]}"; "$PYTHON" -c 'import sys; print(sys.version)'; } | sha256sum | cut -d' ' -f1)"
 if [ -x "$VENV/bin/python" ] && [ "$(cat "$STAMP" 2>/dev/null)" = "$want" ] \
-   && "$VENV/bin/python" -c 'import moto, boto3, pytest' 2>/dev/null && [ -x "$VENV/bin/bao" ]; then
+   && "$VENV/bin/python" -c 'import moto, boto3, pytest, matplotlib' 2>/dev/null && [ -x "$VENV/bin/bao" ]; then
   echo "$VENV"; exit 0
 fi
 if ! [ -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import sys' 2>/dev/null \
