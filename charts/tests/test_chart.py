@@ -791,3 +791,13 @@ def test_queried_metrics_exist(helm, tmp_path, scenario):
     now_exported = {n for n in PENDING_METRICS if exported(n, types)}
     assert not now_exported, f"exported now: remove from PENDING_METRICS: {sorted(now_exported)}"
     assert PENDING_METRICS <= names, "PENDING_METRICS lists a metric nothing queries"
+
+
+def test_albc_values_file_args_parse_in_the_binary(helm, tmp_path, controller_bin):
+    """A production values file written for ALBC's chart renders flags the controller accepts
+    (ALBC-only flags included: they parse, and are judged at start-up, not by clap)."""
+    values = yaml.safe_load((REPO / "charts/tests/albc-values.yaml").read_text())
+    values.pop("image", None)  # the one key a user must change; the chart refuses ALBC's image
+    args = one(render(helm, tmp_path, values), "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
+    p = run([controller_bin, *args, "--help"], check=False)
+    assert p.returncode == 0, f"the controller rejects flags rendered from ALBC values: {p.stderr}"
