@@ -17,6 +17,8 @@ pub enum Service {
     Ec2,
     Acm,
     Wafv2,
+    /// Only `GetCallerIdentity`, by `aws-lb-controller doctor`.
+    Sts,
 }
 
 impl Service {
@@ -27,6 +29,7 @@ impl Service {
             Self::Ec2 => lbc_model::throttle::EC2_SERVICE,
             Self::Acm => lbc_model::throttle::ACM_SERVICE,
             Self::Wafv2 => lbc_model::throttle::WAFV2_SERVICE,
+            Self::Sts => "STS",
         }
     }
 
@@ -37,6 +40,7 @@ impl Service {
             Self::Ec2 => "ec2",
             Self::Acm => "acm",
             Self::Wafv2 => "wafv2",
+            Self::Sts => "sts",
         }
     }
 }
@@ -47,9 +51,11 @@ impl Service {
 pub type WriteGate = Arc<dyn Fn() -> bool + Send + Sync>;
 
 /// Whether `operation` changes something in AWS. Every read of the APIs we call is named
-/// Describe*, List* or Get*; anything else is treated as a write (fails safe for new operations).
+/// Describe*, List* or Get*; `DryRun*` labels an EC2 write sent with `DryRun=true` (doctor's
+/// permission probes), which AWS checks and never performs; anything else is treated as a write
+/// (fails safe for new operations).
 pub fn is_mutating(operation: &str) -> bool {
-    !["Describe", "List", "Get"].iter().any(|p| operation.starts_with(p))
+    !["Describe", "List", "Get", "DryRun"].iter().any(|p| operation.starts_with(p))
 }
 
 /// Limits of one call (flags `--aws-api-attempt-timeout`, `--aws-api-operation-timeout`).
@@ -337,7 +343,13 @@ mod tests {
 
     #[test]
     fn reads_and_writes_are_told_apart_by_name() {
-        for op in ["DescribeTargetHealth", "ListCertificates", "GetWebACLForResource", "DescribeCapacityReservation"] {
+        for op in [
+            "DescribeTargetHealth",
+            "ListCertificates",
+            "GetWebACLForResource",
+            "DescribeCapacityReservation",
+            "DryRunCreateSecurityGroup",
+        ] {
             assert!(!is_mutating(op), "{op}");
         }
         for op in [

@@ -77,6 +77,8 @@ pub struct Clients {
     pub ec2: aws_sdk_ec2::Client,
     pub acm: aws_sdk_acm::Client,
     pub wafv2: aws_sdk_wafv2::Client,
+    /// Used by `doctor` only (GetCallerIdentity).
+    pub sts: aws_sdk_sts::Client,
 }
 
 pub async fn build_clients(s: &ClientSettings) -> Clients {
@@ -103,7 +105,12 @@ pub async fn build_clients(s: &ClientSettings) -> Clients {
     if let Some(u) = &s.endpoints.wafv2 {
         waf = waf.endpoint_url(u);
     }
+    let mut sts = aws_sdk_sts::config::Builder::from(&shared);
+    if let Some(u) = &s.endpoints.sts {
+        sts = sts.endpoint_url(u);
+    }
     Clients {
+        sts: aws_sdk_sts::Client::from_conf(sts.build()),
         elbv2: aws_sdk_elasticloadbalancingv2::Client::from_conf(elb.build()),
         ec2: aws_sdk_ec2::Client::from_conf(ec2.build()),
         acm: aws_sdk_acm::Client::from_conf(acm.build()),

@@ -11,6 +11,7 @@
 //! - [`call`]: the wrapper every call goes through; [`metrics`]: what it records.
 //! - [`config`]: building SDK clients (region, endpoint overrides, credentials).
 //! - [`net`]: subnets, security groups, network interfaces.
+//! - [`doctor`]: read-only probes of `aws-lb-controller doctor` (caller identity, IAM actions).
 //! - [`waf`]: WAFv2 web ACL associations of load balancers.
 //! - [`fake`], [`fake_lb`], [`fake_net`], [`fake_acm`]: in-memory ELBv2/EC2/ACM for unit tests (WAFv2 is
 //!   tested against the emulator only: e2e/tests/ingress_alb.rs).
@@ -19,6 +20,7 @@ pub mod acm;
 pub mod call;
 pub mod config;
 pub mod credentials;
+pub mod doctor;
 pub mod ec2;
 pub mod elbv2;
 pub mod error;

@@ -367,6 +367,9 @@ impl Args {
 pub enum Command {
     /// Print the CustomResourceDefinitions this controller serves, as YAML.
     Crd,
+    /// Check the cluster and AWS read-only and explain what stops the controller
+    /// (`aws-lb-controller [controller flags] doctor [--output json]`); exits 1 when a check fails.
+    Doctor(crate::doctor::DoctorArgs),
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]

@@ -15,21 +15,7 @@ use std::path::PathBuf;
 /// that can never work (a missing flag), never on an unreachable Vault: that is a readiness state.
 pub async fn start(args: &Args, metrics: &Metrics) -> anyhow::Result<Option<CredentialSource>> {
     let m = CredentialMetrics::default();
-    let source = match args.aws_credentials_source {
-        CredentialsSource::Default => return Ok(None),
-        CredentialsSource::Vault => vault::start(vault_config(args)?, m.clone())?,
-        CredentialsSource::File => {
-            if args.aws_credentials_file.is_empty() {
-                bail!(
-                    "--aws-credentials-source=file needs --aws-credentials-file: the path of the shared-credentials \
-                     file your sidecar renders (e.g. /etc/aws-lb-controller/aws/credentials)"
-                );
-            }
-            let mut cfg = FileConfig::new(&args.aws_credentials_file);
-            cfg.profile = args.aws_credentials_profile.clone();
-            file::start(cfg, m.clone())
-        }
-    };
+    let Some(source) = start_source(args, m.clone())? else { return Ok(None) };
     metrics.with_registry(|r| m.register(r));
     match source.wait_ready(args.aws_credentials_startup_wait).await {
         Ok(st) => tracing::info!(state = %st.summary(), "AWS credentials ready"),
@@ -40,6 +26,25 @@ pub async fn start(args: &Args, metrics: &Metrics) -> anyhow::Result<Option<Cred
         ),
     }
     Ok(Some(source))
+}
+
+/// The configured source, started without waiting for keys (`None`: the SDK default chain).
+pub fn start_source(args: &Args, m: CredentialMetrics) -> anyhow::Result<Option<CredentialSource>> {
+    Ok(Some(match args.aws_credentials_source {
+        CredentialsSource::Default => return Ok(None),
+        CredentialsSource::Vault => vault::start(vault_config(args)?, m)?,
+        CredentialsSource::File => {
+            if args.aws_credentials_file.is_empty() {
+                bail!(
+                    "--aws-credentials-source=file needs --aws-credentials-file: the path of the shared-credentials \
+                     file your sidecar renders (e.g. /etc/aws-lb-controller/aws/credentials)"
+                );
+            }
+            let mut cfg = FileConfig::new(&args.aws_credentials_file);
+            cfg.profile = args.aws_credentials_profile.clone();
+            file::start(cfg, m)
+        }
+    }))
 }
 
 fn vault_config(args: &Args) -> anyhow::Result<VaultConfig> {

@@ -5,6 +5,7 @@ mod args;
 mod backend_sg;
 mod context;
 mod credentials;
+mod doctor;
 mod error;
 mod ingress;
 mod kube_gate;
@@ -26,9 +27,18 @@ async fn main() -> anyhow::Result<()> {
     // kube and the AWS SDK both use rustls; pick one crypto provider for the process.
     let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
     let (args, albc_only) = args::parse_from(std::env::args_os()).unwrap_or_else(|e| e.exit());
-    if let Some(args::Command::Crd) = args.command {
-        print!("{}", crds_yaml());
-        return Ok(());
+    match &args.command {
+        Some(args::Command::Crd) => {
+            print!("{}", crds_yaml());
+            return Ok(());
+        }
+        Some(args::Command::Doctor(d)) => {
+            // The report is the output: only warnings and errors are logged, to stderr.
+            tracing_subscriber::fmt().with_env_filter(EnvFilter::new("warn")).with_writer(std::io::stderr).init();
+            let code = doctor::run(&args, d).await?;
+            std::process::exit(code);
+        }
+        None => {}
     }
     let filter = EnvFilter::try_new(&args.log_level).unwrap_or_else(|_| EnvFilter::new("info"));
     let fmt = tracing_subscriber::fmt().with_env_filter(filter);

@@ -411,7 +411,7 @@ async fn kube_clients(args: &Args, leader: watch::Receiver<bool>) -> anyhow::Res
     Ok((reader, writer))
 }
 
-async fn kube_config(args: &Args) -> anyhow::Result<kube::Config> {
+pub(crate) async fn kube_config(args: &Args) -> anyhow::Result<kube::Config> {
     let config = if args.kubeconfig.is_empty() {
         kube::Config::infer()
             .await

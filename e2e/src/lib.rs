@@ -8,12 +8,14 @@
 //! CI run can never pass by skipping.
 
 pub mod aws;
+pub mod bao;
 pub mod controller;
 pub mod datapath;
 pub mod emulator;
 pub mod fixture;
 pub mod kube_util;
 pub mod proxy;
+pub mod webhook;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

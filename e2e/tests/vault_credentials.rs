@@ -22,9 +22,8 @@ use lbc_aws::config::{ClientSettings, Endpoints, build_clients};
 use lbc_aws::credentials::{CredentialMetrics, CredentialSource, Health, Reason, VaultConfig, vault};
 use lbc_e2e::{Env, aws, kube_util, unique};
 use serde_json::{Value, json};
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
@@ -45,15 +44,7 @@ struct Bao {
 impl Bao {
     /// Runs `e2e/scripts/bao.sh` (reuses a running server) and reads `e2e/.run/bao.env`.
     fn up(env: &Env) -> Self {
-        let out = Command::new(env.repo.join("e2e/scripts/bao.sh")).envs(env.vars()).output().expect("running bao.sh");
-        assert!(out.status.success(), "e2e/scripts/bao.sh failed:\n{}", String::from_utf8_lossy(&out.stderr));
-        let text = std::fs::read_to_string(env.repo.join("e2e/.run/bao.env")).expect("e2e/.run/bao.env");
-        let vars: HashMap<String, String> = text
-            .lines()
-            .filter_map(|l| l.strip_prefix("export "))
-            .filter_map(|l| l.split_once('='))
-            .map(|(k, v)| (k.to_string(), v.trim_matches('\'').to_string()))
-            .collect();
+        let vars = lbc_e2e::bao::up(env);
         Self {
             addr: vars["BAO_ADDR"].clone(),
             root: vars["BAO_TOKEN"].clone(),
@@ -409,7 +400,7 @@ async fn vault_failures_are_named_against_real_openbao() {
     assert!(e.message.contains("Error assuming role") && e.message.contains("900"), "{}", e.message);
 
     // a sealed server: a second OpenBao of our own, sealed through the API
-    let sealed = SealedBao::start(&env).await;
+    let sealed = lbc_e2e::bao::SealedBao::start(&env).await;
     let mut c = cfg(&good);
     c.address = sealed.addr.clone();
     let e = failure_of(&vault::start(c, CredentialMetrics::default()).unwrap()).await;
@@ -424,54 +415,6 @@ async fn vault_failures_are_named_against_real_openbao() {
     bao.delete(&format!("aws/roles/{role}")).await;
     kube_util::delete_namespace(&kube, &ns).await;
     let _ = std::fs::remove_dir_all(dir);
-}
-
-/// A second dev server on a free port, sealed; killed (by its PID, via the child handle) on drop.
-struct SealedBao {
-    child: std::process::Child,
-    addr: String,
-}
-
-impl SealedBao {
-    async fn start(env: &Env) -> Self {
-        let vars = std::fs::read_to_string(env.repo.join("e2e/.run/bao.env")).unwrap();
-        let bin = vars
-            .lines()
-            .find_map(|l| l.strip_prefix("export LBC_BAO_BIN="))
-            .map(|v| v.trim_matches('\'').to_string())
-            .expect("LBC_BAO_BIN in bao.env");
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let addr = format!("http://127.0.0.1:{port}");
-        let token = format!("{:032x}", fastrand::u128(..));
-        let log = std::fs::File::create(env.repo.join(format!("e2e/.run/logs/bao-sealed-{port}.log"))).unwrap();
-        let child = Command::new(bin)
-            .args(["server", "-dev", &format!("-dev-listen-address=127.0.0.1:{port}"), "-dev-no-store-token"])
-            .env("BAO_DEV_ROOT_TOKEN_ID", &token)
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .expect("start a second bao");
-        let me = Self { child, addr };
-        let http = reqwest::Client::new();
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if http.get(format!("{}/v1/sys/health", me.addr)).send().await.is_ok_and(|r| r.status().is_success()) {
-                break;
-            }
-            assert!(Instant::now() < deadline, "second bao did not start");
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-        let r = http.put(format!("{}/v1/sys/seal", me.addr)).header("X-Vault-Token", &token).send().await.unwrap();
-        assert!(r.status().is_success(), "seal: {}", r.status());
-        me
-    }
-}
-
-impl Drop for SealedBao {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// The controller binary itself on `--aws-credentials-source=vault`: a TargetGroupBinding

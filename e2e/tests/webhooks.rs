@@ -1,12 +1,12 @@
 //! Admission webhooks served by the controller binary and called by the real kube-apiserver
 //! (Mutating/ValidatingWebhookConfigurations with `url` + `caBundle`).
 
-use base64::Engine;
 use k8s_openapi::api::admissionregistration::v1::{MutatingWebhookConfiguration, ValidatingWebhookConfiguration};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use lbc_e2e::controller::ControllerProc;
 use lbc_e2e::emulator::Emulator;
+use lbc_e2e::webhook::{webhook, write_cert};
 use lbc_e2e::{Env, aws, eventually, kube_util, unique};
 use lbc_model::crd::TargetGroupBinding;
 use serde_json::json;
@@ -14,40 +14,6 @@ use std::path::Path;
 use std::time::Duration;
 
 const GATE: &str = "target-health.elbv2.k8s.aws/web";
-
-/// Writes a fresh self-signed serving certificate for 127.0.0.1; returns its PEM (the CA bundle).
-fn write_cert(dir: &Path) -> String {
-    let ck = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string(), "localhost".to_string()]).unwrap();
-    std::fs::create_dir_all(dir).unwrap();
-    let pem = ck.cert.pem();
-    // Key first, then cert: the server reloads when both parse as a pair.
-    std::fs::write(dir.join("tls.key"), ck.signing_key.serialize_pem()).unwrap();
-    std::fs::write(dir.join("tls.crt"), &pem).unwrap();
-    pem
-}
-
-fn webhook(
-    name: &str,
-    port: u16,
-    path: &str,
-    ca: &str,
-    test_label: &str,
-    failure: &str,
-    resource: (&str, &str, &str),
-) -> serde_json::Value {
-    json!({
-        "name": name,
-        "admissionReviewVersions": ["v1"],
-        "sideEffects": "None",
-        "failurePolicy": failure,
-        "timeoutSeconds": 10,
-        "clientConfig": {"url": format!("https://127.0.0.1:{port}{path}"),
-                         "caBundle": base64::engine::general_purpose::STANDARD.encode(ca)},
-        "rules": [{"operations": ["CREATE", "UPDATE"], "apiGroups": [resource.0], "apiVersions": [resource.1], "resources": [resource.2]}],
-        // Only this test's namespaces: other tests never go through this test's webhook.
-        "namespaceSelector": {"matchLabels": {"lbc-e2e/webhook-test": test_label}},
-    })
-}
 
 /// A controller watching `ns` that serves its webhooks with the certificate in `cert_dir`, ready.
 async fn start_controller(env: &Env, ns: &str, id: &str, cert_dir: &Path) -> ControllerProc {

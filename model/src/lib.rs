@@ -21,6 +21,7 @@
 //! - [`lease`]: leader election: when to take the Lease, how long leadership lasts after a renewal.
 //! - [`cilium`]: pod IP → ENI from CiliumNode objects (ENI IPAM mode), merged with EC2 results.
 //! - [`tg_ownership`]: whether a binding may write to a target group, from its cluster/stack tags.
+//! - [`doctor`]: the checks of `aws-lb-controller doctor`, observed data → ok/warn/fail verdicts.
 //! - [`poison`]: isolating the one target AWS refuses, so the rest of its batch goes through.
 //! - [`compat`]: ALBC's feature gates and the ALBC flags without an equivalent here, and what each means.
 
@@ -30,6 +31,7 @@ pub mod checkpoint;
 pub mod cilium;
 pub mod compat;
 pub mod crd;
+pub mod doctor;
 pub mod endpoints;
 pub mod ingress;
 pub mod lb;

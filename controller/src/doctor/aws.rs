@@ -1,0 +1,202 @@
+//! What doctor reads from AWS: the credential source end to end, the VPC and its subnets, and one
+//! read-only try of every IAM action. All through the controller's adapters and one CallRunner
+//! whose write gate is always shut: a write can never leave this process.
+
+use super::DoctorArgs;
+use super::kube::Cluster;
+use crate::args::{Args, CredentialsSource};
+use lbc_aws::call::{CallRunner, CallTimeouts, WriteGate};
+use lbc_aws::config::{ClientSettings, Endpoints, build_clients};
+use lbc_aws::credentials::CredentialSource;
+use lbc_aws::doctor::{ProbeTarget, Probes};
+use lbc_aws::ec2::{Ec2, SdkEc2};
+use lbc_aws::net::{Networking, SdkNetworking, SubnetQuery};
+use lbc_aws::throttle::Throttler;
+use lbc_model::doctor::{Verdict, cluster_tag, credentials, permissions, subnets};
+use lbc_model::net::VpcCidrs;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+use tokio::time::Instant;
+
+pub struct AwsReport {
+    pub verdicts: Vec<Verdict>,
+    pub vpc: Option<VpcCidrs>,
+}
+
+fn setup_fail(object: &str, found: String, fix: &str) -> AwsReport {
+    AwsReport { verdicts: vec![Verdict::fail("credentials", object, found, "a usable configuration", fix)], vpc: None }
+}
+
+/// Waits until the source has keys or reports its first error (no need to sit out the timeout
+/// on a sealed Vault).
+async fn first_answer(source: &CredentialSource, timeout: Duration) -> Result<Option<SystemTime>, String> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let st = source.state();
+        if st.is_ready() {
+            return Ok(st.expires_at);
+        }
+        if let Some(e) = st.last_error {
+            return Err(e.message);
+        }
+        if Instant::now() > deadline {
+            return Err(format!("no keys and no error after {timeout:?}: {}", st.summary()));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn origin(args: &Args) -> String {
+    match args.aws_credentials_source {
+        CredentialsSource::Vault => format!(
+            "Vault {} auth role {:?}, {}/{}/{}",
+            args.vault_address,
+            args.vault_auth_role,
+            args.vault_secrets_mount,
+            args.vault_credential_type,
+            args.vault_secrets_role
+        ),
+        CredentialsSource::File => {
+            format!("file {} profile {}", args.aws_credentials_file, args.aws_credentials_profile)
+        }
+        CredentialsSource::Default => {
+            let profile = std::env::var("AWS_SHARED_CREDENTIALS_FILE")
+                .map(std::path::PathBuf::from)
+                .ok()
+                .or_else(|| std::env::var("HOME").ok().map(|h| std::path::Path::new(&h).join(".aws/credentials")));
+            format!(
+                "SDK default chain: {}",
+                credentials::default_chain_source(&|k| std::env::var(k).ok(), profile.is_some_and(|p| p.exists()))
+            )
+        }
+    }
+}
+
+pub async fn gather(args: &Args, d: &DoctorArgs, cluster: Option<&Cluster>) -> AwsReport {
+    if args.aws_region.is_empty() {
+        return setup_fail(
+            "--aws-region",
+            "empty".into(),
+            "pass --aws-region (or AWS_REGION): the instance metadata service is never consulted",
+        );
+    }
+    let endpoints = match Endpoints::parse(&args.aws_api_endpoints) {
+        Ok(e) => e,
+        Err(e) => return setup_fail("--aws-api-endpoints", e.to_string(), "fix the flag"),
+    };
+    let rules = match lbc_model::throttle::parse_rules(&args.aws_api_throttle) {
+        Ok(r) => r,
+        Err(e) => return setup_fail("--aws-api-throttle", e.to_string(), "fix the flag"),
+    };
+    let mut verdicts = Vec::new();
+    let metrics = crate::metrics::Metrics::new();
+    let source = match crate::credentials::start_source(args, lbc_aws::credentials::CredentialMetrics::default()) {
+        Ok(s) => s,
+        Err(e) => return setup_fail("--aws-credentials-source", format!("{e:#}"), "set the flags the message names"),
+    };
+    let source_error = match &source {
+        Some(s) => first_answer(s, d.credentials_timeout).await.err(),
+        None => None,
+    };
+    let expires_at = source.as_ref().and_then(|s| s.state().expires_at);
+    // Doctor never writes: the gate refuses every mutating call before it is sent.
+    let never: WriteGate = Arc::new(|| false);
+    let runner = CallRunner::with(
+        Throttler::new(rules),
+        metrics.aws.clone(),
+        args.aws_max_retries.min(1),
+        CallTimeouts { attempt: args.aws_api_attempt_timeout, operation: args.aws_api_operation_timeout },
+        Some(never),
+    );
+    let clients = build_clients(&ClientSettings {
+        region: args.aws_region.clone(),
+        endpoints,
+        credentials: source.as_ref().map(|s| s.provider()),
+    })
+    .await;
+    let ec2 = SdkEc2::new(clients.ec2.clone(), runner.clone());
+    let net = SdkNetworking::new(clients.ec2.clone(), runner.clone());
+    let probes = Probes::new(clients, runner);
+
+    let caller = if source_error.is_some() {
+        Err("skipped: the source gave no keys".to_string())
+    } else {
+        probes.caller_identity().await.map_err(|e| e.to_string())
+    };
+    let now = SystemTime::now();
+    verdicts.push(credentials::check(&credentials::Observed {
+        source: format!("{:?}", args.aws_credentials_source).to_lowercase(),
+        origin: origin(args),
+        source_error,
+        expires_in: expires_at.map(|t| match t.duration_since(now) {
+            Ok(d) => d.as_secs() as i64,
+            Err(e) => -(e.duration().as_secs() as i64),
+        }),
+        caller: caller.as_ref().map(|c| c.arn.clone()).map_err(Clone::clone),
+    }));
+    let Ok(identity) = caller else { return AwsReport { verdicts, vpc: None } };
+
+    if args.aws_vpc_id.is_empty() {
+        verdicts.push(Verdict::fail(
+            "cluster-tag",
+            "--aws-vpc-id",
+            "empty",
+            "the VPC of the cluster",
+            "pass --aws-vpc-id=vpc-… (Helm value vpcId): the instance metadata service is never consulted",
+        ));
+        return AwsReport { verdicts, vpc: None };
+    }
+    let vpc = match ec2
+        .vpc_cidrs(&args.aws_vpc_id)
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|c| VpcCidrs::parse(&c).map_err(|e| e.to_string()))
+    {
+        Ok(v) => Some(v),
+        Err(e) => {
+            verdicts.push(Verdict::fail(
+                "cluster-tag",
+                format!("VPC {}", args.aws_vpc_id),
+                format!("DescribeVpcs: {e}"),
+                "the VPC exists in this region and account",
+                "check --aws-vpc-id and --aws-region",
+            ));
+            None
+        }
+    };
+    match net.subnets(&SubnetQuery::Vpc(args.aws_vpc_id.clone())).await {
+        Ok(list) => {
+            verdicts.extend(cluster_tag::check(&args.cluster_name, &args.aws_vpc_id, &list));
+            let demand = cluster.map(|c| c.demand).unwrap_or_default();
+            verdicts.extend(subnets::check(&args.cluster_name, &args.aws_vpc_id, &list, demand));
+        }
+        Err(e) => verdicts.push(Verdict::fail(
+            "cluster-tag",
+            format!("subnets of VPC {}", args.aws_vpc_id),
+            format!("DescribeSubnets: {e}"),
+            "the VPC's subnets",
+            "allow ec2:DescribeSubnets (docs/iam-policy.json)",
+        )),
+    }
+
+    match permissions::actions(permissions::POLICY) {
+        Ok(actions) => {
+            let target = ProbeTarget {
+                region: args.aws_region.clone(),
+                account: identity.account.clone(),
+                vpc_id: args.aws_vpc_id.clone(),
+                cluster_name: args.cluster_name.clone(),
+            };
+            let mut results = Vec::new();
+            for a in actions {
+                let o = probes.probe(&a, &target).await;
+                results.push((a, o));
+            }
+            verdicts.extend(permissions::check(&results));
+        }
+        Err(e) => {
+            verdicts.push(Verdict::fail("permissions", "docs/iam-policy.json", e, "a valid policy", "report a bug"))
+        }
+    }
+    AwsReport { verdicts, vpc }
+}

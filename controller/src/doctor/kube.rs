@@ -1,0 +1,444 @@
+//! What doctor reads from Kubernetes (all reads, plus one server-side dry-run Pod create, which
+//! the API server never persists), turned into the plain inputs of `lbc_model::doctor`.
+
+use super::DoctorArgs;
+use crate::args::Args;
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhookConfiguration, ValidatingWebhookConfiguration, WebhookClientConfig,
+};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Container, Namespace, Node, Pod, PodSpec, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, ListParams, ObjectMeta, PostParams};
+use kube::{Client, Resource, ResourceExt};
+use lbc_model::crd::{TargetGroupBinding, TargetType};
+use lbc_model::doctor::{Verdict, conflicts, crds, nodes, pod_ips, subnets::Demand, throttle, webhooks};
+use lbc_model::names::{READINESS_GATE_INJECT_LABEL, READINESS_GATE_PREFIX};
+use lbc_model::net::VpcCidrs;
+use serde::de::DeserializeOwned;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Debug;
+
+/// ALBC's chart names its webhook configurations this way.
+const ALBC_WEBHOOK: &str = "aws-load-balancer-webhook";
+const INGRESS_CONTROLLER: &str = "ingress.k8s.aws/alb";
+
+/// Everything read from the cluster.
+pub struct Cluster {
+    /// Reads that failed (RBAC, API errors): reported, never fatal.
+    errors: Vec<Verdict>,
+    nodes: Vec<nodes::NodeInfo>,
+    node_pod_cidrs: Vec<ipnet::IpNet>,
+    cni: pod_ips::Cni,
+    addresses: Vec<pod_ips::PodAddress>,
+    /// Endpoint counts of each binding's (or our load balancer Service's) target group.
+    targets_per_group: Vec<usize>,
+    pub demand: Demand,
+    instance_targets: bool,
+    services: Vec<conflicts::ServiceInfo>,
+    albc: Vec<String>,
+    crds: Vec<(String, Vec<String>, Option<crds::CrdInfo>)>,
+    webhook_configs: Vec<webhooks::ConfigInfo>,
+    dry_run: webhooks::DryRun,
+    namespaces: Vec<webhooks::NamespaceInfo>,
+}
+
+impl Cluster {
+    /// The verdicts of every Kubernetes-side check (pod IPs need the VPC's CIDRs from AWS).
+    pub fn verdicts(self, args: &Args, vpc: Option<&VpcCidrs>) -> Vec<Verdict> {
+        let mut out = self.errors;
+        if let Some(vpc) = vpc {
+            out.extend(pod_ips::check(
+                vpc,
+                &self.addresses,
+                &self.node_pod_cidrs,
+                &self.cni,
+                args.allow_targets_outside_vpc,
+            ));
+        }
+        out.extend(nodes::check(&self.nodes, self.instance_targets));
+        out.extend(conflicts::check(&self.services, &args.load_balancer_class, &self.albc));
+        for (name, wanted, found) in &self.crds {
+            out.push(crds::check(name, wanted, found.as_ref()));
+        }
+        out.extend(webhooks::check(&self.webhook_configs, &self.dry_run, &self.namespaces));
+        let rules = lbc_model::throttle::parse_rules(&args.aws_api_throttle).unwrap_or_default();
+        out.push(throttle::check(&rules, &self.targets_per_group, args.targetgroupbinding_batch_size));
+        out
+    }
+}
+
+async fn list<K>(api: Api<K>, what: &str, errors: &mut Vec<Verdict>) -> Vec<K>
+where
+    K: Resource + Clone + DeserializeOwned + Debug,
+{
+    match api.list(&ListParams::default()).await {
+        Ok(l) => l.items,
+        Err(e) => {
+            errors.push(read_failed(what, &e));
+            Vec::new()
+        }
+    }
+}
+
+fn read_failed(what: &str, e: &kube::Error) -> Verdict {
+    Verdict::fail(
+        "kubernetes",
+        what.to_string(),
+        format!("read failed: {e}"),
+        "readable with doctor's credentials",
+        "grant get/list on it (the chart's test ServiceAccount has the read-only ClusterRole doctor needs)",
+    )
+}
+
+fn api<K>(client: &Client, ns: Option<&str>) -> Api<K>
+where
+    K: Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+    <K as Resource>::DynamicType: Default,
+{
+    match ns {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
+    }
+}
+
+pub async fn gather(client: &Client, args: &Args, d: &DoctorArgs) -> Cluster {
+    let mut errors = Vec::new();
+    let scope = (!args.watch_namespace.is_empty()).then_some(args.watch_namespace.as_str());
+    let bindings: Vec<TargetGroupBinding> = list(api(client, scope), "TargetGroupBindings", &mut errors).await;
+    let services: Vec<Service> =
+        list(api(client, if d.all_namespaces { None } else { scope }), "Services", &mut errors).await;
+    let ingresses: Vec<Ingress> = list(api(client, scope), "Ingresses", &mut errors).await;
+    let classes: Vec<IngressClass> = list(Api::all(client.clone()), "IngressClasses", &mut errors).await;
+    let slices: Vec<EndpointSlice> =
+        list(api(client, if d.all_namespaces { None } else { scope }), "EndpointSlices", &mut errors).await;
+    let node_objs: Vec<Node> = list(Api::all(client.clone()), "Nodes", &mut errors).await;
+    let pods: Vec<Pod> = list(api(client, scope), "Pods", &mut errors).await;
+    let ns_objs: Vec<Namespace> = list(Api::all(client.clone()), "Namespaces", &mut errors).await;
+    let deployments: Vec<Deployment> = list(Api::all(client.clone()), "Deployments", &mut errors).await;
+
+    // Services of ours: referenced by a binding, of our load balancer class, or an Ingress backend.
+    let key = |ns: &str, name: &str| format!("{ns}/{name}");
+    let alb_classes: BTreeSet<String> = classes
+        .iter()
+        .filter(|c| c.spec.as_ref().and_then(|s| s.controller.as_deref()) == Some(INGRESS_CONTROLLER))
+        .map(|c| c.name_any())
+        .collect();
+    let our_ingresses: Vec<&Ingress> = ingresses
+        .iter()
+        .filter(|i| {
+            let class = i.spec.as_ref().and_then(|s| s.ingress_class_name.clone());
+            let annotation = i.annotations().get("kubernetes.io/ingress.class").cloned();
+            annotation.as_deref() == Some(args.ingress_class.as_str())
+                || class.is_some_and(|c| alb_classes.contains(&c))
+        })
+        .collect();
+    let mut ours: BTreeSet<String> =
+        bindings.iter().map(|b| key(&b.namespace().unwrap_or_default(), &b.spec.service_ref.name)).collect();
+    for s in &services {
+        let spec = s.spec.clone().unwrap_or_default();
+        if spec.type_.as_deref() == Some("LoadBalancer")
+            && spec.load_balancer_class.as_deref() == Some(&args.load_balancer_class)
+        {
+            ours.insert(key(&s.namespace().unwrap_or_default(), &s.name_any()));
+        }
+    }
+    for i in &our_ingresses {
+        let ns = i.namespace().unwrap_or_default();
+        let spec = i.spec.clone().unwrap_or_default();
+        let backends = spec.default_backend.iter().chain(
+            spec.rules
+                .iter()
+                .flatten()
+                .filter_map(|r| r.http.as_ref())
+                .flat_map(|h| h.paths.iter().map(|p| &p.backend)),
+        );
+        for b in backends {
+            if let Some(svc) = &b.service {
+                ours.insert(key(&ns, &svc.name));
+            }
+        }
+    }
+
+    let mut addresses = Vec::new();
+    let mut endpoints_of: BTreeMap<String, usize> = BTreeMap::new();
+    for s in &slices {
+        let Some(svc) = s.labels().get(lbc_model::names::SERVICE_NAME_LABEL) else { continue };
+        let service = key(&s.namespace().unwrap_or_default(), svc);
+        if !(d.all_namespaces || ours.contains(&service)) {
+            continue;
+        }
+        for e in &s.endpoints {
+            let pod = e.target_ref.as_ref().filter(|r| r.kind.as_deref() == Some("Pod")).and_then(|r| r.name.clone());
+            for a in &e.addresses {
+                if let Ok(ip) = a.parse() {
+                    *endpoints_of.entry(service.clone()).or_default() += 1;
+                    addresses.push(pod_ips::PodAddress { service: service.clone(), pod: pod.clone(), ip });
+                }
+            }
+        }
+    }
+    let mut targets_per_group: Vec<usize> = bindings
+        .iter()
+        .map(|b| {
+            endpoints_of.get(&key(&b.namespace().unwrap_or_default(), &b.spec.service_ref.name)).copied().unwrap_or(0)
+        })
+        .collect();
+    for s in services.iter().filter(|s| {
+        s.spec.as_ref().and_then(|sp| sp.load_balancer_class.as_deref()) == Some(args.load_balancer_class.as_str())
+    }) {
+        targets_per_group
+            .push(endpoints_of.get(&key(&s.namespace().unwrap_or_default(), &s.name_any())).copied().unwrap_or(0));
+    }
+
+    let scheme_public = |a: &BTreeMap<String, String>, k: &str| a.get(k).is_some_and(|v| v == "internet-facing");
+    let demand = Demand {
+        internet_facing: services
+            .iter()
+            .any(|s| scheme_public(s.annotations(), "service.beta.kubernetes.io/aws-load-balancer-scheme"))
+            || our_ingresses.iter().any(|i| scheme_public(i.annotations(), "alb.ingress.kubernetes.io/scheme")),
+        alb: !our_ingresses.is_empty(),
+    };
+    let instance_targets = bindings.iter().any(|b| b.spec.target_type == Some(TargetType::Instance))
+        || services.iter().any(|s| {
+            s.annotations()
+                .get("service.beta.kubernetes.io/aws-load-balancer-nlb-target-type")
+                .is_some_and(|v| v == "instance")
+        })
+        || our_ingresses
+            .iter()
+            .any(|i| i.annotations().get("alb.ingress.kubernetes.io/target-type").is_some_and(|v| v == "instance"));
+
+    let node_pod_cidrs = node_objs
+        .iter()
+        .filter_map(|n| n.spec.as_ref())
+        .flat_map(|s| s.pod_cidrs.clone().unwrap_or_default().into_iter().chain(s.pod_cidr.clone()))
+        .filter_map(|c| c.parse().ok())
+        .collect();
+    let nodes = node_objs
+        .iter()
+        .map(|n| nodes::NodeInfo {
+            name: n.name_any(),
+            provider_id: n.spec.as_ref().and_then(|s| s.provider_id.clone()),
+            ready: n
+                .status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True")),
+            taint_keys: n
+                .spec
+                .as_ref()
+                .and_then(|s| s.taints.as_ref())
+                .into_iter()
+                .flatten()
+                .map(|t| t.key.clone())
+                .collect(),
+        })
+        .collect();
+    let cni = match Api::<ConfigMap>::namespaced(client.clone(), "kube-system").get_opt("cilium-config").await {
+        Ok(Some(cm)) => pod_ips::Cni::Cilium {
+            ipam: cm.data.unwrap_or_default().get("ipam").cloned().unwrap_or_else(|| "cluster-pool".into()),
+        },
+        Ok(None) => pod_ips::Cni::Unknown,
+        Err(e) => {
+            errors.push(read_failed("ConfigMap kube-system/cilium-config", &e));
+            pod_ips::Cni::Unknown
+        }
+    };
+
+    let conflict_services = services
+        .iter()
+        .filter(|s| s.spec.as_ref().and_then(|sp| sp.type_.as_deref()) == Some("LoadBalancer"))
+        .map(|s| conflicts::ServiceInfo {
+            name: key(&s.namespace().unwrap_or_default(), &s.name_any()),
+            load_balancer_class: s.spec.as_ref().and_then(|sp| sp.load_balancer_class.clone()),
+            finalizers: s.finalizers().to_vec(),
+            hostnames: s
+                .status
+                .as_ref()
+                .and_then(|st| st.load_balancer.as_ref())
+                .and_then(|lb| lb.ingress.as_ref())
+                .into_iter()
+                .flatten()
+                .filter_map(|i| i.hostname.clone())
+                .collect(),
+        })
+        .collect();
+    let mut albc: Vec<String> = deployments
+        .iter()
+        .filter_map(|dep| {
+            let spec = dep.spec.as_ref()?.template.spec.as_ref()?;
+            let image =
+                spec.containers.iter().filter_map(|c| c.image.as_deref()).find(|i| conflicts::is_albc_image(i))?;
+            Some(format!("Deployment {}/{} image {image}", dep.namespace().unwrap_or_default(), dep.name_any()))
+        })
+        .collect();
+
+    let mwc: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
+    let vwc: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
+    if d.webhook_configuration != ALBC_WEBHOOK
+        && let Ok(Some(_)) = mwc.get_opt(ALBC_WEBHOOK).await
+    {
+        albc.push(format!("MutatingWebhookConfiguration {ALBC_WEBHOOK}"));
+    }
+    let mut webhook_configs = Vec::new();
+    let hooks = |name: &str, cc: &WebhookClientConfig| (name.to_string(), cc.clone());
+    match mwc.get_opt(&d.webhook_configuration).await {
+        Ok(found) => {
+            let list = found
+                .map(|c| c.webhooks.unwrap_or_default().iter().map(|w| hooks(&w.name, &w.client_config)).collect());
+            webhook_configs.push(config_info("MutatingWebhookConfiguration", &d.webhook_configuration, list).await);
+        }
+        Err(e) => errors.push(read_failed("MutatingWebhookConfigurations", &e)),
+    }
+    match vwc.get_opt(&d.webhook_configuration).await {
+        Ok(found) => {
+            let list = found
+                .map(|c| c.webhooks.unwrap_or_default().iter().map(|w| hooks(&w.name, &w.client_config)).collect());
+            webhook_configs.push(config_info("ValidatingWebhookConfiguration", &d.webhook_configuration, list).await);
+        }
+        Err(e) => errors.push(read_failed("ValidatingWebhookConfigurations", &e)),
+    }
+
+    let labelled: BTreeSet<String> = ns_objs
+        .iter()
+        .filter(|n| n.labels().get(READINESS_GATE_INJECT_LABEL).is_some_and(|v| v == "enabled"))
+        .map(|n| n.name_any())
+        .collect();
+    let mut per_ns: BTreeMap<String, webhooks::NamespaceInfo> = BTreeMap::new();
+    for b in &bindings {
+        let ns = b.namespace().unwrap_or_default();
+        per_ns.entry(ns.clone()).or_insert_with(|| ns_info(&ns, &labelled)).bindings += 1;
+    }
+    for p in &pods {
+        let gated = p
+            .spec
+            .as_ref()
+            .and_then(|s| s.readiness_gates.as_ref())
+            .is_some_and(|g| g.iter().any(|g| g.condition_type.starts_with(READINESS_GATE_PREFIX)));
+        if gated {
+            let ns = p.namespace().unwrap_or_default();
+            per_ns.entry(ns.clone()).or_insert_with(|| ns_info(&ns, &labelled)).gated_pods.push(p.name_any());
+        }
+    }
+    let dry_run = dry_run_gate(client, &bindings, &services, &labelled).await;
+
+    let mut crd_list = Vec::new();
+    let crd_api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for want in lbc_model::crd::all() {
+        let name = want.name_any();
+        let versions: Vec<String> = want.spec.versions.iter().map(|v| v.name.clone()).collect();
+        match crd_api.get_opt(&name).await {
+            Ok(found) => crd_list.push((
+                name,
+                versions,
+                found.map(|c| crds::CrdInfo {
+                    versions: c
+                        .spec
+                        .versions
+                        .iter()
+                        .map(|v| crds::VersionInfo { name: v.name.clone(), served: v.served, storage: v.storage })
+                        .collect(),
+                    stored_versions: c.status.and_then(|s| s.stored_versions).unwrap_or_default(),
+                }),
+            )),
+            Err(e) => errors.push(read_failed(&format!("CustomResourceDefinition {name}"), &e)),
+        }
+    }
+
+    Cluster {
+        errors,
+        nodes,
+        node_pod_cidrs,
+        cni,
+        addresses,
+        targets_per_group,
+        demand,
+        instance_targets,
+        services: conflict_services,
+        albc,
+        crds: crd_list,
+        webhook_configs,
+        dry_run,
+        namespaces: per_ns.into_values().collect(),
+    }
+}
+
+fn ns_info(ns: &str, labelled: &BTreeSet<String>) -> webhooks::NamespaceInfo {
+    webhooks::NamespaceInfo { name: ns.to_string(), labelled: labelled.contains(ns), ..Default::default() }
+}
+
+async fn config_info(
+    kind: &str,
+    name: &str,
+    hooks: Option<Vec<(String, WebhookClientConfig)>>,
+) -> webhooks::ConfigInfo {
+    let webhooks = match hooks {
+        None => None,
+        Some(hooks) => {
+            let mut out = Vec::new();
+            for (hook, cc) in hooks {
+                let (target, tls) = super::tls::verify(&cc).await;
+                out.push(webhooks::WebhookInfo { name: hook, target, tls });
+            }
+            Some(out)
+        }
+    };
+    webhooks::ConfigInfo { object: format!("{kind} {name}"), webhooks }
+}
+
+/// A server-side dry-run Pod create (nothing is stored) in the first labelled namespace holding a
+/// binding whose Service selects pods, labelled to match that Service.
+async fn dry_run_gate(
+    client: &Client,
+    bindings: &[TargetGroupBinding],
+    services: &[Service],
+    labelled: &BTreeSet<String>,
+) -> webhooks::DryRun {
+    let candidate = bindings.iter().find_map(|b| {
+        let ns = b.namespace()?;
+        if !labelled.contains(&ns) {
+            return None;
+        }
+        let svc = services
+            .iter()
+            .find(|s| s.namespace().as_deref() == Some(ns.as_str()) && s.name_any() == b.spec.service_ref.name)?;
+        let selector = svc.spec.as_ref()?.selector.clone().filter(|s| !s.is_empty())?;
+        Some((ns, b.name_any(), selector))
+    });
+    let Some((ns, binding, selector)) = candidate else { return webhooks::DryRun::NoCandidate };
+    let pod = Pod {
+        metadata: ObjectMeta {
+            generate_name: Some("lbc-doctor-".into()),
+            labels: Some(selector),
+            ..Default::default()
+        },
+        spec: Some(PodSpec {
+            containers: vec![Container {
+                name: "probe".into(),
+                image: Some("registry.invalid/aws-lb-controller-doctor-probe".into()),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let pp = PostParams { dry_run: true, field_manager: Some("aws-lb-controller-doctor".into()) };
+    match Api::<Pod>::namespaced(client.clone(), &ns).create(&pp, &pod).await {
+        Ok(p) => webhooks::DryRun::Done {
+            namespace: ns,
+            gate: format!("{READINESS_GATE_PREFIX}{binding}"),
+            binding,
+            gates: p
+                .spec
+                .and_then(|s| s.readiness_gates)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|g| g.condition_type)
+                .collect(),
+        },
+        Err(e) => webhooks::DryRun::Failed { namespace: ns, error: e.to_string() },
+    }
+}
