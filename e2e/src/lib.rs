@@ -9,6 +9,7 @@
 
 pub mod aws;
 pub mod controller;
+pub mod datapath;
 pub mod emulator;
 pub mod fixture;
 pub mod kube_util;

@@ -1,0 +1,6 @@
+//! Zero-downtime rollouts measured on a real data path: pods are HTTP servers in network
+//! namespaces of a test VPC (lbc_e2e::datapath). Needs root.
+
+mod zero_downtime {
+    pub mod netns_basics;
+}
