@@ -9,6 +9,8 @@ ListCertificates name summaries and pages in acm_patches.py):
   * fault injection (error code, HTTP status, latency) by service + operation (+ target group, + target ID:
     the fault fires only on calls whose Targets include that ID, e.g. one poison target in a batch);
   * optional per-account token buckets (AWS-like throttling);
+  * health measured by the e2e data plane (lbc-dataplane) answering DescribeTargetHealth, and read-only views of
+    target groups and load balancers for it (dataplane_views.py);
   * a bounded log of every AWS call;
   * a JSON control API under /_awsemu/ (moto's own /moto-api/ stays reachable).
 
@@ -34,6 +36,7 @@ import uuid
 from typing import Any
 
 import acm_patches  # next to this file
+import dataplane_views  # next to this file
 import lb_extras_patches  # next to this file
 import listener_patches  # next to this file
 import wafv2_patches  # next to this file
@@ -132,6 +135,17 @@ def _tkey(target_id: str, port: Any) -> str:
     return f"{target_id}|{'' if port is None else port}"
 
 
+def _draining(tg: Any) -> dict[str, dict[str, Any]]:
+    """A target group's draining targets (key -> entry with `until`, monotonic), expired ones dropped."""
+    d = tg.__dict__.get("draining_targets")
+    if d is None:
+        d = tg.__dict__["draining_targets"] = collections.OrderedDict()
+    now = time.monotonic()
+    for k in [k for k, v in d.items() if v["until"] <= now]:
+        del d[k]
+    return d
+
+
 def install_elbv2_patches() -> None:
     from moto.elbv2 import models as m
 
@@ -164,15 +178,6 @@ def install_elbv2_patches() -> None:
             attr = 300.0
         return attr * STATE.time_scale()
 
-    def _draining(tg: Any) -> dict[str, dict[str, Any]]:
-        d = tg.__dict__.get("draining_targets")
-        if d is None:
-            d = tg.__dict__["draining_targets"] = collections.OrderedDict()
-        now = time.monotonic()
-        for k in [k for k, v in d.items() if v["until"] <= now]:
-            del d[k]
-        return d
-
     def register(self: Any, targets: list[dict[str, Any]]) -> None:
         with TG_LOCK:
             for t in targets:
@@ -190,7 +195,7 @@ def install_elbv2_patches() -> None:
                     continue
                 draining.pop(key, None)  # re-registering cancels draining and restarts at `initial`
                 self.targets[key] = {"Id": t["Id"], "Port": port, "AvailabilityZone": t.get("AvailabilityZone"),
-                                     "registered_at": now}
+                                     "registered_at": now, "registered_unix": time.time()}
                 self.deregistered_targets.pop(key, None)
 
     def deregister(self: Any, targets: list[dict[str, Any]]) -> None:
@@ -207,7 +212,8 @@ def install_elbv2_patches() -> None:
                 entry = self.targets.pop(key, None)
                 if entry is None:
                     continue  # already draining: keep its timer
-                draining[key] = dict(entry, until=now + _drain_seconds(self, entry["Id"], entry["Port"]))
+                draining[key] = dict(entry, until=now + _drain_seconds(self, entry["Id"], entry["Port"]),
+                                     deregistered_unix=time.time())
 
     def deregister_terminated_instances(self: Any, instance_ids: list[str]) -> None:
         with TG_LOCK:
@@ -215,7 +221,8 @@ def install_elbv2_patches() -> None:
             now = time.monotonic()
             for key in [k for k, v in self.targets.items() if v["Id"] in instance_ids]:
                 entry = self.targets.pop(key)
-                draining[key] = dict(entry, until=now + _drain_seconds(self, entry["Id"], entry["Port"]))
+                draining[key] = dict(entry, until=now + _drain_seconds(self, entry["Id"], entry["Port"]),
+                                     deregistered_unix=time.time())
 
     def _status_registered(tg: Any, entry: dict[str, Any], ec2_backend: Any) -> Any:
         pol = STATE.policy_for(tg.arn, entry["Id"], entry["Port"])
@@ -233,6 +240,11 @@ def install_elbv2_patches() -> None:
             inst = ec2_backend.get_instance_by_id(entry["Id"])
             if inst and inst.state == "stopped":
                 return mk("unused", "Target.InvalidState", "Target is in the stopped state")
+        measured = entry.get("measured")
+        if measured:  # a data plane health-checks this target for real
+            return mk(measured["state"], measured.get("reason"), measured.get("description"))
+        if tg.__dict__.get("emu_measured"):  # measured target group, this target not checked yet
+            return mk("initial")
         if time.monotonic() - entry["registered_at"] < float(pol.get("initial_seconds") or 0):
             return mk("initial")
         return mk(pol.get("then") or "healthy", pol.get("reason"), pol.get("description"))
@@ -637,6 +649,35 @@ def _check_state(value: Any, field: str, allowed: tuple) -> None:
         raise ControlError(f"{field} must be one of {', '.join(allowed)}")
 
 
+def _dataplane_control(method: str, path: str, q: dict[str, str], body: dict[str, Any]) -> tuple[int, Any]:
+    """The data plane's views (dataplane_views.py): describe a target group / load balancer, push measured health."""
+    want = "POST" if path == "measured-health" else "GET"
+    if method != want:
+        raise ControlError(f"use {want} /_awsemu/{path}", 405)
+    arn = (body if want == "POST" else q).get("target_group_arn" if path != "load-balancer" else "load_balancer_arn")
+    if not arn:
+        raise ControlError(f"/_awsemu/{path} needs " +
+                           ("load_balancer_arn" if path == "load-balancer" else "target_group_arn"))
+    try:
+        backend = dataplane_views.backend_for(arn)
+        if path == "load-balancer":
+            lb = backend.load_balancers.get(arn)
+            if lb is None:
+                raise ControlError(f"load balancer {arn} not found", 404)
+            return 200, dataplane_views.load_balancer_view(lb)
+        with TG_LOCK:
+            tg = backend.target_groups.get(arn)
+            if tg is None:
+                raise ControlError(f"target group {arn} not found", 404)
+            if path == "target-group":
+                return 200, dataplane_views.target_group_view(tg, _draining(tg), time.time(), time.monotonic(),
+                                                              STATE.time_scale())
+            return 200, dataplane_views.apply_measured(tg, body.get("targets"),
+                                                       lambda i, p: _tkey(i, _norm_port(p)))
+    except dataplane_views.ViewError as e:
+        raise ControlError(str(e), e.status) from e
+
+
 def control(method: str, path: str, query: dict[str, list[str]], body: dict[str, Any],
             reset_moto: Any) -> tuple[int, Any]:
     q = {k: v[-1] for k, v in query.items()}
@@ -775,6 +816,9 @@ def control(method: str, path: str, query: dict[str, list[str]], body: dict[str,
                     STATE.buckets_enabled = True
             return 200, {"enabled": STATE.buckets_enabled,
                          "buckets": [{k: v for k, v in b.items() if k != "last"} for b in STATE.buckets]}
+
+    if path in ("target-group", "load-balancer", "measured-health"):
+        return _dataplane_control(method, path, q, body)
 
     if path == "reset" and method == "POST":
         reset_moto()

@@ -1,0 +1,146 @@
+"""awsemu views for the e2e data plane (lbc-dataplane): what a load balancer's listeners, rules and target groups
+look like, read from moto's models, and the health states the data plane measured.
+
+The data plane follows what the controller created through these views instead of the AWS API, so the
+controller's call counts in the call log stay its own. Times are Unix seconds (float): the data plane runs on the
+same machine and compares them with its own clock.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+MEASURED_STATES = ("initial", "healthy", "unhealthy", "unavailable")
+
+
+class ViewError(Exception):
+    def __init__(self, message: str, status: int = 400):
+        super().__init__(message)
+        self.status = status
+
+
+def backend_for(arn: str) -> Any:
+    """The ELBv2 backend that owns `arn` (arn:aws:elasticloadbalancing:REGION:ACCOUNT:...)."""
+    from moto.elbv2.models import elbv2_backends
+    parts = arn.split(":")
+    if len(parts) < 6 or parts[2] != "elasticloadbalancing":
+        raise ViewError(f"{arn!r} is not an ELBv2 ARN (arn:aws:elasticloadbalancing:REGION:ACCOUNT:...)")
+    return elbv2_backends[parts[4]][parts[3]]
+
+
+def _int(v: Any, default: int | None = None) -> int | None:
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return default
+
+
+def health_check_view(tg: Any) -> dict[str, Any]:
+    port = tg.health_check_port or "traffic-port"
+    return {
+        "enabled": str(tg.health_check_enabled).lower() != "false",
+        "protocol": (tg.health_check_protocol or tg.protocol or "TCP").upper(),
+        "port": port if port == "traffic-port" else _int(port, port),
+        "path": tg.health_check_path,
+        "interval_seconds": _int(tg.health_check_interval_seconds, 30),
+        "timeout_seconds": _int(tg.health_check_timeout_seconds, 10),
+        "healthy_threshold": _int(tg.healthy_threshold_count, 5),
+        "unhealthy_threshold": _int(tg.unhealthy_threshold_count, 2),
+        "matcher": (getattr(tg, "matcher", None) or {}).get("HttpCode"),
+    }
+
+
+def target_group_view(tg: Any, draining: dict[str, dict[str, Any]], now_unix: float, now_mono: float,
+                      time_scale: float) -> dict[str, Any]:
+    """`draining` is the target group's live draining map (expired entries already dropped)."""
+    registered = [{"id": e["Id"], "port": e["Port"], "availability_zone": e.get("AvailabilityZone"),
+                   "registered_at": e.get("registered_unix"), "measured": e.get("measured")}
+                  for e in tg.targets.values()]
+    drain = [{"id": e["Id"], "port": e["Port"], "registered_at": e.get("registered_unix"),
+              "deregistered_at": e.get("deregistered_unix"), "drain_until": now_unix + (e["until"] - now_mono)}
+             for e in draining.values()]
+    return {
+        "target_group_arn": tg.arn, "name": tg.name, "protocol": tg.protocol, "port": _int(tg.port, tg.port),
+        "target_type": tg.target_type, "health_check": health_check_view(tg),
+        "deregistration_delay_seconds": _int(tg.attributes.get("deregistration_delay.timeout_seconds"), 300),
+        "time_scale": time_scale, "measured": bool(tg.__dict__.get("emu_measured")),
+        "targets": registered, "draining": drain,
+    }
+
+
+def _condition(c: dict[str, Any]) -> dict[str, Any]:
+    field = c.get("Field")
+    config_key = {"path-pattern": "PathPatternConfig", "host-header": "HostHeaderConfig",
+                  "http-header": "HttpHeaderConfig", "http-request-method": "HttpRequestMethodConfig",
+                  "query-string": "QueryStringConfig", "source-ip": "SourceIpConfig"}.get(field)
+    cfg = c.get(config_key) or {} if config_key else {}
+    out: dict[str, Any] = {"field": field, "values": list(cfg.get("Values") or c.get("Values") or [])}
+    if cfg.get("RegexValues"):
+        out["regex_values"] = list(cfg["RegexValues"])
+    if field == "http-header":
+        out["header_name"] = cfg.get("HttpHeaderName")
+    if field == "query-string":
+        out["values"] = [{"key": kv.get("Key"), "value": kv.get("Value")} for kv in cfg.get("Values") or []]
+    return out
+
+
+def _action(data: dict[str, Any]) -> dict[str, Any]:
+    kind = data.get("Type")
+    out: dict[str, Any] = {"type": kind, "order": _int(data.get("Order"))}
+    if kind == "forward":
+        groups = (data.get("ForwardConfig") or {}).get("TargetGroups") or []
+        if groups:
+            out["target_groups"] = [{"arn": g["TargetGroupArn"], "weight": _int(g.get("Weight"), 1)} for g in groups]
+        else:
+            out["target_groups"] = [{"arn": data.get("TargetGroupArn"), "weight": 1}]
+    elif kind == "fixed-response":
+        cfg = data.get("FixedResponseConfig") or {}
+        out.update(status_code=_int(cfg.get("StatusCode"), 200), content_type=cfg.get("ContentType"),
+                   message_body=cfg.get("MessageBody"))
+    else:
+        out["config"] = {k: v for k, v in data.items() if k not in ("Type", "Order")}
+    return out
+
+
+def load_balancer_view(lb: Any) -> dict[str, Any]:
+    listeners = []
+    for lst in lb.listeners.values():
+        rules = []
+        for rule in lst.rules.values():
+            if rule.is_default:
+                continue
+            rules.append({"arn": rule.arn, "priority": _int(rule.priority),
+                          "conditions": [_condition(c) for c in rule.conditions or []],
+                          "actions": sorted((_action(a.data) for a in rule.actions), key=lambda a: a["order"] or 0)})
+        rules.sort(key=lambda r: r["priority"] if r["priority"] is not None else 1 << 30)
+        listeners.append({"arn": lst.arn, "protocol": lst.protocol, "port": _int(lst.port),
+                          "default_actions": sorted((_action(a.data) for a in lst.default_actions),
+                                                    key=lambda a: a["order"] or 0),
+                          "rules": rules})
+    listeners.sort(key=lambda x: x["port"] or 0)
+    return {"load_balancer_arn": lb.arn, "name": lb.name, "type": lb.type, "scheme": lb.scheme,
+            "dns_name": lb.dns_name, "listeners": listeners}
+
+
+def apply_measured(tg: Any, targets: list[Any], key_of: Any) -> dict[str, Any]:
+    """Stores the measured health of registered targets. From the first push on, a registered target that has no
+    measurement yet reads `initial`. A target no longer registered, or registered again since the data plane saw
+    it (its `registered_at` differs), is returned as stale, not applied."""
+    if not isinstance(targets, list):
+        raise ViewError("targets must be a list of {id, port, state[, reason, description, registered_at]}")
+    checked = []
+    for t in targets:
+        if not isinstance(t, dict) or not t.get("id") or t.get("state") not in MEASURED_STATES:
+            raise ViewError(f"target {t!r}: needs id and state, one of {', '.join(MEASURED_STATES)}")
+        checked.append(t)
+    applied, stale = 0, []
+    for t in checked:
+        entry = tg.targets.get(key_of(t["id"], t.get("port", tg.port)))
+        seen = t.get("registered_at")
+        if entry is None or (seen is not None and abs(float(seen) - float(entry.get("registered_unix", 0))) > 1e-3):
+            stale.append({"id": t["id"], "port": t.get("port")})
+            continue
+        entry["measured"] = {"state": t["state"], "reason": t.get("reason"), "description": t.get("description")}
+        applied += 1
+    tg.__dict__["emu_measured"] = True
+    return {"applied": applied, "stale": stale}

@@ -1,0 +1,121 @@
+"""Self-test of the data plane's control endpoints (dataplane_views.py via awsemu.py)."""
+
+import time
+
+from test_awsemu import aws, ctl, emu, reset  # noqa: F401  (fixtures)
+
+
+def _tg(aws, name, **kw):
+    return aws.elb.create_target_group(Name=name, VpcId=aws.vpc, TargetType="ip", **kw)["TargetGroups"][0][
+        "TargetGroupArn"]
+
+
+def test_target_group_view_lists_settings_registered_and_draining(emu, aws):
+    ctl(emu, "POST", "settings", {"time_scale": 0.01})
+    tg = _tg(aws, "view", Protocol="HTTP", Port=8080, HealthCheckPath="/healthz", HealthCheckIntervalSeconds=10,
+             HealthCheckTimeoutSeconds=3, HealthyThresholdCount=3, UnhealthyThresholdCount=2,
+             Matcher={"HttpCode": "200-299"})
+    aws.elb.modify_target_group_attributes(TargetGroupArn=tg, Attributes=[
+        {"Key": "deregistration_delay.timeout_seconds", "Value": "60"}])
+    before = time.time()
+    aws.elb.register_targets(TargetGroupArn=tg, Targets=[{"Id": "10.0.9.1"}, {"Id": "10.0.9.2", "Port": 81}])
+    aws.elb.deregister_targets(TargetGroupArn=tg, Targets=[{"Id": "10.0.9.2", "Port": 81}])
+    st, v = ctl(emu, "GET", "target-group?target_group_arn=" + tg)
+    assert st == 200, v
+    assert v["health_check"] == {"enabled": True, "protocol": "HTTP", "port": "traffic-port", "path": "/healthz",
+                                 "interval_seconds": 10, "timeout_seconds": 3, "healthy_threshold": 3,
+                                 "unhealthy_threshold": 2, "matcher": "200-299"}
+    assert (v["protocol"], v["port"], v["deregistration_delay_seconds"], v["time_scale"]) == ("HTTP", 8080, 60, 0.01)
+    [reg] = v["targets"]
+    assert (reg["id"], reg["port"], reg["measured"]) == ("10.0.9.1", 8080, None)
+    assert before <= reg["registered_at"] <= time.time()
+    [dr] = v["draining"]
+    assert (dr["id"], dr["port"]) == ("10.0.9.2", 81)
+    assert dr["deregistered_at"] >= dr["registered_at"]
+    assert abs(dr["drain_until"] - dr["deregistered_at"] - 0.6) < 0.1  # 60 s x 0.01
+    # control reads are not AWS calls: the call log has only the boto3 calls above
+    ops = [c["operation"] for c in ctl(emu, "GET", "calls")[1]["calls"]]
+    assert "DescribeTargetHealth" not in ops and all(not o.startswith("GET") for o in ops)
+
+
+def test_measured_health_drives_describe_target_health_until_deregistered(emu, aws):
+    ctl(emu, "POST", "settings", {"time_scale": 0.01})
+    ctl(emu, "POST", "health-policy", {"scope": "global", "initial_seconds": 0})
+    tg = _tg(aws, "measured", Protocol="TCP", Port=80)
+    aws.elb.register_targets(TargetGroupArn=tg, Targets=[{"Id": "10.0.8.1"}, {"Id": "10.0.8.2"}])
+    assert aws.states(tg) == {("10.0.8.1", 80): "healthy", ("10.0.8.2", 80): "healthy"}  # policy timeline
+    reg = {t["id"]: t["registered_at"] for t in ctl(emu, "GET", "target-group?target_group_arn=" + tg)[1]["targets"]}
+    st, out = ctl(emu, "POST", "measured-health", {"target_group_arn": tg, "targets": [
+        {"id": "10.0.8.1", "port": 80, "state": "unhealthy", "reason": "Target.Timeout",
+         "description": "Request timed out", "registered_at": reg["10.0.8.1"]}]})
+    assert (st, out) == (200, {"applied": 1, "stale": []})
+    h = aws.health(tg)
+    assert h[("10.0.8.1", 80)] == {"State": "unhealthy", "Reason": "Target.Timeout",
+                                   "Description": "Request timed out"}
+    # once a data plane measures the group, an unmeasured target is still registering
+    assert h[("10.0.8.2", 80)]["State"] == "initial"
+    # a forced state still wins over the measurement
+    ctl(emu, "POST", "health-policy", {"scope": "target", "target_group_arn": tg, "id": "10.0.8.1",
+                                       "force": "healthy"})
+    assert aws.states(tg)[("10.0.8.1", 80)] == "healthy"
+    ctl(emu, "POST", "health-policy", {"scope": "target", "target_group_arn": tg, "id": "10.0.8.1", "force": None})
+    # deregistered: draining for the whole delay (300 s x 0.01), whatever was measured or forced
+    ctl(emu, "POST", "health-policy", {"scope": "target", "target_group_arn": tg, "id": "10.0.8.1",
+                                       "force": "healthy"})
+    aws.elb.deregister_targets(TargetGroupArn=tg, Targets=[{"Id": "10.0.8.1"}])
+    for _ in range(5):
+        assert aws.states(tg)[("10.0.8.1", 80)] == "draining"
+        time.sleep(0.4)
+    ctl(emu, "POST", "health-policy", {"scope": "target", "target_group_arn": tg, "id": "10.0.8.1", "clear": True})
+    # a push for the old registration is stale, also after re-registering (it starts at initial again)
+    push = {"target_group_arn": tg, "targets": [{"id": "10.0.8.1", "port": 80, "state": "healthy",
+                                                 "registered_at": reg["10.0.8.1"]}]}
+    assert ctl(emu, "POST", "measured-health", push)[1] == {"applied": 0, "stale": [{"id": "10.0.8.1", "port": 80}]}
+    aws.elb.register_targets(TargetGroupArn=tg, Targets=[{"Id": "10.0.8.1"}])
+    assert ctl(emu, "POST", "measured-health", push)[1]["applied"] == 0
+    assert aws.states(tg)[("10.0.8.1", 80)] == "initial"
+
+
+def test_measured_health_and_views_reject_bad_input(emu, aws):
+    tg = _tg(aws, "bad", Protocol="TCP", Port=80)
+    assert ctl(emu, "POST", "measured-health", {"target_group_arn": tg, "targets": [{"id": "x", "state": "ok"}]})[
+        0] == 400
+    assert ctl(emu, "POST", "measured-health", {"target_group_arn": tg, "targets": "x"})[0] == 400
+    assert ctl(emu, "POST", "measured-health", {"targets": []})[0] == 400
+    assert ctl(emu, "GET", "measured-health?target_group_arn=" + tg)[0] == 405
+    assert ctl(emu, "GET", "target-group?target_group_arn=" + tg.replace("targetgroup/bad", "targetgroup/nope"))[
+        0] == 404
+    assert ctl(emu, "GET", "target-group?target_group_arn=not-an-arn")[0] == 400
+    assert ctl(emu, "GET", "load-balancer")[0] == 400
+
+
+def test_load_balancer_view_lists_listeners_rules_and_actions(emu, aws):
+    subnets = [s["SubnetId"] for s in aws.ec2.describe_subnets()["Subnets"]][:2]
+    lb = aws.elb.create_load_balancer(Name="alb", Subnets=subnets)["LoadBalancers"][0]["LoadBalancerArn"]
+    a, b = _tg(aws, "a", Protocol="HTTP", Port=80), _tg(aws, "b", Protocol="HTTP", Port=80)
+    lst = aws.elb.create_listener(LoadBalancerArn=lb, Protocol="HTTP", Port=80, DefaultActions=[
+        {"Type": "fixed-response", "FixedResponseConfig": {"StatusCode": "404", "ContentType": "text/plain",
+                                                           "MessageBody": "none"}}])["Listeners"][0]["ListenerArn"]
+    aws.elb.create_rule(ListenerArn=lst, Priority=20, Conditions=[
+        {"Field": "path-pattern", "PathPatternConfig": {"Values": ["/b*"]}}],
+        Actions=[{"Type": "forward", "TargetGroupArn": b}])
+    aws.elb.create_rule(ListenerArn=lst, Priority=10, Conditions=[
+        {"Field": "host-header", "Values": ["a.example.com"]},
+        {"Field": "http-header", "HttpHeaderConfig": {"HttpHeaderName": "X-Env", "Values": ["blue"]}}],
+        Actions=[{"Type": "forward", "ForwardConfig": {"TargetGroups": [{"TargetGroupArn": a, "Weight": 3},
+                                                                        {"TargetGroupArn": b, "Weight": 1}]}}])
+    st, v = ctl(emu, "GET", "load-balancer?load_balancer_arn=" + lb)
+    assert st == 200, v
+    assert v["type"] == "application"
+    [listener] = v["listeners"]
+    assert (listener["protocol"], listener["port"]) == ("HTTP", 80)
+    assert listener["default_actions"] == [{"type": "fixed-response", "order": None, "status_code": 404,
+                                            "content_type": "text/plain", "message_body": "none"}]
+    assert [r["priority"] for r in listener["rules"]] == [10, 20]
+    first, second = listener["rules"]
+    assert first["conditions"] == [{"field": "host-header", "values": ["a.example.com"]},
+                                   {"field": "http-header", "values": ["blue"], "header_name": "X-Env"}]
+    assert first["actions"][0]["target_groups"] == [{"arn": a, "weight": 3}, {"arn": b, "weight": 1}]
+    assert second["conditions"] == [{"field": "path-pattern", "values": ["/b*"]}]
+    assert second["actions"][0]["target_groups"] == [{"arn": b, "weight": 1}]
+    assert ctl(emu, "GET", "load-balancer?load_balancer_arn=" + lb + "x")[0] == 404
