@@ -37,7 +37,7 @@ macro_rules! run {
         $self
             .runner
             .run($service, $name, || async {
-                $call.send().await.map_err(|err| AwsError::from_sdk($service.label(), $name, err))
+                $call.await.map_err(|err| AwsError::from_sdk($service.label(), $name, err))
             })
             .await
     };
@@ -63,7 +63,7 @@ impl Probes {
     }
 
     pub async fn caller_identity(&self) -> Result<CallerIdentity, AwsError> {
-        let out = run!(self, Service::Sts, "GetCallerIdentity", self.clients.sts.get_caller_identity())?;
+        let out = run!(self, Service::Sts, "GetCallerIdentity", self.clients.sts.get_caller_identity().send())?;
         Ok(CallerIdentity {
             arn: out.arn().unwrap_or_default().to_string(),
             account: out.account().unwrap_or_default().to_string(),
@@ -94,26 +94,34 @@ impl Probes {
             };
         }
         match op {
-            "DescribeTargetGroups" => read!("DescribeTargetGroups", c.describe_target_groups().page_size(1)),
-            "DescribeTargetHealth" => read!("DescribeTargetHealth", c.describe_target_health().target_group_arn(&tg)),
-            "DescribeLoadBalancers" => read!("DescribeLoadBalancers", c.describe_load_balancers().page_size(1)),
+            "DescribeTargetGroups" => read!("DescribeTargetGroups", c.describe_target_groups().page_size(1).send()),
+            "DescribeTargetHealth" => {
+                read!("DescribeTargetHealth", c.describe_target_health().target_group_arn(&tg).send())
+            }
+            "DescribeLoadBalancers" => read!("DescribeLoadBalancers", c.describe_load_balancers().page_size(1).send()),
             "DescribeLoadBalancerAttributes" => {
-                read!("DescribeLoadBalancerAttributes", c.describe_load_balancer_attributes().load_balancer_arn(&lb))
+                read!(
+                    "DescribeLoadBalancerAttributes",
+                    c.describe_load_balancer_attributes().load_balancer_arn(&lb).send()
+                )
             }
             "DescribeTargetGroupAttributes" => {
-                read!("DescribeTargetGroupAttributes", c.describe_target_group_attributes().target_group_arn(&tg))
+                read!(
+                    "DescribeTargetGroupAttributes",
+                    c.describe_target_group_attributes().target_group_arn(&tg).send()
+                )
             }
-            "DescribeListeners" => read!("DescribeListeners", c.describe_listeners().load_balancer_arn(&lb)),
+            "DescribeListeners" => read!("DescribeListeners", c.describe_listeners().load_balancer_arn(&lb).send()),
             "DescribeListenerAttributes" => {
-                read!("DescribeListenerAttributes", c.describe_listener_attributes().listener_arn(&listener))
+                read!("DescribeListenerAttributes", c.describe_listener_attributes().listener_arn(&listener).send())
             }
             "DescribeListenerCertificates" => {
-                read!("DescribeListenerCertificates", c.describe_listener_certificates().listener_arn(&listener))
+                read!("DescribeListenerCertificates", c.describe_listener_certificates().listener_arn(&listener).send())
             }
-            "DescribeRules" => read!("DescribeRules", c.describe_rules().listener_arn(&listener)),
-            "DescribeTags" => read!("DescribeTags", c.describe_tags().resource_arns(&tg)),
+            "DescribeRules" => read!("DescribeRules", c.describe_rules().listener_arn(&listener).send()),
+            "DescribeTags" => read!("DescribeTags", c.describe_tags().resource_arns(&tg).send()),
             "DescribeCapacityReservation" => {
-                read!("DescribeCapacityReservation", c.describe_capacity_reservation().load_balancer_arn(&lb))
+                read!("DescribeCapacityReservation", c.describe_capacity_reservation().load_balancer_arn(&lb).send())
             }
             _ => Outcome::Unverifiable("ELBv2 has no DryRun".into()),
         }
@@ -135,7 +143,7 @@ impl Probes {
                 q = q.filters(Filter::builder().name("tag-key").values(k).build());
             }
             async move {
-                let out = run!(self, Service::Ec2, "DescribeSecurityGroups", q.clone())?;
+                let out = run!(self, Service::Ec2, "DescribeSecurityGroups", q.clone().send())?;
                 Ok::<_, AwsError>(out.security_groups().first().and_then(|g| g.group_id()).map(str::to_string))
             }
         };
@@ -155,15 +163,19 @@ impl Probes {
             Err(err) => Err(outcome::<()>(Err(err), false)),
         };
         match op {
-            "DescribeVpcs" => call!("DescribeVpcs", false, c.describe_vpcs().vpc_ids(&t.vpc_id)),
-            "DescribeSubnets" => call!("DescribeSubnets", false, c.describe_subnets().filters(vpc.clone())),
+            "DescribeVpcs" => call!("DescribeVpcs", false, c.describe_vpcs().vpc_ids(&t.vpc_id).send()),
+            "DescribeSubnets" => call!("DescribeSubnets", false, c.describe_subnets().filters(vpc.clone()).send()),
             "DescribeSecurityGroups" => {
-                call!("DescribeSecurityGroups", false, c.describe_security_groups().filters(vpc.clone()).max_results(5))
+                call!(
+                    "DescribeSecurityGroups",
+                    false,
+                    c.describe_security_groups().filters(vpc.clone()).max_results(5).send()
+                )
             }
             "DescribeNetworkInterfaces" => call!(
                 "DescribeNetworkInterfaces",
                 false,
-                c.describe_network_interfaces().filters(vpc.clone()).max_results(5)
+                c.describe_network_interfaces().filters(vpc.clone()).max_results(5).send()
             ),
             "CreateSecurityGroup" => call!(
                 "DryRunCreateSecurityGroup",
@@ -179,6 +191,7 @@ impl Probes {
                             .tags(Tag::builder().key(owned_tag).value(&t.cluster_name).build())
                             .build()
                     )
+                    .send()
             ),
             "AuthorizeSecurityGroupIngress" | "RevokeSecurityGroupIngress" => {
                 let id = match ours_or(groups(None).await) {
@@ -192,13 +205,21 @@ impl Probes {
                     call!(
                         "DryRunAuthorizeSecurityGroupIngress",
                         true,
-                        c.authorize_security_group_ingress().dry_run(true).group_id(&id).ip_permissions(rule.clone())
+                        c.authorize_security_group_ingress()
+                            .dry_run(true)
+                            .group_id(&id)
+                            .ip_permissions(rule.clone())
+                            .send()
                     )
                 } else {
                     call!(
                         "DryRunRevokeSecurityGroupIngress",
                         true,
-                        c.revoke_security_group_ingress().dry_run(true).group_id(&id).ip_permissions(rule.clone())
+                        c.revoke_security_group_ingress()
+                            .dry_run(true)
+                            .group_id(&id)
+                            .ip_permissions(rule.clone())
+                            .send()
                     )
                 }
             }
@@ -210,7 +231,11 @@ impl Probes {
                 let tag = Tag::builder().key(owned_tag).value(&t.cluster_name).build();
                 match op {
                     "CreateTags" => {
-                        call!("DryRunCreateTags", true, c.create_tags().dry_run(true).resources(&id).tags(tag.clone()))
+                        call!(
+                            "DryRunCreateTags",
+                            true,
+                            c.create_tags().dry_run(true).resources(&id).tags(tag.clone()).send()
+                        )
                     }
                     "DeleteTags" => call!(
                         "DryRunDeleteTags",
@@ -219,9 +244,14 @@ impl Probes {
                             .dry_run(true)
                             .resources(&id)
                             .tags(Tag::builder().key("lbc-doctor-probe").build())
+                            .send()
                     ),
                     _ => {
-                        call!("DryRunDeleteSecurityGroup", true, c.delete_security_group().dry_run(true).group_id(&id))
+                        call!(
+                            "DryRunDeleteSecurityGroup",
+                            true,
+                            c.delete_security_group().dry_run(true).group_id(&id).send()
+                        )
                     }
                 }
             }
@@ -234,10 +264,10 @@ impl Probes {
         let cert = format!("arn:aws:acm:{}:{}:certificate/00000000-0000-0000-0000-000000000000", t.region, t.account);
         match op {
             "ListCertificates" => {
-                outcome(run!(self, Service::Acm, "ListCertificates", c.list_certificates().max_items(1)), false)
+                outcome(run!(self, Service::Acm, "ListCertificates", c.list_certificates().max_items(1).send()), false)
             }
             "DescribeCertificate" => outcome(
-                run!(self, Service::Acm, "DescribeCertificate", c.describe_certificate().certificate_arn(&cert)),
+                run!(self, Service::Acm, "DescribeCertificate", c.describe_certificate().certificate_arn(&cert).send()),
                 false,
             ),
             _ => Outcome::Unverifiable("ACM has no DryRun".into()),
@@ -256,13 +286,17 @@ impl Probes {
                     self,
                     Service::Wafv2,
                     "ListWebACLs",
-                    c.list_web_acls().scope(aws_sdk_wafv2::types::Scope::Regional).limit(1)
+                    c.list_web_acls().scope(aws_sdk_wafv2::types::Scope::Regional).limit(1).send()
                 ),
                 false,
             ),
             "GetWebACLForResource" => {
-                let r =
-                    run!(self, Service::Wafv2, "GetWebACLForResource", c.get_web_acl_for_resource().resource_arn(&lb));
+                let r = run!(
+                    self,
+                    Service::Wafv2,
+                    "GetWebACLForResource",
+                    c.get_web_acl_for_resource().resource_arn(&lb).send()
+                );
                 // WAFv2 answers a load balancer it does not know with WAFNonexistentItemException.
                 match r {
                     Err(err) if err.code.as_deref() == Some("WAFNonexistentItemException") => Outcome::Allowed,
