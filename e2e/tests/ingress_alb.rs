@@ -25,6 +25,10 @@ const ALB: &str = "alb.ingress.kubernetes.io";
 #[path = "ingress_alb/freeze.rs"]
 mod freeze;
 
+/// IngressClassParams honoured or refused, never ignored (issue 17).
+#[path = "ingress_alb/params.rs"]
+mod params;
+
 /// The group test's controller watches every namespace: the tests of this file run one at a time
 /// so no two controllers reconcile the same Ingress.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());

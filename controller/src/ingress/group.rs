@@ -122,7 +122,7 @@ pub(super) async fn reconcile(ctx: &IngressCtx, g: &GroupId) -> Result<Option<Du
     }
     if !gathered.invalid.is_empty() {
         let all: Vec<String> = gathered.invalid.iter().map(|(i, m)| format!("Ingress {}: {m}", key_of(i))).collect();
-        let msg = format!("IngressGroup {stack_id}: invalid annotations, nothing changed in AWS: {}", all.join("; "));
+        let msg = format!("IngressGroup {stack_id}: invalid settings, nothing changed in AWS: {}", all.join("; "));
         let mut concerned: Vec<&Ingress> = gathered.invalid.iter().map(|(i, _)| i.as_ref()).collect();
         concerned.extend(member_ings.iter().copied());
         warn_all(ctx, &concerned, FAILED_BUILD, &crate::stack::truncate_list(msg)).await;
@@ -485,7 +485,10 @@ async fn build_context(
 
     // Exclusive settings: members agree (checked by `conflicts`), the first that sets one wins.
     let subnets = members.iter().find_map(|m| m.settings.subnets.clone());
-    let selector = SubnetSelector::from_annotation(subnets.map(|s| s.join(",")).as_deref());
+    let selector = match members.iter().find_map(|m| m.settings.subnet_tags.clone()) {
+        Some(tags) => SubnetSelector::Tags(tags),
+        None => SubnetSelector::from_annotation(subnets.map(|s| s.join(",")).as_deref()),
+    };
     let scheme = members.iter().find_map(|m| m.settings.scheme).unwrap_or(c.default_scheme);
     let annotation = lbc_model::ingress::keys::full_key(k::SUBNETS);
     // ALBC's `ALBSingleSubnet` gate lets an ALB live in one subnet.

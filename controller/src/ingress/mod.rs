@@ -112,7 +112,7 @@ pub(crate) enum Looked {
     NotOurs(Option<String>),
     /// Holds a group finalizer but its class or params are gone: its groups are frozen.
     Frozen(String),
-    /// Ours, but its annotations do not parse.
+    /// Ours, but its annotations do not parse or its IngressClassParams cannot be honoured.
     Invalid(String),
     Ours(Box<Candidate>),
 }
@@ -134,7 +134,11 @@ pub(crate) fn look(ing: &Ingress, classes: &ClassSnapshot, cfg: &SelectConfig) -
         Ok(s) => s,
         Err(e) => return Looked::Invalid(e.to_string()),
     };
-    let settings = apply_params(&settings, params.as_deref().map(|p| &p.spec));
+    let params_name = params.as_deref().map(|p| p.name_any()).unwrap_or_default();
+    let settings = match apply_params(&settings, params.as_deref().map(|p| &p.spec), &params_name) {
+        Ok(s) => s,
+        Err(e) => return Looked::Invalid(e),
+    };
     Looked::Ours(Box::new(Candidate {
         namespace: ns,
         name: ing.name_any(),

@@ -74,6 +74,8 @@ pub struct IngressSettings {
     pub ip_address_type: Option<LbIpAddressType>,
     /// Subnet IDs or `Name` tags.
     pub subnets: Option<Vec<String>>,
+    /// IngressClassParams `spec.subnets.tags`: tag key → accepted values (replaces `subnets`).
+    pub subnet_tags: Option<std::collections::BTreeMap<String, Vec<String>>>,
     pub security_groups: Option<Vec<String>>,
     pub manage_backend_security_group_rules: Option<bool>,
     pub load_balancer_attributes: Option<Attributes>,

@@ -94,7 +94,7 @@ fn parsers_never_panic() {
         }
         match parse_annotations(&ann, "ns") {
             Ok(s) => {
-                let s = apply_params(&s, None);
+                let s = apply_params(&s, None, "none").unwrap();
                 candidates.push(Candidate {
                     namespace: "ns".into(),
                     name: format!("i{i}"),

@@ -97,6 +97,7 @@ fn exclusive(s: &IngressSettings) -> Vec<(&'static str, String)> {
     put(k::SCHEME, s.scheme.map(|x| x.as_aws().to_string()));
     put(k::IP_ADDRESS_TYPE, s.ip_address_type.map(|x| x.as_aws().to_string()));
     put(k::SUBNETS, s.subnets.as_ref().map(|v| sorted(v.clone())));
+    put(k::SUBNETS, s.subnet_tags.as_ref().map(|t| format!("IngressClassParams subnets.tags {t:?}")));
     put(k::SECURITY_GROUPS, s.security_groups.as_ref().map(|v| sorted(v.clone())));
     put(k::LOAD_BALANCER_ATTRIBUTES, s.load_balancer_attributes.as_ref().map(|m| format!("{m:?}")));
     put(k::WAFV2_ACL_ARN, s.wafv2_acl_arn.clone());

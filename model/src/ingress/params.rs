@@ -10,10 +10,87 @@ use crate::crd::IngressClassParamsSpec;
 use crate::crd::ingress_class_params::{ParamsIpAddressType, ParamsListenerProtocol, ParamsScheme};
 use crate::lb::{LbIpAddressType, Protocol, Scheme};
 
-/// The settings of one Ingress once its IngressClassParams (if any) have been applied.
-pub fn apply_params(settings: &IngressSettings, params: Option<&IngressClassParamsSpec>) -> IngressSettings {
+/// The settings of one Ingress once its IngressClassParams (if any) have been applied, or why the
+/// params cannot be applied: every field the controller cannot honour as written is refused here,
+/// naming the field, the value and the fix (never dropped silently). `params_name` is for messages.
+pub fn apply_params(
+    settings: &IngressSettings,
+    params: Option<&IngressClassParamsSpec>,
+    params_name: &str,
+) -> Result<IngressSettings, String> {
+    let Some(p) = params else { return Ok(settings.clone()) };
+    let problems = refusals(p);
+    if !problems.is_empty() {
+        return Err(format!("IngressClassParams {params_name}: {}", problems.join("; ")));
+    }
+    Ok(merge(settings, p))
+}
+
+/// Fields of the params that cannot be honoured as written, each with its fix.
+fn refusals(p: &IngressClassParamsSpec) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(pool) = p.ipam_configuration.as_ref().and_then(|c| c.ipv4_ipam_pool_id.as_deref()) {
+        out.push(format!(
+            "spec.ipamConfiguration.ipv4IPAMPoolId is {pool:?}, but this controller does not assign load-balancer \
+             addresses from IPAM pools (expected: unset); remove spec.ipamConfiguration, or keep ALBC for this class"
+        ));
+    }
+    if let Some(sub) = &p.subnets {
+        match (sub.ids.is_empty(), sub.tags.is_empty()) {
+            (false, false) => out.push(format!(
+                "spec.subnets sets both ids {:?} and tags {:?} (expected: exactly one); keep one of them",
+                sub.ids, sub.tags
+            )),
+            (true, true) => out.push(
+                "spec.subnets is empty (expected: ids or tags); set one of them, or remove spec.subnets for \
+                 role-tag discovery"
+                    .to_string(),
+            ),
+            _ => {}
+        }
+        if let Some((key, _)) = sub.tags.iter().find(|(k, _)| k.is_empty()) {
+            out.push(format!("spec.subnets.tags has an empty key {key:?} (expected: a tag key); remove it"));
+        }
+    }
+    for c in &p.inbound_cidrs {
+        if c.parse::<ipnet::IpNet>().is_err() {
+            out.push(format!(
+                "spec.inboundCIDRs has {c:?}, which is not a CIDR (expected e.g. 10.0.0.0/8 or 2600:1f14::/56); fix or \
+                 remove it"
+            ));
+        }
+    }
+    if let Some(port) = &p.ssl_redirect_port
+        && !port.is_empty()
+        && !matches!(port.parse::<u16>(), Ok(1..))
+    {
+        out.push(format!("spec.sslRedirectPort is {port:?} (expected: a port 1-65535 as a string, e.g. \"443\")"));
+    }
+    for (i, l) in p.listeners.iter().enumerate() {
+        match l.port {
+            Some(port) if !(1..=65535).contains(&port) => {
+                out.push(format!("spec.listeners[{i}].port is {port} (expected: 1-65535)"))
+            }
+            None if !l.listener_attributes.is_empty() => out.push(format!(
+                "spec.listeners[{i}] has listenerAttributes but no port (expected: the listener's port); add \
+                 spec.listeners[{i}].port"
+            )),
+            _ => {}
+        }
+    }
+    if let Some(c) = p.minimum_load_balancer_capacity
+        && c.capacity_units < 0
+    {
+        out.push(format!(
+            "spec.minimumLoadBalancerCapacity.capacityUnits is {} (expected: 0 or more)",
+            c.capacity_units
+        ));
+    }
+    out
+}
+
+fn merge(settings: &IngressSettings, p: &IngressClassParamsSpec) -> IngressSettings {
     let mut s = settings.clone();
-    let Some(p) = params else { return s };
     let kv = |v: &[crate::crd::ingress_class_params::KeyValue]| {
         v.iter().map(|x| (x.key.clone(), x.value.clone())).collect::<std::collections::BTreeMap<_, _>>()
     };
@@ -36,10 +113,17 @@ pub fn apply_params(settings: &IngressSettings, params: Option<&IngressClassPara
             ParamsIpAddressType::DualstackWithoutPublicIpv4 => LbIpAddressType::DualstackWithoutPublicIpv4,
         });
     }
-    if let Some(sub) = p.subnets.as_ref().filter(|x| !x.ids.is_empty()) {
-        s.subnets = Some(sub.ids.clone());
+    if let Some(sub) = &p.subnets {
+        if !sub.ids.is_empty() {
+            s.subnets = Some(sub.ids.clone());
+            s.subnet_tags = None;
+        } else if !sub.tags.is_empty() {
+            s.subnets = None;
+            s.subnet_tags = Some(sub.tags.clone());
+        }
     }
     if !p.inbound_cidrs.is_empty() {
+        // Checked by `refusals`.
         s.inbound_cidrs = Some(p.inbound_cidrs.iter().filter_map(|c| c.parse().ok()).collect());
     }
     if !p.prefix_lists().is_empty() {
@@ -86,7 +170,10 @@ pub fn apply_params(settings: &IngressSettings, params: Option<&IngressClassPara
 mod tests {
     use super::*;
     use crate::crd::TargetType;
-    use crate::crd::ingress_class_params::{IngressGroupRef, KeyValue, ParamsSubnets};
+    use crate::crd::ingress_class_params::{
+        IngressGroupRef, IpamConfiguration, KeyValue, MinimumCapacity, ParamsListener, ParamsSubnets,
+    };
+    use std::collections::BTreeMap;
 
     #[test]
     fn params_win_where_set_and_leave_the_rest() {
@@ -108,7 +195,7 @@ mod tests {
             wafv2_acl_arn: Some("arn:w".into()),
             ..Default::default()
         };
-        let s = apply_params(&ann, Some(&p));
+        let s = apply_params(&ann, Some(&p), "icp").unwrap();
         assert_eq!(s.group_name.as_deref(), Some("g"));
         assert_eq!(s.scheme, Some(Scheme::InternetFacing));
         assert_eq!(s.subnets, Some(vec!["subnet-1".into()]));
@@ -121,7 +208,116 @@ mod tests {
         assert_eq!(s.backend.tags["team"], "icp");
         assert_eq!(s.backend.tags["keep"], "1");
         assert_eq!(s.wafv2_acl_arn.as_deref(), Some("arn:w"));
-        assert_eq!(apply_params(&ann, None), ann);
-        assert_eq!(apply_params(&ann, Some(&IngressClassParamsSpec::default())), ann);
+        assert_eq!(apply_params(&ann, None, "none"), Ok(ann.clone()));
+        assert_eq!(apply_params(&ann, Some(&IngressClassParamsSpec::default()), "empty"), Ok(ann));
+    }
+
+    #[test]
+    fn subnet_tags_replace_the_subnets_annotation_and_ids_replace_tags() {
+        let ann = IngressSettings { subnets: Some(vec!["subnet-ann".into()]), ..Default::default() };
+        let tags: BTreeMap<String, Vec<String>> = [("tier".to_string(), vec!["edge".to_string()])].into();
+        let p = IngressClassParamsSpec {
+            subnets: Some(ParamsSubnets { tags: tags.clone(), ..Default::default() }),
+            ..Default::default()
+        };
+        let s = apply_params(&ann, Some(&p), "edge").unwrap();
+        assert_eq!((s.subnets, s.subnet_tags), (None, Some(tags.clone())));
+        let with_tags = IngressSettings { subnet_tags: Some(tags), ..Default::default() };
+        let p = IngressClassParamsSpec {
+            subnets: Some(ParamsSubnets { ids: vec!["subnet-1".into()], ..Default::default() }),
+            ..Default::default()
+        };
+        let s = apply_params(&with_tags, Some(&p), "ids").unwrap();
+        assert_eq!((s.subnets, s.subnet_tags), (Some(vec!["subnet-1".into()]), None));
+    }
+
+    /// Every field the controller cannot honour as written is refused, naming the params, the
+    /// field and the value; nothing is applied then.
+    #[test]
+    fn fields_that_cannot_be_honoured_are_refused_with_the_field_and_value() {
+        let ok = IngressClassParamsSpec::default;
+        let tags = |k: &str| -> BTreeMap<String, Vec<String>> { [(k.to_string(), vec![])].into() };
+        let cases: Vec<(&str, IngressClassParamsSpec, &str)> = vec![
+            (
+                "ipam",
+                IngressClassParamsSpec {
+                    ipam_configuration: Some(IpamConfiguration { ipv4_ipam_pool_id: Some("ipam-pool-1".into()) }),
+                    ..ok()
+                },
+                "spec.ipamConfiguration.ipv4IPAMPoolId is \"ipam-pool-1\"",
+            ),
+            (
+                "both",
+                IngressClassParamsSpec {
+                    subnets: Some(ParamsSubnets { ids: vec!["subnet-1".into()], tags: tags("tier") }),
+                    ..ok()
+                },
+                "spec.subnets sets both ids [\"subnet-1\"] and tags",
+            ),
+            (
+                "none",
+                IngressClassParamsSpec { subnets: Some(ParamsSubnets::default()), ..ok() },
+                "spec.subnets is empty",
+            ),
+            (
+                "empty key",
+                IngressClassParamsSpec {
+                    subnets: Some(ParamsSubnets { tags: tags(""), ..Default::default() }),
+                    ..ok()
+                },
+                "spec.subnets.tags has an empty key",
+            ),
+            (
+                "cidr",
+                IngressClassParamsSpec { inbound_cidrs: vec!["10.0.0.0/8".into(), "10.0.0.0/33".into()], ..ok() },
+                "spec.inboundCIDRs has \"10.0.0.0/33\"",
+            ),
+            (
+                "redirect",
+                IngressClassParamsSpec { ssl_redirect_port: Some("https".into()), ..ok() },
+                "sslRedirectPort is \"https\"",
+            ),
+            (
+                "redirect 0",
+                IngressClassParamsSpec { ssl_redirect_port: Some("0".into()), ..ok() },
+                "sslRedirectPort is \"0\"",
+            ),
+            (
+                "listener port",
+                IngressClassParamsSpec {
+                    listeners: vec![ParamsListener { protocol: None, port: Some(70000), listener_attributes: vec![] }],
+                    ..ok()
+                },
+                "spec.listeners[0].port is 70000",
+            ),
+            (
+                "listener without port",
+                IngressClassParamsSpec {
+                    listeners: vec![ParamsListener {
+                        protocol: None,
+                        port: None,
+                        listener_attributes: vec![KeyValue { key: "k".into(), value: "v".into() }],
+                    }],
+                    ..ok()
+                },
+                "spec.listeners[0] has listenerAttributes but no port",
+            ),
+            (
+                "capacity",
+                IngressClassParamsSpec {
+                    minimum_load_balancer_capacity: Some(MinimumCapacity { capacity_units: -1 }),
+                    ..ok()
+                },
+                "capacityUnits is -1",
+            ),
+        ];
+        let ann = IngressSettings::default();
+        for (name, p, want) in cases {
+            let err = apply_params(&ann, Some(&p), "class-a").expect_err(name);
+            assert!(err.starts_with("IngressClassParams class-a: "), "{name}: {err}");
+            assert!(err.contains(want), "{name}: {err}");
+        }
+        let fine = IngressClassParamsSpec { ssl_redirect_port: Some(String::new()), ..ok() };
+        assert!(apply_params(&ann, Some(&fine), "class-a").is_ok(), "an empty string is unset");
     }
 }
