@@ -145,7 +145,7 @@ pub fn not_run(present: &[Verdict], blockers: &[Blocker]) -> Vec<Verdict> {
                     why.iter().map(|b| b.fix.as_str()).collect::<Vec<_>>().join("; "),
                 )
             };
-            Verdict::new(*check, Status::Fail, subject(check), found, "the check runs and reports", fix)
+            Verdict::new(check, Status::Fail, subject(check), found, "the check runs and reports", fix)
         })
         .collect()
 }
@@ -236,7 +236,7 @@ mod tests {
         ];
         for (name, blockers, stopped, found) in cases {
             // Doctor leaves out exactly the checks its blockers stop.
-            let present: Vec<Verdict> = CHECKS.iter().filter(|c| !stopped.contains(*c)).map(|c| ok(*c)).collect();
+            let present: Vec<Verdict> = CHECKS.iter().filter(|c| !stopped.contains(*c)).map(|c| ok(c)).collect();
             let added = not_run(&present, &blockers);
             assert_eq!(checks_of(&added), stopped, "{name}");
             for v in &added {
@@ -247,7 +247,7 @@ mod tests {
 
     #[test]
     fn two_blockers_of_one_check_are_both_named() {
-        let present: Vec<Verdict> = CHECKS.iter().filter(|c| **c != "pod-ips").map(|c| ok(*c)).collect();
+        let present: Vec<Verdict> = CHECKS.iter().filter(|c| **c != "pod-ips").map(|c| ok(c)).collect();
         let added = not_run(
             &present,
             &[Blocker::kubernetes("unreachable"), Blocker::credentials("sealed"), Blocker::no_vpc_id()],
@@ -262,7 +262,7 @@ mod tests {
 
     #[test]
     fn a_check_missing_without_a_reason_is_a_bug_not_a_pass() {
-        let present: Vec<Verdict> = CHECKS.iter().filter(|c| **c != "crds").map(|c| ok(*c)).collect();
+        let present: Vec<Verdict> = CHECKS.iter().filter(|c| **c != "crds").map(|c| ok(c)).collect();
         let added = not_run(&present, &[Blocker::credentials("x")]);
         assert_eq!(checks_of(&added), ["crds"]);
         assert!(added[0].found.contains("a doctor bug") && added[0].status == Status::Fail, "{added:?}");
