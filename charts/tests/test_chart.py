@@ -97,11 +97,12 @@ def helm():
     return run([REPO / "charts/scripts/helm.sh"], timeout=1800).stdout.strip()
 
 
-def render(helm, tmp_path, overrides, release="lbc", namespace="kube-system", check=True):
+def render(helm, tmp_path, overrides, release="lbc", namespace="kube-system", check=True, tests=False):
+    """The chart's manifests; with tests=True also its `helm test` hooks (templates/tests/)."""
     values = tmp_path / f"values-{secrets.token_hex(3)}.yaml"
     values.write_text(yaml.safe_dump(deep_merge(BASE_VALUES, overrides)))
     p = run([helm, "template", release, CHART, "--kube-version", KUBE_VERSION, "-n", namespace,
-             "--include-crds", "-f", values], check=check)
+             "--include-crds", "-f", values] + ([] if tests else ["--skip-tests"]), check=check)
     if not check:
         return p
     return [d for d in yaml.safe_load_all(p.stdout) if d]
@@ -360,6 +361,106 @@ def test_bad_values_fail_with_a_message(helm, tmp_path, overrides, message):
 
 
 # ---------------------------------------------------------------------------------------------
+# the `helm test` hook: aws-lb-controller doctor (templates/tests/doctor.yaml)
+
+HOOK_KINDS = ["ClusterRole", "ClusterRoleBinding", "Pod", "Role", "RoleBinding", "ServiceAccount"]
+READ_VERBS = {"get", "list", "watch"}
+
+
+def doctor_hook(helm, tmp_path, overrides):
+    """The rendered test hook's objects, and the Deployment rendered from the same values."""
+    docs = render(helm, tmp_path, overrides, tests=True)
+    hooks = [d for d in docs if d["metadata"].get("annotations", {}).get("helm.sh/hook") == "test"]
+    return hooks, one(docs, "Deployment")
+
+
+def doctor_args(helm, tmp_path, overrides):
+    hooks, _ = doctor_hook(helm, tmp_path, overrides)
+    return one(hooks, "Pod")["spec"]["containers"][0]["args"]
+
+
+# Exactly what doctor calls (controller/src/doctor/kube.rs): one list per kind it inspects, named
+# gets, and `create` on pods for its one server-side dry-run. Nothing else may write.
+EXPECTED_DOCTOR_RULES = {
+    ("elbv2.k8s.aws", "targetgroupbindings"): {"list"},
+    ("", "services"): {"list"},
+    ("", "pods"): {"list", "create"},
+    ("", "nodes"): {"list"},
+    ("", "namespaces"): {"list"},
+    ("discovery.k8s.io", "endpointslices"): {"list"},
+    ("networking.k8s.io", "ingresses"): {"list"},
+    ("networking.k8s.io", "ingressclasses"): {"list"},
+    ("apps", "deployments"): {"list"},
+    ("admissionregistration.k8s.io", "mutatingwebhookconfigurations",
+     ("lbc-aws-lb-controller-webhook", "aws-load-balancer-webhook")): {"get"},
+    ("admissionregistration.k8s.io", "validatingwebhookconfigurations", ("lbc-aws-lb-controller-webhook",)): {"get"},
+    ("apiextensions.k8s.io", "customresourcedefinitions",
+     ("ingressclassparams.elbv2.k8s.aws", "targetgroupbindings.elbv2.k8s.aws")): {"get"},
+}
+
+
+@pytest.mark.parametrize("case", MATRIX)
+def test_doctor_hook_runs_the_deployments_command(helm, tmp_path, case):
+    hooks, dep = doctor_hook(helm, tmp_path, MATRIX[case])
+    assert sorted(d["kind"] for d in hooks) == HOOK_KINDS
+    pod = one(hooks, "Pod")
+    ann = pod["metadata"]["annotations"]
+    assert ann["helm.sh/hook"] == "test" and ann["helm.sh/hook-delete-policy"] == "before-hook-creation"
+    # The ServiceAccount and its RBAC exist before the Pod and only until the test succeeds.
+    for d in hooks:
+        if d["kind"] != "Pod":
+            a = d["metadata"]["annotations"]
+            assert a["helm.sh/hook-weight"] == "-1", d["metadata"]
+            assert a["helm.sh/hook-delete-policy"] == "before-hook-creation,hook-succeeded", d["metadata"]
+    spec, dspec = pod["spec"], dep["spec"]["template"]["spec"]
+    c, dc = spec["containers"][0], dspec["containers"][0]
+    # The Deployment's flags, then the subcommand and the chart's webhook configuration name.
+    assert c["args"] == dc["args"] + ["doctor", "--webhook-configuration=lbc-aws-lb-controller-webhook"]
+    # The Deployment's image and credential wiring (env, Secret/file/Vault volumes), nothing of its webhook.
+    assert (c["image"], c["imagePullPolicy"]) == (dc["image"], dc["imagePullPolicy"])
+    assert c["env"] == dc["env"] and c.get("envFrom") == dc.get("envFrom")
+    assert c.get("volumeMounts", []) == [m for m in dc["volumeMounts"] if m["name"] != "webhook-cert"]
+    assert spec.get("volumes", []) == [v for v in dspec["volumes"] if v["name"] != "webhook-cert"]
+    assert c["securityContext"] == dc["securityContext"] and spec["securityContext"] == dspec["securityContext"]
+    assert spec.get("tolerations") == dspec.get("tolerations") and spec.get("nodeSelector") == dspec.get("nodeSelector")
+    # Its own ServiceAccount, not the controller's (whose RBAC writes).
+    sa = one(hooks, "ServiceAccount")["metadata"]["name"]
+    assert spec["serviceAccountName"] == sa == "lbc-aws-lb-controller-doctor" != dspec["serviceAccountName"]
+    assert spec["restartPolicy"] == "Never"
+    for kind in ("ClusterRoleBinding", "RoleBinding"):
+        assert one(hooks, kind)["subjects"] == [{"kind": "ServiceAccount", "name": sa, "namespace": "kube-system"}]
+
+
+def test_doctor_hook_rbac_is_read_only_plus_the_dry_run_create(helm, tmp_path):
+    hooks, _ = doctor_hook(helm, tmp_path, {})
+    rules = rule_map(one(hooks, "ClusterRole"))
+    assert rules == EXPECTED_DOCTOR_RULES
+    assert {k: v - READ_VERBS for k, v in rules.items() if v - READ_VERBS} == {("", "pods"): {"create"}}
+    role = one(hooks, "Role")
+    assert role["metadata"]["namespace"] == "kube-system"
+    assert rule_map(role) == {("", "configmaps", ("cilium-config",)): {"get"}}
+    lines = (CHART / "templates/tests/doctor.yaml").read_text().splitlines()
+    for i, line in enumerate(lines):
+        if line.strip().startswith("- apiGroups:"):
+            assert lines[i - 1].strip().startswith("#"), f"tests/doctor.yaml:{i + 1}: rule without a comment saying why"
+
+
+def test_doctor_hook_can_be_disabled(helm, tmp_path):
+    hooks, _ = doctor_hook(helm, tmp_path, {"doctor": {"helmTest": {"enabled": False}}})
+    assert hooks == []
+
+
+def test_doctor_hook_vault_auth_role(helm, tmp_path):
+    vault = deep_merge(MATRIX["credentials-vault"], {"doctor": {"helmTest": {"vaultAuthRole": "lbc-doctor"}}})
+    hooks, dep = doctor_hook(helm, tmp_path, vault)
+    args = one(hooks, "Pod")["spec"]["containers"][0]["args"]
+    dargs = dep["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--vault-auth-role=lbc-doctor" in args and "--vault-auth-role=aws-load-balancer-controller" in dargs
+    assert [a for a in args if not a.startswith("--vault-auth-role=")][:-2] == \
+        [a for a in dargs if not a.startswith("--vault-auth-role=")]
+
+
+# ---------------------------------------------------------------------------------------------
 # generated files
 
 
@@ -435,8 +536,10 @@ def dry_run_ns(e2e):
 
 @pytest.mark.parametrize("case", MATRIX)
 def test_server_dry_run(helm, tmp_path, e2e, dry_run_ns, case):
-    docs = render(helm, tmp_path, MATRIX[case], release=f"dry-{case}", namespace=dry_run_ns)
-    docs = [d for d in docs if not d["apiVersion"].startswith(NO_CRD_GROUPS)]
+    docs = render(helm, tmp_path, MATRIX[case], release=f"dry-{case}", namespace=dry_run_ns, tests=True)
+    # The test hook's Pod is left out: admission refuses a Pod whose ServiceAccount does not exist yet, and a
+    # dry run creates none (Helm creates it first, as a hook of lower weight).
+    docs = [d for d in docs if not d["apiVersion"].startswith(NO_CRD_GROUPS) and d["kind"] != "Pod"]
     kubectl(e2e, "apply", "--dry-run=server", "-f", "-", input=yaml.safe_dump_all(docs))
 
 
@@ -791,6 +894,21 @@ def test_queried_metrics_exist(helm, tmp_path, scenario):
     now_exported = {n for n in PENDING_METRICS if exported(n, types)}
     assert not now_exported, f"exported now: remove from PENDING_METRICS: {sorted(now_exported)}"
     assert PENDING_METRICS <= names, "PENDING_METRICS lists a metric nothing queries"
+
+
+@pytest.mark.parametrize("case", [*MATRIX, "albc-values"])
+def test_doctor_hook_args_parse_in_the_binary(helm, tmp_path, controller_bin, case):
+    """The test Pod's command parses: the controller's flags before `doctor`, doctor's after it
+    (e2e/tests/doctor.rs runs it for real against the local environment)."""
+    if case == "albc-values":
+        values = yaml.safe_load((REPO / "charts/tests/albc-values.yaml").read_text())
+        values.pop("image", None)
+    else:
+        values = MATRIX[case]
+    args = doctor_args(helm, tmp_path, values)
+    assert args[-2] == "doctor"
+    p = run([controller_bin, *args, "--help"], check=False)
+    assert p.returncode == 0 and "--webhook-configuration" in p.stdout, f"the binary rejects the hook's command: {p.stderr}"
 
 
 def test_albc_values_file_args_parse_in_the_binary(helm, tmp_path, controller_bin):

@@ -7,14 +7,11 @@ use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-/// Parses the command line: this controller's flags, plus ALBC's flags that have no equivalent
-/// here (`lbc_model::compat::ALBC_ONLY_FLAGS`, hidden from `--help`) so that an ALBC Deployment's
-/// arguments parse unchanged; those given are returned for [`assess_albc`].
-pub fn parse_from<I, T>(argv: I) -> Result<(Args, Vec<GivenFlag>), clap::Error>
-where
-    I: IntoIterator<Item = T>,
-    T: Into<OsString> + Clone,
-{
+/// The command line: this controller's flags, plus ALBC's flags that have no equivalent here
+/// (`lbc_model::compat::ALBC_ONLY_FLAGS`, hidden from `--help`) so that an ALBC Deployment's
+/// arguments parse unchanged. Every flag is global: it may come before or after a subcommand
+/// (`aws-lb-controller --cluster-name=x doctor` = `aws-lb-controller doctor --cluster-name=x`).
+pub fn command() -> clap::Command {
     let mut cmd = Args::command();
     for f in ALBC_ONLY_FLAGS {
         let mut arg = Arg::new(f.name).long(f.name).hide(true).action(ArgAction::Set);
@@ -27,7 +24,16 @@ where
         }
         cmd = cmd.arg(arg);
     }
-    let matches = cmd.try_get_matches_from(argv)?;
+    cmd.mut_args(|a| a.global(true))
+}
+
+/// Parses the command line ([`command`]); the ALBC-only flags given are returned for [`assess_albc`].
+pub fn parse_from<I, T>(argv: I) -> Result<(Args, Vec<GivenFlag>), clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let matches = command().try_get_matches_from(argv)?;
     let args = Args::from_arg_matches(&matches)?;
     let given = ALBC_ONLY_FLAGS
         .iter()
@@ -368,7 +374,7 @@ pub enum Command {
     /// Print the CustomResourceDefinitions this controller serves, as YAML.
     Crd,
     /// Check the cluster and AWS read-only and explain what stops the controller
-    /// (`aws-lb-controller [controller flags] doctor [--output json]`); exits 1 when a check fails.
+    /// (`aws-lb-controller doctor [controller flags] [--output json]`); exits 1 when a check fails.
     Doctor(crate::doctor::DoctorArgs),
 }
 
@@ -539,6 +545,54 @@ mod tests {
         let (a, given) = parse(&["--feature-gates=ALBSingleSubnet"]).unwrap();
         assert!(assess_albc(&a, &given).unwrap_err().contains("has no '='"));
         assert!(parse(&["--required-secrets-label=novalue"]).is_err());
+    }
+
+    /// What a parse yields, the subcommand aside.
+    fn flags_of((a, given): (Args, Vec<GivenFlag>)) -> String {
+        format!("{:?} {given:?}", Args { command: None, ..a })
+    }
+
+    /// Every flag (ours and ALBC's) means the same before `doctor` or `crd`, after it, and with no
+    /// subcommand (the controller's normal run). Each is given a value other than its default, so
+    /// a flag that was parsed but dropped would show.
+    #[test]
+    fn every_flag_works_before_and_after_a_subcommand() {
+        let baseline = flags_of(parse(&[]).unwrap());
+        let mut checked = 0;
+        for arg in command().get_arguments() {
+            let Some(long) = arg.get_long() else { continue };
+            if matches!(long, "help" | "version") {
+                continue;
+            }
+            let mut values: Vec<String> = arg.get_possible_values().iter().map(|v| v.get_name().to_string()).collect();
+            values.extend(["true", "false", "7", "7s", "127.0.0.7", "127.0.0.1:7", "a=b", "x"].map(str::to_string));
+            let flag = std::iter::once(format!("--{long}"))
+                .chain(values.iter().map(|v| format!("--{long}={v}")))
+                .find(|f| parse(&[f.as_str()]).is_ok_and(|p| flags_of(p) != baseline))
+                .unwrap_or_else(|| panic!("no value of --{long} parses to something other than its default"));
+            let alone = flags_of(parse(&[flag.as_str()]).unwrap());
+            for sub in ["doctor", "crd"] {
+                for argv in [[flag.as_str(), sub], [sub, flag.as_str()]] {
+                    let parsed = parse(&argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+                    let is_sub = match &parsed.0.command {
+                        Some(Command::Doctor(_)) => sub == "doctor",
+                        Some(Command::Crd) => sub == "crd",
+                        None => false,
+                    };
+                    assert!(is_sub, "{argv:?}: {:?}", parsed.0.command);
+                    assert_eq!(flags_of(parsed), alone, "{argv:?}");
+                }
+            }
+            checked += 1;
+        }
+        assert!(checked > 60 + ALBC_ONLY_FLAGS.len(), "{checked} flags checked");
+
+        // Doctor's own flags still belong to doctor, next to the controller's.
+        let (a, _) = parse(&["doctor", "--cluster-name=dev-meta", "--output=json", "--aws-region=eu-west-1"]).unwrap();
+        assert_eq!((a.cluster_name.as_str(), a.aws_region.as_str()), ("dev-meta", "eu-west-1"));
+        let Some(Command::Doctor(d)) = a.command else { panic!("doctor: {:?}", a.command) };
+        assert_eq!(d.output, crate::doctor::Format::Json);
+        assert!(parse(&["--output=json", "doctor"]).is_err(), "--output is doctor's flag only");
     }
 
     #[test]

@@ -53,6 +53,11 @@ impl Report {
     }
 }
 
+/// Every AWS API doctor calls, at the emulator.
+fn endpoints(env: &Env) -> String {
+    format!("Elastic Load Balancing v2={e},EC2={e},STS={e},ACM={e},WAFV2={e}", e = env.aws_endpoint())
+}
+
 /// Runs `aws-lb-controller [controller flags] doctor --output json [doctor flags]` for namespace
 /// `ns`; `flags` override the defaults of the same name.
 fn doctor(env: &Env, ns: &str, flags: &[&str], doctor_flags: &[&str]) -> Report {
@@ -60,10 +65,7 @@ fn doctor(env: &Env, ns: &str, flags: &[&str], doctor_flags: &[&str]) -> Report 
         format!("--cluster-name={}", env.get("LBC_CLUSTER_NAME")),
         format!("--aws-region={}", env.get("AWS_REGION")),
         format!("--aws-vpc-id={}", env.get("LBC_VPC_ID")),
-        format!(
-            "--aws-api-endpoints=Elastic Load Balancing v2={e},EC2={e},STS={e},ACM={e},WAFV2={e}",
-            e = env.aws_endpoint()
-        ),
+        format!("--aws-api-endpoints={}", endpoints(env)),
         format!("--watch-namespace={ns}"),
     ];
     let overridden = |d: &String| flags.iter().any(|f| f.split('=').next() == d.split('=').next());
@@ -198,6 +200,19 @@ async fn doctor_names_a_sealed_vault() {
     let v = r.failure("credentials", "--aws-credentials-source=vault");
     assert!(v["found"].as_str().unwrap().contains("is sealed"), "{v}");
     assert!(v["fix"].as_str().unwrap().contains("unseal"), "{v}");
+    // The checks that need AWS keys are not left out: each fails, naming the sealed Vault.
+    for check in ["cluster-tag", "subnet-roles", "pod-ips", "permissions"] {
+        let lines = r.with(check, "fail");
+        assert_eq!(lines.len(), 1, "{check}: one line, failed:\n{}", r.text);
+        let found = lines[0]["found"].as_str().unwrap();
+        assert!(found.starts_with("not run: credentials failed: ") && found.contains("is sealed"), "{check}: {found}");
+        assert!(lines[0]["fix"].as_str().unwrap().contains("the credentials line"), "{}", lines[0]);
+        assert!(r.with(check, "ok").is_empty() && r.with(check, "warn").is_empty(), "{check}:\n{}", r.text);
+    }
+    // The cluster-side checks ran.
+    for check in ["conflicts", "nodes", "crds", "throttle"] {
+        assert!(!r.with(check, "ok").is_empty(), "{check} ran:\n{}", r.text);
+    }
     let _ = std::fs::remove_file(token);
     kube_util::delete_namespace(&client, &ns).await;
 }
@@ -304,79 +319,105 @@ async fn doctor_names_iam_actions_the_account_refuses() {
     kube_util::delete_namespace(&client, &ns).await;
 }
 
-/// The healthy setup: a controller serving its webhooks, our webhook configurations, a labelled
-/// namespace whose pods got their gate from the webhook, a binding. Every check is ok (warnings
-/// only where the environment cannot be healthier, asserted one by one), exit 0, and no write
-/// reached AWS.
+/// The healthy setup: a controller serving its webhooks, our webhook configurations
+/// (`<id>-webhook`, as the chart names them for a release whose full name is `<id>`), a labelled
+/// namespace whose pods got their gate from the webhook, a binding with its targets registered.
+struct Healthy {
+    client: kube::Client,
+    id: String,
+    ns: String,
+    ctl: ControllerProc,
+    cert_dir: std::path::PathBuf,
+}
+
+impl Healthy {
+    async fn start(env: &Env, prefix: &str) -> Self {
+        let id = unique(prefix);
+        let (client, ns) = namespace(env, &id, &[(GATE_LABEL, "enabled"), ("lbc-e2e/webhook-test", &id)]).await;
+        let cert_dir = env.repo.join(format!("e2e/.run/{id}-certs"));
+        let ca = write_cert(&cert_dir);
+        let ctl = ControllerProc::start(
+            env,
+            &ns,
+            &format!("{id}-leader"),
+            &[&format!("--webhook-cert-dir={}", cert_dir.display())],
+        );
+        eventually("controller ready", 30, || async { ctl.ready().await.then_some(()) }).await;
+        let port = ctl.webhook_port;
+        let config = format!("{id}-webhook");
+        let mwc = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration", "metadata": {"name": config},
+            "webhooks": [webhook("mpod.elbv2.k8s.aws", port, "/mutate-v1-pod", &ca, &id, "Fail", ("", "v1", "pods")),
+                         webhook("mtargetgroupbinding.elbv2.k8s.aws", port, "/mutate-elbv2-k8s-aws-v1beta1-targetgroupbinding", &ca, &id, "Fail", ("elbv2.k8s.aws", "v1beta1", "targetgroupbindings"))]});
+        let vwc = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration", "metadata": {"name": config},
+            "webhooks": [webhook("vtargetgroupbinding.elbv2.k8s.aws", port, "/validate-elbv2-k8s-aws-v1beta1-targetgroupbinding", &ca, &id, "Fail", ("elbv2.k8s.aws", "v1beta1", "targetgroupbindings"))]});
+        let mwcs: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
+        let vwcs: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
+        mwcs.patch(&config, &PatchParams::apply("e2e").force(), &Patch::Apply(mwc)).await.unwrap();
+        vwcs.patch(&config, &PatchParams::apply("e2e").force(), &Patch::Apply(vwc)).await.unwrap();
+
+        let elb = aws::elbv2(env).await;
+        let arn = aws::create_ip_target_group(env, &elb, &unique("doc-tg"), 8080).await;
+        env.pods(&["service", &ns, "web", "--port", "80", "--target-port", "8080"]);
+        let tgbs: Api<lbc_model::crd::TargetGroupBinding> = Api::namespaced(client.clone(), &ns);
+        eventually("binding accepted through the webhooks", 30, || async {
+            let b = json!({"apiVersion": "elbv2.k8s.aws/v1beta1", "kind": "TargetGroupBinding", "metadata": {"name": "web"},
+                           "spec": {"serviceRef": {"name": "web", "port": 80}, "targetGroupARN": arn}});
+            tgbs.create(&PostParams::default(), &serde_json::from_value(b).unwrap()).await.ok()
+        })
+        .await;
+        env.pods(&["create", &ns, "web", "--replicas", "2", "--port", "8080", "--wait-ready"]);
+        let want: std::collections::BTreeSet<String> =
+            env.pod_ips(&ns, "web").into_iter().map(|ip| format!("{ip}:8080")).collect();
+        eventually("targets registered", 60, || async { (aws::registered(&elb, &arn).await == want).then_some(()) })
+            .await;
+        Self { client, id, ns, ctl, cert_dir }
+    }
+
+    fn config(&self) -> String {
+        format!("{}-webhook", self.id)
+    }
+
+    /// Stops the controller and removes what `start` created.
+    async fn stop(self) {
+        drop(self.ctl);
+        let config = format!("{}-webhook", self.id);
+        let _ = Api::<MutatingWebhookConfiguration>::all(self.client.clone())
+            .delete(&config, &DeleteParams::default())
+            .await;
+        let _ = Api::<ValidatingWebhookConfiguration>::all(self.client.clone())
+            .delete(&config, &DeleteParams::default())
+            .await;
+        kube_util::delete_namespace(&self.client, &self.ns).await;
+        let _ = std::fs::remove_dir_all(&self.cert_dir);
+    }
+}
+
+/// Every check of the issue has an ok verdict, and nothing failed or warned.
+fn assert_all_ok(r: &Report) {
+    assert_eq!(r.code, 0, "doctor must exit 0 on the healthy environment:\n{}", r.text);
+    assert_eq!(r.json["summary"]["fail"], 0, "{}", r.text);
+    for check in lbc_model::doctor::not_run::CHECKS {
+        assert!(!r.with(check, "ok").is_empty(), "no ok verdict for {check}:\n{}", r.text);
+    }
+    // Justified warnings only: none is expected here.
+    assert_eq!(r.json["summary"]["warn"], 0, "unexpected warnings:\n{}", r.text);
+}
+
+/// The healthy setup ([`Healthy`]): every check is ok, exit 0, and no write reached AWS.
 #[tokio::test]
 #[ignore = "end-to-end: needs the local environment (e2e/up); e2e/test-all runs it with --include-ignored"]
 async fn doctor_passes_on_the_healthy_environment_without_writing() {
     let Some(env) = Env::require("doctor_passes_on_the_healthy_environment_without_writing") else { return };
     let _one = LOCK.lock().await;
-    let id = unique("doc-ok");
-    let (client, ns) = namespace(&env, &id, &[(GATE_LABEL, "enabled"), ("lbc-e2e/webhook-test", &id)]).await;
-    let cert_dir = env.repo.join(format!("e2e/.run/{id}-certs"));
-    let ca = write_cert(&cert_dir);
-    let ctl = ControllerProc::start(
-        &env,
-        &ns,
-        &format!("{id}-leader"),
-        &[&format!("--webhook-cert-dir={}", cert_dir.display())],
-    );
-    eventually("controller ready", 30, || async { ctl.ready().await.then_some(()) }).await;
-    let port = ctl.webhook_port;
-    let config = format!("{id}-webhook");
-    let mwc = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration", "metadata": {"name": config},
-        "webhooks": [webhook("mpod.elbv2.k8s.aws", port, "/mutate-v1-pod", &ca, &id, "Fail", ("", "v1", "pods")),
-                     webhook("mtargetgroupbinding.elbv2.k8s.aws", port, "/mutate-elbv2-k8s-aws-v1beta1-targetgroupbinding", &ca, &id, "Fail", ("elbv2.k8s.aws", "v1beta1", "targetgroupbindings"))]});
-    let vwc = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration", "metadata": {"name": config},
-        "webhooks": [webhook("vtargetgroupbinding.elbv2.k8s.aws", port, "/validate-elbv2-k8s-aws-v1beta1-targetgroupbinding", &ca, &id, "Fail", ("elbv2.k8s.aws", "v1beta1", "targetgroupbindings"))]});
-    let mwcs: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
-    let vwcs: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
-    mwcs.patch(&config, &PatchParams::apply("e2e").force(), &Patch::Apply(mwc)).await.unwrap();
-    vwcs.patch(&config, &PatchParams::apply("e2e").force(), &Patch::Apply(vwc)).await.unwrap();
-
-    let elb = aws::elbv2(&env).await;
-    let arn = aws::create_ip_target_group(&env, &elb, &unique("doc-tg"), 8080).await;
-    env.pods(&["service", &ns, "web", "--port", "80", "--target-port", "8080"]);
-    let tgbs: Api<lbc_model::crd::TargetGroupBinding> = Api::namespaced(client.clone(), &ns);
-    eventually("binding accepted through the webhooks", 30, || async {
-        let b = json!({"apiVersion": "elbv2.k8s.aws/v1beta1", "kind": "TargetGroupBinding", "metadata": {"name": "web"},
-                       "spec": {"serviceRef": {"name": "web", "port": 80}, "targetGroupARN": arn}});
-        tgbs.create(&PostParams::default(), &serde_json::from_value(b).unwrap()).await.ok()
-    })
-    .await;
-    env.pods(&["create", &ns, "web", "--replicas", "2", "--port", "8080", "--wait-ready"]);
-    let want: std::collections::BTreeSet<String> =
-        env.pod_ips(&ns, "web").into_iter().map(|ip| format!("{ip}:8080")).collect();
-    eventually("targets registered", 60, || async { (aws::registered(&elb, &arn).await == want).then_some(()) }).await;
-
+    let h = Healthy::start(&env, "doc-ok").await;
+    let ns = h.ns.clone();
     let emu = Emulator::new(env.aws_endpoint());
     let since = emu.mark().await;
-    let r = doctor(&env, &ns, &[], &[&format!("--webhook-configuration={config}")]);
+    let r = doctor(&env, &ns, &[], &[&format!("--webhook-configuration={}", h.config())]);
     let (calls, _) = emu.calls(since, None).await;
-    drop(ctl);
-    let _ = mwcs.delete(&config, &DeleteParams::default()).await;
-    let _ = vwcs.delete(&config, &DeleteParams::default()).await;
+    h.stop().await;
 
-    assert_eq!(r.code, 0, "doctor must exit 0 on the healthy environment:\n{}", r.text);
-    assert_eq!(r.json["summary"]["fail"], 0, "{}", r.text);
-    for check in [
-        "cluster-tag",
-        "subnet-roles",
-        "pod-ips",
-        "credentials",
-        "permissions",
-        "conflicts",
-        "nodes",
-        "webhooks",
-        "crds",
-        "throttle",
-    ] {
-        assert!(!r.with(check, "ok").is_empty(), "no ok verdict for {check}:\n{}", r.text);
-    }
-    // Justified warnings only: none is expected here.
-    assert_eq!(r.json["summary"]["warn"], 0, "unexpected warnings:\n{}", r.text);
+    assert_all_ok(&r);
     let gate = r
         .with("webhooks", "ok")
         .into_iter()
@@ -411,7 +452,143 @@ async fn doctor_passes_on_the_healthy_environment_without_writing() {
         .await
         .unwrap();
     assert!(probe.is_empty(), "the DryRun created a security group: {probe:?}");
+}
 
-    kube_util::delete_namespace(&client, &ns).await;
-    let _ = std::fs::remove_dir_all(cert_dir);
+/// Runs a tool of the environment; panics with its output unless it succeeds.
+fn tool(env: &Env, program: &std::path::Path, args: &[&str], input: Option<&str>) -> String {
+    use std::io::Write;
+    let mut child = Command::new(program)
+        .args(args)
+        .envs(env.vars())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{}: {e}", program.display()));
+    child.stdin.take().unwrap().write_all(input.unwrap_or_default().as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{} {args:?}: {}\n{stdout}{}",
+        program.display(),
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+/// The chart's `helm test` hook (templates/tests/doctor.yaml), rendered for release `release` in
+/// `ns` with `values`, as JSON documents.
+fn render_hook(env: &Env, release: &str, ns: &str, values: &Value) -> Vec<Value> {
+    let helm = tool(env, &env.repo.join("charts/scripts/helm.sh"), &[], None).trim().to_string();
+    let file = env.repo.join(format!("e2e/.run/{release}-values.json"));
+    std::fs::write(&file, values.to_string()).unwrap();
+    let chart = env.repo.join("charts/aws-lb-controller");
+    let yaml = tool(
+        env,
+        std::path::Path::new(&helm),
+        &[
+            "template",
+            release,
+            chart.to_str().unwrap(),
+            "-n",
+            ns,
+            "-f",
+            file.to_str().unwrap(),
+            "--show-only",
+            "templates/tests/doctor.yaml",
+        ],
+        None,
+    );
+    let _ = std::fs::remove_file(file);
+    // YAML to JSON with the environment's Python (PyYAML is in its venv).
+    let python = std::path::Path::new(env.get("LBC_VENV")).join("bin/python");
+    let json = tool(
+        env,
+        &python,
+        &["-c", "import json, sys, yaml; print(json.dumps([d for d in yaml.safe_load_all(sys.stdin) if d]))"],
+        Some(&yaml),
+    );
+    serde_json::from_str(&json).expect("rendered hook as JSON")
+}
+
+/// The `helm test` hook's command works: Pods do not run here (kwok fakes them, there is no
+/// container runtime), so this takes the command line of the rendered test Pod and runs the built
+/// binary with it against the healthy environment, authenticated as the hook's own ServiceAccount
+/// (applied from the same render, with a token of it): every check is ok, exit 0, so its RBAC is
+/// sufficient (nothing forbidden) and its flags are the ones doctor needs.
+#[tokio::test]
+#[ignore = "end-to-end: needs the local environment (e2e/up); e2e/test-all runs it with --include-ignored"]
+async fn doctor_helm_test_hook_command_passes_on_the_healthy_environment() {
+    let Some(env) = Env::require("doctor_helm_test_hook_command_passes_on_the_healthy_environment") else { return };
+    let _one = LOCK.lock().await;
+    let h = Healthy::start(&env, "doc-hook").await;
+    // fullnameOverride=<id>: the chart's webhook configurations are then <id>-webhook, the ones set up.
+    let values = json!({
+        "clusterName": env.get("LBC_CLUSTER_NAME"),
+        "region": env.get("AWS_REGION"),
+        "vpcId": env.get("LBC_VPC_ID"),
+        "awsApiEndpoints": endpoints(&env),
+        "watchNamespace": &h.ns,
+        "fullnameOverride": &h.id,
+    });
+    let docs = render_hook(&env, &h.id, &h.ns, &values);
+    let pod = docs.iter().find(|d| d["kind"] == "Pod").expect("the hook renders a Pod");
+    let args: Vec<String> = pod["spec"]["containers"][0]["args"]
+        .as_array()
+        .expect("args")
+        .iter()
+        .map(|a| a.as_str().expect("string arg").to_string())
+        .collect();
+    assert_eq!(args[args.len() - 2..], ["doctor".to_string(), format!("--webhook-configuration={}", h.config())]);
+    let sa = pod["spec"]["serviceAccountName"].as_str().expect("serviceAccountName").to_string();
+
+    // The hook's ServiceAccount and RBAC, applied as Helm would before the Pod.
+    let kubectl = std::path::Path::new(env.get("LBC_BIN_DIR")).join("kubectl");
+    let rbac: Vec<&Value> = docs.iter().filter(|d| d["kind"] != "Pod").collect();
+    let list = json!({"apiVersion": "v1", "kind": "List", "items": rbac}).to_string();
+    tool(&env, &kubectl, &["apply", "-f", "-"], Some(&list));
+    let token = tool(&env, &kubectl, &["create", "token", &sa, "-n", &h.ns, "--duration=10m"], None);
+    let kubeconfig = env.repo.join(format!("e2e/.run/{}-doctor.kubeconfig", h.id));
+    let config = json!({"apiVersion": "v1", "kind": "Config", "current-context": "doctor",
+        "clusters": [{"name": "e2e", "cluster": {"server": env.get("LBC_KUBE_SERVER"), "certificate-authority": env.get("LBC_KUBE_CA_FILE")}}],
+        "users": [{"name": sa, "user": {"token": token.trim()}}],
+        "contexts": [{"name": "doctor", "context": {"cluster": "e2e", "user": sa}}]});
+    std::fs::write(&kubeconfig, config.to_string()).unwrap();
+
+    let run = |extra: &[&str]| {
+        let t0 = std::time::Instant::now();
+        let out = Command::new(binary())
+            .args(&args)
+            .args(extra)
+            .envs(env.vars())
+            .env("KUBECONFIG", &kubeconfig)
+            .env("AWS_ACCESS_KEY_ID", DOCTOR_KEY)
+            .output()
+            .expect("run the hook's command");
+        eprintln!("hook command{extra:?}: {:?}", t0.elapsed());
+        out
+    };
+    let text = run(&[]);
+    let json_out = run(&["--output=json"]);
+
+    let _ = tool(&env, &kubectl, &["delete", "--ignore-not-found", "-f", "-"], Some(&list));
+    let _ = std::fs::remove_file(&kubeconfig);
+    h.stop().await;
+
+    let text_out = String::from_utf8_lossy(&text.stdout).into_owned();
+    eprintln!("the hook's report:\n{text_out}{}", String::from_utf8_lossy(&text.stderr));
+    assert_eq!(text.status.code(), Some(0), "the hook's command must exit 0:\n{text_out}");
+    assert!(text_out.ends_with(" 0 warnings, 0 failures\n"), "{text_out}");
+    let r = Report {
+        code: json_out.status.code().expect("exit code"),
+        json: serde_json::from_slice(&json_out.stdout).expect("JSON report"),
+        text: text_out,
+    };
+    assert_all_ok(&r);
+    // Nothing was refused to the hook's ServiceAccount (a refused read is a `kubernetes` failure).
+    assert!(r.with("kubernetes", "fail").is_empty(), "{}", r.text);
+    let gate = r.with("webhooks", "ok").into_iter().any(|v| v["found"].as_str().unwrap().starts_with("readiness gate"));
+    assert!(gate, "the dry-run Pod create was allowed and got its gate:\n{}", r.text);
 }

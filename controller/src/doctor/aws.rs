@@ -12,6 +12,7 @@ use lbc_aws::doctor::{ProbeTarget, Probes};
 use lbc_aws::ec2::{Ec2, SdkEc2};
 use lbc_aws::net::{Networking, SdkNetworking, SubnetQuery};
 use lbc_aws::throttle::Throttler;
+use lbc_model::doctor::not_run::Blocker;
 use lbc_model::doctor::{Verdict, cluster_tag, credentials, permissions, subnets};
 use lbc_model::net::VpcCidrs;
 use std::sync::Arc;
@@ -21,10 +22,16 @@ use tokio::time::Instant;
 pub struct AwsReport {
     pub verdicts: Vec<Verdict>,
     pub vpc: Option<VpcCidrs>,
+    /// What the checks left out could not get (`lbc_model::doctor::not_run`).
+    pub blockers: Vec<Blocker>,
 }
 
 fn setup_fail(object: &str, found: String, fix: &str) -> AwsReport {
-    AwsReport { verdicts: vec![Verdict::fail("credentials", object, found, "a usable configuration", fix)], vpc: None }
+    AwsReport {
+        blockers: vec![Blocker::aws_setup(object, &found)],
+        verdicts: vec![Verdict::fail("credentials", object, found, "a usable configuration", fix)],
+        vpc: None,
+    }
 }
 
 /// Waits until the source has keys or reports its first error (no need to sit out the timeout
@@ -89,6 +96,7 @@ pub async fn gather(args: &Args, d: &DoctorArgs, cluster: Option<&Cluster>) -> A
         Err(e) => return setup_fail("--aws-api-throttle", e.to_string(), "fix the flag"),
     };
     let mut verdicts = Vec::new();
+    let mut blockers = Vec::new();
     let metrics = crate::metrics::Metrics::new();
     let source = match crate::credentials::start_source(args, lbc_aws::credentials::CredentialMetrics::default()) {
         Ok(s) => s,
@@ -123,6 +131,11 @@ pub async fn gather(args: &Args, d: &DoctorArgs, cluster: Option<&Cluster>) -> A
     } else {
         probes.caller_identity().await.map_err(|e| e.to_string())
     };
+    match (&source_error, &caller) {
+        (Some(e), _) => blockers.push(Blocker::credentials(e)),
+        (None, Err(e)) => blockers.push(Blocker::credentials(format!("sts:GetCallerIdentity failed: {e}"))),
+        (None, Ok(_)) => {}
+    }
     let now = SystemTime::now();
     verdicts.push(credentials::check(&credentials::Observed {
         source: format!("{:?}", args.aws_credentials_source).to_lowercase(),
@@ -134,7 +147,7 @@ pub async fn gather(args: &Args, d: &DoctorArgs, cluster: Option<&Cluster>) -> A
         }),
         caller: caller.as_ref().map(|c| c.arn.clone()).map_err(Clone::clone),
     }));
-    let Ok(identity) = caller else { return AwsReport { verdicts, vpc: None } };
+    let Ok(identity) = caller else { return AwsReport { verdicts, vpc: None, blockers } };
 
     if args.aws_vpc_id.is_empty() {
         verdicts.push(Verdict::fail(
@@ -144,7 +157,8 @@ pub async fn gather(args: &Args, d: &DoctorArgs, cluster: Option<&Cluster>) -> A
             "the VPC of the cluster",
             "pass --aws-vpc-id=vpc-… (Helm value vpcId): the instance metadata service is never consulted",
         ));
-        return AwsReport { verdicts, vpc: None };
+        blockers.push(Blocker::no_vpc_id());
+        return AwsReport { verdicts, vpc: None, blockers };
     }
     let vpc = match ec2
         .vpc_cidrs(&args.aws_vpc_id)
@@ -154,6 +168,7 @@ pub async fn gather(args: &Args, d: &DoctorArgs, cluster: Option<&Cluster>) -> A
     {
         Ok(v) => Some(v),
         Err(e) => {
+            blockers.push(Blocker::vpc_cidrs(&args.aws_vpc_id, &e));
             verdicts.push(Verdict::fail(
                 "cluster-tag",
                 format!("VPC {}", args.aws_vpc_id),
@@ -170,13 +185,16 @@ pub async fn gather(args: &Args, d: &DoctorArgs, cluster: Option<&Cluster>) -> A
             let demand = cluster.map(|c| c.demand).unwrap_or_default();
             verdicts.extend(subnets::check(&args.cluster_name, &args.aws_vpc_id, &list, demand));
         }
-        Err(e) => verdicts.push(Verdict::fail(
-            "cluster-tag",
-            format!("subnets of VPC {}", args.aws_vpc_id),
-            format!("DescribeSubnets: {e}"),
-            "the VPC's subnets",
-            "allow ec2:DescribeSubnets (docs/iam-policy.json)",
-        )),
+        Err(e) => {
+            blockers.push(Blocker::subnets(&args.aws_vpc_id, format!("DescribeSubnets: {e}")));
+            verdicts.push(Verdict::fail(
+                "cluster-tag",
+                format!("subnets of VPC {}", args.aws_vpc_id),
+                format!("DescribeSubnets: {e}"),
+                "the VPC's subnets",
+                "allow ec2:DescribeSubnets (docs/iam-policy.json)",
+            ))
+        }
     }
 
     match permissions::actions(permissions::POLICY) {
@@ -198,5 +216,5 @@ pub async fn gather(args: &Args, d: &DoctorArgs, cluster: Option<&Cluster>) -> A
             verdicts.push(Verdict::fail("permissions", "docs/iam-policy.json", e, "a valid policy", "report a bug"))
         }
     }
-    AwsReport { verdicts, vpc }
+    AwsReport { verdicts, vpc, blockers }
 }

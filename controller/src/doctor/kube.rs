@@ -14,6 +14,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Api, ListParams, ObjectMeta, PostParams};
 use kube::{Client, Resource, ResourceExt};
 use lbc_model::crd::{TargetGroupBinding, TargetType};
+use lbc_model::doctor::not_run::Blocker;
 use lbc_model::doctor::{Verdict, conflicts, crds, nodes, pod_ips, subnets::Demand, throttle, webhooks};
 use lbc_model::names::{READINESS_GATE_INJECT_LABEL, READINESS_GATE_PREFIX};
 use lbc_model::net::VpcCidrs;
@@ -29,6 +30,8 @@ const INGRESS_CONTROLLER: &str = "ingress.k8s.aws/alb";
 pub struct Cluster {
     /// Reads that failed (RBAC, API errors): reported, never fatal.
     errors: Vec<Verdict>,
+    /// The checks those failed reads leave without complete input: reported as not run.
+    pub blockers: Vec<Blocker>,
     nodes: Vec<nodes::NodeInfo>,
     node_pod_cidrs: Vec<ipnet::IpNet>,
     cni: pod_ips::Cni,
@@ -49,7 +52,8 @@ impl Cluster {
     /// The verdicts of every Kubernetes-side check (pod IPs need the VPC's CIDRs from AWS).
     pub fn verdicts(self, args: &Args, vpc: Option<&VpcCidrs>) -> Vec<Verdict> {
         let mut out = self.errors;
-        if let Some(vpc) = vpc {
+        let runs = |check: &str| !self.blockers.iter().any(|b| b.checks.contains(&check));
+        if let Some(vpc) = vpc.filter(|_| runs(pod_ips::CHECK)) {
             out.extend(pod_ips::check(
                 vpc,
                 &self.addresses,
@@ -58,26 +62,58 @@ impl Cluster {
                 args.allow_targets_outside_vpc,
             ));
         }
-        out.extend(nodes::check(&self.nodes, self.instance_targets));
-        out.extend(conflicts::check(&self.services, &args.load_balancer_class, &self.albc));
-        for (name, wanted, found) in &self.crds {
-            out.push(crds::check(name, wanted, found.as_ref()));
+        if runs(nodes::CHECK) {
+            out.extend(nodes::check(&self.nodes, self.instance_targets));
         }
-        out.extend(webhooks::check(&self.webhook_configs, &self.dry_run, &self.namespaces));
-        let rules = lbc_model::throttle::parse_rules(&args.aws_api_throttle).unwrap_or_default();
-        out.push(throttle::check(&rules, &self.targets_per_group, args.targetgroupbinding_batch_size));
+        if runs(conflicts::CHECK) {
+            out.extend(conflicts::check(&self.services, &args.load_balancer_class, &self.albc));
+        }
+        if runs(crds::CHECK) {
+            for (name, wanted, found) in &self.crds {
+                out.push(crds::check(name, wanted, found.as_ref()));
+            }
+        }
+        if runs(webhooks::CHECK) {
+            out.extend(webhooks::check(&self.webhook_configs, &self.dry_run, &self.namespaces));
+        }
+        if runs(throttle::CHECK) {
+            let rules = lbc_model::throttle::parse_rules(&args.aws_api_throttle).unwrap_or_default();
+            out.push(throttle::check(&rules, &self.targets_per_group, args.targetgroupbinding_batch_size));
+        }
         out
     }
 }
 
-async fn list<K>(api: Api<K>, what: &str, errors: &mut Vec<Verdict>) -> Vec<K>
+/// The checks whose input a read of `what` feeds: a failed read leaves them not run.
+fn needed_by(what: &str) -> &'static [&'static str] {
+    match what {
+        "TargetGroupBindings" => &[pod_ips::CHECK, webhooks::CHECK, throttle::CHECK, nodes::CHECK],
+        "Services" => &[pod_ips::CHECK, conflicts::CHECK, throttle::CHECK, webhooks::CHECK, nodes::CHECK],
+        "Ingresses" | "IngressClasses" => &[pod_ips::CHECK, throttle::CHECK, nodes::CHECK],
+        "EndpointSlices" => &[pod_ips::CHECK, throttle::CHECK],
+        "Nodes" => &[nodes::CHECK],
+        "Pods" | "Namespaces" => &[webhooks::CHECK],
+        "Deployments" => &[conflicts::CHECK],
+        w if w.starts_with("CustomResourceDefinition") => &[crds::CHECK],
+        w if w.contains("WebhookConfiguration") => &[webhooks::CHECK, conflicts::CHECK],
+        _ => &[],
+    }
+}
+
+/// Records a failed read: its own line, and the checks it leaves without input.
+fn failed(what: &str, e: &kube::Error, errors: &mut Vec<Verdict>, blockers: &mut Vec<Blocker>) {
+    errors.push(read_failed(what, e));
+    blockers.push(Blocker::kube_read(what, e, needed_by(what)));
+}
+
+async fn list<K>(api: Api<K>, what: &str, errors: &mut Vec<Verdict>, blockers: &mut Vec<Blocker>) -> Vec<K>
 where
     K: Resource + Clone + DeserializeOwned + Debug,
 {
     match api.list(&ListParams::default()).await {
         Ok(l) => l.items,
         Err(e) => {
-            errors.push(read_failed(what, &e));
+            failed(what, &e, errors, blockers);
             Vec::new()
         }
     }
@@ -106,18 +142,21 @@ where
 
 pub async fn gather(client: &Client, args: &Args, d: &DoctorArgs) -> Cluster {
     let mut errors = Vec::new();
+    let mut blockers = Vec::new();
     let scope = (!args.watch_namespace.is_empty()).then_some(args.watch_namespace.as_str());
-    let bindings: Vec<TargetGroupBinding> = list(api(client, scope), "TargetGroupBindings", &mut errors).await;
+    let bindings: Vec<TargetGroupBinding> =
+        list(api(client, scope), "TargetGroupBindings", &mut errors, &mut blockers).await;
     let services: Vec<Service> =
-        list(api(client, if d.all_namespaces { None } else { scope }), "Services", &mut errors).await;
-    let ingresses: Vec<Ingress> = list(api(client, scope), "Ingresses", &mut errors).await;
-    let classes: Vec<IngressClass> = list(Api::all(client.clone()), "IngressClasses", &mut errors).await;
+        list(api(client, if d.all_namespaces { None } else { scope }), "Services", &mut errors, &mut blockers).await;
+    let ingresses: Vec<Ingress> = list(api(client, scope), "Ingresses", &mut errors, &mut blockers).await;
+    let classes: Vec<IngressClass> = list(Api::all(client.clone()), "IngressClasses", &mut errors, &mut blockers).await;
     let slices: Vec<EndpointSlice> =
-        list(api(client, if d.all_namespaces { None } else { scope }), "EndpointSlices", &mut errors).await;
-    let node_objs: Vec<Node> = list(Api::all(client.clone()), "Nodes", &mut errors).await;
-    let pods: Vec<Pod> = list(api(client, scope), "Pods", &mut errors).await;
-    let ns_objs: Vec<Namespace> = list(Api::all(client.clone()), "Namespaces", &mut errors).await;
-    let deployments: Vec<Deployment> = list(Api::all(client.clone()), "Deployments", &mut errors).await;
+        list(api(client, if d.all_namespaces { None } else { scope }), "EndpointSlices", &mut errors, &mut blockers)
+            .await;
+    let node_objs: Vec<Node> = list(Api::all(client.clone()), "Nodes", &mut errors, &mut blockers).await;
+    let pods: Vec<Pod> = list(api(client, scope), "Pods", &mut errors, &mut blockers).await;
+    let ns_objs: Vec<Namespace> = list(Api::all(client.clone()), "Namespaces", &mut errors, &mut blockers).await;
+    let deployments: Vec<Deployment> = list(Api::all(client.clone()), "Deployments", &mut errors, &mut blockers).await;
 
     // Services of ours: referenced by a binding, of our load balancer class, or an Ingress backend.
     let key = |ns: &str, name: &str| format!("{ns}/{name}");
@@ -243,7 +282,7 @@ pub async fn gather(client: &Client, args: &Args, d: &DoctorArgs) -> Cluster {
         },
         Ok(None) => pod_ips::Cni::Unknown,
         Err(e) => {
-            errors.push(read_failed("ConfigMap kube-system/cilium-config", &e));
+            failed("ConfigMap kube-system/cilium-config", &e, &mut errors, &mut blockers);
             pod_ips::Cni::Unknown
         }
     };
@@ -291,7 +330,7 @@ pub async fn gather(client: &Client, args: &Args, d: &DoctorArgs) -> Cluster {
                 .map(|c| c.webhooks.unwrap_or_default().iter().map(|w| hooks(&w.name, &w.client_config)).collect());
             webhook_configs.push(config_info("MutatingWebhookConfiguration", &d.webhook_configuration, list).await);
         }
-        Err(e) => errors.push(read_failed("MutatingWebhookConfigurations", &e)),
+        Err(e) => failed("MutatingWebhookConfigurations", &e, &mut errors, &mut blockers),
     }
     match vwc.get_opt(&d.webhook_configuration).await {
         Ok(found) => {
@@ -299,7 +338,7 @@ pub async fn gather(client: &Client, args: &Args, d: &DoctorArgs) -> Cluster {
                 .map(|c| c.webhooks.unwrap_or_default().iter().map(|w| hooks(&w.name, &w.client_config)).collect());
             webhook_configs.push(config_info("ValidatingWebhookConfiguration", &d.webhook_configuration, list).await);
         }
-        Err(e) => errors.push(read_failed("ValidatingWebhookConfigurations", &e)),
+        Err(e) => failed("ValidatingWebhookConfigurations", &e, &mut errors, &mut blockers),
     }
 
     let labelled: BTreeSet<String> = ns_objs
@@ -344,12 +383,13 @@ pub async fn gather(client: &Client, args: &Args, d: &DoctorArgs) -> Cluster {
                     stored_versions: c.status.and_then(|s| s.stored_versions).unwrap_or_default(),
                 }),
             )),
-            Err(e) => errors.push(read_failed(&format!("CustomResourceDefinition {name}"), &e)),
+            Err(e) => failed(&format!("CustomResourceDefinition {name}"), &e, &mut errors, &mut blockers),
         }
     }
 
     Cluster {
         errors,
+        blockers,
         nodes,
         node_pod_cidrs,
         cni,

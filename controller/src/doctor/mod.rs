@@ -9,9 +9,10 @@ mod output;
 mod tls;
 
 use crate::args::Args;
+use lbc_model::doctor::not_run::{Blocker, CHECKS, not_run};
 use lbc_model::doctor::{Verdict, exit_code};
 
-/// Flags of the `doctor` subcommand (the controller's own flags come before `doctor`).
+/// Flags of the `doctor` subcommand (the controller's own flags go before or after `doctor`).
 #[derive(clap::Args, Debug, Clone)]
 pub struct DoctorArgs {
     /// Report format.
@@ -41,6 +42,7 @@ pub enum Format {
 /// Runs every check and prints the report; returns the exit code.
 pub async fn run(args: &Args, d: &DoctorArgs) -> anyhow::Result<i32> {
     let mut verdicts: Vec<Verdict> = Vec::new();
+    let mut blockers: Vec<Blocker> = Vec::new();
     let client = crate::run::kube_config(args).await.and_then(|mut c| {
         c.connect_timeout = Some(args.kube_api_connect_timeout);
         c.read_timeout = Some(args.kube_api_request_timeout);
@@ -56,29 +58,25 @@ pub async fn run(args: &Args, d: &DoctorArgs) -> anyhow::Result<i32> {
                 "a reachable API server",
                 "pass --kubeconfig (or KUBECONFIG), or run doctor in the cluster",
             ));
+            blockers.push(Blocker::kubernetes(format!("{e:#}")));
             None
         }
     };
     let aws = aws::gather(args, d, cluster.as_ref()).await;
     verdicts.extend(aws.verdicts);
+    blockers.extend(aws.blockers);
     if let Some(c) = cluster {
+        blockers.extend(c.blockers.clone());
         verdicts.extend(c.verdicts(args, aws.vpc.as_ref()));
     }
-    // Stable order: the check order, then as gathered.
-    let order = [
-        "kubernetes",
-        "cluster-tag",
-        "subnet-roles",
-        "pod-ips",
-        "credentials",
-        "permissions",
-        "conflicts",
-        "nodes",
-        "webhooks",
-        "crds",
-        "throttle",
-    ];
-    verdicts.sort_by_key(|v| order.iter().position(|c| *c == v.check).unwrap_or(order.len()));
+    // A check that could not run is a failure that names why, never a missing line.
+    let missing = not_run(&verdicts, &blockers);
+    verdicts.extend(missing);
+    // Stable order: the check order (after the Kubernetes connection), then as gathered.
+    let position = |check: &str| {
+        if check == "kubernetes" { 0 } else { 1 + CHECKS.iter().position(|c| *c == check).unwrap_or(CHECKS.len()) }
+    };
+    verdicts.sort_by_key(|v| position(v.check));
     match d.output {
         Format::Text => print!("{}", output::text(&verdicts)),
         Format::Json => println!("{}", output::json(&verdicts)),

@@ -271,7 +271,8 @@ pub(super) async fn reconcile(ctx: &IngressCtx, g: &GroupId) -> Result<Option<Du
     for s in &steps {
         if let Step::ReplaceLoadBalancer { name, reason, .. } = s {
             let msg = format!(
-                "load balancer {name} is being deleted and created again because its {reason}; its DNS name will change"
+                "load balancer {name} is being deleted and created again because its {reason}; its DNS name will change: \
+                 update what points at the old name (external-dns follows the status by itself)"
             );
             for ing in &member_ings {
                 ctx.io.base.event(&reference(ing), true, "ReplacingLoadBalancer", msg.clone()).await;

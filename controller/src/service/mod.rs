@@ -205,7 +205,8 @@ async fn reconcile_inner(svc: &Service, ctx: &ServiceCtx) -> Result<Action> {
     for s in &steps {
         if let Step::ReplaceLoadBalancer { name, reason, .. } = s {
             let msg = format!(
-                "load balancer {name} is being deleted and created again because its {reason}; its DNS name will change"
+                "load balancer {name} is being deleted and created again because its {reason}; its DNS name will change: \
+                 update what points at the old name (external-dns follows the status by itself)"
             );
             ctx.io.base.event(&report::reference(svc), true, "ReplacingLoadBalancer", msg).await;
         }

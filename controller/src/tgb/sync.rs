@@ -138,8 +138,11 @@ async fn prepare(
     // Service and port: from the cache; a missing Service is reported, never acted on.
     let Some(svc) = ctx.stores.service(&ns, &tgb.spec.service_ref.name) else {
         let msg = format!(
-            "Service {ns}/{} named in spec.serviceRef does not exist; no targets are changed until it does",
-            tgb.spec.service_ref.name
+            "Service {ns}/{svc} named in spec.serviceRef.name of TargetGroupBinding {ns}/{} does not exist; expected a \
+             Service {svc:?} in namespace {ns}. Fix: create the Service, or correct spec.serviceRef.name; no targets \
+             are changed until then",
+            tgb.name_any(),
+            svc = tgb.spec.service_ref.name
         );
         status::set_not_ready(ctx, &tgb, "ServiceNotFound", &msg).await?;
         return Ok(Prepared::Done(Action::requeue(jittered(ctx.cfg.sync_period))));
@@ -358,8 +361,9 @@ async fn resolve_arn(tgb: &TargetGroupBinding, ctx: &Context) -> Result<Option<S
         }
         None => {
             let msg = format!(
-                "target group named {name:?} (spec.targetGroupName of TargetGroupBinding {ns}/{}) does not exist in region; \
-                 create it or fix the name",
+                "target group named {name:?} (spec.targetGroupName of TargetGroupBinding {ns}/{}) does not exist in \
+                 the controller's account and region (--aws-region); expected an existing target group of that name. \
+                 Fix: create it, or correct spec.targetGroupName (or set spec.targetGroupARN)",
                 tgb.name_any()
             );
             status::set_target_group_missing(ctx, tgb, &msg).await?;

@@ -10,6 +10,7 @@ pub mod conflicts;
 pub mod crds;
 pub mod credentials;
 pub mod nodes;
+pub mod not_run;
 pub mod permissions;
 pub mod pod_ips;
 pub mod subnets;

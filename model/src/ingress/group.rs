@@ -76,7 +76,10 @@ pub fn members<'a>(id: &GroupId, candidates: &'a [Candidate]) -> Vec<&'a Candida
 
 /// Two members disagreeing on an exclusive annotation.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("conflicting {annotation}: Ingress {first} has {first_value}, Ingress {second} has {second_value}")]
+#[error(
+    "conflicting {annotation}: Ingress {first} has {first_value}, Ingress {second} has {second_value}; make them \
+     equal or move one Ingress to another group (annotation alb.ingress.kubernetes.io/group.name)"
+)]
 pub struct Conflict {
     pub annotation: String,
     pub first: String,
@@ -187,7 +190,9 @@ mod tests {
         let got = conflicts(&[&a, &b, &c]);
         assert_eq!(got.len(), 1, "{got:?}");
         let text = got[0].to_string();
-        for want in ["alb.ingress.kubernetes.io/scheme", "shop/a", "internal", "shop/b", "internet-facing"] {
+        for want in
+            ["alb.ingress.kubernetes.io/scheme", "shop/a", "internal", "shop/b", "internet-facing", "make them equal"]
+        {
             assert!(text.contains(want), "{text}");
         }
         assert!(conflicts(&[&a, &c]).is_empty(), "set on one member only: no conflict");

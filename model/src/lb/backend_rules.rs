@@ -97,22 +97,35 @@ pub enum RuleProblem {
     #[error("TargetGroupBinding {binding}: {error}")]
     EniSecurityGroup { binding: String, error: Box<EniSgError> },
     #[error(
-        "TargetGroupBinding {binding}: {count} endpoint(s) have no known ENI (first: {first}); security-group rules are only added, never removed, until every endpoint's ENI is known"
+        "TargetGroupBinding {binding}: {count} endpoint(s) have no known ENI (first: {first}); expected an ENI for \
+         every endpoint IP, so security-group rules are only added, never removed, until then. Fix: pods need VPC \
+         addresses on ENIs (Cilium in ENI mode; its CiliumNode status lists them) and the controller's role \
+         ec2:DescribeNetworkInterfaces (docs/iam-policy.json)"
     )]
     UnresolvedEndpoints { binding: String, count: usize, first: IpAddr },
     #[error(
         "TargetGroupBinding {binding}: spec.networking port {port:?} is not a named containerPort of pod {ip}; use a port number or a containerPort name every pod has"
     )]
     NamedPort { binding: String, port: String, ip: IpAddr },
-    #[error("TargetGroupBinding {binding}: spec.networking port {port} is outside 0-65535")]
+    #[error(
+        "TargetGroupBinding {binding}: spec.networking port {port} is outside 0-65535; set a port number within \
+         0-65535 or a containerPort name"
+    )]
     InvalidPort { binding: String, port: i32 },
     #[error(
         "TargetGroupBinding {binding}: spec.networking ipBlock {cidr:?} is not a CIDR like 10.0.0.0/16 or 2600:1f18::/56"
     )]
     InvalidCidr { binding: String, cidr: String },
-    #[error("TargetGroupBinding {binding}: a spec.networking peer sets neither ipBlock nor securityGroup")]
+    #[error(
+        "TargetGroupBinding {binding}: a spec.networking peer sets neither ipBlock nor securityGroup; expected one of \
+         them: set ipBlock.cidr or securityGroup.groupID on the peer"
+    )]
     EmptyPeer { binding: String },
-    #[error("security group {sg} should receive rules but was not described (deleted, or not fetched)")]
+    #[error(
+        "security group {sg} should receive rules but was not described (deleted, or not fetched); expected it in \
+         the VPC: recreate it or fix the binding or ENI tags that name it, and allow ec2:DescribeSecurityGroups \
+         (docs/iam-policy.json)"
+    )]
     UndescribedSecurityGroup { sg: String },
 }
 

@@ -429,3 +429,37 @@ fn random_plans_converge_and_spare_foreign_rules() {
     // The generator reaches every branch that matters.
     assert!(authorized > 100 && revoked > 20 && withheld > 20, "{authorized} {revoked} {withheld}");
 }
+
+/// Every problem a binding's Warning event shows names the binding (or group), the value seen,
+/// the value expected and the fix.
+#[test]
+fn problem_messages_name_object_value_expectation_and_fix() {
+    let cases: Vec<(RuleProblem, &[&str])> = vec![
+        (
+            RuleProblem::UnresolvedEndpoints { binding: "a/web".into(), count: 2, first: "10.0.1.5".parse().unwrap() },
+            &["TargetGroupBinding a/web", "2 endpoint(s)", "10.0.1.5", "expected an ENI", "Fix:", "ENI mode"],
+        ),
+        (
+            RuleProblem::InvalidPort { binding: "a/web".into(), port: 70000 },
+            &["TargetGroupBinding a/web", "70000", "outside 0-65535", "set a port number"],
+        ),
+        (
+            RuleProblem::EmptyPeer { binding: "a/web".into() },
+            &["TargetGroupBinding a/web", "neither ipBlock nor securityGroup", "expected one", "set ipBlock.cidr"],
+        ),
+        (
+            RuleProblem::UndescribedSecurityGroup { sg: "sg-gone".into() },
+            &["security group sg-gone", "not described", "expected it in the VPC", "recreate it"],
+        ),
+        (
+            RuleProblem::InvalidCidr { binding: "a/web".into(), cidr: "10.0.0/8".into() },
+            &["TargetGroupBinding a/web", "\"10.0.0/8\"", "not a CIDR like 10.0.0.0/16"],
+        ),
+    ];
+    for (p, parts) in cases {
+        let msg = p.to_string();
+        for part in parts {
+            assert!(msg.contains(part), "{part:?} missing from: {msg}");
+        }
+    }
+}
