@@ -563,3 +563,61 @@ impl Drop for KillOnDrop {
         signal(self.0 as i32, "KILL");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root and the e2e environment; run by e2e/test-all with --include-ignored"]
+async fn without_prestop_ordering_a_deregistered_target_fails_requests() {
+    // The control for the cycle above: the server stops as soon as its target is deregistered,
+    // before the deregistration reaches the data plane, which keeps sending it new connections.
+    let Some(env) = prerequisites("without_prestop_ordering") else { return };
+    let _serial = SERIAL.lock().await;
+    let settings = TgSettings { propagation: 50.0, ..TgSettings::default() };
+    let mut sc = Scene::setup(&env, "dp-noprestop", &["web-a", "web-b"], settings).await;
+    sc.register(&["web-a", "web-b"]).await;
+    sc.wait_health(&[("web-a", "healthy"), ("web-b", "healthy")], 20).await;
+    let load = sc.start_loadgen(&["--rate", "200"]);
+    let guard = KillOnDrop(load.id());
+    sc.wait_target("web-a", "connections", 10, |t| t["opened"].as_u64() > Some(0)).await;
+    sc.deregister(&["web-a"]).await;
+    let pod = sc.pods.get_mut("web-a").unwrap();
+    assert!(signal(pod.server.id() as i32, "TERM"), "SIGTERM to web-a's server");
+    let _ = pod.server.wait();
+    sc.wait_target("web-a", "routing stopped", 10, |t| t["routable"] == false).await;
+    sc.wait_target("web-b", "more connections", 10, |t| t["opened"].as_u64() > Some(10)).await;
+    std::mem::forget(guard);
+    let s = finish_loadgen(load, true).await;
+    report("deregister web-a and stop its server at once (no preStop)", &s);
+    assert!(
+        s.total.failed > 0,
+        "no request failed although web-a's server stopped {:.2} s before the data plane stopped routing to it: {s:?}",
+        sc.scaled(sc.settings.propagation)
+    );
+    sc.delete_aws().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root and the e2e environment; run by e2e/test-all with --include-ignored"]
+async fn a_scene_that_panics_leaves_no_namespace_process_or_socket() {
+    let Some(env) = prerequisites("scene_panics") else { return };
+    let _serial = SERIAL.lock().await;
+    let seen: std::sync::Arc<std::sync::Mutex<Option<(String, PathBuf, u32)>>> = Default::default();
+    let seen2 = seen.clone();
+    let run = tokio::spawn(async move {
+        let sc = Scene::setup(&env, "dp-panics", &["web-a"], TgSettings::default()).await;
+        sc.register(&["web-a"]).await;
+        sc.wait_health(&[("web-a", "healthy")], 20).await;
+        *seen2.lock().unwrap() = Some((sc.vpc.name().to_string(), sc._fwd.path().to_path_buf(), sc.plane.id()));
+        sc.delete_aws().await;
+        panic!("a failing test");
+    })
+    .await;
+    assert!(run.is_err(), "the scene was expected to panic");
+    let (vpc, sock, plane) = seen.lock().unwrap().clone().expect("the scene got as far as its data plane");
+    let list =
+        String::from_utf8_lossy(&std::process::Command::new("ip").args(["netns", "list"]).output().unwrap().stdout)
+            .into_owned();
+    assert!(!list.contains(&vpc["lbcv-".len()..]), "namespaces of {vpc} left after a panic: {list}");
+    assert!(!sock.exists(), "the emulator forwarder's socket {} is left after a panic", sock.display());
+    assert!(!PathBuf::from(format!("/proc/{plane}")).exists(), "lbc-dataplane (pid {plane}) still runs after a panic");
+    check_host_has_no_route(CIDR.parse().unwrap()).expect("host route check after the panic");
+}
