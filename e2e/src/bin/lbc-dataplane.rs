@@ -1,4 +1,4 @@
-//! `lbc-dataplane`: an NLB-like data plane for one load balancer of the AWS emulator (see
+//! `lbc-dataplane`: an NLB-like (and basic ALB-like) data plane for one load balancer of the AWS emulator (see
 //! `lbc_e2e::datapath::plane`), run inside the VPC network namespace:
 //!
 //! ```sh
@@ -51,6 +51,9 @@ enum Cmd {
         /// Connect timeout to a target, in milliseconds.
         #[arg(long, default_value_t = 2000)]
         connect_timeout_ms: u64,
+        /// How long an HTTP listener waits for a target's response, in milliseconds.
+        #[arg(long, default_value_t = 60000)]
+        request_timeout_ms: u64,
         /// Write a JSON snapshot of the targets here after every poll.
         #[arg(long)]
         status_file: Option<PathBuf>,
@@ -75,6 +78,7 @@ fn main() -> Result<()> {
             min_timeout_ms,
             min_interval_ms,
             connect_timeout_ms,
+            request_timeout_ms,
             status_file,
         } => plane::run(plane::Config {
             emulator,
@@ -85,6 +89,7 @@ fn main() -> Result<()> {
             min_timeout: Duration::from_millis(min_timeout_ms),
             min_interval: Duration::from_millis(min_interval_ms),
             connect_timeout: Duration::from_millis(connect_timeout_ms),
+            request_timeout: Duration::from_millis(request_timeout_ms),
             status_file,
         }),
         Cmd::Forward { socket, to } => {

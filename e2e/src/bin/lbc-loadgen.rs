@@ -34,6 +34,9 @@ struct Args {
     timeout_ms: u64,
     #[arg(long, default_value = "/")]
     path: String,
+    /// The `Host` header (default: the target address).
+    #[arg(long)]
+    host: Option<String>,
     /// Stop after this many seconds (default: at SIGTERM/SIGINT).
     #[arg(long)]
     duration_secs: Option<f64>,
@@ -67,6 +70,7 @@ fn main() -> std::io::Result<()> {
             new_connection_workers: a.new_connection_workers,
             timeout: Duration::from_millis(a.timeout_ms),
             path: a.path,
+            host: a.host,
             duration: a.duration_secs.map(Duration::from_secs_f64),
         },
         stop,

@@ -33,6 +33,8 @@ pub struct Config {
     pub new_connection_workers: usize,
     pub timeout: Duration,
     pub path: String,
+    /// The `Host` header (default: the target address), e.g. for an ALB's host-header rules.
+    pub host: Option<String>,
     /// Stops after this long; else at `stop`.
     pub duration: Option<Duration>,
 }
@@ -266,7 +268,7 @@ fn exchange(
     let req = format!(
         "GET {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: lbc-loadgen\r\n{}\r\n",
         cfg.path,
-        cfg.target,
+        cfg.host.clone().unwrap_or_else(|| cfg.target.to_string()),
         if close { "Connection: close\r\n" } else { "" }
     );
     w.write_all(req.as_bytes()).map_err(|e| Failure { kind: classify(&e), started: false })?;
@@ -414,6 +416,7 @@ mod tests {
             new_connection_workers: 2,
             timeout: Duration::from_secs(2),
             path: "/".into(),
+            host: None,
             duration: Some(Duration::from_millis(500)),
         }
     }

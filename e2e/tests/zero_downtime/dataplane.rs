@@ -54,6 +54,8 @@ struct Scene {
     dir: PathBuf,
     lb_arn: String,
     tg_arn: String,
+    /// ALB scenes: the target group of host `b.example.com`.
+    tg_b: Option<String>,
     time_scale: f64,
     settings: TgSettings,
     pods: BTreeMap<String, Pod>,
@@ -68,6 +70,12 @@ impl Scene {
     /// listener on port 80 forwarding to an IP target group (HTTP health checks on /healthz), and
     /// the data plane on the VIP.
     async fn setup(env: &Env, tag: &str, names: &[&str], settings: TgSettings) -> Self {
+        Self::setup_lb(env, tag, names, settings, false).await
+    }
+
+    /// With `alb`: an ALB whose HTTP listener on port 80 forwards to target group `tg_arn` by
+    /// default, host `b.example.com` to `tg_b`, and answers path `/fixed*` itself (404 "fixed").
+    async fn setup_lb(env: &Env, tag: &str, names: &[&str], settings: TgSettings, alb: bool) -> Self {
         check_host_has_no_route(CIDR.parse().unwrap()).expect("host route check before the scene");
         let elb = aws::elbv2(env).await;
         let time_scale = time_scale(env).await;
@@ -101,49 +109,51 @@ impl Scene {
         let lb = elb
             .create_load_balancer()
             .name(unique("dp"))
-            .r#type(LoadBalancerTypeEnum::Network)
+            .r#type(if alb { LoadBalancerTypeEnum::Application } else { LoadBalancerTypeEnum::Network })
             .scheme(LoadBalancerSchemeEnum::Internal)
             .set_subnets(Some(subnets))
             .send()
             .await
             .expect("CreateLoadBalancer");
         let lb_arn = lb.load_balancers()[0].load_balancer_arn().unwrap().to_string();
-        let tg = elb
-            .create_target_group()
-            .name(unique("dp"))
-            .protocol(ProtocolEnum::Tcp)
-            .port(PORT)
-            .vpc_id(env.get("LBC_VPC_ID"))
-            .target_type(TargetTypeEnum::Ip)
-            .health_check_protocol(ProtocolEnum::Http)
-            .health_check_path("/healthz")
-            .health_check_interval_seconds(settings.interval)
-            .health_check_timeout_seconds(settings.timeout)
-            .healthy_threshold_count(settings.healthy)
-            .unhealthy_threshold_count(settings.unhealthy)
-            .send()
-            .await
-            .expect("CreateTargetGroup");
-        let tg_arn = tg.target_groups()[0].target_group_arn().unwrap().to_string();
-        elb.modify_target_group_attributes()
-            .target_group_arn(&tg_arn)
-            .attributes(
-                TargetGroupAttribute::builder()
-                    .key("deregistration_delay.timeout_seconds")
-                    .value(settings.deregistration_delay.to_string())
-                    .build(),
-            )
-            .send()
-            .await
-            .expect("ModifyTargetGroupAttributes");
-        elb.create_listener()
+        let protocol = if alb { ProtocolEnum::Http } else { ProtocolEnum::Tcp };
+        let tg_arn = create_tg(env, &elb, &settings, protocol.clone()).await;
+        let tg_b = if alb { Some(create_tg(env, &elb, &settings, protocol.clone()).await) } else { None };
+        let listener = elb
+            .create_listener()
             .load_balancer_arn(&lb_arn)
-            .protocol(ProtocolEnum::Tcp)
+            .protocol(protocol)
             .port(80)
             .default_actions(Action::builder().r#type(ActionTypeEnum::Forward).target_group_arn(&tg_arn).build())
             .send()
             .await
             .expect("CreateListener");
+        if let Some(b) = &tg_b {
+            let listener_arn = listener.listeners()[0].listener_arn().unwrap();
+            let cond =
+                |field: &str, value: &str| elbv2::types::RuleCondition::builder().field(field).values(value).build();
+            elb.create_rule()
+                .listener_arn(listener_arn)
+                .priority(10)
+                .conditions(cond("host-header", "b.example.com"))
+                .actions(Action::builder().r#type(ActionTypeEnum::Forward).target_group_arn(b).build())
+                .send()
+                .await
+                .expect("CreateRule host-header");
+            let fixed = elbv2::types::FixedResponseActionConfig::builder()
+                .status_code("404")
+                .content_type("text/plain")
+                .message_body("fixed")
+                .build();
+            elb.create_rule()
+                .listener_arn(listener_arn)
+                .priority(5)
+                .conditions(cond("path-pattern", "/fixed*"))
+                .actions(Action::builder().r#type(ActionTypeEnum::FixedResponse).fixed_response_config(fixed).build())
+                .send()
+                .await
+                .expect("CreateRule fixed-response");
+        }
 
         let (emulator, propagation) = (fwd.endpoint_arg(), settings.propagation.to_string());
         let plane = vpc
@@ -175,7 +185,7 @@ impl Scene {
             vpc.name(),
             dir.display()
         );
-        Self { elb, dir, lb_arn, tg_arn, time_scale, settings, pods, plane, _fwd: fwd, vpc }
+        Self { elb, dir, lb_arn, tg_arn, tg_b, time_scale, settings, pods, plane, _fwd: fwd, vpc }
     }
 
     fn ip(&self, pod: &str) -> String {
@@ -187,9 +197,13 @@ impl Scene {
     }
 
     async fn register(&self, pods: &[&str]) {
+        self.register_in(&self.tg_arn, pods).await
+    }
+
+    async fn register_in(&self, tg: &str, pods: &[&str]) {
         self.elb
             .register_targets()
-            .target_group_arn(&self.tg_arn)
+            .target_group_arn(tg)
             .set_targets(Some(self.describe(pods)))
             .send()
             .await
@@ -208,14 +222,12 @@ impl Scene {
 
     /// DescribeTargetHealth: pod name -> (state, reason).
     async fn health(&self) -> BTreeMap<String, (String, String)> {
+        self.health_in(&self.tg_arn).await
+    }
+
+    async fn health_in(&self, tg: &str) -> BTreeMap<String, (String, String)> {
         let by_ip: BTreeMap<String, String> = self.pods.iter().map(|(n, p)| (p.ip.to_string(), n.clone())).collect();
-        let out = self
-            .elb
-            .describe_target_health()
-            .target_group_arn(&self.tg_arn)
-            .send()
-            .await
-            .expect("DescribeTargetHealth");
+        let out = self.elb.describe_target_health().target_group_arn(tg).send().await.expect("DescribeTargetHealth");
         out.target_health_descriptions()
             .iter()
             .filter_map(|d| {
@@ -234,16 +246,19 @@ impl Scene {
 
     /// Waits until DescribeTargetHealth reports `want` (pod -> state) for those pods.
     async fn wait_health(&self, want: &[(&str, &str)], secs: u64) {
+        self.wait_health_in(&self.tg_arn, want, secs).await
+    }
+
+    async fn wait_health_in(&self, tg: &str, want: &[(&str, &str)], secs: u64) {
         let deadline = Instant::now() + Duration::from_secs(secs);
         loop {
-            let h = self.health().await;
+            let h = self.health_in(tg).await;
             if want.iter().all(|(p, s)| h.get(*p).is_some_and(|(st, _)| st == s)) {
                 return;
             }
             if Instant::now() > deadline {
                 panic!(
-                    "DescribeTargetHealth of {} after {secs}s: {h:?}; expected {want:?}. The data plane's log:\n{}",
-                    self.tg_arn,
+                    "DescribeTargetHealth of {tg} after {secs}s: {h:?}; expected {want:?}. The data plane's log:\n{}",
                     self.plane_log()
                 );
             }
@@ -324,7 +339,9 @@ impl Scene {
     /// Cleans the AWS objects up (the namespaces go with the scene).
     async fn delete_aws(&self) {
         let _ = self.elb.delete_load_balancer().load_balancer_arn(&self.lb_arn).send().await;
-        let _ = self.elb.delete_target_group().target_group_arn(&self.tg_arn).send().await;
+        for tg in std::iter::once(&self.tg_arn).chain(&self.tg_b) {
+            let _ = self.elb.delete_target_group().target_group_arn(tg).send().await;
+        }
     }
 
     /// Seconds of real time for `aws_seconds` of AWS time.
@@ -353,6 +370,39 @@ async fn finish_loadgen(child: Child, term: bool) -> Summary {
     let text = String::from_utf8_lossy(&out.stdout);
     serde_json::from_str(text.trim())
         .unwrap_or_else(|e| panic!("lbc-loadgen ({}) printed no JSON summary ({e}): {text:?}", out.status))
+}
+
+/// An IP target group on port 8080 with HTTP health checks on /healthz and `settings`; its ARN.
+async fn create_tg(env: &Env, elb: &elbv2::Client, settings: &TgSettings, protocol: ProtocolEnum) -> String {
+    let tg = elb
+        .create_target_group()
+        .name(unique("dp"))
+        .protocol(protocol)
+        .port(PORT)
+        .vpc_id(env.get("LBC_VPC_ID"))
+        .target_type(TargetTypeEnum::Ip)
+        .health_check_protocol(ProtocolEnum::Http)
+        .health_check_path("/healthz")
+        .health_check_interval_seconds(settings.interval)
+        .health_check_timeout_seconds(settings.timeout)
+        .healthy_threshold_count(settings.healthy)
+        .unhealthy_threshold_count(settings.unhealthy)
+        .send()
+        .await
+        .expect("CreateTargetGroup");
+    let arn = tg.target_groups()[0].target_group_arn().unwrap().to_string();
+    elb.modify_target_group_attributes()
+        .target_group_arn(&arn)
+        .attributes(
+            TargetGroupAttribute::builder()
+                .key("deregistration_delay.timeout_seconds")
+                .value(settings.deregistration_delay.to_string())
+                .build(),
+        )
+        .send()
+        .await
+        .expect("ModifyTargetGroupAttributes");
+    arn
 }
 
 async fn time_scale(env: &Env) -> f64 {
@@ -620,4 +670,58 @@ async fn a_scene_that_panics_leaves_no_namespace_process_or_socket() {
     assert!(!sock.exists(), "the emulator forwarder's socket {} is left after a panic", sock.display());
     assert!(!PathBuf::from(format!("/proc/{plane}")).exists(), "lbc-dataplane (pid {plane}) still runs after a panic");
     check_host_has_no_route(CIDR.parse().unwrap()).expect("host route check after the panic");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root and the e2e environment; run by e2e/test-all with --include-ignored"]
+async fn an_alb_listener_routes_each_request_by_rule_and_a_deregistration_fails_none() {
+    let Some(env) = prerequisites("alb_routes_requests") else { return };
+    let _serial = SERIAL.lock().await;
+    let names = ["web-a1", "web-a2", "web-a3", "web-b1"];
+    let mut sc = Scene::setup_lb(&env, "dp-alb", &names, TgSettings::default(), true).await;
+    let tg_b = sc.tg_b.clone().unwrap();
+    sc.register(&["web-a1", "web-a2"]).await;
+    sc.register_in(&tg_b, &["web-b1"]).await;
+    sc.wait_health(&[("web-a1", "healthy"), ("web-a2", "healthy")], 20).await;
+    sc.wait_health_in(&tg_b, &[("web-b1", "healthy")], 20).await;
+
+    // One keep-alive connection, requests spread over the targets (an NLB would pin it to one).
+    let s = sc.load_for(1.0, &["--rate", "100", "--new-connection-share", "0", "--keepalive-clients", "1"]).await;
+    report("ALB, one keep-alive client", &s);
+    assert_eq!(s.total.failed, 0, "failed requests: {:?}", s.total.failures);
+    assert_eq!(pods_of(&s), set(&["web-a1", "web-a2"]), "requests of one connection go to every healthy target");
+    let s = sc.load_for(1.0, &["--rate", "100", "--host", "b.example.com"]).await;
+    report("ALB, host b.example.com", &s);
+    assert_eq!((s.total.failed, pods_of(&s)), (0, set(&["web-b1"])), "the host-header rule: {s:?}");
+    let fixed = sc.vpc.http_get(&format!("{VIP}:80"), "/fixed/x").expect("GET /fixed/x through the ALB");
+    assert_eq!(fixed, (404, "fixed".to_string()), "the fixed-response rule");
+
+    // A rolling replacement under load with the preStop ordering: web-a3 in, web-a1 out.
+    let load = sc.start_loadgen(&["--rate", "200"]);
+    let guard = KillOnDrop(load.id());
+    sc.register(&["web-a3"]).await;
+    sc.wait_health(&[("web-a3", "healthy")], 20).await;
+    sc.wait_target("web-a3", "requests", 10, |t| t["opened"].as_u64() > Some(0)).await;
+    sc.control("web-a1", "latency-ms", Some("150"));
+    sc.deregister(&["web-a1"]).await;
+    let stopped = sc.wait_target("web-a1", "routing stopped", 10, |t| t["routable"] == false).await;
+    tokio::time::sleep(Duration::from_secs_f64(sc.scaled(sc.settings.propagation).max(0.2))).await;
+    let pod = sc.pods.get_mut("web-a1").unwrap();
+    assert!(signal(pod.server.id() as i32, "TERM"), "SIGTERM to web-a1's server");
+    let status = pod.server.wait().unwrap();
+    assert!(status.success(), "web-a1's server exited with {status} after SIGTERM");
+    // Load goes on for a while after the server stopped.
+    let a2 = sc.counter("web-a2", "opened");
+    sc.wait_target("web-a2", "100 more requests", 10, |t| t["opened"].as_u64() > Some(a2 + 100)).await;
+    std::mem::forget(guard);
+    let s = finish_loadgen(load, true).await;
+    report("ALB, web-a3 in, web-a1 out (preStop ordering)", &s);
+    assert_eq!(s.total.failed, 0, "failed requests over the replacement: {:?} ({s:?})", s.total.failures);
+    assert_eq!(pods_of(&s), set(&["web-a1", "web-a2", "web-a3"]));
+    assert_eq!(
+        sc.counter("web-a1", "opened"),
+        stopped["opened"].as_u64().unwrap(),
+        "requests went to web-a1 after its deregistration propagated"
+    );
+    sc.delete_aws().await;
 }

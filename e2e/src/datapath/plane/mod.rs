@@ -8,17 +8,23 @@
 //! target; a deregistered target gets no new connections once the deregistration has propagated,
 //! and its open ones are closed when the deregistration delay ends.
 //!
+//! HTTP/HTTPS listeners (an ALB's) are served request by request instead ([`http`]): each request
+//! goes through the listener's rules to an action (forward: a healthy target of the chosen target
+//! group, on a connection of its own; fixed-response), while the client's keep-alive connection
+//! stays with the load balancer. HTTPS listeners are served as plain HTTP.
+//!
 //! Plain std threads: one poller, one health checker per target, one acceptor per listener and
-//! two per proxied connection.
+//! one or two per client connection.
 
+pub mod http;
 pub mod model;
 pub mod wire;
 
 use anyhow::{Context, Result};
-use model::{CheckFailure, LoadBalancerView, TargetGroupView, TargetKey, Targets};
+use model::{CheckFailure, ListenerView, LoadBalancerView, TargetGroupView, TargetKey, Targets};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::io::{Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -44,6 +50,8 @@ pub struct Config {
     pub min_interval: Duration,
     /// Connect timeout to a target for proxied connections (real time).
     pub connect_timeout: Duration,
+    /// How long an HTTP listener waits for a target's response (ALB's idle timeout).
+    pub request_timeout: Duration,
     /// A JSON snapshot of the targets (state, connections) written after every poll.
     pub status_file: Option<PathBuf>,
 }
@@ -60,18 +68,15 @@ fn log(line: std::fmt::Arguments<'_>) {
     let _ = out.flush();
 }
 
-/// One proxied connection's two sockets, so the drain can close them.
-struct Conn {
-    client: TcpStream,
-    upstream: TcpStream,
-}
+/// The sockets of one proxied connection (NLB: client and target; ALB: the target's), so the
+/// drain can close them.
+struct Conn(Vec<TcpStream>);
 
 #[derive(Default)]
 struct State {
     targets: Targets,
     groups: BTreeMap<String, TargetGroupView>,
-    /// Listener port -> weighted target groups.
-    listeners: BTreeMap<u16, Vec<(String, u32)>>,
+    listeners: BTreeMap<u16, ListenerView>,
     conns: HashMap<TargetKey, BTreeMap<u64, Conn>>,
     time_scale: f64,
     health_dirty: BTreeSet<String>,
@@ -150,13 +155,13 @@ fn poll_once(plane: &Arc<Plane>, bound: &mut BTreeSet<u16>) -> Result<()> {
         &format!("/_awsemu/load-balancer?load_balancer_arn={}", urlencode(&plane.cfg.load_balancer_arn)),
     )?)
     .context("parsing the load-balancer view")?;
-    let listeners: BTreeMap<u16, Vec<(String, u32)>> = lb
+    let listeners: BTreeMap<u16, ListenerView> = lb
         .listeners
-        .iter()
+        .into_iter()
         .filter(|l| matches!(l.protocol.as_str(), "TCP" | "TLS" | "TCP_UDP" | "HTTP" | "HTTPS"))
-        .map(|l| (l.port, l.forward_groups()))
+        .map(|l| (l.port, l))
         .collect();
-    let groups: BTreeSet<String> = listeners.values().flatten().map(|(arn, _)| arn.clone()).collect();
+    let groups: BTreeSet<String> = listeners.values().flat_map(ListenerView::all_groups).collect();
     let mut views = Vec::new();
     for arn in &groups {
         let v: TargetGroupView = serde_json::from_value(wire::get_json(
@@ -206,9 +211,14 @@ fn poll_once(plane: &Arc<Plane>, bound: &mut BTreeSet<u16>) -> Result<()> {
         }
         st.targets.retain_groups(&groups);
         st.groups.retain(|arn, _| groups.contains(arn));
-        for (port, tgs) in &listeners {
-            if st.listeners.get(port) != Some(tgs) {
-                log(format_args!("listener port={port} forwards to {tgs:?}"));
+        for (port, l) in &listeners {
+            if st.listeners.get(port) != Some(l) {
+                let kind = if l.is_http() { "requests (HTTP)" } else { "connections (TCP)" };
+                log(format_args!(
+                    "listener port={port} forwards {kind} to {:?} ({} rule(s))",
+                    l.forward_groups(),
+                    l.rules.len()
+                ));
             }
         }
         st.listeners = listeners.clone();
@@ -334,7 +344,10 @@ fn accept_loop(plane: Arc<Plane>, listener: TcpListener, port: u16) {
     for conn in listener.incoming() {
         let Ok(client) = conn else { continue };
         let p = plane.clone();
-        let _ = std::thread::Builder::new().name("conn".into()).spawn(move || proxy(p, client, port));
+        let http = p.lock().listeners.get(&port).is_some_and(ListenerView::is_http);
+        let _ = std::thread::Builder::new()
+            .name("conn".into())
+            .spawn(move || if http { serve_http(p, client, port) } else { proxy(p, client, port) });
     }
 }
 
@@ -344,7 +357,7 @@ fn proxy(plane: Arc<Plane>, client: TcpStream, port: u16) {
     let now = now_unix();
     let picked = {
         let st = plane.lock();
-        let groups = st.listeners.get(&port).cloned().unwrap_or_default();
+        let groups = st.listeners.get(&port).map(ListenerView::forward_groups).unwrap_or_default();
         let turn = plane.turn.fetch_add(1, Ordering::Relaxed);
         pick_group(&groups, turn).and_then(|tg| st.targets.pick(&tg, now, turn))
     };
@@ -376,7 +389,7 @@ fn proxy(plane: Arc<Plane>, client: TcpStream, port: u16) {
             }
             None => return,
         }
-        st.conns.entry(key.clone()).or_default().insert(id, Conn { client: c3, upstream: u3 });
+        st.conns.entry(key.clone()).or_default().insert(id, Conn(vec![c3, u3]));
     }
     let back = std::thread::spawn(move || {
         wire::pipe(&u2, &c2, || {
@@ -393,6 +406,96 @@ fn proxy(plane: Arc<Plane>, client: TcpStream, port: u16) {
     }
     if let Some(t) = st.targets.map.get_mut(&key) {
         t.active = t.active.saturating_sub(1);
+    }
+}
+
+/// Serves one client connection of an HTTP listener, request by request, until the client
+/// closes it or asks to.
+fn serve_http(plane: Arc<Plane>, client: TcpStream, port: u16) {
+    let _ = client.set_nodelay(true);
+    let peer = client.peer_addr().map(|a| a.ip()).unwrap_or(IpAddr::from([0, 0, 0, 0]));
+    let Ok(mut w) = client.try_clone() else { return };
+    let mut r = BufReader::new(client);
+    loop {
+        let req = match http::read_request(&mut r) {
+            Ok(Some(req)) => req,
+            Ok(None) => return,
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                let _ = w.write_all(&http::own_response(400, "text/plain", &format!("{e}\n"), true));
+                return;
+            }
+            Err(_) => return,
+        };
+        let close = req.wants_close();
+        let resp = handle_request(&plane, port, &req, peer, close);
+        if w.write_all(&resp).is_err() || close {
+            return;
+        }
+    }
+}
+
+/// One request through the listener's rules: the response for the client.
+fn handle_request(plane: &Plane, port: u16, req: &http::Request, peer: IpAddr, close: bool) -> Vec<u8> {
+    let fail = |status: u16, why: &str| http::own_response(status, "text/plain", &format!("{why}\n"), close);
+    let now = now_unix();
+    let picked = {
+        let st = plane.lock();
+        let Some(action) = st.listeners.get(&port).and_then(|l| http::route(l, req, peer)) else {
+            return fail(503, "no action for this request");
+        };
+        match action.kind.as_str() {
+            "fixed-response" => {
+                return http::own_response(
+                    action.status_code.unwrap_or(200),
+                    action.content_type.as_deref().unwrap_or("text/plain"),
+                    action.message_body.as_deref().unwrap_or_default(),
+                    close,
+                );
+            }
+            "forward" => {
+                let turn = plane.turn.fetch_add(1, Ordering::Relaxed);
+                pick_group(&action.groups(), turn).and_then(|tg| st.targets.pick(&tg, now, turn))
+            }
+            other => return fail(500, &format!("action {other} is not supported by lbc-dataplane")),
+        }
+    };
+    let Some(key) = picked else {
+        plane.refused.fetch_add(1, Ordering::Relaxed);
+        return fail(503, "no registered target");
+    };
+    let Ok(addr) = format!("{}:{}", key.1, key.2).parse::<SocketAddr>() else { return fail(502, "bad target") };
+    let timed_out =
+        |e: &std::io::Error| matches!(e.kind(), std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock);
+    let mut upstream = match TcpStream::connect_timeout(&addr, plane.cfg.connect_timeout) {
+        Ok(u) => u,
+        Err(e) => return fail(if timed_out(&e) { 504 } else { 502 }, &format!("target {addr}: {e}")),
+    };
+    let _ = upstream.set_nodelay(true);
+    let _ = upstream.set_read_timeout(Some(plane.cfg.request_timeout));
+    let id = plane.conn_ids.fetch_add(1, Ordering::Relaxed);
+    {
+        let mut st = plane.lock();
+        let Some(t) = st.targets.map.get_mut(&key) else { return fail(502, "target gone") };
+        t.opened += 1;
+        t.active += 1;
+        if let Ok(u) = upstream.try_clone() {
+            st.conns.entry(key.clone()).or_default().insert(id, Conn(vec![u]));
+        }
+    }
+    let mut raw = Vec::new();
+    let result = upstream.write_all(&req.to_upstream(peer)).and_then(|()| upstream.read_to_end(&mut raw));
+    {
+        let mut st = plane.lock();
+        if let Some(m) = st.conns.get_mut(&key) {
+            m.remove(&id);
+        }
+        if let Some(t) = st.targets.map.get_mut(&key) {
+            t.active = t.active.saturating_sub(1);
+        }
+    }
+    match result {
+        Ok(_) => http::relay_response(&raw, close).unwrap_or_else(|| fail(502, &format!("target {addr}: no response"))),
+        Err(e) => fail(if timed_out(&e) { 504 } else { 502 }, &format!("target {addr}: {e}")),
     }
 }
 
@@ -428,9 +531,8 @@ fn drain_and_forget(plane: &Plane) {
         if conns.is_empty() {
             continue;
         }
-        for c in conns.values() {
-            let _ = c.client.shutdown(Shutdown::Both);
-            let _ = c.upstream.shutdown(Shutdown::Both);
+        for s in conns.values().flat_map(|c| c.0.iter()) {
+            let _ = s.shutdown(Shutdown::Both);
         }
         if let Some(t) = st.targets.map.get_mut(&key) {
             t.drain_closed += conns.len() as u64;

@@ -53,37 +53,82 @@ pub struct TargetGroupView {
     pub draining: Vec<DrainingView>,
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, PartialEq)]
 pub struct ForwardTo {
     pub arn: String,
     #[serde(default)]
     pub weight: Option<u32>,
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, PartialEq)]
 pub struct ActionView {
     #[serde(rename = "type")]
     pub kind: String,
     #[serde(default)]
     pub target_groups: Option<Vec<ForwardTo>>,
+    /// fixed-response
+    #[serde(default)]
+    pub status_code: Option<u16>,
+    #[serde(default)]
+    pub content_type: Option<String>,
+    #[serde(default)]
+    pub message_body: Option<String>,
 }
 
-#[derive(Clone, Debug, Deserialize)]
+impl ActionView {
+    /// A forward action's target groups with weights.
+    pub fn groups(&self) -> Vec<(String, u32)> {
+        self.target_groups
+            .as_ref()
+            .map(|g| g.iter().map(|t| (t.arn.clone(), t.weight.unwrap_or(1))).collect())
+            .unwrap_or_default()
+    }
+}
+
+/// A listener rule's condition (`values` are strings, or `{key, value}` for query-string).
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+pub struct ConditionView {
+    pub field: String,
+    #[serde(default)]
+    pub values: Vec<serde_json::Value>,
+    #[serde(default)]
+    pub header_name: Option<String>,
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+pub struct RuleView {
+    pub priority: Option<i64>,
+    pub conditions: Vec<ConditionView>,
+    pub actions: Vec<ActionView>,
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
 pub struct ListenerView {
     pub protocol: String,
     pub port: u16,
     pub default_actions: Vec<ActionView>,
+    #[serde(default)]
+    pub rules: Vec<RuleView>,
 }
 
 impl ListenerView {
-    /// The target groups of the first forward action, with weights (NLB listeners forward only).
+    /// The target groups of the first forward default action, with weights (what an NLB listener does).
     pub fn forward_groups(&self) -> Vec<(String, u32)> {
+        self.default_actions.iter().find(|a| a.kind == "forward").map(ActionView::groups).unwrap_or_default()
+    }
+
+    /// Every target group the listener may forward to (default actions and rules).
+    pub fn all_groups(&self) -> Vec<String> {
         self.default_actions
             .iter()
-            .find(|a| a.kind == "forward")
-            .and_then(|a| a.target_groups.as_ref())
-            .map(|g| g.iter().map(|t| (t.arn.clone(), t.weight.unwrap_or(1))).collect())
-            .unwrap_or_default()
+            .chain(self.rules.iter().flat_map(|r| r.actions.iter()))
+            .flat_map(|a| a.groups().into_iter().map(|(arn, _)| arn))
+            .collect()
+    }
+
+    /// Whether requests are forwarded one by one (ALB) rather than connections (NLB).
+    pub fn is_http(&self) -> bool {
+        matches!(self.protocol.as_str(), "HTTP" | "HTTPS")
     }
 }
 
