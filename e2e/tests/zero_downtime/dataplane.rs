@@ -725,3 +725,30 @@ async fn an_alb_listener_routes_each_request_by_rule_and_a_deregistration_fails_
     );
     sc.delete_aws().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root and the e2e environment; run by e2e/test-all with --include-ignored"]
+async fn health_check_port_and_matcher_follow_the_target_group_live() {
+    let Some(env) = prerequisites("health_check_settings") else { return };
+    let _serial = SERIAL.lock().await;
+    // An HTTP (ALB) target group: moto keeps a TCP group's matcher at "200" whatever ModifyTargetGroup says.
+    let sc = Scene::setup_lb(&env, "dp-hcport", &["web-a"], TgSettings::default(), true).await;
+    sc.register(&["web-a"]).await;
+    sc.wait_health(&[("web-a", "healthy")], 20).await;
+    let modify = || sc.elb.modify_target_group().target_group_arn(&sc.tg_arn);
+    // A health-check port nothing listens on: connection refused.
+    modify().health_check_port("8081").send().await.expect("ModifyTargetGroup health check port");
+    sc.wait_health(&[("web-a", "unhealthy")], 20).await;
+    assert_eq!(sc.health().await["web-a"].1, "Target.FailedHealthChecks", "refused on port 8081");
+    // Back on the traffic port, with a matcher the server's 200 does not satisfy.
+    let matcher = |code: &str| elbv2::types::Matcher::builder().http_code(code).build();
+    modify().health_check_port("traffic-port").matcher(matcher("201")).send().await.expect("ModifyTargetGroup matcher");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while sc.health().await["web-a"].1 != "Target.ResponseCodeMismatch" {
+        assert!(Instant::now() < deadline, "web-a never failed on matcher 201: {:?}", sc.health().await);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    modify().matcher(matcher("200-299")).send().await.expect("ModifyTargetGroup matcher");
+    sc.wait_health(&[("web-a", "healthy")], 20).await;
+    sc.delete_aws().await;
+}
