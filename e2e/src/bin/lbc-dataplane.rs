@@ -9,7 +9,7 @@
 //!
 //! `run` logs one line per event (registrations, health changes, drains) on stdout and runs until
 //! killed. `forward` relays a Unix socket to the emulator's TCP port (the emulator listens on the
-//! host's 127.0.0.1, which the VPC namespace cannot reach) until killed.
+//! host's 127.0.0.1, which the VPC namespace cannot reach) until SIGTERM/SIGINT, then removes its socket.
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -93,11 +93,21 @@ fn main() -> Result<()> {
             status_file,
         }),
         Cmd::Forward { socket, to } => {
-            let _fwd = wire::EmulatorForwarder::start(&socket, to)?;
+            let fwd = wire::EmulatorForwarder::start(&socket, to)?;
             println!("forwarding {} -> {to}", socket.display());
-            loop {
-                std::thread::park();
-            }
+            // Until SIGTERM/SIGINT; dropping the forwarder removes its socket file.
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+            rt.block_on(async {
+                use tokio::signal::unix::{SignalKind, signal};
+                let (mut term, mut int) = (signal(SignalKind::terminate())?, signal(SignalKind::interrupt())?);
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = int.recv() => {}
+                }
+                anyhow::Ok(())
+            })?;
+            drop(fwd);
+            Ok(())
         }
     }
 }
