@@ -1,7 +1,11 @@
 //! The data path of the zero-downtime tests: a VPC of network namespaces ([`netns`]) whose pods
-//! are real HTTP servers (`lbc-podserver`), and the node agent that makes Kubernetes pods of them.
+//! are real HTTP servers (`lbc-podserver`), the node agent that makes Kubernetes pods of them, the
+//! NLB-like data plane in front of them ([`plane`], `lbc-dataplane`) and the load generator
+//! ([`loadgen`], `lbc-loadgen`).
 
+pub mod loadgen;
 pub mod netns;
+pub mod plane;
 
 /// Whether this process may build network namespaces (root). When not: panics with the reason if
 /// `LBC_E2E_REQUIRED=1`, else prints why `test` is skipped and returns false.
