@@ -2,5 +2,6 @@
 //! namespaces of a test VPC (lbc_e2e::datapath). Needs root.
 
 mod zero_downtime {
+    pub mod agent;
     pub mod netns_basics;
 }

@@ -1,6 +1,7 @@
 //! The data path of the zero-downtime tests: a VPC of network namespaces ([`netns`]) whose pods
 //! are real HTTP servers (`lbc-podserver`), and the node agent that makes Kubernetes pods of them.
 
+pub mod agent;
 pub mod netns;
 
 /// Whether this process may build network namespaces (root). When not: panics with the reason if
