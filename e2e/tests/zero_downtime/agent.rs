@@ -266,30 +266,53 @@ async fn deployment_pods_are_servers_and_readiness_follows_health() {
     })
     .await;
 
-    // Deletion lets a request in flight finish: the server answers slowly, the pod is deleted
-    // while the request runs; SIGTERM comes after the preStop sleep, the server completes the
-    // request and exits by itself.
+    // Deletion as the kubelet, and a podserver that shuts down gracefully: the server answers
+    // slowly (2.5 s), the pod is deleted while a request runs; SIGTERM comes after the preStop
+    // sleep (1 s scaled), the server stops accepting (a new connection is refused), completes the
+    // request in flight and exits by itself.
     let slow = &pods[1];
-    let slow_ip = pod_ip(slow);
-    std::fs::write(agent.control_dir(&s.ns, &slow.name_any()).join("latency-ms"), "1500").unwrap();
+    let (slow_name, slow_ip) = (slow.name_any(), pod_ip(slow));
+    let control = agent.control_dir(&s.ns, &slow_name);
+    std::fs::write(control.join("latency-ms"), "2500").unwrap();
     let mut curl = s.vpc.command("curl");
     curl.args(["-sS", "-m", "10", &format!("http://{slow_ip}:8080/")]);
     let curl = std::thread::spawn(move || curl.output());
-    Api::<Pod>::namespaced(s.client.clone(), &s.ns).delete(&slow.name_any(), &DeleteParams::default()).await.unwrap();
+    Api::<Pod>::namespaced(s.client.clone(), &s.ns).delete(&slow_name, &DeleteParams::default()).await.unwrap();
+    let log_path = control.join("server.log");
+    let sigterm_line = eventually(&format!("SIGTERM logged by the server of {slow_name}"), 20, || async {
+        std::fs::read_to_string(&log_path).ok()?.lines().find(|l| l.contains(" sigterm pod=")).map(str::to_string)
+    })
+    .await;
+    let refused = s.vpc.command("curl").args(["-sS", "-m", "2", &format!("http://{slow_ip}:8080/")]).output().unwrap();
+    assert_eq!(
+        refused.status.code(),
+        Some(7),
+        "a new connection to {slow_name} after SIGTERM: expected curl exit 7 (refused), got {} / {:?} {:?}",
+        refused.status,
+        String::from_utf8_lossy(&refused.stdout),
+        String::from_utf8_lossy(&refused.stderr)
+    );
     let out = curl.join().unwrap().unwrap();
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
-        format!("{}\n", slow.name_any()),
-        "in-flight request: {}",
+        format!("{slow_name}\n"),
+        "the request in flight at SIGTERM: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let t = eventually(&format!("termination of {}", slow.name_any()), 30, || async {
-        agent.terminations().into_iter().find(|t| t.name == slow.name_any())
+    assert!(sigterm_line.contains("in_flight=1"), "expected the request in flight at SIGTERM: {sigterm_line}");
+    let t = eventually(&format!("termination of {slow_name}"), 30, || async {
+        agent.terminations().into_iter().find(|t| t.name == slow_name)
     })
     .await;
     assert!(!t.killed && t.exit.contains("exit status: 0"), "server of {} did not exit gracefully: {t:?}", t.name);
-    let log = std::fs::read_to_string(agent.control_dir(&s.ns, &slow.name_any()).join("server.log")).unwrap();
-    assert!(log.contains(" sigterm pod=") && log.contains(" exit pod="), "server log of {}: {log}", slow.name_any());
+    let pre_stop = Duration::from_secs(PRE_STOP_SECS as u64).mul_f64(SCALE);
+    assert!(
+        t.sigterm_after >= pre_stop,
+        "SIGTERM {:?} after deletion, before the preStop {pre_stop:?} ended",
+        t.sigterm_after
+    );
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    assert!(log.contains(" exit pod="), "server log of {slow_name}: {log}");
     eprintln!("deletion with a request in flight: {t:?}");
     // The ReplicaSet replaces it.
     s.wait_ready("web", 3).await;

@@ -20,7 +20,8 @@
 //!   pod is deleted with grace 0 (the kubelet's final delete). Each one is recorded as a
 //!   [`Termination`] with its measured times.
 //!
-//! [`Agent::stop`] (or dropping the [`Agent`], e.g. when a test panics) kills every server,
+//! The agent runs on a runtime of its own (two worker threads), so a test that blocks its thread
+//! does not stall it. [`Agent::stop`] (or dropping the [`Agent`], e.g. when a test panics) kills every server,
 //! removes the namespaces, force-deletes the pods left on its nodes and deletes the nodes.
 
 pub mod ipam;
@@ -221,7 +222,9 @@ enum Ev {
 /// A running agent. [`Agent::stop`] ends it; dropping it without `stop` cleans up too.
 pub struct Agent {
     config: AgentConfig,
-    kube_config: kube::Config,
+    /// The agent's own runtime (two workers): a test that blocks its thread (std::thread::join,
+    /// a blocking command) never stalls probes, status writes or deletions.
+    runtime: Option<tokio::runtime::Runtime>,
     client: Client,
     shared: SharedRef,
     prober: Arc<prober::Prober>,
@@ -249,8 +252,37 @@ impl Agent {
         ensure!(config.time_scale > 0.0, "time_scale {} must be > 0", config.time_scale);
         let vpc = Arc::new(Vpc::attach(&config.vpc)?);
         let kube_config = kube_config(env).await?;
-        let client = Client::try_from(kube_config.clone())?;
         std::fs::create_dir_all(&config.run_dir).with_context(|| format!("creating {}", config.run_dir.display()))?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name(format!("node-agent-{}", config.tag))
+            .enable_all()
+            .build()
+            .context("building the agent's runtime")?;
+        // Everything (the client's connections included) lives on the agent's runtime.
+        let setup = runtime.spawn(Self::launch(kube_config, config.clone(), vpc)).await;
+        match setup {
+            Ok(Ok((client, shared, prober, tasks, node_names))) => {
+                Ok(Self { config, runtime: Some(runtime), client, shared, prober, tasks, node_names, stopped: false })
+            }
+            Ok(Err(e)) => {
+                runtime.shutdown_background();
+                Err(e)
+            }
+            Err(e) => {
+                runtime.shutdown_background();
+                bail!("starting the node agent: {e}")
+            }
+        }
+    }
+
+    #[allow(clippy::type_complexity)]
+    async fn launch(
+        kube_config: kube::Config,
+        config: AgentConfig,
+        vpc: Arc<Vpc>,
+    ) -> Result<(Client, SharedRef, Arc<prober::Prober>, Vec<JoinHandle<()>>, Vec<String>)> {
+        let client = Client::try_from(kube_config)?;
         let node_names: Vec<String> = config.nodes.iter().map(|n| config.node_name(n)).collect();
         sweep_nodes(&client, &node_names).await?;
         for n in &config.nodes {
@@ -273,7 +305,7 @@ impl Agent {
             vpc,
         };
         tasks.push(tokio::spawn(runner.run(rx)));
-        Ok(Self { config, kube_config, client, shared, prober, tasks, node_names, stopped: false })
+        Ok((client, shared, prober, tasks, node_names))
     }
 
     pub fn node_names(&self) -> &[String] {
@@ -292,8 +324,15 @@ impl Agent {
     /// Tells pod `ns/pod`'s server to fail (or pass) its health check.
     pub fn set_fail_health(&self, ns: &str, pod: &str, fail: bool) -> Result<()> {
         let f = self.control_dir(ns, pod).join("fail-health");
-        if fail { std::fs::write(&f, "") } else { std::fs::remove_file(&f).or_else(|_| Ok(())) }
-            .with_context(|| format!("writing {}", f.display()))
+        if fail {
+            std::fs::write(&f, "")
+        } else {
+            match std::fs::remove_file(&f) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                r => r,
+            }
+        }
+        .with_context(|| format!("writing {}", f.display()))
     }
 
     /// The pods running (or starting, or terminating) now.
@@ -334,7 +373,11 @@ impl Agent {
     pub async fn stop(mut self) -> Result<()> {
         self.stopped = true;
         self.halt_local();
-        delete_nodes(&self.client, &self.node_names).await
+        let runtime = self.runtime.take().context("agent runtime gone")?;
+        let (client, nodes) = (self.client.clone(), self.node_names.clone());
+        let done = runtime.spawn(async move { delete_nodes(&client, &nodes).await }).await;
+        runtime.shutdown_background();
+        done.context("deleting the agent's nodes")?
     }
 
     /// Stops the tasks, the servers and the prober, and removes the namespaces.
@@ -376,20 +419,18 @@ impl Drop for Agent {
             return;
         }
         self.halt_local();
-        // The runtime the client lives on may be the one unwinding: delete the nodes from a thread
-        // of its own with a fresh client.
-        let (cfg, nodes, tag) = (self.kube_config.clone(), self.node_names.clone(), self.config.tag.clone());
-        let done = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-            rt.block_on(async move {
-                let client = Client::try_from(cfg)?;
-                tokio::time::timeout(Duration::from_secs(20), delete_nodes(&client, &nodes))
-                    .await
-                    .context("deleting the agent's nodes timed out")?
-            })
-        })
-        .join();
-        if let Ok(Err(e)) = done {
+        let Some(runtime) = self.runtime.take() else { return };
+        // Possibly while a test panics, maybe on a runtime thread: run the deletion on the
+        // agent's runtime and wait for it here.
+        let (client, nodes, tag) = (self.client.clone(), self.node_names.clone(), self.config.tag.clone());
+        let (tx, rx) = std::sync::mpsc::channel();
+        runtime.spawn(async move {
+            let r = tokio::time::timeout(Duration::from_secs(20), delete_nodes(&client, &nodes)).await;
+            let _ = tx.send(r.unwrap_or_else(|_| Err(anyhow::anyhow!("deleting the nodes timed out after 20 s"))));
+        });
+        let done = rx.recv_timeout(Duration::from_secs(25)).unwrap_or_else(|e| Err(anyhow::anyhow!("{e}")));
+        runtime.shutdown_background();
+        if let Err(e) = done {
             eprintln!("[node-agent {tag}] cleanup on drop: {e:#}");
         }
     }
