@@ -214,9 +214,22 @@ fn lock(s: &SharedRef) -> std::sync::MutexGuard<'_, Shared> {
 enum Ev {
     Pod(Box<Pod>),
     Gone(Box<Pod>),
-    Started { uid: String, node: String, ip: Ipv4Addr, result: Result<(PodNet, Child), String> },
-    Probe { uid: String, ready: bool },
-    Finished { uid: String, record: Termination },
+    /// The watch (re)listed: these UIDs exist; pods deleted during a gap are not among them.
+    Listed(std::collections::HashSet<String>),
+    Started {
+        uid: String,
+        node: String,
+        ip: Ipv4Addr,
+        result: Result<(PodNet, Child), String>,
+    },
+    Probe {
+        uid: String,
+        ready: bool,
+    },
+    Finished {
+        uid: String,
+        record: Termination,
+    },
 }
 
 /// A running agent. [`Agent::stop`] ends it; dropping it without `stop` cleans up too.
@@ -574,11 +587,20 @@ async fn watch_pods(client: Client, config: AgentConfig, tx: mpsc::UnboundedSend
     };
     let wc = watcher::Config::default().fields(&format!("spec.schedulerName={}", config.scheduler_name));
     let mut stream = watcher(api, wc).default_backoff().boxed();
+    let mut listed = std::collections::HashSet::new();
     while let Some(ev) = stream.next().await {
         let sent = match ev {
-            Ok(watcher::Event::Apply(p) | watcher::Event::InitApply(p)) => tx.send(Ev::Pod(Box::new(p))),
+            Ok(watcher::Event::Init) => {
+                listed.clear();
+                Ok(())
+            }
+            Ok(watcher::Event::InitApply(p)) => {
+                listed.extend(p.uid());
+                tx.send(Ev::Pod(Box::new(p)))
+            }
+            Ok(watcher::Event::InitDone) => tx.send(Ev::Listed(std::mem::take(&mut listed))),
+            Ok(watcher::Event::Apply(p)) => tx.send(Ev::Pod(Box::new(p))),
             Ok(watcher::Event::Delete(p)) => tx.send(Ev::Gone(Box::new(p))),
-            Ok(_) => Ok(()),
             Err(e) => {
                 eprintln!("[node-agent {}] pod watch: {e}", config.tag);
                 Ok(())
@@ -609,6 +631,17 @@ impl Runner {
             match ev {
                 Ev::Pod(p) => self.on_pod(*p).await,
                 Ev::Gone(p) => self.on_gone(*p).await,
+                Ev::Listed(uids) => {
+                    let missing: Vec<Pod> = lock(&self.shared)
+                        .pods
+                        .iter()
+                        .filter(|(uid, _)| !uids.contains(*uid))
+                        .map(|(_, p)| p.last.clone())
+                        .collect();
+                    for p in missing {
+                        self.on_gone(p).await;
+                    }
+                }
                 Ev::Started { uid, node, ip, result } => self.on_started(uid, node, ip, result).await,
                 Ev::Probe { uid, ready } => {
                     if let Some(p) = lock(&self.shared).pods.get_mut(&uid)
