@@ -2,9 +2,10 @@
 //!
 //! - `lbc-node-agent probe`: the readiness prober the agent runs inside the VPC namespace
 //!   (requests on stdin, answers on stdout; see `agent::prober`).
-//! - `lbc-node-agent run --vpc lbcv-... [--namespace NS]`: the agent on its own, against the
-//!   environment of `e2e/.run/env`, until SIGINT/SIGTERM (then it deletes its nodes and pods'
-//!   namespaces). Tests use the library instead.
+//! - `lbc-node-agent run [--vpc lbcv-...] [--namespace NS]`: the agent on its own, against the
+//!   environment of `e2e/.run/env`, until SIGINT/SIGTERM (then it deletes its nodes and the pods'
+//!   namespaces). Without `--vpc` it creates a VPC namespace of its own on `LBC_VPC_CIDR` (and
+//!   deletes it at the end). Tests use the library instead.
 
 use clap::{Parser, Subcommand};
 use lbc_e2e::datapath::agent::{Agent, AgentConfig, prober};
@@ -23,9 +24,10 @@ enum Cmd {
     Probe,
     /// Run the agent until SIGINT/SIGTERM.
     Run {
-        /// The VPC network namespace (made by `Vpc::create`).
+        /// An existing VPC network namespace (made by `Vpc::create` in a live process); default:
+        /// a new one, `lbcv-<tag>-<pid>`.
         #[arg(long)]
-        vpc: String,
+        vpc: Option<String>,
         #[arg(long, default_value = "manual")]
         tag: String,
         /// Only pods of this namespace.
@@ -54,18 +56,29 @@ fn main() -> anyhow::Result<()> {
             let env = lbc_e2e::Env::load().ok_or_else(|| anyhow::anyhow!("e2e/.run/env is missing: run e2e/up"))?;
             let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
             rt.block_on(async move {
-                let vpc = Vpc::attach(&vpc)?;
+                let vpc = match vpc {
+                    Some(name) => Vpc::attach(&name)?,
+                    None => Vpc::create(&tag, env.get("LBC_VPC_CIDR"))?,
+                };
                 let mut config = AgentConfig::for_env(&env, &tag, &vpc, slot, &podserver, &me)?;
                 config.namespace = namespace;
                 config.time_scale = time_scale;
                 let agent = Agent::start(&env, config).await?;
-                eprintln!("[node-agent {tag}] running; nodes {:?}", agent.node_names());
+                eprintln!(
+                    "[node-agent {tag}] running; VPC namespace {} ({}), nodes {:?}, pods with schedulerName {}",
+                    vpc.name(),
+                    vpc.cidr(),
+                    agent.node_names(),
+                    agent.config().scheduler_name
+                );
                 let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
                 tokio::select! {
                     _ = tokio::signal::ctrl_c() => {}
                     _ = term.recv() => {}
                 }
-                agent.stop().await
+                let stopped = agent.stop().await;
+                drop(vpc);
+                stopped
             })
         }
     }
