@@ -17,7 +17,10 @@ pub const DEFAULT_GRACE_SECONDS: i64 = 30;
 /// The kubelet gives a container at least this long after its preStop hook before SIGKILL.
 pub const MIN_GRACE_AFTER_PRESTOP: Duration = Duration::from_secs(2);
 
-/// A readiness probe (`httpGet` only), durations unscaled.
+/// The path of a `tcpSocket` probe: connect only (see `prober`).
+pub const TCP_PROBE: &str = "@tcp";
+
+/// A readiness probe (`httpGet`, or `tcpSocket` with `path` = [`TCP_PROBE`]), durations unscaled.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReadinessProbe {
     pub path: String,
@@ -40,7 +43,9 @@ pub fn server_port(c: &Container) -> u16 {
     if let Some(p) = c.ports.as_ref().and_then(|ps| ps.first()) {
         return p.container_port as u16;
     }
-    match c.readiness_probe.as_ref().and_then(|p| p.http_get.as_ref()).map(|h| &h.port) {
+    let probe = c.readiness_probe.as_ref();
+    let port = probe.and_then(|p| p.http_get.as_ref().map(|h| &h.port).or(p.tcp_socket.as_ref().map(|t| &t.port)));
+    match port {
         Some(IntOrString::Int(p)) => *p as u16,
         _ => DEFAULT_PORT,
     }
@@ -50,13 +55,17 @@ pub fn server_port(c: &Container) -> u16 {
 /// kubelet does), an error for probe kinds the agent does not run.
 pub fn readiness_probe(c: &Container) -> Result<Option<ReadinessProbe>, String> {
     let Some(p) = c.readiness_probe.as_ref() else { return Ok(None) };
-    let Some(h) = p.http_get.as_ref() else {
-        return Err(format!(
-            "container {}: readinessProbe is not httpGet; the node agent runs httpGet probes only: use httpGet",
-            c.name
-        ));
+    let (path, port) = match (&p.http_get, &p.tcp_socket) {
+        (Some(h), _) => (h.path.clone().filter(|p| !p.is_empty()).unwrap_or_else(|| "/".into()), &h.port),
+        (None, Some(t)) => (TCP_PROBE.to_string(), &t.port),
+        (None, None) => {
+            return Err(format!(
+                "container {}: readinessProbe is neither httpGet nor tcpSocket; the node agent runs those only",
+                c.name
+            ));
+        }
     };
-    let port = match &h.port {
+    let port = match port {
         IntOrString::Int(p) => *p as u16,
         IntOrString::String(name) => c
             .ports
@@ -74,7 +83,7 @@ pub fn readiness_probe(c: &Container) -> Result<Option<ReadinessProbe>, String> 
     };
     let secs = |v: Option<i32>, default: i32, min: i32| Duration::from_secs(v.unwrap_or(default).max(min) as u64);
     Ok(Some(ReadinessProbe {
-        path: h.path.clone().filter(|p| !p.is_empty()).unwrap_or_else(|| "/".into()),
+        path,
         port,
         initial_delay: secs(p.initial_delay_seconds, 0, 0),
         period: secs(p.period_seconds, 10, 1),
@@ -293,7 +302,7 @@ mod tests {
     use super::*;
     use k8s_openapi::api::core::v1::{
         ContainerPort, ExecAction, HTTPGetAction, Lifecycle, LifecycleHandler, PodReadinessGate, PodSpec, PodStatus,
-        Probe, SleepAction,
+        Probe, SleepAction, TCPSocketAction,
     };
 
     fn container() -> Container {
@@ -363,6 +372,13 @@ mod tests {
         c.readiness_probe.as_mut().unwrap().http_get.as_mut().unwrap().port = IntOrString::String("nope".into());
         assert!(readiness_probe(&c).unwrap_err().contains("\"nope\""));
         assert_eq!(readiness_probe(&container()), Ok(None));
+        let mut tcp = container();
+        tcp.readiness_probe = Some(Probe {
+            tcp_socket: Some(TCPSocketAction { port: IntOrString::Int(7000), ..Default::default() }),
+            ..Default::default()
+        });
+        let p = readiness_probe(&tcp).unwrap().unwrap();
+        assert_eq!((p.path.as_str(), p.port, server_port(&tcp)), (TCP_PROBE, 7000, 7000));
         assert_eq!(server_port(&container()), DEFAULT_PORT);
     }
 

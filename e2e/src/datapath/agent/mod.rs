@@ -167,6 +167,8 @@ pub struct Termination {
     pub namespace: String,
     pub name: String,
     pub ip: Ipv4Addr,
+    /// Wall-clock time the agent saw `deletionTimestamp` (to line up with load-generator counts).
+    pub observed_at: std::time::SystemTime,
     /// The preStop sleep the spec asked for (unscaled).
     pub pre_stop: Option<Duration>,
     /// When SIGTERM was sent (after the preStop hook).
@@ -934,6 +936,7 @@ impl Runner {
         let Some(p) = s.pods.get_mut(uid) else { return };
         let (Some(mut child), Some(net)) = (p.child.take(), p.net.take()) else { return };
         let observed = p.terminating.unwrap_or_else(Instant::now);
+        let observed_at = std::time::SystemTime::now() - observed.elapsed();
         let c = kubelet::main_container(&p.last);
         let pre_stop = c.and_then(|c| kubelet::pre_stop(c).ok().flatten());
         let grace = kubelet::grace_period(&p.last);
@@ -968,6 +971,7 @@ impl Runner {
                 namespace: ns,
                 name,
                 ip,
+                observed_at,
                 pre_stop,
                 sigterm_after,
                 exited_after,

@@ -102,9 +102,13 @@ impl Drop for Prober {
     }
 }
 
-/// One probe: `Ok(status)` or the failure as the kubelet would name it.
+/// One probe: `Ok(status)` or the failure as the kubelet would name it. Path
+/// [`super::kubelet::TCP_PROBE`]: a tcpSocket probe, `Ok(200)` once connected.
 pub fn http_get(addr: SocketAddr, path: &str, timeout: Duration) -> Result<u16, String> {
     let mut s = TcpStream::connect_timeout(&addr, timeout).map_err(|e| format!("connect {addr}: {e}"))?;
+    if path == super::kubelet::TCP_PROBE {
+        return Ok(200);
+    }
     s.set_read_timeout(Some(timeout)).and_then(|_| s.set_write_timeout(Some(timeout))).map_err(|e| e.to_string())?;
     let req =
         format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nUser-Agent: kube-probe/1.34\r\nConnection: close\r\n\r\n");
