@@ -8,6 +8,7 @@ use k8s_openapi::api::core::v1::{Node, Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
+use lbc_e2e::datapath::agent::eni::Enis;
 use lbc_e2e::datapath::agent::{Agent, AgentConfig, NODE_LABEL, SCHEDULER_NAME, check_process_gone};
 use lbc_e2e::datapath::netns::{Vpc, check_host_has_no_route};
 use lbc_e2e::datapath::require_root;
@@ -102,8 +103,12 @@ impl Setup {
         let agent = self.agent.take().expect("agent running");
         let pids: Vec<u32> = agent.pods().iter().filter_map(|p| p.pid).collect();
         let nodes = agent.node_names().to_vec();
+        let agent_id = agent.config().agent_id();
         agent.stop().await.expect("stopping the agent");
         assert_nothing_left(&self.client, &self.vpc, &pids, &nodes).await;
+        let enis = Enis::new(self.env.aws_endpoint(), "us-east-1");
+        let left = enis.ids("tag:lbc-e2e/node-agent", &agent_id).await.unwrap();
+        assert!(left.is_empty(), "ENIs of agent {agent_id} left after it stopped: {left:?}");
         kube_util::delete_namespace(&self.client, &self.ns).await;
         let cidr = self.env.get("LBC_VPC_CIDR").parse().unwrap();
         drop(self.vpc);
@@ -215,6 +220,7 @@ async fn deployment_pods_are_servers_and_readiness_follows_health() {
     .unwrap();
     Api::<Service>::namespaced(s.client.clone(), &s.ns).create(&PostParams::default(), &svc).await.unwrap();
     let pods = s.wait_ready("web", 3).await;
+    let enis = Enis::new(s.env.aws_endpoint(), "us-east-1");
 
     // Spread over the three nodes; addresses of each node's pod CIDR; each server answers with its name.
     let by_node: BTreeMap<String, String> =
@@ -238,6 +244,10 @@ async fn deployment_pods_are_servers_and_readiness_follows_health() {
             assert_eq!(cond(p, c).as_deref(), Some("True"), "pod {} condition {c}", p.name_any());
         }
         assert_eq!(vpc_get(&s.vpc, &format!("{ip}:8080"), "/"), (200, format!("{}\n", p.name_any())));
+        // Its ENI in the emulator (the controller's backend security-group pass looks pod IPs up).
+        let tagged = enis.ids("tag:lbc-e2e/pod", &format!("{}/{}", s.ns, p.name_any())).await.unwrap();
+        assert_eq!(enis.ids("addresses.private-ip-address", &ip).await.unwrap(), tagged, "ENI of pod {}", p.name_any());
+        assert_eq!(tagged.len(), 1, "ENIs of pod {} ({ip}): {tagged:?}", p.name_any());
     }
     check_host_has_no_route(s.env.get("LBC_VPC_CIDR").parse().unwrap()).unwrap();
 
@@ -433,6 +443,11 @@ async fn rolling_update_replaces_pods_one_by_one_honouring_pre_stop() {
             t.name, t.pre_stop, t.sigterm_after, t.exited_after, t.removed_after
         );
     }
+    let enis = Enis::new(s.env.aws_endpoint(), "us-east-1");
+    for old in &old_names {
+        let left = enis.ids("tag:lbc-e2e/pod", &format!("{}/{old}", s.ns)).await.unwrap();
+        assert!(left.is_empty(), "ENIs of old pod {old} left after the rollout: {left:?}");
+    }
     let left = s.vpc.pod_namespaces().unwrap();
     for n in &old_ns {
         assert!(!left.contains(n), "namespace {n} of an old pod is left after the rollout");
@@ -475,6 +490,9 @@ async fn agent_is_torn_down_when_a_test_panics() {
     let (pids, nodes) = seen.lock().unwrap().clone();
     assert_eq!(pids.len(), 2);
     assert_nothing_left(&client, &vpc, &pids, &nodes).await;
+    let agent_id = format!("agent-panic-{}", std::process::id());
+    let left = Enis::new(env.aws_endpoint(), "us-east-1").ids("tag:lbc-e2e/node-agent", &agent_id).await.unwrap();
+    assert!(left.is_empty(), "ENIs of agent {agent_id} left after the panic: {left:?}");
     kube_util::delete_namespace(&client, &ns).await;
     drop(vpc);
     check_host_has_no_route(env.get("LBC_VPC_CIDR").parse().unwrap()).unwrap();

@@ -9,9 +9,10 @@
 //!   `spec.schedulerName: `[`SCHEDULER_NAME`] (in [`AgentConfig::namespace`] when set) are bound
 //!   to the agent's node with the fewest live pods (the `pods/binding` subresource).
 //! - **Running.** A pod bound to its nodes gets a namespace with a VPC address from its node's pod
-//!   CIDR (round robin; an address is free again only after the pod's namespace is gone), the
-//!   podserver on the container's port, and a status as the kubelet writes it. Container
-//!   readiness follows the readinessProbe (httpGet; period, timeout and thresholds scaled by
+//!   CIDR (round robin; an address is free again only after the pod's namespace is gone), an ENI
+//!   for that address in the AWS emulator ([`eni`]), the podserver on the container's port, and a
+//!   status as the kubelet writes it. Container
+//!   readiness follows the readinessProbe (httpGet or tcpSocket; period, timeout and thresholds scaled by
 //!   [`AgentConfig::time_scale`]), run from inside the VPC ([`prober`]); Ready is True only when
 //!   the container is ready and every readiness gate condition is True.
 //! - **Deletion.** On `deletionTimestamp`: the pod is marked not ready (unless
@@ -24,6 +25,7 @@
 //! does not stall it. [`Agent::stop`] (or dropping the [`Agent`], e.g. when a test panics) kills every server,
 //! removes the namespaces, force-deletes the pods left on its nodes and deletes the nodes.
 
+pub mod eni;
 pub mod ipam;
 pub mod kubelet;
 pub mod prober;
@@ -67,6 +69,16 @@ pub struct NodeSpec {
     pub pod_cidr: Ipv4Net,
     /// The node's InternalIP (`status.hostIP` of its pods).
     pub internal_ip: Ipv4Addr,
+    /// The emulator subnet its pods' ENIs go into (None: no ENIs).
+    pub subnet_id: Option<String>,
+}
+
+/// Where pod ENIs are created (the AWS emulator), and their security group.
+#[derive(Clone, Debug)]
+pub struct EniConfig {
+    pub endpoint: String,
+    pub region: String,
+    pub security_group: Option<String>,
 }
 
 #[derive(Clone, Debug)]
@@ -92,6 +104,8 @@ pub struct AgentConfig {
     /// readiness probes go on during termination (the pod stays Ready while its server passes
     /// health, so EndpointSlices show it `serving` while `terminating`).
     pub ready_while_terminating: bool,
+    /// Create an ENI per pod IP in the emulator (as `e2e/pods` does), or none.
+    pub enis: Option<EniConfig>,
 }
 
 impl AgentConfig {
@@ -119,7 +133,12 @@ impl AgentConfig {
                 vpc.cidr(),
                 env.get("LBC_VPC_CIDR")
             );
-            nodes.push(NodeSpec { zone: s["az"].as_str().unwrap_or_default().to_string(), pod_cidr, internal_ip });
+            nodes.push(NodeSpec {
+                zone: s["az"].as_str().unwrap_or_default().to_string(),
+                pod_cidr,
+                internal_ip,
+                subnet_id: s["id"].as_str().map(str::to_string),
+            });
         }
         ensure!(!nodes.is_empty(), "aws-seed.json lists no private subnet: run e2e/up");
         Ok(Self {
@@ -133,11 +152,21 @@ impl AgentConfig {
             run_dir: Env::repo_root().join(format!("e2e/.run/datapath/agent-{tag}-{}", std::process::id())),
             time_scale: 1.0,
             ready_while_terminating: false,
+            enis: Some(EniConfig {
+                endpoint: env.aws_endpoint().to_string(),
+                region: seed["region"].as_str().unwrap_or("us-east-1").to_string(),
+                security_group: seed["node_security_group_id"].as_str().map(str::to_string),
+            }),
         })
     }
 
     pub fn node_name(&self, n: &NodeSpec) -> String {
         format!("lbc-dp-{}-{}", self.tag, n.zone.chars().last().unwrap_or('x'))
+    }
+
+    /// `<tag>-<pid>`: the value of the `lbc-e2e/node-agent` tag on this agent's ENIs.
+    pub fn agent_id(&self) -> String {
+        format!("{}-{}", self.tag, std::process::id())
     }
 
     fn scale(&self, d: Duration) -> Duration {
@@ -197,6 +226,7 @@ struct PodRt {
     probe: Option<JoinHandle<()>>,
     last: Pod,
     started_at: Option<Time>,
+    eni: Option<String>,
 }
 
 #[derive(Default)]
@@ -213,6 +243,13 @@ fn lock(s: &SharedRef) -> std::sync::MutexGuard<'_, Shared> {
     s.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// A pod's namespace, server and ENI, just made.
+struct Launched {
+    net: PodNet,
+    child: Child,
+    eni: Option<String>,
+}
+
 enum Ev {
     Pod(Box<Pod>),
     Gone(Box<Pod>),
@@ -222,7 +259,7 @@ enum Ev {
         uid: String,
         node: String,
         ip: Ipv4Addr,
-        result: Result<(PodNet, Child), String>,
+        result: Result<Launched, String>,
     },
     Probe {
         uid: String,
@@ -318,6 +355,8 @@ impl Agent {
             tx,
             prober: prober.clone(),
             vpc,
+            enis: config.enis.as_ref().map(|e| eni::Enis::new(&e.endpoint, &e.region)),
+            subnets: config.nodes.iter().filter_map(|n| Some((config.node_name(n), n.subnet_id.clone()?))).collect(),
         };
         tasks.push(tokio::spawn(runner.run(rx)));
         Ok((client, shared, prober, tasks, node_names))
@@ -389,10 +428,26 @@ impl Agent {
         self.stopped = true;
         self.halt_local();
         let runtime = self.runtime.take().context("agent runtime gone")?;
-        let (client, nodes) = (self.client.clone(), self.node_names.clone());
-        let done = runtime.spawn(async move { delete_nodes(&client, &nodes).await }).await;
+        let cleanup = self.remote_cleanup();
+        let done = runtime.spawn(cleanup).await;
         runtime.shutdown_background();
         done.context("deleting the agent's nodes")?
+    }
+
+    /// What stop and drop do through the APIs: delete the pods' ENIs (all tagged with this agent's
+    /// id, so those of aborted terminations too), force-delete the pods, delete the nodes.
+    fn remote_cleanup(&self) -> impl std::future::Future<Output = Result<()>> + Send + 'static {
+        let (client, nodes) = (self.client.clone(), self.node_names.clone());
+        let enis = self.config.enis.as_ref().map(|e| eni::Enis::new(&e.endpoint, &e.region));
+        let id = self.config.agent_id();
+        async move {
+            let enis_gone = match enis {
+                Some(enis) => enis.delete_tagged(&id).await,
+                None => Ok(()),
+            };
+            delete_nodes(&client, &nodes).await?;
+            enis_gone
+        }
     }
 
     /// Stops the tasks, the servers and the prober, and removes the namespaces.
@@ -437,10 +492,10 @@ impl Drop for Agent {
         let Some(runtime) = self.runtime.take() else { return };
         // Possibly while a test panics, maybe on a runtime thread: run the deletion on the
         // agent's runtime and wait for it here.
-        let (client, nodes, tag) = (self.client.clone(), self.node_names.clone(), self.config.tag.clone());
+        let (cleanup, tag) = (self.remote_cleanup(), self.config.tag.clone());
         let (tx, rx) = std::sync::mpsc::channel();
         runtime.spawn(async move {
-            let r = tokio::time::timeout(Duration::from_secs(20), delete_nodes(&client, &nodes)).await;
+            let r = tokio::time::timeout(Duration::from_secs(20), cleanup).await;
             let _ = tx.send(r.unwrap_or_else(|_| Err(anyhow::anyhow!("deleting the nodes timed out after 20 s"))));
         });
         let done = rx.recv_timeout(Duration::from_secs(25)).unwrap_or_else(|e| Err(anyhow::anyhow!("{e}")));
@@ -530,6 +585,15 @@ fn node_status(n: &NodeSpec, name: &str) -> serde_json::Value {
 async fn create_node(client: &Client, c: &AgentConfig, n: &NodeSpec) -> Result<()> {
     let name = c.node_name(n);
     let region = n.zone.trim_end_matches(|ch: char| ch.is_ascii_lowercase());
+    // As e2e/up's nodes: the subnet and security group of the node's pod ENIs.
+    let mut annotations =
+        json!({OWNER_ANNOTATION: std::process::id().to_string(), "node.alpha.kubernetes.io/ttl": "0"});
+    if let Some(subnet) = &n.subnet_id {
+        annotations["lbc-e2e/subnet-id"] = json!(subnet);
+    }
+    if let Some(sg) = c.enis.as_ref().and_then(|e| e.security_group.as_ref()) {
+        annotations["lbc-e2e/security-group-id"] = json!(sg);
+    }
     let node: Node = serde_json::from_value(json!({
         "apiVersion": "v1", "kind": "Node",
         "metadata": {
@@ -539,7 +603,7 @@ async fn create_node(client: &Client, c: &AgentConfig, n: &NodeSpec) -> Result<(
                 "topology.kubernetes.io/zone": n.zone, "topology.kubernetes.io/region": region,
                 NODE_LABEL: c.tag,
             },
-            "annotations": {OWNER_ANNOTATION: std::process::id().to_string(), "node.alpha.kubernetes.io/ttl": "0"},
+            "annotations": annotations,
         },
         "spec": {"podCIDR": n.pod_cidr.to_string(), "podCIDRs": [n.pod_cidr.to_string()]},
     }))?;
@@ -625,9 +689,20 @@ struct Runner {
     tx: mpsc::UnboundedSender<Ev>,
     prober: Arc<prober::Prober>,
     vpc: Arc<Vpc>,
+    enis: Option<eni::Enis>,
+    /// ENI subnet of each node.
+    subnets: HashMap<String, String>,
 }
 
 impl Runner {
+    async fn delete_eni(&self, eni: Option<String>) {
+        if let (Some(enis), Some(id)) = (&self.enis, eni)
+            && let Err(e) = enis.delete(&id).await
+        {
+            self.error(format!("deleting ENI {id}: {e:#}"));
+        }
+    }
+
     async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Ev>) {
         while let Some(ev) = rx.recv().await {
             match ev {
@@ -764,34 +839,65 @@ impl Runner {
             probe: None,
             last: pod,
             started_at: None,
+            eni: None,
         };
         lock(&self.shared).pods.insert(uid.clone(), rt);
         let (vpc, tx, bin) = (self.vpc.clone(), self.tx.clone(), self.config.podserver.clone());
         let port = kubelet::server_port(&c);
-        tokio::task::spawn_blocking(move || {
-            let result = (|| -> Result<(PodNet, Child)> {
-                std::fs::create_dir_all(&control)?;
-                let net = vpc.add_pod(&format!("{ns}.{name}"), ip)?;
-                let log = std::fs::File::create(control.join("server.log"))?;
-                let child = net
-                    .command(&bin)
-                    .args(["--name", &name, "--port", &port.to_string(), "--control-dir"])
-                    .arg(&control)
-                    .stdin(Stdio::null())
-                    .stdout(log.try_clone()?)
-                    .stderr(log)
-                    .spawn()
-                    .with_context(|| format!("starting {}", bin.display()))?;
-                Ok((net, child))
-            })()
-            .map_err(|e| format!("starting pod {ns}/{name} at {ip}: {e:#}"));
+        let enis = self.enis.clone();
+        let subnet = self.subnets.get(&node).cloned();
+        let sg = self.config.enis.as_ref().and_then(|e| e.security_group.clone());
+        let key = format!("{ns}/{name}");
+        let agent_id = self.config.agent_id();
+        tokio::spawn(async move {
+            // The ENI first, so it exists before the pod reports its IP (as with Cilium ENI mode).
+            let eni = match (&enis, &subnet) {
+                (Some(enis), Some(subnet)) => match enis.create(&key, &agent_id, ip, subnet, sg.as_deref()).await {
+                    Ok(id) => Some(id),
+                    Err(e) => {
+                        let result = Err(format!("creating the ENI of pod {key} at {ip}: {e:#}"));
+                        let _ = tx.send(Ev::Started { uid, node, ip, result });
+                        return;
+                    }
+                },
+                _ => None,
+            };
+            let launched = tokio::task::spawn_blocking(move || {
+                (|| -> Result<(PodNet, Child)> {
+                    std::fs::create_dir_all(&control)?;
+                    let net = vpc.add_pod(&format!("{ns}.{name}"), ip)?;
+                    let log = std::fs::File::create(control.join("server.log"))?;
+                    let child = net
+                        .command(&bin)
+                        .args(["--name", &name, "--port", &port.to_string(), "--control-dir"])
+                        .arg(&control)
+                        .stdin(Stdio::null())
+                        .stdout(log.try_clone()?)
+                        .stderr(log)
+                        .spawn()
+                        .with_context(|| format!("starting {}", bin.display()))?;
+                    Ok((net, child))
+                })()
+                .map_err(|e| format!("starting pod {ns}/{name} at {ip}: {e:#}"))
+            })
+            .await
+            .unwrap_or_else(|e| Err(format!("starting a pod at {ip}: {e}")));
+            let result = match launched {
+                Ok((net, child)) => Ok(Launched { net, child, eni }),
+                Err(e) => {
+                    if let (Some(enis), Some(id)) = (&enis, &eni) {
+                        let _ = enis.delete(id).await;
+                    }
+                    Err(e)
+                }
+            };
             // A closed channel (agent stopped) drops the namespace and with it the server.
             let _ = tx.send(Ev::Started { uid, node, ip, result });
         });
     }
 
-    async fn on_started(&mut self, uid: String, node: String, ip: Ipv4Addr, result: Result<(PodNet, Child), String>) {
-        let (net, child) = match result {
+    async fn on_started(&mut self, uid: String, node: String, ip: Ipv4Addr, result: Result<Launched, String>) {
+        let Launched { net, child, eni } = match result {
             Ok(r) => r,
             Err(e) => {
                 self.error(e);
@@ -810,8 +916,9 @@ impl Runner {
         let terminating = {
             let mut s = lock(&self.shared);
             match s.pods.get_mut(&uid) {
-                None => Err((net, child)),
+                None => Err((net, child, eni)),
                 Some(p) => {
+                    p.eni = eni;
                     p.pid = Some(child.id());
                     p.child = Some(child);
                     p.net = Some(net);
@@ -822,11 +929,12 @@ impl Runner {
         };
         let terminating = match terminating {
             Ok(t) => t,
-            Err((net, mut child)) => {
+            Err((net, mut child, eni)) => {
                 // Deleted (force) while starting.
                 let _ = child.kill();
                 let _ = child.wait();
                 let _ = tokio::task::spawn_blocking(move || net.remove()).await;
+                self.delete_eni(eni).await;
                 if let Some(p) = self.pools.get_mut(&node) {
                     p.release(ip);
                 }
@@ -942,6 +1050,7 @@ impl Runner {
         let grace = kubelet::grace_period(&p.last);
         let (ns, name, ip) = (p.namespace.clone(), p.name.clone(), p.ip);
         let (tx, uid, config) = (self.tx.clone(), uid.to_string(), self.config.clone());
+        let (enis, eni) = (self.enis.clone(), p.eni.take());
         let task = tokio::spawn(async move {
             // The kubelet bounds the hook by the grace period.
             let hook = pre_stop.map(|d| d.min(grace));
@@ -966,6 +1075,11 @@ impl Runner {
             let exited_after = observed.elapsed();
             if let Ok(Err(e)) = tokio::task::spawn_blocking(move || net.remove()).await {
                 eprintln!("[node-agent {}] removing the namespace of {ns}/{name}: {e:#}", config.tag);
+            }
+            if let (Some(enis), Some(id)) = (enis, eni)
+                && let Err(e) = enis.delete(&id).await
+            {
+                eprintln!("[node-agent {}] deleting ENI {id} of {ns}/{name}: {e:#}", config.tag);
             }
             let record = Termination {
                 namespace: ns,
@@ -1038,6 +1152,7 @@ impl Runner {
                 pool.release(p.ip);
             }
         }
+        self.delete_eni(p.eni.take()).await;
     }
 }
 
