@@ -2,6 +2,7 @@
 //! namespaces of a test VPC (lbc_e2e::datapath). Needs root.
 
 mod zero_downtime {
+    pub mod agent;
     pub mod dataplane;
     pub mod netns_basics;
 }

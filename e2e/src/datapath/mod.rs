@@ -3,6 +3,7 @@
 //! NLB-like data plane in front of them ([`plane`], `lbc-dataplane`) and the load generator
 //! ([`loadgen`], `lbc-loadgen`).
 
+pub mod agent;
 pub mod loadgen;
 pub mod netns;
 pub mod plane;
