@@ -50,7 +50,9 @@ async fn webhooks_inject_gates_validate_bindings_and_survive_outages() {
     env.pods(&["service", &ns, "web", "--port", "80", "--target-port", "8080"]);
     env.pods(&["service", &other_ns, "web", "--port", "80", "--target-port", "8080"]);
     let arn = aws::create_ip_target_group(&env, &elb, &unique("wh-tg"), 8080).await;
-    emu.tg_health(&arn, 3.0, "healthy").await;
+    // Unhealthy for 15 s after registration: long enough that the "not Ready yet" check below cannot
+    // miss the window on a loaded machine (3 s did, with pods created in ~3 s under load).
+    emu.tg_health(&arn, 15.0, "healthy").await;
 
     let ctl = start_controller(&env, &ns, &id, &cert_dir).await;
     let port = ctl.webhook_port;
@@ -114,7 +116,7 @@ async fn webhooks_inject_gates_validate_bindings_and_survive_outages() {
     // A gated pod is Ready only once the emulator reports its target healthy and the controller flips the gate.
     let early = kube_util::gate_status(&client, &ns, "web", GATE).await;
     assert!(early.iter().all(|(_, s)| s.as_deref() != Some("True")), "{early:?}");
-    eventually("gated pods Ready", 40, || async {
+    eventually("gated pods Ready", 60, || async {
         let list = pods.list(&Default::default()).await.ok()?;
         list.items
             .iter()
