@@ -7,6 +7,7 @@
 //! `LBC_E2E_REQUIRED=1` (set by the README's test command and CI), in which case they fail, so a
 //! CI run can never pass by skipping.
 
+pub mod albc;
 pub mod aws;
 pub mod bao;
 pub mod controller;
