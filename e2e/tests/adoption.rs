@@ -67,12 +67,24 @@ async fn snapshot(elb: &elbv2::Client, tag_key: &str, stack: &str) -> BTreeMap<S
         for l in ls.listeners() {
             let arn = l.listener_arn().unwrap_or_default().to_string();
             let rs = elb.describe_rules().listener_arn(&arn).send().await.expect("rules");
-            rules.extend(
-                rs.rules()
-                    .iter()
-                    .map(|r| format!("{} prio={}", r.rule_arn().unwrap_or_default(), r.priority().unwrap_or_default())),
-            );
-            listeners.push(arn);
+            rules.extend(rs.rules().iter().map(|r| {
+                format!(
+                    "{} prio={} conditions={:?} actions={:?}",
+                    r.rule_arn().unwrap_or_default(),
+                    r.priority().unwrap_or_default(),
+                    r.conditions(),
+                    r.actions()
+                )
+            }));
+            listeners.push(format!(
+                "{arn} {:?}:{:?} default={:?} certs={:?} ssl={:?} alpn={:?}",
+                l.protocol(),
+                l.port(),
+                l.default_actions(),
+                l.certificates(),
+                l.ssl_policy(),
+                l.alpn_policy()
+            ));
         }
     }
     for tg in &tgs {
@@ -277,10 +289,11 @@ async fn albc_to_ours_and_back_without_recreating_anything() {
     let albc_writes = writes_of(&calls, &albc.access_key);
     let readopted = s.settled(&services2, &ingresses2).await;
     eprintln!("ALBC's writes when it took over from ours: {albc_writes:?}");
-    let recreating: Vec<&String> =
-        albc_writes.iter().filter(|w| w.starts_with("Create") || w.starts_with("Delete")).collect();
-    assert_eq!(readopted, built_by_ours, "ALBC keeps what ours built: same ARNs and targets");
-    assert!(recreating.is_empty(), "ALBC recreated or deleted: {recreating:?} (all its writes: {albc_writes:?})");
+    assert_eq!(readopted, built_by_ours, "ALBC keeps what ours built: same ARNs, actions and targets");
+    // The one write allowed is SetSubnets on NLBs: moto omits EnablePrefixForIpv6SourceNat from
+    // DescribeLoadBalancers, so ALBC sends a no-op SetSubnets on every NLB pass (AWS reports "off").
+    let changed: Vec<&String> = albc_writes.iter().filter(|w| *w != "SetSubnets").collect();
+    assert!(changed.is_empty(), "ALBC changed what ours built: {changed:?} (all its writes: {albc_writes:?})");
 
     // 4. Clean up with ALBC, the current owner: everything goes.
     for (ns, name) in services2 {

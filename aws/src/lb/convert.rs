@@ -95,8 +95,12 @@ fn uint(n: Option<i32>) -> u32 {
     n.and_then(|n| u32::try_from(n).ok()).unwrap_or(0)
 }
 
-/// A model action as ELBv2 takes it. A forward to one unweighted target group without
-/// stickiness uses the plain `TargetGroupArn` form (the only one NLBs accept).
+/// A model action as ELBv2 takes it. A forward is always written in ALBC's form: a
+/// `ForwardConfig` whose groups carry a weight (1 for a single unweighted group) and an explicit
+/// stickiness setting, no `TargetGroupArn`. ALBC compares its desired actions with what AWS
+/// reports in that form, so a load balancer written this way is one ALBC adopts without a
+/// ModifyListener/ModifyRule (rollback to ALBC proven in e2e/tests/adoption.rs). NLBs accept it
+/// since they support weighted target groups.
 pub fn action(a: &Action, order: Option<i32>) -> Result<sdk::Action, String> {
     let b = sdk::Action::builder().set_order(order);
     Ok(match a {
@@ -105,28 +109,20 @@ pub fn action(a: &Action, order: Option<i32>) -> Result<sdk::Action, String> {
                 TargetGroupRef::Arn(a) => Ok(a.clone()),
                 TargetGroupRef::Name(n) => Err(format!("target group {n:?} must be resolved to an ARN")),
             };
-            match (target_groups.as_slice(), stickiness_seconds) {
-                ([one], None) if one.weight.is_none() => {
-                    b.r#type(sdk::ActionTypeEnum::Forward).target_group_arn(arn(one)?).build()
-                }
-                _ => {
-                    let mut fc = sdk::ForwardActionConfig::builder();
-                    for t in target_groups {
-                        fc = fc.target_groups(
-                            sdk::TargetGroupTuple::builder()
-                                .target_group_arn(arn(t)?)
-                                .set_weight(t.weight.map(int))
-                                .build(),
-                        );
-                    }
-                    if let Some(s) = stickiness_seconds {
-                        fc = fc.target_group_stickiness_config(
-                            sdk::TargetGroupStickinessConfig::builder().enabled(true).duration_seconds(int(*s)).build(),
-                        );
-                    }
-                    b.r#type(sdk::ActionTypeEnum::Forward).forward_config(fc.build()).build()
-                }
+            let single = target_groups.len() == 1;
+            let mut fc = sdk::ForwardActionConfig::builder();
+            for t in target_groups {
+                let weight = t.weight.map(int).or(single.then_some(1));
+                fc = fc.target_groups(
+                    sdk::TargetGroupTuple::builder().target_group_arn(arn(t)?).set_weight(weight).build(),
+                );
             }
+            let sticky = sdk::TargetGroupStickinessConfig::builder();
+            fc = fc.target_group_stickiness_config(match stickiness_seconds {
+                Some(s) => sticky.enabled(true).duration_seconds(int(*s)).build(),
+                None => sticky.enabled(false).build(),
+            });
+            b.r#type(sdk::ActionTypeEnum::Forward).forward_config(fc.build()).build()
         }
         Action::Redirect { protocol, host, port, path, query, status_code } => b
             .r#type(sdk::ActionTypeEnum::Redirect)
@@ -162,10 +158,9 @@ pub fn action(a: &Action, order: Option<i32>) -> Result<sdk::Action, String> {
     })
 }
 
-/// Listener or rule actions in order (`Order` set when there is more than one).
+/// Listener or rule actions in order, each with its `Order` (1, 2, ...), as ALBC writes them.
 pub fn actions(list: &[Action]) -> Result<Vec<sdk::Action>, String> {
-    let numbered = list.len() > 1;
-    list.iter().enumerate().map(|(i, a)| action(a, numbered.then(|| int(i as u32 + 1)))).collect()
+    list.iter().enumerate().map(|(i, a)| action(a, Some(int(i as u32 + 1)))).collect()
 }
 
 /// A reported action as a model action; `None` for kinds the model does not have (e.g. JWT validation).
@@ -194,8 +189,11 @@ pub fn action_from(a: &sdk::Action) -> Option<Action> {
                 .and_then(|f| f.target_group_stickiness_config())
                 .filter(|s| s.enabled() == Some(true))
                 .map(|s| uint(s.duration_seconds()));
-            // AWS reports a plain forward as a one-group ForwardConfig with weight 1: same thing.
-            if let ([only], None) = (tgs.as_mut_slice(), stickiness_seconds) {
+            // One group takes all traffic: weight 1 (what AWS reports for a plain forward, and what
+            // `action` writes for an unweighted one) is the same as no weight.
+            if let [only] = tgs.as_mut_slice()
+                && only.weight == Some(1)
+            {
                 only.weight = None;
             }
             Action::Forward { target_groups: tgs, stickiness_seconds }
@@ -399,9 +397,16 @@ mod tests {
             )
             .build();
         assert_eq!(action_from(&reported).as_ref(), Some(&cases[0]));
-        // One unweighted group: the plain form NLBs accept.
+        // One unweighted group: ALBC's form (weight 1, stickiness off, no TargetGroupArn).
         let s = action(&cases[0], None).unwrap();
-        assert_eq!((s.target_group_arn(), s.forward_config()), (Some("arn:a"), None));
+        let fc = s.forward_config().expect("forward config");
+        assert_eq!(s.target_group_arn(), None);
+        assert_eq!(
+            fc.target_groups().iter().map(|t| (t.target_group_arn(), t.weight())).collect::<Vec<_>>(),
+            [(Some("arn:a"), Some(1))]
+        );
+        assert_eq!(fc.target_group_stickiness_config().and_then(|c| c.enabled()), Some(false));
+        assert_eq!(actions(&cases[..1]).unwrap()[0].order(), Some(1), "numbered even when alone");
         let numbered = actions(&cases[2..]).unwrap();
         assert_eq!(numbered.iter().map(|a| a.order()).collect::<Vec<_>>(), [Some(1), Some(2)]);
         let by_name = Action::Forward {

@@ -131,9 +131,11 @@ fn model_action() -> impl Strategy<Value = Action> {
 /// unsticky forward has no weight (AWS reports it as weight 1).
 fn as_read_back(a: &Action) -> Action {
     match a.without_secrets() {
-        Action::Forward { mut target_groups, stickiness_seconds: None } if target_groups.len() == 1 => {
+        Action::Forward { mut target_groups, stickiness_seconds }
+            if target_groups.len() == 1 && target_groups[0].weight == Some(1) =>
+        {
             target_groups[0].weight = None;
-            Action::Forward { target_groups, stickiness_seconds: None }
+            Action::Forward { target_groups, stickiness_seconds }
         }
         other => other,
     }
