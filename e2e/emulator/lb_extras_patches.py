@@ -3,6 +3,7 @@
   * SetSecurityGroups' EnforceSecurityGroupInboundRulesOnPrivateLinkTraffic (on/off) is stored and reported by
     SetSecurityGroups and DescribeLoadBalancers, "on" by default for a load balancer with security groups, absent
     without (as ELBv2 does); moto ignored it;
+  * DescribeLoadBalancers reports EnablePrefixForIpv6SourceNat "off" for NLBs, as ELBv2 does (moto omitted it);
   * ModifyCapacityReservation (missing in moto) stores MinimumLoadBalancerCapacity.CapacityUnits or resets it;
     DescribeCapacityReservation reports it (moto answered a fixed "provisioned" without capacity).
 """
@@ -32,6 +33,10 @@ def install() -> None:
         orig_init(self, *args, **kw)
         setattr(self, FIELD, "on" if self.security_groups else None)
         self.capacity_units = None
+        # ELBv2 reports EnablePrefixForIpv6SourceNat ("off" unless set) on every NLB; moto omits it, so a
+        # controller that compares it (ALBC) sent a no-op SetSubnets on every NLB pass.
+        if getattr(self, "type", None) == "network":
+            self.enable_prefix_for_ipv6_source_nat = getattr(self, "enable_prefix_for_ipv6_source_nat", None) or "off"
 
     m.FakeLoadBalancer.__init__ = init
 

@@ -39,3 +39,12 @@ def test_capacity_reservation_modify_describe_reset(emu, aws):
     with pytest.raises(ClientError) as e:
         aws.elb.modify_capacity_reservation(LoadBalancerArn=arn)
     assert code_of(e) == "ValidationError"
+
+
+def test_nlbs_report_prefix_for_ipv6_source_nat_off_and_albs_do_not(emu, aws):
+    nlb, _ = _nlb(aws, "emu-nat")
+    got = aws.elb.describe_load_balancers(LoadBalancerArns=[nlb["LoadBalancerArn"]])["LoadBalancers"][0]
+    assert got.get("EnablePrefixForIpv6SourceNat") == "off", got
+    subnets = [s["SubnetId"] for s in aws.ec2.describe_subnets(Filters=[{"Name": "vpc-id", "Values": [aws.vpc]}])["Subnets"]]
+    alb = aws.elb.create_load_balancer(Name="emu-nat-alb", Subnets=subnets[:2], Type="application")["LoadBalancers"][0]
+    assert "EnablePrefixForIpv6SourceNat" not in alb
