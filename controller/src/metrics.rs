@@ -1,6 +1,9 @@
 //! Controller metrics (every name is documented in docs/metrics.md). One registry, served on
 //! `--metrics-bind-addr` at `/metrics`.
 
+mod albc;
+
+pub use albc::AlbcMetrics;
 use lbc_aws::metrics::AwsMetrics;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -56,6 +59,83 @@ fn latency_buckets() -> Histogram {
     Histogram::new(exponential_buckets(0.01, 2.0, 18))
 }
 
+/// Ours (10 ms .. ~20 min) and ALBC's (10 s .. 10 min) boundaries together, so a query written
+/// for either one's `le` values finds its bucket.
+fn readiness_buckets() -> Histogram {
+    let mut b: Vec<f64> = exponential_buckets(0.01, 2.0, 18)
+        .chain([10.0, 30.0, 60.0, 120.0, 180.0, 240.0, 300.0, 360.0, 420.0, 480.0, 540.0, 600.0])
+        .collect();
+    b.sort_by(f64::total_cmp);
+    Histogram::new(b)
+}
+
+/// How one reconcile ended, in controller-runtime's terms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReconcileResult {
+    /// Done; next time on a change.
+    Success,
+    /// Done; again after a delay.
+    RequeueAfter,
+    /// Failed (retried with backoff).
+    Error,
+}
+
+impl ReconcileResult {
+    /// controller-runtime's `result` label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Success => "success",
+            Self::RequeueAfter => "requeue_after",
+            Self::Error => "error",
+        }
+    }
+
+    /// The result of a kube-runtime reconcile.
+    pub fn of<E>(res: &Result<kube::runtime::controller::Action, E>) -> Self {
+        match res {
+            Ok(a) if *a == kube::runtime::controller::Action::await_change() => Self::Success,
+            Ok(_) => Self::RequeueAfter,
+            Err(_) => Self::Error,
+        }
+    }
+}
+
+/// One reconcile in progress (counted in `controller_runtime_active_workers` until dropped).
+pub struct ReconcileTimer<'a> {
+    metrics: &'a Metrics,
+    controller: &'static str,
+    start: std::time::Instant,
+}
+
+impl ReconcileTimer<'_> {
+    /// Records the reconcile's duration and result in our and ALBC's families.
+    pub fn done(self, result: ReconcileResult) {
+        let secs = self.start.elapsed().as_secs_f64();
+        self.metrics.reconcile_duration.get_or_create(&ControllerLabel { controller: self.controller }).observe(secs);
+        let Some(name) = albc::controller_name(self.controller) else { return };
+        let a = &self.metrics.albc;
+        let c = albc::ControllerLabel { controller: name };
+        a.reconcile_time.get_or_create(&c).observe(secs);
+        a.reconcile_total.get_or_create(&albc::ResultLabels { controller: name, result: result.label() }).inc();
+        if result == ReconcileResult::Error {
+            a.cr_reconcile_errors.get_or_create(&c).inc();
+        }
+        let q = albc::QueueLabels { name, controller: name };
+        a.work_duration.get_or_create(&q).observe(secs);
+        if result != ReconcileResult::Success {
+            a.queue_retries.get_or_create(&q).inc();
+        }
+    }
+}
+
+impl Drop for ReconcileTimer<'_> {
+    fn drop(&mut self) {
+        if let Some(name) = albc::controller_name(self.controller) {
+            self.metrics.albc.active_workers.get_or_create(&albc::ControllerLabel { controller: name }).dec();
+        }
+    }
+}
+
 /// All controller metrics; cheap to clone.
 #[derive(Clone)]
 pub struct Metrics {
@@ -64,7 +144,8 @@ pub struct Metrics {
     pub endpoint_to_register: Histogram,
     pub terminating_to_deregister: Histogram,
     pub registered_to_healthy: Histogram,
-    pub readiness_gate_ready: Histogram,
+    /// ALBC's family and labels (`namespace`, `name` of the binding).
+    pub readiness_gate_ready: Family<TgbLabels, Histogram, fn() -> Histogram>,
     pub targets: Family<TargetStateLabels, Gauge>,
     pub deregister_all_refused: Family<TgbLabels, Counter>,
     pub targets_outside_vpc: Family<TgbLabels, Gauge>,
@@ -78,13 +159,104 @@ pub struct Metrics {
     pub backend_rule_changes: Family<RuleChangeLabels, Counter>,
     pub backend_rule_problems: Gauge,
     pub aws: AwsMetrics,
+    /// ALBC's families not shared with ours; fed only through the methods below.
+    pub albc: AlbcMetrics,
     registry: Arc<std::sync::Mutex<Option<Registry>>>,
 }
 
 impl Metrics {
-    /// Records one reconcile of `controller` that began at `start`.
-    pub fn observe_reconcile(&self, controller: &'static str, start: std::time::Instant) {
-        self.reconcile_duration.get_or_create(&ControllerLabel { controller }).observe(start.elapsed().as_secs_f64());
+    /// Starts timing one reconcile of `controller`; [`ReconcileTimer::done`] records it.
+    pub fn reconcile_started(&self, controller: &'static str) -> ReconcileTimer<'_> {
+        if let Some(name) = albc::controller_name(controller) {
+            self.albc.active_workers.get_or_create(&albc::ControllerLabel { controller: name }).inc();
+        }
+        ReconcileTimer { metrics: self, controller, start: std::time::Instant::now() }
+    }
+
+    /// A failed reconcile of `controller` (ours: `awslbc_reconcile_errors_total`; ALBC's:
+    /// `awslbc_controller_reconcile_errors_total`, with our error category as `error_category`).
+    pub fn reconcile_failed(&self, controller: &'static str, category: &'static str) {
+        self.reconcile_errors.get_or_create(&ErrorLabels { controller, category }).inc();
+        if let Some(name) = albc::controller_name(controller) {
+            self.albc
+                .reconcile_errors
+                .get_or_create(&albc::ErrorLabels { controller: name, error_category: category })
+                .inc();
+        }
+    }
+
+    /// Duration of one stage of a reconcile, named as ALBC names its stages.
+    pub fn reconcile_stage(&self, controller: &'static str, stage: &'static str, start: std::time::Instant) {
+        if let Some(name) = albc::controller_name(controller) {
+            self.albc
+                .stage_duration
+                .get_or_create(&albc::StageLabels { controller: name, reconcile_stage: stage })
+                .observe(start.elapsed().as_secs_f64());
+        }
+    }
+
+    /// A controller starts with `workers` reconcile workers. Like controller-runtime, its
+    /// per-controller series start at 0 here, so alerts on them see a value, not an absence.
+    pub fn set_concurrency(&self, controller: &'static str, workers: u16) {
+        let Some(name) = albc::controller_name(controller) else { return };
+        let a = &self.albc;
+        let c = albc::ControllerLabel { controller: name };
+        a.max_concurrent.get_or_create(&c).set(i64::from(workers));
+        let _ = a.active_workers.get_or_create(&c);
+        let _ = a.cr_reconcile_errors.get_or_create(&c);
+        for result in ["success", "error", "requeue", "requeue_after"] {
+            let _ = a.reconcile_total.get_or_create(&albc::ResultLabels { controller: name, result });
+        }
+        let _ = a.queue_retries.get_or_create(&albc::QueueLabels { name, controller: name });
+    }
+
+    /// Whether this replica leads; `lease`: the lease's name when leaders are elected.
+    pub fn set_leader(&self, lease: Option<&str>, leading: bool) {
+        self.leader.set(i64::from(leading));
+        if let Some(name) = lease {
+            self.albc.leader.get_or_create(&albc::NameLabel { name: name.to_string() }).set(i64::from(leading));
+        }
+    }
+
+    /// Objects in the watch cache of `resource` (ours: plural resource names).
+    pub fn set_cache_objects(&self, resource: &'static str, objects: usize) {
+        self.cache_objects.get_or_create(&ResourceLabel { resource }).set(objects as i64);
+        if let Some(r) = albc::cache_resource(resource) {
+            self.albc.cache_objects.get_or_create(&albc::ResourceLabel { resource: r }).set(objects as i64);
+        }
+    }
+
+    /// TargetGroupBindings with endpoint changes not yet reconciled (the binding queue's depth).
+    pub fn set_pending_reconciles(&self, pending: usize) {
+        self.pending_reconciles.set(pending as i64);
+        let name = "targetGroupBinding";
+        self.albc
+            .queue_depth
+            .get_or_create(&albc::QueueDepthLabels { name, controller: name, priority: "0" })
+            .set(pending as i64);
+    }
+
+    /// From a target's registration to its pod's readiness gate turning True, for binding
+    /// `namespace/name`.
+    pub fn readiness_gate_ready(&self, namespace: &str, name: &str, secs: f64) {
+        self.readiness_gate_ready
+            .get_or_create(&TgbLabels { namespace: namespace.to_string(), name: name.to_string() })
+            .observe(secs);
+    }
+
+    /// A TargetGroupBinding of a Service or Ingress of ours exists (`true`) or was deleted, with
+    /// its Service and target group ARN (ALBC's `aws_target_group_info`).
+    pub fn target_group_binding(&self, namespace: &str, service: &str, arn: &str, exists: bool) {
+        let labels = albc::TargetGroupInfoLabels {
+            namespace: namespace.to_string(),
+            service: service.to_string(),
+            target_group: albc::target_group_dimension(arn).to_string(),
+        };
+        if exists {
+            self.albc.target_group_info.get_or_create(&labels).set(1);
+        } else {
+            self.albc.target_group_info.remove(&labels);
+        }
     }
 
     pub fn new() -> Self {
@@ -94,7 +266,7 @@ impl Metrics {
             endpoint_to_register: latency_buckets(),
             terminating_to_deregister: latency_buckets(),
             registered_to_healthy: latency_buckets(),
-            readiness_gate_ready: latency_buckets(),
+            readiness_gate_ready: Family::new_with_constructor(readiness_buckets),
             targets: Family::default(),
             deregister_all_refused: Family::default(),
             targets_outside_vpc: Family::default(),
@@ -108,10 +280,12 @@ impl Metrics {
             backend_rule_changes: Family::default(),
             backend_rule_problems: Gauge::default(),
             aws: AwsMetrics::default(),
+            albc: AlbcMetrics::default(),
             registry: Default::default(),
         };
         let mut r = Registry::default();
         m.aws.register(&mut r);
+        m.albc.register(&mut r);
         let a = r.sub_registry_with_prefix("awslbc");
         a.register("reconcile_duration_seconds", "Duration of one reconcile", m.reconcile_duration.clone());
         a.register("reconcile_errors", "Failed reconciles by error category", m.reconcile_errors.clone());

@@ -105,6 +105,7 @@ pub async fn run(
     concurrency: u16,
     stop: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) {
+    ctx.io.base.metrics.set_concurrency(CONTROLLER, concurrency);
     let (tx, rx) = mpsc::unbounded_channel();
     for s in ctx.io.base.stores.services.state() {
         let _ = tx.send(ObjectRef::from_obj(s.as_ref()));
@@ -124,9 +125,11 @@ async fn reconcile(svc: Arc<Service>, ctx: Arc<ServiceCtx>) -> Result<Action> {
     if !ctx.io.base.is_leader() {
         return Ok(Action::await_change());
     }
-    let start = std::time::Instant::now();
+    let timer = ctx.io.base.metrics.reconcile_started(CONTROLLER);
     let res = reconcile_inner(&svc, &ctx).await;
-    ctx.io.base.metrics.observe_reconcile(CONTROLLER, start);
+    if !res.as_ref().is_err_and(Error::is_not_leader) {
+        timer.done(crate::metrics::ReconcileResult::of(&res));
+    }
     if res.is_ok() {
         ctx.backoff.succeeded(&ObjectRef::from_obj(svc.as_ref()));
     }
