@@ -2,6 +2,7 @@
 //! `--metrics-bind-addr` at `/metrics`.
 
 mod albc;
+mod process;
 
 pub use albc::AlbcMetrics;
 use lbc_aws::metrics::AwsMetrics;
@@ -286,6 +287,7 @@ impl Metrics {
         let mut r = Registry::default();
         m.aws.register(&mut r);
         m.albc.register(&mut r);
+        r.register_collector(Box::new(process::ProcessCollector));
         let a = r.sub_registry_with_prefix("awslbc");
         a.register("reconcile_duration_seconds", "Duration of one reconcile", m.reconcile_duration.clone());
         a.register("reconcile_errors", "Failed reconciles by error category", m.reconcile_errors.clone());

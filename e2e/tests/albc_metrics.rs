@@ -148,9 +148,18 @@ const FAMILIES: &[Family] = &[
         &[],
         "controller-runtime's certificate watcher; ours re-reads the webhook certificate per connection",
     ),
-    // Go's and the process collector
+    // Go's runtime collector
     not("go_", "", &[], NO_GO),
-    not("process_", "", &[], "the Prometheus Go client's process collector is not in ours (not yet ported)"),
+    // The Prometheus clients' process collector (read from /proc/self here)
+    same("process_cpu_seconds_total", "counter", &[], true),
+    same("process_start_time_seconds", "gauge", &[], true),
+    same("process_resident_memory_bytes", "gauge", &[], true),
+    same("process_virtual_memory_bytes", "gauge", &[], true),
+    same("process_virtual_memory_max_bytes", "gauge", &[], true),
+    same("process_open_fds", "gauge", &[], true),
+    same("process_max_fds", "gauge", &[], true),
+    same("process_network_receive_bytes_total", "counter", &[], true),
+    same("process_network_transmit_bytes_total", "counter", &[], true),
 ];
 
 fn entry(name: &str) -> Option<&'static Family> {
@@ -360,6 +369,52 @@ async fn albc_families_are_served_with_albcs_types_and_labels() {
     if !gate_of_web {
         problems.push(format!("awslbc_readiness_gate_ready_seconds: no sample of binding {}/web", f.ns));
     }
+    // Side by side with what the real ALBC exported (the snapshot): written out for reading, and
+    // every family ALBC sampled that we export must match it.
+    let snapshot = std::fs::read_to_string(Env::repo_root().join("e2e/albc-metrics-families.txt")).expect("snapshot");
+    let mut report = String::from("# family | ALBC (scraped): type labels | ours (scraped): type labels | verdict\n");
+    let (mut matched, mut absent) = (0, 0);
+    for line in snapshot.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
+        let mut it = line.split_whitespace();
+        let (name, kind, labels) = (it.next().unwrap(), it.next().unwrap(), it.next().unwrap_or("-"));
+        let albc: BTreeSet<String> = labels.split(',').filter(|l| *l != "-").map(String::from).collect();
+        let extra: BTreeSet<String> = match entry(name).map(|f| f.ours) {
+            Some(Ours::Same { extra }) => extra.iter().map(|s| s.to_string()).collect(),
+            _ => BTreeSet::new(),
+        };
+        let (shown, verdict) = match ours.get(name) {
+            None => {
+                absent += 1;
+                let why = match entry(name).map(|f| f.ours) {
+                    Some(Ours::Not(why)) => why,
+                    _ => "no samples in this scenario",
+                };
+                ("-".to_string(), format!("not exported: {why}"))
+            }
+            Some(seen) => {
+                let ok = seen.kind == kind
+                    && seen.labels.iter().all(|l| albc.contains(l) || extra.contains(l))
+                    && (seen.samples.is_empty() || albc.iter().all(|l| seen.labels.contains(l)));
+                if ok {
+                    matched += 1;
+                } else {
+                    problems.push(format!(
+                        "{name}: ALBC exports a {kind} with {albc:?}, we a {} with {:?}",
+                        seen.kind, seen.labels
+                    ));
+                }
+                let labels = seen.labels.iter().cloned().collect::<Vec<_>>().join(",");
+                (
+                    format!("{} {}", seen.kind, if labels.is_empty() { "-" } else { &labels }),
+                    (if ok { "same" } else { "DIFFERS" }).to_string(),
+                )
+            }
+        };
+        report.push_str(&format!("{name} | {kind} {labels} | {shown} | {verdict}\n"));
+    }
+    let out = Env::repo_root().join("e2e/.run/albc-metrics-compare.txt");
+    let _ = std::fs::write(&out, &report);
+    eprintln!("ALBC's families: {matched} exported alike, {absent} not exported; side by side in {}", out.display());
     assert!(
         problems.is_empty(),
         "ALBC's families on our /metrics (controller log {}):\n  {}",
