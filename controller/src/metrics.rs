@@ -106,6 +106,7 @@ pub struct ReconcileTimer<'a> {
     metrics: &'a Metrics,
     controller: &'static str,
     start: std::time::Instant,
+    id: u64,
 }
 
 impl ReconcileTimer<'_> {
@@ -131,6 +132,7 @@ impl ReconcileTimer<'_> {
 
 impl Drop for ReconcileTimer<'_> {
     fn drop(&mut self) {
+        self.metrics.albc.activity.lock().expect("activity lock").end(self.id);
         if let Some(name) = albc::controller_name(self.controller) {
             self.metrics.albc.active_workers.get_or_create(&albc::ControllerLabel { controller: name }).dec();
         }
@@ -166,12 +168,34 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    /// Starts timing one reconcile of `controller`; [`ReconcileTimer::done`] records it.
-    pub fn reconcile_started(&self, controller: &'static str) -> ReconcileTimer<'_> {
-        if let Some(name) = albc::controller_name(controller) {
+    /// Starts timing one reconcile of `controller` for object `namespace/name` (an IngressGroup:
+    /// its namespace, empty for an explicit group, and name); [`ReconcileTimer::done`] records it.
+    pub fn reconcile_started(&self, controller: &'static str, namespace: &str, name: &str) -> ReconcileTimer<'_> {
+        let albc_name = albc::controller_name(controller);
+        if let Some(name) = albc_name {
             self.albc.active_workers.get_or_create(&albc::ControllerLabel { controller: name }).inc();
         }
-        ReconcileTimer { metrics: self, controller, start: std::time::Instant::now() }
+        let id = self.albc.activity.lock().expect("activity lock").start(albc_name, controller, namespace, name);
+        ReconcileTimer { metrics: self, controller, start: std::time::Instant::now(), id }
+    }
+
+    /// Every [`albc::TOP_TALKERS_EVERY`], like ALBC: the objects reconciled most since the last
+    /// pick become `awslbc_controller_top_talkers` (replacing the previous pick).
+    pub async fn pick_top_talkers_forever(&self) {
+        let mut tick = tokio::time::interval(albc::TOP_TALKERS_EVERY);
+        tick.tick().await;
+        loop {
+            tick.tick().await;
+            self.pick_top_talkers();
+        }
+    }
+
+    pub fn pick_top_talkers(&self) {
+        let top = self.albc.activity.lock().expect("activity lock").pick_top_talkers();
+        self.albc.top_talkers.clear();
+        for (labels, n) in top {
+            self.albc.top_talkers.get_or_create(&labels).set(n as i64);
+        }
     }
 
     /// A failed reconcile of `controller` (ours: `awslbc_reconcile_errors_total`; ALBC's:
@@ -201,6 +225,7 @@ impl Metrics {
     pub fn set_concurrency(&self, controller: &'static str, workers: u16) {
         let Some(name) = albc::controller_name(controller) else { return };
         let a = &self.albc;
+        a.activity.lock().expect("activity lock").known.insert(name);
         let c = albc::ControllerLabel { controller: name };
         a.max_concurrent.get_or_create(&c).set(i64::from(workers));
         let _ = a.active_workers.get_or_create(&c);
@@ -379,5 +404,106 @@ impl Metrics {
 impl Default for Metrics {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(text: &str, prefix: &str) -> Option<f64> {
+        text.lines().find_map(|l| l.strip_prefix(prefix)?.trim().parse().ok())
+    }
+
+    #[test]
+    fn reconciles_feed_ours_and_albcs_families_alike() {
+        let m = Metrics::new();
+        m.set_concurrency("targetgroupbinding", 4);
+        let t = m.reconcile_started("targetgroupbinding", "ns", "web");
+        let text = m.encode();
+        assert_eq!(sample(&text, "controller_runtime_active_workers{controller=\"targetGroupBinding\"}"), Some(1.0));
+        let key = "{name=\"targetGroupBinding\",controller=\"targetGroupBinding\"}";
+        let running = sample(&text, &format!("workqueue_longest_running_processor_seconds{key}"));
+        assert!(running.is_some_and(|s| s >= 0.0), "a reconcile in progress is reported:\n{text}");
+        t.done(ReconcileResult::Error);
+        m.reconcile_failed("targetgroupbinding", "access_denied");
+        let text = m.encode();
+        let want = [
+            ("controller_runtime_active_workers{controller=\"targetGroupBinding\"}", 0.0),
+            ("controller_runtime_max_concurrent_reconciles{controller=\"targetGroupBinding\"}", 4.0),
+            ("controller_runtime_reconcile_total{controller=\"targetGroupBinding\",result=\"error\"}", 1.0),
+            ("controller_runtime_reconcile_total{controller=\"targetGroupBinding\",result=\"success\"}", 0.0),
+            ("controller_runtime_reconcile_errors_total{controller=\"targetGroupBinding\"}", 1.0),
+            ("controller_runtime_reconcile_time_seconds_count{controller=\"targetGroupBinding\"}", 1.0),
+            ("awslbc_reconcile_duration_seconds_count{controller=\"targetgroupbinding\"}", 1.0),
+            ("awslbc_reconcile_errors_total{controller=\"targetgroupbinding\",category=\"access_denied\"}", 1.0),
+            (
+                "awslbc_controller_reconcile_errors_total{controller=\"targetGroupBinding\",error_category=\"access_denied\"}",
+                1.0,
+            ),
+            ("workqueue_retries_total{name=\"targetGroupBinding\",controller=\"targetGroupBinding\"}", 1.0),
+            (
+                "workqueue_longest_running_processor_seconds{name=\"targetGroupBinding\",controller=\"targetGroupBinding\"}",
+                0.0,
+            ),
+        ];
+        for (prefix, value) in want {
+            assert_eq!(sample(&text, prefix), Some(value), "{prefix} in\n{text}");
+        }
+        // A controller ALBC lacks feeds only ours.
+        m.reconcile_failed("backend-rules", "other");
+        assert!(!m.encode().contains("awslbc_controller_reconcile_errors_total{controller=\"backend-rules\""));
+    }
+
+    #[test]
+    fn top_talkers_are_the_three_objects_reconciled_most_per_controller_then_start_over() {
+        let m = Metrics::new();
+        for (name, n) in [("a", 5), ("b", 2), ("c", 1), ("d", 1)] {
+            for _ in 0..n {
+                m.reconcile_started("targetgroupbinding", "ns", name).done(ReconcileResult::Success);
+            }
+        }
+        m.reconcile_started("service", "ns", "svc").done(ReconcileResult::Success);
+        m.pick_top_talkers();
+        let text = m.encode();
+        let talker = |c: &str, n: &str| {
+            sample(&text, &format!("awslbc_controller_top_talkers{{controller=\"{c}\",namespace=\"ns\",name=\"{n}\"}}"))
+        };
+        assert_eq!((talker("targetgroupbinding", "a"), talker("targetgroupbinding", "b")), (Some(5.0), Some(2.0)));
+        assert_eq!(
+            (talker("targetgroupbinding", "c"), talker("targetgroupbinding", "d")),
+            (Some(1.0), None),
+            "3 per controller"
+        );
+        assert_eq!(talker("service", "svc"), Some(1.0));
+        m.reconcile_started("targetgroupbinding", "ns", "d").done(ReconcileResult::Success);
+        m.pick_top_talkers();
+        let text = m.encode();
+        let talkers: Vec<_> = text.lines().filter(|l| l.starts_with("awslbc_controller_top_talkers{")).collect();
+        assert_eq!(
+            talkers,
+            ["awslbc_controller_top_talkers{controller=\"targetgroupbinding\",namespace=\"ns\",name=\"d\"} 1"]
+        );
+    }
+
+    #[test]
+    fn leader_cache_and_binding_info_in_albcs_terms() {
+        let m = Metrics::new();
+        m.set_leader(Some("aws-load-balancer-controller-leader"), true);
+        m.set_cache_objects("targetgroupbindings", 7);
+        m.set_cache_objects("pods", 9);
+        let arn = "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/k8s-web/0123456789abcdef";
+        m.target_group_binding("ns", "web", arn, true);
+        let text = m.encode();
+        assert_eq!(
+            sample(&text, "leader_election_master_status{name=\"aws-load-balancer-controller-leader\"}"),
+            Some(1.0)
+        );
+        assert_eq!(sample(&text, "awslbc_controller_cache_object_total{resource=\"targetgroupbinding\"}"), Some(7.0));
+        assert!(!text.contains("awslbc_controller_cache_object_total{resource=\"pod"), "ALBC reports no pod cache");
+        let info = "aws_target_group_info{namespace=\"ns\",service=\"web\",target_group=\"targetgroup/k8s-web/0123456789abcdef\"}";
+        assert_eq!(sample(&text, info), Some(1.0));
+        m.target_group_binding("ns", "web", arn, false);
+        assert_eq!(sample(&m.encode(), info), None, "gone with its binding");
     }
 }

@@ -62,6 +62,10 @@ pub async fn run(args: Args, albc_only: Vec<lbc_model::compat::GivenFlag>) -> an
         Some(gate),
     );
     tokio::spawn(log_exit("metrics server", admin::serve_metrics(args.metrics_bind_addr, metrics.clone())));
+    tokio::spawn({
+        let m = metrics.clone();
+        async move { m.pick_top_talkers_forever().await }
+    });
     let credentials = crate::credentials::start(&args, &metrics).await?;
     let health = Health::new(credentials.as_ref().map(|c| c.status()));
     tokio::spawn(log_exit("health server", admin::serve_health(args.health_probe_bind_addr, health.clone())));

@@ -292,7 +292,11 @@ async fn reconcile(ctx: &IngressCtx, g: &GroupId) -> Option<Duration> {
     if !ctx.io.base.is_leader() {
         return None;
     }
-    let timer = ctx.io.base.metrics.reconcile_started(CONTROLLER);
+    let (ns, name) = match g {
+        GroupId::Explicit(name) => ("", name.as_str()),
+        GroupId::Implicit { namespace, name } => (namespace.as_str(), name.as_str()),
+    };
+    let timer = ctx.io.base.metrics.reconcile_started(CONTROLLER, ns, name);
     let res = group::reconcile(ctx, g).await;
     use crate::metrics::ReconcileResult;
     match &res {

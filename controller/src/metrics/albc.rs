@@ -139,6 +139,9 @@ pub struct AlbcMetrics {
     pub queue_retries: Family<QueueLabels, Counter>,
     /// `leader_election_master_status{name}`
     pub leader: Family<NameLabel, Gauge>,
+    /// `awslbc_controller_top_talkers{controller,namespace,name}`
+    pub top_talkers: Family<TopTalkerLabels, Gauge>,
+    pub activity: std::sync::Arc<std::sync::Mutex<Activity>>,
 }
 
 impl Default for AlbcMetrics {
@@ -157,6 +160,8 @@ impl Default for AlbcMetrics {
             work_duration: Family::new_with_constructor(workqueue_buckets),
             queue_retries: Family::default(),
             leader: Family::default(),
+            top_talkers: Family::default(),
+            activity: Default::default(),
         }
     }
 }
@@ -224,6 +229,12 @@ impl AlbcMetrics {
             self.queue_retries.clone(),
         );
         r.register(
+            "awslbc_controller_top_talkers",
+            "Reconciles of the objects reconciled most in the last 3 minutes, 3 per controller (ALBC's family)",
+            self.top_talkers.clone(),
+        );
+        r.register_collector(Box::new(ActivityCollector(self.activity.clone())));
+        r.register(
             "leader_election_master_status",
             "1 while this replica holds the named leader lease (client-go's family)",
             self.leader.clone(),
@@ -234,4 +245,103 @@ impl AlbcMetrics {
 /// The CloudWatch TargetGroup dimension of a target group ARN: everything after its last `:`.
 pub fn target_group_dimension(arn: &str) -> &str {
     arn.rsplit_once(':').map_or(arn, |(_, tail)| tail)
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TopTalkerLabels {
+    /// Our controller names, which are ALBC's here: `targetgroupbinding`, `service`, `ingress`.
+    pub controller: &'static str,
+    pub namespace: String,
+    pub name: String,
+}
+
+/// How many top talkers per controller ALBC reports, and how often it picks them.
+pub const TOP_TALKERS: usize = 3;
+pub const TOP_TALKERS_EVERY: std::time::Duration = std::time::Duration::from_secs(180);
+
+/// Reconciles in progress and reconciles per object since the last top-talker pick, kept by
+/// [`super::Metrics::reconcile_started`] and its timer.
+#[derive(Debug, Default)]
+pub struct Activity {
+    next_id: u64,
+    /// Reconcile id → (ALBC's controller name, start).
+    running: std::collections::HashMap<u64, (&'static str, std::time::Instant)>,
+    /// ALBC's names of the controllers started so far (their gauges read 0 when idle).
+    pub known: std::collections::BTreeSet<&'static str>,
+    /// (our controller, namespace, name) → reconciles since the last pick.
+    counts: std::collections::HashMap<(&'static str, String, String), u64>,
+}
+
+impl Activity {
+    pub fn start(&mut self, albc: Option<&'static str>, ours: &'static str, namespace: &str, name: &str) -> u64 {
+        self.next_id += 1;
+        if let Some(c) = albc {
+            self.running.insert(self.next_id, (c, std::time::Instant::now()));
+            *self.counts.entry((ours, namespace.to_string(), name.to_string())).or_default() += 1;
+        }
+        self.next_id
+    }
+
+    pub fn end(&mut self, id: u64) {
+        self.running.remove(&id);
+    }
+
+    /// The objects reconciled most since the last pick, per controller; counts start over.
+    pub fn pick_top_talkers(&mut self) -> Vec<(TopTalkerLabels, u64)> {
+        let mut all: Vec<_> = self.counts.drain().collect();
+        all.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        let mut per: std::collections::HashMap<&'static str, usize> = Default::default();
+        all.into_iter()
+            .filter(|((c, _, _), _)| {
+                let n = per.entry(c).or_default();
+                *n += 1;
+                *n <= TOP_TALKERS
+            })
+            .map(|((controller, namespace, name), n)| (TopTalkerLabels { controller, namespace, name }, n))
+            .collect()
+    }
+}
+
+/// `workqueue_unfinished_work_seconds` and `workqueue_longest_running_processor_seconds`,
+/// computed from the reconciles in progress at each scrape.
+#[derive(Debug)]
+pub struct ActivityCollector(pub std::sync::Arc<std::sync::Mutex<Activity>>);
+
+impl prometheus_client::collector::Collector for ActivityCollector {
+    fn encode(&self, mut encoder: prometheus_client::encoding::DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        use prometheus_client::encoding::EncodeMetric;
+        use prometheus_client::metrics::MetricType;
+        use prometheus_client::metrics::gauge::ConstGauge;
+        let rows: Vec<(&'static str, f64, f64)> = {
+            let a = self.0.lock().expect("activity lock");
+            a.known
+                .iter()
+                .map(|c| {
+                    let ages = a.running.values().filter(|(k, _)| k == c).map(|(_, t)| t.elapsed().as_secs_f64());
+                    let (sum, max) = ages.fold((0.0, 0.0), |(s, m): (f64, f64), x| (s + x, m.max(x)));
+                    (*c, sum, max)
+                })
+                .collect()
+        };
+        let families = [
+            (
+                "workqueue_unfinished_work_seconds",
+                "Seconds of work done by reconciles still in progress (client-go's family)",
+                false,
+            ),
+            (
+                "workqueue_longest_running_processor_seconds",
+                "Seconds the longest reconcile in progress has been running (client-go's family)",
+                true,
+            ),
+        ];
+        for (name, help, longest) in families {
+            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+            for (c, sum, max) in &rows {
+                let labels = QueueLabels { name: c, controller: c };
+                ConstGauge::new(if longest { *max } else { *sum }).encode(family.encode_family(&labels)?)?;
+            }
+        }
+        Ok(())
+    }
 }

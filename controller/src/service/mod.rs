@@ -125,7 +125,8 @@ async fn reconcile(svc: Arc<Service>, ctx: Arc<ServiceCtx>) -> Result<Action> {
     if !ctx.io.base.is_leader() {
         return Ok(Action::await_change());
     }
-    let timer = ctx.io.base.metrics.reconcile_started(CONTROLLER);
+    let timer =
+        ctx.io.base.metrics.reconcile_started(CONTROLLER, &svc.namespace().unwrap_or_default(), &svc.name_any());
     let res = reconcile_inner(&svc, &ctx).await;
     if !res.as_ref().is_err_and(Error::is_not_leader) {
         timer.done(crate::metrics::ReconcileResult::of(&res));

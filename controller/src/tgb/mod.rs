@@ -65,8 +65,8 @@ async fn reconcile(tgb: Arc<TargetGroupBinding>, ctx: Arc<Context>) -> Result<Ac
         // Leadership was lost while this was queued: write nothing.
         return Ok(Action::await_change());
     }
-    let timer = ctx.metrics.reconcile_started(CONTROLLER);
     let ns = tgb.namespace().unwrap_or_default();
+    let timer = ctx.metrics.reconcile_started(CONTROLLER, &ns, &tgb.name_any());
     let key = ObjectRef::from_obj(tgb.as_ref());
     let api: Api<TargetGroupBinding> = Api::namespaced(ctx.client.clone(), &ns);
     let res = finalizer(&api, TGB_FINALIZER, tgb, |ev| async {
