@@ -336,7 +336,9 @@ async fn albc_families_are_served_with_albcs_types_and_labels() {
             .unwrap_or_default()
     };
     let tgb = "targetGroupBinding";
-    let checks: [(&str, &str, &str); 9] = [
+    let checks: [(&str, &str, &str); 11] = [
+        ("awslbc_controller_reconcile_stage_duration", "reconcile_stage", "reconcile_targetgroupbinding"),
+        ("awslbc_controller_reconcile_stage_duration", "reconcile_stage", "deploy_model"),
         ("controller_runtime_reconcile_total", "controller", tgb),
         ("controller_runtime_reconcile_total", "result", "success"),
         ("awslbc_controller_reconcile_errors_total", "controller", tgb),

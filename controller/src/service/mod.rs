@@ -173,6 +173,10 @@ async fn reconcile_inner(svc: &Service, ctx: &ServiceCtx) -> Result<Action> {
     }
 
     let stack_id = stack_id(svc);
+    // ALBC's stages, timed where ours has the same work: reading AWS and building the stack
+    // (build_model), the AWS writes and the bindings (deploy_model), the hostname (update_status).
+    let metrics = &ctx.io.base.metrics;
+    let stage = std::time::Instant::now();
     let mut observed = observe::observe(&ctx.io, &stack_id, None).await?;
     let mut build_ctx = match build_context(ctx, svc, &settings, &observed).await? {
         Ok(c) => c,
@@ -206,6 +210,7 @@ async fn reconcile_inner(svc: &Service, ctx: &ServiceCtx) -> Result<Action> {
             return Ok(Action::requeue(jittered(ctx.cfg.sync_period)));
         }
     };
+    metrics.reconcile_stage(CONTROLLER, "build_model", stage);
     for s in &steps {
         if let Step::ReplaceLoadBalancer { name, reason, .. } = s {
             let msg = format!(
@@ -216,6 +221,7 @@ async fn reconcile_inner(svc: &Service, ctx: &ServiceCtx) -> Result<Action> {
         }
     }
 
+    let stage = std::time::Instant::now();
     let mut resolved = deploy::Resolved {
         load_balancer_arn: observed.load_balancer.as_ref().map(|(o, _)| o.id.clone()),
         dns_name: observed.load_balancer.as_ref().map(|(_, s)| s.dns_name.clone()),
@@ -241,8 +247,11 @@ async fn reconcile_inner(svc: &Service, ctx: &ServiceCtx) -> Result<Action> {
         built.resolve_frontend_security_group(id);
     }
     bindings::sync(&ctx.io, &binding_owner(svc), &built.bindings, &resolved.target_groups).await?;
+    metrics.reconcile_stage(CONTROLLER, "deploy_model", stage);
     if let Some(dns) = &resolved.dns_name {
+        let stage = std::time::Instant::now();
         report::set_hostname(ctx, svc, Some(dns)).await?;
+        metrics.reconcile_stage(CONTROLLER, "update_status", stage);
     }
     if !steps.is_empty() || !extra_steps.is_empty() {
         let done: Vec<String> = steps.iter().map(Step::summary).chain(extra_steps).collect();
