@@ -3,7 +3,7 @@
 //! disabled (see [`crate::config`]) so that every attempt is throttled, counted and timed here.
 
 use crate::error::{AwsError, ErrorKind};
-use crate::metrics::{AwsMetrics, CallLabels, OpLabels};
+use crate::metrics::{AwsMetrics, OpLabels};
 use crate::throttle::{Permit, Throttler};
 use std::future::Future;
 use std::sync::Arc;
@@ -131,7 +131,8 @@ impl CallRunner {
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, AwsError>>,
     {
-        let op = OpLabels { service: service.label(), operation };
+        // Metrics name services by SDK service ID, as ALBC's do.
+        let op = OpLabels { service: service.id(), operation };
         let mut n = 0u32;
         // Time spent on attempts and backoff sleeps (not on the client-side throttle queue).
         let mut spent = Duration::ZERO;
@@ -142,8 +143,12 @@ impl CallRunner {
             };
             self.metrics.throttle_wait.get_or_create(&op).observe(waited.as_secs_f64());
             if is_mutating(operation) && self.write_gate.as_ref().is_some_and(|may_write| !may_write()) {
-                self.count(&op, ErrorKind::NotLeader.as_str(), "");
-                return Err(AwsError::not_leader(service.label(), operation));
+                let err = AwsError::not_leader(service.label(), operation);
+                self.metrics.attempt(&op, Err(&err), Duration::ZERO);
+                if n > 0 {
+                    self.metrics.call_done(&op, n, Err(&err));
+                }
+                return Err(err);
             }
             let limit = self.timeouts.attempt.min(self.timeouts.operation.saturating_sub(spent));
             let start = Instant::now();
@@ -157,41 +162,31 @@ impl CallRunner {
             let err = match result {
                 Ok(v) => {
                     self.throttler.on_success(service.id(), operation);
-                    self.count(&op, "ok", "");
+                    self.metrics.attempt(&op, Ok(()), took);
+                    self.metrics.call_done(&op, n, Ok(()));
                     return Ok(v);
                 }
                 Err(e) => e,
             };
-            self.count(&op, err.kind.as_str(), err.code.as_deref().unwrap_or(""));
+            self.metrics.attempt(&op, Err(&err), took);
             if err.kind == ErrorKind::Throttled {
                 self.metrics.throttled.get_or_create(&op).inc();
                 self.throttler.on_throttled(service.id(), operation);
             }
             if !err.kind.is_retryable() || n >= self.max_retries {
+                self.metrics.call_done(&op, n, Err(&err));
                 return Err(err);
             }
             let pause = self.backoff(n + 1);
             if spent + pause >= self.timeouts.operation {
+                self.metrics.call_done(&op, n, Err(&err));
                 return Err(err.gave_up_after(spent));
             }
             n += 1;
-            self.metrics.retries.get_or_create(&op).inc();
             tracing::debug!(service = service.label(), operation, attempt = n, error = %err, "retrying AWS call");
             tokio::time::sleep(pause).await;
             spent += pause;
         }
-    }
-
-    fn count(&self, op: &OpLabels, outcome: &'static str, code: &str) {
-        self.metrics
-            .calls
-            .get_or_create(&CallLabels {
-                service: op.service,
-                operation: op.operation,
-                outcome,
-                error_code: code.to_string(),
-            })
-            .inc();
     }
 
     /// Full-jitter exponential backoff: uniform in [0, min(max, 100 ms × 2^n)].
@@ -222,6 +217,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::metrics::{CallLabels, StatusLabels};
     use lbc_model::throttle::default_rules;
     use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -236,6 +232,7 @@ mod tests {
             operation: "RegisterTargets",
             code: Some(code.into()),
             message: "x".into(),
+            status: Some(400),
         }
     }
 
@@ -250,16 +247,25 @@ mod tests {
             .await;
         assert_eq!(out, Ok(7));
         assert_eq!(n.load(Ordering::SeqCst), 3);
-        let op = OpLabels { service: "elasticloadbalancing", operation: "RegisterTargets" };
-        assert_eq!(r.metrics.retries.get_or_create(&op).get(), 2);
+        let op = OpLabels { service: "Elastic Load Balancing v2", operation: "RegisterTargets" };
+        assert_eq!(r.metrics.retries_sum(&op), 2.0, "one call, 2 retries");
         assert_eq!(r.metrics.throttled.get_or_create(&op).get(), 2);
         let ok = CallLabels {
-            service: "elasticloadbalancing",
+            service: "Elastic Load Balancing v2",
             operation: "RegisterTargets",
             outcome: "ok",
             error_code: String::new(),
+            status_code: "200".into(),
         };
         assert_eq!(r.metrics.calls.get_or_create(&ok).get(), 1);
+        let throttled = StatusLabels {
+            service: "Elastic Load Balancing v2",
+            operation: "RegisterTargets",
+            status_code: "400".into(),
+            error_code: "Throttling".into(),
+        };
+        assert_eq!(r.metrics.requests.get_or_create(&throttled).get(), 2, "ALBC's per-request counter");
+        assert_eq!(r.metrics.throttled_errors.get_or_create(&throttled).get(), 0, "the call succeeded in the end");
         assert!(r.throttler.current_rate(Service::Elbv2.id(), "RegisterTargets").unwrap() < 4.0, "slowed down");
     }
 
@@ -285,6 +291,40 @@ mod tests {
             .await;
         assert_eq!(out.unwrap_err().kind, ErrorKind::Transient);
         assert_eq!(n.load(Ordering::SeqCst), 4, "1 attempt + 3 retries");
+    }
+
+    /// ALBC's error-class counters count calls by their final error, in ALBC's order of rules.
+    #[tokio::test(start_paused = true)]
+    async fn final_errors_are_counted_in_albcs_error_classes() {
+        let r = runner(0);
+        let cases: [(ErrorKind, &str, u16, &'static str); 5] = [
+            (ErrorKind::AccessDenied, "AccessDenied", 403, "aws_api_call_permission_errors_total"),
+            (ErrorKind::Invalid, "TooManyTargets", 400, ""),
+            (ErrorKind::Throttled, "RequestLimitExceeded", 503, "aws_api_call_service_limit_exceeded_errors_total"),
+            (ErrorKind::Throttled, "Throttling", 400, "aws_api_call_throttled_errors_total"),
+            (ErrorKind::Invalid, "ValidationError", 400, "aws_api_call_validation_errors_total"),
+        ];
+        for (kind, code, status, _) in cases {
+            let _: Result<(), _> = r
+                .run(Service::Elbv2, "DescribeTargetHealth", || async {
+                    let mut e = err(kind, code);
+                    e.status = Some(status);
+                    Err(e)
+                })
+                .await;
+        }
+        let text = r.metrics.encode();
+        for (_, code, status, family) in cases.iter().filter(|c| !c.3.is_empty()) {
+            let line = format!(
+                "{family}{{service=\"Elastic Load Balancing v2\",operation=\"DescribeTargetHealth\",\
+                 status_code=\"{status}\",error_code=\"{code}\"}} 1"
+            );
+            assert!(text.contains(&line), "want `{line}` in\n{text}");
+        }
+        for family in cases.iter().map(|c| c.3).filter(|f| !f.is_empty()) {
+            let n = text.lines().filter(|l| l.starts_with(family)).count();
+            assert_eq!(n, 1, "{family}: one call of its class, no other error counted in it:\n{text}");
+        }
     }
 
     #[tokio::test(start_paused = true)]

@@ -177,6 +177,9 @@ pub struct AwsError {
     pub operation: &'static str,
     pub code: Option<String>,
     pub message: String,
+    /// HTTP status of the response that carried the error; `None` when no response came (timeout,
+    /// unreachable endpoint, refused before sending, or an error made up by a fake).
+    pub status: Option<u16>,
 }
 
 impl std::error::Error for AwsError {}
@@ -190,6 +193,7 @@ impl AwsError {
             operation,
             code: None,
             message: "not sent: this replica does not hold the leader lease".into(),
+            status: None,
         }
     }
 
@@ -204,6 +208,7 @@ impl AwsError {
                 "no answer within {limit:?} (attempt timeout --aws-api-attempt-timeout, bounded by \
                  --aws-api-operation-timeout); the call was abandoned and will be retried"
             ),
+            status: None,
         }
     }
 
@@ -237,7 +242,7 @@ impl fmt::Display for AwsError {
 
 impl AwsError {
     pub fn new(kind: ErrorKind, service: &'static str, operation: &'static str, message: impl Into<String>) -> Self {
-        Self { kind, service, operation, code: None, message: message.into() }
+        Self { kind, service, operation, code: None, message: message.into(), status: None }
     }
 
     /// Classifies an SDK error.
@@ -246,12 +251,14 @@ impl AwsError {
         E: ProvideErrorMetadata + std::error::Error + 'static,
         R: fmt::Debug + HttpStatus,
     {
+        let mut status = None;
         let (kind, code, message) = match &err {
             SdkError::ServiceError(se) => {
-                let status = se.raw().status_code();
+                let http = se.raw().status_code();
+                status = Some(http);
                 let code = se.err().code().map(str::to_string);
-                let msg = se.err().message().map(str::to_string).unwrap_or_else(|| format!("HTTP {status}"));
-                (ErrorKind::from_code(code.as_deref(), Some(status)), code, msg)
+                let msg = se.err().message().map(str::to_string).unwrap_or_else(|| format!("HTTP {http}"));
+                (ErrorKind::from_code(code.as_deref(), Some(http)), code, msg)
             }
             SdkError::TimeoutError(_) => (ErrorKind::Transient, None, "request timed out".to_string()),
             SdkError::DispatchFailure(d) => {
@@ -267,16 +274,17 @@ impl AwsError {
                 (kind, None, msg)
             }
             SdkError::ResponseError(r) => {
-                let status = r.raw().status_code();
+                let http = r.raw().status_code();
+                status = Some(http);
                 (
-                    ErrorKind::from_code(None, Some(status)),
+                    ErrorKind::from_code(None, Some(http)),
                     None,
-                    format!("unreadable response (HTTP {status}): {}", source_chain(&err)),
+                    format!("unreadable response (HTTP {http}): {}", source_chain(&err)),
                 )
             }
             _ => (ErrorKind::Other, None, source_chain(&err)),
         };
-        Self { kind, service, operation, code, message }
+        Self { kind, service, operation, code, message, status }
     }
 }
 
@@ -360,6 +368,7 @@ mod tests {
             operation: "RegisterTargets",
             code: Some("AccessDenied".into()),
             message: "User is not authorized".into(),
+            status: Some(403),
         };
         let s = e.to_string();
         assert!(s.starts_with("elasticloadbalancing RegisterTargets failed (AccessDenied): User is not authorized"));

@@ -111,6 +111,7 @@ impl FakeElbV2 {
             operation,
             code: Some("TargetGroupNotFound".into()),
             message: format!("One or more target groups not found: {arn}"),
+            status: None,
         }
     }
 }

@@ -91,6 +91,7 @@ impl Acm for FakeAcm {
             operation: "DescribeCertificate",
             code: Some("ResourceNotFoundException".into()),
             message: format!("Could not find certificate {arn}."),
+            status: None,
         })
     }
 }

@@ -42,7 +42,7 @@ pub struct FakeLoadBalancers {
 }
 
 fn error(kind: ErrorKind, op: &'static str, code: &str, message: String) -> AwsError {
-    AwsError { kind, service: SVC, operation: op, code: Some(code.into()), message }
+    AwsError { kind, service: SVC, operation: op, code: Some(code.into()), message, status: None }
 }
 
 fn lb_missing(op: &'static str) -> AwsError {

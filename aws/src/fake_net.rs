@@ -29,7 +29,7 @@ pub struct FakeNetworking {
 }
 
 fn error(kind: ErrorKind, op: &'static str, code: &str, message: String) -> AwsError {
-    AwsError { kind, service: SVC, operation: op, code: Some(code.into()), message }
+    AwsError { kind, service: SVC, operation: op, code: Some(code.into()), message, status: None }
 }
 
 fn group_missing(op: &'static str, id: &str) -> AwsError {

@@ -116,7 +116,7 @@ def build():
                              f"[$__rate_interval]))", "{{operation}} {{error_code}}")], "ops")
     b.ts("Throttled by AWS, and retries", [
         (f"sum by (operation) (rate(aws_api_call_throttled_total{{{J}}}[$__rate_interval]))", "throttled {{operation}}"),
-        (f"sum by (operation) (rate(aws_api_call_retries_total{{{J}}}[$__rate_interval]))", "retry {{operation}}")],
+        (f"sum by (operation) (rate(aws_api_call_retries_sum{{{J}}}[$__rate_interval]))", "retry {{operation}}")],
          "ops")
     b.ts("Call duration p99", [(f"histogram_quantile(0.99, sum by (le, operation) (rate("
                                 f"aws_api_call_duration_seconds_bucket{{{J}}}[$__rate_interval])))", "{{operation}}")],

@@ -1,6 +1,10 @@
 //! Controller metrics (every name is documented in docs/metrics.md). One registry, served on
 //! `--metrics-bind-addr` at `/metrics`.
 
+mod albc;
+mod process;
+
+pub use albc::AlbcMetrics;
 use lbc_aws::metrics::AwsMetrics;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -56,6 +60,83 @@ fn latency_buckets() -> Histogram {
     Histogram::new(exponential_buckets(0.01, 2.0, 18))
 }
 
+/// ALBC's boundaries (10 s .. 10 min), so its queries' `le` values find their buckets, with a few
+/// below 10 s for gates that turn in seconds. Per binding, like ALBC's: kept short.
+fn readiness_buckets() -> Histogram {
+    Histogram::new([
+        0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 180.0, 240.0, 300.0, 360.0, 420.0, 480.0, 540.0, 600.0,
+    ])
+}
+
+/// How one reconcile ended, in controller-runtime's terms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReconcileResult {
+    /// Done; next time on a change.
+    Success,
+    /// Done; again after a delay.
+    RequeueAfter,
+    /// Failed (retried with backoff).
+    Error,
+}
+
+impl ReconcileResult {
+    /// controller-runtime's `result` label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Success => "success",
+            Self::RequeueAfter => "requeue_after",
+            Self::Error => "error",
+        }
+    }
+
+    /// The result of a kube-runtime reconcile.
+    pub fn of<E>(res: &Result<kube::runtime::controller::Action, E>) -> Self {
+        match res {
+            Ok(a) if *a == kube::runtime::controller::Action::await_change() => Self::Success,
+            Ok(_) => Self::RequeueAfter,
+            Err(_) => Self::Error,
+        }
+    }
+}
+
+/// One reconcile in progress (counted in `controller_runtime_active_workers` until dropped).
+pub struct ReconcileTimer<'a> {
+    metrics: &'a Metrics,
+    controller: &'static str,
+    start: std::time::Instant,
+    id: u64,
+}
+
+impl ReconcileTimer<'_> {
+    /// Records the reconcile's duration and result in our and ALBC's families.
+    pub fn done(self, result: ReconcileResult) {
+        let secs = self.start.elapsed().as_secs_f64();
+        self.metrics.reconcile_duration.get_or_create(&ControllerLabel { controller: self.controller }).observe(secs);
+        let Some(name) = albc::controller_name(self.controller) else { return };
+        let a = &self.metrics.albc;
+        let c = albc::ControllerLabel { controller: name };
+        a.reconcile_time.get_or_create(&c).observe(secs);
+        a.reconcile_total.get_or_create(&albc::ResultLabels { controller: name, result: result.label() }).inc();
+        if result == ReconcileResult::Error {
+            a.cr_reconcile_errors.get_or_create(&c).inc();
+        }
+        let q = albc::QueueLabels { name, controller: name };
+        a.work_duration.get_or_create(&q).observe(secs);
+        if result != ReconcileResult::Success {
+            a.queue_retries.get_or_create(&q).inc();
+        }
+    }
+}
+
+impl Drop for ReconcileTimer<'_> {
+    fn drop(&mut self) {
+        self.metrics.albc.activity.lock().expect("activity lock").end(self.id);
+        if let Some(name) = albc::controller_name(self.controller) {
+            self.metrics.albc.active_workers.get_or_create(&albc::ControllerLabel { controller: name }).dec();
+        }
+    }
+}
+
 /// All controller metrics; cheap to clone.
 #[derive(Clone)]
 pub struct Metrics {
@@ -64,7 +145,8 @@ pub struct Metrics {
     pub endpoint_to_register: Histogram,
     pub terminating_to_deregister: Histogram,
     pub registered_to_healthy: Histogram,
-    pub readiness_gate_ready: Histogram,
+    /// ALBC's family and labels (`namespace`, `name` of the binding).
+    pub readiness_gate_ready: Family<TgbLabels, Histogram, fn() -> Histogram>,
     pub targets: Family<TargetStateLabels, Gauge>,
     pub deregister_all_refused: Family<TgbLabels, Counter>,
     pub targets_outside_vpc: Family<TgbLabels, Gauge>,
@@ -78,13 +160,127 @@ pub struct Metrics {
     pub backend_rule_changes: Family<RuleChangeLabels, Counter>,
     pub backend_rule_problems: Gauge,
     pub aws: AwsMetrics,
+    /// ALBC's families not shared with ours; fed only through the methods below.
+    pub albc: AlbcMetrics,
     registry: Arc<std::sync::Mutex<Option<Registry>>>,
 }
 
 impl Metrics {
-    /// Records one reconcile of `controller` that began at `start`.
-    pub fn observe_reconcile(&self, controller: &'static str, start: std::time::Instant) {
-        self.reconcile_duration.get_or_create(&ControllerLabel { controller }).observe(start.elapsed().as_secs_f64());
+    /// Starts timing one reconcile of `controller` for object `namespace/name` (an IngressGroup:
+    /// its namespace, empty for an explicit group, and name); [`ReconcileTimer::done`] records it.
+    pub fn reconcile_started(&self, controller: &'static str, namespace: &str, name: &str) -> ReconcileTimer<'_> {
+        let albc_name = albc::controller_name(controller);
+        if let Some(name) = albc_name {
+            self.albc.active_workers.get_or_create(&albc::ControllerLabel { controller: name }).inc();
+        }
+        let id = self.albc.activity.lock().expect("activity lock").start(albc_name, controller, namespace, name);
+        ReconcileTimer { metrics: self, controller, start: std::time::Instant::now(), id }
+    }
+
+    /// Every [`albc::TOP_TALKERS_EVERY`], like ALBC: the objects reconciled most since the last
+    /// pick become `awslbc_controller_top_talkers` (replacing the previous pick).
+    pub async fn pick_top_talkers_forever(&self) {
+        let mut tick = tokio::time::interval(albc::TOP_TALKERS_EVERY);
+        tick.tick().await;
+        loop {
+            tick.tick().await;
+            self.pick_top_talkers();
+        }
+    }
+
+    pub fn pick_top_talkers(&self) {
+        let top = self.albc.activity.lock().expect("activity lock").pick_top_talkers();
+        self.albc.top_talkers.clear();
+        for (labels, n) in top {
+            self.albc.top_talkers.get_or_create(&labels).set(n as i64);
+        }
+    }
+
+    /// A failed reconcile of `controller` (ours: `awslbc_reconcile_errors_total`; ALBC's:
+    /// `awslbc_controller_reconcile_errors_total`, with our error category as `error_category`).
+    pub fn reconcile_failed(&self, controller: &'static str, category: &'static str) {
+        self.reconcile_errors.get_or_create(&ErrorLabels { controller, category }).inc();
+        if let Some(name) = albc::controller_name(controller) {
+            self.albc
+                .reconcile_errors
+                .get_or_create(&albc::ErrorLabels { controller: name, error_category: category })
+                .inc();
+        }
+    }
+
+    /// Duration of one stage of a reconcile, named as ALBC names its stages.
+    pub fn reconcile_stage(&self, controller: &'static str, stage: &'static str, start: std::time::Instant) {
+        if let Some(name) = albc::controller_name(controller) {
+            self.albc
+                .stage_duration
+                .get_or_create(&albc::StageLabels { controller: name, reconcile_stage: stage })
+                .observe(start.elapsed().as_secs_f64());
+        }
+    }
+
+    /// A controller starts with `workers` reconcile workers. Like controller-runtime, its
+    /// per-controller series start at 0 here, so alerts on them see a value, not an absence.
+    pub fn set_concurrency(&self, controller: &'static str, workers: u16) {
+        let Some(name) = albc::controller_name(controller) else { return };
+        let a = &self.albc;
+        a.activity.lock().expect("activity lock").known.insert(name);
+        let c = albc::ControllerLabel { controller: name };
+        a.max_concurrent.get_or_create(&c).set(i64::from(workers));
+        let _ = a.active_workers.get_or_create(&c);
+        let _ = a.cr_reconcile_errors.get_or_create(&c);
+        for result in ["success", "error", "requeue", "requeue_after"] {
+            let _ = a.reconcile_total.get_or_create(&albc::ResultLabels { controller: name, result });
+        }
+        let _ = a.queue_retries.get_or_create(&albc::QueueLabels { name, controller: name });
+    }
+
+    /// Whether this replica leads; `lease`: the lease's name when leaders are elected.
+    pub fn set_leader(&self, lease: Option<&str>, leading: bool) {
+        self.leader.set(i64::from(leading));
+        if let Some(name) = lease {
+            self.albc.leader.get_or_create(&albc::NameLabel { name: name.to_string() }).set(i64::from(leading));
+        }
+    }
+
+    /// Objects in the watch cache of `resource` (ours: plural resource names).
+    pub fn set_cache_objects(&self, resource: &'static str, objects: usize) {
+        self.cache_objects.get_or_create(&ResourceLabel { resource }).set(objects as i64);
+        if let Some(r) = albc::cache_resource(resource) {
+            self.albc.cache_objects.get_or_create(&albc::ResourceLabel { resource: r }).set(objects as i64);
+        }
+    }
+
+    /// TargetGroupBindings with endpoint changes not yet reconciled (the binding queue's depth).
+    pub fn set_pending_reconciles(&self, pending: usize) {
+        self.pending_reconciles.set(pending as i64);
+        let name = "targetGroupBinding";
+        self.albc
+            .queue_depth
+            .get_or_create(&albc::QueueDepthLabels { name, controller: name, priority: "0" })
+            .set(pending as i64);
+    }
+
+    /// From a target's registration to its pod's readiness gate turning True, for binding
+    /// `namespace/name`.
+    pub fn readiness_gate_ready(&self, namespace: &str, name: &str, secs: f64) {
+        self.readiness_gate_ready
+            .get_or_create(&TgbLabels { namespace: namespace.to_string(), name: name.to_string() })
+            .observe(secs);
+    }
+
+    /// A TargetGroupBinding of a Service or Ingress of ours exists (`true`) or was deleted, with
+    /// its Service and target group ARN (ALBC's `aws_target_group_info`).
+    pub fn target_group_binding(&self, namespace: &str, service: &str, arn: &str, exists: bool) {
+        let labels = albc::TargetGroupInfoLabels {
+            namespace: namespace.to_string(),
+            service: service.to_string(),
+            target_group: albc::target_group_dimension(arn).to_string(),
+        };
+        if exists {
+            self.albc.target_group_info.get_or_create(&labels).set(1);
+        } else {
+            self.albc.target_group_info.remove(&labels);
+        }
     }
 
     pub fn new() -> Self {
@@ -94,7 +290,7 @@ impl Metrics {
             endpoint_to_register: latency_buckets(),
             terminating_to_deregister: latency_buckets(),
             registered_to_healthy: latency_buckets(),
-            readiness_gate_ready: latency_buckets(),
+            readiness_gate_ready: Family::new_with_constructor(readiness_buckets),
             targets: Family::default(),
             deregister_all_refused: Family::default(),
             targets_outside_vpc: Family::default(),
@@ -108,10 +304,13 @@ impl Metrics {
             backend_rule_changes: Family::default(),
             backend_rule_problems: Gauge::default(),
             aws: AwsMetrics::default(),
+            albc: AlbcMetrics::default(),
             registry: Default::default(),
         };
         let mut r = Registry::default();
         m.aws.register(&mut r);
+        m.albc.register(&mut r);
+        r.register_collector(Box::new(process::ProcessCollector));
         let a = r.sub_registry_with_prefix("awslbc");
         a.register("reconcile_duration_seconds", "Duration of one reconcile", m.reconcile_duration.clone());
         a.register("reconcile_errors", "Failed reconciles by error category", m.reconcile_errors.clone());
@@ -203,5 +402,106 @@ impl Metrics {
 impl Default for Metrics {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(text: &str, prefix: &str) -> Option<f64> {
+        text.lines().find_map(|l| l.strip_prefix(prefix)?.trim().parse().ok())
+    }
+
+    #[test]
+    fn reconciles_feed_ours_and_albcs_families_alike() {
+        let m = Metrics::new();
+        m.set_concurrency("targetgroupbinding", 4);
+        let t = m.reconcile_started("targetgroupbinding", "ns", "web");
+        let text = m.encode();
+        assert_eq!(sample(&text, "controller_runtime_active_workers{controller=\"targetGroupBinding\"}"), Some(1.0));
+        let key = "{name=\"targetGroupBinding\",controller=\"targetGroupBinding\"}";
+        let running = sample(&text, &format!("workqueue_longest_running_processor_seconds{key}"));
+        assert!(running.is_some_and(|s| s >= 0.0), "a reconcile in progress is reported:\n{text}");
+        t.done(ReconcileResult::Error);
+        m.reconcile_failed("targetgroupbinding", "access_denied");
+        let text = m.encode();
+        let want = [
+            ("controller_runtime_active_workers{controller=\"targetGroupBinding\"}", 0.0),
+            ("controller_runtime_max_concurrent_reconciles{controller=\"targetGroupBinding\"}", 4.0),
+            ("controller_runtime_reconcile_total{controller=\"targetGroupBinding\",result=\"error\"}", 1.0),
+            ("controller_runtime_reconcile_total{controller=\"targetGroupBinding\",result=\"success\"}", 0.0),
+            ("controller_runtime_reconcile_errors_total{controller=\"targetGroupBinding\"}", 1.0),
+            ("controller_runtime_reconcile_time_seconds_count{controller=\"targetGroupBinding\"}", 1.0),
+            ("awslbc_reconcile_duration_seconds_count{controller=\"targetgroupbinding\"}", 1.0),
+            ("awslbc_reconcile_errors_total{controller=\"targetgroupbinding\",category=\"access_denied\"}", 1.0),
+            (
+                "awslbc_controller_reconcile_errors_total{controller=\"targetGroupBinding\",error_category=\"access_denied\"}",
+                1.0,
+            ),
+            ("workqueue_retries_total{name=\"targetGroupBinding\",controller=\"targetGroupBinding\"}", 1.0),
+            (
+                "workqueue_longest_running_processor_seconds{name=\"targetGroupBinding\",controller=\"targetGroupBinding\"}",
+                0.0,
+            ),
+        ];
+        for (prefix, value) in want {
+            assert_eq!(sample(&text, prefix), Some(value), "{prefix} in\n{text}");
+        }
+        // A controller ALBC lacks feeds only ours.
+        m.reconcile_failed("backend-rules", "other");
+        assert!(!m.encode().contains("awslbc_controller_reconcile_errors_total{controller=\"backend-rules\""));
+    }
+
+    #[test]
+    fn top_talkers_are_the_three_objects_reconciled_most_per_controller_then_start_over() {
+        let m = Metrics::new();
+        for (name, n) in [("a", 5), ("b", 2), ("c", 1), ("d", 1)] {
+            for _ in 0..n {
+                m.reconcile_started("targetgroupbinding", "ns", name).done(ReconcileResult::Success);
+            }
+        }
+        m.reconcile_started("service", "ns", "svc").done(ReconcileResult::Success);
+        m.pick_top_talkers();
+        let text = m.encode();
+        let talker = |c: &str, n: &str| {
+            sample(&text, &format!("awslbc_controller_top_talkers{{controller=\"{c}\",namespace=\"ns\",name=\"{n}\"}}"))
+        };
+        assert_eq!((talker("targetgroupbinding", "a"), talker("targetgroupbinding", "b")), (Some(5.0), Some(2.0)));
+        assert_eq!(
+            (talker("targetgroupbinding", "c"), talker("targetgroupbinding", "d")),
+            (Some(1.0), None),
+            "3 per controller"
+        );
+        assert_eq!(talker("service", "svc"), Some(1.0));
+        m.reconcile_started("targetgroupbinding", "ns", "d").done(ReconcileResult::Success);
+        m.pick_top_talkers();
+        let text = m.encode();
+        let talkers: Vec<_> = text.lines().filter(|l| l.starts_with("awslbc_controller_top_talkers{")).collect();
+        assert_eq!(
+            talkers,
+            ["awslbc_controller_top_talkers{controller=\"targetgroupbinding\",namespace=\"ns\",name=\"d\"} 1"]
+        );
+    }
+
+    #[test]
+    fn leader_cache_and_binding_info_in_albcs_terms() {
+        let m = Metrics::new();
+        m.set_leader(Some("aws-load-balancer-controller-leader"), true);
+        m.set_cache_objects("targetgroupbindings", 7);
+        m.set_cache_objects("pods", 9);
+        let arn = "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/k8s-web/0123456789abcdef";
+        m.target_group_binding("ns", "web", arn, true);
+        let text = m.encode();
+        assert_eq!(
+            sample(&text, "leader_election_master_status{name=\"aws-load-balancer-controller-leader\"}"),
+            Some(1.0)
+        );
+        assert_eq!(sample(&text, "awslbc_controller_cache_object_total{resource=\"targetgroupbinding\"}"), Some(7.0));
+        assert!(!text.contains("awslbc_controller_cache_object_total{resource=\"pod"), "ALBC reports no pod cache");
+        let info = "aws_target_group_info{namespace=\"ns\",service=\"web\",target_group=\"targetgroup/k8s-web/0123456789abcdef\"}";
+        assert_eq!(sample(&text, info), Some(1.0));
+        m.target_group_binding("ns", "web", arn, false);
+        assert_eq!(sample(&m.encode(), info), None, "gone with its binding");
     }
 }

@@ -93,7 +93,6 @@ where
     let task = tokio::spawn(async move {
         let stream = watcher(api, cfg).backoff(crate::stores::watch_backoff());
         futures::pin_mut!(stream);
-        let label = crate::metrics::ResourceLabel { resource: name };
         // A list in progress: built aside, swapped in when complete.
         let mut building: Option<Map<R>> = None;
         loop {
@@ -124,7 +123,10 @@ where
                                     objs.values().for_each(|r| on_change(ns, r));
                                 }
                                 drop(now);
-                                metrics.cache_relists.get_or_create(&label).inc();
+                                metrics
+                                    .cache_relists
+                                    .get_or_create(&crate::metrics::ResourceLabel { resource: name })
+                                    .inc();
                                 tracing::info!(
                                     resource = name,
                                     objects = reader.len(),
@@ -147,7 +149,7 @@ where
                             on_change(&k.0, &r);
                         }
                     }
-                    metrics.cache_objects.get_or_create(&label).set(reader.len() as i64);
+                    metrics.set_cache_objects(name, reader.len());
                 }
                 Ok(None) => break,
                 Err(e) => {

@@ -62,6 +62,10 @@ pub async fn run(args: Args, albc_only: Vec<lbc_model::compat::GivenFlag>) -> an
         Some(gate),
     );
     tokio::spawn(log_exit("metrics server", admin::serve_metrics(args.metrics_bind_addr, metrics.clone())));
+    tokio::spawn({
+        let m = metrics.clone();
+        async move { m.pick_top_talkers_forever().await }
+    });
     let credentials = crate::credentials::start(&args, &metrics).await?;
     let health = Health::new(credentials.as_ref().map(|c| c.status()));
     tokio::spawn(log_exit("health server", admin::serve_health(args.health_probe_bind_addr, health.clone())));
@@ -186,12 +190,14 @@ pub async fn run(args: Args, albc_only: Vec<lbc_model::compat::GivenFlag>) -> an
     tracing::info!("all watch caches synced");
 
     let mut leader = leader_rx;
+    // controller-runtime exports its lease's gauge only when it elects a leader.
+    let lease = args.enable_leader_election.then_some(args.leader_election_id.as_str());
     loop {
         tokio::select! {
             _ = wait_true(leader.clone()) => {}
             _ = wait_true(shutdown_rx.clone()) => break,
         }
-        metrics.leader.set(1);
+        metrics.set_leader(lease, true);
         // What an earlier term learnt of AWS may have been changed by another leader since.
         ctx.forget_all();
         tracing::info!("leading: starting controllers");
@@ -259,7 +265,7 @@ pub async fn run(args: Args, albc_only: Vec<lbc_model::compat::GivenFlag>) -> an
             _ = lost => tracing::warn!("leadership lost: controllers stopped, no further writes"),
         }
         ctx.triggers.set_sender(None);
-        metrics.leader.set(0);
+        metrics.set_leader(lease, false);
         if *shutdown_rx.borrow() {
             break;
         }

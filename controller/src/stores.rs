@@ -204,7 +204,6 @@ where
     let task = tokio::spawn(async move {
         let stream = watcher(api, cfg).modify(trim).backoff(watch_backoff()).reflect(writer);
         futures::pin_mut!(stream);
-        let label = crate::metrics::ResourceLabel { resource: name };
         let mut synced = false;
         // The cache's content when a relist began.
         let mut before: Option<Vec<Arc<K>>> = None;
@@ -226,7 +225,10 @@ where
                                 on_change(o);
                             }
                             if synced {
-                                metrics.cache_relists.get_or_create(&label).inc();
+                                metrics
+                                    .cache_relists
+                                    .get_or_create(&crate::metrics::ResourceLabel { resource: name })
+                                    .inc();
                                 tracing::info!(
                                     resource = name,
                                     objects = reader.len(),
@@ -240,7 +242,7 @@ where
                         }
                         _ => {}
                     }
-                    metrics.cache_objects.get_or_create(&label).set(reader.len() as i64);
+                    metrics.set_cache_objects(name, reader.len());
                 }
                 Ok(None) => break,
                 Err(e) => {

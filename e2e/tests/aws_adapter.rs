@@ -99,7 +99,7 @@ async fn throttling_is_retried_within_bounds_and_counted() {
     let sdk = aws::elbv2(&env).await;
     let arn = aws::create_ip_target_group(&env, &sdk, &unique("ad-thr"), 8080).await;
     let (elb, _, runner) = adapters(&env, 3).await;
-    let op = OpLabels { service: "elasticloadbalancing", operation: "RegisterTargets" };
+    let op = OpLabels { service: "Elastic Load Balancing v2", operation: "RegisterTargets" };
 
     // Two throttles, then success: retried, counted, and the bucket slowed down.
     emu.fault(json!({"service": "elasticloadbalancing", "operation": "RegisterTargets", "target_group_arn": arn,
@@ -107,7 +107,7 @@ async fn throttling_is_retried_within_bounds_and_counted() {
         .await;
     elb.register_targets(&arn, &[t("10.0.100.9", 8080)], None).await.expect("succeeds after retries");
     assert_eq!(runner.metrics.throttled.get_or_create(&op).get(), 2);
-    assert_eq!(runner.metrics.retries.get_or_create(&op).get(), 2);
+    assert_eq!(runner.metrics.retries_sum(&op), 2.0, "one call retried twice");
     assert!(runner.throttler.current_rate("Elastic Load Balancing v2", "RegisterTargets").unwrap() < 4.0);
 
     // A storm longer than the retry budget fails with a classified error instead of hanging.

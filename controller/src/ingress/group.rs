@@ -215,6 +215,11 @@ pub(super) async fn reconcile(ctx: &IngressCtx, g: &GroupId) -> Result<Option<Du
         }
     };
 
+    // ALBC's stages, timed where ours has the same work: reading AWS and building the stack
+    // (build_model), the AWS writes and the bindings (deploy_model), the members' hostnames
+    // (dns_resolve_and_update_status).
+    let metrics = &ctx.io.base.metrics;
+    let stage = std::time::Instant::now();
     let mut observed = observe::observe(&ctx.io, &stack_id, None).await?;
     let mut build_ctx = match build_context(ctx, &members, &observed).await? {
         Ok(c) => c,
@@ -255,6 +260,7 @@ pub(super) async fn reconcile(ctx: &IngressCtx, g: &GroupId) -> Result<Option<Du
             return Ok(Some(jittered(ctx.cfg.sync_period)));
         }
     };
+    metrics.reconcile_stage(super::CONTROLLER, "build_model", stage);
     let vetoes: Vec<String> = steps
         .iter()
         .filter_map(|s| match s {
@@ -280,6 +286,7 @@ pub(super) async fn reconcile(ctx: &IngressCtx, g: &GroupId) -> Result<Option<Du
         }
     }
 
+    let stage = std::time::Instant::now();
     let mut resolved = resolved_from(&observed);
     let deployed = match deploy::execute(&ctx.io, &stack_id, &steps, &built.stack.listeners, &mut resolved).await {
         Ok(()) => {
@@ -303,9 +310,12 @@ pub(super) async fn reconcile(ctx: &IngressCtx, g: &GroupId) -> Result<Option<Du
         built.resolve_frontend_security_group(id);
     }
     bindings::sync(&ctx.io, &binding_owner(g), &built.bindings, &resolved.target_groups).await?;
+    metrics.reconcile_stage(super::CONTROLLER, "deploy_model", stage);
+    let stage = std::time::Instant::now();
     for ing in &member_ings {
         set_hostname(&ctx.io, ing, resolved.dns_name.as_deref()).await?;
     }
+    metrics.reconcile_stage(super::CONTROLLER, "dns_resolve_and_update_status", stage);
     // Former members: the ALB no longer routes to them.
     let member_keys: Vec<IngressKey> = member_ings.iter().map(|i| key_of(i)).collect();
     for ing in gathered.holders.iter().filter(|h| !member_keys.contains(&key_of(h))) {

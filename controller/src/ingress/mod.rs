@@ -243,6 +243,7 @@ pub(crate) fn groups_of_trigger(stores: &Stores, cfg: &SelectConfig, t: &Ingress
 /// `stop` no new pass starts and the passes in flight finish (as the other controllers drain).
 pub async fn run(ctx: Arc<IngressCtx>, concurrency: u16, stop: impl std::future::Future<Output = ()> + Send) {
     use futures::FutureExt;
+    ctx.io.base.metrics.set_concurrency(CONTROLLER, concurrency.max(1));
     let (tx, mut rx) = mpsc::unbounded_channel();
     let _ = tx.send(IngressTrigger::All);
     ctx.io.base.triggers.set_ingress_sender(Some(tx));
@@ -291,9 +292,19 @@ async fn reconcile(ctx: &IngressCtx, g: &GroupId) -> Option<Duration> {
     if !ctx.io.base.is_leader() {
         return None;
     }
-    let start = std::time::Instant::now();
+    let (ns, name) = match g {
+        GroupId::Explicit(name) => ("", name.as_str()),
+        GroupId::Implicit { namespace, name } => (namespace.as_str(), name.as_str()),
+    };
+    let timer = ctx.io.base.metrics.reconcile_started(CONTROLLER, ns, name);
     let res = group::reconcile(ctx, g).await;
-    ctx.io.base.metrics.observe_reconcile(CONTROLLER, start);
+    use crate::metrics::ReconcileResult;
+    match &res {
+        Ok(None) => timer.done(ReconcileResult::Success),
+        Ok(Some(_)) => timer.done(ReconcileResult::RequeueAfter),
+        Err(e) if e.is_not_leader() => {}
+        Err(_) => timer.done(ReconcileResult::Error),
+    }
     match res {
         Ok(next) => {
             ctx.backoff.succeeded(g);

@@ -147,8 +147,7 @@ impl BackendRules {
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "backend security-group rules pass failed; retrying");
-                    let labels = crate::metrics::ErrorLabels { controller: "backend-rules", category: e.category() };
-                    self.ctx.metrics.reconcile_errors.get_or_create(&labels).inc();
+                    self.ctx.metrics.reconcile_failed("backend-rules", e.category());
                     idle = false;
                     RETRY_FAILED
                 }

@@ -105,6 +105,7 @@ pub async fn run(
     concurrency: u16,
     stop: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) {
+    ctx.io.base.metrics.set_concurrency(CONTROLLER, concurrency);
     let (tx, rx) = mpsc::unbounded_channel();
     for s in ctx.io.base.stores.services.state() {
         let _ = tx.send(ObjectRef::from_obj(s.as_ref()));
@@ -124,9 +125,12 @@ async fn reconcile(svc: Arc<Service>, ctx: Arc<ServiceCtx>) -> Result<Action> {
     if !ctx.io.base.is_leader() {
         return Ok(Action::await_change());
     }
-    let start = std::time::Instant::now();
+    let timer =
+        ctx.io.base.metrics.reconcile_started(CONTROLLER, &svc.namespace().unwrap_or_default(), &svc.name_any());
     let res = reconcile_inner(&svc, &ctx).await;
-    ctx.io.base.metrics.observe_reconcile(CONTROLLER, start);
+    if !res.as_ref().is_err_and(Error::is_not_leader) {
+        timer.done(crate::metrics::ReconcileResult::of(&res));
+    }
     if res.is_ok() {
         ctx.backoff.succeeded(&ObjectRef::from_obj(svc.as_ref()));
     }
@@ -169,6 +173,10 @@ async fn reconcile_inner(svc: &Service, ctx: &ServiceCtx) -> Result<Action> {
     }
 
     let stack_id = stack_id(svc);
+    // ALBC's stages, timed where ours has the same work: reading AWS and building the stack
+    // (build_model), the AWS writes and the bindings (deploy_model), the hostname (update_status).
+    let metrics = &ctx.io.base.metrics;
+    let stage = std::time::Instant::now();
     let mut observed = observe::observe(&ctx.io, &stack_id, None).await?;
     let mut build_ctx = match build_context(ctx, svc, &settings, &observed).await? {
         Ok(c) => c,
@@ -202,6 +210,7 @@ async fn reconcile_inner(svc: &Service, ctx: &ServiceCtx) -> Result<Action> {
             return Ok(Action::requeue(jittered(ctx.cfg.sync_period)));
         }
     };
+    metrics.reconcile_stage(CONTROLLER, "build_model", stage);
     for s in &steps {
         if let Step::ReplaceLoadBalancer { name, reason, .. } = s {
             let msg = format!(
@@ -212,6 +221,7 @@ async fn reconcile_inner(svc: &Service, ctx: &ServiceCtx) -> Result<Action> {
         }
     }
 
+    let stage = std::time::Instant::now();
     let mut resolved = deploy::Resolved {
         load_balancer_arn: observed.load_balancer.as_ref().map(|(o, _)| o.id.clone()),
         dns_name: observed.load_balancer.as_ref().map(|(_, s)| s.dns_name.clone()),
@@ -237,8 +247,11 @@ async fn reconcile_inner(svc: &Service, ctx: &ServiceCtx) -> Result<Action> {
         built.resolve_frontend_security_group(id);
     }
     bindings::sync(&ctx.io, &binding_owner(svc), &built.bindings, &resolved.target_groups).await?;
+    metrics.reconcile_stage(CONTROLLER, "deploy_model", stage);
     if let Some(dns) = &resolved.dns_name {
+        let stage = std::time::Instant::now();
         report::set_hostname(ctx, svc, Some(dns)).await?;
+        metrics.reconcile_stage(CONTROLLER, "update_status", stage);
     }
     if !steps.is_empty() || !extra_steps.is_empty() {
         let done: Vec<String> = steps.iter().map(Step::summary).chain(extra_steps).collect();

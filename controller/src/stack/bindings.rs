@@ -69,6 +69,7 @@ pub async fn sync(
         let mut spec = t.spec.clone();
         let Some(tg_name) = spec.target_group_name.clone() else { continue };
         let Some(arn) = arns.get(&tg_name) else { continue };
+        io.base.metrics.target_group_binding(&t.namespace, &spec.service_ref.name, arn, true);
         spec.target_group_arn = Some(arn.clone());
         spec.target_group_name = None;
         let same = current.iter().any(|c| {
@@ -121,8 +122,11 @@ async fn delete(io: &StackIo, t: &TargetGroupBinding) -> Result<()> {
     io.base.ensure_leader()?;
     let api: Api<TargetGroupBinding> = Api::namespaced(io.base.client.clone(), &t.namespace().unwrap_or_default());
     match api.delete(&t.name_any(), &DeleteParams::background()).await {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
-        Err(e) => Err(e.into()),
+        Ok(_) => {}
+        Err(kube::Error::Api(s)) if s.code == 404 => {}
+        Err(e) => return Err(e.into()),
     }
+    let (ns, arn) = (t.namespace().unwrap_or_default(), t.spec.target_group_arn.as_deref().unwrap_or_default());
+    io.base.metrics.target_group_binding(&ns, &t.spec.service_ref.name, arn, false);
+    Ok(())
 }

@@ -317,10 +317,7 @@ impl<K: std::hash::Hash + Eq + Clone> Backoff<K> {
             *f += 1;
             *f
         };
-        base.metrics
-            .reconcile_errors
-            .get_or_create(&crate::metrics::ErrorLabels { controller, category: err.category() })
-            .inc();
+        base.metrics.reconcile_failed(controller, err.category());
         let first = std::time::Duration::from_secs(1u64 << failures.saturating_sub(1).min(10));
         let cap = self.max.max(std::time::Duration::from_secs(1));
         (failures, crate::context::jittered(first.min(self.max)).min(cap))

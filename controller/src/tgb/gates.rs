@@ -110,7 +110,7 @@ pub(super) async fn update(
             && let Some(at) = ctx.with_state(key, |s| s.registered_at.remove(t))
         {
             let secs = at.elapsed().as_secs_f64();
-            ctx.metrics.readiness_gate_ready.observe(secs);
+            ctx.metrics.readiness_gate_ready(&ns, &key.name, secs);
             ctx.metrics.registered_to_healthy.observe(secs);
         }
     }

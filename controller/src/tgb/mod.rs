@@ -35,6 +35,7 @@ pub async fn run(
     debounce: Duration,
     stop: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) {
+    ctx.metrics.set_concurrency(CONTROLLER, concurrency);
     let (tx, rx) = mpsc::unbounded_channel();
     for t in ctx.stores.tgbs.state() {
         let _ = tx.send(ObjectRef::from_obj(t.as_ref()));
@@ -64,13 +65,19 @@ async fn reconcile(tgb: Arc<TargetGroupBinding>, ctx: Arc<Context>) -> Result<Ac
         // Leadership was lost while this was queued: write nothing.
         return Ok(Action::await_change());
     }
-    let start = std::time::Instant::now();
     let ns = tgb.namespace().unwrap_or_default();
+    let timer = ctx.metrics.reconcile_started(CONTROLLER, &ns, &tgb.name_any());
     let key = ObjectRef::from_obj(tgb.as_ref());
     let api: Api<TargetGroupBinding> = Api::namespaced(ctx.client.clone(), &ns);
     let res = finalizer(&api, TGB_FINALIZER, tgb, |ev| async {
         match ev {
-            FinalizerEvent::Apply(t) => sync::apply(t, &ctx).await,
+            FinalizerEvent::Apply(t) => {
+                // ALBC's stage of the same work: targets, health, gates and the status write.
+                let stage = std::time::Instant::now();
+                let r = sync::apply(t, &ctx).await;
+                ctx.metrics.reconcile_stage(CONTROLLER, "reconcile_targetgroupbinding", stage);
+                r
+            }
             FinalizerEvent::Cleanup(t) => cleanup::cleanup(t, &ctx).await,
         }
     })
@@ -84,8 +91,11 @@ async fn reconcile(tgb: Arc<TargetGroupBinding>, ctx: Arc<Context>) -> Result<Ac
         }
         other => Error::Finalizer(other.to_string()),
     });
-    ctx.metrics.observe_reconcile(CONTROLLER, start);
-    ctx.metrics.pending_reconciles.set(ctx.triggers.pending() as i64);
+    // A write refused by the leader fence is no reconcile in ALBC's terms: not counted there.
+    if !res.as_ref().is_err_and(Error::is_not_leader) {
+        timer.done(crate::metrics::ReconcileResult::of(&res));
+    }
+    ctx.metrics.set_pending_reconciles(ctx.triggers.pending());
     if res.is_ok() {
         ctx.with_state(&key, |s| s.failures = 0);
     }
@@ -110,10 +120,7 @@ fn error_policy(tgb: Arc<TargetGroupBinding>, err: &Error, ctx: Arc<Context>) ->
         s.registered = None;
         s.failures
     });
-    ctx.metrics
-        .reconcile_errors
-        .get_or_create(&crate::metrics::ErrorLabels { controller: CONTROLLER, category: err.category() })
-        .inc();
+    ctx.metrics.reconcile_failed(CONTROLLER, err.category());
     let base = Duration::from_secs(1u64 << failures.saturating_sub(1).min(10));
     let delay = jittered(base.min(ctx.cfg.max_backoff)).min(ctx.cfg.max_backoff.max(Duration::from_secs(1)));
     tracing::warn!(

@@ -440,6 +440,7 @@ pub(super) async fn foreign_owner(
                 operation: "DescribeTags",
                 code: Some("TargetGroupNotFound".into()),
                 message: format!("target group {arn} not found"),
+                status: None,
             })
         })
         .await?;
