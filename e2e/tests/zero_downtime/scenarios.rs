@@ -70,6 +70,8 @@ struct Scene {
     emu: Emulator,
     ns: String,
     cert_dir: PathBuf,
+    /// The webhook's CA bundle (PEM).
+    ca: String,
     webhook_port: u16,
     mwc_name: String,
     ctl: Option<ControllerProc>,
@@ -119,20 +121,8 @@ impl Scene {
         let ca = write_cert(&cert_dir);
         let webhook_port = free_port();
         let ctl = start_controller(&env, &ns, &cert_dir, webhook_port).await;
-        // As the chart registers it: failurePolicy Ignore, only namespaces labelled for injection
-        // (the webhook trusts this selector), here also only this test's namespace.
         let mwc_name = format!("{ns}-mutating");
-        let mut pod_hook =
-            webhook("mpod.elbv2.k8s.aws", webhook_port, "/mutate-v1-pod", &ca, &ns, "Ignore", ("", "v1", "pods"));
-        pod_hook["namespaceSelector"]["matchExpressions"] =
-            json!([{"key": GATE_LABEL, "operator": "In", "values": ["enabled"]}]);
-        pod_hook["rules"][0]["operations"] = json!(["CREATE"]);
-        let mwc = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
-            "metadata": {"name": mwc_name}, "webhooks": [pod_hook]});
-        Api::<MutatingWebhookConfiguration>::all(client.clone())
-            .patch(&mwc_name, &PatchParams::apply("e2e").force(), &Patch::Apply(mwc))
-            .await
-            .expect("MutatingWebhookConfiguration");
+        register_pod_webhook(&client, &ns, &mwc_name, &ca, webhook_port).await;
 
         // The VPC, with the load balancer's address, and the node agent running this namespace's pods.
         let cidr = env.get("LBC_VPC_CIDR");
@@ -209,6 +199,7 @@ impl Scene {
             emu,
             ns,
             cert_dir,
+            ca,
             webhook_port,
             mwc_name,
             ctl: Some(ctl),
@@ -393,6 +384,22 @@ impl Scene {
         check_host_has_no_route(cidr).expect("host route check after the scenario");
         assert!(errors.is_empty(), "node agent errors: {errors:?}");
     }
+}
+
+/// Registers the controller's pod webhook at `port` with the API server as the chart does:
+/// failurePolicy Ignore, only namespaces labelled for injection (the webhook trusts this
+/// selector), here also only this test's namespace.
+async fn register_pod_webhook(client: &Client, ns: &str, mwc_name: &str, ca: &str, port: u16) {
+    let mut pod_hook = webhook("mpod.elbv2.k8s.aws", port, "/mutate-v1-pod", ca, ns, "Ignore", ("", "v1", "pods"));
+    pod_hook["namespaceSelector"]["matchExpressions"] =
+        json!([{"key": GATE_LABEL, "operator": "In", "values": ["enabled"]}]);
+    pod_hook["rules"][0]["operations"] = json!(["CREATE"]);
+    let mwc = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": mwc_name}, "webhooks": [pod_hook]});
+    Api::<MutatingWebhookConfiguration>::all(client.clone())
+        .patch(mwc_name, &PatchParams::apply("e2e").force(), &Patch::Apply(mwc))
+        .await
+        .expect("MutatingWebhookConfiguration");
 }
 
 async fn start_controller(env: &Env, ns: &str, cert_dir: &std::path::Path, webhook_port: u16) -> ControllerProc {
@@ -741,6 +748,142 @@ async fn controller_killed_mid_rollout_stalls_the_rollout_and_fails_no_request()
     );
     print_scenario("controller_killed", &summary, &format!("{rollout_s:.1}"), min_healthy);
     assert_no_failure(&sc, &format!("a rollout with the controller killed for {down_s:.1} s"), &summary);
+    sc.teardown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root and the e2e environment; run by e2e/test-all with --include-ignored"]
+async fn leader_failover_mid_rollout_fails_no_request() {
+    let _serial = super::dataplane::SERIAL.lock().await;
+    let Some(mut sc) = Scene::setup("leader_failover", true, 6).await else { return };
+    // A second replica on the same lease: a follower with warm caches, serving its own webhook.
+    let lease = format!("{}-leader", sc.ns);
+    let leases: Api<k8s_openapi::api::coordination::v1::Lease> = Api::namespaced(sc.client.clone(), &sc.ns);
+    let leader = eventually(&format!("Lease {}/{lease} held", sc.ns), 30, || async {
+        leases.get_opt(&lease).await.ok()??.spec?.holder_identity.filter(|h| !h.is_empty())
+    })
+    .await;
+    let standby_port = free_port();
+    let standby = start_controller(&sc.env, &sc.ns, &sc.cert_dir, standby_port).await;
+    let load = sc.start_loadgen();
+    let guard = KillOnDrop(load.id());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let sampler = sc.sample_healthy();
+    let t = Instant::now();
+    sc.roll(1).await;
+    let name = eventually("a new pod registered in the target group, gate not True", 60, || async {
+        for p in pods_of_version(&sc, "1").await {
+            let ip = pod_ip(&p)?;
+            if cond(&p, &sc.gate).as_deref() != Some("True") && target_state(&sc, &ip).await.is_some() {
+                return Some(p.name_any());
+            }
+        }
+        None
+    })
+    .await;
+    sc.ctl.take().expect("leader running").kill();
+    let killed = Instant::now();
+    // The webhook Service would now send admissions to the remaining replica only.
+    register_pod_webhook(&sc.client, &sc.ns, &sc.mwc_name, &sc.ca, standby_port).await;
+    sc.ctl = Some(standby);
+    let new_leader = eventually(&format!("Lease {}/{lease} taken over", sc.ns), 60, || async {
+        leases.get_opt(&lease).await.ok()??.spec?.holder_identity.filter(|h| !h.is_empty() && *h != leader)
+    })
+    .await;
+    let takeover_s = killed.elapsed().as_secs_f64();
+    sc.wait_rollout(6, 120).await;
+    let rollout_s = t.elapsed().as_secs_f64();
+    sc.wait_settled(6, 60).await;
+    let min_healthy = sampler.finish().await;
+    std::mem::forget(guard);
+    let summary = finish_loadgen(load).await;
+    let gated = sc.live_pods().await.iter().filter(|p| gates(p).contains(&sc.gate)).count();
+    assert_eq!(
+        gated, 6,
+        "pods with gate {} after the failover: {gated} of 6 (the standby's webhook injects it)",
+        sc.gate
+    );
+    eprintln!(
+        "leader {leader} SIGKILLed {:.1} s into the rollout (new pod {name} registered); {new_leader} took the lease \
+         {takeover_s:.1} s later; rollout {rollout_s:.1} s; failing seconds: {}",
+        killed.duration_since(t).as_secs_f64(),
+        failing_seconds(&summary)
+    );
+    print_scenario("leader_failover", &summary, &format!("{rollout_s:.1}"), min_healthy);
+    assert_no_failure(&sc, "a rollout with the leader killed and the standby taking over", &summary);
+    sc.teardown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root and the e2e environment; run by e2e/test-all with --include-ignored"]
+async fn aws_rejecting_credentials_mid_rollout_stalls_the_rollout_and_fails_no_request() {
+    let _serial = super::dataplane::SERIAL.lock().await;
+    let Some(sc) = Scene::setup("credentials_rejected", true, 6).await else { return };
+    let load = sc.start_loadgen();
+    let guard = KillOnDrop(load.id());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let sampler = sc.sample_healthy();
+    let t = Instant::now();
+    sc.roll(1).await;
+    let (name, ip) = eventually("a new pod registered in the target group, gate not True", 60, || async {
+        for p in pods_of_version(&sc, "1").await {
+            let ip = pod_ip(&p)?;
+            if cond(&p, &sc.gate).as_deref() != Some("True") && target_state(&sc, &ip).await.is_some() {
+                return Some((p.name_any(), ip));
+            }
+        }
+        None
+    })
+    .await;
+    // Every call on the target group (DescribeTargetHealth included) refused as with expired keys.
+    let fault = sc
+        .emu
+        .fault(json!({"service": "elasticloadbalancing", "operation": "*", "target_group_arn": sc.tg_arn,
+                      "code": "ExpiredToken", "http_status": 403,
+                      "message": "The security token included in the request is expired"}))
+        .await;
+    let from = Instant::now();
+    // The data plane's own checks find the target healthy; nothing can tell the controller so.
+    let status = sc.dir.join("plane.json");
+    eventually(&format!("target {ip} of {name} healthy in the data plane"), 30, || async {
+        healthy_routable(&status)?.contains(&ip).then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(3).saturating_sub(from.elapsed())).await;
+    let p = sc.pods_api().get(&name).await.expect("the new pod");
+    let gate = cond(&p, &sc.gate);
+    let ready = is_ready(&p);
+    let old = pods_of_version(&sc, "0").await.len();
+    let outage_s = from.elapsed().as_secs_f64();
+    sc.emu.clear_fault(&fault).await;
+    assert_ne!(
+        gate.as_deref(),
+        Some("True"),
+        "gate {} of pod {name} became True while AWS refused every call",
+        sc.gate
+    );
+    assert!(!ready, "pod {name} became Ready while AWS refused every call");
+    assert_eq!(old, 6, "old pods left while AWS refused every call: {old}; expected 6 (the rollout must wait)");
+    let resumed = Instant::now();
+    eventually(&format!("gate of {name} True once AWS answers again"), 60, || async {
+        let p = sc.pods_api().get_opt(&name).await.ok()??;
+        (cond(&p, &sc.gate).as_deref() == Some("True")).then_some(())
+    })
+    .await;
+    let resume_s = resumed.elapsed().as_secs_f64();
+    sc.wait_rollout(6, 120).await;
+    let rollout_s = t.elapsed().as_secs_f64();
+    sc.wait_settled(6, 60).await;
+    let min_healthy = sampler.finish().await;
+    std::mem::forget(guard);
+    let summary = finish_loadgen(load).await;
+    eprintln!(
+        "AWS refused every call on the target group for {outage_s:.1} s; the gate flipped {resume_s:.1} s after it \
+         answered again; rollout {rollout_s:.1} s; failing seconds: {}",
+        failing_seconds(&summary)
+    );
+    print_scenario("credentials_rejected", &summary, &format!("{rollout_s:.1}"), min_healthy);
+    assert_no_failure(&sc, "a rollout while AWS rejected the controller's credentials", &summary);
     sc.teardown().await;
 }
 
