@@ -1,8 +1,13 @@
 //! Zero-downtime scenarios on the real data path: a Deployment whose pods are real servers (the
 //! node agent), a Service → NLB made by the real controller (readiness gates injected by its pod
 //! webhook), the NLB-like data plane in front of the pods and 200 req/s of load through it. Each
-//! scenario prints one line `SCENARIO <name> sent=N failed=N rollout_s=X` (docs/zero-downtime.md
-//! collects them). Needs root and the e2e environment (`e2e/up`).
+//! scenario prints one line `SCENARIO <name> sent=N failed=N rollout_s=X min_healthy=M`
+//! (docs/zero-downtime.md collects them). Needs root and the e2e environment (`e2e/up`).
+//!
+//! Asserted 0 failed: rolling updates with gates, scaling, the controller killed, leader failover,
+//! AWS rejecting the credentials, a throttling storm from a registration. Measured only: rolling
+//! updates without gates, and a throttling storm over a deregistration longer than the preStop
+//! sleep (no controller can deregister while AWS refuses; the preStop sleep has to cover it).
 //!
 //! Time scales: the kubelet (the agent) runs at [`KUBELET_SCALE`] (pod-spec seconds × 0.1), AWS
 //! (the emulator and the data plane) at the emulator's scale (0.01); Kubernetes' control plane and
@@ -90,7 +95,7 @@ fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
 }
 
-/// Runs a closure on drop: kills a stray process when a test panics.
+/// SIGKILLs a process on drop: no stray load generator when a test panics.
 struct KillOnDrop(u32);
 impl Drop for KillOnDrop {
     fn drop(&mut self) {
