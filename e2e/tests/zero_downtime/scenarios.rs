@@ -5,7 +5,8 @@
 //! (docs/zero-downtime.md collects them). Needs root and the e2e environment (`e2e/up`).
 //!
 //! Asserted 0 failed: rolling updates with gates, scaling, the controller killed, leader failover,
-//! AWS rejecting the credentials, a throttling storm from a registration. Measured only: rolling
+//! AWS rejecting the credentials, a throttling storm from a registration, an Ingress → ALB with
+//! two backends, one rolling. Measured only: rolling
 //! updates without gates, and a throttling storm over a deregistration longer than the preStop
 //! sleep (no controller can deregister while AWS refuses; the preStop sleep has to cover it).
 //!
@@ -422,15 +423,19 @@ async fn start_controller(env: &Env, ns: &str, cert_dir: &std::path::Path, webho
 }
 
 fn deployment(replicas: i32) -> Value {
+    deployment_named(APP, replicas)
+}
+
+fn deployment_named(app: &str, replicas: i32) -> Value {
     json!({
         "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": APP},
+        "metadata": {"name": app},
         "spec": {
             "replicas": replicas,
-            "selector": {"matchLabels": {"app": APP}},
+            "selector": {"matchLabels": {"app": app}},
             "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
             "template": {
-                "metadata": {"labels": {"app": APP}, "annotations": {"lbc-e2e/version": "0"}},
+                "metadata": {"labels": {"app": app}, "annotations": {"lbc-e2e/version": "0"}},
                 "spec": {
                     "schedulerName": SCHEDULER_NAME,
                     "terminationGracePeriodSeconds": GRACE_S,
@@ -986,4 +991,224 @@ async fn throttling_storm_over_a_deregistration_longer_than_pre_stop_is_measured
     // while AWS refuses every call; the preStop sleep is what covers it (docs/zero-downtime.md).
     assert!(summary.total.sent > 500, "lbc-loadgen sent only {} requests: nothing was measured", summary.total.sent);
     sc.teardown().await;
+}
+
+/// Ingress → ALB: host `a.example.com` to Service `web` (6 replicas, rolling), host
+/// `b.example.com` to Service `other` (3 replicas, steady), both with readiness gates; load on both
+/// hosts through the ALB-like data plane (HTTP listener, host rules) while `web` rolls.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root and the e2e environment; run by e2e/test-all with --include-ignored"]
+async fn ingress_alb_with_two_backends_one_rolling_fails_no_request() {
+    const NAME: &str = "alb_two_backends";
+    let _serial = super::dataplane::SERIAL.lock().await;
+    if !require_root(NAME) {
+        return;
+    }
+    let Some(env) = Env::require(NAME) else { return };
+    let client = kube_util::client(&env).await;
+    let ns = unique("zd");
+    kube_util::namespace(&client, &ns, &[("lbc-e2e/webhook-test", ns.as_str()), (GATE_LABEL, "enabled")]).await;
+    let dir = Env::repo_root().join(format!("e2e/.run/datapath/{ns}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cert_dir = dir.join("certs");
+    let ca = write_cert(&cert_dir);
+    let port = free_port();
+    let ctl = start_controller(&env, &ns, &cert_dir, port).await;
+    let mwc_name = format!("{ns}-mutating");
+    register_pod_webhook(&client, &ns, &mwc_name, &ca, port).await;
+    let cidr = env.get("LBC_VPC_CIDR");
+    check_host_has_no_route(cidr.parse().unwrap()).expect("host route check before the scenario");
+    let vpc = Vpc::create("zd", cidr).expect("creating the VPC namespace");
+    vpc.add_address(VIP.parse().unwrap()).unwrap();
+    let mut config = AgentConfig::for_env(
+        &env,
+        "zd",
+        &vpc,
+        SLOT,
+        env!("CARGO_BIN_EXE_lbc-podserver").as_ref(),
+        env!("CARGO_BIN_EXE_lbc-node-agent").as_ref(),
+    )
+    .expect("agent config");
+    config.namespace = Some(ns.clone());
+    config.time_scale = KUBELET_SCALE;
+    let agent = Agent::start(&env, config).await.expect("starting the node agent");
+
+    // Two Services, one Ingress with a host rule for each, ALB health checks as the NLB's above.
+    let services: Api<Service> = Api::namespaced(client.clone(), &ns);
+    for app in ["web", "other"] {
+        let svc = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": app},
+            "spec": {"selector": {"app": app}, "ports": [{"name": "http", "port": 80, "targetPort": 8080}]}});
+        services.create(&PostParams::default(), &serde_json::from_value(svc).unwrap()).await.expect("create Service");
+    }
+    let alb = "alb.ingress.kubernetes.io";
+    let ann = json!({
+        "kubernetes.io/ingress.class": "alb",
+        format!("{alb}/target-type"): "ip",
+        format!("{alb}/scheme"): "internal",
+        format!("{alb}/healthcheck-path"): "/healthz",
+        format!("{alb}/healthcheck-interval-seconds"): "10",
+        format!("{alb}/healthcheck-timeout-seconds"): "6",
+        format!("{alb}/healthy-threshold-count"): "3",
+        format!("{alb}/unhealthy-threshold-count"): "2",
+        format!("{alb}/target-group-attributes"): format!("deregistration_delay.timeout_seconds={DEREGISTRATION_DELAY_S}"),
+    });
+    let rule = |host: &str, svc: &str| {
+        json!({"host": host, "http": {"paths": [{"path": "/", "pathType": "Prefix",
+            "backend": {"service": {"name": svc, "port": {"number": 80}}}}]}})
+    };
+    let ing = json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+        "metadata": {"name": "web", "annotations": ann},
+        "spec": {"rules": [rule("a.example.com", "web"), rule("b.example.com", "other")]}});
+    let ingresses: Api<k8s_openapi::api::networking::v1::Ingress> = Api::namespaced(client.clone(), &ns);
+    ingresses.create(&PostParams::default(), &serde_json::from_value(ing).unwrap()).await.expect("create Ingress");
+    eventually(&format!("Ingress {ns}/web gets its ALB hostname"), 90, || async {
+        ingresses.get_opt("web").await.ok()??.status?.load_balancer?.ingress?.first()?.hostname.clone()
+    })
+    .await;
+    let elb = aws::elbv2(&env).await;
+    let (lbs, tgs) = aws::stack_arns(&elb, "ingress.k8s.aws/stack", &format!("{ns}/web")).await;
+    assert_eq!((lbs.len(), tgs.len()), (1, 2), "one ALB and a target group per backend for Ingress {ns}/web");
+    let tgbs: Api<TargetGroupBinding> = Api::namespaced(client.clone(), &ns);
+    let bindings = eventually("the controller's two TargetGroupBindings", 30, || async {
+        let items = tgbs.list(&ListParams::default()).await.ok()?.items;
+        (items.len() == 2).then_some(items)
+    })
+    .await;
+    let gate_of = |svc: &str| {
+        let b = bindings.iter().find(|b| b.spec.service_ref.name == svc).expect("a binding per Service");
+        format!("target-health.elbv2.k8s.aws/{}", b.name_any())
+    };
+    let (gate_web, gate_other) = (gate_of("web"), gate_of("other"));
+
+    let emu_addr = env.aws_endpoint().trim_start_matches("http://").trim_end_matches('/').parse().unwrap();
+    let sock = std::env::temp_dir().join(format!("{}.sock", unique("lbc-emu")));
+    let fwd = EmulatorForwarder::start(&sock, emu_addr).expect("emulator forwarder");
+    let (emulator, propagation) = (fwd.endpoint_arg(), PROPAGATION_S.to_string());
+    let mut plane = vpc
+        .command(env!("CARGO_BIN_EXE_lbc-dataplane"))
+        .args(["run", "--emulator", emulator.as_str(), "--load-balancer-arn", lbs[0].as_str(), "--listen", VIP])
+        .args(["--propagation-seconds", propagation.as_str(), "--status-file"])
+        .arg(dir.join("plane.json"))
+        .stdout(std::fs::File::create(dir.join("plane.log")).unwrap())
+        .stderr(std::fs::File::create(dir.join("plane.err")).unwrap())
+        .spawn()
+        .expect("spawning lbc-dataplane");
+    // On a panic, dropping the VPC kills what runs in its namespace (the data plane, the load).
+    let status = dir.join("plane.json");
+    eventually("lbc-dataplane listening on port 80", 20, || async {
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&status).ok()?).ok()?;
+        v["listeners"].as_array()?.iter().any(|p| p == 80).then_some(())
+    })
+    .await;
+
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), &ns);
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    for (app, n) in [("web", 6), ("other", 3)] {
+        let d: Deployment = serde_json::from_value(deployment_named(app, n)).unwrap();
+        deployments.create(&PostParams::default(), &d).await.expect("create Deployment");
+    }
+    // Settled: 9 pods, none terminating, all Ready, each with its Service's gate, all routable.
+    let settled = || async {
+        let all = pods.list(&ListParams::default()).await.ok()?.items;
+        let ready = all.iter().filter(|p| p.metadata.deletion_timestamp.is_none() && is_ready(p)).count();
+        if all.len() != 9 || ready != 9 {
+            return None;
+        }
+        let mut ips: Vec<String> = all.iter().filter_map(pod_ip).collect();
+        ips.sort();
+        (healthy_routable(&status)? == ips).then_some(all)
+    };
+    let all = eventually("9 Ready pods of web and other, all routable", 120, settled).await;
+    for p in &all {
+        let want = if p.labels().get("app").map(String::as_str) == Some("web") { &gate_web } else { &gate_other };
+        assert_eq!(&gates(p), &vec![want.clone()], "readiness gates of pod {ns}/{}", p.name_any());
+    }
+
+    let target = format!("{VIP}:80");
+    let load = |host: &str| {
+        vpc.command(env!("CARGO_BIN_EXE_lbc-loadgen"))
+            .args(["--target", target.as_str(), "--timeout-ms", "3000", "--rate", "100", "--per-second"])
+            .args(["--host", host])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawning lbc-loadgen")
+    };
+    let (load_a, load_b) = (load("a.example.com"), load("b.example.com"));
+    let guards = (KillOnDrop(load_a.id()), KillOnDrop(load_b.id()));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let t = Instant::now();
+    let patch = json!({"spec": {"template": {"metadata": {"annotations": {"lbc-e2e/version": "1"}}}}});
+    deployments.patch("web", &PatchParams::default(), &Patch::Merge(patch)).await.expect("patch Deployment");
+    eventually(&format!("rollout of Deployment {ns}/web complete"), 120, || async {
+        let d = deployments.get("web").await.ok()?;
+        let (generation, st) = (d.metadata.generation?, d.status?);
+        (st.observed_generation >= Some(generation)
+            && st.updated_replicas == Some(6)
+            && st.replicas == Some(6)
+            && st.available_replicas == Some(6))
+        .then_some(())
+    })
+    .await;
+    let rollout_s = t.elapsed().as_secs_f64();
+    eventually("9 Ready pods after the rollout, all routable", 60, settled).await;
+    std::mem::forget(guards);
+    let (a, b) = (finish_loadgen(load_a).await, finish_loadgen(load_b).await);
+    let (sent, failed) = (a.total.sent + b.total.sent, a.total.failed + b.total.failed);
+    eprintln!(
+        "ALB: a.example.com (web, rolling) sent {} failed {} {:?}; b.example.com (other) sent {} failed {} {:?}; \
+         rollout {rollout_s:.1} s; failing seconds a: {}; b: {}",
+        a.total.sent,
+        a.total.failed,
+        a.total.failures,
+        b.total.sent,
+        b.total.failed,
+        b.total.failures,
+        failing_seconds(&a),
+        failing_seconds(&b)
+    );
+    let line = format!("SCENARIO {NAME} sent={sent} failed={failed} rollout_s={rollout_s:.1}");
+    println!("{line}");
+    eprintln!("{line}");
+    let log = std::fs::read_to_string(dir.join("plane.log")).unwrap_or_default();
+    let tail: Vec<&str> = log.lines().rev().take(40).collect::<Vec<_>>().into_iter().rev().collect();
+    assert!(
+        a.total.sent > 300 && b.total.sent > 300,
+        "lbc-loadgen sent only {} / {} requests",
+        a.total.sent,
+        b.total.sent
+    );
+    assert_eq!(
+        failed,
+        0,
+        "Ingress {ns}/web rolling backend web: {failed} failed requests (a: {:?}, b: {:?}); expected 0. Controller \
+         log: {}; data plane log (tail):\n{}",
+        a.total.failures,
+        b.total.failures,
+        ctl.log.display(),
+        tail.join("\n")
+    );
+
+    // Teardown: the ALB goes with the Ingress (the controller removes it), then everything else.
+    let _ = plane.kill();
+    let _ = plane.wait();
+    for app in ["web", "other"] {
+        let _ = deployments.delete(app, &DeleteParams::default()).await;
+    }
+    let _ = ingresses.delete("web", &DeleteParams::default()).await;
+    eventually(&format!("Ingress {ns}/web deleted (the controller removes its ALB)"), 60, || async {
+        ingresses.get_opt("web").await.ok()?.is_none().then_some(())
+    })
+    .await;
+    ctl.terminate();
+    let _ = Api::<MutatingWebhookConfiguration>::all(client.clone()).delete(&mwc_name, &DeleteParams::default()).await;
+    let errors = agent.errors();
+    agent.stop().await.expect("stopping the node agent");
+    kube_util::delete_namespace(&client, &ns).await;
+    let left = vpc.pod_namespaces().unwrap();
+    assert!(left.is_empty(), "pod namespaces left after the agent stopped: {left:?}");
+    drop(fwd);
+    drop(vpc);
+    check_host_has_no_route(cidr.parse().unwrap()).expect("host route check after the scenario");
+    assert!(errors.is_empty(), "node agent errors: {errors:?}");
 }
