@@ -1212,3 +1212,62 @@ async fn ingress_alb_with_two_backends_one_rolling_fails_no_request() {
     check_host_has_no_route(cidr.parse().unwrap()).expect("host route check after the scenario");
     assert!(errors.is_empty(), "node agent errors: {errors:?}");
 }
+
+/// The data plane's status of target `ip`, if it knows it.
+fn plane_target(sc: &Scene, ip: &str) -> Option<Value> {
+    sc.plane_status()?["targets"].as_array()?.iter().find(|t| t["id"] == ip).cloned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root and the e2e environment; run by e2e/test-all with --include-ignored"]
+async fn a_pod_failing_health_in_steady_state_stops_getting_new_connections() {
+    let _serial = super::dataplane::SERIAL.lock().await;
+    let Some(sc) = Scene::setup("pod_fails_health", true, 6).await else { return };
+    let load = sc.start_loadgen();
+    let guard = KillOnDrop(load.id());
+    let sampler = sc.sample_healthy();
+    let pod = sc.live_pods().await.into_iter().next().expect("a pod");
+    let (name, ip) = (pod.name_any(), pod_ip(&pod).expect("pod IP"));
+    eventually(&format!("connections to {name}"), 10, || async {
+        (plane_target(&sc, &ip)?["opened"].as_u64()? > 0).then_some(())
+    })
+    .await;
+    let t = Instant::now();
+    sc.agent.as_ref().expect("agent running").set_fail_health(&sc.ns, &name, true).unwrap();
+    // The load balancer's checks (2 × 10 s, 0.2 s real) and the kubelet's probe (2 × 1 s, 0.2 s
+    // real) both see it; the controller deregisters the now un-Ready pod.
+    let opened = eventually(&format!("{name} unhealthy in the data plane"), 20, || async {
+        let tgt = plane_target(&sc, &ip)?;
+        (tgt["state"] == "unhealthy" || tgt["routable"] == false).then(|| tgt["opened"].as_u64().unwrap_or(0))
+    })
+    .await;
+    let out_s = t.elapsed().as_secs_f64();
+    eventually(&format!("{name} deregistered by the controller"), 20, || async {
+        (target_state(&sc, &ip).await.as_deref() == Some("draining") || target_state(&sc, &ip).await.is_none())
+            .then_some(())
+    })
+    .await;
+    let deregistered_s = t.elapsed().as_secs_f64();
+    let p = sc.pods_api().get(&name).await.expect("the failing pod");
+    let gate = cond(&p, &sc.gate);
+    // Load goes on; the failing pod gets no new connection.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let later = plane_target(&sc, &ip).and_then(|t| t["opened"].as_u64()).unwrap_or(opened);
+    // Recovery: Ready again, registered again, healthy, routable.
+    sc.agent.as_ref().expect("agent running").set_fail_health(&sc.ns, &name, false).unwrap();
+    let t2 = Instant::now();
+    sc.wait_settled(6, 60).await;
+    let back_s = t2.elapsed().as_secs_f64();
+    let min_healthy = sampler.finish().await;
+    std::mem::forget(guard);
+    let summary = finish_loadgen(load).await;
+    eprintln!(
+        "{name} failing health: out of the data plane's rotation {out_s:.2} s later, deregistered {deregistered_s:.2} \
+         s later, gate while un-Ready: {gate:?}; routable again {back_s:.1} s after it recovered; failing seconds: {}",
+        failing_seconds(&summary)
+    );
+    print_scenario("pod_fails_health", &summary, &format!("{out_s:.2},{deregistered_s:.2},{back_s:.1}"), min_healthy);
+    assert_eq!(later, opened, "new connections went to {name} ({ip}) after it was unhealthy in the data plane");
+    assert_no_failure(&sc, "a pod failing health in steady state (its server still answers /)", &summary);
+    sc.teardown().await;
+}
