@@ -5,4 +5,5 @@ mod zero_downtime {
     pub mod agent;
     pub mod dataplane;
     pub mod netns_basics;
+    pub mod scenarios;
 }

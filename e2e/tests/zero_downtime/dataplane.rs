@@ -24,7 +24,7 @@ const VIP: &str = "10.0.255.10";
 const PORT: i32 = 8080;
 
 /// One scene at a time: each runs a data plane, servers and 200 req/s of load on a shared 2-core machine.
-static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+pub(crate) static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// Target group settings of a scene (AWS seconds; the emulator's time scale applies).
 struct TgSettings {

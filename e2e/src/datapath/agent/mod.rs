@@ -15,8 +15,9 @@
 //!   readiness follows the readinessProbe (httpGet or tcpSocket; period, timeout and thresholds scaled by
 //!   [`AgentConfig::time_scale`]), run from inside the VPC ([`prober`]); Ready is True only when
 //!   the container is ready and every readiness gate condition is True.
-//! - **Deletion.** On `deletionTimestamp`: the pod is marked not ready (unless
-//!   [`AgentConfig::ready_while_terminating`]), the preStop sleep runs,
+//! - **Deletion.** On `deletionTimestamp`: readiness probes go on as the kubelet's do (the pod
+//!   stays Ready while its server answers; marked not ready at once only when
+//!   [`AgentConfig::ready_while_terminating`] is false), the preStop sleep runs,
 //!   then SIGTERM, SIGKILL after the rest of the grace period, the namespace is removed, and the
 //!   pod is deleted with grace 0 (the kubelet's final delete). Each one is recorded as a
 //!   [`Termination`] with its measured times.
@@ -100,9 +101,9 @@ pub struct AgentConfig {
     pub run_dir: PathBuf,
     /// Multiplies every kubelet duration: probe delay/period/timeout, preStop sleep, grace period.
     pub time_scale: f64,
-    /// false (default): a deleted pod is marked not ready at once. true: as the real kubelet,
-    /// readiness probes go on during termination (the pod stays Ready while its server passes
-    /// health, so EndpointSlices show it `serving` while `terminating`).
+    /// true (default): as the real kubelet, readiness probes go on during termination (the pod
+    /// stays Ready while its server passes health, so EndpointSlices show it `serving` while
+    /// `terminating`). false: a deleted pod is marked not ready at once.
     pub ready_while_terminating: bool,
     /// Create an ENI per pod IP in the emulator (as `e2e/pods` does), or none.
     pub enis: Option<EniConfig>,
@@ -151,7 +152,7 @@ impl AgentConfig {
             agent_bin: agent_bin.to_path_buf(),
             run_dir: Env::repo_root().join(format!("e2e/.run/datapath/agent-{tag}-{}", std::process::id())),
             time_scale: 1.0,
-            ready_while_terminating: false,
+            ready_while_terminating: true,
             enis: Some(EniConfig {
                 endpoint: env.aws_endpoint().to_string(),
                 region: seed["region"].as_str().unwrap_or("us-east-1").to_string(),

@@ -1,0 +1,1273 @@
+//! Zero-downtime scenarios on the real data path: a Deployment whose pods are real servers (the
+//! node agent), a Service → NLB made by the real controller (readiness gates injected by its pod
+//! webhook), the NLB-like data plane in front of the pods and 200 req/s of load through it. Each
+//! scenario prints one line `SCENARIO <name> sent=N failed=N rollout_s=X min_healthy=M`
+//! (docs/zero-downtime.md collects them). Needs root and the e2e environment (`e2e/up`).
+//!
+//! Asserted 0 failed: rolling updates with gates, scaling, the controller killed, leader failover,
+//! AWS rejecting the credentials, a throttling storm from a registration, an Ingress → ALB with
+//! two backends, one rolling. Measured only: rolling
+//! updates without gates, and a throttling storm over a deregistration longer than the preStop
+//! sleep (no controller can deregister while AWS refuses; the preStop sleep has to cover it).
+//!
+//! Time scales: the kubelet (the agent) runs at [`KUBELET_SCALE`] (pod-spec seconds × 0.1), AWS
+//! (the emulator and the data plane) at the emulator's scale (0.01); Kubernetes' control plane and
+//! the controller run in real time. Every figure printed is in real seconds.
+
+use aws_sdk_elasticloadbalancingv2 as elbv2;
+use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Pod, Service};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::{Client, ResourceExt};
+use lbc_e2e::controller::ControllerProc;
+use lbc_e2e::datapath::agent::{Agent, AgentConfig, SCHEDULER_NAME};
+use lbc_e2e::datapath::loadgen::Summary;
+use lbc_e2e::datapath::netns::{Vpc, check_host_has_no_route, signal};
+use lbc_e2e::datapath::plane::wire::EmulatorForwarder;
+use lbc_e2e::datapath::require_root;
+use lbc_e2e::emulator::Emulator;
+use lbc_e2e::webhook::{webhook, write_cert};
+use lbc_e2e::{Env, aws, eventually, kube_util, unique};
+use lbc_model::crd::TargetGroupBinding;
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::process::{Child, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+const ANN: &str = "service.beta.kubernetes.io";
+const GATE_LABEL: &str = "elbv2.k8s.aws/pod-readiness-gate-inject";
+const APP: &str = "web";
+/// Kubelet durations (probe period, preStop, grace period) × 0.1.
+const KUBELET_SCALE: f64 = 0.1;
+/// preStop sleep, pod-spec seconds (2 s real): ≥ the controller's reaction + the propagation delay.
+const PRE_STOP_S: i64 = 20;
+/// terminationGracePeriodSeconds (6 s real): > preStop + deregistration delay (2 s + 2 s real).
+const GRACE_S: i64 = 60;
+/// Target group deregistration delay, AWS seconds (2 s real at the emulator's 0.01).
+const DEREGISTRATION_DELAY_S: u32 = 200;
+/// Registration/deregistration propagation to the data plane, AWS seconds (0.5 s real).
+const PROPAGATION_S: f64 = 50.0;
+/// Health check: HTTP /healthz every 10 s (0.1 s real), 3 to be healthy, 2 to be unhealthy.
+const HC: [(&str, &str); 7] = [
+    ("aws-load-balancer-healthcheck-protocol", "http"),
+    ("aws-load-balancer-healthcheck-path", "/healthz"),
+    ("aws-load-balancer-healthcheck-port", "traffic-port"),
+    ("aws-load-balancer-healthcheck-interval", "10"),
+    ("aws-load-balancer-healthcheck-timeout", "6"),
+    ("aws-load-balancer-healthcheck-healthy-threshold", "3"),
+    ("aws-load-balancer-healthcheck-unhealthy-threshold", "2"),
+];
+/// The load balancer's address inside the VPC namespace (outside every subnet's pod range).
+const VIP: &str = "10.0.255.10";
+/// The agent's pod-CIDR slot (the agent tests use 0..=3).
+const SLOT: u8 = 4;
+const RATE: &str = "200";
+
+/// A labelled (or not) namespace with its own controller (pod webhook registered), node agent,
+/// VPC namespace, Service → NLB, data plane on the NLB's listeners, and the Deployment.
+struct Scene {
+    name: &'static str,
+    env: Env,
+    client: Client,
+    elb: elbv2::Client,
+    emu: Emulator,
+    ns: String,
+    cert_dir: PathBuf,
+    /// The webhook's CA bundle (PEM).
+    ca: String,
+    webhook_port: u16,
+    mwc_name: String,
+    ctl: Option<ControllerProc>,
+    agent: Option<Agent>,
+    tg_arn: String,
+    lb_arn: String,
+    gate: String,
+    dir: PathBuf,
+    plane: Child,
+    _fwd: EmulatorForwarder,
+    // Last: dropped after the processes above.
+    vpc: Vpc,
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
+}
+
+/// SIGKILLs a process on drop: no stray load generator when a test panics.
+struct KillOnDrop(u32);
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        signal(self.0 as i32, "KILL");
+    }
+}
+
+impl Scene {
+    async fn setup(name: &'static str, gated: bool, replicas: i32) -> Option<Self> {
+        if !require_root(name) {
+            return None;
+        }
+        let env = Env::require(name)?;
+        let client = kube_util::client(&env).await;
+        let elb = aws::elbv2(&env).await;
+        let emu = Emulator::new(env.aws_endpoint());
+        let ns = unique("zd");
+        let mut labels = vec![("lbc-e2e/webhook-test", ns.as_str())];
+        if gated {
+            labels.push((GATE_LABEL, "enabled"));
+        }
+        kube_util::namespace(&client, &ns, &labels).await;
+        let dir = Env::repo_root().join(format!("e2e/.run/datapath/{ns}"));
+        std::fs::create_dir_all(&dir).unwrap();
+
+        // The controller, its pod webhook registered with the API server (url + caBundle).
+        let cert_dir = dir.join("certs");
+        let ca = write_cert(&cert_dir);
+        let webhook_port = free_port();
+        let ctl = start_controller(&env, &ns, &cert_dir, webhook_port).await;
+        let mwc_name = format!("{ns}-mutating");
+        register_pod_webhook(&client, &ns, &mwc_name, &ca, webhook_port).await;
+
+        // The VPC, with the load balancer's address, and the node agent running this namespace's pods.
+        let cidr = env.get("LBC_VPC_CIDR");
+        check_host_has_no_route(cidr.parse().unwrap()).expect("host route check before the scenario");
+        let vpc = Vpc::create("zd", cidr).expect("creating the VPC namespace");
+        vpc.add_address(VIP.parse().unwrap()).unwrap();
+        let mut config = AgentConfig::for_env(
+            &env,
+            "zd",
+            &vpc,
+            SLOT,
+            env!("CARGO_BIN_EXE_lbc-podserver").as_ref(),
+            env!("CARGO_BIN_EXE_lbc-node-agent").as_ref(),
+        )
+        .expect("agent config");
+        config.namespace = Some(ns.clone());
+        config.time_scale = KUBELET_SCALE;
+        config.ready_while_terminating = true;
+        let agent = Agent::start(&env, config).await.expect("starting the node agent");
+
+        // Service → NLB (IP targets); the binding the controller makes names the gate.
+        let mut ann = serde_json::Map::new();
+        for (k, v) in [
+            ("aws-load-balancer-type", "external"),
+            ("aws-load-balancer-nlb-target-type", "ip"),
+            ("aws-load-balancer-scheme", "internal"),
+        ]
+        .into_iter()
+        .chain(HC)
+        {
+            ann.insert(format!("{ANN}/{k}"), json!(v));
+        }
+        ann.insert(
+            format!("{ANN}/aws-load-balancer-target-group-attributes"),
+            json!(format!("deregistration_delay.timeout_seconds={DEREGISTRATION_DELAY_S}")),
+        );
+        let svc = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": APP, "annotations": ann},
+            "spec": {"type": "LoadBalancer", "selector": {"app": APP},
+                     "ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}]}});
+        let services: Api<Service> = Api::namespaced(client.clone(), &ns);
+        services.create(&PostParams::default(), &serde_json::from_value(svc).unwrap()).await.expect("create Service");
+        eventually(&format!("Service {ns}/{APP} gets its NLB hostname"), 90, || async {
+            services.get_opt(APP).await.ok()??.status?.load_balancer?.ingress?.first()?.hostname.clone()
+        })
+        .await;
+        let (lbs, tgs) = aws::stack_arns(&elb, "service.k8s.aws/stack", &format!("{ns}/{APP}")).await;
+        assert_eq!((lbs.len(), tgs.len()), (1, 1), "one NLB and one target group for Service {ns}/{APP}");
+        let tgbs: Api<TargetGroupBinding> = Api::namespaced(client.clone(), &ns);
+        let tgb = eventually("the controller's TargetGroupBinding", 30, || async {
+            tgbs.list(&ListParams::default()).await.ok()?.items.into_iter().next()
+        })
+        .await;
+        let gate = format!("target-health.elbv2.k8s.aws/{}", tgb.name_any());
+
+        // The data plane on the NLB's listeners (talks to the emulator through a forwarder).
+        let emu_addr = env.aws_endpoint().trim_start_matches("http://").trim_end_matches('/').parse().unwrap();
+        let sock = std::env::temp_dir().join(format!("{}.sock", unique("lbc-emu")));
+        let fwd = EmulatorForwarder::start(&sock, emu_addr).expect("emulator forwarder");
+        let (emulator, propagation) = (fwd.endpoint_arg(), PROPAGATION_S.to_string());
+        let plane = vpc
+            .command(env!("CARGO_BIN_EXE_lbc-dataplane"))
+            .args(["run", "--emulator", emulator.as_str(), "--load-balancer-arn", lbs[0].as_str(), "--listen", VIP])
+            .args(["--propagation-seconds", propagation.as_str(), "--status-file"])
+            .arg(dir.join("plane.json"))
+            .stdout(std::fs::File::create(dir.join("plane.log")).unwrap())
+            .stderr(std::fs::File::create(dir.join("plane.err")).unwrap())
+            .spawn()
+            .expect("spawning lbc-dataplane");
+        let scene = Self {
+            name,
+            env,
+            client,
+            elb,
+            emu,
+            ns,
+            cert_dir,
+            ca,
+            webhook_port,
+            mwc_name,
+            ctl: Some(ctl),
+            agent: Some(agent),
+            tg_arn: tgs[0].clone(),
+            lb_arn: lbs[0].clone(),
+            gate,
+            dir,
+            plane,
+            _fwd: fwd,
+            vpc,
+        };
+        eventually("lbc-dataplane listening on port 80", 20, || async {
+            scene.plane_status()?["listeners"].as_array()?.iter().any(|p| p == 80).then_some(())
+        })
+        .await;
+
+        // The Deployment, all Ready and healthy in the data plane before any load.
+        let d: Deployment = serde_json::from_value(deployment(replicas)).unwrap();
+        scene.deployments().create(&PostParams::default(), &d).await.expect("create Deployment");
+        scene.wait_settled(replicas as usize, 120).await;
+        let pods = scene.live_pods().await;
+        let with_gate = pods.iter().filter(|p| gates(p).contains(&scene.gate)).count();
+        let want = if gated { pods.len() } else { 0 };
+        assert_eq!(
+            with_gate,
+            want,
+            "pods of {}/{APP} carrying readiness gate {}: {with_gate} of {}; expected {want} (namespace labelled \
+             {GATE_LABEL}=enabled: {gated}; the controller's pod webhook injects it)",
+            scene.ns,
+            scene.gate,
+            pods.len()
+        );
+        eprintln!(
+            "scenario {name}: namespace {}, gate {} ({}), NLB {}, files in {}",
+            scene.ns,
+            scene.gate,
+            if gated { "injected" } else { "not injected" },
+            scene.lb_arn,
+            scene.dir.display()
+        );
+        Some(scene)
+    }
+
+    fn deployments(&self) -> Api<Deployment> {
+        Api::namespaced(self.client.clone(), &self.ns)
+    }
+
+    fn pods_api(&self) -> Api<Pod> {
+        Api::namespaced(self.client.clone(), &self.ns)
+    }
+
+    async fn all_pods(&self) -> Vec<Pod> {
+        self.pods_api().list(&ListParams::default().labels(&format!("app={APP}"))).await.expect("list pods").items
+    }
+
+    async fn live_pods(&self) -> Vec<Pod> {
+        self.all_pods().await.into_iter().filter(|p| p.metadata.deletion_timestamp.is_none()).collect()
+    }
+
+    fn plane_status(&self) -> Option<Value> {
+        serde_json::from_str(&std::fs::read_to_string(self.dir.join("plane.json")).ok()?).ok()
+    }
+
+    /// Pod IPs the data plane routes new connections to (registered, propagated, healthy).
+    fn routable(&self) -> Vec<String> {
+        healthy_routable(&self.dir.join("plane.json")).unwrap_or_default()
+    }
+
+    /// Samples the data plane's healthy routable targets every 20 ms until the returned
+    /// sampler is finished: the fewest seen is what the load balancer had at its lowest.
+    fn sample_healthy(&self) -> Sampler {
+        let path = self.dir.join("plane.json");
+        let stop = Arc::new(AtomicBool::new(false));
+        let min = Arc::new(AtomicUsize::new(usize::MAX));
+        let (s, m) = (stop.clone(), min.clone());
+        let task = tokio::spawn(async move {
+            while !s.load(Ordering::Relaxed) {
+                if let Some(ips) = healthy_routable(&path) {
+                    m.fetch_min(ips.len(), Ordering::Relaxed);
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        });
+        Sampler { stop, min, task }
+    }
+
+    fn plane_log(&self) -> String {
+        let log = std::fs::read_to_string(self.dir.join("plane.log")).unwrap_or_default();
+        let tail: Vec<&str> = log.lines().rev().take(60).collect::<Vec<_>>().into_iter().rev().collect();
+        tail.join("\n")
+    }
+
+    /// Waits until `n` pods exist, none terminating, all Ready, and the data plane routes to
+    /// exactly their IPs (old targets' drains may still run).
+    async fn wait_settled(&self, n: usize, secs: u64) {
+        eventually(
+            &format!("{n} Ready pods of {}/{APP}, all of them and only them routable", self.ns),
+            secs,
+            || async {
+                let pods = self.all_pods().await;
+                let ready = pods.iter().filter(|p| p.metadata.deletion_timestamp.is_none() && is_ready(p)).count();
+                if pods.len() != n || ready != n {
+                    return None;
+                }
+                let mut ips: Vec<String> = pods.iter().filter_map(pod_ip).collect();
+                ips.sort();
+                (self.routable() == ips).then_some(())
+            },
+        )
+        .await
+    }
+
+    /// Waits until the Deployment's rollout is complete as `kubectl rollout status` sees it.
+    async fn wait_rollout(&self, replicas: i32, secs: u64) {
+        eventually(&format!("rollout of Deployment {}/{APP} complete", self.ns), secs, || async {
+            let d = self.deployments().get(APP).await.ok()?;
+            let (generation, st) = (d.metadata.generation?, d.status?);
+            (st.observed_generation >= Some(generation)
+                && st.updated_replicas == Some(replicas)
+                && st.replicas == Some(replicas)
+                && st.available_replicas == Some(replicas))
+            .then_some(())
+        })
+        .await
+    }
+
+    /// Starts a rollout (a new template annotation).
+    async fn roll(&self, version: usize) {
+        let patch =
+            json!({"spec": {"template": {"metadata": {"annotations": {"lbc-e2e/version": version.to_string()}}}}});
+        self.deployments().patch(APP, &PatchParams::default(), &Patch::Merge(patch)).await.expect("patch Deployment");
+    }
+
+    async fn scale(&self, replicas: i32) {
+        let patch = json!({"spec": {"replicas": replicas}});
+        self.deployments().patch(APP, &PatchParams::default(), &Patch::Merge(patch)).await.expect("scale Deployment");
+    }
+
+    /// lbc-loadgen against the NLB's address, until [`finish_loadgen`].
+    fn start_loadgen(&self) -> Child {
+        let target = format!("{VIP}:80");
+        self.vpc
+            .command(env!("CARGO_BIN_EXE_lbc-loadgen"))
+            .args(["--target", target.as_str(), "--timeout-ms", "3000", "--rate", RATE, "--per-second"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawning lbc-loadgen")
+    }
+
+    fn controller_log(&self) -> String {
+        self.ctl.as_ref().map(|c| c.log.display().to_string()).unwrap_or_default()
+    }
+
+    /// Stops everything and checks nothing is left (namespaces, host routes).
+    async fn teardown(mut self) {
+        let _ = self.plane.kill();
+        let _ = self.plane.wait();
+        let _ = self.deployments().delete(APP, &DeleteParams::default()).await;
+        let services: Api<Service> = Api::namespaced(self.client.clone(), &self.ns);
+        let _ = services.delete(APP, &DeleteParams::default()).await;
+        eventually(&format!("Service {}/{APP} deleted (the controller removes its NLB)", self.ns), 60, || async {
+            services.get_opt(APP).await.ok()?.is_none().then_some(())
+        })
+        .await;
+        if let Some(ctl) = self.ctl.take() {
+            ctl.terminate();
+        }
+        let _ = Api::<MutatingWebhookConfiguration>::all(self.client.clone())
+            .delete(&self.mwc_name, &DeleteParams::default())
+            .await;
+        let agent = self.agent.take().expect("agent running");
+        let errors = agent.errors();
+        agent.stop().await.expect("stopping the node agent");
+        kube_util::delete_namespace(&self.client, &self.ns).await;
+        let left = self.vpc.pod_namespaces().unwrap();
+        assert!(left.is_empty(), "pod namespaces left after the agent stopped: {left:?}");
+        let cidr = self.env.get("LBC_VPC_CIDR").parse().unwrap();
+        let Scene { vpc, .. } = self;
+        drop(vpc);
+        check_host_has_no_route(cidr).expect("host route check after the scenario");
+        assert!(errors.is_empty(), "node agent errors: {errors:?}");
+    }
+}
+
+/// Registers the controller's pod webhook at `port` with the API server as the chart does:
+/// failurePolicy Ignore, only namespaces labelled for injection (the webhook trusts this
+/// selector), here also only this test's namespace.
+async fn register_pod_webhook(client: &Client, ns: &str, mwc_name: &str, ca: &str, port: u16) {
+    let mut pod_hook = webhook("mpod.elbv2.k8s.aws", port, "/mutate-v1-pod", ca, ns, "Ignore", ("", "v1", "pods"));
+    pod_hook["namespaceSelector"]["matchExpressions"] =
+        json!([{"key": GATE_LABEL, "operator": "In", "values": ["enabled"]}]);
+    pod_hook["rules"][0]["operations"] = json!(["CREATE"]);
+    let mwc = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": mwc_name}, "webhooks": [pod_hook]});
+    Api::<MutatingWebhookConfiguration>::all(client.clone())
+        .patch(mwc_name, &PatchParams::apply("e2e").force(), &Patch::Apply(mwc))
+        .await
+        .expect("MutatingWebhookConfiguration");
+}
+
+async fn start_controller(env: &Env, ns: &str, cert_dir: &std::path::Path, webhook_port: u16) -> ControllerProc {
+    let ctl = ControllerProc::start(
+        env,
+        ns,
+        &format!("{ns}-leader"),
+        &[&format!("--webhook-cert-dir={}", cert_dir.display()), &format!("--webhook-bind-port={webhook_port}")],
+    );
+    eventually(&format!("controller ready (log {})", ctl.log.display()), 30, || async {
+        ctl.ready().await.then_some(())
+    })
+    .await;
+    ctl
+}
+
+fn deployment(replicas: i32) -> Value {
+    deployment_named(APP, replicas)
+}
+
+fn deployment_named(app: &str, replicas: i32) -> Value {
+    json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": app},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": app}},
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
+            "template": {
+                "metadata": {"labels": {"app": app}, "annotations": {"lbc-e2e/version": "0"}},
+                "spec": {
+                    "schedulerName": SCHEDULER_NAME,
+                    "terminationGracePeriodSeconds": GRACE_S,
+                    "containers": [{
+                        "name": "web", "image": "lbc-podserver",
+                        "ports": [{"name": "http", "containerPort": 8080}],
+                        "readinessProbe": {"httpGet": {"path": "/healthz", "port": "http"},
+                                           "periodSeconds": 1, "failureThreshold": 2, "successThreshold": 1},
+                        "lifecycle": {"preStop": {"sleep": {"seconds": PRE_STOP_S}}},
+                    }],
+                },
+            },
+        },
+    })
+}
+
+/// The pod IPs the data plane's status file lists as routable and healthy.
+fn healthy_routable(path: &std::path::Path) -> Option<Vec<String>> {
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
+    let mut ips: Vec<String> = v["targets"]
+        .as_array()?
+        .iter()
+        .filter(|t| t["routable"] == true && t["state"] == "healthy")
+        .filter_map(|t| t["id"].as_str().map(str::to_string))
+        .collect();
+    ips.sort();
+    Some(ips)
+}
+
+struct Sampler {
+    stop: Arc<AtomicBool>,
+    min: Arc<AtomicUsize>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Sampler {
+    /// The fewest healthy routable targets seen.
+    async fn finish(self) -> usize {
+        self.stop.store(true, Ordering::Relaxed);
+        let _ = self.task.await;
+        self.min.load(Ordering::Relaxed)
+    }
+}
+
+fn gates(p: &Pod) -> Vec<String> {
+    p.spec
+        .as_ref()
+        .and_then(|s| s.readiness_gates.clone())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|g| g.condition_type)
+        .collect()
+}
+
+fn cond(p: &Pod, type_: &str) -> Option<String> {
+    p.status.as_ref()?.conditions.as_ref()?.iter().find(|c| c.type_ == type_).map(|c| c.status.clone())
+}
+
+fn is_ready(p: &Pod) -> bool {
+    cond(p, "Ready").as_deref() == Some("True")
+}
+
+fn pod_ip(p: &Pod) -> Option<String> {
+    p.status.as_ref()?.pod_ip.clone()
+}
+
+/// SIGTERMs lbc-loadgen and reads its summary.
+async fn finish_loadgen(child: Child) -> Summary {
+    assert!(signal(child.id() as i32, "TERM"), "SIGTERM to lbc-loadgen");
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output()).await.unwrap().expect("lbc-loadgen output");
+    let text = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(text.trim())
+        .unwrap_or_else(|e| panic!("lbc-loadgen ({}) printed no JSON summary ({e}): {text:?}", out.status))
+}
+
+/// Seconds (from the load's start) with failures, and what failed in each.
+fn failing_seconds(s: &Summary) -> String {
+    let v: Vec<String> = s
+        .per_second
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.failed > 0)
+        .map(|(i, c)| format!("s{i}: {} failed {:?} ok-by-pod {:?}", c.failed, c.failures, c.pods))
+        .collect();
+    if v.is_empty() { "none".into() } else { v.join("; ") }
+}
+
+/// One measured run of load across an action.
+struct Measured {
+    summary: Summary,
+    rollout_s: f64,
+    /// The fewest healthy targets the data plane routed to during the run.
+    min_healthy: usize,
+}
+
+impl Measured {
+    fn line(&self) -> String {
+        format!(
+            "sent={} failed={} rollout_s={:.1} min_healthy={} failures={:?}",
+            self.summary.total.sent,
+            self.summary.total.failed,
+            self.rollout_s,
+            self.min_healthy,
+            self.summary.total.failures
+        )
+    }
+}
+
+/// Rolls the Deployment `rollouts` times, each under its own load run; returns each measurement.
+async fn rollouts(sc: &Scene, replicas: i32, rollouts: usize) -> Vec<Measured> {
+    let mut out = Vec::new();
+    for i in 1..=rollouts {
+        let load = sc.start_loadgen();
+        let guard = KillOnDrop(load.id());
+        // Load reaches every pod before the rollout starts.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let sampler = sc.sample_healthy();
+        let t = Instant::now();
+        sc.roll(i).await;
+        sc.wait_rollout(replicas, 120).await;
+        let rollout_s = t.elapsed().as_secs_f64();
+        // The old pods finish terminating (preStop, SIGTERM) under load too.
+        sc.wait_settled(replicas as usize, 60).await;
+        let min_healthy = sampler.finish().await;
+        std::mem::forget(guard);
+        let summary = finish_loadgen(load).await;
+        let m = Measured { summary, rollout_s, min_healthy };
+        eprintln!(
+            "{} rollout {i}/{rollouts}: {} ({:.1} s of load); failing seconds: {}",
+            sc.name,
+            m.line(),
+            m.summary.seconds,
+            failing_seconds(&m.summary)
+        );
+        out.push(m);
+    }
+    out
+}
+
+fn scenario_line(name: &str, runs: &[Measured]) -> (u64, u64) {
+    let sent: u64 = runs.iter().map(|m| m.summary.total.sent).sum();
+    let failed: u64 = runs.iter().map(|m| m.summary.total.failed).sum();
+    let rollout: Vec<String> = runs.iter().map(|m| format!("{:.1}", m.rollout_s)).collect();
+    let min_healthy = runs.iter().map(|m| m.min_healthy).min().unwrap_or(0);
+    let line = format!(
+        "SCENARIO {name} sent={sent} failed={failed} rollout_s={} min_healthy={min_healthy}",
+        rollout.join(",")
+    );
+    println!("{line}");
+    eprintln!("{line}");
+    (sent, failed)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root and the e2e environment; run by e2e/test-all with --include-ignored"]
+async fn rolling_update_with_readiness_gates_fails_no_request_in_five_rollouts() {
+    let _serial = super::dataplane::SERIAL.lock().await;
+    let Some(sc) = Scene::setup("rolling_update_gated", true, 6).await else { return };
+    let runs = rollouts(&sc, 6, 5).await;
+    let (sent, failed) = scenario_line("rolling_update_gated", &runs);
+    assert!(sent > 1000, "lbc-loadgen sent only {sent} requests over 5 rollouts");
+    for (i, m) in runs.iter().enumerate() {
+        assert_eq!(
+            m.summary.total.failed,
+            0,
+            "rollout {} of {}/{APP} with readiness gates: {} failed requests {:?}; expected 0. Failing seconds: {}. \
+             Controller log: {}; data plane log (tail):\n{}",
+            i + 1,
+            sc.ns,
+            m.summary.total.failed,
+            m.summary.total.failures,
+            failing_seconds(&m.summary),
+            sc.controller_log(),
+            sc.plane_log()
+        );
+    }
+    assert_eq!(failed, 0);
+    sc.teardown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root and the e2e environment; run by e2e/test-all with --include-ignored"]
+async fn rolling_update_without_readiness_gates_is_measured() {
+    let _serial = super::dataplane::SERIAL.lock().await;
+    let Some(sc) = Scene::setup("rolling_update_ungated", false, 6).await else { return };
+    let runs = rollouts(&sc, 6, 5).await;
+    let (sent, _failed) = scenario_line("rolling_update_ungated", &runs);
+    // No number is asserted: this scenario shows what the gate is worth.
+    assert!(sent > 1000, "lbc-loadgen sent only {sent} requests over 5 rollouts: nothing was measured");
+    sc.teardown().await;
+}
+
+/// Prints the scenario's `SCENARIO` line (stdout and stderr: shown with or without --nocapture).
+fn print_scenario(name: &str, s: &Summary, rollout_s: &str, min_healthy: usize) {
+    let line = format!(
+        "SCENARIO {name} sent={} failed={} rollout_s={rollout_s} min_healthy={min_healthy}",
+        s.total.sent, s.total.failed
+    );
+    println!("{line}");
+    eprintln!("{line}");
+}
+
+fn assert_no_failure(sc: &Scene, what: &str, s: &Summary) {
+    assert!(s.total.sent > 500, "{what}: lbc-loadgen sent only {} requests", s.total.sent);
+    assert_eq!(
+        s.total.failed,
+        0,
+        "{what} ({}/{APP}): {} failed requests {:?}; expected 0. Failing seconds: {}. Controller log: {}; data \
+         plane log (tail):\n{}",
+        sc.ns,
+        s.total.failed,
+        s.total.failures,
+        failing_seconds(s),
+        sc.controller_log(),
+        sc.plane_log()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root and the e2e environment; run by e2e/test-all with --include-ignored"]
+async fn scaling_6_to_12_to_3_under_load_fails_no_request() {
+    let _serial = super::dataplane::SERIAL.lock().await;
+    let Some(sc) = Scene::setup("scale_6_12_3", true, 6).await else { return };
+    let load = sc.start_loadgen();
+    let guard = KillOnDrop(load.id());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let sampler = sc.sample_healthy();
+    let t = Instant::now();
+    sc.scale(12).await;
+    sc.wait_settled(12, 120).await;
+    let up_s = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    sc.scale(3).await;
+    sc.wait_settled(3, 120).await;
+    let down_s = t.elapsed().as_secs_f64();
+    let min_healthy = sampler.finish().await;
+    std::mem::forget(guard);
+    let summary = finish_loadgen(load).await;
+    eprintln!("scale 6→12 in {up_s:.1} s, 12→3 in {down_s:.1} s; failing seconds: {}", failing_seconds(&summary));
+    print_scenario("scale_6_12_3", &summary, &format!("{up_s:.1},{down_s:.1}"), min_healthy);
+    assert_no_failure(&sc, "scaling 6→12→3 with readiness gates", &summary);
+    sc.teardown().await;
+}
+
+/// Live pods of template version `v` (the rollout's new pods).
+async fn pods_of_version(sc: &Scene, v: &str) -> Vec<Pod> {
+    sc.live_pods()
+        .await
+        .into_iter()
+        .filter(|p| p.annotations().get("lbc-e2e/version").map(String::as_str) == Some(v))
+        .collect()
+}
+
+/// DescribeTargetHealth state of `ip` in the scene's target group.
+async fn target_state(sc: &Scene, ip: &str) -> Option<String> {
+    let out = sc.elb.describe_target_health().target_group_arn(&sc.tg_arn).send().await.ok()?;
+    out.target_health_descriptions()
+        .iter()
+        .find(|d| d.target().and_then(|t| t.id()) == Some(ip))
+        .and_then(|d| d.target_health()?.state().map(|s| s.as_str().to_string()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root and the e2e environment; run by e2e/test-all with --include-ignored"]
+async fn controller_killed_mid_rollout_stalls_the_rollout_and_fails_no_request() {
+    let _serial = super::dataplane::SERIAL.lock().await;
+    let Some(mut sc) = Scene::setup("controller_killed", true, 6).await else { return };
+    let load = sc.start_loadgen();
+    let guard = KillOnDrop(load.id());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let sampler = sc.sample_healthy();
+    let t = Instant::now();
+    sc.roll(1).await;
+    // The rollout's first new pod: its target registered, its gate not yet True.
+    let (name, ip) = eventually("a new pod registered in the target group, gate not True", 60, || async {
+        for p in pods_of_version(&sc, "1").await {
+            let ip = pod_ip(&p)?;
+            if cond(&p, &sc.gate).as_deref() != Some("True") && target_state(&sc, &ip).await.is_some() {
+                return Some((p.name_any(), ip));
+            }
+        }
+        None
+    })
+    .await;
+    sc.ctl.take().expect("controller running").kill();
+    let killed = Instant::now();
+    eprintln!(
+        "controller SIGKILLed {:.1} s into the rollout; new pod {name} ({ip}) registered",
+        t.elapsed().as_secs_f64()
+    );
+    // No controller: the load balancer reports the target healthy, yet nothing flips the gate,
+    // so the pod stays un-Ready and no old pod is deleted: the rollout waits.
+    eventually(&format!("target {ip} of {name} healthy in DescribeTargetHealth"), 30, || async {
+        (target_state(&sc, &ip).await.as_deref() == Some("healthy")).then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(3).saturating_sub(killed.elapsed())).await;
+    let p = sc.pods_api().get(&name).await.expect("the new pod");
+    assert_ne!(
+        cond(&p, &sc.gate).as_deref(),
+        Some("True"),
+        "gate {} of pod {name} became True with no controller running",
+        sc.gate
+    );
+    assert!(!is_ready(&p), "pod {name} became Ready with no controller running: {:?}", p.status);
+    let old = pods_of_version(&sc, "0").await.len();
+    assert_eq!(old, 6, "old pods left while no controller ran: {old}; expected 6 (the rollout must wait)");
+    let down_s = killed.elapsed().as_secs_f64();
+    sc.ctl = Some(start_controller(&sc.env, &sc.ns, &sc.cert_dir, sc.webhook_port).await);
+    sc.wait_rollout(6, 120).await;
+    let rollout_s = t.elapsed().as_secs_f64();
+    sc.wait_settled(6, 60).await;
+    let min_healthy = sampler.finish().await;
+    std::mem::forget(guard);
+    let summary = finish_loadgen(load).await;
+    eprintln!(
+        "controller down {down_s:.1} s (restarted on the same webhook port; it then waits for the dead leader's \
+         lease); rollout {rollout_s:.1} s; failing seconds: {}",
+        failing_seconds(&summary)
+    );
+    print_scenario("controller_killed", &summary, &format!("{rollout_s:.1}"), min_healthy);
+    assert_no_failure(&sc, &format!("a rollout with the controller killed for {down_s:.1} s"), &summary);
+    sc.teardown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root and the e2e environment; run by e2e/test-all with --include-ignored"]
+async fn leader_failover_mid_rollout_fails_no_request() {
+    let _serial = super::dataplane::SERIAL.lock().await;
+    let Some(mut sc) = Scene::setup("leader_failover", true, 6).await else { return };
+    // A second replica on the same lease: a follower with warm caches, serving its own webhook.
+    let lease = format!("{}-leader", sc.ns);
+    let leases: Api<k8s_openapi::api::coordination::v1::Lease> = Api::namespaced(sc.client.clone(), &sc.ns);
+    let leader = eventually(&format!("Lease {}/{lease} held", sc.ns), 30, || async {
+        leases.get_opt(&lease).await.ok()??.spec?.holder_identity.filter(|h| !h.is_empty())
+    })
+    .await;
+    let standby_port = free_port();
+    let standby = start_controller(&sc.env, &sc.ns, &sc.cert_dir, standby_port).await;
+    let load = sc.start_loadgen();
+    let guard = KillOnDrop(load.id());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let sampler = sc.sample_healthy();
+    let t = Instant::now();
+    sc.roll(1).await;
+    let name = eventually("a new pod registered in the target group, gate not True", 60, || async {
+        for p in pods_of_version(&sc, "1").await {
+            let ip = pod_ip(&p)?;
+            if cond(&p, &sc.gate).as_deref() != Some("True") && target_state(&sc, &ip).await.is_some() {
+                return Some(p.name_any());
+            }
+        }
+        None
+    })
+    .await;
+    sc.ctl.take().expect("leader running").kill();
+    let killed = Instant::now();
+    // The webhook Service would now send admissions to the remaining replica only.
+    register_pod_webhook(&sc.client, &sc.ns, &sc.mwc_name, &sc.ca, standby_port).await;
+    sc.ctl = Some(standby);
+    let new_leader = eventually(&format!("Lease {}/{lease} taken over", sc.ns), 60, || async {
+        leases.get_opt(&lease).await.ok()??.spec?.holder_identity.filter(|h| !h.is_empty() && *h != leader)
+    })
+    .await;
+    let takeover_s = killed.elapsed().as_secs_f64();
+    sc.wait_rollout(6, 120).await;
+    let rollout_s = t.elapsed().as_secs_f64();
+    sc.wait_settled(6, 60).await;
+    let min_healthy = sampler.finish().await;
+    std::mem::forget(guard);
+    let summary = finish_loadgen(load).await;
+    let gated = sc.live_pods().await.iter().filter(|p| gates(p).contains(&sc.gate)).count();
+    assert_eq!(
+        gated, 6,
+        "pods with gate {} after the failover: {gated} of 6 (the standby's webhook injects it)",
+        sc.gate
+    );
+    eprintln!(
+        "leader {leader} SIGKILLed {:.1} s into the rollout (new pod {name} registered); {new_leader} took the lease \
+         {takeover_s:.1} s later; rollout {rollout_s:.1} s; failing seconds: {}",
+        killed.duration_since(t).as_secs_f64(),
+        failing_seconds(&summary)
+    );
+    print_scenario("leader_failover", &summary, &format!("{rollout_s:.1}"), min_healthy);
+    assert_no_failure(&sc, "a rollout with the leader killed and the standby taking over", &summary);
+    sc.teardown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root and the e2e environment; run by e2e/test-all with --include-ignored"]
+async fn aws_rejecting_credentials_mid_rollout_stalls_the_rollout_and_fails_no_request() {
+    let _serial = super::dataplane::SERIAL.lock().await;
+    let Some(sc) = Scene::setup("credentials_rejected", true, 6).await else { return };
+    let load = sc.start_loadgen();
+    let guard = KillOnDrop(load.id());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let sampler = sc.sample_healthy();
+    let t = Instant::now();
+    sc.roll(1).await;
+    let (name, ip) = eventually("a new pod registered in the target group, gate not True", 60, || async {
+        for p in pods_of_version(&sc, "1").await {
+            let ip = pod_ip(&p)?;
+            if cond(&p, &sc.gate).as_deref() != Some("True") && target_state(&sc, &ip).await.is_some() {
+                return Some((p.name_any(), ip));
+            }
+        }
+        None
+    })
+    .await;
+    // Every call on the target group (DescribeTargetHealth included) refused as with expired keys.
+    let fault = sc
+        .emu
+        .fault(json!({"service": "elasticloadbalancing", "operation": "*", "target_group_arn": sc.tg_arn,
+                      "code": "ExpiredToken", "http_status": 403,
+                      "message": "The security token included in the request is expired"}))
+        .await;
+    let from = Instant::now();
+    // The data plane's own checks find the target healthy; nothing can tell the controller so.
+    let status = sc.dir.join("plane.json");
+    eventually(&format!("target {ip} of {name} healthy in the data plane"), 30, || async {
+        healthy_routable(&status)?.contains(&ip).then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(3).saturating_sub(from.elapsed())).await;
+    let p = sc.pods_api().get(&name).await.expect("the new pod");
+    let gate = cond(&p, &sc.gate);
+    let ready = is_ready(&p);
+    let old = pods_of_version(&sc, "0").await.len();
+    let outage_s = from.elapsed().as_secs_f64();
+    sc.emu.clear_fault(&fault).await;
+    assert_ne!(
+        gate.as_deref(),
+        Some("True"),
+        "gate {} of pod {name} became True while AWS refused every call",
+        sc.gate
+    );
+    assert!(!ready, "pod {name} became Ready while AWS refused every call");
+    assert_eq!(old, 6, "old pods left while AWS refused every call: {old}; expected 6 (the rollout must wait)");
+    let resumed = Instant::now();
+    eventually(&format!("gate of {name} True once AWS answers again"), 60, || async {
+        let p = sc.pods_api().get_opt(&name).await.ok()??;
+        (cond(&p, &sc.gate).as_deref() == Some("True")).then_some(())
+    })
+    .await;
+    let resume_s = resumed.elapsed().as_secs_f64();
+    sc.wait_rollout(6, 120).await;
+    let rollout_s = t.elapsed().as_secs_f64();
+    sc.wait_settled(6, 60).await;
+    let min_healthy = sampler.finish().await;
+    std::mem::forget(guard);
+    let summary = finish_loadgen(load).await;
+    eprintln!(
+        "AWS refused every call on the target group for {outage_s:.1} s; the gate flipped {resume_s:.1} s after it \
+         answered again; rollout {rollout_s:.1} s; failing seconds: {}",
+        failing_seconds(&summary)
+    );
+    print_scenario("credentials_rejected", &summary, &format!("{rollout_s:.1}"), min_healthy);
+    assert_no_failure(&sc, "a rollout while AWS rejected the controller's credentials", &summary);
+    sc.teardown().await;
+}
+
+/// When a throttling storm starts.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum StormFrom {
+    /// As the rollout's first new pod is created: its RegisterTargets is throttled.
+    Registration,
+    /// Once the rollout's first new pod is registered (its gate about to flip): the
+    /// DeregisterTargets of the old pod deleted next is throttled.
+    Deregistration,
+}
+
+/// A rollout through a storm: every RegisterTargets and DeregisterTargets of the target group
+/// throttled for 60 s at the kubelet's scale (6 s), starting at `from`.
+async fn rollout_through_storm(name: &'static str, from: StormFrom) -> Option<(Scene, Summary)> {
+    let sc = Scene::setup(name, true, 6).await?;
+    let load = sc.start_loadgen();
+    let guard = KillOnDrop(load.id());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let sampler = sc.sample_healthy();
+    let t = Instant::now();
+    sc.roll(1).await;
+    match from {
+        StormFrom::Registration => {
+            eventually("the rollout's first new pod", 30, || async {
+                pods_of_version(&sc, "1").await.first().map(|_| ())
+            })
+            .await
+        }
+        StormFrom::Deregistration => {
+            eventually("the rollout's first new pod registered in the target group", 60, || async {
+                for p in pods_of_version(&sc, "1").await {
+                    if target_state(&sc, &pod_ip(&p)?).await.is_some() {
+                        return Some(());
+                    }
+                }
+                None
+            })
+            .await
+        }
+    }
+    let storm = Duration::from_secs(60).mul_f64(KUBELET_SCALE);
+    let mut faults = Vec::new();
+    for op in ["RegisterTargets", "DeregisterTargets"] {
+        faults.push(
+            sc.emu
+                .fault(json!({"service": "elasticloadbalancing", "operation": op, "target_group_arn": sc.tg_arn,
+                              "code": "Throttling", "rate": 1.0}))
+                .await,
+        );
+    }
+    let storm_start = t.elapsed().as_secs_f64();
+    tokio::time::sleep(storm).await;
+    for id in &faults {
+        sc.emu.clear_fault(id).await;
+    }
+    sc.wait_rollout(6, 120).await;
+    let rollout_s = t.elapsed().as_secs_f64();
+    sc.wait_settled(6, 60).await;
+    let min_healthy = sampler.finish().await;
+    std::mem::forget(guard);
+    let summary = finish_loadgen(load).await;
+    let log = std::fs::read_to_string(&sc.ctl.as_ref().expect("controller running").log).unwrap_or_default();
+    let throttled = log.lines().filter(|l| l.contains("Throttling")).count();
+    eprintln!(
+        "{name}: storm {:.1} s from {storm_start:.1} s into the rollout ({from:?}; {throttled} controller log lines \
+         mention Throttling); rollout {rollout_s:.1} s; failing seconds: {}",
+        storm.as_secs_f64(),
+        failing_seconds(&summary)
+    );
+    print_scenario(name, &summary, &format!("{rollout_s:.1}"), min_healthy);
+    Some((sc, summary))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root and the e2e environment; run by e2e/test-all with --include-ignored"]
+async fn throttling_storm_from_a_registration_mid_rollout_fails_no_request() {
+    let _serial = super::dataplane::SERIAL.lock().await;
+    let name = "throttling_storm_registration";
+    let Some((sc, summary)) = rollout_through_storm(name, StormFrom::Registration).await else { return };
+    assert_no_failure(&sc, "a rollout through a RegisterTargets/DeregisterTargets throttling storm", &summary);
+    sc.teardown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root and the e2e environment; run by e2e/test-all with --include-ignored"]
+async fn throttling_storm_over_a_deregistration_longer_than_pre_stop_is_measured() {
+    let _serial = super::dataplane::SERIAL.lock().await;
+    let name = "throttling_storm_deregistration";
+    let Some((sc, summary)) = rollout_through_storm(name, StormFrom::Deregistration).await else { return };
+    // No number is asserted. The storm (6 s) outlasts the preStop sleep (2 s): the old pod deleted
+    // during it cannot be deregistered before its server stops, so new connections reach a
+    // stopped server until the health checks mark it unhealthy. No controller can deregister
+    // while AWS refuses every call; the preStop sleep is what covers it (docs/zero-downtime.md).
+    assert!(summary.total.sent > 500, "lbc-loadgen sent only {} requests: nothing was measured", summary.total.sent);
+    sc.teardown().await;
+}
+
+/// Ingress → ALB: host `a.example.com` to Service `web` (6 replicas, rolling), host
+/// `b.example.com` to Service `other` (3 replicas, steady), both with readiness gates; load on both
+/// hosts through the ALB-like data plane (HTTP listener, host rules) while `web` rolls.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root and the e2e environment; run by e2e/test-all with --include-ignored"]
+async fn ingress_alb_with_two_backends_one_rolling_fails_no_request() {
+    const NAME: &str = "alb_two_backends";
+    let _serial = super::dataplane::SERIAL.lock().await;
+    if !require_root(NAME) {
+        return;
+    }
+    let Some(env) = Env::require(NAME) else { return };
+    let client = kube_util::client(&env).await;
+    let ns = unique("zd");
+    kube_util::namespace(&client, &ns, &[("lbc-e2e/webhook-test", ns.as_str()), (GATE_LABEL, "enabled")]).await;
+    let dir = Env::repo_root().join(format!("e2e/.run/datapath/{ns}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cert_dir = dir.join("certs");
+    let ca = write_cert(&cert_dir);
+    let port = free_port();
+    let ctl = start_controller(&env, &ns, &cert_dir, port).await;
+    let mwc_name = format!("{ns}-mutating");
+    register_pod_webhook(&client, &ns, &mwc_name, &ca, port).await;
+    let cidr = env.get("LBC_VPC_CIDR");
+    check_host_has_no_route(cidr.parse().unwrap()).expect("host route check before the scenario");
+    let vpc = Vpc::create("zd", cidr).expect("creating the VPC namespace");
+    vpc.add_address(VIP.parse().unwrap()).unwrap();
+    let mut config = AgentConfig::for_env(
+        &env,
+        "zd",
+        &vpc,
+        SLOT,
+        env!("CARGO_BIN_EXE_lbc-podserver").as_ref(),
+        env!("CARGO_BIN_EXE_lbc-node-agent").as_ref(),
+    )
+    .expect("agent config");
+    config.namespace = Some(ns.clone());
+    config.time_scale = KUBELET_SCALE;
+    let agent = Agent::start(&env, config).await.expect("starting the node agent");
+
+    // Two Services, one Ingress with a host rule for each, ALB health checks as the NLB's above.
+    let services: Api<Service> = Api::namespaced(client.clone(), &ns);
+    for app in ["web", "other"] {
+        let svc = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": app},
+            "spec": {"selector": {"app": app}, "ports": [{"name": "http", "port": 80, "targetPort": 8080}]}});
+        services.create(&PostParams::default(), &serde_json::from_value(svc).unwrap()).await.expect("create Service");
+    }
+    let alb = "alb.ingress.kubernetes.io";
+    let ann = json!({
+        "kubernetes.io/ingress.class": "alb",
+        format!("{alb}/target-type"): "ip",
+        format!("{alb}/scheme"): "internal",
+        format!("{alb}/healthcheck-path"): "/healthz",
+        format!("{alb}/healthcheck-interval-seconds"): "10",
+        format!("{alb}/healthcheck-timeout-seconds"): "6",
+        format!("{alb}/healthy-threshold-count"): "3",
+        format!("{alb}/unhealthy-threshold-count"): "2",
+        format!("{alb}/target-group-attributes"): format!("deregistration_delay.timeout_seconds={DEREGISTRATION_DELAY_S}"),
+    });
+    let rule = |host: &str, svc: &str| {
+        json!({"host": host, "http": {"paths": [{"path": "/", "pathType": "Prefix",
+            "backend": {"service": {"name": svc, "port": {"number": 80}}}}]}})
+    };
+    let ing = json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+        "metadata": {"name": "web", "annotations": ann},
+        "spec": {"rules": [rule("a.example.com", "web"), rule("b.example.com", "other")]}});
+    let ingresses: Api<k8s_openapi::api::networking::v1::Ingress> = Api::namespaced(client.clone(), &ns);
+    ingresses.create(&PostParams::default(), &serde_json::from_value(ing).unwrap()).await.expect("create Ingress");
+    eventually(&format!("Ingress {ns}/web gets its ALB hostname"), 90, || async {
+        ingresses.get_opt("web").await.ok()??.status?.load_balancer?.ingress?.first()?.hostname.clone()
+    })
+    .await;
+    let elb = aws::elbv2(&env).await;
+    let (lbs, tgs) = aws::stack_arns(&elb, "ingress.k8s.aws/stack", &format!("{ns}/web")).await;
+    assert_eq!((lbs.len(), tgs.len()), (1, 2), "one ALB and a target group per backend for Ingress {ns}/web");
+    let tgbs: Api<TargetGroupBinding> = Api::namespaced(client.clone(), &ns);
+    let bindings = eventually("the controller's two TargetGroupBindings", 30, || async {
+        let items = tgbs.list(&ListParams::default()).await.ok()?.items;
+        (items.len() == 2).then_some(items)
+    })
+    .await;
+    let gate_of = |svc: &str| {
+        let b = bindings.iter().find(|b| b.spec.service_ref.name == svc).expect("a binding per Service");
+        format!("target-health.elbv2.k8s.aws/{}", b.name_any())
+    };
+    let (gate_web, gate_other) = (gate_of("web"), gate_of("other"));
+
+    let emu_addr = env.aws_endpoint().trim_start_matches("http://").trim_end_matches('/').parse().unwrap();
+    let sock = std::env::temp_dir().join(format!("{}.sock", unique("lbc-emu")));
+    let fwd = EmulatorForwarder::start(&sock, emu_addr).expect("emulator forwarder");
+    let (emulator, propagation) = (fwd.endpoint_arg(), PROPAGATION_S.to_string());
+    let mut plane = vpc
+        .command(env!("CARGO_BIN_EXE_lbc-dataplane"))
+        .args(["run", "--emulator", emulator.as_str(), "--load-balancer-arn", lbs[0].as_str(), "--listen", VIP])
+        .args(["--propagation-seconds", propagation.as_str(), "--status-file"])
+        .arg(dir.join("plane.json"))
+        .stdout(std::fs::File::create(dir.join("plane.log")).unwrap())
+        .stderr(std::fs::File::create(dir.join("plane.err")).unwrap())
+        .spawn()
+        .expect("spawning lbc-dataplane");
+    // On a panic, dropping the VPC kills what runs in its namespace (the data plane, the load).
+    let status = dir.join("plane.json");
+    eventually("lbc-dataplane listening on port 80", 20, || async {
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&status).ok()?).ok()?;
+        v["listeners"].as_array()?.iter().any(|p| p == 80).then_some(())
+    })
+    .await;
+
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), &ns);
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    for (app, n) in [("web", 6), ("other", 3)] {
+        let d: Deployment = serde_json::from_value(deployment_named(app, n)).unwrap();
+        deployments.create(&PostParams::default(), &d).await.expect("create Deployment");
+    }
+    // Settled: 9 pods, none terminating, all Ready, each with its Service's gate, all routable.
+    let settled = || async {
+        let all = pods.list(&ListParams::default()).await.ok()?.items;
+        let ready = all.iter().filter(|p| p.metadata.deletion_timestamp.is_none() && is_ready(p)).count();
+        if all.len() != 9 || ready != 9 {
+            return None;
+        }
+        let mut ips: Vec<String> = all.iter().filter_map(pod_ip).collect();
+        ips.sort();
+        (healthy_routable(&status)? == ips).then_some(all)
+    };
+    let all = eventually("9 Ready pods of web and other, all routable", 120, settled).await;
+    for p in &all {
+        let want = if p.labels().get("app").map(String::as_str) == Some("web") { &gate_web } else { &gate_other };
+        assert_eq!(&gates(p), &vec![want.clone()], "readiness gates of pod {ns}/{}", p.name_any());
+    }
+
+    let target = format!("{VIP}:80");
+    let load = |host: &str| {
+        vpc.command(env!("CARGO_BIN_EXE_lbc-loadgen"))
+            .args(["--target", target.as_str(), "--timeout-ms", "3000", "--rate", "100", "--per-second"])
+            .args(["--host", host])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawning lbc-loadgen")
+    };
+    let (load_a, load_b) = (load("a.example.com"), load("b.example.com"));
+    let guards = (KillOnDrop(load_a.id()), KillOnDrop(load_b.id()));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let t = Instant::now();
+    let patch = json!({"spec": {"template": {"metadata": {"annotations": {"lbc-e2e/version": "1"}}}}});
+    deployments.patch("web", &PatchParams::default(), &Patch::Merge(patch)).await.expect("patch Deployment");
+    eventually(&format!("rollout of Deployment {ns}/web complete"), 120, || async {
+        let d = deployments.get("web").await.ok()?;
+        let (generation, st) = (d.metadata.generation?, d.status?);
+        (st.observed_generation >= Some(generation)
+            && st.updated_replicas == Some(6)
+            && st.replicas == Some(6)
+            && st.available_replicas == Some(6))
+        .then_some(())
+    })
+    .await;
+    let rollout_s = t.elapsed().as_secs_f64();
+    eventually("9 Ready pods after the rollout, all routable", 60, settled).await;
+    std::mem::forget(guards);
+    let (a, b) = (finish_loadgen(load_a).await, finish_loadgen(load_b).await);
+    let (sent, failed) = (a.total.sent + b.total.sent, a.total.failed + b.total.failed);
+    eprintln!(
+        "ALB: a.example.com (web, rolling) sent {} failed {} {:?}; b.example.com (other) sent {} failed {} {:?}; \
+         rollout {rollout_s:.1} s; failing seconds a: {}; b: {}",
+        a.total.sent,
+        a.total.failed,
+        a.total.failures,
+        b.total.sent,
+        b.total.failed,
+        b.total.failures,
+        failing_seconds(&a),
+        failing_seconds(&b)
+    );
+    let line = format!("SCENARIO {NAME} sent={sent} failed={failed} rollout_s={rollout_s:.1}");
+    println!("{line}");
+    eprintln!("{line}");
+    let log = std::fs::read_to_string(dir.join("plane.log")).unwrap_or_default();
+    let tail: Vec<&str> = log.lines().rev().take(40).collect::<Vec<_>>().into_iter().rev().collect();
+    assert!(
+        a.total.sent > 300 && b.total.sent > 300,
+        "lbc-loadgen sent only {} / {} requests",
+        a.total.sent,
+        b.total.sent
+    );
+    assert_eq!(
+        failed,
+        0,
+        "Ingress {ns}/web rolling backend web: {failed} failed requests (a: {:?}, b: {:?}); expected 0. Controller \
+         log: {}; data plane log (tail):\n{}",
+        a.total.failures,
+        b.total.failures,
+        ctl.log.display(),
+        tail.join("\n")
+    );
+
+    // Teardown: the ALB goes with the Ingress (the controller removes it), then everything else.
+    let _ = plane.kill();
+    let _ = plane.wait();
+    for app in ["web", "other"] {
+        let _ = deployments.delete(app, &DeleteParams::default()).await;
+    }
+    let _ = ingresses.delete("web", &DeleteParams::default()).await;
+    eventually(&format!("Ingress {ns}/web deleted (the controller removes its ALB)"), 60, || async {
+        ingresses.get_opt("web").await.ok()?.is_none().then_some(())
+    })
+    .await;
+    ctl.terminate();
+    let _ = Api::<MutatingWebhookConfiguration>::all(client.clone()).delete(&mwc_name, &DeleteParams::default()).await;
+    let errors = agent.errors();
+    agent.stop().await.expect("stopping the node agent");
+    kube_util::delete_namespace(&client, &ns).await;
+    let left = vpc.pod_namespaces().unwrap();
+    assert!(left.is_empty(), "pod namespaces left after the agent stopped: {left:?}");
+    drop(fwd);
+    drop(vpc);
+    check_host_has_no_route(cidr.parse().unwrap()).expect("host route check after the scenario");
+    assert!(errors.is_empty(), "node agent errors: {errors:?}");
+}
+
+/// The data plane's status of target `ip`, if it knows it.
+fn plane_target(sc: &Scene, ip: &str) -> Option<Value> {
+    sc.plane_status()?["targets"].as_array()?.iter().find(|t| t["id"] == ip).cloned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root and the e2e environment; run by e2e/test-all with --include-ignored"]
+async fn a_pod_failing_health_in_steady_state_stops_getting_new_connections() {
+    let _serial = super::dataplane::SERIAL.lock().await;
+    let Some(sc) = Scene::setup("pod_fails_health", true, 6).await else { return };
+    let load = sc.start_loadgen();
+    let guard = KillOnDrop(load.id());
+    let sampler = sc.sample_healthy();
+    let pod = sc.live_pods().await.into_iter().next().expect("a pod");
+    let (name, ip) = (pod.name_any(), pod_ip(&pod).expect("pod IP"));
+    eventually(&format!("connections to {name}"), 10, || async {
+        (plane_target(&sc, &ip)?["opened"].as_u64()? > 0).then_some(())
+    })
+    .await;
+    let t = Instant::now();
+    sc.agent.as_ref().expect("agent running").set_fail_health(&sc.ns, &name, true).unwrap();
+    // The load balancer's checks (2 × 10 s, 0.2 s real) and the kubelet's probe (2 × 1 s, 0.2 s
+    // real) both see it; the controller deregisters the now un-Ready pod.
+    let opened = eventually(&format!("{name} unhealthy in the data plane"), 20, || async {
+        let tgt = plane_target(&sc, &ip)?;
+        (tgt["state"] == "unhealthy" || tgt["routable"] == false).then(|| tgt["opened"].as_u64().unwrap_or(0))
+    })
+    .await;
+    let out_s = t.elapsed().as_secs_f64();
+    eventually(&format!("{name} deregistered by the controller"), 20, || async {
+        (target_state(&sc, &ip).await.as_deref() == Some("draining") || target_state(&sc, &ip).await.is_none())
+            .then_some(())
+    })
+    .await;
+    let deregistered_s = t.elapsed().as_secs_f64();
+    let p = sc.pods_api().get(&name).await.expect("the failing pod");
+    let gate = cond(&p, &sc.gate);
+    // Load goes on; the failing pod gets no new connection.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let later = plane_target(&sc, &ip).and_then(|t| t["opened"].as_u64()).unwrap_or(opened);
+    // Recovery: Ready again, registered again, healthy, routable.
+    sc.agent.as_ref().expect("agent running").set_fail_health(&sc.ns, &name, false).unwrap();
+    let t2 = Instant::now();
+    sc.wait_settled(6, 60).await;
+    let back_s = t2.elapsed().as_secs_f64();
+    let min_healthy = sampler.finish().await;
+    std::mem::forget(guard);
+    let summary = finish_loadgen(load).await;
+    eprintln!(
+        "{name} failing health: out of the data plane's rotation {out_s:.2} s later, deregistered {deregistered_s:.2} \
+         s later, gate while un-Ready: {gate:?}; routable again {back_s:.1} s after it recovered; failing seconds: {}",
+        failing_seconds(&summary)
+    );
+    print_scenario("pod_fails_health", &summary, &format!("{out_s:.2},{deregistered_s:.2},{back_s:.1}"), min_healthy);
+    assert_eq!(later, opened, "new connections went to {name} ({ip}) after it was unhealthy in the data plane");
+    assert_no_failure(&sc, "a pod failing health in steady state (its server still answers /)", &summary);
+    sc.teardown().await;
+}
