@@ -207,6 +207,18 @@ impl Fixture {
     }
 }
 
+/// Notes of the events of `reason` about object `name`, in namespace `ns`.
+async fn notes(f: &Fixture, ns: &str, reason: &str, name: &str) -> Vec<String> {
+    let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(f.client.clone(), ns);
+    let Ok(list) = events.list(&ListParams::default()).await else { return vec![] };
+    list.items
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some(reason))
+        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
+        .filter_map(|e| e.note)
+        .collect()
+}
+
 fn summarize(calls: &BTreeMap<String, usize>) -> String {
     let total: usize = calls.values().sum();
     format!("{total} calls: {calls:?}")

@@ -3,7 +3,6 @@
 //! cannot replace the group's ALB by setting `scheme`.
 
 use super::*;
-use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::networking::v1::IngressClassParametersReference;
 use std::time::Instant;
 
@@ -25,18 +24,6 @@ fn ingress_class(name: &str) -> IngressClass {
         metadata: ObjectMeta { name: Some(name.into()), ..Default::default() },
         spec: Some(IngressClassSpec { controller: Some("ingress.k8s.aws/alb".into()), parameters: None }),
     }
-}
-
-/// Notes of the events of `reason` about object `name`, in namespace `ns`.
-async fn notes(f: &Fixture, ns: &str, reason: &str, name: &str) -> Vec<String> {
-    let events: Api<Event> = Api::namespaced(f.client.clone(), ns);
-    let Ok(list) = events.list(&ListParams::default()).await else { return vec![] };
-    list.items
-        .into_iter()
-        .filter(|e| e.reason.as_deref() == Some(reason))
-        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
-        .filter_map(|e| e.note)
-        .collect()
 }
 
 /// Load balancer ARNs, target group ARNs and the hostname of every member, once all agree.

@@ -3,23 +3,10 @@
 //! Warning on the Ingress and nothing is written to AWS.
 
 use super::*;
-use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::networking::v1::IngressClassParametersReference;
 use lbc_aws::net::Networking;
 use lbc_model::crd::IngressClassParams;
 use lbc_model::lb::Tags;
-
-/// Notes of the events of `reason` about Ingress `name` in `ns`.
-async fn notes(f: &Fixture, ns: &str, reason: &str, name: &str) -> Vec<String> {
-    let events: Api<Event> = Api::namespaced(f.client.clone(), ns);
-    let Ok(list) = events.list(&ListParams::default()).await else { return vec![] };
-    list.items
-        .into_iter()
-        .filter(|e| e.reason.as_deref() == Some(reason))
-        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
-        .filter_map(|e| e.note)
-        .collect()
-}
 
 #[tokio::test]
 #[ignore = "end-to-end: needs the local environment (e2e/up); e2e/test-all runs it with --include-ignored"]
