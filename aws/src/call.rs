@@ -17,7 +17,8 @@ pub enum Service {
     Ec2,
     Acm,
     Wafv2,
-    /// Only `GetCallerIdentity`, by `aws-lb-controller doctor`.
+    /// `GetCallerIdentity` (`aws-lb-controller doctor`) and `AssumeRole` (TargetGroupBinding
+    /// `spec.iamRoleArnToAssume`).
     Sts,
 }
 
@@ -55,7 +56,9 @@ pub type WriteGate = Arc<dyn Fn() -> bool + Send + Sync>;
 /// permission probes), which AWS checks and never performs; anything else is treated as a write
 /// (fails safe for new operations).
 pub fn is_mutating(operation: &str) -> bool {
-    !["Describe", "List", "Get", "DryRun"].iter().any(|p| operation.starts_with(p))
+    // sts:AssumeRole changes nothing of ours: it yields keys that every replica's webhook needs
+    // to read a cross-account target group, leader or not.
+    !["Describe", "List", "Get", "DryRun", "AssumeRole"].iter().any(|p| operation.starts_with(p))
 }
 
 /// Limits of one call (flags `--aws-api-attempt-timeout`, `--aws-api-operation-timeout`).
@@ -389,6 +392,7 @@ mod tests {
             "GetWebACLForResource",
             "DescribeCapacityReservation",
             "DryRunCreateSecurityGroup",
+            "AssumeRole",
         ] {
             assert!(!is_mutating(op), "{op}");
         }

@@ -77,8 +77,25 @@ pub struct Clients {
     pub ec2: aws_sdk_ec2::Client,
     pub acm: aws_sdk_acm::Client,
     pub wafv2: aws_sdk_wafv2::Client,
-    /// Used by `doctor` only (GetCallerIdentity).
+    /// `doctor` (GetCallerIdentity) and assumed roles (AssumeRole).
     pub sts: aws_sdk_sts::Client,
+    /// What the clients above were built from, for clients built later with other credentials
+    /// ([`Clients::elbv2_with`]).
+    shared: aws_config::SdkConfig,
+    elbv2_endpoint: Option<String>,
+}
+
+impl Clients {
+    /// An ELBv2 client like [`Clients::elbv2`] (region, endpoint, no SDK retries) signing with
+    /// `credentials` instead; the SDK's identity cache keeps them until shortly before expiry.
+    pub fn elbv2_with(&self, credentials: SharedCredentialsProvider) -> aws_sdk_elasticloadbalancingv2::Client {
+        let mut b =
+            aws_sdk_elasticloadbalancingv2::config::Builder::from(&self.shared).credentials_provider(credentials);
+        if let Some(u) = &self.elbv2_endpoint {
+            b = b.endpoint_url(u);
+        }
+        aws_sdk_elasticloadbalancingv2::Client::from_conf(b.build())
+    }
 }
 
 pub async fn build_clients(s: &ClientSettings) -> Clients {
@@ -115,6 +132,8 @@ pub async fn build_clients(s: &ClientSettings) -> Clients {
         ec2: aws_sdk_ec2::Client::from_conf(ec2.build()),
         acm: aws_sdk_acm::Client::from_conf(acm.build()),
         wafv2: aws_sdk_wafv2::Client::from_conf(waf.build()),
+        elbv2_endpoint: s.endpoints.elbv2.clone(),
+        shared,
     }
 }
 

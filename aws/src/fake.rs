@@ -202,3 +202,38 @@ impl Ec2 for FakeEc2 {
             .ok_or_else(|| AwsError::new(ErrorKind::NotFound, "ec2", "DescribeVpcs", format!("VPC {vpc_id} not found")))
     }
 }
+
+/// [`crate::assume_role::ElbV2ByRole`] over fakes: one [`FakeElbV2`] per account. The
+/// controller's own account answers without a role; a role not added sees an empty account,
+/// as a real role of an account holding none of the test's target groups would.
+pub struct FakeAccounts {
+    own: std::sync::Arc<dyn ElbV2>,
+    roles: Mutex<HashMap<lbc_model::crd::RoleToAssume, std::sync::Arc<FakeElbV2>>>,
+    asked: Mutex<Vec<Option<lbc_model::crd::RoleToAssume>>>,
+}
+
+impl FakeAccounts {
+    pub fn new(own: std::sync::Arc<dyn ElbV2>) -> Self {
+        Self { own, roles: Mutex::default(), asked: Mutex::default() }
+    }
+
+    /// The account `role` leads to.
+    pub fn add_role(&self, role: lbc_model::crd::RoleToAssume, account: std::sync::Arc<FakeElbV2>) {
+        self.roles.lock().unwrap().insert(role, account);
+    }
+
+    /// Every role clients were asked for, in order (`None`: the controller's own identity).
+    pub fn asked(&self) -> Vec<Option<lbc_model::crd::RoleToAssume>> {
+        self.asked.lock().unwrap().clone()
+    }
+}
+
+impl crate::assume_role::ElbV2ByRole for FakeAccounts {
+    fn client(&self, role: Option<&lbc_model::crd::RoleToAssume>) -> std::sync::Arc<dyn ElbV2> {
+        self.asked.lock().unwrap().push(role.cloned());
+        match role {
+            None => self.own.clone(),
+            Some(r) => self.roles.lock().unwrap().entry(r.clone()).or_default().clone(),
+        }
+    }
+}

@@ -3,6 +3,7 @@
 //! bound, counted and timed ([`call`]).
 //!
 //! - [`elbv2`]: target groups, targets, target health.
+//! - [`assume_role`]: ELBv2 clients acting as another account's role (cross-account bindings).
 //! - [`ec2`]: VPC lookups.
 //! - [`lb`]: load balancers, listeners, target groups (Service → NLB, Ingress → ALB).
 //! - [`acm`]: ISSUED ACM certificates and their names (Ingress certificate discovery).
@@ -17,6 +18,7 @@
 //!   tested against the emulator only: e2e/tests/ingress_alb.rs).
 
 pub mod acm;
+pub mod assume_role;
 pub mod call;
 pub mod config;
 pub mod credentials;

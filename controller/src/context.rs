@@ -5,6 +5,7 @@ use crate::stores::{Stores, Triggers};
 use kube::Client;
 use kube::runtime::events::{Event, EventType, Recorder};
 use kube::runtime::reflector::ObjectRef;
+use lbc_aws::assume_role::ElbV2ByRole;
 use lbc_aws::ec2::Ec2;
 use lbc_aws::elbv2::{ElbV2, TargetGroupInfo};
 use lbc_model::crd::TargetGroupBinding;
@@ -57,7 +58,10 @@ pub struct Context {
     pub client: Client,
     pub stores: Stores,
     pub triggers: Triggers,
+    /// The controller's own identity; bindings read and write their target group through
+    /// [`Context::elb_for`].
     pub elb: Arc<dyn ElbV2>,
+    pub elb_roles: Arc<dyn ElbV2ByRole>,
     pub ec2: Arc<dyn Ec2>,
     pub recorder: Recorder,
     pub metrics: Metrics,
@@ -76,6 +80,15 @@ pub struct Context {
 }
 
 impl Context {
+    /// The ELBv2 client of a binding's target group: as the role of `spec.iamRoleArnToAssume`
+    /// when set (a target group of another account), else the controller's own.
+    pub fn elb_for(&self, tgb: &TargetGroupBinding) -> Arc<dyn ElbV2> {
+        match tgb.spec.role_to_assume() {
+            None => self.elb.clone(),
+            Some(role) => self.elb_roles.client(Some(&role)),
+        }
+    }
+
     /// A VPC's CIDRs, fetched once per VPC and process: concurrent first lookups wait for the call
     /// in flight, a failed one is tried again by the next caller. (A CIDR block associated later is
     /// seen after a restart.)

@@ -12,6 +12,7 @@ use anyhow::{Context as _, bail};
 use kube::Client;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::runtime::events::{Recorder, Reporter};
+use lbc_aws::assume_role::{ElbV2ByRole, SdkElbV2ByRole};
 use lbc_aws::call::{CallRunner, CallTimeouts, WriteGate};
 use lbc_aws::config::{ClientSettings, Endpoints, build_clients};
 use lbc_aws::ec2::SdkEc2;
@@ -69,18 +70,22 @@ pub async fn run(args: Args, albc_only: Vec<lbc_model::compat::GivenFlag>) -> an
     let credentials = crate::credentials::start(&args, &metrics).await?;
     let health = Health::new(credentials.as_ref().map(|c| c.status()));
     tokio::spawn(log_exit("health server", admin::serve_health(args.health_probe_bind_addr, health.clone())));
-    let clients = build_clients(&ClientSettings {
-        region: args.aws_region.clone(),
-        endpoints,
-        credentials: credentials.as_ref().map(|c| c.provider()),
-    })
-    .await;
-    let elb = Arc::new(SdkElbV2::new(clients.elbv2.clone(), runner.clone()));
-    let elb_for_webhook: Arc<dyn lbc_aws::elbv2::ElbV2> = elb.clone();
+    let clients = Arc::new(
+        build_clients(&ClientSettings {
+            region: args.aws_region.clone(),
+            endpoints,
+            credentials: credentials.as_ref().map(|c| c.provider()),
+        })
+        .await,
+    );
+    let elb: Arc<dyn lbc_aws::elbv2::ElbV2> = Arc::new(SdkElbV2::new(clients.elbv2.clone(), runner.clone()));
+    // Bindings with spec.iamRoleArnToAssume (target groups of another account), webhook included.
+    let elb_roles: Arc<dyn ElbV2ByRole> = Arc::new(SdkElbV2ByRole::new(elb.clone(), clients.clone(), runner.clone()));
     let ec2 = Arc::new(SdkEc2::new(clients.ec2.clone(), runner.clone()));
-    let lbs: Arc<dyn lbc_aws::lb::LoadBalancers> = Arc::new(SdkLoadBalancers::new(clients.elbv2, runner.clone()));
-    let acm: Arc<dyn lbc_aws::acm::Acm> = Arc::new(lbc_aws::acm::SdkAcm::new(clients.acm, runner.clone()));
-    let net: Arc<dyn lbc_aws::net::Networking> = Arc::new(SdkNetworking::new(clients.ec2, runner.clone()));
+    let lbs: Arc<dyn lbc_aws::lb::LoadBalancers> =
+        Arc::new(SdkLoadBalancers::new(clients.elbv2.clone(), runner.clone()));
+    let acm: Arc<dyn lbc_aws::acm::Acm> = Arc::new(lbc_aws::acm::SdkAcm::new(clients.acm.clone(), runner.clone()));
+    let net: Arc<dyn lbc_aws::net::Networking> = Arc::new(SdkNetworking::new(clients.ec2.clone(), runner.clone()));
 
     let triggers = Triggers::default();
     let (stores, tasks) = Stores::start(&client, &args.watch_namespace, triggers.clone(), metrics.clone());
@@ -123,6 +128,7 @@ pub async fn run(args: Args, albc_only: Vec<lbc_model::compat::GivenFlag>) -> an
         stores: stores.clone(),
         triggers,
         elb,
+        elb_roles: elb_roles.clone(),
         ec2,
         recorder,
         metrics: metrics.clone(),
@@ -163,7 +169,7 @@ pub async fn run(args: Args, albc_only: Vec<lbc_model::compat::GivenFlag>) -> an
     let aws = crate::stack::Adapters {
         lbs,
         net,
-        waf: Arc::new(lbc_aws::waf::SdkWebAcls::new(clients.wafv2, runner.clone())),
+        waf: Arc::new(lbc_aws::waf::SdkWebAcls::new(clients.wafv2.clone(), runner.clone())),
     };
     let ingress_ctx = Arc::new(crate::ingress::IngressCtx::new(
         ctx.clone(),
@@ -174,7 +180,7 @@ pub async fn run(args: Args, albc_only: Vec<lbc_model::compat::GivenFlag>) -> an
     ));
     let service_ctx = Arc::new(crate::service::ServiceCtx::new(ctx.clone(), &aws, service_cfg, backend_sg));
 
-    spawn_webhook(&args, &stores, &health, elb_for_webhook, &metrics, shutdown_rx.clone());
+    spawn_webhook(&args, &stores, &health, elb_roles, &metrics, shutdown_rx.clone());
 
     tokio::spawn(async move {
         shutdown_signal().await;
@@ -366,7 +372,7 @@ fn spawn_webhook(
     args: &Args,
     stores: &Stores,
     health: &Health,
-    elb: Arc<dyn lbc_aws::elbv2::ElbV2>,
+    elb: Arc<dyn ElbV2ByRole>,
     metrics: &Metrics,
     shutdown: watch::Receiver<bool>,
 ) {

@@ -709,6 +709,7 @@ def control(method: str, path: str, query: dict[str, list[str]], body: dict[str,
         for _account, regions in list(sts_backends.items()):
             for _region, backend in list(regions.items()):
                 out += [{"access_key_id": r.access_key_id, "role_arn": r.role_arn, "session_name": r.session_name,
+                         "external_id": getattr(r, "external_id", None),
                          "expiration": r.expiration.isoformat()} for r in backend.assumed_roles]
         return 200, {"sessions": out}
 

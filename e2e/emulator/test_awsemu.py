@@ -278,11 +278,11 @@ def test_ec2_and_sts_fault_shapes(emu, aws):
 
 def test_sts_sessions_list_assumed_role_keys_without_secrets(emu, aws):
     arn = "arn:aws:iam::123456789012:role/emu-test"
-    creds = aws.sts.assume_role(RoleArn=arn, RoleSessionName="s1", DurationSeconds=900)["Credentials"]
+    creds = aws.sts.assume_role(RoleArn=arn, RoleSessionName="s1", DurationSeconds=900, ExternalId="ext-9")["Credentials"]
     status, out = ctl(emu, "GET", "sts-sessions")
     assert status == 200
     mine = [x for x in out["sessions"] if x["access_key_id"] == creds["AccessKeyId"]]
-    assert [(x["role_arn"], x["session_name"]) for x in mine] == [(arn, "s1")]
+    assert [(x["role_arn"], x["session_name"], x["external_id"]) for x in mine] == [(arn, "s1", "ext-9")]
     assert creds["SecretAccessKey"] not in json.dumps(out) and creds["SessionToken"] not in json.dumps(out)
 
 

@@ -80,6 +80,11 @@ impl Emulator {
 
     /// Access key ID -> role ARN of every sts:AssumeRole the emulator answered (`/_awsemu/sts-sessions`).
     pub async fn sts_sessions(&self) -> std::collections::HashMap<String, String> {
+        self.sts_sessions_with_external_ids().await.into_iter().map(|(k, (role, _))| (k, role)).collect()
+    }
+
+    /// Access key ID -> (role ARN, external ID sent) of every sts:AssumeRole the emulator answered.
+    pub async fn sts_sessions_with_external_ids(&self) -> std::collections::HashMap<String, (String, Option<String>)> {
         let v: Value = self
             .http
             .get(format!("{}/sts-sessions", self.base))
@@ -93,7 +98,10 @@ impl Emulator {
             .as_array()
             .into_iter()
             .flatten()
-            .filter_map(|s| Some((s["access_key_id"].as_str()?.to_string(), s["role_arn"].as_str()?.to_string())))
+            .filter_map(|s| {
+                let role = s["role_arn"].as_str()?.to_string();
+                Some((s["access_key_id"].as_str()?.to_string(), (role, s["external_id"].as_str().map(str::to_string))))
+            })
             .collect()
     }
 

@@ -197,7 +197,23 @@ pub fn all() -> Vec<CustomResourceDefinition> {
     vec![IngressClassParams::crd(), tgb]
 }
 
+/// The IAM role a binding's target-group calls are made as (`spec.iamRoleArnToAssume`, for a
+/// target group in another account), with its external ID.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RoleToAssume {
+    pub role_arn: String,
+    pub external_id: Option<String>,
+}
+
 impl TargetGroupBindingSpec {
+    /// The role to assume for this binding's target group; `None` (empty or unset role): the
+    /// controller's own identity. An external ID without a role means nothing, as in ALBC.
+    pub fn role_to_assume(&self) -> Option<RoleToAssume> {
+        let role_arn = self.iam_role_arn_to_assume.as_deref().map(str::trim).filter(|r| !r.is_empty())?;
+        let external_id = self.assume_role_external_id.as_deref().map(str::trim).filter(|e| !e.is_empty());
+        Some(RoleToAssume { role_arn: role_arn.to_string(), external_id: external_id.map(str::to_string) })
+    }
+
     /// Target type with ALBC's default applied (the webhook fills it from AWS; `ip` otherwise,
     /// since IP mode is the only one this controller registers today).
     pub fn effective_target_type(&self) -> TargetType {
@@ -219,6 +235,31 @@ impl TargetGroupBindingSpec {
 mod tests {
     use super::*;
     use kube::CustomResourceExt;
+
+    #[test]
+    fn role_to_assume_needs_a_role_and_drops_empty_external_ids() {
+        let spec = |role: Option<&str>, ext: Option<&str>| {
+            let mut s: TargetGroupBindingSpec =
+                serde_json::from_value(serde_json::json!({"serviceRef": {"name": "web", "port": 80}})).unwrap();
+            s.iam_role_arn_to_assume = role.map(str::to_string);
+            s.assume_role_external_id = ext.map(str::to_string);
+            s
+        };
+        let role = "arn:aws:iam::222222222222:role/tg";
+        let r = |ext: Option<&str>| Some(RoleToAssume { role_arn: role.into(), external_id: ext.map(str::to_string) });
+        let cases: [(Option<&str>, Option<&str>, Option<RoleToAssume>); 7] = [
+            (None, None, None),
+            (None, Some("x"), None),
+            (Some(""), Some("x"), None),
+            (Some("  "), None, None),
+            (Some(role), None, r(None)),
+            (Some(role), Some(" "), r(None)),
+            (Some(&format!(" {role} ")), Some(" ext-1 "), r(Some("ext-1"))),
+        ];
+        for (role_in, ext_in, want) in cases {
+            assert_eq!(spec(role_in, ext_in).role_to_assume(), want, "{role_in:?} {ext_in:?}");
+        }
+    }
 
     #[test]
     fn albc_manifest_deserializes_unchanged() {

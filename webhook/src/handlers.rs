@@ -24,7 +24,7 @@ use lbc_model::admission::{
     validate_ingress_class_params, validate_tgb_against_target_group, validate_tgb_spec, validate_tgb_unique,
     validate_tgb_update,
 };
-use lbc_model::crd::{IngressClassParams, TargetGroupBinding};
+use lbc_model::crd::{IngressClassParams, TargetGroupBinding, TargetGroupBindingSpec};
 use lbc_model::tg_ownership::foreign_by_tags;
 use serde::de::DeserializeOwned;
 use std::future::Future;
@@ -252,11 +252,16 @@ fn facts(i: TargetGroupInfo) -> TargetGroupFacts {
 }
 
 /// Describes the target group; `Ok(None)` when AWS says it does not exist.
-async fn describe(s: &WebhookState, lookup: &TargetGroupLookup) -> Result<Option<TargetGroupFacts>, Decision> {
+async fn describe(
+    s: &WebhookState,
+    spec: &TargetGroupBindingSpec,
+    lookup: &TargetGroupLookup,
+) -> Result<Option<TargetGroupFacts>, Decision> {
+    let elbv2 = s.elbv2(spec);
     let (what, call) = match lookup {
         TargetGroupLookup::None => return Ok(None),
-        TargetGroupLookup::ByArn(arn) => (arn.as_str(), s.elbv2().describe_target_group(arn)),
-        TargetGroupLookup::ByName(name) => (name.as_str(), s.elbv2().describe_target_group_by_name(name)),
+        TargetGroupLookup::ByArn(arn) => (arn.as_str(), elbv2.describe_target_group(arn)),
+        TargetGroupLookup::ByName(name) => (name.as_str(), elbv2.describe_target_group_by_name(name)),
     };
     let timeout = s.config().aws_timeout;
     match tokio::time::timeout(timeout, call).await {
@@ -283,7 +288,7 @@ async fn describe(s: &WebhookState, lookup: &TargetGroupLookup) -> Result<Option
 /// Whether the target group belongs to another cluster or stack (one DescribeTags call).
 async fn owner_violation(s: &WebhookState, tgb: &TargetGroupBinding, arn: &str) -> Result<Option<Violation>, Decision> {
     let timeout = s.config().aws_timeout;
-    let tags = match tokio::time::timeout(timeout, s.elbv2().target_group_tags(arn)).await {
+    let tags = match tokio::time::timeout(timeout, s.elbv2(&tgb.spec).target_group_tags(arn)).await {
         Err(_) => {
             return Err(Decision::Fail {
                 message: format!(
@@ -334,12 +339,12 @@ async fn tgb_mutation(s: &WebhookState, req: AdmissionRequest<TargetGroupBinding
         return Decision::allow();
     }
     let lookup = tgb_lookup(&new.spec, old);
-    let tg = match describe(s, &lookup).await {
+    let tg = match describe(s, &new.spec, &lookup).await {
         Ok(tg) => tg,
         Err(d) => return d,
     };
     if lookup != TargetGroupLookup::None && tg.is_none() {
-        return deny(&[target_group_not_found(&lookup)]);
+        return deny(&[target_group_not_found(&lookup, new.spec.role_to_assume().as_ref())]);
     }
     match tgb_defaults(&new.spec, old, tg.as_ref()) {
         Err(v) => deny(&[v]),
@@ -397,9 +402,9 @@ async fn tgb_validation(s: &WebhookState, req: AdmissionRequest<TargetGroupBindi
             (_, Some(name)) if !name.trim().is_empty() => TargetGroupLookup::ByName(name.trim().to_string()),
             _ => TargetGroupLookup::None,
         };
-        match describe(s, &lookup).await {
+        match describe(s, &new.spec, &lookup).await {
             Err(d) => return d,
-            Ok(None) => return deny(&[target_group_not_found(&lookup)]),
+            Ok(None) => return deny(&[target_group_not_found(&lookup, new.spec.role_to_assume().as_ref())]),
             Ok(Some(tg)) => {
                 violations.extend(validate_tgb_against_target_group(&new.spec, &tg));
                 let mut binding = new.clone();

@@ -42,8 +42,10 @@ pub use metrics::WebhookMetrics;
 pub use serve::{CERT_RELOAD_INTERVAL, ServeConfig, ServeError, WebhookServer, serve};
 pub use view::{ClusterView, StaticClusterView};
 
+use lbc_aws::assume_role::ElbV2ByRole;
 use lbc_aws::elbv2::ElbV2;
 use lbc_model::admission::DEFAULT_LOAD_BALANCER_CLASS;
+use lbc_model::crd::TargetGroupBindingSpec;
 use lbc_model::ingress::SelectConfig;
 use std::sync::Arc;
 use std::time::Duration;
@@ -88,13 +90,13 @@ impl Default for WebhookConfig {
 /// Everything the handlers read.
 pub struct WebhookState {
     cluster: Arc<dyn ClusterView>,
-    elbv2: Arc<dyn ElbV2>,
+    elbv2: Arc<dyn ElbV2ByRole>,
     config: WebhookConfig,
     metrics: WebhookMetrics,
 }
 
 impl WebhookState {
-    pub fn new(cluster: Arc<dyn ClusterView>, elbv2: Arc<dyn ElbV2>, config: WebhookConfig) -> Self {
+    pub fn new(cluster: Arc<dyn ClusterView>, elbv2: Arc<dyn ElbV2ByRole>, config: WebhookConfig) -> Self {
         Self { cluster, elbv2, config, metrics: WebhookMetrics::default() }
     }
 
@@ -111,7 +113,9 @@ impl WebhookState {
         self.cluster.as_ref()
     }
 
-    pub(crate) fn elbv2(&self) -> &dyn ElbV2 {
-        self.elbv2.as_ref()
+    /// The ELBv2 client a binding's target group is read with: as the role of
+    /// `spec.iamRoleArnToAssume` when set (a target group of another account), as ALBC's webhook does.
+    pub(crate) fn elbv2(&self, spec: &TargetGroupBindingSpec) -> Arc<dyn ElbV2> {
+        self.elbv2.client(spec.role_to_assume().as_ref())
     }
 }

@@ -11,7 +11,8 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use lbc_aws::AwsError;
 use lbc_aws::elbv2::{ElbV2, RegisteredTarget, TargetGroupInfo};
 use lbc_aws::error::ErrorKind;
-use lbc_aws::fake::FakeElbV2;
+use lbc_aws::fake::{FakeAccounts, FakeElbV2};
+use lbc_model::crd::RoleToAssume;
 use lbc_model::crd::{ServiceReference, TargetGroupBinding, TargetGroupBindingSpec, TargetType};
 use lbc_model::target::Target;
 use lbc_webhook::{
@@ -81,6 +82,7 @@ fn svc(ns: &str, name: &str, selector: &[(&str, &str)]) -> Service {
 struct Harness {
     state: Arc<WebhookState>,
     aws: Arc<FakeElbV2>,
+    accounts: Arc<FakeAccounts>,
 }
 
 impl Harness {
@@ -92,8 +94,9 @@ impl Harness {
         let aws = Arc::new(FakeElbV2::default());
         aws.add_target_group(tg_info(ARN, "web", "ip"));
         aws.add_target_group(tg_info(ARN2, "api", "instance"));
-        let state = Arc::new(WebhookState::new(Arc::new(view), aws.clone(), config));
-        Self { state, aws }
+        let accounts = Arc::new(FakeAccounts::new(aws.clone()));
+        let state = Arc::new(WebhookState::new(Arc::new(view), accounts.clone(), config));
+        Self { state, aws, accounts }
     }
 
     /// The usual cluster: namespace shop with Service web (app=web) and ip binding web-tg.
@@ -437,7 +440,7 @@ impl ElbV2 for Silent {
 async fn tgb_aws_timeout_is_a_clear_error() {
     let state = Arc::new(WebhookState::new(
         Arc::new(StaticClusterView::default()),
-        Arc::new(Silent),
+        Arc::new(FakeAccounts::new(Arc::new(Silent))),
         WebhookConfig { aws_timeout: Duration::from_millis(50), ..Default::default() },
     ));
     for path in [PATH_MUTATE_TGB, PATH_VALIDATE_TGB] {
@@ -524,6 +527,44 @@ async fn tgb_valid_binding_allowed() {
     let resp = h.post(PATH_VALIDATE_TGB, &defaulted_tgb()).await;
     assert_unchanged(&resp);
     assert!(resp.get("warnings").is_none(), "{resp}");
+}
+
+/// A binding with spec.iamRoleArnToAssume is checked against the role's account (a target group
+/// shared from another account), as ALBC's webhook does; never against the controller's own.
+#[tokio::test]
+async fn tgb_cross_account_binding_is_checked_in_the_roles_account() {
+    const XARN: &str = "arn:aws:elasticloadbalancing:us-east-1:222222222222:targetgroup/shared/00000000000000aa";
+    const ROLE: &str = "arn:aws:iam::222222222222:role/lb-targets";
+    let h = Harness::new(StaticClusterView::default());
+    let other = Arc::new(FakeElbV2::default());
+    other.add_target_group(tg_info(XARN, "shared", "ip"));
+    let role = RoleToAssume { role_arn: ROLE.into(), external_id: Some("ext-7".into()) };
+    h.accounts.add_role(role.clone(), other.clone());
+    let binding = |role: Option<&str>, ext: Option<&str>| {
+        let mut r = defaulted_tgb();
+        set(&mut r, "/request/object/spec/targetGroupARN", json!(XARN));
+        if let Some(role) = role {
+            set(&mut r, "/request/object/spec/iamRoleArnToAssume", json!(role));
+        }
+        if let Some(ext) = ext {
+            set(&mut r, "/request/object/spec/assumeRoleExternalId", json!(ext));
+        }
+        r
+    };
+
+    assert_unchanged(&h.post(PATH_VALIDATE_TGB, &binding(Some(ROLE), Some("ext-7"))).await);
+    assert_eq!(h.accounts.asked().last(), Some(&Some(role.clone())));
+    assert!(other.calls().iter().any(|c| c.operation == "DescribeTargetGroups"), "read in the role's account");
+    assert!(h.aws.calls().is_empty(), "the controller's own account was not asked: {:?}", h.aws.calls());
+
+    // Without the role the group is not in the controller's account; with another external ID
+    // the role leads elsewhere (here: an account without it).
+    assert_denied(&h.post(PATH_VALIDATE_TGB, &binding(None, None)).await, 403, &[XARN, "controller's AWS account"]);
+    assert_denied(
+        &h.post(PATH_VALIDATE_TGB, &binding(Some(ROLE), Some("other"))).await,
+        403,
+        &[XARN, "account of role arn:aws:iam::222222222222:role/lb-targets"],
+    );
 }
 
 #[tokio::test]

@@ -4,7 +4,7 @@
 use axum::body::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
-use lbc_aws::fake::FakeElbV2;
+use lbc_aws::fake::{FakeAccounts, FakeElbV2};
 use lbc_webhook::{
     CERT_RELOAD_INTERVAL, PATH_MUTATE_POD, ServeConfig, ServeError, StaticClusterView, WebhookConfig, WebhookServer,
     WebhookState, router,
@@ -105,7 +105,7 @@ async fn request(sender: &mut Sender, method: &str, path: &str, body: Vec<u8>) -
 fn test_router() -> axum::Router {
     let state = WebhookState::new(
         Arc::new(StaticClusterView::default()),
-        Arc::new(FakeElbV2::default()),
+        Arc::new(FakeAccounts::new(Arc::new(FakeElbV2::default()))),
         WebhookConfig::default(),
     );
     router(Arc::new(state))

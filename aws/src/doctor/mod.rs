@@ -84,6 +84,11 @@ impl Probes {
             "ec2" => self.ec2(op, t).await,
             "acm" => self.acm(op, t).await,
             "wafv2" => self.wafv2(op, t).await,
+            // Trying it needs one of the user's roles; doctor has no binding's role to try.
+            "sts" => Outcome::Unverifiable(format!(
+                "sts:{op} can only be tried with a role of yours; it is used only by TargetGroupBindings with \
+                 spec.iamRoleArnToAssume (the role's trust policy must allow the controller's identity)"
+            )),
             _ => Outcome::Unverifiable(format!("no probe for service {service}")),
         }
     }

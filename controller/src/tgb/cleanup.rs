@@ -21,7 +21,8 @@ pub(super) async fn cleanup(tgb: Arc<TargetGroupBinding>, ctx: &Context) -> Resu
     if let Some(arn) = tgb.spec.target_group_arn.as_deref().filter(|a| !a.is_empty())
         && !super::sync::foreign_on_delete(ctx, &tgb, arn).await?
     {
-        match ctx.elb.describe_target_health(arn, None).await {
+        let elb = ctx.elb_for(&tgb);
+        match elb.describe_target_health(arn, None).await {
             Ok(all) => {
                 let owned =
                     if tgb.spec.is_multi_cluster() { Some(status::read_owned_targets(ctx, &tgb).await?) } else { None };
@@ -32,7 +33,7 @@ pub(super) async fn cleanup(tgb: Arc<TargetGroupBinding>, ctx: &Context) -> Resu
                     .filter(|t| owned.as_ref().is_none_or(|o| o.contains(t)))
                     .collect();
                 for b in batches(&ours, ctx.cfg.batch_size) {
-                    match ctx.elb.deregister_targets(arn, b).await {
+                    match elb.deregister_targets(arn, b).await {
                         Err(e) if e.kind == ErrorKind::NotFound => break,
                         r => r?,
                     }

@@ -64,7 +64,7 @@ pub(super) async fn update(
     // the next pass (due at once) registers them again.
     let mut lost = Vec::new();
     if due && !to_poll.is_empty() {
-        let health = ctx.elb.describe_target_health(arn, Some(&to_poll)).await?;
+        let health = ctx.elb_for(tgb).describe_target_health(arn, Some(&to_poll)).await?;
         ctx.with_state(key, |s| {
             s.last_health_poll = Some(now);
             let reg = s.registered.get_or_insert_with(Default::default);

@@ -9,7 +9,7 @@ use kube::ResourceExt;
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 use lbc_aws::AwsError;
-use lbc_aws::elbv2::{DESCRIBE_TARGET_GROUPS_MAX_ARNS, TargetGroupInfo, TargetWrite};
+use lbc_aws::elbv2::{DESCRIBE_TARGET_GROUPS_MAX_ARNS, ElbV2, TargetGroupInfo, TargetWrite};
 use lbc_aws::throttle::Permit;
 use lbc_model::checkpoint::checkpoint;
 use lbc_model::crd::{TargetGroupBinding, TargetType};
@@ -57,7 +57,7 @@ async fn sync(tgb: &Arc<TargetGroupBinding>, ctx: &Context) -> Result<Action> {
     };
     let mut permits = WritePermits::default();
     if !pass.plan.is_empty() {
-        permits = WritePermits::wait(ctx, &pass.plan).await;
+        permits = WritePermits::wait(ctx.elb_for(tgb).as_ref(), &pass.plan).await;
         if !permits.waited().is_zero() {
             ctx.ensure_leader()?;
             // The binding as the cache holds it now; gone or being deleted: the change that
@@ -204,7 +204,7 @@ async fn prepare(
             s.registered.is_none() || (pass == Pass::First && s.verify_due.is_some_and(|d| now >= d))
         });
     let registered = if verify {
-        let all = ctx.elb.describe_target_health(&arn, None).await?;
+        let all = ctx.elb_for(&tgb).describe_target_health(&arn, None).await?;
         let map: BTreeMap<Target, TargetHealth> = all.into_iter().map(|r| (r.target, r.health)).collect();
         ctx.with_state(key, |s| {
             s.registered = Some(map.clone());
@@ -251,15 +251,15 @@ struct WritePermits {
 }
 
 impl WritePermits {
-    async fn wait(ctx: &Context, plan: &lbc_model::plan::Plan) -> Self {
+    async fn wait(elb: &dyn ElbV2, plan: &lbc_model::plan::Plan) -> Self {
         let registers = !plan.register.is_empty() || !plan.register_any_az.is_empty();
         let register =
-            async { if registers { Some(ctx.elb.wait_for_write_capacity(TargetWrite::Register).await) } else { None } };
+            async { if registers { Some(elb.wait_for_write_capacity(TargetWrite::Register).await) } else { None } };
         let deregister = async {
             if plan.deregister.is_empty() {
                 None
             } else {
-                Some(ctx.elb.wait_for_write_capacity(TargetWrite::Deregister).await)
+                Some(elb.wait_for_write_capacity(TargetWrite::Deregister).await)
             }
         };
         let (register, deregister) = futures::join!(register, deregister);
@@ -353,7 +353,7 @@ async fn resolve_arn(tgb: &TargetGroupBinding, ctx: &Context) -> Result<Option<S
         status::set_not_ready(ctx, tgb, "TargetGroupNotSpecified", &msg).await?;
         return Ok(None);
     };
-    match ctx.elb.describe_target_group_by_name(name).await? {
+    match ctx.elb_for(tgb).describe_target_group_by_name(name).await? {
         Some(tg) => {
             let arn = tg.arn.clone();
             ctx.target_groups.lock().expect("tg cache").insert(arn.clone(), tg);
@@ -385,9 +385,10 @@ async fn target_group(ctx: &Context, tgb: &TargetGroupBinding, arn: &str) -> Res
     if let Some(tg) = cached_target_group(ctx, arn) {
         return Ok(Some(tg));
     }
-    let arns = uncached_target_group_arns(ctx, arn);
+    let elb = ctx.elb_for(tgb);
+    let arns = uncached_target_group_arns(ctx, tgb, arn);
     if arns.len() > 1 {
-        match ctx.elb.describe_target_groups(&arns).await {
+        match elb.describe_target_groups(&arns).await {
             Ok(found) => {
                 let mut cache = ctx.target_groups.lock().expect("tg cache");
                 for tg in found {
@@ -402,14 +403,18 @@ async fn target_group(ctx: &Context, tgb: &TargetGroupBinding, arn: &str) -> Res
             return Ok(Some(tg));
         }
     }
-    match ctx.elb.describe_target_group(arn).await? {
+    match elb.describe_target_group(arn).await? {
         Some(tg) => {
             ctx.target_groups.lock().expect("tg cache").insert(arn.to_string(), tg.clone());
             Ok(Some(tg))
         }
         None => {
+            let account = match tgb.spec.role_to_assume() {
+                None => String::new(),
+                Some(r) => format!(" in the account of role {} (spec.iamRoleArnToAssume)", r.role_arn),
+            };
             let msg = format!(
-                "target group {arn} of TargetGroupBinding {}/{} does not exist (deleted out of band?); \
+                "target group {arn} of TargetGroupBinding {}/{} does not exist{account} (deleted out of band?); \
                  recreate it and update spec.targetGroupARN, or delete the binding",
                 tgb.namespace().unwrap_or_default(),
                 tgb.name_any()
@@ -434,7 +439,7 @@ pub(super) async fn foreign_owner(
     let cell = ctx.target_group_tags.lock().expect("tag cache").entry(arn.to_string()).or_default().clone();
     let tags = cell
         .get_or_try_init(|| async {
-            ctx.elb.target_group_tags(arn).await?.ok_or_else(|| AwsError {
+            ctx.elb_for(tgb).target_group_tags(arn).await?.ok_or_else(|| AwsError {
                 kind: lbc_aws::error::ErrorKind::NotFound,
                 service: "elasticloadbalancing",
                 operation: "DescribeTags",
@@ -466,13 +471,15 @@ fn cached_target_group(ctx: &Context, arn: &str) -> Option<TargetGroupInfo> {
 
 /// `arn` followed by the other ARNs the cached bindings name that are not cached yet, at most
 /// one DescribeTargetGroups call's worth.
-fn uncached_target_group_arns(ctx: &Context, arn: &str) -> Vec<String> {
+fn uncached_target_group_arns(ctx: &Context, tgb: &TargetGroupBinding, arn: &str) -> Vec<String> {
+    // Only groups read as the same role: one call is signed by one identity.
+    let role = tgb.spec.role_to_assume();
     let named: BTreeSet<String> = ctx
         .stores
         .tgbs
         .state()
         .iter()
-        .filter(|t| t.meta().deletion_timestamp.is_none())
+        .filter(|t| t.meta().deletion_timestamp.is_none() && t.spec.role_to_assume() == role)
         .filter_map(|t| t.spec.target_group_arn.clone())
         .filter(|a| !a.is_empty() && a != arn)
         .collect();
@@ -485,13 +492,11 @@ fn uncached_target_group_arns(ctx: &Context, arn: &str) -> Vec<String> {
 
 /// The CIDRs of the binding's VPC (its own, the target group's, or the cluster's).
 async fn vpc_cidrs(ctx: &Context, tgb: &TargetGroupBinding, tg: &TargetGroupInfo) -> Result<VpcCidrs> {
-    let vpc_id = tgb
-        .spec
-        .vpc_id
-        .clone()
-        .or_else(|| tg.vpc_id.clone())
-        .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| ctx.cfg.cluster_vpc_id.clone());
+    // A target group read as another account's role reports that account's view of its VPC;
+    // the controller's own EC2 calls know the cluster's (a shared VPC), as in ALBC.
+    let tg_vpc = if tgb.spec.role_to_assume().is_some() { None } else { tg.vpc_id.clone() };
+    let vpc_id =
+        tgb.spec.vpc_id.clone().or(tg_vpc).filter(|v| !v.is_empty()).unwrap_or_else(|| ctx.cfg.cluster_vpc_id.clone());
     if vpc_id.is_empty() {
         return Ok(VpcCidrs::default());
     }
@@ -536,6 +541,8 @@ async fn execute(
 ) -> Result<Vec<(TargetWrite, Rejected)>> {
     let WritePermits { register: mut register_permit, deregister: mut deregister_permit } = permits;
     let batch = ctx.cfg.batch_size;
+    let elb = ctx.elb_for(tgb);
+    let elb = elb.as_ref();
     if let Some(owned) = owned {
         // Multi-cluster: record what we are about to register before registering it, so a crash
         // in between can never leave targets no cluster claims.
@@ -552,7 +559,7 @@ async fn execute(
             .chain(batches(&plan.register_any_az, batch).map(|b| (b, Some("all"))));
         let mut out = Written::default();
         for (b, az) in calls {
-            write_isolating(ctx, arn, TargetWrite::Register, az, &mut register_permit, b, &mut out).await?;
+            write_isolating(ctx, elb, arn, TargetWrite::Register, az, &mut register_permit, b, &mut out).await?;
         }
         drop(register_permit);
         Ok::<_, Error>(out)
@@ -563,7 +570,7 @@ async fn execute(
         }
         let mut out = Written::default();
         for b in batches(&plan.deregister, batch) {
-            write_isolating(ctx, arn, TargetWrite::Deregister, None, &mut deregister_permit, b, &mut out).await?;
+            write_isolating(ctx, elb, arn, TargetWrite::Deregister, None, &mut deregister_permit, b, &mut out).await?;
         }
         drop(deregister_permit);
         Ok::<_, Error>(out)
@@ -614,6 +621,7 @@ struct Written {
 #[allow(clippy::too_many_arguments)]
 async fn write_isolating(
     ctx: &Context,
+    elb: &dyn ElbV2,
     arn: &str,
     write: TargetWrite,
     az: Option<&str>,
@@ -622,7 +630,7 @@ async fn write_isolating(
     out: &mut Written,
 ) -> Result<()> {
     ctx.ensure_leader()?;
-    let first = match write_once(ctx, arn, write, az, permit.take(), batch).await {
+    let first = match write_once(elb, arn, write, az, permit.take(), batch).await {
         Ok(()) => {
             out.done.extend_from_slice(batch);
             return Ok(());
@@ -633,7 +641,7 @@ async fn write_isolating(
     let mut iso = Isolation::new(batch, &aws_reason(&first));
     while let Some(group) = iso.next_group() {
         ctx.ensure_leader()?;
-        match write_once(ctx, arn, write, az, None, &group).await {
+        match write_once(elb, arn, write, az, None, &group).await {
             Ok(()) => iso.record(&group, Ok(())),
             Err(e) if is_poison(e.code.as_deref()) => iso.record(&group, Err(&aws_reason(&e))),
             Err(e) => return Err(e.into()),
@@ -655,7 +663,7 @@ async fn write_isolating(
 }
 
 async fn write_once(
-    ctx: &Context,
+    elb: &dyn ElbV2,
     arn: &str,
     write: TargetWrite,
     az: Option<&str>,
@@ -663,10 +671,10 @@ async fn write_once(
     targets: &[Target],
 ) -> Result<(), AwsError> {
     match (write, permit) {
-        (TargetWrite::Register, Some(p)) => ctx.elb.register_targets_with(p, arn, targets, az).await,
-        (TargetWrite::Register, None) => ctx.elb.register_targets(arn, targets, az).await,
-        (TargetWrite::Deregister, Some(p)) => ctx.elb.deregister_targets_with(p, arn, targets).await,
-        (TargetWrite::Deregister, None) => ctx.elb.deregister_targets(arn, targets).await,
+        (TargetWrite::Register, Some(p)) => elb.register_targets_with(p, arn, targets, az).await,
+        (TargetWrite::Register, None) => elb.register_targets(arn, targets, az).await,
+        (TargetWrite::Deregister, Some(p)) => elb.deregister_targets_with(p, arn, targets).await,
+        (TargetWrite::Deregister, None) => elb.deregister_targets(arn, targets).await,
     }
 }
 

@@ -3,7 +3,7 @@
 use super::Violation;
 use super::tgb_defaults::{TargetGroupFacts, TargetGroupLookup, non_empty, parse_ip_address_type, parse_target_type};
 use crate::crd::{
-    TargetGroupBinding, TargetGroupBindingSpec, TargetGroupIpAddressType, TargetGroupProtocol, TargetType,
+    RoleToAssume, TargetGroupBinding, TargetGroupBindingSpec, TargetGroupIpAddressType, TargetGroupProtocol, TargetType,
 };
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use std::fmt;
@@ -176,6 +176,8 @@ pub fn target_group_fields_changed(old: &TargetGroupBindingSpec, new: &TargetGro
         || old.ip_address_type != new.ip_address_type
         || old.vpc_id != new.vpc_id
         || old.target_group_protocol != new.target_group_protocol
+        // The same ARN read as another role may be another account's answer.
+        || old.role_to_assume() != new.role_to_assume()
 }
 
 fn key(tgb: &TargetGroupBinding) -> String {
@@ -323,16 +325,21 @@ pub fn foreign_target_group(e: &crate::tg_ownership::ForeignTargetGroup) -> Viol
 }
 
 /// The violation for a target group AWS does not know.
-pub fn target_group_not_found(lookup: &TargetGroupLookup) -> Violation {
+/// `role`: the binding's `spec.iamRoleArnToAssume`, whose account was searched instead of the
+/// controller's.
+pub fn target_group_not_found(lookup: &TargetGroupLookup, role: Option<&RoleToAssume>) -> Violation {
+    let account = match role {
+        None => "the controller's AWS account".to_string(),
+        Some(r) => format!("the AWS account of role {} (spec.iamRoleArnToAssume)", r.role_arn),
+    };
     let message = match lookup {
         TargetGroupLookup::ByName(name) => format!(
-            "spec.targetGroupName is {name:?} but no target group of that name exists in the controller's AWS account \
-             and region; create the target group first, fix the name, or set spec.targetGroupARN."
+            "spec.targetGroupName is {name:?} but no target group of that name exists in {account} and region; \
+             create the target group first, fix the name, or set spec.targetGroupARN."
         ),
         TargetGroupLookup::ByArn(arn) => format!(
-            "spec.targetGroupARN is {arn:?} but no such target group exists in the controller's AWS account and \
-             region; create the target group first or fix the ARN (it must be in the region the controller runs \
-             against)."
+            "spec.targetGroupARN is {arn:?} but no such target group exists in {account} and region; create the \
+             target group first or fix the ARN (it must be in the region the controller runs against)."
         ),
         TargetGroupLookup::None => "the target group of this binding was not found in AWS".to_string(),
     };

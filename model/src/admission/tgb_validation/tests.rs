@@ -241,6 +241,23 @@ fn target_group_fields() {
         &full_spec(),
         &TargetGroupBindingSpec { target_group_protocol: None, ..full_spec() }
     ));
+    let role = Some("arn:aws:iam::222222222222:role/tg".to_string());
+    let with_role = TargetGroupBindingSpec { iam_role_arn_to_assume: role.clone(), ..full_spec() };
+    assert!(target_group_fields_changed(&full_spec(), &with_role), "role added");
+    assert!(
+        target_group_fields_changed(
+            &with_role,
+            &TargetGroupBindingSpec { assume_role_external_id: Some("e".into()), ..with_role.clone() }
+        ),
+        "external ID added"
+    );
+    assert!(
+        !target_group_fields_changed(
+            &full_spec(),
+            &TargetGroupBindingSpec { assume_role_external_id: Some("e".into()), ..full_spec() }
+        ),
+        "an external ID without a role reads the same account"
+    );
 }
 
 fn bound(ns: &str, name: &str, arn: &str, multi: bool) -> TargetGroupBinding {
@@ -383,12 +400,20 @@ fn against_target_group_table() {
 
 #[test]
 fn not_found_and_joined_messages() {
-    let v = target_group_not_found(&TargetGroupLookup::ByName("web".into()));
+    let v = target_group_not_found(&TargetGroupLookup::ByName("web".into()), None);
     assert_eq!(v.field, "spec.targetGroupName");
     assert!(v.message.contains("\"web\"") && v.message.contains("create the target group first"));
-    let v = target_group_not_found(&TargetGroupLookup::ByArn(ARN.into()));
+    assert!(v.message.contains("in the controller's AWS account"), "{}", v.message);
+    let v = target_group_not_found(&TargetGroupLookup::ByArn(ARN.into()), None);
     assert_eq!(v.field, "spec.targetGroupARN");
     assert!(v.message.contains(ARN));
+    let role = RoleToAssume { role_arn: "arn:aws:iam::222222222222:role/tg".into(), external_id: None };
+    let v = target_group_not_found(&TargetGroupLookup::ByArn(ARN.into()), Some(&role));
+    assert!(
+        v.message.contains("account of role arn:aws:iam::222222222222:role/tg (spec.iamRoleArnToAssume)"),
+        "{}",
+        v.message
+    );
     let a = Violation::new("f", "c", "first");
     let b = Violation::new("g", "d", "second");
     assert_eq!(denial_message(&[]), "");
