@@ -18,6 +18,8 @@ use serde_json::json;
 use std::collections::BTreeMap;
 
 const ALB: &str = "alb.ingress.kubernetes.io";
+/// Pods with a readiness gate (set `web-g`, label `app=web`: behind the Ingress group only).
+const GATED: &str = "web-g";
 const NLB: &str = "service.beta.kubernetes.io";
 
 fn nlb_service(name: &str, set: &str) -> Service {
@@ -123,6 +125,79 @@ struct Scene {
 }
 
 impl Scene {
+    /// `ip:8080` of the pods Service `svc` selects: the NLB Services select set `web`; Service
+    /// `web` (`app=web`) also the gated set `web-g`.
+    fn selected(&self, ns: &str, svc: &str) -> std::collections::BTreeSet<String> {
+        let mut ips = self.env.pod_ips(ns, "web");
+        if svc == "web" {
+            ips.extend(self.env.pod_ips(ns, GATED));
+        }
+        ips.into_iter().map(|ip| format!("{ip}:8080")).collect()
+    }
+
+    /// The binding of Service `web` in ns1 (named by whoever built the group: its readiness gate).
+    async fn web_binding(&self) -> String {
+        let tgbs: Api<TargetGroupBinding> = Api::namespaced(self.client.clone(), &self.ns1);
+        let list = tgbs.list(&ListParams::default()).await.expect("list bindings");
+        let b = list.items.iter().find(|b| b.spec.service_ref.name == "web").expect("binding of Service web");
+        b.metadata.name.clone().expect("name")
+    }
+
+    /// Adds gated pod `web-g-<n>` (its gate, as the webhook would inject it, for `binding`) and
+    /// waits until the running controller turns its gate True.
+    async fn add_gated_pod(&self, n: u32, binding: &str) {
+        let gate = format!("target-health.elbv2.k8s.aws/{binding}");
+        let replicas = (n + 1).to_string();
+        if n == 0 {
+            self.env.pods(&[
+                "create",
+                &self.ns1,
+                GATED,
+                "--replicas",
+                &replicas,
+                "--port",
+                "8080",
+                "--labels",
+                "app=web",
+                "--readiness-gates",
+                &gate,
+            ]);
+        } else {
+            self.env.pods(&["scale", &self.ns1, GATED, "--replicas", &replicas]);
+        }
+        let pod = format!("{GATED}-{n}");
+        eventually(&format!("gate of {pod} True"), 120, || async {
+            (self.gate(&pod, &gate).await?.0 == "True").then_some(())
+        })
+        .await;
+    }
+
+    /// Status and last transition time of condition `gate` on pod `pod` of ns1.
+    async fn gate(&self, pod: &str, gate: &str) -> Option<(String, String)> {
+        let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(self.client.clone(), &self.ns1);
+        let p = pods.get(pod).await.ok()?;
+        let c = p.status?.conditions?.into_iter().find(|c| c.type_ == gate)?;
+        Some((c.status, c.last_transition_time.map(|t| format!("{:?}", t.0)).unwrap_or_default()))
+    }
+
+    /// Every gated pod's gate: True, never transitioned since `before` was read.
+    async fn gates_unchanged(&self, binding: &str, before: &[(String, (String, String))], when: &str) {
+        let gate = format!("target-health.elbv2.k8s.aws/{binding}");
+        for (pod, was) in before {
+            assert_eq!(self.gate(pod, &gate).await.as_ref(), Some(was), "{when}: gate of {pod} changed");
+        }
+    }
+
+    async fn gates_now(&self, binding: &str, n: u32) -> Vec<(String, (String, String))> {
+        let gate = format!("target-health.elbv2.k8s.aws/{binding}");
+        let mut out = Vec::new();
+        for i in 0..n {
+            let pod = format!("{GATED}-{i}");
+            out.push((pod.clone(), self.gate(&pod, &gate).await.expect("gate condition")));
+        }
+        out
+    }
+
     fn services(&self, ns: &str) -> Api<Service> {
         Api::namespaced(self.client.clone(), ns)
     }
@@ -145,8 +220,6 @@ impl Scene {
             eventually(&format!("ALB hostname of Ingress {ns}/{name}"), 120, || hostname_of(&api, name)).await;
         }
         for ns in [&self.ns1, &self.ns2] {
-            let want: std::collections::BTreeSet<String> =
-                self.env.pod_ips(ns, "web").into_iter().map(|ip| format!("{ip}:8080")).collect();
             let tgbs: Api<TargetGroupBinding> = Api::namespaced(self.client.clone(), ns);
             eventually(&format!("bindings of {ns} hold the pods"), 120, || async {
                 let list = tgbs.list(&ListParams::default()).await.ok()?;
@@ -155,7 +228,7 @@ impl Scene {
                 }
                 for b in &list.items {
                     let arn = b.spec.target_group_arn.clone()?;
-                    if aws::registered(&self.elb, &arn).await != want {
+                    if aws::registered(&self.elb, &arn).await != self.selected(ns, &b.spec.service_ref.name) {
                         return None;
                     }
                 }
@@ -220,8 +293,13 @@ async fn albc_to_ours_and_back_without_recreating_anything() {
     }
     let services = [(s.ns1.as_str(), "nlb")];
     let group_members = [(s.ns1.as_str(), "web"), (s.ns2.as_str(), "web")];
+    s.settled(&services, &group_members).await;
+    // A pod gated on the group's binding in ns1: ALBC turns its gate True.
+    let binding = s.web_binding().await;
+    s.add_gated_pod(0, &binding).await;
     let built_by_albc = s.settled(&services, &group_members).await;
     eprintln!("ALBC built: {built_by_albc:#?}");
+    let gates_by_albc = s.gates_now(&binding, 1).await;
     albc.terminate();
 
     // 2. Ours takes over: its first passes (counted in its metrics) make no mutating call.
@@ -244,6 +322,9 @@ async fn albc_to_ours_and_back_without_recreating_anything() {
     let adopted = s.settled(&services, &group_members).await;
     assert_eq!(adopted, built_by_albc, "same load balancers, listeners, rules, target groups and targets");
     assert_eq!(ours_writes, Vec::<String>::new(), "taking over from ALBC writes nothing to AWS");
+    // Readiness gates: ALBC's True gate is left alone; a new gated pod gets its gate from ours.
+    s.gates_unchanged(&binding, &gates_by_albc, "after ours took over").await;
+    s.add_gated_pod(1, &binding).await;
 
     // 3. Ours builds more (an NLB and an Ingress of its own in ns2), then hands over to ALBC.
     s.services(&s.ns2).create(&PostParams::default(), &nlb_service("nlb", "web")).await.expect("create Service 2");
@@ -252,6 +333,7 @@ async fn albc_to_ours_and_back_without_recreating_anything() {
     let services2 = [(s.ns1.as_str(), "nlb"), (s.ns2.as_str(), "nlb")];
     let ingresses2 = [(s.ns1.as_str(), "web"), (s.ns2.as_str(), "web"), (s.ns2.as_str(), "solo")];
     let built_by_ours = s.settled(&services2, &ingresses2).await;
+    let gates_by_ours = s.gates_now(&binding, 2).await;
     ours.terminate();
 
     let mark = s.emu.mark().await;
@@ -291,6 +373,8 @@ async fn albc_to_ours_and_back_without_recreating_anything() {
     eprintln!("ALBC's writes when it took over from ours: {albc_writes:?}");
     assert_eq!(readopted, built_by_ours, "ALBC keeps what ours built: same ARNs, actions and targets");
     assert_eq!(albc_writes, Vec::<String>::new(), "ALBC takes over what ours built without a write");
+    s.gates_unchanged(&binding, &gates_by_ours, "after ALBC took over").await;
+    s.add_gated_pod(2, &binding).await;
 
     // 4. Clean up with ALBC, the current owner: everything goes.
     for (ns, name) in services2 {
