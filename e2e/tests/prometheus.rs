@@ -27,6 +27,26 @@ const STEP_SECS: u64 = 2;
 /// refId; the test fails if one of them returns data (then it belongs with the others).
 const NO_DATA: &[(&str, &str, &str)] = &[];
 
+/// Why a one-off event stays at 0 on a `rate()`/`increase()` panel: the controller creates a labelled series at
+/// its first increment, so Prometheus's first sample of it already holds the event and `rate()` sees no increase.
+/// Fixed by creating these series at 0 (known label values) before the first event; then this list must shrink
+/// (the test fails when a listed query shows the event).
+const BORN_AT_FIRST_EVENT: &str = "one-off event: the series is created at its first increment, so rate() never sees it";
+
+/// `rate()`/`increase()` queries whose events happen once in this scenario and are therefore invisible
+/// ([`BORN_AT_FIRST_EVENT`]). Every other `rate()`/`increase()` query must show a value above 0 at some point.
+const ONE_OFF: &[(&str, &str)] = &[
+    ("Reconcile errors by category", "A"),
+    ("Reconcile errors by controller", "A"),
+    ("Deregister-all plans refused", "A"),
+    ("Errors by code", "A"),
+    ("Throttled by AWS, and retries", "A"),
+    ("Throttled by AWS, and retries", "B"),
+    ("Credential refresh failures by reason", "A"),
+    ("Refused or failed, by reason", "A"),
+    ("Refused or failed, by reason", "B"),
+];
+
 struct Query {
     /// Panel title, or `variable <name>`.
     panel: String,
@@ -99,7 +119,12 @@ fn show(series: &[Series]) -> String {
                 .filter(|(k, _)| !["job", "instance"].contains(&k.as_str()))
                 .map(|(k, v)| format!("{k}={v}"))
                 .collect();
-            let v = s.last_finite().map_or("NaN".to_string(), |v| format!("{v:.4}"));
+            let max = s.values.iter().map(|(_, v)| *v).filter(|v| v.is_finite()).reduce(f64::max);
+            let v = match (s.last_finite(), max) {
+                (Some(l), Some(m)) if l == m => format!("{l:.4}"),
+                (Some(l), Some(m)) => format!("{l:.4} (max {m:.4})"),
+                _ => "NaN".to_string(),
+            };
             if labels.is_empty() { v } else { format!("{{{}}} {v}", labels.join(",")) }
         })
         .collect();
@@ -227,6 +252,12 @@ async fn prometheus_scrapes_the_controller_and_every_dashboard_query_has_data() 
     })
     .await;
     assert!(denial.contains(&f.arn), "the denial names the target group: {denial}");
+    // A binding of a target group that does not exist: the mutating webhook refuses it (a mutation failure).
+    let gone = f.arn.replace(f.arn.rsplit('/').next().unwrap(), "0123456789abcdef");
+    let missing = json!({"apiVersion": "elbv2.k8s.aws/v1beta1", "kind": "TargetGroupBinding", "metadata": {"name": "gone"},
+                         "spec": {"serviceRef": {"name": "web", "port": 80}, "targetGroupARN": gone}});
+    let err = tgbs.create(&PostParams::default(), &serde_json::from_value(missing).unwrap()).await.unwrap_err();
+    assert!(err.to_string().contains("denied the request"), "a binding of {gone} must be refused: {err}");
 
     // A scale-up through the pod webhook.
     f.env.pods(&["scale", &f.ns, "web", "--replicas", "4"]);
@@ -256,7 +287,7 @@ async fn prometheus_scrapes_the_controller_and_every_dashboard_query_has_data() 
     eventually("the credentials file read again", 60, || async {
         let m = ctl.metrics().await;
         m.lines()
-            .find(|l| l.starts_with("aws_credentials_refreshes_total{") && l.contains("outcome=\"ok\""))
+            .find(|l| l.starts_with("aws_credentials_refreshes_total{") && l.contains("outcome=\"success\""))
             .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
             .filter(|n| *n >= 2.0)
     })
@@ -328,6 +359,33 @@ async fn prometheus_scrapes_the_controller_and_every_dashboard_query_has_data() 
         if !infinite.is_empty() {
             problems.push(format!("{} [{}]: infinite values {:?} from {expr}", q.panel, q.ref_id, &infinite[..infinite.len().min(3)]));
         }
+        if q.panel == "Targets by state" {
+            // How the states moved, for the report: (seconds since Prometheus started, value) at each change.
+            for s in &series {
+                let mut changes: Vec<(u64, f64)> = Vec::new();
+                for (t, v) in &s.values {
+                    if changes.last().is_none_or(|(_, last)| last != v) {
+                        changes.push(((*t - start).round() as u64, *v));
+                    }
+                }
+                println!("  state {}: {changes:?}", s.labels.get("state").map_or("?", String::as_str));
+            }
+        }
+        if (expr.contains("rate(") || expr.contains("increase(")) && !expr.starts_with("histogram_quantile") {
+            let max = series.iter().flat_map(|s| s.values.iter().map(|(_, v)| *v)).fold(0.0, f64::max);
+            match (ONE_OFF.contains(&(q.panel.as_str(), q.ref_id.as_str())), max > 0.0) {
+                (false, false) => problems.push(format!(
+                    "{} [{}]: stays at 0 through the scenario, which exercises it: {expr}",
+                    q.panel, q.ref_id
+                )),
+                (true, true) => problems.push(format!(
+                    "{} [{}] shows its one-off event now (max {max}): remove it from ONE_OFF",
+                    q.panel, q.ref_id
+                )),
+                (true, false) => println!("  0 throughout: {BORN_AT_FIRST_EVENT}"),
+                (false, true) => {}
+            }
+        }
         if expr.starts_with("histogram_quantile") {
             let negative: Vec<_> =
                 series.iter().flat_map(|s| s.values.iter().filter(|(_, v)| *v < 0.0)).collect();
@@ -350,7 +408,12 @@ async fn prometheus_scrapes_the_controller_and_every_dashboard_query_has_data() 
         "Leader by pod: {leaders:?}, expected pod={POD} at 1"
     );
     assert_eq!(single(&results, "Bindings", "A"), 1.0, "Bindings");
-    assert_eq!(single(&results, "Healthy targets", "A"), 3.0, "Healthy targets: the 3 pods left");
+    // "Healthy" is the state as last read or written: targets registered again after the deregister-all
+    // refusal are `initial` until the next health read, which, with no readiness gate pending, is the drift
+    // verification after --sync-period (10 h by default). So healthy + initial add up to the pods here.
+    let healthy = single(&results, "Healthy targets", "A");
+    let not_healthy = single(&results, "Targets not healthy", "A");
+    assert_eq!(healthy + not_healthy, 3.0, "Healthy targets {healthy} + Targets not healthy {not_healthy}: the 3 pods left");
     let by_state = last(&results, "Targets by state", "A");
     let of_web = |state: &str| -> f64 {
         by_state
@@ -360,6 +423,7 @@ async fn prometheus_scrapes_the_controller_and_every_dashboard_query_has_data() 
             .sum()
     };
     let live: f64 = ["initial", "healthy", "unhealthy", "unavailable"].iter().map(|s| of_web(s)).sum();
+    assert_eq!(of_web("healthy") + of_web("initial"), 3.0, "{by_state:?}");
     assert_eq!(live, 3.0, "Targets by state of {}/web, draining aside, add up to the 3 pods: {by_state:?}", f.ns);
     assert!(of_web("draining") <= 1.0, "at most the one scaled-down pod drains: {by_state:?}");
     let p99 = single(&results, "Endpoint change to RegisterTargets", "C");
