@@ -2,7 +2,7 @@
 //! on 127.0.0.1, and the parts of its HTTP API a Grafana dashboard uses: range queries and label values.
 //!
 //! The binary is `$LBC_PROMETHEUS_BIN` (e2e/up writes it to e2e/.run/env when `prometheus` is on the PATH), else
-//! `prometheus` on the PATH. It listens on `$LBC_PROMETHEUS_PORT` (9090 + `LBC_E2E_PORT_OFFSET`, written by
+//! `prometheus` on the PATH. It listens on `$LBC_PROMETHEUS_PORT` (19090 + `LBC_E2E_PORT_OFFSET`, written by
 //! e2e/up), keeps its data in a temporary directory and is killed when dropped.
 
 use crate::Env;
@@ -74,7 +74,7 @@ impl Prometheus {
     pub async fn start(env: &Env, bin: &Path, targets: &[Target]) -> Self {
         let port: u16 = match env.vars().get("LBC_PROMETHEUS_PORT") {
             Some(p) => p.parse().unwrap_or_else(|_| panic!("LBC_PROMETHEUS_PORT={p:?} in e2e/.run/env is not a port")),
-            None => 9090,
+            None => 19090,
         };
         if let Ok(l) = std::net::TcpListener::bind(("127.0.0.1", port)) {
             drop(l);
