@@ -148,7 +148,12 @@ impl Prometheus {
         let data = self
             .api(
                 "query_range",
-                &[("query", query.into()), ("start", start.to_string()), ("end", end.to_string()), ("step", step.to_string())],
+                &[
+                    ("query", query.into()),
+                    ("start", start.to_string()),
+                    ("end", end.to_string()),
+                    ("step", step.to_string()),
+                ],
             )
             .await?;
         if data["resultType"] != "matrix" {

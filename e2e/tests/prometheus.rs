@@ -31,7 +31,8 @@ const NO_DATA: &[(&str, &str, &str)] = &[];
 /// its first increment, so Prometheus's first sample of it already holds the event and `rate()` sees no increase.
 /// Fixed by creating these series at 0 (known label values) before the first event; then this list must shrink
 /// (the test fails when a listed query shows the event).
-const BORN_AT_FIRST_EVENT: &str = "one-off event: the series is created at its first increment, so rate() never sees it";
+const BORN_AT_FIRST_EVENT: &str =
+    "one-off event: the series is created at its first increment, so rate() never sees it";
 
 /// `rate()`/`increase()` queries whose events happen once in this scenario and are therefore invisible
 /// ([`BORN_AT_FIRST_EVENT`]). Every other `rate()`/`increase()` query must show a value above 0 at some point.
@@ -132,7 +133,11 @@ fn show(series: &[Series]) -> String {
     parts.join("; ")
 }
 
-fn last(results: &BTreeMap<(String, String), Vec<Series>>, panel: &str, ref_id: &str) -> Vec<(BTreeMap<String, String>, f64)> {
+fn last(
+    results: &BTreeMap<(String, String), Vec<Series>>,
+    panel: &str,
+    ref_id: &str,
+) -> Vec<(BTreeMap<String, String>, f64)> {
     let series = results
         .get(&(panel.to_string(), ref_id.to_string()))
         .unwrap_or_else(|| panic!("the dashboard has no panel {panel:?} with query {ref_id}: update this test"));
@@ -275,7 +280,10 @@ async fn prometheus_scrapes_the_controller_and_every_dashboard_query_has_data() 
     }
     eventually("deregister-all refused", 60, || async {
         let st = tgbs.get("web").await.ok()?.status?;
-        st.conditions.iter().any(|c| c.type_ == "Ready" && c.status == "False" && c.reason == "DeregisterAllRefused").then_some(())
+        st.conditions
+            .iter()
+            .any(|c| c.type_ == "Ready" && c.status == "False" && c.reason == "DeregisterAllRefused")
+            .then_some(())
     })
     .await;
     for i in 0..4 {
@@ -294,12 +302,15 @@ async fn prometheus_scrapes_the_controller_and_every_dashboard_query_has_data() 
     .await;
     let end = prometheus::now();
     let job_sel = format!("{{job=\"{JOB}\"}}");
-    eventually("Prometheus scraped the controller after the scenario", 30, || async {
+    // The last change of the scenario is in a scrape at most one interval after `end`. The range ends at a
+    // scrape one step beyond that, so the range's last step (end - STEP at the earliest) comes after it and
+    // the windows (STEP apart, $__rate_interval wide) cover every pair of consecutive scrapes up to it.
+    let settle = end + (SCRAPE_INTERVAL_SECS + STEP_SECS) as f64;
+    let end = eventually("Prometheus scraped the controller after the scenario", 30, || async {
         let v = prom.query(&format!("max(timestamp(awslbc_leader{job_sel}))"), prometheus::now()).await.ok()?;
-        v.first().filter(|(_, t)| *t >= end + SCRAPE_INTERVAL_SECS as f64).map(|_| ())
+        v.first().map(|(_, t)| *t).filter(|t| *t >= settle)
     })
     .await;
-    let end = end + 2.0 * SCRAPE_INTERVAL_SECS as f64;
 
     // Template variables, in order, each query with the earlier ones substituted (All selected).
     let mut vars: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -354,10 +365,17 @@ async fn prometheus_scrapes_the_controller_and_every_dashboard_query_has_data() 
         }
         let infinite: Vec<_> = series
             .iter()
-            .flat_map(|s| s.values.iter().filter(|(_, v)| v.is_infinite()).map(move |(t, v)| (s.labels.clone(), *t, *v)))
+            .flat_map(|s| {
+                s.values.iter().filter(|(_, v)| v.is_infinite()).map(move |(t, v)| (s.labels.clone(), *t, *v))
+            })
             .collect();
         if !infinite.is_empty() {
-            problems.push(format!("{} [{}]: infinite values {:?} from {expr}", q.panel, q.ref_id, &infinite[..infinite.len().min(3)]));
+            problems.push(format!(
+                "{} [{}]: infinite values {:?} from {expr}",
+                q.panel,
+                q.ref_id,
+                &infinite[..infinite.len().min(3)]
+            ));
         }
         if q.panel == "Targets by state" {
             // How the states moved, for the report: (seconds since Prometheus started, value) at each change.
@@ -387,8 +405,7 @@ async fn prometheus_scrapes_the_controller_and_every_dashboard_query_has_data() 
             }
         }
         if expr.starts_with("histogram_quantile") {
-            let negative: Vec<_> =
-                series.iter().flat_map(|s| s.values.iter().filter(|(_, v)| *v < 0.0)).collect();
+            let negative: Vec<_> = series.iter().flat_map(|s| s.values.iter().filter(|(_, v)| *v < 0.0)).collect();
             if !negative.is_empty() {
                 problems.push(format!("{} [{}]: negative durations {negative:?}", q.panel, q.ref_id));
             }
@@ -398,7 +415,12 @@ async fn prometheus_scrapes_the_controller_and_every_dashboard_query_has_data() 
     let out = f.env.repo.join("e2e/.run/prometheus-dashboard-values.txt");
     std::fs::write(&out, report.join("\n") + "\n").unwrap();
     println!("{} queries evaluated; values written to {}", queries.len() + vars.len(), out.display());
-    assert!(problems.is_empty(), "dashboard queries without a sensible result:\n{}\nPrometheus log: {}", problems.join("\n"), prom.log.display());
+    assert!(
+        problems.is_empty(),
+        "dashboard queries without a sensible result:\n{}\nPrometheus log: {}",
+        problems.join("\n"),
+        prom.log.display()
+    );
 
     // The values the scenario fixes.
     assert_eq!(single(&results, "Leader replicas", "A"), 1.0, "Leader replicas");
@@ -413,12 +435,18 @@ async fn prometheus_scrapes_the_controller_and_every_dashboard_query_has_data() 
     // verification after --sync-period (10 h by default). So healthy + initial add up to the pods here.
     let healthy = single(&results, "Healthy targets", "A");
     let not_healthy = single(&results, "Targets not healthy", "A");
-    assert_eq!(healthy + not_healthy, 3.0, "Healthy targets {healthy} + Targets not healthy {not_healthy}: the 3 pods left");
+    assert_eq!(
+        healthy + not_healthy,
+        3.0,
+        "Healthy targets {healthy} + Targets not healthy {not_healthy}: the 3 pods left"
+    );
     let by_state = last(&results, "Targets by state", "A");
     let of_web = |state: &str| -> f64 {
         by_state
             .iter()
-            .filter(|(l, _)| l.get("name").map(String::as_str) == Some("web") && l.get("state").map(String::as_str) == Some(state))
+            .filter(|(l, _)| {
+                l.get("name").map(String::as_str) == Some("web") && l.get("state").map(String::as_str) == Some(state)
+            })
             .map(|(_, v)| v)
             .sum()
     };
