@@ -49,7 +49,7 @@ const ONE_OFF: &[(&str, &str)] = &[
 ];
 
 struct Query {
-    /// Panel title, or `variable <name>`.
+    /// Panel title.
     panel: String,
     ref_id: String,
     expr: String,
