@@ -15,6 +15,7 @@ pub mod datapath;
 pub mod emulator;
 pub mod fixture;
 pub mod kube_util;
+pub mod prometheus;
 pub mod proxy;
 pub mod webhook;
 
