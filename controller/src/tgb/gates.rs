@@ -1,5 +1,8 @@
-//! Pod readiness gates: poll target health while gates are pending (only then, and only for the
-//! pending targets), and patch `target-health.elbv2.k8s.aws/<binding>` conditions on change.
+//! Pod readiness gates: poll target health while gates are pending, and patch
+//! `target-health.elbv2.k8s.aws/<binding>` conditions on change. Targets we registered are also
+//! polled, gated or not, until AWS reports them out of `initial` (the targets-by-state gauges and
+//! the registered-to-healthy latency would otherwise show them `initial` until the next
+//! verification, hours later). Only those targets, at the health-check cadence.
 
 use crate::context::Context;
 use crate::error::Result;
@@ -12,7 +15,7 @@ use lbc_model::crd::TargetGroupBinding;
 use lbc_model::endpoints::DesiredTargets;
 use lbc_model::pod::CurrentCondition;
 use lbc_model::readiness::{GateCondition, health_poll_due, health_poll_interval};
-use lbc_model::target::Target;
+use lbc_model::target::{HealthState, Target};
 use serde_json::json;
 use std::collections::HashSet;
 use std::time::Duration;
@@ -21,6 +24,8 @@ use tokio::time::Instant;
 pub(super) struct GateOutcome {
     /// Gated pods whose condition is still not True.
     pub pending: usize,
+    /// Registered targets still `initial` as last seen (a poll is due at `poll_in`).
+    pub settling: usize,
     /// When the next health poll is due.
     pub poll_in: Duration,
 }
@@ -46,19 +51,27 @@ pub(super) async fn update(
         .collect();
     let interval =
         health_poll_interval(tg.health_check_interval_seconds, ctx.cfg.health_poll_floor, ctx.cfg.health_poll_ceiling);
-    if pending.is_empty() {
-        return Ok(GateOutcome { pending: 0, poll_in: interval });
+    let gated: HashSet<Target> = pending.iter().map(|(t, _)| *t).collect();
+    let settling = |s: &crate::context::BindingState| -> Vec<Target> {
+        let initial = s.registered.iter().flatten().filter(|(_, h)| h.state == HealthState::Initial);
+        initial.map(|(t, _)| *t).filter(|t| !gated.contains(t)).collect()
+    };
+    let settling_now = ctx.with_state(key, |s| settling(s));
+    if pending.is_empty() && settling_now.is_empty() {
+        return Ok(GateOutcome { pending: 0, settling: 0, poll_in: interval });
     }
 
     let fresh: HashSet<Target> = just_registered.iter().copied().collect();
     let now = Instant::now();
     let wait = |s: &crate::context::BindingState| {
-        let registered_ago = pending.iter().map(|(t, _)| s.registered_at.get(t).map(|at| now.duration_since(*at)));
+        let watched = pending.iter().map(|(t, _)| *t).chain(settling(s));
+        let registered_ago = watched.map(|t| s.registered_at.get(&t).map(|at| now.duration_since(*at)));
         let since_poll = s.last_health_poll.map(|l| now.duration_since(l));
         health_poll_due(since_poll, registered_ago, interval, ctx.cfg.health_poll_floor)
     };
     let due = ctx.with_state(key, |s| wait(s)).is_zero();
-    let to_poll: Vec<Target> = pending.iter().map(|(t, _)| *t).filter(|t| !fresh.contains(t)).collect();
+    let to_poll: Vec<Target> =
+        pending.iter().map(|(t, _)| *t).chain(settling_now).filter(|t| !fresh.contains(t)).collect();
     // Targets AWS reports not registered although we believed them registered (deregistered out
     // of band): their gates stay False and they are dropped from what we believe registered, so
     // the next pass (due at once) registers them again.
@@ -77,6 +90,22 @@ pub(super) async fn update(
                 }
             }
         });
+        // Ungated targets settled healthy: their registration-to-healthy latency (gated ones
+        // are measured when their gate turns True, below).
+        let settled: Vec<f64> = ctx.with_state(key, |s| {
+            let healthy: Vec<Target> = to_poll
+                .iter()
+                .filter(|t| !gated.contains(t))
+                .filter(|t| {
+                    s.registered.as_ref().and_then(|r| r.get(t)).is_some_and(|h| h.state == HealthState::Healthy)
+                })
+                .copied()
+                .collect();
+            healthy.iter().filter_map(|t| s.registered_at.remove(t)).map(|at| at.elapsed().as_secs_f64()).collect()
+        });
+        for secs in settled {
+            ctx.metrics.registered_to_healthy.observe(secs);
+        }
     }
     if !lost.is_empty() {
         let shown: Vec<String> = lost.iter().take(5).map(|(t, h)| format!("{t} ({})", h.state.as_str())).collect();
@@ -115,7 +144,8 @@ pub(super) async fn update(
         }
     }
     let poll_in = if lost.is_empty() { ctx.with_state(key, |s| wait(s)) } else { Duration::ZERO };
-    Ok(GateOutcome { pending: still_pending, poll_in })
+    let settling = ctx.with_state(key, |s| settling(s).len());
+    Ok(GateOutcome { pending: still_pending, settling, poll_in })
 }
 
 /// Patches one readiness-gate condition of the pod (namespace, name, UID). The UID is part of

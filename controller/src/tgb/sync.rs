@@ -164,10 +164,13 @@ async fn prepare(
     // Nothing changed since the last successful sync (maybe by a previous process): no AWS call.
     // Not while Ready=False: a refusal (say, a wipe refused) leaves the old checkpoint in place,
     // and the endpoints coming back to it must still clear the condition.
+    // Nor while targets we registered are still `initial`: their health poll is due.
+    let settling = ctx.with_state(key, |s| s.registered.iter().flatten().any(|(_, h)| h.state == HealthState::Initial));
     let in_sync = pass == Pass::First
         && status::live_checkpoint(ctx, &tgb, key).as_deref() == Some(cp.as_str())
         && status::is_ready(&tgb)
-        && !pending_gates;
+        && !pending_gates
+        && !settling;
     if in_sync {
         let due = ctx.with_state(key, |s| *s.verify_due.get_or_insert_with(|| now + jittered(ctx.cfg.sync_period)));
         if now < due {
@@ -311,7 +314,7 @@ async fn finish(
     }
     let complete = outcome.pending == 0 && plan.outside_vpc.is_empty();
     let again_in = status::write_back(ctx, &tgb, key, &registered_now, &plan, &desired, &cp, complete).await?;
-    let next = if outcome.pending > 0 {
+    let next = if outcome.pending > 0 || outcome.settling > 0 {
         outcome.poll_in
     } else {
         ctx.with_state(key, |s| s.verify_due.map(|d| d.saturating_duration_since(Instant::now())))
