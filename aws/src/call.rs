@@ -136,6 +136,7 @@ impl CallRunner {
     {
         // Metrics name services by SDK service ID, as ALBC's do.
         let op = OpLabels { service: service.id(), operation };
+        self.metrics.call_started(&op);
         let mut n = 0u32;
         // Time spent on attempts and backoff sleeps (not on the client-side throttle queue).
         let mut spent = Duration::ZERO;

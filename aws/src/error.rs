@@ -33,6 +33,19 @@ pub enum ErrorKind {
 
 impl ErrorKind {
     /// Metric label and Warning-event reason suffix.
+    pub const ALL: [ErrorKind; 10] = [
+        Self::Throttled,
+        Self::NotFound,
+        Self::AccessDenied,
+        Self::Credentials,
+        Self::Invalid,
+        Self::AlreadyExists,
+        Self::InUse,
+        Self::Transient,
+        Self::NotLeader,
+        Self::Other,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Throttled => "throttled",

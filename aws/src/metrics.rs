@@ -143,6 +143,13 @@ impl AwsMetrics {
         }
     }
 
+    /// A call of `op` starts: its throttled counter and retries histogram exist from its first call
+    /// at 0, so the first throttled answer or retry is an increase Prometheus sees.
+    pub fn call_started(&self, op: &OpLabels) {
+        let _ = self.throttled.get_or_create(op);
+        let _ = self.retries.get_or_create(op);
+    }
+
     /// The end of one call after `retries` retries; `Err` is its final error.
     pub fn call_done(&self, op: &OpLabels, retries: u32, result: Result<(), &AwsError>) {
         self.retries.get_or_create(op).observe(f64::from(retries));

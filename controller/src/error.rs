@@ -35,6 +35,16 @@ impl From<kube::Error> for Error {
 }
 
 impl Error {
+    /// Every category [`Error::category`] can return for a failed reconcile (not `not_leader`:
+    /// a replica that does not lead has not failed).
+    pub fn categories() -> impl Iterator<Item = &'static str> {
+        lbc_aws::error::ErrorKind::ALL
+            .iter()
+            .filter(|k| **k != lbc_aws::error::ErrorKind::NotLeader)
+            .map(|k| k.as_str())
+            .chain(["kubernetes", "invalid_spec", "refused", "finalizer"])
+    }
+
     pub fn category(&self) -> &'static str {
         match self {
             Self::Aws(e) => e.kind.as_str(),

@@ -137,6 +137,12 @@ impl Drop for ReconcileTimer<'_> {
     }
 }
 
+/// The states `awslbc_targets` reports (AWS's others count as the nearest of these).
+pub const TARGET_STATES: [lbc_model::target::HealthState; 5] = {
+    use lbc_model::target::HealthState::*;
+    [Initial, Healthy, Unhealthy, Draining, Unavailable]
+};
+
 /// All controller metrics; cheap to clone.
 #[derive(Clone)]
 pub struct Metrics {
@@ -221,7 +227,17 @@ impl Metrics {
     /// A controller starts with `workers` reconcile workers. Like controller-runtime, its
     /// per-controller series start at 0 here, so alerts on them see a value, not an absence.
     pub fn set_concurrency(&self, controller: &'static str, workers: u16) {
+        // Every failure category at 0 (NotLeader is never counted as a failure).
+        for category in crate::error::Error::categories() {
+            let _ = self.reconcile_errors.get_or_create(&ErrorLabels { controller, category });
+        }
         let Some(name) = albc::controller_name(controller) else { return };
+        for category in crate::error::Error::categories() {
+            let _ = self
+                .albc
+                .reconcile_errors
+                .get_or_create(&albc::ErrorLabels { controller: name, error_category: category });
+        }
         let a = &self.albc;
         a.activity.lock().expect("activity lock").known.insert(name);
         let c = albc::ControllerLabel { controller: name };
@@ -258,6 +274,29 @@ impl Metrics {
             .queue_depth
             .get_or_create(&albc::QueueDepthLabels { name, controller: name, priority: "0" })
             .set(pending as i64);
+    }
+
+    /// A binding is being reconciled: its per-binding counters exist from now on at 0, so the first
+    /// event is an increase Prometheus sees (a series born at 1 shows no `increase()`, and the
+    /// deregister-all alert would miss the first refusal).
+    pub fn binding_seen(&self, labels: &TgbLabels) {
+        let _ = self.deregister_all_refused.get_or_create(labels);
+        let _ = self.targets_outside_vpc.get_or_create(labels);
+    }
+
+    /// A binding is gone: its per-binding series go too (else every deleted binding's series stays
+    /// exported until the process restarts).
+    pub fn forget_binding(&self, labels: &TgbLabels) {
+        self.deregister_all_refused.remove(labels);
+        self.targets_outside_vpc.remove(labels);
+        self.readiness_gate_ready.remove(labels);
+        for state in TARGET_STATES {
+            self.targets.remove(&TargetStateLabels {
+                namespace: labels.namespace.clone(),
+                name: labels.name.clone(),
+                state: state.as_str(),
+            });
+        }
     }
 
     /// From a target's registration to its pod's readiness gate turning True, for binding

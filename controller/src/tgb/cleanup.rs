@@ -66,6 +66,7 @@ pub(super) async fn cleanup(tgb: Arc<TargetGroupBinding>, ctx: &Context) -> Resu
             gates::patch_condition(ctx, (&ns, &name, &pod.uid), &gate, &released, changed, previous).await?;
         }
     }
+    ctx.metrics.forget_binding(&crate::metrics::TgbLabels { namespace: ns.clone(), name: tgb.name_any() });
     ctx.forget(&key);
     Ok(Action::await_change())
 }

@@ -179,8 +179,7 @@ pub(super) async fn write_back(
 }
 
 pub(super) fn record_target_gauges(ctx: &Context, labels: &TgbLabels, registered: &BTreeMap<Target, TargetHealth>) {
-    use HealthState::*;
-    for state in [Initial, Healthy, Unhealthy, Draining, Unavailable] {
+    for state in crate::metrics::TARGET_STATES {
         let n = registered.values().filter(|h| h.state == state).count();
         ctx.metrics
             .targets

@@ -232,6 +232,7 @@ async fn prepare(
         slice_ports: &desired.stats.slice_ports,
     };
     let labels = crate::metrics::TgbLabels { namespace: ns.clone(), name: tgb.name_any() };
+    ctx.metrics.binding_seen(&labels);
     let plan = match plan(&input) {
         Ok(p) => p,
         Err(refusal) => {
