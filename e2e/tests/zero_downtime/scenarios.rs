@@ -4,15 +4,18 @@
 //! scenario prints one line `SCENARIO <name> sent=N failed=N rollout_s=X min_healthy=M`
 //! (docs/zero-downtime.md collects them). Needs root and the e2e environment (`e2e/up`).
 //!
-//! Asserted 0 failed: rolling updates with gates, scaling, the controller killed, leader failover,
-//! AWS rejecting the credentials, a throttling storm from a registration, an Ingress → ALB with
-//! two backends, one rolling. Measured only: rolling
-//! updates without gates, and a throttling storm over a deregistration longer than the preStop
-//! sleep (no controller can deregister while AWS refuses; the preStop sleep has to cover it).
+//! Asserted 0 failed: rolling updates with gates, scaling, the controller killed for 10 s, leader
+//! failover, OpenBao sealed until the controller's keys expire, AWS rejecting the credentials, a
+//! 60 s throttling storm from a registration, an Ingress → ALB with two backends, one rolling.
+//! Measured only: rolling updates without gates (registrations reach the data plane in 3 s,
+//! deregistrations in 0.5 s, so an ungated rollout faster than 3 s leaves nothing routable for a
+//! moment), and a throttling storm over a deregistration longer than the preStop sleep (no
+//! controller can deregister while AWS refuses; the preStop sleep has to cover it).
 //!
 //! Time scales: the kubelet (the agent) runs at [`KUBELET_SCALE`] (pod-spec seconds × 0.1), AWS
-//! (the emulator and the data plane) at the emulator's scale (0.01); Kubernetes' control plane and
-//! the controller run in real time. Every figure printed is in real seconds.
+//! (the emulator and the data plane) at the emulator's scale (0.01); Kubernetes' control plane,
+//! the controller, OpenBao and the throttling storms run in real time. Every figure printed is in
+//! real seconds.
 
 use aws_sdk_elasticloadbalancingv2 as elbv2;
 use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
@@ -42,14 +45,19 @@ const GATE_LABEL: &str = "elbv2.k8s.aws/pod-readiness-gate-inject";
 const APP: &str = "web";
 /// Kubelet durations (probe period, preStop, grace period) × 0.1.
 const KUBELET_SCALE: f64 = 0.1;
-/// preStop sleep, pod-spec seconds (2 s real): ≥ the controller's reaction + the propagation delay.
+/// preStop sleep, pod-spec seconds (2 s real): ≥ the controller's reaction + the deregistration
+/// propagation delay.
 const PRE_STOP_S: i64 = 20;
 /// terminationGracePeriodSeconds (6 s real): > preStop + deregistration delay (2 s + 2 s real).
 const GRACE_S: i64 = 60;
 /// Target group deregistration delay, AWS seconds (2 s real at the emulator's 0.01).
 const DEREGISTRATION_DELAY_S: u32 = 200;
-/// Registration/deregistration propagation to the data plane, AWS seconds (0.5 s real).
-const PROPAGATION_S: f64 = 50.0;
+/// Registration propagation to the data plane, AWS seconds (3 s real): real NLBs take minutes to
+/// start sending to a newly registered target (lbc-dataplane's default).
+const REGISTRATION_PROPAGATION_S: f64 = 300.0;
+/// Deregistration propagation to the data plane, AWS seconds (0.5 s real): tens of seconds on real
+/// NLBs, far shorter than a registration (lbc-dataplane's default).
+const DEREGISTRATION_PROPAGATION_S: f64 = 50.0;
 /// Health check: HTTP /healthz every 10 s (0.1 s real), 3 to be healthy, 2 to be unhealthy.
 const HC: [(&str, &str); 7] = [
     ("aws-load-balancer-healthcheck-protocol", "http"),
@@ -81,6 +89,8 @@ struct Scene {
     webhook_port: u16,
     mwc_name: String,
     ctl: Option<ControllerProc>,
+    /// The controller's extra flags (its credential source), for restarts.
+    ctl_args: Vec<String>,
     agent: Option<Agent>,
     tg_arn: String,
     lb_arn: String,
@@ -90,6 +100,16 @@ struct Scene {
     _fwd: EmulatorForwarder,
     // Last: dropped after the processes above.
     vpc: Vpc,
+}
+
+/// lbc-dataplane's propagation arguments (every scenario uses the same delays).
+fn propagation_args() -> [String; 4] {
+    [
+        "--registration-propagation-seconds".into(),
+        REGISTRATION_PROPAGATION_S.to_string(),
+        "--deregistration-propagation-seconds".into(),
+        DEREGISTRATION_PROPAGATION_S.to_string(),
+    ]
 }
 
 fn free_port() -> u16 {
@@ -106,6 +126,11 @@ impl Drop for KillOnDrop {
 
 impl Scene {
     async fn setup(name: &'static str, gated: bool, replicas: i32) -> Option<Self> {
+        Self::setup_with(name, gated, replicas, None).await
+    }
+
+    /// [`Scene::setup`], the controller taking its AWS keys from OpenBao when `bao` is given.
+    async fn setup_with(name: &'static str, gated: bool, replicas: i32, bao: Option<&ScenarioBao>) -> Option<Self> {
         if !require_root(name) {
             return None;
         }
@@ -126,7 +151,11 @@ impl Scene {
         let cert_dir = dir.join("certs");
         let ca = write_cert(&cert_dir);
         let webhook_port = free_port();
-        let ctl = start_controller(&env, &ns, &cert_dir, webhook_port).await;
+        let ctl_args = match bao {
+            Some(b) => b.bind(&client, &ns, &dir).await,
+            None => Vec::new(),
+        };
+        let ctl = start_controller(&env, &ns, &cert_dir, webhook_port, &ctl_args).await;
         let mwc_name = format!("{ns}-mutating");
         register_pod_webhook(&client, &ns, &mwc_name, &ca, webhook_port).await;
 
@@ -187,11 +216,12 @@ impl Scene {
         let emu_addr = env.aws_endpoint().trim_start_matches("http://").trim_end_matches('/').parse().unwrap();
         let sock = std::env::temp_dir().join(format!("{}.sock", unique("lbc-emu")));
         let fwd = EmulatorForwarder::start(&sock, emu_addr).expect("emulator forwarder");
-        let (emulator, propagation) = (fwd.endpoint_arg(), PROPAGATION_S.to_string());
+        let emulator = fwd.endpoint_arg();
         let plane = vpc
             .command(env!("CARGO_BIN_EXE_lbc-dataplane"))
             .args(["run", "--emulator", emulator.as_str(), "--load-balancer-arn", lbs[0].as_str(), "--listen", VIP])
-            .args(["--propagation-seconds", propagation.as_str(), "--status-file"])
+            .args(propagation_args())
+            .arg("--status-file")
             .arg(dir.join("plane.json"))
             .stdout(std::fs::File::create(dir.join("plane.log")).unwrap())
             .stderr(std::fs::File::create(dir.join("plane.err")).unwrap())
@@ -209,6 +239,7 @@ impl Scene {
             webhook_port,
             mwc_name,
             ctl: Some(ctl),
+            ctl_args,
             agent: Some(agent),
             tg_arn: tgs[0].clone(),
             lb_arn: lbs[0].clone(),
@@ -408,13 +439,18 @@ async fn register_pod_webhook(client: &Client, ns: &str, mwc_name: &str, ca: &st
         .expect("MutatingWebhookConfiguration");
 }
 
-async fn start_controller(env: &Env, ns: &str, cert_dir: &std::path::Path, webhook_port: u16) -> ControllerProc {
-    let ctl = ControllerProc::start(
-        env,
-        ns,
-        &format!("{ns}-leader"),
-        &[&format!("--webhook-cert-dir={}", cert_dir.display()), &format!("--webhook-bind-port={webhook_port}")],
-    );
+async fn start_controller(
+    env: &Env,
+    ns: &str,
+    cert_dir: &std::path::Path,
+    webhook_port: u16,
+    extra: &[String],
+) -> ControllerProc {
+    let mut args =
+        vec![format!("--webhook-cert-dir={}", cert_dir.display()), format!("--webhook-bind-port={webhook_port}")];
+    args.extend(extra.iter().cloned());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let ctl = ControllerProc::start(env, ns, &format!("{ns}-leader"), &args);
     eventually(&format!("controller ready (log {})", ctl.log.display()), 30, || async {
         ctl.ready().await.then_some(())
     })
@@ -622,9 +658,22 @@ async fn rolling_update_without_readiness_gates_is_measured() {
     let _serial = super::dataplane::SERIAL.lock().await;
     let Some(sc) = Scene::setup("rolling_update_ungated", false, 6).await else { return };
     let runs = rollouts(&sc, 6, 5).await;
-    let (sent, _failed) = scenario_line("rolling_update_ungated", &runs);
-    // No number is asserted: this scenario shows what the gate is worth.
+    let (sent, failed) = scenario_line("rolling_update_ungated", &runs);
     assert!(sent > 1000, "lbc-loadgen sent only {sent} requests over 5 rollouts: nothing was measured");
+    // No number is asserted; this shows what the gate is worth. Without it a pod is Ready on its
+    // readinessProbe alone, so each old pod is deleted (and deregistered, 0.5 s to take effect)
+    // while the new pods' registrations (3 s to take effect) have not reached the load balancer:
+    // when the whole rollout is faster than a registration, for a moment no target is routable
+    // and connections fail. Measured over 5 runs of 5 rollouts: 245, 602, 384, 362 and 0 failed;
+    // the run with 0 rolled slower (3.4-5.9 s per rollout, the machine busy with a build) than
+    // the registration delay, so "> 0" is not reliable enough to assert.
+    if failed == 0 {
+        eprintln!(
+            "rolling_update_ungated: 0 failed this time (rollouts {:?} s): the rollouts were slower than the 3 s \
+             registration delay",
+            runs.iter().map(|m| format!("{:.1}", m.rollout_s)).collect::<Vec<_>>()
+        );
+    }
     sc.teardown().await;
 }
 
@@ -689,6 +738,15 @@ async fn pods_of_version(sc: &Scene, v: &str) -> Vec<Pod> {
         .collect()
 }
 
+/// How long the controller stays down in the kill scenario (the issue's 10 s).
+const CONTROLLER_DOWN: Duration = Duration::from_secs(10);
+
+/// When pod `p` last turned Ready (its Ready condition's lastTransitionTime), if Ready.
+fn ready_since(p: &Pod) -> Option<jiff::Timestamp> {
+    let c = p.status.as_ref()?.conditions.as_ref()?.iter().find(|c| c.type_ == "Ready" && c.status == "True")?;
+    Some(c.last_transition_time.as_ref()?.0)
+}
+
 /// DescribeTargetHealth state of `ip` in the scene's target group.
 async fn target_state(sc: &Scene, ip: &str) -> Option<String> {
     let out = sc.elb.describe_target_health().target_group_arn(&sc.tg_arn).send().await.ok()?;
@@ -732,22 +790,59 @@ async fn controller_killed_mid_rollout_stalls_the_rollout_and_fails_no_request()
         (target_state(&sc, &ip).await.as_deref() == Some("healthy")).then_some(())
     })
     .await;
-    tokio::time::sleep(Duration::from_secs(3).saturating_sub(killed.elapsed())).await;
-    let p = sc.pods_api().get(&name).await.expect("the new pod");
-    assert_ne!(
-        cond(&p, &sc.gate).as_deref(),
-        Some("True"),
-        "gate {} of pod {name} became True with no controller running",
-        sc.gate
-    );
-    assert!(!is_ready(&p), "pod {name} became Ready with no controller running: {:?}", p.status);
-    let old = pods_of_version(&sc, "0").await.len();
-    assert_eq!(old, 6, "old pods left while no controller ran: {old}; expected 6 (the rollout must wait)");
+    // Until the restart, read from the API every 250 ms: no pod of the new template Ready or with
+    // its gate True, none of the 6 old pods deleted. Every sample is checked, not only the last.
+    let mut samples = 0;
+    while killed.elapsed() < CONTROLLER_DOWN {
+        let pods = sc.all_pods().await;
+        let version = |p: &Pod| p.annotations().get("lbc-e2e/version").cloned().unwrap_or_default();
+        let new_ready: Vec<String> = pods
+            .iter()
+            .filter(|p| version(p) == "1" && (is_ready(p) || cond(p, &sc.gate).as_deref() == Some("True")))
+            .map(ResourceExt::name_any)
+            .collect();
+        assert!(
+            new_ready.is_empty(),
+            "pods of the new template Ready (or gate {} True) {:.1} s after the controller was SIGKILLed, with no \
+             controller running: {new_ready:?}; expected none (only the controller sets the gate)",
+            sc.gate,
+            killed.elapsed().as_secs_f64()
+        );
+        let old_live = pods.iter().filter(|p| version(p) == "0" && p.metadata.deletion_timestamp.is_none()).count();
+        assert_eq!(
+            old_live,
+            6,
+            "old pods not deleted {:.1} s after the controller was SIGKILLed: {old_live}; expected 6 (the rollout \
+             must wait while no controller runs)",
+            killed.elapsed().as_secs_f64()
+        );
+        samples += 1;
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
     let down_s = killed.elapsed().as_secs_f64();
-    sc.ctl = Some(start_controller(&sc.env, &sc.ns, &sc.cert_dir, sc.webhook_port).await);
+    let restarted = jiff::Timestamp::now();
+    sc.ctl = Some(start_controller(&sc.env, &sc.ns, &sc.cert_dir, sc.webhook_port, &sc.ctl_args).await);
     sc.wait_rollout(6, 120).await;
     let rollout_s = t.elapsed().as_secs_f64();
     sc.wait_settled(6, 60).await;
+    // Read back from the API once the rollout is done: every new pod turned Ready after the
+    // restart (lastTransitionTime has whole seconds, hence the floor).
+    let mut ready_after_restart = Vec::new();
+    for p in pods_of_version(&sc, "1").await {
+        let since = ready_since(&p).unwrap_or_else(|| panic!("pod {} Ready without lastTransitionTime", p.name_any()));
+        assert!(
+            since.as_second() >= restarted.as_second(),
+            "pod {} of the new template turned Ready at {since}, before the controller was restarted at {restarted} \
+             (SIGKILLed {down_s:.1} s before that): the rollout did not wait",
+            p.name_any()
+        );
+        ready_after_restart.push(since.as_second() - restarted.as_second());
+    }
+    ready_after_restart.sort();
+    eprintln!(
+        "no controller for {down_s:.1} s: {samples} API reads, no new pod Ready, 6 old pods kept; new pods turned \
+         Ready {ready_after_restart:?} s after the restart"
+    );
     let min_healthy = sampler.finish().await;
     std::mem::forget(guard);
     let summary = finish_loadgen(load).await;
@@ -774,7 +869,7 @@ async fn leader_failover_mid_rollout_fails_no_request() {
     })
     .await;
     let standby_port = free_port();
-    let standby = start_controller(&sc.env, &sc.ns, &sc.cert_dir, standby_port).await;
+    let standby = start_controller(&sc.env, &sc.ns, &sc.cert_dir, standby_port, &sc.ctl_args).await;
     let load = sc.start_loadgen();
     let guard = KillOnDrop(load.id());
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -908,8 +1003,9 @@ enum StormFrom {
 }
 
 /// A rollout through a storm: every RegisterTargets and DeregisterTargets of the target group
-/// throttled for 60 s at the kubelet's scale (6 s), starting at `from`.
-async fn rollout_through_storm(name: &'static str, from: StormFrom) -> Option<(Scene, Summary)> {
+/// throttled for `storm` (real time: the controller and AWS's throttling both run in real time),
+/// starting at `from`.
+async fn rollout_through_storm(name: &'static str, from: StormFrom, storm: Duration) -> Option<(Scene, Summary)> {
     let sc = Scene::setup(name, true, 6).await?;
     let load = sc.start_loadgen();
     let guard = KillOnDrop(load.id());
@@ -936,7 +1032,6 @@ async fn rollout_through_storm(name: &'static str, from: StormFrom) -> Option<(S
             .await
         }
     }
-    let storm = Duration::from_secs(60).mul_f64(KUBELET_SCALE);
     let mut faults = Vec::new();
     for op in ["RegisterTargets", "DeregisterTargets"] {
         faults.push(
@@ -974,7 +1069,9 @@ async fn rollout_through_storm(name: &'static str, from: StormFrom) -> Option<(S
 async fn throttling_storm_from_a_registration_mid_rollout_fails_no_request() {
     let _serial = super::dataplane::SERIAL.lock().await;
     let name = "throttling_storm_registration";
-    let Some((sc, summary)) = rollout_through_storm(name, StormFrom::Registration).await else { return };
+    // The issue's 60 s, in real time: the one scenario not time-scaled (it costs about 60 s).
+    let storm = Duration::from_secs(60);
+    let Some((sc, summary)) = rollout_through_storm(name, StormFrom::Registration, storm).await else { return };
     assert_no_failure(&sc, "a rollout through a RegisterTargets/DeregisterTargets throttling storm", &summary);
     sc.teardown().await;
 }
@@ -984,7 +1081,9 @@ async fn throttling_storm_from_a_registration_mid_rollout_fails_no_request() {
 async fn throttling_storm_over_a_deregistration_longer_than_pre_stop_is_measured() {
     let _serial = super::dataplane::SERIAL.lock().await;
     let name = "throttling_storm_deregistration";
-    let Some((sc, summary)) = rollout_through_storm(name, StormFrom::Deregistration).await else { return };
+    // 6 s: longer than the 2 s preStop, which is all this scenario needs to show.
+    let storm = Duration::from_secs(6);
+    let Some((sc, summary)) = rollout_through_storm(name, StormFrom::Deregistration, storm).await else { return };
     // No number is asserted. The storm (6 s) outlasts the preStop sleep (2 s): the old pod deleted
     // during it cannot be deregistered before its server stops, so new connections reach a
     // stopped server until the health checks mark it unhealthy. No controller can deregister
@@ -1013,7 +1112,7 @@ async fn ingress_alb_with_two_backends_one_rolling_fails_no_request() {
     let cert_dir = dir.join("certs");
     let ca = write_cert(&cert_dir);
     let port = free_port();
-    let ctl = start_controller(&env, &ns, &cert_dir, port).await;
+    let ctl = start_controller(&env, &ns, &cert_dir, port, &[]).await;
     let mwc_name = format!("{ns}-mutating");
     register_pod_webhook(&client, &ns, &mwc_name, &ca, port).await;
     let cidr = env.get("LBC_VPC_CIDR");
@@ -1083,11 +1182,12 @@ async fn ingress_alb_with_two_backends_one_rolling_fails_no_request() {
     let emu_addr = env.aws_endpoint().trim_start_matches("http://").trim_end_matches('/').parse().unwrap();
     let sock = std::env::temp_dir().join(format!("{}.sock", unique("lbc-emu")));
     let fwd = EmulatorForwarder::start(&sock, emu_addr).expect("emulator forwarder");
-    let (emulator, propagation) = (fwd.endpoint_arg(), PROPAGATION_S.to_string());
+    let emulator = fwd.endpoint_arg();
     let mut plane = vpc
         .command(env!("CARGO_BIN_EXE_lbc-dataplane"))
         .args(["run", "--emulator", emulator.as_str(), "--load-balancer-arn", lbs[0].as_str(), "--listen", VIP])
-        .args(["--propagation-seconds", propagation.as_str(), "--status-file"])
+        .args(propagation_args())
+        .arg("--status-file")
         .arg(dir.join("plane.json"))
         .stdout(std::fs::File::create(dir.join("plane.log")).unwrap())
         .stderr(std::fs::File::create(dir.join("plane.err")).unwrap())
@@ -1270,4 +1370,269 @@ async fn a_pod_failing_health_in_steady_state_stops_getting_new_connections() {
     assert_eq!(later, opened, "new connections went to {name} ({ip}) after it was unhealthy in the data plane");
     assert_no_failure(&sc, "a pod failing health in steady state (its server still answers /)", &summary);
     sc.teardown().await;
+}
+
+/// The `aws/` mount's lease (default and max) during the OpenBao scenario: the controller's keys
+/// are leased for this long, re-read at 2/3 of it, and expire this long after the last read.
+const BAO_LEASE_S: u64 = 10;
+/// What `e2e/scripts/bao.sh` tunes the mount to (restored afterwards).
+const BAO_LEASE_DEFAULT: &str = "24s";
+
+/// The OpenBao server of `e2e/scripts/bao.sh` as the credentials scenario uses it: a Kubernetes
+/// auth role and an AWS engine role of its own, the `aws/` mount's lease cut to [`BAO_LEASE_S`],
+/// and sealing / unsealing through the API (the dev server's unseal key is in its log). Dropping
+/// it unseals the server and restores the lease, also when the test panics.
+struct ScenarioBao {
+    addr: String,
+    root: String,
+    unseal_key: String,
+    role_arn: String,
+    http: reqwest::Client,
+    /// The auth/engine role (the namespace's name) once [`ScenarioBao::bind`] ran.
+    role: std::sync::Mutex<Option<String>>,
+}
+
+impl ScenarioBao {
+    async fn up(env: &Env) -> Self {
+        let vars = lbc_e2e::bao::up(env);
+        let log_path = env.repo.join("e2e/.run/logs/bao.log");
+        let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+        let unseal_key = log
+            .lines()
+            .rev()
+            .find_map(|l| l.trim().strip_prefix("Unseal Key: "))
+            .unwrap_or_else(|| panic!("no 'Unseal Key:' line in {} (the dev server prints it)", log_path.display()))
+            .trim()
+            .to_string();
+        let bao = Self {
+            addr: vars["BAO_ADDR"].clone(),
+            root: vars["BAO_TOKEN"].clone(),
+            unseal_key,
+            role_arn: vars["LBC_BAO_AWS_ROLE_ARN"].clone(),
+            http: reqwest::Client::new(),
+            role: std::sync::Mutex::new(None),
+        };
+        let lease = format!("{BAO_LEASE_S}s");
+        bao.write("sys/mounts/aws/tune", json!({"default_lease_ttl": lease, "max_lease_ttl": lease})).await;
+        bao
+    }
+
+    async fn write(&self, path: &str, body: Value) {
+        let r = self
+            .http
+            .post(format!("{}/v1/{path}", self.addr))
+            .header("X-Vault-Token", &self.root)
+            .json(&body)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("OpenBao at {} unreachable writing {path}: {e}", self.addr));
+        let status = r.status();
+        assert!(status.is_success(), "OpenBao write {path}: {status} {}", r.text().await.unwrap_or_default());
+    }
+
+    /// A ServiceAccount token (audience `vault`) for `aws-load-balancer-controller` in `ns`, an
+    /// auth role and an engine role for it; returns the controller's flags.
+    async fn bind(&self, client: &Client, ns: &str, dir: &std::path::Path) -> Vec<String> {
+        use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+        use k8s_openapi::api::core::v1::ServiceAccount;
+        let sa = "aws-load-balancer-controller";
+        let sas: Api<ServiceAccount> = Api::namespaced(client.clone(), ns);
+        let obj: ServiceAccount = serde_json::from_value(json!({"metadata": {"name": sa}})).unwrap();
+        sas.create(&PostParams::default(), &obj).await.expect("create ServiceAccount");
+        let tr = TokenRequest {
+            spec: TokenRequestSpec {
+                audiences: vec!["vault".into()],
+                expiration_seconds: Some(3600),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let token = sas.create_token_request(sa, &PostParams::default(), &tr).await.expect("TokenRequest");
+        let token_path = dir.join("vault.jwt");
+        std::fs::write(&token_path, token.status.expect("token").token).unwrap();
+        let role = ns.to_string();
+        self.write(
+            &format!("sys/policies/acl/{role}"),
+            json!({"policy": format!("path \"aws/sts/{role}\" {{ capabilities = [\"read\"] }}")}),
+        )
+        .await;
+        self.write(
+            &format!("auth/kubernetes/role/{role}"),
+            json!({"bound_service_account_names": [sa], "bound_service_account_namespaces": [ns], "audience": "vault",
+                   "token_policies": [role], "token_ttl": "1h", "token_max_ttl": "4h"}),
+        )
+        .await;
+        self.write(
+            &format!("aws/roles/{role}"),
+            json!({"credential_type": "assumed_role", "role_arns": [self.role_arn],
+                   "default_sts_ttl": "15m", "max_sts_ttl": "1h"}),
+        )
+        .await;
+        *self.role.lock().unwrap() = Some(role.clone());
+        vec![
+            "--aws-credentials-source=vault".into(),
+            format!("--vault-address={}", self.addr),
+            format!("--vault-auth-role={role}"),
+            format!("--vault-secrets-role={role}"),
+            format!("--vault-token-path={}", token_path.display()),
+            "--vault-ttl=15m".into(),
+        ]
+    }
+
+    async fn seal(&self) {
+        self.write("sys/seal", json!({})).await;
+    }
+
+    async fn unseal(&self) {
+        self.write("sys/unseal", json!({"key": self.unseal_key})).await;
+    }
+}
+
+impl Drop for ScenarioBao {
+    /// Unseals (a no-op when unsealed), restores the mount's lease and removes the roles, with
+    /// curl: no async runtime is guaranteed here.
+    fn drop(&mut self) {
+        let call = |method: &str, path: &str, body: &str| {
+            let _ = std::process::Command::new("curl")
+                .args(["-s", "-o", "/dev/null", "--max-time", "5", "-X", method])
+                .args(["-H", &format!("X-Vault-Token: {}", self.root), "-d", body])
+                .arg(format!("{}/v1/{path}", self.addr))
+                .status();
+        };
+        call("PUT", "sys/unseal", &json!({"key": self.unseal_key}).to_string());
+        let lease = json!({"default_lease_ttl": BAO_LEASE_DEFAULT, "max_lease_ttl": BAO_LEASE_DEFAULT}).to_string();
+        call("POST", "sys/mounts/aws/tune", &lease);
+        if let Some(role) = self.role.lock().unwrap().take() {
+            for path in [
+                format!("auth/kubernetes/role/{role}"),
+                format!("sys/policies/acl/{role}"),
+                format!("aws/roles/{role}"),
+            ] {
+                call("DELETE", &path, "");
+            }
+        }
+    }
+}
+
+/// Whether the controller holds AWS keys that have not expired (its
+/// `aws_credentials_expiry_timestamp_seconds{source="vault"}` gauge is in the future).
+async fn keys_valid(ctl: &ControllerProc) -> bool {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64();
+    ctl.metric("aws_credentials_expiry_timestamp_seconds{source=\"vault\"}").await.is_some_and(|e| e > now)
+}
+
+/// The controller takes its AWS keys from OpenBao (Kubernetes auth → AWS secrets engine →
+/// sts:AssumeRole in the emulator), leased for 10 s. Mid-rollout OpenBao is sealed: the keys
+/// cannot be refreshed and expire; from then on the controller cannot read target health, so no
+/// gate flips, no new pod becomes Ready and no old pod is removed (read from the API throughout).
+/// Then OpenBao is unsealed; the controller gets new keys and the rollout completes. 0 failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root and the e2e environment; run by e2e/test-all with --include-ignored"]
+async fn openbao_sealed_mid_rollout_stalls_the_rollout_until_unsealed_and_fails_no_request() {
+    const NAME: &str = "openbao_sealed";
+    let _serial = super::dataplane::SERIAL.lock().await;
+    if !require_root(NAME) {
+        return;
+    }
+    let Some(env) = Env::require(NAME) else { return };
+    let bao = ScenarioBao::up(&env).await;
+    drop(env);
+    let Some(sc) = Scene::setup_with(NAME, true, 6, Some(&bao)).await else { return };
+    let ctl = sc.ctl.as_ref().expect("controller running");
+    let load = sc.start_loadgen();
+    let guard = KillOnDrop(load.id());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let sampler = sc.sample_healthy();
+    let t = Instant::now();
+    sc.roll(1).await;
+    eventually("the rollout's first new pod", 30, || async { pods_of_version(&sc, "1").await.first().map(|_| ()) })
+        .await;
+    bao.seal().await;
+    let sealed = Instant::now();
+    // The keys read before the seal are still handed out until their lease ends; then the
+    // controller has none (its expiry gauge is 0 or in the past; /readyz stays 200 by design, so
+    // the webhook keeps answering).
+    eventually(
+        &format!("the controller's keys expired (OpenBao sealed, lease {BAO_LEASE_S} s; log {})", sc.controller_log()),
+        BAO_LEASE_S + 30,
+        || async { (!keys_valid(ctl).await).then_some(()) },
+    )
+    .await;
+    let expired_s = sealed.elapsed().as_secs_f64();
+    // A gate flipped with the last valid keys may still be followed by an old pod's deletion.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let version = |p: &Pod| p.annotations().get("lbc-e2e/version").cloned().unwrap_or_default();
+    let snapshot = |pods: &[Pod]| {
+        let mut ready: Vec<String> =
+            pods.iter().filter(|p| version(p) == "1" && is_ready(p)).map(ResourceExt::name_any).collect();
+        ready.sort();
+        let old = pods.iter().filter(|p| version(p) == "0" && p.metadata.deletion_timestamp.is_none()).count();
+        (ready, old)
+    };
+    let (ready_at_expiry, old_at_expiry) = snapshot(&sc.all_pods().await);
+    assert!(old_at_expiry > 0, "the rollout finished before the keys expired: nothing was stalled");
+    // Stalled: read from the API every 250 ms for 6 s; the rollout's pending new pod stays
+    // un-Ready, its gate not True (with no keys the controller can neither register its target
+    // nor read its health; whether the data plane already routes to it is reported).
+    let status = sc.dir.join("plane.json");
+    let mut held_back: Option<String> = None;
+    let mut held_back_routable = false;
+    let hold = Instant::now();
+    let mut samples = 0;
+    while hold.elapsed() < Duration::from_secs(6) {
+        let pods = sc.all_pods().await;
+        let (ready, old) = snapshot(&pods);
+        assert_eq!(
+            (&ready, old),
+            (&ready_at_expiry, old_at_expiry),
+            "{:.1} s after the keys expired (OpenBao sealed), new pods Ready / old pods left changed from {:?}; \
+             expected no change: the controller has no keys, so no gate may flip",
+            hold.elapsed().as_secs_f64(),
+            (&ready_at_expiry, old_at_expiry)
+        );
+        let healthy = healthy_routable(&status).unwrap_or_default();
+        for p in pods.iter().filter(|p| version(p) == "1" && !is_ready(p) && p.metadata.deletion_timestamp.is_none()) {
+            assert_ne!(cond(p, &sc.gate).as_deref(), Some("True"), "gate of {} True with no keys", p.name_any());
+            held_back = Some(p.name_any());
+            held_back_routable |= pod_ip(p).is_some_and(|ip| healthy.contains(&ip));
+        }
+        samples += 1;
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let held_back = held_back.unwrap_or_else(|| {
+        panic!(
+            "no new pod of {}/{APP} was pending (un-Ready) while the keys were expired: the stall is not shown (new \
+             Ready: {ready_at_expiry:?}, old left: {old_at_expiry})",
+            sc.ns
+        )
+    });
+    let sealed_s = sealed.elapsed().as_secs_f64();
+    bao.unseal().await;
+    let unsealed = Instant::now();
+    eventually("the controller has valid keys again", 60, || async { keys_valid(ctl).await.then_some(()) }).await;
+    let keys_back_s = unsealed.elapsed().as_secs_f64();
+    eventually(&format!("gate of {held_back} True once OpenBao is unsealed"), 60, || async {
+        let p = sc.pods_api().get_opt(&held_back).await.ok()??;
+        (cond(&p, &sc.gate).as_deref() == Some("True")).then_some(())
+    })
+    .await;
+    let gate_s = unsealed.elapsed().as_secs_f64();
+    sc.wait_rollout(6, 120).await;
+    let rollout_s = t.elapsed().as_secs_f64();
+    sc.wait_settled(6, 60).await;
+    let min_healthy = sampler.finish().await;
+    std::mem::forget(guard);
+    let summary = finish_loadgen(load).await;
+    eprintln!(
+        "OpenBao sealed {sealed_s:.1} s; the controller's keys expired {expired_s:.1} s after the seal; stalled with \
+         {} new pod(s) Ready and {old_at_expiry} old left ({samples} API reads), {held_back} held back (routable \
+         healthy in the data plane: {held_back_routable}); after the unseal: keys {keys_back_s:.1} s, gate {gate_s:.1} s; rollout {rollout_s:.1} \
+         s; failing seconds: {}",
+        ready_at_expiry.len(),
+        failing_seconds(&summary)
+    );
+    print_scenario(NAME, &summary, &format!("{rollout_s:.1}"), min_healthy);
+    assert_no_failure(&sc, "a rollout with OpenBao sealed until the controller's keys expired", &summary);
+    sc.teardown().await;
+    drop(bao);
 }
