@@ -124,20 +124,35 @@ impl Drop for KillOnDrop {
     }
 }
 
-impl Scene {
-    async fn setup(name: &'static str, gated: bool, replicas: i32) -> Option<Self> {
-        Self::setup_with(name, gated, replicas, None).await
-    }
+/// What every scenario stands on: a namespace (labelled for readiness gates or not) with its own
+/// controller (pod webhook registered with the API server as the chart does), the VPC namespace
+/// with the load balancer's address, and the node agent running the namespace's pods. The load
+/// balancer's data plane comes once the controller made the load balancer ([`Bed::start_plane`]).
+struct Bed {
+    env: Env,
+    client: Client,
+    ns: String,
+    dir: PathBuf,
+    cert_dir: PathBuf,
+    ca: String,
+    webhook_port: u16,
+    mwc_name: String,
+    ctl: ControllerProc,
+    ctl_args: Vec<String>,
+    agent: Agent,
+    vpc: Vpc,
+}
 
-    /// [`Scene::setup`], the controller taking its AWS keys from OpenBao when `bao` is given.
-    async fn setup_with(name: &'static str, gated: bool, replicas: i32, bao: Option<&ScenarioBao>) -> Option<Self> {
+impl Bed {
+    /// `None` when not root or without the e2e environment (the test is skipped). The controller
+    /// takes its AWS keys from OpenBao when `bao` is given; `ready_while_terminating` is the
+    /// agent's (kubelet's) probing of terminating pods.
+    async fn setup(name: &str, gated: bool, bao: Option<&ScenarioBao>, ready_while_terminating: bool) -> Option<Self> {
         if !require_root(name) {
             return None;
         }
         let env = Env::require(name)?;
         let client = kube_util::client(&env).await;
-        let elb = aws::elbv2(&env).await;
-        let emu = Emulator::new(env.aws_endpoint());
         let ns = unique("zd");
         let mut labels = vec![("lbc-e2e/webhook-test", ns.as_str())];
         if gated {
@@ -175,8 +190,77 @@ impl Scene {
         .expect("agent config");
         config.namespace = Some(ns.clone());
         config.time_scale = KUBELET_SCALE;
-        config.ready_while_terminating = true;
+        config.ready_while_terminating = ready_while_terminating;
         let agent = Agent::start(&env, config).await.expect("starting the node agent");
+        Some(Self { env, client, ns, dir, cert_dir, ca, webhook_port, mwc_name, ctl, ctl_args, agent, vpc })
+    }
+
+    /// lbc-dataplane for load balancer `lb_arn` in the VPC namespace (it reaches the emulator
+    /// through a forwarder), once it listens on port 80. Its files: `plane.{json,log,err}` in the
+    /// bed's directory. On a panic, dropping the VPC kills what runs in it.
+    async fn start_plane(&self, lb_arn: &str) -> (Child, EmulatorForwarder) {
+        let emu_addr = self.env.aws_endpoint().trim_start_matches("http://").trim_end_matches('/').parse().unwrap();
+        let sock = std::env::temp_dir().join(format!("{}.sock", unique("lbc-emu")));
+        let fwd = EmulatorForwarder::start(&sock, emu_addr).expect("emulator forwarder");
+        let emulator = fwd.endpoint_arg();
+        let dir = &self.dir;
+        let plane = self
+            .vpc
+            .command(env!("CARGO_BIN_EXE_lbc-dataplane"))
+            .args(["run", "--emulator", emulator.as_str(), "--load-balancer-arn", lb_arn, "--listen", VIP])
+            .args(propagation_args())
+            .arg("--status-file")
+            .arg(dir.join("plane.json"))
+            .stdout(std::fs::File::create(dir.join("plane.log")).unwrap())
+            .stderr(std::fs::File::create(dir.join("plane.err")).unwrap())
+            .spawn()
+            .expect("spawning lbc-dataplane");
+        let status = dir.join("plane.json");
+        eventually("lbc-dataplane listening on port 80", 20, || async {
+            let v: Value = serde_json::from_str(&std::fs::read_to_string(&status).ok()?).ok()?;
+            v["listeners"].as_array()?.iter().any(|p| p == 80).then_some(())
+        })
+        .await;
+        (plane, fwd)
+    }
+}
+
+/// Stops what [`Bed::setup`] started (once the load balancer is gone) and checks nothing is left:
+/// pod namespaces, host routes to the VPC, node agent errors.
+async fn teardown_bed(
+    client: &Client,
+    env: &Env,
+    ns: &str,
+    mwc_name: &str,
+    ctl: Option<ControllerProc>,
+    agent: Agent,
+    vpc: Vpc,
+) {
+    if let Some(ctl) = ctl {
+        ctl.terminate();
+    }
+    let _ = Api::<MutatingWebhookConfiguration>::all(client.clone()).delete(mwc_name, &DeleteParams::default()).await;
+    let errors = agent.errors();
+    agent.stop().await.expect("stopping the node agent");
+    kube_util::delete_namespace(client, ns).await;
+    let left = vpc.pod_namespaces().unwrap();
+    assert!(left.is_empty(), "pod namespaces left after the agent stopped: {left:?}");
+    drop(vpc);
+    check_host_has_no_route(env.get("LBC_VPC_CIDR").parse().unwrap()).expect("host route check after the scenario");
+    assert!(errors.is_empty(), "node agent errors: {errors:?}");
+}
+
+impl Scene {
+    async fn setup(name: &'static str, gated: bool, replicas: i32) -> Option<Self> {
+        Self::setup_with(name, gated, replicas, None).await
+    }
+
+    /// [`Scene::setup`], the controller taking its AWS keys from OpenBao when `bao` is given.
+    async fn setup_with(name: &'static str, gated: bool, replicas: i32, bao: Option<&ScenarioBao>) -> Option<Self> {
+        let Bed { env, client, ns, dir, cert_dir, ca, webhook_port, mwc_name, ctl, ctl_args, agent, vpc } =
+            Bed::setup(name, gated, bao, true).await?;
+        let elb = aws::elbv2(&env).await;
+        let emu = Emulator::new(env.aws_endpoint());
 
         // Service → NLB (IP targets); the binding the controller makes names the gate.
         let mut ann = serde_json::Map::new();
@@ -212,21 +296,10 @@ impl Scene {
         .await;
         let gate = format!("target-health.elbv2.k8s.aws/{}", tgb.name_any());
 
-        // The data plane on the NLB's listeners (talks to the emulator through a forwarder).
-        let emu_addr = env.aws_endpoint().trim_start_matches("http://").trim_end_matches('/').parse().unwrap();
-        let sock = std::env::temp_dir().join(format!("{}.sock", unique("lbc-emu")));
-        let fwd = EmulatorForwarder::start(&sock, emu_addr).expect("emulator forwarder");
-        let emulator = fwd.endpoint_arg();
-        let plane = vpc
-            .command(env!("CARGO_BIN_EXE_lbc-dataplane"))
-            .args(["run", "--emulator", emulator.as_str(), "--load-balancer-arn", lbs[0].as_str(), "--listen", VIP])
-            .args(propagation_args())
-            .arg("--status-file")
-            .arg(dir.join("plane.json"))
-            .stdout(std::fs::File::create(dir.join("plane.log")).unwrap())
-            .stderr(std::fs::File::create(dir.join("plane.err")).unwrap())
-            .spawn()
-            .expect("spawning lbc-dataplane");
+        // The data plane on the NLB's listeners.
+        let bed = Bed { env, client, ns, dir, cert_dir, ca, webhook_port, mwc_name, ctl, ctl_args, agent, vpc };
+        let (plane, fwd) = bed.start_plane(&lbs[0]).await;
+        let Bed { env, client, ns, dir, cert_dir, ca, webhook_port, mwc_name, ctl, ctl_args, agent, vpc } = bed;
         let scene = Self {
             name,
             env,
@@ -249,10 +322,6 @@ impl Scene {
             _fwd: fwd,
             vpc,
         };
-        eventually("lbc-dataplane listening on port 80", 20, || async {
-            scene.plane_status()?["listeners"].as_array()?.iter().any(|p| p == 80).then_some(())
-        })
-        .await;
 
         // The Deployment, all Ready and healthy in the data plane before any load.
         let d: Deployment = serde_json::from_value(deployment(replicas)).unwrap();
@@ -403,23 +472,9 @@ impl Scene {
             services.get_opt(APP).await.ok()?.is_none().then_some(())
         })
         .await;
-        if let Some(ctl) = self.ctl.take() {
-            ctl.terminate();
-        }
-        let _ = Api::<MutatingWebhookConfiguration>::all(self.client.clone())
-            .delete(&self.mwc_name, &DeleteParams::default())
-            .await;
         let agent = self.agent.take().expect("agent running");
-        let errors = agent.errors();
-        agent.stop().await.expect("stopping the node agent");
-        kube_util::delete_namespace(&self.client, &self.ns).await;
-        let left = self.vpc.pod_namespaces().unwrap();
-        assert!(left.is_empty(), "pod namespaces left after the agent stopped: {left:?}");
-        let cidr = self.env.get("LBC_VPC_CIDR").parse().unwrap();
-        let Scene { vpc, .. } = self;
-        drop(vpc);
-        check_host_has_no_route(cidr).expect("host route check after the scenario");
-        assert!(errors.is_empty(), "node agent errors: {errors:?}");
+        let Scene { client, env, ns, mwc_name, ctl, vpc, .. } = self;
+        teardown_bed(&client, &env, &ns, &mwc_name, ctl, agent, vpc).await;
     }
 }
 
@@ -580,25 +635,76 @@ impl Measured {
     }
 }
 
+/// Load against the scene (lbc-loadgen) and the healthy-target sampler, from before an action
+/// until [`Run::stop`] or [`Run::finish_rollout`].
+struct Run {
+    load: Child,
+    guard: KillOnDrop,
+    sampler: Sampler,
+    started: Instant,
+}
+
+impl Scene {
+    /// Starts the load, lets it reach every pod (0.5 s), starts the sampler; the run's clock starts.
+    async fn start_run(&self) -> Run {
+        let load = self.start_loadgen();
+        let guard = KillOnDrop(load.id());
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let sampler = self.sample_healthy();
+        Run { load, guard, sampler, started: Instant::now() }
+    }
+
+    /// [`Scene::start_run`], then a rollout to template `version`.
+    async fn start_rollout(&self, version: usize) -> Run {
+        let run = self.start_run().await;
+        self.roll(version).await;
+        run
+    }
+
+    /// The rollout's first new pod once its target is registered and its gate not yet True:
+    /// (name, IP).
+    async fn first_new_pod_registered(&self) -> (String, String) {
+        eventually("a new pod registered in the target group, gate not True", 60, || async {
+            for p in pods_of_version(self, "1").await {
+                let ip = pod_ip(&p)?;
+                if cond(&p, &self.gate).as_deref() != Some("True") && target_state(self, &ip).await.is_some() {
+                    return Some((p.name_any(), ip));
+                }
+            }
+            None
+        })
+        .await
+    }
+}
+
+impl Run {
+    fn elapsed_s(&self) -> f64 {
+        self.started.elapsed().as_secs_f64()
+    }
+
+    /// Stops the sampler and the load: (the load's summary, the fewest healthy targets seen).
+    async fn stop(self) -> (Summary, usize) {
+        let min_healthy = self.sampler.finish().await;
+        std::mem::forget(self.guard);
+        (finish_loadgen(self.load).await, min_healthy)
+    }
+
+    /// Waits for the rollout of `replicas` to complete (its time counted from the run's start),
+    /// then for the old pods to finish terminating under load too, then stops.
+    async fn finish_rollout(self, sc: &Scene, replicas: i32) -> Measured {
+        sc.wait_rollout(replicas, 120).await;
+        let rollout_s = self.elapsed_s();
+        sc.wait_settled(replicas as usize, 60).await;
+        let (summary, min_healthy) = self.stop().await;
+        Measured { summary, rollout_s, min_healthy }
+    }
+}
+
 /// Rolls the Deployment `rollouts` times, each under its own load run; returns each measurement.
 async fn rollouts(sc: &Scene, replicas: i32, rollouts: usize) -> Vec<Measured> {
     let mut out = Vec::new();
     for i in 1..=rollouts {
-        let load = sc.start_loadgen();
-        let guard = KillOnDrop(load.id());
-        // Load reaches every pod before the rollout starts.
-        tokio::time::sleep(Duration::from_millis(500)).await;
-        let sampler = sc.sample_healthy();
-        let t = Instant::now();
-        sc.roll(i).await;
-        sc.wait_rollout(replicas, 120).await;
-        let rollout_s = t.elapsed().as_secs_f64();
-        // The old pods finish terminating (preStop, SIGTERM) under load too.
-        sc.wait_settled(replicas as usize, 60).await;
-        let min_healthy = sampler.finish().await;
-        std::mem::forget(guard);
-        let summary = finish_loadgen(load).await;
-        let m = Measured { summary, rollout_s, min_healthy };
+        let m = sc.start_rollout(i).await.finish_rollout(sc, replicas).await;
         eprintln!(
             "{} rollout {i}/{rollouts}: {} ({:.1} s of load); failing seconds: {}",
             sc.name,
@@ -664,7 +770,7 @@ async fn rolling_update_without_readiness_gates_is_measured() {
     // readinessProbe alone, so each old pod is deleted (and deregistered, 0.5 s to take effect)
     // while the new pods' registrations (3 s to take effect) have not reached the load balancer:
     // when the whole rollout is faster than a registration, for a moment no target is routable
-    // and connections fail. Measured over 5 runs of 5 rollouts: 245, 602, 384, 362 and 0 failed;
+    // and connections fail. Measured over 7 runs of 5 rollouts: 245, 602, 384, 362, 0, 540, 394;
     // the run with 0 rolled slower (3.4-5.9 s per rollout, the machine busy with a build) than
     // the registration delay, so "> 0" is not reliable enough to assert.
     if failed == 0 {
@@ -708,10 +814,7 @@ fn assert_no_failure(sc: &Scene, what: &str, s: &Summary) {
 async fn scaling_6_to_12_to_3_under_load_fails_no_request() {
     let _serial = super::dataplane::SERIAL.lock().await;
     let Some(sc) = Scene::setup("scale_6_12_3", true, 6).await else { return };
-    let load = sc.start_loadgen();
-    let guard = KillOnDrop(load.id());
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let sampler = sc.sample_healthy();
+    let run = sc.start_run().await;
     let t = Instant::now();
     sc.scale(12).await;
     sc.wait_settled(12, 120).await;
@@ -720,9 +823,7 @@ async fn scaling_6_to_12_to_3_under_load_fails_no_request() {
     sc.scale(3).await;
     sc.wait_settled(3, 120).await;
     let down_s = t.elapsed().as_secs_f64();
-    let min_healthy = sampler.finish().await;
-    std::mem::forget(guard);
-    let summary = finish_loadgen(load).await;
+    let (summary, min_healthy) = run.stop().await;
     eprintln!("scale 6→12 in {up_s:.1} s, 12→3 in {down_s:.1} s; failing seconds: {}", failing_seconds(&summary));
     print_scenario("scale_6_12_3", &summary, &format!("{up_s:.1},{down_s:.1}"), min_healthy);
     assert_no_failure(&sc, "scaling 6→12→3 with readiness gates", &summary);
@@ -761,29 +862,12 @@ async fn target_state(sc: &Scene, ip: &str) -> Option<String> {
 async fn controller_killed_mid_rollout_stalls_the_rollout_and_fails_no_request() {
     let _serial = super::dataplane::SERIAL.lock().await;
     let Some(mut sc) = Scene::setup("controller_killed", true, 6).await else { return };
-    let load = sc.start_loadgen();
-    let guard = KillOnDrop(load.id());
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let sampler = sc.sample_healthy();
-    let t = Instant::now();
-    sc.roll(1).await;
+    let run = sc.start_rollout(1).await;
     // The rollout's first new pod: its target registered, its gate not yet True.
-    let (name, ip) = eventually("a new pod registered in the target group, gate not True", 60, || async {
-        for p in pods_of_version(&sc, "1").await {
-            let ip = pod_ip(&p)?;
-            if cond(&p, &sc.gate).as_deref() != Some("True") && target_state(&sc, &ip).await.is_some() {
-                return Some((p.name_any(), ip));
-            }
-        }
-        None
-    })
-    .await;
+    let (name, ip) = sc.first_new_pod_registered().await;
     sc.ctl.take().expect("controller running").kill();
     let killed = Instant::now();
-    eprintln!(
-        "controller SIGKILLed {:.1} s into the rollout; new pod {name} ({ip}) registered",
-        t.elapsed().as_secs_f64()
-    );
+    eprintln!("controller SIGKILLed {:.1} s into the rollout; new pod {name} ({ip}) registered", run.elapsed_s());
     // No controller: the load balancer reports the target healthy, yet nothing flips the gate,
     // so the pod stays un-Ready and no old pod is deleted: the rollout waits.
     eventually(&format!("target {ip} of {name} healthy in DescribeTargetHealth"), 30, || async {
@@ -822,9 +906,7 @@ async fn controller_killed_mid_rollout_stalls_the_rollout_and_fails_no_request()
     let down_s = killed.elapsed().as_secs_f64();
     let restarted = jiff::Timestamp::now();
     sc.ctl = Some(start_controller(&sc.env, &sc.ns, &sc.cert_dir, sc.webhook_port, &sc.ctl_args).await);
-    sc.wait_rollout(6, 120).await;
-    let rollout_s = t.elapsed().as_secs_f64();
-    sc.wait_settled(6, 60).await;
+    let Measured { summary, rollout_s, min_healthy } = run.finish_rollout(&sc, 6).await;
     // Read back from the API once the rollout is done: every new pod turned Ready after the
     // restart (lastTransitionTime has whole seconds, hence the floor).
     let mut ready_after_restart = Vec::new();
@@ -843,9 +925,6 @@ async fn controller_killed_mid_rollout_stalls_the_rollout_and_fails_no_request()
         "no controller for {down_s:.1} s: {samples} API reads, no new pod Ready, 6 old pods kept; new pods turned \
          Ready {ready_after_restart:?} s after the restart"
     );
-    let min_healthy = sampler.finish().await;
-    std::mem::forget(guard);
-    let summary = finish_loadgen(load).await;
     eprintln!(
         "controller down {down_s:.1} s (restarted on the same webhook port; it then waits for the dead leader's \
          lease); rollout {rollout_s:.1} s; failing seconds: {}",
@@ -870,22 +949,9 @@ async fn leader_failover_mid_rollout_fails_no_request() {
     .await;
     let standby_port = free_port();
     let standby = start_controller(&sc.env, &sc.ns, &sc.cert_dir, standby_port, &sc.ctl_args).await;
-    let load = sc.start_loadgen();
-    let guard = KillOnDrop(load.id());
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let sampler = sc.sample_healthy();
-    let t = Instant::now();
-    sc.roll(1).await;
-    let name = eventually("a new pod registered in the target group, gate not True", 60, || async {
-        for p in pods_of_version(&sc, "1").await {
-            let ip = pod_ip(&p)?;
-            if cond(&p, &sc.gate).as_deref() != Some("True") && target_state(&sc, &ip).await.is_some() {
-                return Some(p.name_any());
-            }
-        }
-        None
-    })
-    .await;
+    let run = sc.start_rollout(1).await;
+    let run_started = run.started;
+    let (name, _) = sc.first_new_pod_registered().await;
     sc.ctl.take().expect("leader running").kill();
     let killed = Instant::now();
     // The webhook Service would now send admissions to the remaining replica only.
@@ -896,12 +962,7 @@ async fn leader_failover_mid_rollout_fails_no_request() {
     })
     .await;
     let takeover_s = killed.elapsed().as_secs_f64();
-    sc.wait_rollout(6, 120).await;
-    let rollout_s = t.elapsed().as_secs_f64();
-    sc.wait_settled(6, 60).await;
-    let min_healthy = sampler.finish().await;
-    std::mem::forget(guard);
-    let summary = finish_loadgen(load).await;
+    let Measured { summary, rollout_s, min_healthy } = run.finish_rollout(&sc, 6).await;
     let gated = sc.live_pods().await.iter().filter(|p| gates(p).contains(&sc.gate)).count();
     assert_eq!(
         gated, 6,
@@ -911,7 +972,7 @@ async fn leader_failover_mid_rollout_fails_no_request() {
     eprintln!(
         "leader {leader} SIGKILLed {:.1} s into the rollout (new pod {name} registered); {new_leader} took the lease \
          {takeover_s:.1} s later; rollout {rollout_s:.1} s; failing seconds: {}",
-        killed.duration_since(t).as_secs_f64(),
+        killed.duration_since(run_started).as_secs_f64(),
         failing_seconds(&summary)
     );
     print_scenario("leader_failover", &summary, &format!("{rollout_s:.1}"), min_healthy);
@@ -924,22 +985,8 @@ async fn leader_failover_mid_rollout_fails_no_request() {
 async fn aws_rejecting_credentials_mid_rollout_stalls_the_rollout_and_fails_no_request() {
     let _serial = super::dataplane::SERIAL.lock().await;
     let Some(sc) = Scene::setup("credentials_rejected", true, 6).await else { return };
-    let load = sc.start_loadgen();
-    let guard = KillOnDrop(load.id());
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let sampler = sc.sample_healthy();
-    let t = Instant::now();
-    sc.roll(1).await;
-    let (name, ip) = eventually("a new pod registered in the target group, gate not True", 60, || async {
-        for p in pods_of_version(&sc, "1").await {
-            let ip = pod_ip(&p)?;
-            if cond(&p, &sc.gate).as_deref() != Some("True") && target_state(&sc, &ip).await.is_some() {
-                return Some((p.name_any(), ip));
-            }
-        }
-        None
-    })
-    .await;
+    let run = sc.start_rollout(1).await;
+    let (name, ip) = sc.first_new_pod_registered().await;
     // Every call on the target group (DescribeTargetHealth included) refused as with expired keys.
     let fault = sc
         .emu
@@ -976,12 +1023,7 @@ async fn aws_rejecting_credentials_mid_rollout_stalls_the_rollout_and_fails_no_r
     })
     .await;
     let resume_s = resumed.elapsed().as_secs_f64();
-    sc.wait_rollout(6, 120).await;
-    let rollout_s = t.elapsed().as_secs_f64();
-    sc.wait_settled(6, 60).await;
-    let min_healthy = sampler.finish().await;
-    std::mem::forget(guard);
-    let summary = finish_loadgen(load).await;
+    let Measured { summary, rollout_s, min_healthy } = run.finish_rollout(&sc, 6).await;
     eprintln!(
         "AWS refused every call on the target group for {outage_s:.1} s; the gate flipped {resume_s:.1} s after it \
          answered again; rollout {rollout_s:.1} s; failing seconds: {}",
@@ -995,7 +1037,7 @@ async fn aws_rejecting_credentials_mid_rollout_stalls_the_rollout_and_fails_no_r
 /// When a throttling storm starts.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum StormFrom {
-    /// As the rollout's first new pod is created: its RegisterTargets is throttled.
+    /// As the rollout starts: its first new pod's RegisterTargets is throttled.
     Registration,
     /// Once the rollout's first new pod is registered (its gate about to flip): the
     /// DeregisterTargets of the old pod deleted next is throttled.
@@ -1007,20 +1049,30 @@ enum StormFrom {
 /// starting at `from`.
 async fn rollout_through_storm(name: &'static str, from: StormFrom, storm: Duration) -> Option<(Scene, Summary)> {
     let sc = Scene::setup(name, true, 6).await?;
-    let load = sc.start_loadgen();
-    let guard = KillOnDrop(load.id());
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let sampler = sc.sample_healthy();
-    let t = Instant::now();
-    sc.roll(1).await;
-    match from {
+    let throttle = || async {
+        let mut faults = Vec::new();
+        for op in ["RegisterTargets", "DeregisterTargets"] {
+            faults.push(
+                sc.emu
+                    .fault(json!({"service": "elasticloadbalancing", "operation": op, "target_group_arn": sc.tg_arn,
+                                  "code": "Throttling", "rate": 1.0}))
+                    .await,
+            );
+        }
+        faults
+    };
+    let run = sc.start_run().await;
+    let faults = match from {
         StormFrom::Registration => {
-            eventually("the rollout's first new pod", 30, || async {
-                pods_of_version(&sc, "1").await.first().map(|_| ())
-            })
-            .await
+            // Before the change: the first new pod's RegisterTargets cannot slip in ahead of the
+            // storm (it did once, when the storm started on the pod's creation: its gate flipped
+            // and the old pod's deregistration was throttled instead, as in 5b).
+            let faults = throttle().await;
+            sc.roll(1).await;
+            faults
         }
         StormFrom::Deregistration => {
+            sc.roll(1).await;
             eventually("the rollout's first new pod registered in the target group", 60, || async {
                 for p in pods_of_version(&sc, "1").await {
                     if target_state(&sc, &pod_ip(&p)?).await.is_some() {
@@ -1029,29 +1081,16 @@ async fn rollout_through_storm(name: &'static str, from: StormFrom, storm: Durat
                 }
                 None
             })
-            .await
+            .await;
+            throttle().await
         }
-    }
-    let mut faults = Vec::new();
-    for op in ["RegisterTargets", "DeregisterTargets"] {
-        faults.push(
-            sc.emu
-                .fault(json!({"service": "elasticloadbalancing", "operation": op, "target_group_arn": sc.tg_arn,
-                              "code": "Throttling", "rate": 1.0}))
-                .await,
-        );
-    }
-    let storm_start = t.elapsed().as_secs_f64();
+    };
+    let storm_start = run.elapsed_s();
     tokio::time::sleep(storm).await;
     for id in &faults {
         sc.emu.clear_fault(id).await;
     }
-    sc.wait_rollout(6, 120).await;
-    let rollout_s = t.elapsed().as_secs_f64();
-    sc.wait_settled(6, 60).await;
-    let min_healthy = sampler.finish().await;
-    std::mem::forget(guard);
-    let summary = finish_loadgen(load).await;
+    let Measured { summary, rollout_s, min_healthy } = run.finish_rollout(&sc, 6).await;
     let log = std::fs::read_to_string(&sc.ctl.as_ref().expect("controller running").log).unwrap_or_default();
     let throttled = log.lines().filter(|l| l.contains("Throttling")).count();
     eprintln!(
@@ -1100,37 +1139,10 @@ async fn throttling_storm_over_a_deregistration_longer_than_pre_stop_is_measured
 async fn ingress_alb_with_two_backends_one_rolling_fails_no_request() {
     const NAME: &str = "alb_two_backends";
     let _serial = super::dataplane::SERIAL.lock().await;
-    if !require_root(NAME) {
-        return;
-    }
-    let Some(env) = Env::require(NAME) else { return };
-    let client = kube_util::client(&env).await;
-    let ns = unique("zd");
-    kube_util::namespace(&client, &ns, &[("lbc-e2e/webhook-test", ns.as_str()), (GATE_LABEL, "enabled")]).await;
-    let dir = Env::repo_root().join(format!("e2e/.run/datapath/{ns}"));
-    std::fs::create_dir_all(&dir).unwrap();
-    let cert_dir = dir.join("certs");
-    let ca = write_cert(&cert_dir);
-    let port = free_port();
-    let ctl = start_controller(&env, &ns, &cert_dir, port, &[]).await;
-    let mwc_name = format!("{ns}-mutating");
-    register_pod_webhook(&client, &ns, &mwc_name, &ca, port).await;
-    let cidr = env.get("LBC_VPC_CIDR");
-    check_host_has_no_route(cidr.parse().unwrap()).expect("host route check before the scenario");
-    let vpc = Vpc::create("zd", cidr).expect("creating the VPC namespace");
-    vpc.add_address(VIP.parse().unwrap()).unwrap();
-    let mut config = AgentConfig::for_env(
-        &env,
-        "zd",
-        &vpc,
-        SLOT,
-        env!("CARGO_BIN_EXE_lbc-podserver").as_ref(),
-        env!("CARGO_BIN_EXE_lbc-node-agent").as_ref(),
-    )
-    .expect("agent config");
-    config.namespace = Some(ns.clone());
-    config.time_scale = KUBELET_SCALE;
-    let agent = Agent::start(&env, config).await.expect("starting the node agent");
+    let Some(bed) = Bed::setup(NAME, true, None, false).await else { return };
+    let client = bed.client.clone();
+    let ns = bed.ns.clone();
+    let env = &bed.env;
 
     // Two Services, one Ingress with a host rule for each, ALB health checks as the NLB's above.
     let services: Api<Service> = Api::namespaced(client.clone(), &ns);
@@ -1164,7 +1176,7 @@ async fn ingress_alb_with_two_backends_one_rolling_fails_no_request() {
         ingresses.get_opt("web").await.ok()??.status?.load_balancer?.ingress?.first()?.hostname.clone()
     })
     .await;
-    let elb = aws::elbv2(&env).await;
+    let elb = aws::elbv2(env).await;
     let (lbs, tgs) = aws::stack_arns(&elb, "ingress.k8s.aws/stack", &format!("{ns}/web")).await;
     assert_eq!((lbs.len(), tgs.len()), (1, 2), "one ALB and a target group per backend for Ingress {ns}/web");
     let tgbs: Api<TargetGroupBinding> = Api::namespaced(client.clone(), &ns);
@@ -1179,27 +1191,9 @@ async fn ingress_alb_with_two_backends_one_rolling_fails_no_request() {
     };
     let (gate_web, gate_other) = (gate_of("web"), gate_of("other"));
 
-    let emu_addr = env.aws_endpoint().trim_start_matches("http://").trim_end_matches('/').parse().unwrap();
-    let sock = std::env::temp_dir().join(format!("{}.sock", unique("lbc-emu")));
-    let fwd = EmulatorForwarder::start(&sock, emu_addr).expect("emulator forwarder");
-    let emulator = fwd.endpoint_arg();
-    let mut plane = vpc
-        .command(env!("CARGO_BIN_EXE_lbc-dataplane"))
-        .args(["run", "--emulator", emulator.as_str(), "--load-balancer-arn", lbs[0].as_str(), "--listen", VIP])
-        .args(propagation_args())
-        .arg("--status-file")
-        .arg(dir.join("plane.json"))
-        .stdout(std::fs::File::create(dir.join("plane.log")).unwrap())
-        .stderr(std::fs::File::create(dir.join("plane.err")).unwrap())
-        .spawn()
-        .expect("spawning lbc-dataplane");
-    // On a panic, dropping the VPC kills what runs in its namespace (the data plane, the load).
-    let status = dir.join("plane.json");
-    eventually("lbc-dataplane listening on port 80", 20, || async {
-        let v: Value = serde_json::from_str(&std::fs::read_to_string(&status).ok()?).ok()?;
-        v["listeners"].as_array()?.iter().any(|p| p == 80).then_some(())
-    })
-    .await;
+    let (mut plane, fwd) = bed.start_plane(&lbs[0]).await;
+    let status = bed.dir.join("plane.json");
+    let vpc = &bed.vpc;
 
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), &ns);
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
@@ -1270,7 +1264,7 @@ async fn ingress_alb_with_two_backends_one_rolling_fails_no_request() {
     let line = format!("SCENARIO {NAME} sent={sent} failed={failed} rollout_s={rollout_s:.1}");
     println!("{line}");
     eprintln!("{line}");
-    let log = std::fs::read_to_string(dir.join("plane.log")).unwrap_or_default();
+    let log = std::fs::read_to_string(bed.dir.join("plane.log")).unwrap_or_default();
     let tail: Vec<&str> = log.lines().rev().take(40).collect::<Vec<_>>().into_iter().rev().collect();
     assert!(
         a.total.sent > 300 && b.total.sent > 300,
@@ -1285,7 +1279,7 @@ async fn ingress_alb_with_two_backends_one_rolling_fails_no_request() {
          log: {}; data plane log (tail):\n{}",
         a.total.failures,
         b.total.failures,
-        ctl.log.display(),
+        bed.ctl.log.display(),
         tail.join("\n")
     );
 
@@ -1300,17 +1294,9 @@ async fn ingress_alb_with_two_backends_one_rolling_fails_no_request() {
         ingresses.get_opt("web").await.ok()?.is_none().then_some(())
     })
     .await;
-    ctl.terminate();
-    let _ = Api::<MutatingWebhookConfiguration>::all(client.clone()).delete(&mwc_name, &DeleteParams::default()).await;
-    let errors = agent.errors();
-    agent.stop().await.expect("stopping the node agent");
-    kube_util::delete_namespace(&client, &ns).await;
-    let left = vpc.pod_namespaces().unwrap();
-    assert!(left.is_empty(), "pod namespaces left after the agent stopped: {left:?}");
     drop(fwd);
-    drop(vpc);
-    check_host_has_no_route(cidr.parse().unwrap()).expect("host route check after the scenario");
-    assert!(errors.is_empty(), "node agent errors: {errors:?}");
+    let Bed { client, env, ns, mwc_name, ctl, agent, vpc, .. } = bed;
+    teardown_bed(&client, &env, &ns, &mwc_name, Some(ctl), agent, vpc).await;
 }
 
 /// The data plane's status of target `ip`, if it knows it.
@@ -1323,9 +1309,7 @@ fn plane_target(sc: &Scene, ip: &str) -> Option<Value> {
 async fn a_pod_failing_health_in_steady_state_stops_getting_new_connections() {
     let _serial = super::dataplane::SERIAL.lock().await;
     let Some(sc) = Scene::setup("pod_fails_health", true, 6).await else { return };
-    let load = sc.start_loadgen();
-    let guard = KillOnDrop(load.id());
-    let sampler = sc.sample_healthy();
+    let run = sc.start_run().await;
     let pod = sc.live_pods().await.into_iter().next().expect("a pod");
     let (name, ip) = (pod.name_any(), pod_ip(&pod).expect("pod IP"));
     eventually(&format!("connections to {name}"), 10, || async {
@@ -1358,9 +1342,7 @@ async fn a_pod_failing_health_in_steady_state_stops_getting_new_connections() {
     let t2 = Instant::now();
     sc.wait_settled(6, 60).await;
     let back_s = t2.elapsed().as_secs_f64();
-    let min_healthy = sampler.finish().await;
-    std::mem::forget(guard);
-    let summary = finish_loadgen(load).await;
+    let (summary, min_healthy) = run.stop().await;
     eprintln!(
         "{name} failing health: out of the data plane's rotation {out_s:.2} s later, deregistered {deregistered_s:.2} \
          s later, gate while un-Ready: {gate:?}; routable again {back_s:.1} s after it recovered; failing seconds: {}",
@@ -1539,12 +1521,7 @@ async fn openbao_sealed_mid_rollout_stalls_the_rollout_until_unsealed_and_fails_
     drop(env);
     let Some(sc) = Scene::setup_with(NAME, true, 6, Some(&bao)).await else { return };
     let ctl = sc.ctl.as_ref().expect("controller running");
-    let load = sc.start_loadgen();
-    let guard = KillOnDrop(load.id());
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let sampler = sc.sample_healthy();
-    let t = Instant::now();
-    sc.roll(1).await;
+    let run = sc.start_rollout(1).await;
     eventually("the rollout's first new pod", 30, || async { pods_of_version(&sc, "1").await.first().map(|_| ()) })
         .await;
     bao.seal().await;
@@ -1617,12 +1594,7 @@ async fn openbao_sealed_mid_rollout_stalls_the_rollout_until_unsealed_and_fails_
     })
     .await;
     let gate_s = unsealed.elapsed().as_secs_f64();
-    sc.wait_rollout(6, 120).await;
-    let rollout_s = t.elapsed().as_secs_f64();
-    sc.wait_settled(6, 60).await;
-    let min_healthy = sampler.finish().await;
-    std::mem::forget(guard);
-    let summary = finish_loadgen(load).await;
+    let Measured { summary, rollout_s, min_healthy } = run.finish_rollout(&sc, 6).await;
     eprintln!(
         "OpenBao sealed {sealed_s:.1} s; the controller's keys expired {expired_s:.1} s after the seal; stalled with \
          {} new pod(s) Ready and {old_at_expiry} old left ({samples} API reads), {held_back} held back (routable \
