@@ -4,7 +4,8 @@
 //! ```sh
 //! lbc-dataplane forward --socket /tmp/emu.sock --to 127.0.0.1:4566      # host namespace
 //! ip netns exec VPC lbc-dataplane run --emulator unix:/tmp/emu.sock \
-//!     --load-balancer-arn ARN --listen 10.0.255.10 [--propagation-seconds 10] [--status-file F]
+//!     --load-balancer-arn ARN --listen 10.0.255.10 [--registration-propagation-seconds 300] \
+//!     [--deregistration-propagation-seconds 50] [--status-file F]
 //! ```
 //!
 //! `run` logs one line per event (registrations, health changes, drains) on stdout and runs until
@@ -39,9 +40,19 @@ enum Cmd {
         /// Milliseconds between two reads of the views.
         #[arg(long, default_value_t = 100)]
         poll_ms: u64,
-        /// Registration/deregistration propagation delay in AWS seconds (times the emulator's time scale).
-        #[arg(long, default_value_t = 0.0)]
-        propagation_seconds: f64,
+        /// How long a registration takes to reach the data plane (health checks start, then
+        /// connections once healthy), in AWS seconds (times the emulator's time scale). Real NLBs
+        /// take minutes ("a few minutes for the registration process to complete and health checks
+        /// to start"), far longer than a deregistration.
+        #[arg(long, default_value_t = 300.0)]
+        registration_propagation_seconds: f64,
+        /// How long a deregistration takes to stop new connections to the target, in AWS seconds
+        /// (times the emulator's time scale). Tens of seconds on real NLBs.
+        #[arg(long, default_value_t = 50.0)]
+        deregistration_propagation_seconds: f64,
+        /// The same propagation delay both ways (overrides the two above).
+        #[arg(long)]
+        propagation_seconds: Option<f64>,
         /// Lower bound of a time-scaled health-check timeout, in milliseconds.
         #[arg(long, default_value_t = 100)]
         min_timeout_ms: u64,
@@ -74,6 +85,8 @@ fn main() -> Result<()> {
             load_balancer_arn,
             listen,
             poll_ms,
+            registration_propagation_seconds,
+            deregistration_propagation_seconds,
             propagation_seconds,
             min_timeout_ms,
             min_interval_ms,
@@ -85,7 +98,8 @@ fn main() -> Result<()> {
             load_balancer_arn,
             listen,
             poll: Duration::from_millis(poll_ms.max(10)),
-            propagation_seconds,
+            registration_propagation_seconds: propagation_seconds.unwrap_or(registration_propagation_seconds),
+            deregistration_propagation_seconds: propagation_seconds.unwrap_or(deregistration_propagation_seconds),
             min_timeout: Duration::from_millis(min_timeout_ms),
             min_interval: Duration::from_millis(min_interval_ms),
             connect_timeout: Duration::from_millis(connect_timeout_ms),

@@ -41,9 +41,12 @@ pub struct Config {
     pub listen: IpAddr,
     /// How often the views are read (real time).
     pub poll: Duration,
-    /// Delay before a registration / deregistration reaches the data plane, in AWS seconds
-    /// (multiplied by the emulator's time scale).
-    pub propagation_seconds: f64,
+    /// Delay before a registration reaches the data plane (health checks start; connections once
+    /// healthy), in AWS seconds (multiplied by the emulator's time scale).
+    pub registration_propagation_seconds: f64,
+    /// Delay before a deregistration reaches the data plane (no new connections from then on), in
+    /// AWS seconds (multiplied by the emulator's time scale).
+    pub deregistration_propagation_seconds: f64,
     /// Lower bound of a health check's timeout after time scaling.
     pub min_timeout: Duration,
     /// Lower bound of the health-check interval after time scaling.
@@ -106,8 +109,13 @@ pub fn run(cfg: Config) -> Result<()> {
         refused: AtomicU64::new(0),
     });
     log(format_args!(
-        "start load_balancer={} listen={} emulator={} propagation_seconds={}",
-        plane.cfg.load_balancer_arn, plane.cfg.listen, plane.cfg.emulator, plane.cfg.propagation_seconds
+        "start load_balancer={} listen={} emulator={} registration_propagation_seconds={} \
+         deregistration_propagation_seconds={}",
+        plane.cfg.load_balancer_arn,
+        plane.cfg.listen,
+        plane.cfg.emulator,
+        plane.cfg.registration_propagation_seconds,
+        plane.cfg.deregistration_propagation_seconds
     ));
     let mut bound: BTreeSet<u16> = BTreeSet::new();
     let mut last_push = Instant::now();
@@ -177,7 +185,10 @@ fn poll_once(plane: &Arc<Plane>, bound: &mut BTreeSet<u16>) -> Result<()> {
         let mut st = plane.lock();
         for v in &views {
             st.time_scale = v.time_scale;
-            let propagation = plane.cfg.propagation_seconds * v.time_scale;
+            let propagation = model::Propagation {
+                registration: plane.cfg.registration_propagation_seconds * v.time_scale,
+                deregistration: plane.cfg.deregistration_propagation_seconds * v.time_scale,
+            };
             let changes = st.targets.apply_view(v, now, propagation);
             for k in &changes.registered {
                 let t = &st.targets.map[k];

@@ -336,6 +336,24 @@ pub struct Targets {
     next_generation: u64,
 }
 
+/// How long a registration and a deregistration take to reach the data plane (seconds, already
+/// time-scaled). Real NLBs take far longer to start sending to a new target (AWS: "a few minutes
+/// for the registration process to complete and health checks to start") than to stop sending new
+/// connections to a deregistered one; the two are separate so a test can show what that asymmetry
+/// does to a rollout that does not wait for the load balancer.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Propagation {
+    pub registration: f64,
+    pub deregistration: f64,
+}
+
+impl Propagation {
+    /// The same delay both ways.
+    pub fn both(seconds: f64) -> Self {
+        Self { registration: seconds, deregistration: seconds }
+    }
+}
+
 /// What [`Targets::apply_view`] changed, for the log.
 #[derive(Debug, Default, PartialEq)]
 pub struct ViewChanges {
@@ -345,8 +363,8 @@ pub struct ViewChanges {
 
 impl Targets {
     /// Applies a target group's view at `now`; `propagation` (seconds, already time-scaled) delays
-    /// registrations and deregistrations.
-    pub fn apply_view(&mut self, v: &TargetGroupView, now: f64, propagation: f64) -> ViewChanges {
+    /// registrations and deregistrations, each by its own delay.
+    pub fn apply_view(&mut self, v: &TargetGroupView, now: f64, propagation: Propagation) -> ViewChanges {
         let tg = &v.target_group_arn;
         let mut changes = ViewChanges::default();
         let mut seen = std::collections::BTreeSet::new();
@@ -357,7 +375,7 @@ impl Targets {
             let same = self.map.get(&key).is_some_and(|t| !t.is_deregistered() && (t.registered_at - at).abs() < 1e-3);
             if !same {
                 self.next_generation += 1;
-                let mut t = Target::new(at, propagation, self.next_generation, v.health_check.enabled);
+                let mut t = Target::new(at, propagation.registration, self.next_generation, v.health_check.enabled);
                 if let Some(old) = self.map.get(&key) {
                     // A re-registration: connections still open stay counted on the target.
                     (t.opened, t.active, t.drain_closed) = (old.opened, old.active, old.drain_closed);
@@ -375,8 +393,8 @@ impl Targets {
             match self.map.get_mut(&key) {
                 Some(t) if !t.is_deregistered() => {
                     t.deregistered_at = Some(at);
-                    t.stop_routing_at = Some(at + propagation);
-                    t.drain_until = Some(d.drain_until.max(at + propagation));
+                    t.stop_routing_at = Some(at + propagation.deregistration);
+                    t.drain_until = Some(d.drain_until.max(at + propagation.deregistration));
                     changes.deregistered.push(key);
                 }
                 Some(t) => t.drain_until = Some(d.drain_until.max(t.stop_routing_at.unwrap_or(at))),
@@ -519,14 +537,17 @@ mod tests {
     #[test]
     fn registrations_and_deregistrations_propagate_with_the_delay() {
         let mut ts = Targets::default();
-        let ch = ts.apply_view(&view(&[("a", 100.0), ("b", 100.0)], &[]), 100.05, 0.2);
+        let ch = ts.apply_view(&view(&[("a", 100.0), ("b", 100.0)], &[]), 100.05, Propagation::both(0.2));
         assert_eq!(ch.registered, vec![key("a"), key("b")]);
         assert!(!ts.map[&key("a")].routable(100.1), "routable before the propagation delay");
         assert!(ts.map[&key("a")].routable(100.2));
         // the same view again changes nothing
-        assert_eq!(ts.apply_view(&view(&[("a", 100.0), ("b", 100.0)], &[]), 100.3, 0.2), ViewChanges::default());
+        assert_eq!(
+            ts.apply_view(&view(&[("a", 100.0), ("b", 100.0)], &[]), 100.3, Propagation::both(0.2)),
+            ViewChanges::default()
+        );
         // a deregistered: no new connections once propagated; drain until the view's end
-        let ch = ts.apply_view(&view(&[("b", 100.0)], &[("a", 101.0, 104.0)]), 101.05, 0.2);
+        let ch = ts.apply_view(&view(&[("b", 100.0)], &[("a", 101.0, 104.0)]), 101.05, Propagation::both(0.2));
         assert_eq!(ch.deregistered, vec![key("a")]);
         let a = &ts.map[&key("a")];
         assert!(a.routable(101.1) && !a.routable(101.2));
@@ -536,18 +557,37 @@ mod tests {
         // re-registration of b restarts its health at initial with a new generation
         set_health(&mut ts, "b", Health::Healthy);
         let gen_before = ts.map[&key("b")].generation;
-        ts.apply_view(&view(&[("b", 105.0)], &[]), 105.0, 0.2);
+        ts.apply_view(&view(&[("b", 105.0)], &[]), 105.0, Propagation::both(0.2));
         assert_eq!(ts.map[&key("b")].health.state, Health::Initial);
         assert!(ts.map[&key("b")].generation > gen_before);
         // vanished from both lists (drain expired between polls): cut at once
-        ts.apply_view(&view(&[], &[]), 106.0, 0.2);
+        ts.apply_view(&view(&[], &[]), 106.0, Propagation::both(0.2));
         assert!(!ts.map[&key("b")].routable(106.0) && ts.map[&key("b")].drain_over(106.0));
+    }
+
+    #[test]
+    fn slow_registration_and_fast_deregistration_leave_nothing_to_route_to() {
+        // A rollout that does not wait for the load balancer: the old target is deregistered right
+        // after the new one is registered. The new one is not routable until its (slow)
+        // registration completes, the old one stops at once: for that gap nothing is routable,
+        // and failing open does not help, since it only covers targets whose registration completed.
+        let p = Propagation { registration: 3.0, deregistration: 0.5 };
+        let mut ts = Targets::default();
+        ts.apply_view(&view(&[("old", 0.0)], &[]), 0.0, p);
+        set_health(&mut ts, "old", Health::Healthy);
+        ts.apply_view(&view(&[("old", 0.0), ("new", 10.0)], &[]), 10.0, p);
+        ts.apply_view(&view(&[("new", 10.0)], &[("old", 10.2, 20.0)]), 10.2, p);
+        assert_eq!(ts.pick("tg", 10.5, 0).map(|k| k.1), Some("old".into()), "old still routed before 0.5 s");
+        assert_eq!(ts.pick("tg", 10.8, 0), None, "the old target stopped and the new one is still registering");
+        assert!(!ts.map[&key("new")].checked(12.9) && ts.map[&key("new")].checked(13.0));
+        // Registration complete, health checks not passed yet: all targets unhealthy or initial, fail open.
+        assert_eq!(ts.pick("tg", 13.0, 0).map(|k| k.1), Some("new".into()));
     }
 
     #[test]
     fn picks_round_robin_over_healthy_and_fails_open() {
         let mut ts = Targets::default();
-        ts.apply_view(&view(&[("a", 0.0), ("b", 0.0), ("c", 0.0)], &[]), 0.0, 0.0);
+        ts.apply_view(&view(&[("a", 0.0), ("b", 0.0), ("c", 0.0)], &[]), 0.0, Propagation::default());
         set_health(&mut ts, "a", Health::Healthy);
         set_health(&mut ts, "b", Health::Unhealthy);
         set_health(&mut ts, "c", Health::Healthy);
@@ -559,7 +599,7 @@ mod tests {
         let picks: Vec<String> = (0..3).map(|i| ts.pick("tg", 1.0, i).unwrap().1).collect();
         assert_eq!(picks, ["a", "b", "c"]);
         // a deregistered target is never picked, even failing open
-        ts.apply_view(&view(&[("b", 0.0), ("c", 0.0)], &[("a", 1.0, 5.0)]), 1.0, 0.0);
+        ts.apply_view(&view(&[("b", 0.0), ("c", 0.0)], &[("a", 1.0, 5.0)]), 1.0, Propagation::default());
         assert!((0..4).all(|i| ts.pick("tg", 1.5, i).unwrap().1 != "a"));
         assert_eq!(ts.pick("other", 1.5, 0), None);
     }
