@@ -126,6 +126,8 @@ async fn a_registration_is_one_trace_in_a_real_receiver_and_its_log_lines_carry_
     })
     .await;
     assert!(exposition.trim_end().ends_with("# EOF"), "OpenMetrics exposition ends with # EOF");
+    // Kept for parsers outside this test (docs/observability.md: how the exposition was checked).
+    let _ = std::fs::write(f.env.repo.join(format!("e2e/.run/logs/exposition-{}.txt", f.ns)), &exposition);
     ctl.terminate();
     f.cleanup().await;
 }
@@ -172,5 +174,22 @@ async fn without_an_endpoint_nothing_is_exported_and_logs_have_no_trace_ids() {
         "exemplars with tracing off"
     );
     assert!(exposition.contains("awslbc_reconcile_duration_seconds_count"), "the histograms themselves are there");
+    f.cleanup().await;
+}
+
+#[tokio::test]
+#[ignore = "end-to-end: needs the local environment (e2e/up); e2e/test-all runs it with --include-ignored"]
+async fn an_unreachable_receiver_loses_spans_loudly_and_never_stalls_a_registration() {
+    let Some(f) = TgbScene::setup("trace_down", 2, false).await else { return };
+    // A port nothing listens on: bound, then closed.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let ctl = f.controller(&[&format!("--otlp-endpoint=http://127.0.0.1:{port}"), "--log-format=json"]);
+    f.wait_targets("2 pods registered while the receiver is down", &f.expected("web")).await;
+    eventually("an ERROR line saying the spans were not exported", 30, || async {
+        json_lines(&ctl.log_text())
+            .into_iter()
+            .find(|l| l["level"] == "ERROR" && l["target"].as_str().is_some_and(|t| t.starts_with("opentelemetry")))
+    })
+    .await;
     f.cleanup().await;
 }
