@@ -581,7 +581,10 @@ mod tests {
                 continue;
             }
             let mut values: Vec<String> = arg.get_possible_values().iter().map(|v| v.get_name().to_string()).collect();
-            values.extend(["true", "false", "7", "7s", "127.0.0.7", "127.0.0.1:7", "a=b", "x"].map(str::to_string));
+            values.extend(
+                ["true", "false", "7", "7s", "127.0.0.7", "127.0.0.1:7", "a=b", "x", "0.5", "http://127.0.0.7:4318"]
+                    .map(str::to_string),
+            );
             let flag = std::iter::once(format!("--{long}"))
                 .chain(values.iter().map(|v| format!("--{long}={v}")))
                 .find(|f| parse(&[f.as_str()]).is_ok_and(|p| flags_of(p) != baseline))
