@@ -123,12 +123,62 @@ impl CallRunner {
 
     /// [`CallRunner::run`] whose first attempt spends `permit` (taken earlier with
     /// [`CallRunner::wait_for_capacity`]) instead of waiting for a token; retries wait as usual.
+    ///
+    /// Each call is one `tracing` span (`aws.call`; exported as an OpenTelemetry client span named
+    /// after the operation when the controller traces), a child of the reconcile that made it:
+    /// throttle waits, attempts and backoff sleeps are inside it, and it ends with `outcome`
+    /// (`ok` or the error class, as in the error metrics) and the number of attempts.
     pub async fn run_with<T, F, Fut>(
+        &self,
+        permit: Option<Permit>,
+        service: Service,
+        operation: &'static str,
+        attempt: F,
+    ) -> Result<T, AwsError>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, AwsError>>,
+    {
+        use tracing::Instrument;
+        use tracing::field::Empty;
+        let span = tracing::info_span!(
+            "aws.call",
+            otel.name = operation,
+            otel.kind = "client",
+            otel.status_code = Empty,
+            rpc.system = "aws-api",
+            rpc.service = service.id(),
+            rpc.method = operation,
+            outcome = Empty,
+            attempts = Empty,
+            aws.error_code = Empty,
+        );
+        let mut attempts = 0u32;
+        let res = self.attempts(permit, service, operation, attempt, &mut attempts).instrument(span.clone()).await;
+        span.record("attempts", attempts);
+        match &res {
+            Ok(_) => {
+                span.record("outcome", "ok");
+            }
+            Err(e) => {
+                span.record("outcome", e.kind.as_str());
+                span.record("otel.status_code", "ERROR");
+                if let Some(code) = &e.code {
+                    span.record("aws.error_code", code.as_str());
+                }
+            }
+        }
+        res
+    }
+
+    /// [`CallRunner::run_with`] without its span; `attempts`: attempts sent so far.
+    async fn attempts<T, F, Fut>(
         &self,
         mut permit: Option<Permit>,
         service: Service,
         operation: &'static str,
         mut attempt: F,
+        attempts: &mut u32,
     ) -> Result<T, AwsError>
     where
         F: FnMut() -> Fut,
@@ -155,6 +205,7 @@ impl CallRunner {
                 return Err(err);
             }
             let limit = self.timeouts.attempt.min(self.timeouts.operation.saturating_sub(spent));
+            *attempts += 1;
             let start = Instant::now();
             let result = match tokio::time::timeout(limit, attempt()).await {
                 Ok(r) => r,

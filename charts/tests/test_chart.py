@@ -51,6 +51,8 @@ MATRIX = {
         "address": "https://vault.example:8200", "authRole": "aws-load-balancer-controller", "secretsRole": "lbc",
         "roleArn": "arn:aws:iam::123456789012:role/lbc", "caBundleConfigMap": "vault-ca"}}},
     "monitoring": {"serviceMonitor": {"enabled": True}, "prometheusRule": {"enabled": True}},
+    "tracing": {"tracing": {"otlpEndpoint": "http://tempo.monitoring:4318", "serviceName": "lbc-prod",
+                            "samplingRatio": 0.25}},
     "ingress-class": {"ingressClass": "alb-internal", "ingressClassConfig": {"default": True},
                       "ingressClassParams": {"name": "internal", "spec": {
                           "scheme": "internal", "namespaceSelector": {"matchLabels": {"team": "a"}}}},
@@ -276,6 +278,12 @@ def test_template(helm, tmp_path, case):
         assert not {"AWS_ACCESS_KEY_ID", "AWS_SHARED_CREDENTIALS_FILE"} & set(env)
     if creds not in ("file", "vault"):
         assert not any(a.startswith(("--aws-credentials-source", "--vault-")) for a in args)
+    otlp = [a for a in args if a.startswith("--otlp-")]
+    if case == "tracing":
+        assert otlp == ["--otlp-endpoint=http://tempo.monitoring:4318", "--otlp-service-name=lbc-prod",
+                        "--otlp-sampling-ratio=0.25"]
+    else:
+        assert otlp == [], "tracing is off unless tracing.otlpEndpoint is set"
     monitoring = case == "monitoring"
     assert len(by_kind(docs, "ServiceMonitor")) == len(by_kind(docs, "PrometheusRule")) == int(monitoring)
     if monitoring:
@@ -354,6 +362,10 @@ def test_rbac_rules_exact_and_commented(helm, tmp_path):
      "awsCredentials.vault.secretsRole is required"),
     ({"awsCredentials": {"source": "secret"}}, "awsCredentials.secretName is required"),
     ({"webhookTLS": {"cert": "x"}}, "webhookTLS: set caCert, cert and key together"),
+    ({"tracing": {"otlpEndpoint": "tempo:4318"}}, "tracing.otlpEndpoint=tempo:4318 is not an http(s) URL"),
+    ({"tracing": {"otlpEndpoint": "http://t:4318", "samplingRatio": 1.5}}, "tracing.samplingRatio=1.5 is out of range"),
+    ({"tracing": {"otlpEndpoint": "http://t:4318", "samplingRatio": "all"}}, "tracing.samplingRatio=all is not a number"),
+    ({"tracing": {"otlpEndpoint": "http://t:4318", "serviceName": ""}}, "tracing.serviceName is empty"),
 ])
 def test_bad_values_fail_with_a_message(helm, tmp_path, overrides, message):
     p = render(helm, tmp_path, overrides, check=False)

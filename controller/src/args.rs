@@ -352,6 +352,22 @@ pub struct Args {
     #[arg(long, default_value = "info")]
     pub log_level: String,
 
+    /// OpenTelemetry traces over OTLP/HTTP (protobuf): the base URL of a collector, Tempo or any
+    /// OTLP receiver, e.g. `http://tempo.monitoring:4318`; spans are sent to `<URL>/v1/traces`
+    /// (a URL already ending in `/v1/traces` is used as is). Empty (the default): no exporter, no
+    /// connection, no trace IDs in logs.
+    #[arg(long, default_value = "", value_parser = crate::telemetry::parse_otlp_endpoint)]
+    pub otlp_endpoint: String,
+
+    /// `service.name` resource attribute of the exported spans.
+    #[arg(long, default_value = "aws-lb-controller", value_parser = crate::telemetry::parse_service_name)]
+    pub otlp_service_name: String,
+
+    /// Fraction of traces kept, 0 to 1 (1: every reconcile is traced). Child spans (AWS calls,
+    /// Kubernetes writes) follow their reconcile's decision.
+    #[arg(long, default_value_t = 1.0, value_parser = crate::telemetry::parse_sampling_ratio)]
+    pub otlp_sampling_ratio: f64,
+
     /// Path to a kubeconfig (in-cluster config or $KUBECONFIG when empty).
     #[arg(long, env = "KUBECONFIG", default_value = "")]
     pub kubeconfig: String,
@@ -565,7 +581,10 @@ mod tests {
                 continue;
             }
             let mut values: Vec<String> = arg.get_possible_values().iter().map(|v| v.get_name().to_string()).collect();
-            values.extend(["true", "false", "7", "7s", "127.0.0.7", "127.0.0.1:7", "a=b", "x"].map(str::to_string));
+            values.extend(
+                ["true", "false", "7", "7s", "127.0.0.7", "127.0.0.1:7", "a=b", "x", "0.5", "http://127.0.0.7:4318"]
+                    .map(str::to_string),
+            );
             let flag = std::iter::once(format!("--{long}"))
                 .chain(values.iter().map(|v| format!("--{long}={v}")))
                 .find(|f| parse(&[f.as_str()]).is_ok_and(|p| flags_of(p) != baseline))

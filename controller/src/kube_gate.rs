@@ -4,6 +4,10 @@
 //! forget the check. It also bounds every request that is not a watch (`--kube-api-request-timeout`):
 //! a half-open connection must not pin a reconcile forever.
 //!
+//! Every write that is sent is also one `tracing` span (`kube.write`; an OpenTelemetry client
+//! span named e.g. `PATCH pods/status` when the controller traces), a child of the reconcile that
+//! made it (tower's buffer in the kube client carries the caller's span to this layer).
+//!
 //! Leader election and the watch caches use a client without this layer (the election must write
 //! its Lease while not yet leading; caches only read).
 
@@ -14,6 +18,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::sync::watch;
 use tower::{BoxError, Layer, Service};
+use tracing::Instrument;
 
 /// A write refused because this replica does not lead (see [`is_not_leader`]).
 #[derive(Debug, thiserror::Error)]
@@ -87,13 +92,15 @@ where
 
     fn call(&mut self, req: Request<Body>) -> Self::Future {
         let (method, path) = (req.method().clone(), req.uri().path().to_string());
-        if is_write(&method) && !*self.gate.leader.borrow() {
+        let write = is_write(&method);
+        if write && !*self.gate.leader.borrow() {
             return Box::pin(async move { Err(Box::new(NotLeader { method, path }) as BoxError) });
         }
         let watch = is_watch(&req);
         let limit = self.gate.request_timeout;
-        let fut = self.inner.call(req);
-        Box::pin(async move {
+        let span = if write { write_span(&method, &path) } else { tracing::Span::none() };
+        let fut = span.in_scope(|| self.inner.call(req));
+        let fut = async move {
             if watch {
                 return fut.await.map_err(Into::into);
             }
@@ -101,13 +108,79 @@ where
                 Ok(r) => r.map_err(Into::into),
                 Err(_) => Err(Box::new(RequestTimedOut { method, path, limit }) as BoxError),
             }
+        };
+        Box::pin(async move {
+            let res = fut.instrument(span.clone()).await;
+            match &res {
+                Ok(r) => {
+                    let status = r.status();
+                    span.record("http.response.status_code", status.as_u16());
+                    if status.is_client_error() || status.is_server_error() {
+                        span.record("otel.status_code", "ERROR");
+                    }
+                }
+                Err(_) => {
+                    span.record("otel.status_code", "ERROR");
+                }
+            }
+            res
         })
+    }
+}
+
+/// The span of one Kubernetes write: named by method and resource (`PATCH pods/status`), with
+/// the full path as an attribute (object names would make too many span names).
+fn write_span(method: &Method, path: &str) -> tracing::Span {
+    let name = format!("{method} {}", resource_of(path));
+    tracing::info_span!(
+        "kube.write",
+        otel.name = name.as_str(),
+        otel.kind = "client",
+        otel.status_code = tracing::field::Empty,
+        http.request.method = method.as_str(),
+        url.path = path,
+        http.response.status_code = tracing::field::Empty,
+    )
+}
+
+/// `resource[/subresource]` of an API path: `/api/v1/namespaces/ns/pods/p/status` →
+/// `pods/status`, `/apis/elbv2.k8s.aws/v1beta1/namespaces/ns/targetgroupbindings` →
+/// `targetgroupbindings`, `/api/v1/namespaces/ns` → `namespaces`.
+fn resource_of(path: &str) -> String {
+    let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let rest = match parts.as_slice() {
+        ["api", _, rest @ ..] | ["apis", _, _, rest @ ..] => rest,
+        _ => return path.to_string(),
+    };
+    let rest = match rest {
+        ["namespaces", _ns, rest @ ..] if !rest.is_empty() => rest,
+        other => other,
+    };
+    match rest {
+        [resource] | [resource, _] => (*resource).to_string(),
+        [resource, _, sub, ..] => format!("{resource}/{sub}"),
+        [] => path.to_string(),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn write_spans_are_named_by_resource_not_object() {
+        for (path, want) in [
+            ("/api/v1/namespaces/ns/pods/p/status", "pods/status"),
+            ("/api/v1/namespaces/ns/events", "events"),
+            ("/apis/elbv2.k8s.aws/v1beta1/namespaces/ns/targetgroupbindings/b", "targetgroupbindings"),
+            ("/apis/elbv2.k8s.aws/v1beta1/namespaces/ns/targetgroupbindings/b/status", "targetgroupbindings/status"),
+            ("/api/v1/namespaces/ns", "namespaces"),
+            ("/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/l", "leases"),
+            ("/version", "/version"),
+        ] {
+            assert_eq!(resource_of(path), want, "{path}");
+        }
+    }
     use k8s_openapi::api::core::v1::Pod;
     use kube::api::{Api, Patch, PatchParams};
     use tower_test::mock;

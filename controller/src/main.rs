@@ -17,6 +17,7 @@ mod run;
 mod service;
 mod stack;
 mod stores;
+mod telemetry;
 mod tgb;
 mod webhook_view;
 
@@ -40,13 +41,10 @@ async fn main() -> anyhow::Result<()> {
         }
         None => {}
     }
-    let filter = EnvFilter::try_new(&args.log_level).unwrap_or_else(|_| EnvFilter::new("info"));
-    let fmt = tracing_subscriber::fmt().with_env_filter(filter);
-    match args.log_format {
-        args::LogFormat::Json => fmt.json().init(),
-        args::LogFormat::Text => fmt.init(),
-    }
-    run::run(args, albc_only).await
+    let telemetry = telemetry::init(&args)?;
+    let res = run::run(args, albc_only).await;
+    telemetry.shutdown().await;
+    res
 }
 
 /// The CRDs as YAML documents, one per CRD of `lbc_model::crd::all()` (written to charts/ and

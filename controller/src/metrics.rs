@@ -8,6 +8,7 @@ pub use albc::AlbcMetrics;
 use lbc_aws::metrics::AwsMetrics;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::exemplar::HistogramWithExemplars;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
@@ -49,15 +50,37 @@ pub struct ResourceLabel {
     pub resource: &'static str,
 }
 
-type H = Family<ControllerLabel, Histogram, fn() -> Histogram>;
+/// Exemplar of a histogram bucket: the trace of the observation (`--otlp-endpoint` set and the
+/// trace sampled), so Grafana links a slow bucket to its trace in Tempo.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TraceExemplar {
+    pub trace_id: String,
+}
 
-fn reconcile_buckets() -> Histogram {
-    Histogram::new(exponential_buckets(0.001, 2.0, 16))
+impl TraceExemplar {
+    /// The trace `span` belongs to, when it is exported.
+    pub fn of(span: &tracing::Span) -> Option<Self> {
+        crate::telemetry::sampled_trace_id(span).map(|trace_id| Self { trace_id })
+    }
+}
+
+/// A histogram whose buckets carry [`TraceExemplar`]s.
+pub type TracedHistogram = HistogramWithExemplars<TraceExemplar>;
+
+type H = Family<ControllerLabel, TracedHistogram, fn() -> TracedHistogram>;
+
+fn reconcile_buckets() -> TracedHistogram {
+    TracedHistogram::new(exponential_buckets(0.001, 2.0, 16))
 }
 
 /// Seconds-scale latencies: 10 ms .. ~20 min.
 fn latency_buckets() -> Histogram {
     Histogram::new(exponential_buckets(0.01, 2.0, 18))
+}
+
+/// [`latency_buckets`] with exemplars.
+fn traced_latency_buckets() -> TracedHistogram {
+    TracedHistogram::new(exponential_buckets(0.01, 2.0, 18))
 }
 
 /// ALBC's boundaries (10 s .. 10 min), so its queries' `le` values find their buckets, with a few
@@ -99,19 +122,36 @@ impl ReconcileResult {
     }
 }
 
-/// One reconcile in progress (counted in `controller_runtime_active_workers` until dropped).
+/// One reconcile in progress (counted in `controller_runtime_active_workers` until dropped), and
+/// its trace span.
 pub struct ReconcileTimer<'a> {
     metrics: &'a Metrics,
     controller: &'static str,
     start: std::time::Instant,
     id: u64,
+    span: tracing::Span,
 }
 
 impl ReconcileTimer<'_> {
-    /// Records the reconcile's duration and result in our and ALBC's families.
+    /// The reconcile's span (`reconcile`, the root of its trace): run the reconcile in it
+    /// (`.instrument(timer.span())`) so its AWS calls, Kubernetes writes and log lines are its children.
+    pub fn span(&self) -> tracing::Span {
+        self.span.clone()
+    }
+
+    /// Records the reconcile's duration and result in our and ALBC's families, and its outcome
+    /// on its span.
     pub fn done(self, result: ReconcileResult) {
         let secs = self.start.elapsed().as_secs_f64();
-        self.metrics.reconcile_duration.get_or_create(&ControllerLabel { controller: self.controller }).observe(secs);
+        self.span.record("outcome", result.label());
+        if result == ReconcileResult::Error {
+            self.span.record("otel.status_code", "ERROR");
+        }
+        self.metrics.reconcile_duration.get_or_create(&ControllerLabel { controller: self.controller }).observe(
+            secs,
+            TraceExemplar::of(&self.span),
+            Some(std::time::SystemTime::now()),
+        );
         let Some(name) = albc::controller_name(self.controller) else { return };
         let a = &self.metrics.albc;
         let c = albc::ControllerLabel { controller: name };
@@ -148,7 +188,7 @@ pub const TARGET_STATES: [lbc_model::target::HealthState; 5] = {
 pub struct Metrics {
     pub reconcile_duration: H,
     pub reconcile_errors: Family<ErrorLabels, Counter>,
-    pub endpoint_to_register: Histogram,
+    pub endpoint_to_register: TracedHistogram,
     pub terminating_to_deregister: Histogram,
     pub registered_to_healthy: Histogram,
     /// ALBC's family and labels (`namespace`, `name` of the binding).
@@ -180,7 +220,19 @@ impl Metrics {
             self.albc.active_workers.get_or_create(&albc::ControllerLabel { controller: name }).inc();
         }
         let id = self.albc.activity.lock().expect("activity lock").start(albc_name, controller, namespace, name);
-        ReconcileTimer { metrics: self, controller, start: std::time::Instant::now(), id }
+        let object = if namespace.is_empty() { name.to_string() } else { format!("{namespace}/{name}") };
+        // A root: each reconcile is its own trace, whatever span the caller runs in.
+        let span_name = format!("reconcile {controller}");
+        let span = tracing::info_span!(
+            parent: None,
+            "reconcile",
+            otel.name = span_name.as_str(),
+            otel.status_code = tracing::field::Empty,
+            controller,
+            object = object.as_str(),
+            outcome = tracing::field::Empty,
+        );
+        ReconcileTimer { metrics: self, controller, start: std::time::Instant::now(), id, span }
     }
 
     /// Every [`albc::TOP_TALKERS_EVERY`], like ALBC: the objects reconciled most since the last
@@ -326,7 +378,7 @@ impl Metrics {
         let m = Self {
             reconcile_duration: Family::new_with_constructor(reconcile_buckets),
             reconcile_errors: Family::default(),
-            endpoint_to_register: latency_buckets(),
+            endpoint_to_register: traced_latency_buckets(),
             terminating_to_deregister: latency_buckets(),
             registered_to_healthy: latency_buckets(),
             readiness_gate_ready: Family::new_with_constructor(readiness_buckets),

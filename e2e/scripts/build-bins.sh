@@ -6,6 +6,8 @@
 #   KUBE_VERSION   Kubernetes release to build (default: oldest 1.34.x the proxy serves, pinned below)
 #   ETCD_VERSION   etcd release (3.6.x)
 #   KWOK_VERSION   kwok release
+#   JAEGER_VERSION Jaeger v1 all-in-one (an OTLP receiver with an HTTP query API, for the tracing e2e test);
+#                  built only with ONLY=jaeger (e2e/scripts/build-jaeger.sh), into its own cache folder
 #   LBC_CACHE      cache root (default ~/.cache/aws-lb-controller)
 #
 # The wrapper modules under e2e/go/* are ours: k8s.io/kubernetes cannot be built with `go install`
@@ -16,6 +18,7 @@ HERE="$(cd "$(dirname "$0")/.." && pwd)"
 KUBE_VERSION="${KUBE_VERSION:-1.34.0}"
 ETCD_VERSION="${ETCD_VERSION:-3.6.16}"
 KWOK_VERSION="${KWOK_VERSION:-0.8.0}"
+JAEGER_VERSION="${JAEGER_VERSION:-1.76.0}"
 LBC_CACHE="${LBC_CACHE:-$HOME/.cache/aws-lb-controller}"
 BIN="$LBC_CACHE/bin/k8s-$KUBE_VERSION-etcd-$ETCD_VERSION-kwok-$KWOK_VERSION"
 REGEN=0; [ "${1:-}" = "--regen" ] && REGEN=1
@@ -113,6 +116,38 @@ GO
     -o "$BIN/kwok" sigs.k8s.io/kwok/cmd/kwok
 }
 
+build_jaeger() {
+  # cmd/all-in-one is Jaeger v1's single binary: OTLP/HTTP receiver, in-memory store, HTTP query API.
+  # (cmd/jaeger is v2, an OpenTelemetry Collector distribution: a much larger build for nothing we use.)
+  # Jaeger's go.mod has a replace directive, so `go install ...@v` is refused: a wrapper module pins it.
+  local jbin="$LBC_CACHE/bin/jaeger-$JAEGER_VERSION"
+  if [ -x "$jbin/jaeger-all-in-one" ] && "$jbin/jaeger-all-in-one" version 2>/dev/null | grep -- "\"v$JAEGER_VERSION\"" >/dev/null; then log "jaeger $JAEGER_VERSION cached in $jbin"; echo "$jbin"; return; fi
+  mkdir -p "$jbin"; cd "$HERE/go/jaeger"
+  if [ "$REGEN" = 1 ] || ! grep -q "github.com/jaegertracing/jaeger v$JAEGER_VERSION\$" go.mod 2>/dev/null; then
+    rm -f go.mod go.sum
+    go mod init aws-lb-controller.local/e2e/jaegerbin >/dev/null 2>&1
+    local jmod
+    jmod="$(go mod download -json "github.com/jaegertracing/jaeger@v$JAEGER_VERSION" | python3 -c 'import json,sys;print(json.load(sys.stdin)["GoMod"])')"
+    # copy upstream's replace directives (a wrapper module does not inherit them)
+    sed -nE 's#^[[:space:]]*replace[[:space:]]+([^ ]+)[[:space:]]+=>[[:space:]]+([^ ]+)[[:space:]]+([^ ]+)$#\1=\2@\3#p' "$jmod" \
+      | while read -r r; do go mod edit -replace="$r"; done
+    cat > tools.go <<'GO'
+//go:build tools
+
+// Package tools pins the Jaeger all-in-one binary this wrapper module builds.
+package tools
+
+import _ "github.com/jaegertracing/jaeger/cmd/all-in-one"
+GO
+    go get "github.com/jaegertracing/jaeger@v$JAEGER_VERSION"
+    go mod tidy
+  fi
+  log "building jaeger all-in-one $JAEGER_VERSION"
+  go build -trimpath -ldflags "-s -w -X github.com/jaegertracing/jaeger/internal/version.latestVersion=v$JAEGER_VERSION" \
+    -o "$jbin/jaeger-all-in-one" github.com/jaegertracing/jaeger/cmd/all-in-one
+  echo "$jbin"
+}
+
 only="${ONLY:-etcd k8s kwok}"
 for t in $only; do "build_$t"; done
-echo "$BIN"
+[ "$only" = jaeger ] || echo "$BIN"

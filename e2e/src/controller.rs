@@ -33,6 +33,11 @@ pub fn binary() -> PathBuf {
 impl ControllerProc {
     /// Starts a controller for namespace `ns` with lease `lease` and extra flags.
     pub fn start(env: &Env, ns: &str, lease: &str, extra: &[&str]) -> Self {
+        Self::start_with_env(env, ns, lease, extra, &[])
+    }
+
+    /// [`ControllerProc::start`] with extra environment variables.
+    pub fn start_with_env(env: &Env, ns: &str, lease: &str, extra: &[&str], vars: &[(&str, String)]) -> Self {
         let (metrics_port, health_port, webhook_port) = (free_port(), free_port(), free_port());
         let log = env.repo.join(format!("e2e/.run/logs/controller-{ns}-{metrics_port}.log"));
         let access_key = format!("E2ECTL{metrics_port}");
@@ -80,6 +85,7 @@ impl ControllerProc {
             .args(extra)
             .envs(env.vars())
             .env("AWS_ACCESS_KEY_ID", &access_key)
+            .envs(vars.iter().map(|(k, v)| (*k, v.as_str())))
             .stdout(file.try_clone().expect("log fd"))
             .stderr(file)
             .stdin(Stdio::null())

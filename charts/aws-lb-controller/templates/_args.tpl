@@ -113,6 +113,24 @@
 {{- $args = append $args "--webhook-cert-dir=/tmp/k8s-webhook-server/serving-certs" }}
 {{- with .Values.logLevel }}{{ $args = append $args (printf "--log-level=%s" .) }}{{ end }}
 {{- $args = append $args (printf "--log-format=%s" .Values.logFormat) }}
+{{- with .Values.tracing }}
+{{- if .otlpEndpoint }}
+{{- if not (regexMatch "^https?://[^/?#]+" .otlpEndpoint) }}
+{{- fail (printf "tracing.otlpEndpoint=%s is not an http(s) URL: expected the OTLP/HTTP base URL of a collector, e.g. http://tempo.monitoring:4318" .otlpEndpoint) }}
+{{- end }}
+{{- if not .serviceName }}{{ fail "tracing.serviceName is empty: set the service name the spans carry, e.g. aws-lb-controller" }}{{ end }}
+{{- $ratio := .samplingRatio }}
+{{- if not (or (kindIs "float64" $ratio) (kindIs "int64" $ratio) (kindIs "int" $ratio)) }}
+{{- fail (printf "tracing.samplingRatio=%v is not a number: expected a number from 0 to 1, e.g. 0.1" $ratio) }}
+{{- end }}
+{{- if or (lt (float64 $ratio) 0.0) (gt (float64 $ratio) 1.0) }}
+{{- fail (printf "tracing.samplingRatio=%v is out of range: expected a number from 0 to 1, e.g. 0.1" $ratio) }}
+{{- end }}
+{{- $args = concat $args (list (printf "--otlp-endpoint=%s" .otlpEndpoint)
+  (printf "--otlp-service-name=%s" .serviceName)
+  (printf "--otlp-sampling-ratio=%s" (include "lbc.scalar" $ratio))) }}
+{{- end }}
+{{- end }}
 {{- if eq $creds.source "file" }}
 {{- $args = concat $args (list "--aws-credentials-source=file"
   (printf "--aws-credentials-file=%s/%s" $creds.fileMountPath $creds.fileKey)

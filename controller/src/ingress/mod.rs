@@ -34,6 +34,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
+use tracing::Instrument;
 
 pub const CONTROLLER: &str = "ingress";
 
@@ -297,7 +298,7 @@ async fn reconcile(ctx: &IngressCtx, g: &GroupId) -> Option<Duration> {
         GroupId::Implicit { namespace, name } => (namespace.as_str(), name.as_str()),
     };
     let timer = ctx.io.base.metrics.reconcile_started(CONTROLLER, ns, name);
-    let res = group::reconcile(ctx, g).await;
+    let res = group::reconcile(ctx, g).instrument(timer.span()).await;
     use crate::metrics::ReconcileResult;
     match &res {
         Ok(None) => timer.done(ReconcileResult::Success),

@@ -40,6 +40,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::UnboundedReceiverStream;
+use tracing::Instrument;
 
 pub const CONTROLLER: &str = "service";
 /// ALBC's Service finalizer.
@@ -127,7 +128,7 @@ async fn reconcile(svc: Arc<Service>, ctx: Arc<ServiceCtx>) -> Result<Action> {
     }
     let timer =
         ctx.io.base.metrics.reconcile_started(CONTROLLER, &svc.namespace().unwrap_or_default(), &svc.name_any());
-    let res = reconcile_inner(&svc, &ctx).await;
+    let res = reconcile_inner(&svc, &ctx).instrument(timer.span()).await;
     if !res.as_ref().is_err_and(Error::is_not_leader) {
         timer.done(crate::metrics::ReconcileResult::of(&res));
     }

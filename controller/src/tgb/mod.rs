@@ -24,6 +24,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::UnboundedReceiverStream;
+use tracing::Instrument;
 
 pub const CONTROLLER: &str = "targetgroupbinding";
 
@@ -81,6 +82,7 @@ async fn reconcile(tgb: Arc<TargetGroupBinding>, ctx: Arc<Context>) -> Result<Ac
             FinalizerEvent::Cleanup(t) => cleanup::cleanup(t, &ctx).await,
         }
     })
+    .instrument(timer.span())
     .await
     .map_err(|e| match e {
         kube::runtime::finalizer::Error::ApplyFailed(e) | kube::runtime::finalizer::Error::CleanupFailed(e) => e,

@@ -556,7 +556,11 @@ async fn execute(
     }
     let register = async {
         if let (Some(since), false) = (dirty_since, plan.register.is_empty() && plan.register_any_az.is_empty()) {
-            ctx.metrics.endpoint_to_register.observe(since.elapsed().as_secs_f64());
+            ctx.metrics.endpoint_to_register.observe(
+                since.elapsed().as_secs_f64(),
+                crate::metrics::TraceExemplar::of(&tracing::Span::current()),
+                Some(std::time::SystemTime::now()),
+            );
         }
         let calls = batches(&plan.register, batch)
             .map(|b| (b, None))
