@@ -114,8 +114,8 @@ impl JaegerProc {
             .filter(|p| p.is_file())
             .unwrap_or_else(|| {
                 panic!(
-                    "LBC_JAEGER_BIN is not set or not a file: run e2e/up (it builds Jaeger with \
-                     `ONLY=jaeger e2e/scripts/build-bins.sh`) and source e2e/.run/env"
+                    "LBC_JAEGER_BIN is not set or not a file: run `LBC_E2E_JAEGER=1 e2e/up` (it builds Jaeger \
+                     with `ONLY=jaeger e2e/scripts/build-bins.sh`, ~8 min cold) and source e2e/.run/env"
                 )
             });
         let (otlp_http_port, otlp_grpc_port, query_port, query_grpc_port, admin_port, coll_http, coll_grpc) =
