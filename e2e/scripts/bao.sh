@@ -95,7 +95,9 @@ start_bao() {
   for i in $(seq 150); do
     healthy && return 0
     # The PID file appears once the detached shell runs (slow on a loaded machine): no file yet is not an exit.
-    if [ -s "$PIDS/bao.pid" ] && [ -z "$(pid_of)" ]; then
+    # Only a process that is gone counts as exited: while the shell execs bao, /proc/PID/cmdline can read empty
+    # for an instant, so pid_of's command-line check would call a starting server dead (seen once under load).
+    if [ -s "$PIDS/bao.pid" ] && ! kill -0 "$(cat "$PIDS/bao.pid")" 2>/dev/null; then
       tail -n 30 "$LOGS/bao.log" >&2; die "bao exited (log: $LOGS/bao.log)"
     fi
     sleep 0.2
