@@ -17,6 +17,20 @@ pub fn up(env: &Env) -> std::collections::HashMap<String, String> {
         .collect()
 }
 
+/// Writes `body` to `path` of the OpenBao at `addr` with the root token; panics with OpenBao's answer
+/// unless it succeeded.
+pub async fn write(http: &reqwest::Client, addr: &str, root: &str, path: &str, body: serde_json::Value) {
+    let r = http
+        .post(format!("{addr}/v1/{path}"))
+        .header("X-Vault-Token", root)
+        .json(&body)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("OpenBao at {addr} unreachable writing {path}: {e}"));
+    let status = r.status();
+    assert!(status.is_success(), "OpenBao write {path}: {status} {}", r.text().await.unwrap_or_default());
+}
+
 /// A second dev server on a free port, sealed; killed (by its PID, via the child handle) on drop.
 pub struct SealedBao {
     child: std::process::Child,

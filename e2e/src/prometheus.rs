@@ -161,12 +161,7 @@ impl Prometheus {
         }
         let mut out = Vec::new();
         for s in data["result"].as_array().into_iter().flatten() {
-            let labels = s["metric"]
-                .as_object()
-                .into_iter()
-                .flatten()
-                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
-                .collect();
+            let labels = labels_of(s);
             let mut values = Vec::new();
             for pair in s["values"].as_array().into_iter().flatten() {
                 let t = pair[0].as_f64().ok_or_else(|| format!("{query}: bad sample time {pair}"))?;
@@ -187,12 +182,7 @@ impl Prometheus {
         let data = self.api("query", &[("query", query.into()), ("time", time.to_string())]).await?;
         let mut out = Vec::new();
         for s in data["result"].as_array().into_iter().flatten() {
-            let labels = s["metric"]
-                .as_object()
-                .into_iter()
-                .flatten()
-                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
-                .collect();
+            let labels = labels_of(s);
             let v = s["value"][1].as_str().and_then(|v| v.parse().ok()).ok_or_else(|| format!("{query}: {s}"))?;
             out.push((labels, v));
         }
@@ -225,4 +215,14 @@ impl Drop for Prometheus {
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// A result series' label set (`metric`).
+fn labels_of(series: &serde_json::Value) -> BTreeMap<String, String> {
+    series["metric"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+        .collect()
 }

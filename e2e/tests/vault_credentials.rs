@@ -56,16 +56,7 @@ impl Bao {
     }
 
     async fn write(&self, path: &str, body: Value) {
-        let r = self
-            .http
-            .post(format!("{}/v1/{path}", self.addr))
-            .header("X-Vault-Token", &self.root)
-            .json(&body)
-            .send()
-            .await
-            .expect("OpenBao reachable");
-        let status = r.status();
-        assert!(status.is_success(), "write {path}: {status} {}", r.text().await.unwrap_or_default());
+        lbc_e2e::bao::write(&self.http, &self.addr, &self.root, path, body).await;
     }
 
     async fn delete(&self, path: &str) {

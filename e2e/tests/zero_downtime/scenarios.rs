@@ -1400,16 +1400,7 @@ impl ScenarioBao {
     }
 
     async fn write(&self, path: &str, body: Value) {
-        let r = self
-            .http
-            .post(format!("{}/v1/{path}", self.addr))
-            .header("X-Vault-Token", &self.root)
-            .json(&body)
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("OpenBao at {} unreachable writing {path}: {e}", self.addr));
-        let status = r.status();
-        assert!(status.is_success(), "OpenBao write {path}: {status} {}", r.text().await.unwrap_or_default());
+        lbc_e2e::bao::write(&self.http, &self.addr, &self.root, path, body).await;
     }
 
     /// A ServiceAccount token (audience `vault`) for `aws-load-balancer-controller` in `ns`, an
