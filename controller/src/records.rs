@@ -40,6 +40,12 @@ impl<R> Records<R> {
         map.get(ns).into_iter().flatten().map(|(n, r)| (n.to_string(), r.clone())).collect()
     }
 
+    /// The records of a namespace that `keep` accepts.
+    pub fn matching(&self, ns: &str, keep: impl Fn(&R) -> bool) -> Vec<Arc<R>> {
+        let map = self.map.read().expect("records lock");
+        map.get(ns).into_iter().flatten().filter(|(_, r)| keep(r)).map(|(_, r)| r.clone()).collect()
+    }
+
     pub fn len(&self) -> usize {
         self.map.read().expect("records lock").values().map(HashMap::len).sum()
     }

@@ -9,16 +9,16 @@ use crate::metrics::Metrics;
 use crate::records::{Records, watch_records};
 use futures::TryStreamExt;
 use k8s_openapi::api::core::v1::{Namespace, Node, Service};
-use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
 use lbc_model::crd::{IngressClassParams, TargetGroupBinding};
+use lbc_model::endpoints::SliceInfo;
 use lbc_model::ingress::ClassSnapshot;
 use lbc_model::names::{SERVICE_NAME_LABEL, tgb_of_readiness_gate};
 use lbc_model::pod::{PodInfo, trim_node};
-use lbc_model::wire::PodWire;
+use lbc_model::wire::{EndpointSliceWire, PodWire};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
@@ -31,7 +31,8 @@ use tokio::task::JoinHandle;
 pub struct Stores {
     pub tgbs: Store<TargetGroupBinding>,
     pub services: Store<Service>,
-    pub slices: Store<EndpointSlice>,
+    /// One compact record per EndpointSlice (`lbc_model::endpoints::SliceInfo`).
+    pub slices: Records<SliceInfo>,
     /// One compact record per pod (`lbc_model::pod::PodInfo`), never the Pod object.
     pub pods: Records<PodInfo>,
     pub nodes: Store<Node>,
@@ -344,17 +345,15 @@ impl Stores {
         tasks.push(("services watch", task));
 
         let (t, idx) = (triggers.clone(), tgbs.clone());
-        let (slices, task) = drive::<EndpointSlice>(
+        let (slices, task) = watch_records::<EndpointSliceWire, _>(
             "endpointslices",
             api(client, namespace),
             watch_config(Some(SERVICE_NAME_LABEL)),
-            trim_meta,
+            SliceInfo::from_wire,
             metrics.clone(),
-            move |s| {
-                let (Some(ns), Some(svc)) = (s.namespace(), s.labels().get(SERVICE_NAME_LABEL)) else {
-                    return;
-                };
-                for r in bindings_for_service(&idx, &ns, svc) {
+            move |ns, s| {
+                let Some(svc) = s.service.as_deref() else { return };
+                for r in bindings_for_service(&idx, ns, svc) {
                     t.send(r, true);
                 }
             },
@@ -426,15 +425,8 @@ impl Stores {
     }
 
     /// EndpointSlices of a Service.
-    pub fn slices_of(&self, ns: &str, svc: &str) -> Vec<Arc<EndpointSlice>> {
-        self.slices
-            .state()
-            .into_iter()
-            .filter(|s| {
-                s.namespace().as_deref() == Some(ns)
-                    && s.labels().get(SERVICE_NAME_LABEL).map(String::as_str) == Some(svc)
-            })
-            .collect()
+    pub fn slices_of(&self, ns: &str, svc: &str) -> Vec<Arc<SliceInfo>> {
+        self.slices.matching(ns, |s| s.service.as_deref() == Some(svc))
     }
 
     pub fn service(&self, ns: &str, name: &str) -> Option<Arc<Service>> {

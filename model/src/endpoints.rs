@@ -20,7 +20,8 @@ use crate::crd::TargetGroupIpAddressType;
 use crate::pod::{NodeReadiness, PodInfo};
 use crate::target::Target;
 use k8s_openapi::api::core::v1::{Service, ServicePort};
-use k8s_openapi::api::discovery::v1::{Endpoint, EndpointSlice};
+use crate::names::SERVICE_NAME_LABEL;
+use crate::wire::EndpointSliceWire;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -68,8 +69,63 @@ impl EndpointStats {
     }
 }
 
-fn terminating(ep: &Endpoint) -> bool {
-    ep.conditions.as_ref().and_then(|c| c.terminating) == Some(true)
+/// What target decisions need of an EndpointSlice, and nothing else: one is cached per slice, so
+/// its size is paid per endpoint of every watched Service.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SliceInfo {
+    /// The `kubernetes.io/service-name` label.
+    pub service: Option<Box<str>>,
+    /// `IPv4`, `IPv6` or `FQDN`.
+    pub address_type: Box<str>,
+    /// (name, port) of each slice port.
+    pub ports: Box<[(Option<Box<str>>, Option<i32>)]>,
+    pub endpoints: Box<[EndpointInfo]>,
+}
+
+/// One endpoint of a slice.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EndpointInfo {
+    /// The addresses that are IPs (an FQDN slice's names are never targets).
+    pub addresses: Box<[IpAddr]>,
+    /// `None`: unknown, which Kubernetes says to read as ready.
+    pub ready: Option<bool>,
+    pub terminating: bool,
+    pub node_name: Option<Box<str>>,
+    /// The pod behind it (a target reference of kind Pod, or of no kind).
+    pub pod: Option<Box<str>>,
+}
+
+impl SliceInfo {
+    pub fn from_wire(s: EndpointSliceWire) -> Self {
+        let service = s.metadata.labels.and_then(|mut l| l.remove(SERVICE_NAME_LABEL)).map(String::into_boxed_str);
+        let ports = s.ports.unwrap_or_default().into_iter().map(|p| (p.name.map(String::into_boxed_str), p.port));
+        let endpoints = s.endpoints.unwrap_or_default().into_iter().map(|ep| {
+            let conditions = ep.conditions.unwrap_or_default();
+            EndpointInfo {
+                addresses: ep.addresses.iter().filter_map(|a| a.parse().ok()).collect(),
+                ready: conditions.ready,
+                terminating: conditions.terminating == Some(true),
+                node_name: ep.node_name.map(String::into_boxed_str),
+                pod: ep
+                    .target_ref
+                    .filter(|r| r.kind.as_deref().unwrap_or("Pod") == "Pod")
+                    .and_then(|r| r.name)
+                    .map(String::into_boxed_str),
+            }
+        });
+        SliceInfo {
+            service,
+            address_type: s.address_type.into_boxed_str(),
+            ports: ports.collect(),
+            endpoints: endpoints.collect(),
+        }
+    }
+
+    /// The record of a full object (tests and tools; the caches decode the wire form directly).
+    pub fn of(s: &k8s_openapi::api::discovery::v1::EndpointSlice) -> Self {
+        let json = serde_json::to_value(s).expect("an EndpointSlice serialises");
+        Self::from_wire(serde_json::from_value(json).expect("an EndpointSlice decodes as its wire form"))
+    }
 }
 
 /// `port ("name")`, or the bare number when unnamed.
@@ -152,7 +208,7 @@ where
 
 /// Computes the desired targets from the Service's EndpointSlices.
 pub fn desired_targets<'s, P, N>(
-    slices: impl IntoIterator<Item = &'s EndpointSlice>,
+    slices: impl IntoIterator<Item = &'s SliceInfo>,
     input: &EndpointInputs<'_, P, N>,
 ) -> DesiredTargets
 where
@@ -169,20 +225,18 @@ where
     let mut slice_ports = std::collections::BTreeSet::new();
 
     for slice in slices {
-        for p in slice.ports.as_deref().unwrap_or_default() {
-            slice_ports.insert(show_port(p.name.as_deref(), p.port));
+        for (name, port) in &slice.ports {
+            slice_ports.insert(show_port(name.as_deref(), *port));
         }
-        out.stats.live_any += slice.endpoints.iter().filter(|ep| !terminating(ep)).count();
-        if slice.address_type != want_type {
+        out.stats.live_any += slice.endpoints.iter().filter(|ep| !ep.terminating).count();
+        if &*slice.address_type != want_type {
             continue;
         }
         let port = slice
             .ports
-            .as_deref()
-            .unwrap_or_default()
             .iter()
-            .find(|p| p.name.as_deref().unwrap_or("") == port_name)
-            .and_then(|p| p.port)
+            .find(|(name, _)| name.as_deref().unwrap_or("") == port_name)
+            .and_then(|(_, p)| *p)
             .and_then(|p| u16::try_from(p).ok());
         let Some(port) = port else {
             out.stats.slices_without_port += 1;
@@ -191,19 +245,14 @@ where
 
         for ep in &slice.endpoints {
             out.stats.seen += 1;
-            let cond = ep.conditions.as_ref();
-            if terminating(ep) {
+            if ep.terminating {
                 out.stats.terminating += 1;
                 continue;
             }
-            let pod_name = ep
-                .target_ref
-                .as_ref()
-                .filter(|r| r.kind.as_deref().unwrap_or("Pod") == "Pod")
-                .and_then(|r| r.name.as_deref());
+            let pod_name = ep.pod.as_deref();
             let pod = pod_name.and_then(|n| (input.pod)(n));
             // Kubernetes: a nil `ready` means unknown and must be read as ready.
-            let ready = cond.and_then(|c| c.ready).unwrap_or(true);
+            let ready = ep.ready.unwrap_or(true);
             if ready {
                 out.stats.ready += 1;
             } else {
@@ -224,10 +273,8 @@ where
                 gated: pod.as_ref().is_some_and(|p| p.has_gate(input.gate)),
                 gate_status: pod.as_ref().and_then(|p| p.gate_status(input.gate).map(String::from)),
             });
-            for addr in &ep.addresses {
-                if let Ok(ip) = addr.parse::<IpAddr>() {
-                    out.targets.insert(Target::new(ip, port), pod_ref.clone());
-                }
+            for ip in &ep.addresses {
+                out.targets.insert(Target::new(*ip, port), pod_ref.clone());
             }
         }
     }
@@ -240,7 +287,7 @@ mod tests {
     use super::*;
     use crate::pod::fixtures::{pod, terminating};
     use k8s_openapi::api::core::v1::{ObjectReference, ServiceSpec};
-    use k8s_openapi::api::discovery::v1::{EndpointConditions, EndpointPort};
+    use k8s_openapi::api::discovery::v1::{Endpoint, EndpointConditions, EndpointPort, EndpointSlice};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
     use std::collections::HashMap;
 
@@ -306,7 +353,8 @@ mod tests {
             pod: |n: &str| pods.get(n).cloned().map(Arc::new),
             node: move |_: &str| Some(node),
         };
-        desired_targets(slices, &input)
+        let infos: Vec<SliceInfo> = slices.iter().map(SliceInfo::of).collect();
+        desired_targets(&infos, &input)
     }
 
     fn ips(d: &DesiredTargets) -> Vec<String> {

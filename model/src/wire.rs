@@ -111,6 +111,70 @@ impl k8s_openapi::Metadata for PodWire {
     }
 }
 
+/// An EndpointSlice as far as [`crate::endpoints::SliceInfo`] needs it: the Service it belongs
+/// to (label), its family, ports, and per endpoint the addresses, conditions, node and pod.
+/// Hints, zones, hostnames and the rest of the target reference are skipped while decoding.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EndpointSliceWire {
+    #[serde(deserialize_with = "meta", default)]
+    pub metadata: ObjectMeta,
+    #[serde(default)]
+    pub address_type: String,
+    /// `null` when the slice has no endpoints (Go's nil slice).
+    #[serde(default)]
+    pub endpoints: Option<Vec<EndpointWire>>,
+    #[serde(default)]
+    pub ports: Option<Vec<SlicePortWire>>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EndpointWire {
+    #[serde(default)]
+    pub addresses: Vec<String>,
+    pub conditions: Option<EndpointConditionsWire>,
+    pub node_name: Option<String>,
+    pub target_ref: Option<TargetRefWire>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct EndpointConditionsWire {
+    pub ready: Option<bool>,
+    pub terminating: Option<bool>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct TargetRefWire {
+    pub kind: Option<String>,
+    pub name: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct SlicePortWire {
+    pub name: Option<String>,
+    pub port: Option<i32>,
+}
+
+impl k8s_openapi::Resource for EndpointSliceWire {
+    const API_VERSION: &'static str = "discovery.k8s.io/v1";
+    const GROUP: &'static str = "discovery.k8s.io";
+    const KIND: &'static str = "EndpointSlice";
+    const VERSION: &'static str = "v1";
+    const URL_PATH_SEGMENT: &'static str = "endpointslices";
+    type Scope = k8s_openapi::NamespaceResourceScope;
+}
+
+impl k8s_openapi::Metadata for EndpointSliceWire {
+    type Ty = ObjectMeta;
+    fn metadata(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+    fn metadata_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -141,6 +205,35 @@ mod tests {
         assert_eq!(p.spec.containers[0].ports[0].name.as_deref(), Some("http"));
         assert_eq!(p.status.conditions[0].type_, "Ready");
         assert!(p.status.conditions[0].last_transition_time.is_some());
+    }
+
+    #[test]
+    fn decodes_an_endpoint_slice_keeping_only_what_is_read() {
+        let json = serde_json::json!({
+            "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": "web-abc", "namespace": "shop", "resourceVersion": "7",
+                         "labels": {"kubernetes.io/service-name": "web"},
+                         "managedFields": [{"manager": "kcm"}],
+                         "ownerReferences": [{"apiVersion": "v1", "kind": "Service", "name": "web", "uid": "s"}]},
+            "addressType": "IPv4",
+            "endpoints": [{"addresses": ["10.0.0.1"], "conditions": {"ready": true, "serving": true, "terminating": false},
+                           "nodeName": "n1", "zone": "a", "hints": {"forZones": [{"name": "a"}]},
+                           "targetRef": {"kind": "Pod", "name": "web-1", "namespace": "shop", "uid": "u"}}],
+            "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}]
+        });
+        let s: EndpointSliceWire = serde_json::from_value(json).unwrap();
+        assert_eq!(s.metadata.labels.unwrap()["kubernetes.io/service-name"], "web");
+        assert_eq!(s.metadata.resource_version.as_deref(), Some("7"), "the watcher resumes from it");
+        assert_eq!(s.address_type, "IPv4");
+        let ep = &s.endpoints.unwrap()[0];
+        assert_eq!(ep.addresses, ["10.0.0.1"]);
+        assert_eq!(ep.conditions.as_ref().unwrap().ready, Some(true));
+        assert_eq!(ep.target_ref.as_ref().unwrap().name.as_deref(), Some("web-1"));
+        assert_eq!(s.ports.unwrap()[0].port, Some(8080));
+        let empty: EndpointSliceWire =
+            serde_json::from_value(serde_json::json!({"metadata": {"name": "e"}, "addressType": "IPv4", "endpoints": null}))
+                .unwrap();
+        assert!(empty.endpoints.is_none() && empty.ports.is_none());
     }
 
     #[test]

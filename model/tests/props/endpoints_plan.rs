@@ -1,7 +1,7 @@
 //! EndpointSlices → desired targets → plan: the invariants the target-group writes rest on.
 
 use super::slices::{Expected, GATE, World, address, world};
-use lbc_model::endpoints::{DesiredTargets, EndpointInputs, desired_targets};
+use lbc_model::endpoints::{DesiredTargets, EndpointInputs, SliceInfo, desired_targets};
 use lbc_model::net::VpcCidrs;
 use lbc_model::plan::{Plan, PlanInput, Refusal, batches, plan};
 use lbc_model::target::{HealthState, Target};
@@ -17,7 +17,8 @@ fn desired(w: &World) -> DesiredTargets {
         pod: |n: &str| w.pods.get(n).cloned().map(std::sync::Arc::new),
         node: |n: &str| w.nodes.get(n).copied(),
     };
-    desired_targets(&w.slices, &input)
+    let infos: Vec<SliceInfo> = w.slices.iter().map(SliceInfo::of).collect();
+    desired_targets(&infos, &input)
 }
 
 fn health() -> impl Strategy<Value = HealthState> {
