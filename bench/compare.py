@@ -15,7 +15,8 @@ gated scenario (S3) gets a scene of its own per trial (its pods must not carry a
 conditions).
 
 Scenarios: S1 cold start, S2 scale up/down by --change-pct, S3 readiness gates, S4 leader failover (SIGKILL)
-and warm restart, S5 isolation (one target group answering AccessDenied), S6 memory and CPU.
+and warm restart, S5 isolation (one target group answering AccessDenied), S6 memory and CPU, S7 a Service ->
+NLB and an Ingress -> ALB created and deleted over the pods of sets 0 and 1 (harness/lbs.py; needs --groups >= 2).
 Prints one table (scenario, metric, medians per controller, ratio ALBC / ours: above 1 means ours is lower,
 i.e. better for every metric here), writes results JSON and one PNG per scenario under --out.
 """
@@ -35,10 +36,10 @@ from harness.scene import Scene, Trial, log  # noqa: E402
 from harness.stats import comparison_rows, table  # noqa: E402
 
 ALBC_CACHED = os.path.expanduser("~/.cache/aws-lb-controller/albc-225f4456/controller")
-ALL = ["S1", "S2", "S3", "S4", "S5", "S6"]
+ALL = ["S1", "S2", "S3", "S4", "S5", "S6", "S7"]
 FLAVORS = ["ours", "albc", "albc-tuned"]
 SCENARIO_KEYS = {"S1": "cold_start", "S2": "scale_up", "S3": "gates", "S4": "failover", "S5": "isolation",
-                 "S6": "memory"}
+                 "S6": "memory", "S7": "lbs"}
 
 METRICS = [
     ("S1 cold start", "to /readyz (s)", "cold_start.to_ready_s"),
@@ -74,6 +75,15 @@ METRICS = [
     ("S6 memory", "peak VmHWM (MiB)", "memory.peak_hwm_mib"),
     ("S6 memory", "steady VmRSS (MiB)", "memory.steady_rss_mib"),
     ("S6 memory", "CPU seconds, whole trial", "memory.cpu_total_s"),
+    *[row for kind, name in (("nlb", "S7 Service->NLB"), ("alb", "S7 Ingress->ALB")) for row in (
+        (name, "create->hostname (s)", f"lbs.{kind}.to_hostname_s"),
+        (name, "create->targets registered (s)", f"lbs.{kind}.to_registered_s"),
+        (name, "AWS calls to ready", f"lbs.{kind}.calls_total"),
+        (name, "mutating calls to ready", f"lbs.{kind}.calls_mutating"),
+        (name, "delete->DeleteLoadBalancer (s)", f"lbs.{kind}.delete.to_delete_lb_s"),
+        (name, "delete->object gone (s)", f"lbs.{kind}.delete.to_gone_s"),
+        (name, "AWS calls to gone", f"lbs.{kind}.delete.calls_total"),
+        (name, "mutating calls to gone", f"lbs.{kind}.delete.calls_mutating"))],
 ]
 
 
@@ -97,7 +107,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
         p.error(f"--flavors: {o.flavors} is not a non-empty subset of {FLAVORS}")
     bad = [s for s in o.scenarios if s not in ALL]
     if bad:
-        p.error(f"--scenarios: unknown {bad}; known {ALL} (S7, Service/Ingress creation, is not measured yet)")
+        p.error(f"--scenarios: unknown {bad}; known {ALL}")
     return o
 
 
@@ -112,6 +122,8 @@ def main_phases(scenarios: list[str]) -> list[str]:
         out.append("isolation")
     if "S4" in scenarios:
         out += ["failover", "restart"]
+    if "S7" in scenarios:
+        out.append("lbs")
     return out
 
 

@@ -19,6 +19,7 @@ SCENARIO_PLOTS = {
     "S5": (["isolation"], [("isolation: healthy groups, endpoint -> RegisterTargets", "isolation.latencies_s"),
                            ("S2 scale-up (reference)", "scale_up.latencies_s")]),
     "S6": ([], []),
+    "S7": (["S7 nlb create", "S7 alb create", "S7 nlb delete", "S7 alb delete"], []),
 }
 
 
