@@ -80,10 +80,12 @@ METRICS = [
         (name, "create->targets registered (s)", f"lbs.{kind}.to_registered_s"),
         (name, "AWS calls to ready", f"lbs.{kind}.calls_total"),
         (name, "mutating calls to ready", f"lbs.{kind}.calls_mutating"),
+        (name, "AWS calls until quiet", f"lbs.{kind}.calls_quiet_total"),
         (name, "delete->DeleteLoadBalancer (s)", f"lbs.{kind}.delete.to_delete_lb_s"),
         (name, "delete->object gone (s)", f"lbs.{kind}.delete.to_gone_s"),
         (name, "AWS calls to gone", f"lbs.{kind}.delete.calls_total"),
-        (name, "mutating calls to gone", f"lbs.{kind}.delete.calls_mutating"))],
+        (name, "mutating calls to gone", f"lbs.{kind}.delete.calls_mutating"),
+        (name, "AWS calls until quiet (delete)", f"lbs.{kind}.delete.calls_quiet_total"))],
 ]
 
 

@@ -96,3 +96,9 @@ def test_s7_manifests_are_the_drop_in_ones():
     assert lbs.ingress_class("cls")["spec"]["controller"] == "ingress.k8s.aws/alb"
     assert compare.parse(["--scenarios", "S7"]).scenarios == ["S7"]
     assert any(m[2] == "lbs.alb.delete.to_gone_s" for m in compare.METRICS)
+
+
+def test_s7_leaves_out_the_scene_groups_calls():
+    calls = [call(1, "DescribeTargetHealth", "tg-old"), call(2, "DescribeLoadBalancers"),
+             call(3, "RegisterTargets", "tg-new", ["10.0.0.1:8080"])]
+    assert [c["seq"] for c in lbs.without_groups(calls, {"tg-old"})] == [2, 3]

@@ -67,6 +67,11 @@ def all_registered_at(calls: list[dict], want: set[str], exclude: set[str]) -> t
     return None
 
 
+def without_groups(calls: list[dict], groups: set[str]) -> list[dict]:
+    """The calls that do not name one of `groups` (e.g. the scene's bindings' own target groups)."""
+    return [c for c in calls if c.get("target_group_arn") not in groups]
+
+
 def first_ok(calls: list[dict], op: str) -> float | None:
     """Answer time of the first successful `op` call."""
     return next((c["time"] for c in calls if c["operation"] == op and c["outcome"] == "ok"), None)

@@ -645,18 +645,18 @@ class Trial:
             self.until(f"S7 {kind}: hostname in the status of {path} and its {len(want)} pod IPs registered in a new "
                        "target group", ready, self.o.phase_timeout, 0.1)
             t_done = max(st["host"], st["reg"][0])
-            time.sleep(self.o.settle)
-            self.calls.poll()
-            calls = self.calls.between(seq0)
+            calls, t_quiet = self.lbs_quiet(seq0, t_done, exclude)
+            after = lbs.call_counts([x for x in calls if x["received"] > t_done])
             res = {"to_hostname_s": st["host"] - t0, "to_registered_s": st["reg"][0] - t0, "to_ready_s": t_done - t0,
                    "hostname": st["hostname"], "target_group": st["reg"][1], "targets": len(want),
                    **lbs.call_counts([x for x in calls if x["received"] <= t_done]),
-                   "calls_after_ready_in_settle": lbs.call_counts(
-                       [x for x in calls if x["received"] > t_done])["calls"]}
+                   "to_quiet_s": t_quiet - t0, "calls_after_ready": after["calls"],
+                   "calls_quiet_total": len(calls),
+                   "calls_quiet_mutating": sum(1 for x in calls if lbs.is_mutating(x["operation"]))}
             out[kind] = res
             log(f"[{self.tag}] S7 {kind}: hostname {res['to_hostname_s']:.2f}s, {len(want)} targets registered "
                 f"{res['to_registered_s']:.2f}s; {res['calls_total']} AWS calls ({res['calls_mutating']} mutating) "
-                f"{res['calls']}")
+                f"{res['calls']}; until quiet ({res['to_quiet_s']:.1f}s) {len(calls)}, after ready {after['calls']}")
         for kind, (base, body) in self.lb_paths.items():
             path = f"{base}/{body['metadata']['name']}"
             seq0 = self.calls.last_seq()
@@ -677,16 +677,34 @@ class Trial:
             self.until(f"S7 {kind}: DeleteLoadBalancer and {path} gone (finalizer removed)", gone,
                        self.o.phase_timeout, 0.1)
             t_done = max(st["lb"], st["gone"])
-            time.sleep(self.o.settle)
-            self.calls.poll()
-            calls = self.calls.between(seq0)
+            calls, t_quiet = self.lbs_quiet(seq0, t_done, exclude)
+            after = lbs.call_counts([x for x in calls if x["received"] > t_done])
             d = {"to_delete_lb_s": st["lb"] - t0, "to_gone_s": st["gone"] - t0,
                  **lbs.call_counts([x for x in calls if x["received"] <= t_done]),
-                 "calls_after_gone_in_settle": lbs.call_counts([x for x in calls if x["received"] > t_done])["calls"]}
+                 "to_quiet_s": t_quiet - t0, "calls_after_gone": after["calls"], "calls_quiet_total": len(calls),
+                 "calls_quiet_mutating": sum(1 for x in calls if lbs.is_mutating(x["operation"]))}
             out[kind]["delete"] = d
             log(f"[{self.tag}] S7 {kind} delete: DeleteLoadBalancer {d['to_delete_lb_s']:.2f}s, object gone "
-                f"{d['to_gone_s']:.2f}s; {d['calls_total']} AWS calls ({d['calls_mutating']} mutating) {d['calls']}")
+                f"{d['to_gone_s']:.2f}s; {d['calls_total']} AWS calls ({d['calls_mutating']} mutating) {d['calls']}; "
+                f"until quiet ({d['to_quiet_s']:.1f}s) {len(calls)}, after gone {after['calls']}")
         self.result["lbs"] = out
+
+    def lbs_quiet(self, seq0: int, t_done: float, exclude: set[str], cap: float = 60) -> tuple[list[dict], float]:
+        """Waits until no AWS call has arrived for --settle seconds after t_done (at most `cap` seconds after it);
+        returns the calls since seq0 and the arrival time of the last one (or t_done). Calls naming the scene's own
+        target groups (the bindings' periodic work, not S7's) are left out."""
+        while True:
+            self.calls.poll()
+            calls = lbs.without_groups(self.calls.between(seq0), exclude)
+            last = max([t_done, *(x["received"] for x in calls)])
+            if time.time() - last >= self.o.settle:
+                return calls, last
+            if time.time() - t_done > cap:
+                log(f"[{self.tag}] S7: AWS calls still arriving {cap:.0f}s after the object was done; counted so far")
+                return calls, last
+            if self.ctrl and not self.ctrl.alive():
+                raise RuntimeError(f"controller exited (rc {self.ctrl.p.returncode}); see {self.ctrl.log_path}")
+            time.sleep(0.2)
 
     # ---- S3 readiness gates (a gated scene) ------------------------------------------------------------------
     def gate_latencies(self, ips: set[str], seq_from: int, timeout: float) -> dict[str, Any]:
