@@ -94,7 +94,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     add_common(p, max_seconds=3600)
     p.add_argument("--tuned-runs", type=int, default=1, help="repetitions that also run ALBC tuned (0: none)")
-    p.add_argument("--scenarios", default=",".join(ALL), help=f"comma-separated subset of {','.join(ALL)}")
+    p.add_argument("--scenarios", default="", help=f"comma-separated subset of {','.join(ALL)} (default: all; "
+                   "S7 needs --groups >= 2 and is left out of the default below that)")
     p.add_argument("--albc-bin", default=os.environ.get("LBC_ALBC_BIN") or ALBC_CACHED,
                    help="ALBC binary (default $LBC_ALBC_BIN, else build-albc.sh's cache); missing: ours only")
     p.add_argument("--gate-pods", type=int, default=0, help="pods of the S3 scene (default --pods)")
@@ -103,7 +104,13 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--flavors", default="ours,albc,albc-tuned",
                    help="which columns to run (e.g. albc,albc-tuned now, ours later; join with `report`)")
     o = p.parse_args(argv)
-    o.scenarios = [s.strip().upper() for s in o.scenarios.split(",") if s.strip()]
+    explicit = bool(o.scenarios.strip())
+    o.scenarios = [s.strip().upper() for s in o.scenarios.split(",") if s.strip()] if explicit else list(ALL)
+    if "S7" in o.scenarios and o.groups < 2:
+        if explicit:
+            p.error(f"--scenarios S7 needs --groups >= 2 (set 0 behind the NLB, set 1 behind the ALB); got "
+                    f"--groups {o.groups}")
+        o.scenarios.remove("S7")
     o.flavors = [f.strip() for f in o.flavors.split(",") if f.strip()]
     if not o.flavors or set(o.flavors) - set(FLAVORS):
         p.error(f"--flavors: {o.flavors} is not a non-empty subset of {FLAVORS}")

@@ -23,6 +23,12 @@ def test_unknown_scenario_is_refused(capsys):
         compare.parse(["--scenarios", "S1,S9"])
     assert "unknown ['S9']" in capsys.readouterr().err
     assert compare.parse(["--scenarios", "s1, s2"]).scenarios == ["S1", "S2"]
+    assert compare.parse([]).scenarios == compare.ALL
+    # S7 needs two sets of pods: left out of the default with one group, refused when asked for
+    assert compare.parse(["--groups", "1"]).scenarios == [s for s in compare.ALL if s != "S7"]
+    with pytest.raises(SystemExit):
+        compare.parse(["--groups", "1", "--scenarios", "S7"])
+    assert "S7 needs --groups >= 2" in capsys.readouterr().err
 
 
 def test_tuned_albc_has_more_workers_and_bounded_backoff():
