@@ -15,7 +15,8 @@ gated scenario (S3) gets a scene of its own per trial (its pods must not carry a
 conditions).
 
 Scenarios: S1 cold start, S2 scale up/down by --change-pct, S3 readiness gates, S4 leader failover (SIGKILL)
-and warm restart, S5 isolation (one target group answering AccessDenied), S6 memory and CPU.
+and warm restart, S5 isolation (one target group answering AccessDenied), S6 memory and CPU, S7 a Service ->
+NLB and an Ingress -> ALB created and deleted over the pods of sets 0 and 1 (harness/lbs.py; needs --groups >= 2).
 Prints one table (scenario, metric, medians per controller, ratio ALBC / ours: above 1 means ours is lower,
 i.e. better for every metric here), writes results JSON and one PNG per scenario under --out.
 """
@@ -35,10 +36,10 @@ from harness.scene import Scene, Trial, log  # noqa: E402
 from harness.stats import comparison_rows, table  # noqa: E402
 
 ALBC_CACHED = os.path.expanduser("~/.cache/aws-lb-controller/albc-225f4456/controller")
-ALL = ["S1", "S2", "S3", "S4", "S5", "S6"]
+ALL = ["S1", "S2", "S3", "S4", "S5", "S6", "S7"]
 FLAVORS = ["ours", "albc", "albc-tuned"]
 SCENARIO_KEYS = {"S1": "cold_start", "S2": "scale_up", "S3": "gates", "S4": "failover", "S5": "isolation",
-                 "S6": "memory"}
+                 "S6": "memory", "S7": "lbs"}
 
 METRICS = [
     ("S1 cold start", "to /readyz (s)", "cold_start.to_ready_s"),
@@ -74,6 +75,17 @@ METRICS = [
     ("S6 memory", "peak VmHWM (MiB)", "memory.peak_hwm_mib"),
     ("S6 memory", "steady VmRSS (MiB)", "memory.steady_rss_mib"),
     ("S6 memory", "CPU seconds, whole trial", "memory.cpu_total_s"),
+    *[row for kind, name in (("nlb", "S7 Service->NLB"), ("alb", "S7 Ingress->ALB")) for row in (
+        (name, "create->hostname (s)", f"lbs.{kind}.to_hostname_s"),
+        (name, "create->targets registered (s)", f"lbs.{kind}.to_registered_s"),
+        (name, "AWS calls to ready", f"lbs.{kind}.calls_total"),
+        (name, "mutating calls to ready", f"lbs.{kind}.calls_mutating"),
+        (name, "AWS calls until quiet", f"lbs.{kind}.calls_quiet_total"),
+        (name, "delete->DeleteLoadBalancer (s)", f"lbs.{kind}.delete.to_delete_lb_s"),
+        (name, "delete->object gone (s)", f"lbs.{kind}.delete.to_gone_s"),
+        (name, "AWS calls to gone", f"lbs.{kind}.delete.calls_total"),
+        (name, "mutating calls to gone", f"lbs.{kind}.delete.calls_mutating"),
+        (name, "AWS calls until quiet (delete)", f"lbs.{kind}.delete.calls_quiet_total"))],
 ]
 
 
@@ -82,7 +94,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     add_common(p, max_seconds=3600)
     p.add_argument("--tuned-runs", type=int, default=1, help="repetitions that also run ALBC tuned (0: none)")
-    p.add_argument("--scenarios", default=",".join(ALL), help=f"comma-separated subset of {','.join(ALL)}")
+    p.add_argument("--scenarios", default="", help=f"comma-separated subset of {','.join(ALL)} (default: all; "
+                   "S7 needs --groups >= 2 and is left out of the default below that)")
     p.add_argument("--albc-bin", default=os.environ.get("LBC_ALBC_BIN") or ALBC_CACHED,
                    help="ALBC binary (default $LBC_ALBC_BIN, else build-albc.sh's cache); missing: ours only")
     p.add_argument("--gate-pods", type=int, default=0, help="pods of the S3 scene (default --pods)")
@@ -91,13 +104,19 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--flavors", default="ours,albc,albc-tuned",
                    help="which columns to run (e.g. albc,albc-tuned now, ours later; join with `report`)")
     o = p.parse_args(argv)
-    o.scenarios = [s.strip().upper() for s in o.scenarios.split(",") if s.strip()]
+    explicit = bool(o.scenarios.strip())
+    o.scenarios = [s.strip().upper() for s in o.scenarios.split(",") if s.strip()] if explicit else list(ALL)
+    if "S7" in o.scenarios and o.groups < 2:
+        if explicit:
+            p.error(f"--scenarios S7 needs --groups >= 2 (set 0 behind the NLB, set 1 behind the ALB); got "
+                    f"--groups {o.groups}")
+        o.scenarios.remove("S7")
     o.flavors = [f.strip() for f in o.flavors.split(",") if f.strip()]
     if not o.flavors or set(o.flavors) - set(FLAVORS):
         p.error(f"--flavors: {o.flavors} is not a non-empty subset of {FLAVORS}")
     bad = [s for s in o.scenarios if s not in ALL]
     if bad:
-        p.error(f"--scenarios: unknown {bad}; known {ALL} (S7, Service/Ingress creation, is not measured yet)")
+        p.error(f"--scenarios: unknown {bad}; known {ALL}")
     return o
 
 
@@ -112,6 +131,8 @@ def main_phases(scenarios: list[str]) -> list[str]:
         out.append("isolation")
     if "S4" in scenarios:
         out += ["failover", "restart"]
+    if "S7" in scenarios:
+        out.append("lbs")
     return out
 
 

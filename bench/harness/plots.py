@@ -19,6 +19,7 @@ SCENARIO_PLOTS = {
     "S5": (["isolation"], [("isolation: healthy groups, endpoint -> RegisterTargets", "isolation.latencies_s"),
                            ("S2 scale-up (reference)", "scale_up.latencies_s")]),
     "S6": ([], []),
+    "S7": (["S7 nlb create", "S7 alb create", "S7 nlb delete", "S7 alb delete"], []),
 }
 
 
@@ -82,8 +83,13 @@ def plot_scenario(scenario: str, trials: dict[str, dict], out_path: str) -> bool
         except (OSError, ValueError, KeyError):
             calls = []
         if calls:
-            ax_calls.step([c["received"] - t0 for c in calls], range(1, len(calls) + 1), where="post", label=flavor)
+            line, = ax_calls.step([c["received"] - t0 for c in calls], range(1, len(calls) + 1), where="post",
+                                  label=flavor)
             drew = True
+            # the phase boundaries inside the window (e.g. S7's create/delete steps), in the flavor's colour
+            for tm, name in t.get("marks") or []:
+                if name in marks and t0 < tm <= t1:
+                    ax_calls.axvline(tm - t0, color=line.get_color(), linestyle=":", linewidth=0.8)
         mem = [(s[0] - t0, s[1] / 2**20) for s in t.get("memory_samples") or [] if t0 <= s[0] <= t1]
         if mem:
             ax_mem.plot([m[0] for m in mem], [m[1] for m in mem], label=flavor)

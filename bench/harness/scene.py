@@ -20,9 +20,10 @@ import sys
 import time
 from typing import Any
 
+from harness import lbs
 from harness.emulator import CallLog, by_op, first_call_time, free_port, http_get, http_json, start_emulator
 from harness.flavors import REGION, Flavor, self_signed_cert
-from harness.kube import Kube
+from harness.kube import Kube, KubeError
 from harness.proc import Controller, Deadline, counter_sum, hist_delta_quantiles, proc_cpu, proc_status
 from harness.stats import lat_summary, write_floor
 from harness.watcher import GATE_PREFIX, GateEvents, SliceEvents
@@ -329,6 +330,8 @@ class Trial:
         self.tgs: list[str] = []
         self.calls = CallLog("")
         self.faulted: set[int] = set()
+        self.lb_paths: dict[str, tuple[str, dict]] = {}   # S7: kind -> (collection path, manifest)
+        self.lb_class = ""
         self.result: dict[str, Any] = {"flavor": flavor.name, "run": scene.id, "pods": scene.total,
                                        "groups": self.o.groups}
         self.marks: list[tuple[float, str]] = []   # phase boundaries, for the plots
@@ -595,6 +598,114 @@ class Trial:
         if not self.converged():
             raise RuntimeError("target groups no longer match the pods after the warm restart")
 
+    # ---- S7 Service -> NLB, Ingress -> ALB (harness/lbs.py) ------------------------------------------------------
+    def phase_lbs(self) -> None:
+        """Creates the NLB Service, then the ALB Ingress, then deletes them in the same order; one at a time, each
+        step waits for the previous one to finish, so every call window holds one load balancer's calls."""
+        if self.o.groups < 2:
+            raise RuntimeError(f"S7 needs --groups >= 2 (set {lbs.NLB_SET} behind the NLB, set {lbs.ALB_SET} behind "
+                               f"the ALB); got --groups {self.o.groups}")
+        k, ns = self.s.kube, self.s.ns
+        sets = {"nlb": lbs.NLB_SET, "alb": lbs.ALB_SET}
+        ips = {kind: [ip for _, ip in self.s.pods.get(n, [])] for kind, n in sets.items()}
+        net = lbs.seed_network(self.ec2, self.vpc, ips["nlb"] + ips["alb"])
+        self.lb_class = ns
+        try:
+            k.req("POST", "/apis/networking.k8s.io/v1/ingressclasses", lbs.ingress_class(ns))
+        except KubeError as e:
+            if e.status != 409:
+                raise
+        self.lb_paths = {
+            "nlb": (f"/api/v1/namespaces/{ns}/services",
+                    lbs.nlb_service(f"bench-{lbs.NLB_SET:02d}", SERVICE_PORT, "http")),
+            "alb": (f"/apis/networking.k8s.io/v1/namespaces/{ns}/ingresses",
+                    lbs.alb_ingress(ns, f"svc-{lbs.ALB_SET:02d}", SERVICE_PORT))}
+        exclude = set(self.tgs)
+        out: dict[str, Any] = {"network": net}
+        for kind, (base, body) in self.lb_paths.items():
+            want = {f"{ip}:{TARGET_PORT}" for ip in ips[kind]}
+            path = f"{base}/{body['metadata']['name']}"
+            seq0 = self.calls.last_seq()
+            self.mark(f"S7 {kind} create")
+            t0 = time.time()
+            k.req("POST", base, body)
+            st: dict[str, Any] = {}
+
+            def ready() -> bool:
+                self.calls.poll()
+                if "host" not in st:
+                    h = lbs.hostname_of(k.req("GET", path, ok404=True))
+                    if h:
+                        st["host"], st["hostname"] = time.time(), h
+                if "reg" not in st:
+                    r = lbs.all_registered_at(self.calls.between(seq0), want, exclude)
+                    if r:
+                        st["reg"] = r
+                return "host" in st and "reg" in st
+            self.until(f"S7 {kind}: hostname in the status of {path} and its {len(want)} pod IPs registered in a new "
+                       "target group", ready, self.o.phase_timeout, 0.1)
+            t_done = max(st["host"], st["reg"][0])
+            calls, t_quiet = self.lbs_quiet(seq0, t_done, exclude)
+            after = lbs.call_counts([x for x in calls if x["received"] > t_done])
+            res = {"to_hostname_s": st["host"] - t0, "to_registered_s": st["reg"][0] - t0, "to_ready_s": t_done - t0,
+                   "hostname": st["hostname"], "target_group": st["reg"][1], "targets": len(want),
+                   **lbs.call_counts([x for x in calls if x["received"] <= t_done]),
+                   "to_quiet_s": t_quiet - t0, "calls_after_ready": after["calls"],
+                   "calls_quiet_total": len(calls),
+                   "calls_quiet_mutating": sum(1 for x in calls if lbs.is_mutating(x["operation"]))}
+            out[kind] = res
+            log(f"[{self.tag}] S7 {kind}: hostname {res['to_hostname_s']:.2f}s, {len(want)} targets registered "
+                f"{res['to_registered_s']:.2f}s; {res['calls_total']} AWS calls ({res['calls_mutating']} mutating) "
+                f"{res['calls']}; until quiet ({res['to_quiet_s']:.1f}s) {len(calls)}, after ready {after['calls']}")
+        for kind, (base, body) in self.lb_paths.items():
+            path = f"{base}/{body['metadata']['name']}"
+            seq0 = self.calls.last_seq()
+            self.mark(f"S7 {kind} delete")
+            t0 = time.time()
+            k.req("DELETE", path)
+            st = {}
+
+            def gone() -> bool:
+                self.calls.poll()
+                if "lb" not in st:
+                    t = lbs.first_ok(self.calls.between(seq0), "DeleteLoadBalancer")
+                    if t is not None:
+                        st["lb"] = t
+                if "gone" not in st and k.req("GET", path, ok404=True) is None:
+                    st["gone"] = time.time()
+                return "lb" in st and "gone" in st
+            self.until(f"S7 {kind}: DeleteLoadBalancer and {path} gone (finalizer removed)", gone,
+                       self.o.phase_timeout, 0.1)
+            t_done = max(st["lb"], st["gone"])
+            calls, t_quiet = self.lbs_quiet(seq0, t_done, exclude)
+            after = lbs.call_counts([x for x in calls if x["received"] > t_done])
+            d = {"to_delete_lb_s": st["lb"] - t0, "to_gone_s": st["gone"] - t0,
+                 **lbs.call_counts([x for x in calls if x["received"] <= t_done]),
+                 "to_quiet_s": t_quiet - t0, "calls_after_gone": after["calls"], "calls_quiet_total": len(calls),
+                 "calls_quiet_mutating": sum(1 for x in calls if lbs.is_mutating(x["operation"]))}
+            out[kind]["delete"] = d
+            log(f"[{self.tag}] S7 {kind} delete: DeleteLoadBalancer {d['to_delete_lb_s']:.2f}s, object gone "
+                f"{d['to_gone_s']:.2f}s; {d['calls_total']} AWS calls ({d['calls_mutating']} mutating) {d['calls']}; "
+                f"until quiet ({d['to_quiet_s']:.1f}s) {len(calls)}, after gone {after['calls']}")
+        self.result["lbs"] = out
+
+    def lbs_quiet(self, seq0: int, t_done: float, exclude: set[str], cap: float = 60) -> tuple[list[dict], float]:
+        """Waits until no AWS call has arrived for --settle seconds after t_done (at most `cap` seconds after it);
+        returns the calls since seq0 and the arrival time of the last one (or t_done). Calls naming the scene's own
+        target groups (the bindings' periodic work, not S7's) are left out."""
+        while True:
+            self.calls.poll()
+            calls = lbs.without_groups(self.calls.between(seq0), exclude)
+            last = max([t_done, *(x["received"] for x in calls)])
+            if time.time() - last >= self.o.settle:
+                return calls, last
+            if time.time() - t_done > cap:
+                log(f"[{self.tag}] S7: AWS calls still arriving {cap:.0f}s after the object was done; counted so far")
+                return calls, last
+            if self.ctrl and not self.ctrl.alive():
+                raise RuntimeError(f"controller exited (rc {self.ctrl.p.returncode}); see {self.ctrl.log_path}")
+            time.sleep(0.2)
+
     # ---- S3 readiness gates (a gated scene) ------------------------------------------------------------------
     def gate_latencies(self, ips: set[str], seq_from: int, timeout: float) -> dict[str, Any]:
         """AWS healthy (first RegisterTargets answered + the emulator's `initial` time) -> gate condition True."""
@@ -653,7 +764,7 @@ class Trial:
         log(f"[{self.tag}] verify (DescribeTargetHealth): {bad} mismatched targets")
 
     def run(self, phases: list[str]) -> dict[str, Any]:
-        """Runs the named phases in order: cold, scale, memory, failover, isolation, restart, gates."""
+        """Runs the named phases in order: cold, scale, memory, failover, isolation, restart, gates, lbs."""
         try:
             self.result["load_before"] = os.getloadavg()
             if not self.f.binary or not os.access(self.f.binary, os.X_OK):
@@ -681,6 +792,8 @@ class Trial:
                     self.phase_restart()
                 elif ph == "gates":
                     self.phase_gates()
+                elif ph == "lbs":
+                    self.phase_lbs()
             if "gates" not in phases:
                 self.verify()
             self.result["ok"] = True
@@ -707,6 +820,19 @@ class Trial:
         for c in (self.standby, self.ctrl):
             if c:
                 c.stop()
+        # S7's objects (left over when the phase failed): their finalizers would hold the namespace
+        for kind, (coll, body) in self.lb_paths.items():
+            try:
+                path = f"{coll}/{body['metadata']['name']}"
+                k.merge_patch(path, {"metadata": {"finalizers": None}}, ok404=True)
+                k.req("DELETE", path, ok404=True)
+            except Exception as e:  # noqa: BLE001
+                log(f"[{self.tag}] cleanup: S7 {kind}: {e}")
+        if self.lb_class:
+            try:
+                k.req("DELETE", f"/apis/networking.k8s.io/v1/ingressclasses/{self.lb_class}", ok404=True)
+            except Exception as e:  # noqa: BLE001
+                log(f"[{self.tag}] cleanup: IngressClass {self.lb_class}: {e}")
         try:
             for t in (k.req("GET", base, ok404=True) or {}).get("items", []):
                 k.merge_patch(f"{base}/{t['metadata']['name']}", {"metadata": {"finalizers": None}}, ok404=True)
