@@ -65,9 +65,7 @@ fn vault_config(args: &Args) -> anyhow::Result<VaultConfig> {
             missing.join(", ")
         );
     }
-    let Some(kind) = CredentialType::parse(&args.vault_credential_type) else {
-        bail!("--vault-credential-type={:?} is not supported: use sts or creds", args.vault_credential_type);
-    };
+    let kind = CredentialType::from(args.vault_credential_type);
     let mut cfg = VaultConfig::new(&args.vault_address, &args.vault_auth_role, &args.vault_secrets_role);
     cfg.ca_bundle = non_empty(&args.vault_ca_bundle).map(PathBuf::from);
     cfg.namespace = non_empty(&args.vault_namespace);
