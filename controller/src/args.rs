@@ -74,8 +74,10 @@ pub struct Args {
     #[arg(long, env = "LBC_AWS_VPC_ID", default_value = "")]
     pub aws_vpc_id: String,
 
-    /// Endpoint overrides, `serviceID=URL,...` (e.g. `Elastic Load Balancing v2=http://127.0.0.1:4566,EC2=...`).
-    #[arg(long, default_value = "")]
+    /// Endpoint overrides, `serviceID=URL,...` (e.g. `Elastic Load Balancing v2=http://127.0.0.1:4566,EC2=...`);
+    /// services: `Elastic Load Balancing v2`, `EC2`, `STS` (the controller's sts:AssumeRole and doctor's
+    /// GetCallerIdentity), `ACM`, `WAFV2`.
+    #[arg(long, default_value = "", value_parser = check_endpoints)]
     pub aws_api_endpoints: String,
 
     /// Client-side rate limits, `serviceID:operationRegex=rate:burst,...`, before the defaults.
@@ -140,9 +142,9 @@ pub struct Args {
     #[arg(long, default_value = "")]
     pub vault_secrets_role: String,
 
-    /// `sts` (`<mount>/sts/<role>`: assumed_role, federation_token) or `creds` (`<mount>/creds/<role>`: iam_user).
-    #[arg(long, default_value = "sts")]
-    pub vault_credential_type: String,
+    /// Which path of the AWS secrets engine is read.
+    #[arg(long, value_enum, ignore_case = true, default_value_t = VaultCredentialType::Sts)]
+    pub vault_credential_type: VaultCredentialType,
 
     /// Requested lifetime of STS keys (`0`: the role's default).
     #[arg(long, default_value = "15m", value_parser = parse_duration_or_zero)]
@@ -272,8 +274,8 @@ pub struct Args {
 
     /// Target type of Ingress backends without a target-type annotation: `instance` (ALBC's
     /// default; not supported yet, such backends are refused with a Warning) or `ip`.
-    #[arg(long, default_value = "instance", value_parser = ["instance", "ip"])]
-    pub default_target_type: String,
+    #[arg(long, value_enum, default_value_t = TargetTypeFlag::Instance)]
+    pub default_target_type: TargetTypeFlag,
 
     /// Parallel Service reconciles.
     #[arg(long, default_value_t = 3)]
@@ -332,8 +334,8 @@ pub struct Args {
 
     /// Scheme of load balancers whose Service or Ingress names none: `internal` (ALBC's default)
     /// or `internet-facing`.
-    #[arg(long, default_value = "internal", value_parser = ["internal", "internet-facing"])]
-    pub default_load_balancer_scheme: String,
+    #[arg(long, value_enum, default_value_t = SchemeFlag::Internal)]
+    pub default_load_balancer_scheme: SchemeFlag,
 
     /// Secrets (OIDC client credentials) are read only when they carry this `key=value` label (ALBC flag).
     #[arg(long, default_value = "", value_parser = parse_label)]
@@ -410,9 +412,66 @@ pub enum LogFormat {
     Json,
 }
 
+/// `--vault-credential-type`.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VaultCredentialType {
+    /// `<mount>/sts/<role>`: STS keys (assumed_role, federation_token, session_token).
+    Sts,
+    /// `<mount>/creds/<role>`: iam_user keys (`iam_user` is accepted as a name for it).
+    #[value(alias = "iam_user")]
+    Creds,
+}
+
+impl From<VaultCredentialType> for lbc_aws::credentials::vault::CredentialType {
+    fn from(t: VaultCredentialType) -> Self {
+        match t {
+            VaultCredentialType::Sts => Self::Sts,
+            VaultCredentialType::Creds => Self::Creds,
+        }
+    }
+}
+
+/// `--default-target-type`.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TargetTypeFlag {
+    Instance,
+    Ip,
+}
+
+impl From<TargetTypeFlag> for lbc_model::crd::TargetType {
+    fn from(t: TargetTypeFlag) -> Self {
+        match t {
+            TargetTypeFlag::Instance => Self::Instance,
+            TargetTypeFlag::Ip => Self::Ip,
+        }
+    }
+}
+
+/// `--default-load-balancer-scheme`.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SchemeFlag {
+    Internal,
+    InternetFacing,
+}
+
+impl From<SchemeFlag> for lbc_model::lb::Scheme {
+    fn from(s: SchemeFlag) -> Self {
+        match s {
+            SchemeFlag::Internal => Self::Internal,
+            SchemeFlag::InternetFacing => Self::InternetFacing,
+        }
+    }
+}
+
 /// A boolean as Go's flag package reads it (`--flag`, `--flag=true`, `--flag=0`, …), as in ALBC.
 fn go_bool(s: &str) -> Result<bool, String> {
     lbc_model::compat::parse_go_bool(s)
+}
+
+/// `--aws-api-endpoints`, checked when the flags are read (the value is kept: `lbc_aws` parses it
+/// again where it builds the clients).
+fn check_endpoints(s: &str) -> Result<String, String> {
+    lbc_aws::config::Endpoints::parse(s).map(|_| s.to_string()).map_err(|e| e.to_string())
 }
 
 /// `key=value` (both non-empty) or empty.
@@ -438,31 +497,13 @@ fn parse_duration_or_zero(s: &str) -> Result<Duration, String> {
     if s.trim() == "0" { Ok(Duration::ZERO) } else { parse_duration(s) }
 }
 
-/// Go-style durations: `500ms`, `15s`, `2m`, `1h`, `16m40s`.
+/// A duration as ALBC's flags write them (Go's `500ms`, `15s`, `2m`, `16m40s`, `10h0m0s`), read by
+/// jiff's friendly duration parser (which also takes `1h 30m`, `1.5s` and ISO 8601's `PT15S`).
+/// Negative durations are refused. clap puts the flag's name and the value before the message.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let bad = || format!("invalid duration {s:?}: expected e.g. 500ms, 15s, 2m, 1h30m");
-    let mut total = Duration::ZERO;
-    let mut rest = s.trim();
-    if rest.is_empty() {
-        return Err(bad());
-    }
-    while !rest.is_empty() {
-        let num_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).ok_or_else(bad)?;
-        let (num, tail) = rest.split_at(num_end);
-        let unit_end = tail.find(|c: char| c.is_ascii_digit()).unwrap_or(tail.len());
-        let (unit, next) = tail.split_at(unit_end);
-        let n: f64 = num.parse().map_err(|_| bad())?;
-        let secs = match unit {
-            "ms" => n / 1000.0,
-            "s" => n,
-            "m" => n * 60.0,
-            "h" => n * 3600.0,
-            _ => return Err(bad()),
-        };
-        total += Duration::from_secs_f64(secs);
-        rest = next;
-    }
-    Ok(total)
+    const EXPECTED: &str = "expected a duration with units, e.g. 500ms, 15s, 2m, 1h30m or 10h0m0s";
+    let d: jiff::SignedDuration = s.trim().parse().map_err(|e| format!("{s:?} is not a duration ({e}); {EXPECTED}"))?;
+    Duration::try_from(d).map_err(|_| format!("{s:?} is negative; {EXPECTED}"))
 }
 
 #[cfg(test)]
@@ -582,8 +623,20 @@ mod tests {
             }
             let mut values: Vec<String> = arg.get_possible_values().iter().map(|v| v.get_name().to_string()).collect();
             values.extend(
-                ["true", "false", "7", "7s", "127.0.0.7", "127.0.0.1:7", "a=b", "x", "0.5", "http://127.0.0.7:4318"]
-                    .map(str::to_string),
+                [
+                    "true",
+                    "false",
+                    "7",
+                    "7s",
+                    "127.0.0.7",
+                    "127.0.0.1:7",
+                    "a=b",
+                    "x",
+                    "0.5",
+                    "http://127.0.0.7:4318",
+                    "EC2=http://127.0.0.7:4566",
+                ]
+                .map(str::to_string),
             );
             let flag = std::iter::once(format!("--{long}"))
                 .chain(values.iter().map(|v| format!("--{long}={v}")))
@@ -614,14 +667,82 @@ mod tests {
         assert!(parse(&["--output=json", "doctor"]).is_err(), "--output is doctor's flag only");
     }
 
+    /// Every form the flags' documentation and ALBC's manifests use, and Go's others.
     #[test]
     fn durations() {
-        assert_eq!(parse_duration("16m40s").unwrap(), Duration::from_secs(1000));
-        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
-        assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
-        for bad in ["", "5", "5x", "m"] {
-            assert!(parse_duration(bad).is_err(), "{bad}");
+        for (text, want) in [
+            ("10s", Duration::from_secs(10)),
+            ("1m30s", Duration::from_secs(90)),
+            ("10h", Duration::from_secs(36_000)),
+            ("10h0m0s", Duration::from_secs(36_000)),
+            ("16m40s", Duration::from_secs(1000)),
+            ("2m", Duration::from_secs(120)),
+            ("1h30m", Duration::from_secs(5400)),
+            ("500ms", Duration::from_millis(500)),
+            ("50ms", Duration::from_millis(50)),
+            ("1.5s", Duration::from_millis(1500)),
+            ("0s", Duration::ZERO),
+            (" 15m ", Duration::from_secs(900)),
+        ] {
+            assert_eq!(parse_duration(text), Ok(want), "{text:?}");
         }
+        for bad in ["", "5", "5x", "m", "-5s", "ten seconds"] {
+            let e = parse_duration(bad).unwrap_err();
+            assert!(e.contains(&format!("{bad:?}")) && e.contains("e.g. 500ms, 15s, 2m, 1h30m"), "{bad:?}: {e}");
+        }
+        assert_eq!(parse_duration_or_zero("0"), Ok(Duration::ZERO));
+    }
+
+    /// A bad value names the flag, the value seen and the expected form.
+    #[test]
+    fn bad_values_name_the_flag_the_value_and_the_expected_form() {
+        for (argv, needles) in [
+            ("--sync-period=10", &["--sync-period", "'10'", "1h30m"][..]),
+            ("--vault-ttl=-1m", &["--vault-ttl", "'-1m'", "negative"][..]),
+            ("--aws-api-attempt-timeout=soon", &["--aws-api-attempt-timeout", "'soon'", "e.g. 500ms"][..]),
+            ("--default-target-type=instances", &["--default-target-type", "'instances'", "instance, ip"][..]),
+            (
+                "--default-load-balancer-scheme=public",
+                &["--default-load-balancer-scheme", "'public'", "internet-facing"][..],
+            ),
+            ("--vault-credential-type=keys", &["--vault-credential-type", "'keys'", "sts, creds"][..]),
+            ("--aws-api-endpoints=S3=http://x", &["--aws-api-endpoints", "\"S3=http://x\"", "known: Elastic"][..]),
+        ] {
+            let e = parse(&[argv]).unwrap_err().to_string();
+            for n in needles {
+                assert!(e.contains(n), "{argv}: {n:?} missing in {e}");
+            }
+        }
+    }
+
+    /// `STS=` is a known service: its URL reaches the STS client the assume-role credentials use.
+    #[test]
+    fn sts_endpoint_is_accepted_and_kept() {
+        let (a, _) = parse(&["--aws-api-endpoints=STS=http://127.0.0.1:4566,EC2=http://127.0.0.1:4567"]).unwrap();
+        let e = lbc_aws::config::Endpoints::parse(&a.aws_api_endpoints).unwrap();
+        assert_eq!(e.sts.as_deref(), Some("http://127.0.0.1:4566"));
+        assert_eq!(e.ec2.as_deref(), Some("http://127.0.0.1:4567"));
+    }
+
+    #[test]
+    fn enum_flags_parse_to_their_types() {
+        let (a, _) = parse(&[]).unwrap();
+        assert_eq!(
+            (a.vault_credential_type, a.default_target_type, a.default_load_balancer_scheme),
+            (VaultCredentialType::Sts, TargetTypeFlag::Instance, SchemeFlag::Internal),
+            "defaults"
+        );
+        let (a, _) = parse(&[
+            "--vault-credential-type=CREDS",
+            "--default-target-type=ip",
+            "--default-load-balancer-scheme=internet-facing",
+        ])
+        .unwrap();
+        assert_eq!(lbc_aws::credentials::vault::CredentialType::from(a.vault_credential_type).as_str(), "creds");
+        assert_eq!(lbc_model::crd::TargetType::from(a.default_target_type), lbc_model::crd::TargetType::Ip);
+        assert_eq!(lbc_model::lb::Scheme::from(a.default_load_balancer_scheme), lbc_model::lb::Scheme::InternetFacing);
+        let (a, _) = parse(&["--vault-credential-type=iam_user"]).unwrap();
+        assert_eq!(a.vault_credential_type, VaultCredentialType::Creds, "Vault's own name for creds");
     }
 
     #[test]
@@ -671,7 +792,7 @@ mod tests {
         .unwrap();
         assert_eq!(a.aws_credentials_source, CredentialsSource::Vault);
         assert_eq!(a.vault_ttl, Duration::ZERO);
-        assert_eq!(a.vault_credential_type, "sts");
+        assert_eq!(a.vault_credential_type, VaultCredentialType::Sts);
         let f =
             Args::try_parse_from(["aws-lb-controller", "--aws-credentials-source=file", "--aws-credentials-file=/x"])
                 .unwrap();

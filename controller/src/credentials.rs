@@ -65,9 +65,7 @@ fn vault_config(args: &Args) -> anyhow::Result<VaultConfig> {
             missing.join(", ")
         );
     }
-    let Some(kind) = CredentialType::parse(&args.vault_credential_type) else {
-        bail!("--vault-credential-type={:?} is not supported: use sts or creds", args.vault_credential_type);
-    };
+    let kind = CredentialType::from(args.vault_credential_type);
     let mut cfg = VaultConfig::new(&args.vault_address, &args.vault_auth_role, &args.vault_secrets_role);
     cfg.ca_bundle = non_empty(&args.vault_ca_bundle).map(PathBuf::from);
     cfg.namespace = non_empty(&args.vault_namespace);
@@ -121,14 +119,9 @@ mod tests {
         let e = vault_config(&args(&["--vault-auth-role=lbc"])).unwrap_err().to_string();
         assert!(e.contains("--vault-address") && e.contains("--vault-secrets-role"), "{e}");
         assert!(!e.contains("--vault-auth-role,"), "{e}");
-        let e = vault_config(&args(&[
-            "--vault-address=http://v",
-            "--vault-auth-role=a",
-            "--vault-secrets-role=b",
-            "--vault-credential-type=iam",
-        ]))
-        .unwrap_err()
-        .to_string();
-        assert!(e.contains("\"iam\"") && e.contains("sts or creds"), "{e}");
+        // An unknown credential type is refused when the flags are read, naming the flag, the value and
+        // the choices.
+        let e = Args::try_parse_from(["aws-lb-controller", "--vault-credential-type=iam"]).unwrap_err().to_string();
+        assert!(e.contains("--vault-credential-type") && e.contains("'iam'") && e.contains("sts, creds"), "{e}");
     }
 }

@@ -333,16 +333,11 @@ fn service_config(
 }
 
 fn default_scheme(args: &Args) -> lbc_model::lb::Scheme {
-    // clap allows only `internal` and `internet-facing`.
-    if args.default_load_balancer_scheme == "internet-facing" {
-        lbc_model::lb::Scheme::InternetFacing
-    } else {
-        lbc_model::lb::Scheme::Internal
-    }
+    args.default_load_balancer_scheme.into()
 }
 
 fn default_target_type(args: &Args) -> lbc_model::crd::TargetType {
-    if args.default_target_type == "ip" { lbc_model::crd::TargetType::Ip } else { lbc_model::crd::TargetType::Instance }
+    args.default_target_type.into()
 }
 
 fn ingress_config(args: &Args, svc: &crate::service::ServiceConfig) -> crate::ingress::IngressConfig {

@@ -113,6 +113,60 @@ impl ControllerProc {
             .and_then(|v| v.parse().ok())
     }
 
+    /// A point in the reconciles of `controller` (ALBC's label: `service`, `ingress`,
+    /// `targetGroupBinding`): every reconcile that had started by then is inside the mark's bound.
+    /// Waits for the controller to serve its per-controller series (they start at 0).
+    pub async fn reconcile_mark(&self, controller: &'static str) -> ReconcileMark {
+        let scrape = || async {
+            let text = self.metrics().await;
+            reconcile_counts(&text, controller)
+        };
+        // Running ones first, finished ones from a later scrape: a reconcile that ends in between is
+        // counted once or twice, never missed (a reconcile is counted as finished before it stops
+        // counting as running).
+        let running = crate::eventually(&format!("{controller} reconcile series in /metrics"), 30, || async {
+            scrape().await.map(|(_, running)| running)
+        })
+        .await;
+        let finished = scrape().await.map_or(0.0, |(finished, _)| finished);
+        ReconcileMark { controller, bound: finished + running }
+    }
+
+    /// Waits until `mark`'s controller has finished a reconcile that started after the mark: proof
+    /// that the state as it was at the mark has been looked at, before asserting that nothing more
+    /// was written. Panics after `secs`, naming `what`, the counts seen and the log.
+    pub async fn reconciled_since(&self, mark: ReconcileMark, what: &str, secs: u64) {
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(secs);
+        loop {
+            let text = self.metrics().await;
+            let seen = reconcile_counts(&text, mark.controller);
+            if mark.passed_by(seen) {
+                return;
+            }
+            if tokio::time::Instant::now() > deadline {
+                panic!(
+                    "timed out after {secs}s waiting for a {} reconcile that started after {what}: finished/running \
+                     {seen:?}, needed more than {} finished (log {})",
+                    mark.controller,
+                    mark.bound,
+                    self.log.display()
+                );
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    }
+
+    /// A quiet window that can fail: marks `controller`'s reconciles, runs `poke` (a change the
+    /// controller reacts to that asks nothing of AWS: [`crate::kube_util::poke`] on the object, or
+    /// `async {}` where a change just made or a short `--sync-period` starts one), then waits for a
+    /// reconcile that started after the mark to finish. After it, "no further writes" is an
+    /// assertion about a reconcile that ran, not about a sleep.
+    pub async fn settled(&self, controller: &'static str, what: &str, poke: impl std::future::Future<Output = ()>) {
+        let mark = self.reconcile_mark(controller).await;
+        poke.await;
+        self.reconciled_since(mark, what, 60).await;
+    }
+
     /// Whether `/readyz` answers 200.
     pub async fn ready(&self) -> bool {
         reqwest::get(format!("http://127.0.0.1:{}/readyz", self.health_port))
@@ -137,9 +191,69 @@ impl ControllerProc {
     }
 }
 
+/// Finished and running reconciles of `controller` in one `/metrics` text
+/// (`controller_runtime_reconcile_total` over every result, `controller_runtime_active_workers`);
+/// `None` while the controller does not serve them.
+pub fn reconcile_counts(metrics: &str, controller: &str) -> Option<(f64, f64)> {
+    let total = format!("controller_runtime_reconcile_total{{controller=\"{controller}\",");
+    let active = format!("controller_runtime_active_workers{{controller=\"{controller}\"}}");
+    let running = metrics.lines().find(|l| l.starts_with(&active))?.rsplit(' ').next()?.parse().ok()?;
+    Some((crate::albc::sum_lines(metrics, &total), running))
+}
+
+/// See [`ControllerProc::reconcile_mark`].
+#[derive(Clone, Copy, Debug)]
+pub struct ReconcileMark {
+    controller: &'static str,
+    /// Finished plus running reconciles at the mark: at least the number that had started.
+    bound: f64,
+}
+
+impl ReconcileMark {
+    /// Whether `seen` (finished, running) counts more finished reconciles than had started at the
+    /// mark, so that at least one of them started after it.
+    pub fn passed_by(&self, seen: Option<(f64, f64)>) -> bool {
+        seen.is_some_and(|(finished, _)| finished > self.bound)
+    }
+}
+
 impl Drop for ControllerProc {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TEXT: &str = "\
+controller_runtime_reconcile_total{controller=\"service\",result=\"success\"} 3
+controller_runtime_reconcile_total{controller=\"service\",result=\"error\"} 1
+controller_runtime_reconcile_total{controller=\"service\",result=\"requeue_after\"} 2
+controller_runtime_reconcile_total{controller=\"ingress\",result=\"success\"} 9
+controller_runtime_active_workers{controller=\"service\"} 1
+controller_runtime_active_workers{controller=\"ingress\"} 0
+";
+
+    #[test]
+    fn counts_are_per_controller_over_every_result() {
+        assert_eq!(reconcile_counts(TEXT, "service"), Some((6.0, 1.0)));
+        assert_eq!(reconcile_counts(TEXT, "ingress"), Some((9.0, 0.0)));
+        assert_eq!(reconcile_counts(TEXT, "targetGroupBinding"), None, "not served: no count");
+        assert_eq!(reconcile_counts("", "service"), None, "not up yet");
+    }
+
+    /// The reconcile running at the mark finishing is not enough: it may have read the state before
+    /// the mark. Only one more finished reconcile than had started proves a look after it.
+    #[test]
+    fn a_mark_is_passed_only_by_a_reconcile_that_started_after_it() {
+        let mark = ReconcileMark { controller: "service", bound: 6.0 + 1.0 };
+        assert!(!mark.passed_by(Some((6.0, 1.0))), "nothing finished");
+        assert!(!mark.passed_by(Some((7.0, 0.0))), "only the one running at the mark finished");
+        assert!(!mark.passed_by(Some((7.0, 1.0))), "a new one is still running");
+        assert!(mark.passed_by(Some((8.0, 0.0))), "one started after the mark finished");
+        assert!(!mark.passed_by(None), "metrics gone: no proof");
     }
 }

@@ -76,3 +76,15 @@ pub async fn gate_status(client: &Client, ns: &str, set: &str, gate: &str) -> Ve
         })
         .collect()
 }
+
+/// Sets annotation `lbc-e2e/poke` of `name` to a fresh value: a change every watch sees and no
+/// decision reads, so the controller reconciles the object now (`ControllerProc::settled`'s poke).
+pub async fn poke<K>(api: &Api<K>, name: &str)
+where
+    K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned,
+{
+    let patch = serde_json::json!({"metadata": {"annotations": {"lbc-e2e/poke": crate::unique("p")}}});
+    api.patch(name, &kube::api::PatchParams::default(), &kube::api::Patch::Merge(patch))
+        .await
+        .unwrap_or_else(|e| panic!("poke {name}: {e}"));
+}

@@ -17,7 +17,6 @@ use lbc_e2e::{Env, aws, eventually, kube_util, unique};
 use lbc_model::crd::TargetGroupBinding;
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::Duration;
 
 const ALB: &str = "alb.ingress.kubernetes.io";
 
@@ -177,6 +176,12 @@ impl Fixture {
         out
     }
 
+    /// Waits until `ctl` has finished an Ingress reconcile that started after `what` was seen (Ingress
+    /// `ns/name` is poked so that its group's runs): the proof a "no further writes" assertion needs.
+    async fn settled(&self, ctl: &ControllerProc, ns: &str, name: &str, what: &str) {
+        ctl.settled("ingress", what, kube_util::poke(&self.ingresses(ns), name)).await;
+    }
+
     /// Write calls (anything but Describe*) `ctl` made since `mark`.
     async fn writes_since(&self, mark: u64, ctl: &ControllerProc) -> Vec<String> {
         let (calls, _) = self.emu.calls(mark, None).await;
@@ -270,7 +275,7 @@ async fn ingress_with_two_paths_gets_an_alb_with_rules_and_is_cleaned_up() {
 
     // Steady state: a resync makes no write.
     let mark = f.emu.mark().await;
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    f.settled(&ctl, &ns, "web", "the ALB in place").await;
     assert_eq!(f.writes_since(mark, &ctl).await, Vec::<String>::new(), "no write without a change");
 
     // One path changes: one rule is modified, nothing else.
@@ -285,7 +290,7 @@ async fn ingress_with_two_paths_gets_an_alb_with_rules_and_is_cleaned_up() {
         (r.len() == 2 && r[1].paths.contains(&"/c".to_string())).then_some(())
     })
     .await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    f.settled(&ctl, &ns, "web", "the rule for /c").await;
     let updated = f.calls_since(mark, &ctl).await;
     eprintln!("update (one path): {}", summarize(&updated));
     assert_eq!(f.writes_since(mark, &ctl).await, ["ModifyRule"], "only the changed rule");
@@ -301,7 +306,7 @@ async fn ingress_with_two_paths_gets_an_alb_with_rules_and_is_cleaned_up() {
     })
     .await;
     assert!(note.contains("healthcheck-interval-seconds"), "names the annotation: {note}");
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    f.settled(&ctl, &ns, "web", "the FailedBuildModel Warning").await;
     assert_eq!(f.writes_since(mark, &ctl).await, Vec::<String>::new(), "bad input changes nothing in AWS");
     let patch = json!({"metadata": {"annotations": {format!("{ALB}/healthcheck-interval-seconds"): null}}});
     f.ingresses(&ns).patch("web", &PatchParams::default(), &Patch::Merge(patch)).await.unwrap();
@@ -392,7 +397,7 @@ async fn a_group_of_two_namespaces_shares_one_alb_in_group_order() {
     })
     .await;
     eventually("hostname of third", 60, || f.hostname(&ns1, "third")).await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    f.settled(&ctl, &ns1, "third", "third's hostname").await;
     let mut written = f.writes_since(mark, &ctl).await;
     written.sort();
     assert_eq!(written, ["CreateRule", "CreateTargetGroup", "RegisterTargets"], "only the joining member's parts");
@@ -522,11 +527,17 @@ async fn https_without_certificate_arn_uses_the_acm_certificates_of_its_hosts() 
     let want: BTreeSet<String> = f.env.pod_ips(&ns, "a").into_iter().map(|ip| format!("{ip}:8080")).collect();
     eventually("pods registered", 60, || async { (aws::registered(&f.elb, &tgs[0]).await == want).then_some(()) })
         .await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // The reconciles running now finish (marked), then a resync of its own (no poke: --sync-period=5s)
+    // reads the load balancer and a reconcile after it finishes.
     let mark = f.emu.mark().await;
-    tokio::time::sleep(Duration::from_secs(12)).await;
+    ctl.settled("ingress", "the pods registered", async {}).await;
+    eventually("a resync reads the load balancer", 30, || async {
+        (f.calls_since(mark, &ctl).await.get("DescribeLoadBalancers").copied().unwrap_or(0) >= 1).then_some(())
+    })
+    .await;
+    ctl.settled("ingress", "the resync's DescribeLoadBalancers", async {}).await;
     let resync = f.calls_since(mark, &ctl).await;
-    eprintln!("resyncs over 12 s: {}", summarize(&resync));
+    eprintln!("resyncs: {}", summarize(&resync));
     assert_eq!(f.writes_since(mark, &ctl).await, Vec::<String>::new(), "no write on resync");
     assert!(resync.get("DescribeLoadBalancers").copied().unwrap_or(0) >= 1, "a resync ran: {resync:?}");
 
@@ -582,7 +593,7 @@ async fn wafv2_web_acl_follows_the_annotations() {
 
     // Resync: reads only.
     let mark = f.emu.mark().await;
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    f.settled(&ctl, &ns, "web", "the pods registered").await;
     assert_eq!(f.writes_since(mark, &ctl).await, Vec::<String>::new(), "no write without a change");
 
     let set = |k: &str, v: Option<&str>| {
@@ -596,7 +607,7 @@ async fn wafv2_web_acl_follows_the_annotations() {
     set("wafv2-acl-name", Some(&name_b)).await;
     eventually("web ACL b by name", 30, || async { (acl_of().await.as_deref() == Some(acl_b.as_str())).then_some(()) })
         .await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    f.settled(&ctl, &ns, "web", "web ACL b associated").await;
     assert_eq!(f.writes_since(mark, &ctl).await, ["AssociateWebACL"], "one association change");
 
     // An unknown name: a Warning naming it, nothing changed.
@@ -609,13 +620,14 @@ async fn wafv2_web_acl_follows_the_annotations() {
     })
     .await;
     assert!(note.contains("no WAFv2 web ACL named") && note.contains("wafv2-acl-arn"), "{note}");
+    f.settled(&ctl, &ns, "web", "the FailedDeployModel Warning").await;
     assert_eq!(f.writes_since(mark, &ctl).await, Vec::<String>::new(), "nothing changed");
     assert_eq!(acl_of().await.as_deref(), Some(acl_b.as_str()));
 
     // Annotation removed: the association stays (ALBC: remove with `none`, never by omission).
     let mark = f.emu.mark().await;
     set("wafv2-acl-name", None).await;
-    tokio::time::sleep(Duration::from_secs(4)).await;
+    f.settled(&ctl, &ns, "web", "the annotation removed").await;
     assert_eq!(acl_of().await.as_deref(), Some(acl_b.as_str()), "left alone without the annotation");
     assert_eq!(f.writes_since(mark, &ctl).await, Vec::<String>::new());
 
@@ -623,7 +635,7 @@ async fn wafv2_web_acl_follows_the_annotations() {
     let mark = f.emu.mark().await;
     set("wafv2-acl-arn", Some("none")).await;
     eventually("web ACL removed", 30, || async { acl_of().await.is_none().then_some(()) }).await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    f.settled(&ctl, &ns, "web", "web ACL removed").await;
     assert_eq!(f.writes_since(mark, &ctl).await, ["DisassociateWebACL"]);
 
     f.ingresses(&ns).delete("web", &DeleteParams::default()).await.unwrap();
@@ -981,9 +993,9 @@ async fn actions_conditions_regex_paths_and_oidc_rules_match_the_annotations() {
 
     // Resyncs (every 3 s) make no write.
     let mark = f.emu.mark().await;
-    tokio::time::sleep(Duration::from_secs(10)).await;
+    f.settled(&ctl, &ns, "routes", "every target registered").await;
     assert_eq!(f.writes_since(mark, &ctl).await, Vec::<String>::new(), "no write without a change");
-    eprintln!("resync (10 s): {}", summarize(&f.calls_since(mark, &ctl).await));
+    eprintln!("resync: {}", summarize(&f.calls_since(mark, &ctl).await));
 
     // One condition changes: exactly one ModifyRule.
     let mark = f.emu.mark().await;
@@ -994,7 +1006,7 @@ async fn actions_conditions_regex_paths_and_oidc_rules_match_the_annotations() {
         r.iter().any(|r| r.conditions.contains(&"http-header X-Canary [true]".to_string())).then_some(())
     })
     .await;
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    f.settled(&ctl, &ns, "routes", "the header condition changed").await;
     eprintln!("one condition: {}", summarize(&f.calls_since(mark, &ctl).await));
     assert_eq!(f.writes_since(mark, &ctl).await, ["ModifyRule"], "only the changed rule");
 
@@ -1010,7 +1022,7 @@ async fn actions_conditions_regex_paths_and_oidc_rules_match_the_annotations() {
     })
     .await;
     assert_eq!(rotated.iter().filter(|(p, d)| !OIDC_RULES.contains(p) && d.is_some()).count(), 0);
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    f.settled(&ctl, &ns, "routes", "the digest tags rotated").await;
     let mut written = f.writes_since(mark, &ctl).await;
     written.sort();
     eprintln!("secret rotation: {}", summarize(&f.calls_since(mark, &ctl).await));
@@ -1031,11 +1043,12 @@ async fn actions_conditions_regex_paths_and_oidc_rules_match_the_annotations() {
     })
     .await;
     assert!(note.contains(&format!("Secret {ns}/oidc-creds")) && note.contains("keys present: [clientID]"), "{note}");
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    f.settled(&ctl, &ns, "routes", "the Warning about the Secret").await;
     assert_eq!(f.writes_since(mark, &ctl).await, Vec::<String>::new(), "an incomplete Secret changes nothing in AWS");
     // Restored with the same secret: the digest is unchanged, still no write.
     secrets.replace("oidc-creds", &PostParams::default(), &oidc_secret("second-s3cret")).await.expect("restore");
-    tokio::time::sleep(Duration::from_secs(6)).await;
+    // Secrets are never watched: the restored one is read by the next pass, which the poke starts.
+    f.settled(&ctl, &ns, "routes", "the Secret restored").await;
     assert_eq!(f.writes_since(mark, &ctl).await, Vec::<String>::new(), "the same secret again: no write");
 
     // An invalid regex: a Warning naming it, nothing changed in AWS.
@@ -1050,7 +1063,7 @@ async fn actions_conditions_regex_paths_and_oidc_rules_match_the_annotations() {
     })
     .await;
     assert!(note.contains("not a valid regular expression") && note.contains("conditions."), "{note}");
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    f.settled(&ctl, &ns, "routes", "the Warning about the regex").await;
     assert_eq!(f.writes_since(mark, &ctl).await, Vec::<String>::new(), "an invalid regex changes nothing in AWS");
 
     // The secret never shows in events.

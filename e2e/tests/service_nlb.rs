@@ -94,6 +94,12 @@ impl Fixture {
         want
     }
 
+    /// Waits until `ctl` has finished a Service reconcile that started after `what` was seen (Service
+    /// `name` is poked so that one runs): the proof a "no further writes" assertion needs.
+    async fn settled(&self, ctl: &ControllerProc, name: &str, what: &str) {
+        ctl.settled("service", what, kube_util::poke(&self.services(), name)).await;
+    }
+
     /// Write calls (anything but Describe*) `ctl` made since `mark`, as "Operation" strings.
     async fn writes_since(&self, mark: u64, ctl: &ControllerProc) -> Vec<String> {
         let (calls, _) = self.emu.calls(mark, None).await;
@@ -137,8 +143,7 @@ async fn service_gets_an_nlb_follows_updates_and_is_cleaned_up() {
 
     // Steady state: a resync makes no write.
     let mark = f.emu.mark().await;
-    ctl.metrics().await;
-    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    f.settled(&ctl, "web", "the NLB in place").await;
     assert_eq!(f.writes_since(mark, &ctl).await, Vec::<String>::new(), "no write without a change");
 
     // One annotation changes one thing: the healthy threshold → ModifyTargetGroup only.
@@ -151,7 +156,7 @@ async fn service_gets_an_nlb_follows_updates_and_is_cleaned_up() {
         (d.target_groups()[0].healthy_threshold_count() == Some(5)).then_some(())
     })
     .await;
-    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    f.settled(&ctl, "web", "healthy threshold 5").await;
     assert_eq!(f.writes_since(mark, &ctl).await, ["ModifyTargetGroup"], "only the health check changed");
 
     // A target-group attribute → ModifyTargetGroupAttributes only.
@@ -167,7 +172,7 @@ async fn service_gets_an_nlb_follows_updates_and_is_cleaned_up() {
             .then_some(())
     })
     .await;
-    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    f.settled(&ctl, "web", "deregistration delay 30").await;
     assert_eq!(f.writes_since(mark, &ctl).await, ["ModifyTargetGroupAttributes"], "only the attribute changed");
 
     // The health-check interval is part of the target group's name (ALBC's hash): a new group is
@@ -194,7 +199,7 @@ async fn service_gets_an_nlb_follows_updates_and_is_cleaned_up() {
     })
     .await;
     assert!(note.contains("aws-load-balancer-healthcheck-interval"), "names the annotation: {note}");
-    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    f.settled(&ctl, "web", "the FailedBuildModel Warning").await;
     assert_eq!(f.writes_since(mark, &ctl).await, Vec::<String>::new(), "bad input changes nothing in AWS");
 
     // Deleted: nothing of ours left, the Service goes away.
@@ -358,7 +363,9 @@ async fn backend_security_group_is_shared_by_load_balancers_and_deleted_with_the
     // The first deletion keeps the group (the other load balancer uses it); the last removes it.
     f.services().delete("web", &DeleteParams::default()).await.unwrap();
     eventually("web gone", 120, || async { f.services().get_opt("web").await.ok()?.is_none().then_some(()) }).await;
-    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    // The reconcile that released web's finalizer asked whether the group is still needed; one after
+    // it has finished too.
+    f.settled(&ctl, "api", "web gone").await;
     assert_eq!(find().await.len(), 1, "still used by api");
     f.services().delete("api", &DeleteParams::default()).await.unwrap();
     eventually("api gone", 120, || async { f.services().get_opt("api").await.ok()?.is_none().then_some(()) }).await;
@@ -408,7 +415,7 @@ async fn sni_certificates_follow_the_ssl_cert_annotation() {
     let (_, tgs) = f.stack_arns("tls").await;
     f.wait_registered(&tgs[0]).await;
     let mark = f.emu.mark().await;
-    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    f.settled(&ctl, "tls", "the pod registered").await;
     assert_eq!(f.writes_since(mark, &ctl).await, Vec::<String>::new(), "no write without a change");
 
     // b → c: one add, one remove, the default untouched.
@@ -417,7 +424,7 @@ async fn sni_certificates_follow_the_ssl_cert_annotation() {
     f.services().patch("tls", &PatchParams::default(), &Patch::Merge(patch)).await.unwrap();
     let want = [(a.clone(), true), (c.clone(), false)];
     eventually("certificate c attached, b detached", 60, || async { (attached().await == want).then_some(()) }).await;
-    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    f.settled(&ctl, "tls", "certificate c attached").await;
     assert_eq!(f.writes_since(mark, &ctl).await, ["AddListenerCertificates", "RemoveListenerCertificates"]);
 
     f.services().delete("tls", &DeleteParams::default()).await.unwrap();
@@ -451,7 +458,7 @@ async fn private_link_enforcement_and_minimum_capacity_follow_their_annotations(
 
     // In sync: no write on resync.
     let mark = f.emu.mark().await;
-    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    f.settled(&ctl, "web", "the pods registered").await;
     assert_eq!(f.writes_since(mark, &ctl).await, Vec::<String>::new(), "no write without a change");
 
     // CapacityUnits=0 resets the reservation, and only that.
@@ -460,7 +467,7 @@ async fn private_link_enforcement_and_minimum_capacity_follow_their_annotations(
     let patch = json!({"metadata": {"annotations": {key: "CapacityUnits=0"}}});
     f.services().patch("web", &PatchParams::default(), &Patch::Merge(patch)).await.unwrap();
     eventually("reservation reset", 30, || async { capacity().await.is_none().then_some(()) }).await;
-    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    f.settled(&ctl, "web", "the reservation reset").await;
     assert_eq!(f.writes_since(mark, &ctl).await, ["ModifyCapacityReservation"]);
 
     f.services().delete("web", &DeleteParams::default()).await.unwrap();

@@ -127,16 +127,26 @@ async fn restart_mid_change_loses_nothing_and_warm_restart_is_free() {
     f.env.pods(&["scale", &f.ns, "web", "--replicas", "1"]);
     let ctl = f.controller(&[]);
     f.wait_targets("converged after restart: no target lost or left behind", &f.expected("web")).await;
-    // Let the checkpoint settle, then restart again with nothing changed.
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // The checkpoint is written once the targets are in place; then restart again with nothing changed.
+    eventually("checkpoint annotation on the binding", 30, || async {
+        let tgbs: Api<TargetGroupBinding> = Api::namespaced(f.client.clone(), &f.ns);
+        let b = tgbs.get("web").await.ok()?;
+        b.metadata.annotations?.contains_key(lbc_model::names::CHECKPOINT_ANNOTATION).then_some(())
+    })
+    .await;
     ctl.terminate();
     let mark = f.emu.mark().await;
     let ctl = f.controller(&[]);
     eventually("controller ready", 30, || async { ctl.ready().await.then_some(()) }).await;
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    // Proof the binding was looked at: a reconcile skipped on the checkpoint, and one more after it.
+    eventually("a reconcile skipped on the checkpoint", 30, || async {
+        (ctl.metric("awslbc_reconcile_skipped_checkpoint_total").await.unwrap_or(0.0) >= 1.0).then_some(())
+    })
+    .await;
+    let tgbs: Api<TargetGroupBinding> = Api::namespaced(f.client.clone(), &f.ns);
+    ctl.settled("targetGroupBinding", "the skipped reconcile", kube_util::poke(&tgbs, "web")).await;
     let (calls, _) = f.emu.calls(mark, Some(&f.arn)).await;
     assert!(calls.is_empty(), "a warm restart with nothing changed must make no AWS call for the group, saw {calls:?}");
-    assert!(ctl.metric("awslbc_reconcile_skipped_checkpoint_total").await.unwrap_or(0.0) >= 1.0);
     f.cleanup().await;
 }
 
@@ -237,7 +247,7 @@ async fn multi_cluster_target_group_only_touches_own_targets() {
         )
         .await
         .unwrap();
-    let _ctl_a = a.controller(&[]);
+    let ctl_a = a.controller(&[]);
     let _ctl_b = ControllerProc::start(&a.env, &ns_b, "lbc-e2e-leader", &[]);
     let ips_b: BTreeSet<String> = a.env.pod_ips(&ns_b, "web").into_iter().map(|ip| format!("{ip}:8080")).collect();
     let both: BTreeSet<String> = a.expected("web").union(&ips_b).cloned().collect();
@@ -246,7 +256,9 @@ async fn multi_cluster_target_group_only_touches_own_targets() {
     // Cluster A scales to zero: only A's targets leave; B's stay.
     a.env.pods(&["scale", &a.ns, "web", "--replicas", "0"]);
     a.wait_targets("only cluster B's targets remain", &ips_b).await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // A's reconciles running now finish, and one after them (its binding poked).
+    let tgbs_a: Api<TargetGroupBinding> = Api::namespaced(a.client.clone(), &a.ns);
+    ctl_a.settled("targetGroupBinding", "only B's targets left", kube_util::poke(&tgbs_a, "web")).await;
     assert_eq!(aws::registered(&a.elb, &a.arn).await, ips_b, "cluster B's targets must survive A's changes");
     kube_util::delete_namespace(&a.client, &ns_b).await;
     a.cleanup().await;

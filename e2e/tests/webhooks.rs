@@ -11,7 +11,6 @@ use lbc_e2e::{Env, aws, eventually, kube_util, unique};
 use lbc_model::crd::TargetGroupBinding;
 use serde_json::json;
 use std::path::Path;
-use std::time::Duration;
 
 const GATE: &str = "target-health.elbv2.k8s.aws/web";
 
@@ -84,7 +83,9 @@ async fn webhooks_inject_gates_validate_bindings_and_survive_outages() {
     // The mutator filled in what it learned from AWS.
     assert_eq!(created.spec.vpc_id.as_deref(), Some(env.get("LBC_VPC_ID")));
     assert!(created.spec.target_type.is_some());
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // The validator checks against the controller's cache: a binding reconcile that started after
+    // the creation proves the cache holds it (the only binding of the namespace the controller watches).
+    ctl.settled("targetGroupBinding", "the binding created", kube_util::poke(&tgbs, "web")).await;
 
     // A second binding of the same target group is refused by the API server with our message.
     let dup = json!({"apiVersion": "elbv2.k8s.aws/v1beta1", "kind": "TargetGroupBinding", "metadata": {"name": "dup"},

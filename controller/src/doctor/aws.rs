@@ -60,7 +60,7 @@ fn origin(args: &Args) -> String {
             args.vault_address,
             args.vault_auth_role,
             args.vault_secrets_mount,
-            args.vault_credential_type,
+            lbc_aws::credentials::vault::CredentialType::from(args.vault_credential_type).as_str(),
             args.vault_secrets_role
         ),
         CredentialsSource::File => {

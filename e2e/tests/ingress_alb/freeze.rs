@@ -4,7 +4,6 @@
 
 use super::*;
 use k8s_openapi::api::networking::v1::IngressClassParametersReference;
-use std::time::Instant;
 
 /// An Ingress of `class` in IngressGroup `group`, without the legacy class annotation.
 fn member(name: &str, p: HTTPIngressPath, group: &str, class: &str, scheme: Option<&str>) -> Ingress {
@@ -115,21 +114,18 @@ async fn deleting_the_class_of_a_two_namespace_group_freezes_it_and_recreating_i
             assert!(note.contains(&want), "{want}: {note}");
         }
     }
-    let seen = Instant::now();
     eprintln!("frozen: Warnings on both members");
-    // 60 s from the moment the controller provably saw the deletion: no AWS write at all.
-    while seen.elapsed() < Duration::from_secs(60) {
-        let written = f.writes_since(mark, &ctl).await;
-        assert_eq!(written, Vec::<String>::new(), "a frozen group is not written to ({:?} in)", seen.elapsed());
-        tokio::time::sleep(Duration::from_secs(5)).await;
-    }
+    // The pass that warned, and one more after it (poked): no AWS write at all.
+    f.settled(&ctl, ns1.as_str(), "one", "the GroupFrozen Warnings").await;
+    let written = f.writes_since(mark, &ctl).await;
+    assert_eq!(written, Vec::<String>::new(), "a frozen group is not written to");
     let written = f.writes_since(mark, &ctl).await;
     assert!(
         !written.iter().any(|w| ["DeleteLoadBalancer", "DeleteTargetGroup", "DeregisterTargets"].contains(&w.as_str())),
         "{written:?}"
     );
     assert_eq!(written, Vec::<String>::new(), "no write while frozen");
-    eprintln!("frozen for {:?}: {}", seen.elapsed(), summarize(&f.calls_since(mark, &ctl).await));
+    eprintln!("frozen: {}", summarize(&f.calls_since(mark, &ctl).await));
     assert_eq!(f.stack_arns(&group).await, (lbs.clone(), tgs.clone()), "the ALB and target groups stay");
     for (ns, name) in members {
         assert_eq!(f.hostname(ns, name).await.as_deref(), Some(host.as_str()), "status kept on {ns}/{name}");
@@ -207,7 +203,7 @@ async fn a_member_of_another_namespace_cannot_replace_the_shared_alb() {
             assert!(note.contains(&want), "{want}: {note}");
         }
     }
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    f.settled(&ctl, &ns2, "intruder", "the ReplacementRefused Warnings").await;
     eprintln!("refused: {}", summarize(&f.calls_since(mark, &ctl).await));
     assert_eq!(f.writes_since(mark, &ctl).await, Vec::<String>::new(), "no replacement, no write");
     assert_eq!(f.stack_arns(&group).await, (lbs.clone(), tgs), "same ALB, no new target group");

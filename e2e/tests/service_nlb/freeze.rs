@@ -2,7 +2,6 @@
 //! freezes the Services of the old class (their class cannot change) instead of deleting their NLBs.
 
 use super::*;
-use std::time::{Duration, Instant};
 
 #[tokio::test]
 #[ignore = "end-to-end: needs the local environment (e2e/up); e2e/test-all runs it with --include-ignored"]
@@ -25,11 +24,10 @@ async fn a_changed_load_balancer_class_flag_freezes_the_service_instead_of_delet
     for want in ["\"service.k8s.aws/nlb\"", "\"corp.example/nlb\"", "--load-balancer-class=service.k8s.aws/nlb"] {
         assert!(note.contains(want), "{want}: {note}");
     }
-    let seen = Instant::now();
-    while seen.elapsed() < Duration::from_secs(15) {
-        assert_eq!(f.writes_since(mark, &ctl).await, Vec::<String>::new(), "a frozen Service is not written to");
-        tokio::time::sleep(Duration::from_secs(3)).await;
-    }
+    // A Service reconcile and a binding reconcile after the Warning, then nothing written.
+    f.settled(&ctl, "web", "the Frozen Warning").await;
+    ctl.settled("targetGroupBinding", "the Frozen Warning", kube_util::poke(&f.services(), "web")).await;
+    assert_eq!(f.writes_since(mark, &ctl).await, Vec::<String>::new(), "a frozen Service is not written to");
     assert_eq!(f.stack_arns("web").await, (lbs.clone(), tgs.clone()), "the NLB and target group stay");
     assert_eq!(f.hostname("web").await.as_deref(), Some(host.as_str()));
     assert_eq!(aws::registered(&f.elb, &tgs[0]).await, want, "targets stay registered");
