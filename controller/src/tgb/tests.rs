@@ -638,3 +638,50 @@ async fn a_status_write_the_api_server_refuses_fails_the_reconcile() {
     assert_eq!(h.kube_lines(), vec![format!("PATCH {TGB_PATH}/status")]);
     assert!(err.to_string().contains("500") || err.to_string().contains("Injected"), "{err}");
 }
+
+#[tokio::test(start_paused = true)]
+async fn multi_cluster_records_its_targets_before_writing_and_deletes_only_its_own() {
+    let mut tgb = binding(true);
+    tgb.spec.multi_cluster_target_group = Some(true);
+    let h = harness(cluster(tgb.clone(), &[(1, "a", true, false)])).await;
+    // Another cluster's target in the shared group.
+    h.elb.register_targets(ARN, &[t(9)], None).await.unwrap();
+    h.aws();
+
+    h.reconcile(&tgb).await.unwrap();
+    assert_eq!(
+        h.aws(),
+        vec!["DescribeTargetGroups(0)", "DescribeTargetHealth(0)", "RegisterTargets(1)"],
+        "no owner-tag read for a shared group; the other cluster's target is left alone"
+    );
+    assert_eq!(h.registered(), vec!["10.0.1.1:8080", "10.0.1.9:8080"]);
+    let cm = format!("/api/v1/namespaces/{NS}/configmaps");
+    let kube = h.kube();
+    assert_eq!(
+        kube.iter().map(Seen::line).collect::<Vec<_>>(),
+        vec![
+            format!("GET {cm}/aws-lbc-targets-web"),
+            format!("PUT {cm}/aws-lbc-targets-web"),
+            format!("POST {cm}"),
+            format!("PUT {cm}/aws-lbc-targets-web"),
+            format!("PATCH {TGB_PATH}/status"),
+        ],
+        "owned set read, recorded with the planned registration before it (created on first use), then again after"
+    );
+    assert_eq!(kube[2].body["data"]["targets"], json!("10.0.1.1:8080"), "recorded before RegisterTargets");
+    assert_eq!(kube[2].body["metadata"]["ownerReferences"][0]["name"], json!("web"), "owned by the binding");
+    assert_eq!(kube[3].body["data"]["targets"], json!("10.0.1.1:8080"));
+
+    let gone = deleting(tgb);
+    h.reconcile(&gone).await.unwrap();
+    assert_eq!(h.aws(), vec!["DescribeTargetHealth(0)", "DeregisterTargets(1)"]);
+    assert_eq!(h.registered(), vec!["10.0.1.9:8080"], "only this cluster's target deregistered");
+    assert_eq!(
+        h.kube_lines(),
+        vec![
+            format!("GET {cm}/aws-lbc-targets-web"),
+            format!("DELETE {cm}/aws-lbc-targets-web"),
+            format!("PATCH {TGB_PATH}")
+        ]
+    );
+}
