@@ -113,3 +113,95 @@ async fn a_renewed_record_restarts_the_followers_clock() {
     assert!(n >= 15, "{n}");
     assert!(!*leader.borrow());
 }
+
+/// Creates the Lease (GET 404, POST 201) and waits until leading.
+async fn acquire(h: &mut ApiHandle, leader: &mut watch::Receiver<bool>) {
+    let (m, tx) = next(h).await;
+    assert_eq!(m, "GET");
+    respond(tx, StatusCode::NOT_FOUND, not_found());
+    let (m, tx) = next(h).await;
+    assert_eq!(m, "POST");
+    respond(tx, StatusCode::CREATED, lease("me", "2026-01-01T00:00:00.000000Z", "1"));
+    leader.wait_for(|v| *v).await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_renewal_that_loses_the_compare_and_swap_stops_writes_at_once() {
+    let (svc, mut h) = mock::pair::<Request<Body>, Response<Body>>();
+    let (mut leader, _stop) = start(Client::new(svc, "default"));
+    acquire(&mut h, &mut leader).await;
+    let t0 = Instant::now();
+    let (m, tx) = next(&mut h).await;
+    assert_eq!(m, "GET");
+    respond(tx, StatusCode::OK, lease("me", "2026-01-01T00:00:00.000000Z", "1"));
+    let (m, tx) = next(&mut h).await;
+    assert_eq!(m, "PUT", "the renewal replaces the record it read (resourceVersion 1)");
+    // Another replica wrote the Lease in between: 409 Conflict.
+    let conflict = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Conflict", "code": 409,
+                          "message": "the object has been modified"});
+    respond(tx, StatusCode::CONFLICT, conflict);
+    leader.wait_for(|v| !*v).await.unwrap();
+    assert_eq!(t0.elapsed(), Duration::from_secs(2), "dropped with the failed renewal, not at the deadline");
+}
+
+#[tokio::test(start_paused = true)]
+async fn api_errors_keep_leadership_only_until_the_renew_deadline() {
+    let (svc, mut h) = mock::pair::<Request<Body>, Response<Body>>();
+    let (mut leader, _stop) = start(Client::new(svc, "default"));
+    let t0 = Instant::now();
+    acquire(&mut h, &mut leader).await;
+    let watching = leader.clone();
+    let mut errors = 0;
+    loop {
+        tokio::select! {
+            r = h.next_request() => {
+                let (req, tx) = r.expect("a request");
+                assert_eq!(req.method().as_str(), "GET");
+                assert!(*watching.borrow(), "still leading at {:?} after {errors} failed renewals", t0.elapsed());
+                let e = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "InternalError",
+                               "code": 500, "message": "etcdserver: request timed out"});
+                respond(tx, StatusCode::INTERNAL_SERVER_ERROR, e);
+                errors += 1;
+            }
+            _ = leader.wait_for(|v| !*v) => break,
+        }
+    }
+    assert_eq!(t0.elapsed(), cfg().timings.renew_deadline, "dropped at the renew deadline");
+    assert_eq!(errors, 4, "renewals every retry period until then (2, 4, 6, 8 s)");
+}
+
+#[tokio::test(start_paused = true)]
+async fn shutdown_stops_writes_first_then_releases_the_lease() {
+    let (svc, mut h) = mock::pair::<Request<Body>, Response<Body>>();
+    let (mut leader, stop) = start(Client::new(svc, "default"));
+    acquire(&mut h, &mut leader).await;
+    stop.send(true).unwrap();
+    let (m, tx) = next(&mut h).await;
+    assert_eq!(m, "GET");
+    assert!(!*leader.borrow(), "writes stopped before the release is even read");
+    respond(tx, StatusCode::OK, lease("me", "2026-01-01T00:00:00.000000Z", "3"));
+    let (req, tx) = h.next_request().await.expect("the release");
+    assert_eq!(req.method().as_str(), "PUT");
+    let body = req.into_body().collect_bytes().await.unwrap();
+    let released: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(released["metadata"]["resourceVersion"], json!("3"), "a compare-and-swap on the record read");
+    assert!(released["spec"].get("holderIdentity").is_none(), "holder cleared: {released}");
+    assert!(released["spec"].get("renewTime").is_none(), "renew time cleared: {released}");
+    respond(tx, StatusCode::OK, released);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_follower_stopping_releases_nothing() {
+    let (svc, mut h) = mock::pair::<Request<Body>, Response<Body>>();
+    let (tx, leader) = watch::channel(false);
+    let (stop, stop_rx) = watch::channel(false);
+    let task = tokio::spawn(run(Client::new(svc, "default"), cfg(), tx, stop_rx));
+    let (m, tx) = next(&mut h).await;
+    assert_eq!(m, "GET");
+    respond(tx, StatusCode::OK, lease("other", "2026-01-01T00:00:00.000000Z", "7"));
+    stop.send(true).unwrap();
+    task.await.unwrap();
+    // The election has ended and dropped its client: every request it made was seen above.
+    assert!(h.next_request().await.is_none(), "a follower has nothing to release");
+    assert!(!*leader.borrow());
+}

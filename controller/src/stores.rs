@@ -13,10 +13,11 @@ use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
+use lbc_model::binding::{bindings_gating, binds_service, ingress_stack_labels, owner_services};
 use lbc_model::crd::{IngressClassParams, TargetGroupBinding};
 use lbc_model::endpoints::SliceInfo;
 use lbc_model::ingress::ClassSnapshot;
-use lbc_model::names::{SERVICE_NAME_LABEL, tgb_of_readiness_gate};
+use lbc_model::names::SERVICE_NAME_LABEL;
 use lbc_model::pod::{PodInfo, trim_node};
 use lbc_model::wire::{EndpointSliceWire, PodWire};
 use std::collections::{BTreeMap, HashMap};
@@ -148,11 +149,7 @@ pub fn bindings_for_service(
     ns: &str,
     svc: &str,
 ) -> Vec<ObjectRef<TargetGroupBinding>> {
-    tgbs.state()
-        .iter()
-        .filter(|t| t.namespace().as_deref() == Some(ns) && t.spec.service_ref.name == svc)
-        .map(|t| ObjectRef::from_obj(t.as_ref()))
-        .collect()
+    tgbs.state().iter().filter(|t| binds_service(t, ns, svc)).map(|t| ObjectRef::from_obj(t.as_ref())).collect()
 }
 
 fn watch_config(label_selector: Option<&str>) -> watcher::Config {
@@ -310,15 +307,10 @@ impl Stores {
                 t.send(ObjectRef::from_obj(o), false);
                 // A binding a Service owns changed or went away: let the Service controller look.
                 let ns = o.namespace().unwrap_or_default();
-                for owner in o.owner_references().iter().filter(|r| r.kind == "Service") {
-                    t.send_service(ObjectRef::new(&owner.name).within(&ns));
+                for owner in owner_services(o) {
+                    t.send_service(ObjectRef::new(owner).within(&ns));
                 }
-                let ingress_labels: std::collections::BTreeMap<String, String> = o
-                    .labels()
-                    .iter()
-                    .filter(|(k, _)| k.starts_with("ingress.k8s.aws/stack"))
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect();
+                let ingress_labels = ingress_stack_labels(o);
                 if !ingress_labels.is_empty() {
                     t.send_ingress(IngressTrigger::Binding(ingress_labels));
                 }
@@ -368,10 +360,8 @@ impl Stores {
             PodInfo::from_wire,
             metrics.clone(),
             move |ns, p| {
-                for g in &p.gates {
-                    if let Some(name) = tgb_of_readiness_gate(&g.condition_type) {
-                        t.send(tgb_ref(ns, name), false);
-                    }
+                for name in bindings_gating(p.gates.iter().map(|g| &*g.condition_type)) {
+                    t.send(tgb_ref(ns, name), false);
                 }
             },
         );

@@ -9,6 +9,9 @@
 //! - [`target`]: a target (ip, port) and its AWS health.
 //! - [`endpoints`]: EndpointSlices + pods + nodes → desired targets.
 //! - [`plan`]: desired vs registered → register/deregister batches, with the refuse-to-wipe guard.
+//! - [`binding`]: the binding reconciler's other decisions: gate conditions and patches, its Ready
+//!   status, the deletion set, the multi-cluster owned set, when to sync again, which bindings an
+//!   event wakes.
 //! - [`readiness`]: target health → pod readiness-gate condition, and how often to poll health.
 //! - [`net`]: VPC CIDR checks (overlay pod IPs).
 //! - [`checkpoint`]: the hash that lets a restarted controller skip work already in sync, and when
@@ -27,6 +30,7 @@
 
 pub mod admission;
 pub mod annotations;
+pub mod binding;
 pub mod checkpoint;
 pub mod cilium;
 pub mod compat;

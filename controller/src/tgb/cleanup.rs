@@ -8,11 +8,11 @@ use kube::ResourceExt;
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 use lbc_aws::error::ErrorKind;
+use lbc_model::binding::{deletion_targets, gate_patch};
 use lbc_model::crd::TargetGroupBinding;
 use lbc_model::names::readiness_gate_condition;
 use lbc_model::plan::batches;
 use lbc_model::readiness::GateCondition;
-use lbc_model::target::Target;
 use std::sync::Arc;
 
 pub(super) async fn cleanup(tgb: Arc<TargetGroupBinding>, ctx: &Context) -> Result<Action> {
@@ -26,12 +26,7 @@ pub(super) async fn cleanup(tgb: Arc<TargetGroupBinding>, ctx: &Context) -> Resu
             Ok(all) => {
                 let owned =
                     if tgb.spec.is_multi_cluster() { Some(status::read_owned_targets(ctx, &tgb).await?) } else { None };
-                let ours: Vec<Target> = all
-                    .iter()
-                    .filter(|r| !r.health.state.is_draining())
-                    .map(|r| r.target)
-                    .filter(|t| owned.as_ref().is_none_or(|o| o.contains(t)))
-                    .collect();
+                let ours = deletion_targets(all.iter().map(|r| (r.target, r.health.state)), owned.as_ref());
                 for b in batches(&ours, ctx.cfg.batch_size) {
                     match elb.deregister_targets(arn, b).await {
                         Err(e) if e.kind == ErrorKind::NotFound => break,
@@ -59,11 +54,8 @@ pub(super) async fn cleanup(tgb: Arc<TargetGroupBinding>, ctx: &Context) -> Resu
     let gate = readiness_gate_condition(&tgb.name_any());
     let released = GateCondition::binding_deleted();
     for (name, pod) in ctx.stores.pods_with_gate(&ns, &gate) {
-        let cur = pod.gate(&gate).and_then(|g| g.current.as_ref());
-        if released.differs_from(cur.map(|c| c.parts())) {
-            let changed = cur.map(|c| &*c.status) != Some("True");
-            let previous = cur.and_then(|c| c.last_transition_time.clone());
-            gates::patch_condition(ctx, (&ns, &name, &pod.uid), &gate, &released, changed, previous).await?;
+        if let Some(patch) = gate_patch(&released, pod.gate(&gate).and_then(|g| g.current.as_ref())) {
+            gates::patch_condition(ctx, (&ns, &name, &pod.uid), &gate, &released, patch).await?;
         }
     }
     ctx.metrics.forget_binding(&crate::metrics::TgbLabels { namespace: ns.clone(), name: tgb.name_any() });

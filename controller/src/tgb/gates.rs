@@ -11,9 +11,9 @@ use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::reflector::ObjectRef;
 use lbc_aws::elbv2::TargetGroupInfo;
+use lbc_model::binding::{GatePatch, gate_condition, gate_patch, pending_gates, settling_targets};
 use lbc_model::crd::TargetGroupBinding;
 use lbc_model::endpoints::DesiredTargets;
-use lbc_model::pod::CurrentCondition;
 use lbc_model::readiness::{GateCondition, health_poll_due, health_poll_interval};
 use lbc_model::target::{HealthState, Target};
 use serde_json::json;
@@ -42,20 +42,11 @@ pub(super) async fn update(
     just_registered: &[Target],
 ) -> Result<GateOutcome> {
     let ns = tgb.namespace().unwrap_or_default();
-    let pending: Vec<(Target, &str)> = desired
-        .targets
-        .iter()
-        .filter_map(|(t, p)| {
-            p.as_ref().filter(|p| p.gated && p.gate_status.as_deref() != Some("True")).map(|p| (*t, p.name.as_str()))
-        })
-        .collect();
+    let pending = pending_gates(desired);
     let interval =
         health_poll_interval(tg.health_check_interval_seconds, ctx.cfg.health_poll_floor, ctx.cfg.health_poll_ceiling);
     let gated: HashSet<Target> = pending.iter().map(|(t, _)| *t).collect();
-    let settling = |s: &crate::context::BindingState| -> Vec<Target> {
-        let initial = s.registered.iter().flatten().filter(|(_, h)| h.state == HealthState::Initial);
-        initial.map(|(t, _)| *t).filter(|t| !gated.contains(t)).collect()
-    };
+    let settling = |s: &crate::context::BindingState| settling_targets(s.registered.as_ref(), &gated);
     let settling_now = ctx.with_state(key, |s| settling(s));
     if pending.is_empty() && settling_now.is_empty() {
         return Ok(GateOutcome { pending: 0, settling: 0, poll_in: interval });
@@ -116,25 +107,17 @@ pub(super) async fn update(
     for (t, pod_name) in &pending {
         let health = ctx.with_state(key, |s| s.registered.as_ref().and_then(|r| r.get(t).cloned()));
         let unregistered = lost.iter().find(|(l, _)| l == t).map(|(_, h)| h);
-        let cond = match (unregistered, &health, fresh.contains(t)) {
-            // AWS's own answer (e.g. unused / Target.NotRegistered) is what the pod shows.
-            (Some(h), _, _) => GateCondition::from_health(h),
-            (None, _, true) | (None, None, false) => GateCondition::registering(),
-            (None, Some(h), false) => GateCondition::from_health(h),
-        };
+        let cond = gate_condition(unregistered, health.as_ref(), fresh.contains(t));
         if cond.status != "True" {
             still_pending += 1;
         }
         let Some(pod) = ctx.stores.pod(&ns, pod_name) else {
             continue;
         };
-        let current = pod.gate(gate).and_then(|g| g.current.as_ref());
-        if !cond.differs_from(current.map(CurrentCondition::parts)) {
+        let Some(patch) = gate_patch(&cond, pod.gate(gate).and_then(|g| g.current.as_ref())) else {
             continue;
-        }
-        let status_changed = current.map(|c| &*c.status) != Some(cond.status);
-        let previous = current.and_then(|c| c.last_transition_time.clone());
-        patch_condition(ctx, (&ns, pod_name, &pod.uid), gate, &cond, status_changed, previous).await?;
+        };
+        patch_condition(ctx, (&ns, pod_name, &pod.uid), gate, &cond, patch).await?;
         if cond.status == "True"
             && let Some(at) = ctx.with_state(key, |s| s.registered_at.remove(t))
         {
@@ -148,23 +131,21 @@ pub(super) async fn update(
     Ok(GateOutcome { pending: still_pending, settling, poll_in })
 }
 
-/// Patches one readiness-gate condition of the pod (namespace, name, UID). The UID is part of
-/// the patch: a pod deleted and recreated under the same name is not touched (the API server
+/// Patches one readiness-gate condition of the pod (namespace, name, UID), as
+/// [`lbc_model::binding::gate_patch`] decided. The UID is part of the patch: a pod deleted and recreated under the same name is not touched (the API server
 /// answers 409).
 pub(super) async fn patch_condition(
     ctx: &Context,
     (ns, name, uid): (&str, &str, &str),
     gate: &str,
     cond: &GateCondition,
-    status_changed: bool,
-    previous_transition: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
+    patch: GatePatch,
 ) -> Result<()> {
     ctx.ensure_leader()?;
     let api: Api<Pod> = Api::namespaced(ctx.client.clone(), ns);
-    let transition = match previous_transition {
-        Some(t) if !status_changed => t,
-        _ => k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::now()),
-    };
+    let transition = patch
+        .keep_transition
+        .unwrap_or_else(|| k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::now()));
     let body = json!({
         "metadata": { "uid": uid },
         "status": { "conditions": [{

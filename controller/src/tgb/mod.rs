@@ -9,6 +9,8 @@ mod cleanup;
 mod gates;
 mod status;
 mod sync;
+#[cfg(test)]
+mod tests;
 
 use crate::context::{Context, jittered};
 use crate::error::{Error, Result};

@@ -5,86 +5,45 @@ use crate::context::Context;
 use crate::error::Result;
 use crate::metrics::{TargetStateLabels, TgbLabels};
 use k8s_openapi::api::core::v1::ConfigMap;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
+use lbc_model::binding::{
+    READY, ReadyStatus, is_ready, owned_targets_value, parse_owned_targets, ready_transition, status_change,
+    synced_status,
+};
 use lbc_model::checkpoint::{StatusChange, WriteBackInput, write_back as write_back_decision};
 use lbc_model::crd::TargetGroupBinding;
 use lbc_model::endpoints::DesiredTargets;
 use lbc_model::names::{CHECKPOINT_ANNOTATION, CHECKPOINT_TIMESTAMP_ANNOTATION, multicluster_configmap_name};
 use lbc_model::plan::Plan;
-use lbc_model::target::{HealthState, Target, TargetHealth};
+use lbc_model::target::{Target, TargetHealth};
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
-
-const READY: &str = "Ready";
 
 fn api(ctx: &Context, tgb: &TargetGroupBinding) -> Api<TargetGroupBinding> {
     Api::namespaced(ctx.client.clone(), &tgb.namespace().unwrap_or_default())
 }
 
-fn current_ready(tgb: &TargetGroupBinding) -> Option<&Condition> {
-    tgb.status.as_ref().and_then(|s| s.conditions.iter().find(|c| c.type_ == READY))
-}
-
-/// Whether the binding's Ready condition (as cached) is True.
-pub(super) fn is_ready(tgb: &TargetGroupBinding) -> bool {
-    current_ready(tgb).is_some_and(|c| c.status == "True")
-}
-
-/// How the Ready condition and counts we would write differ from the binding's status.
-fn status_change(
-    tgb: &TargetGroupBinding,
-    ready: bool,
-    reason: &str,
-    message: &str,
-    counts: Option<(i32, i32)>,
-) -> StatusChange {
-    let status = if ready { "True" } else { "False" };
-    let cur = current_ready(tgb);
-    let st = tgb.status.as_ref();
-    let condition_same = cur.is_some_and(|c| c.status == status && c.reason == reason)
-        && st.and_then(|s| s.observed_generation) == tgb.metadata.generation;
-    if !condition_same {
-        return StatusChange::Condition;
-    }
-    let counts_same = cur.is_some_and(|c| c.message == message)
-        && counts.is_none_or(|(r, h)| {
-            st.and_then(|s| s.registered_targets) == Some(r) && st.and_then(|s| s.healthy_targets) == Some(h)
-        });
-    if counts_same { StatusChange::None } else { StatusChange::Counts }
-}
-
-/// Writes the Ready condition (and counts) when anything differs; returns whether it wrote.
-async fn write_status(
-    ctx: &Context,
-    tgb: &TargetGroupBinding,
-    ready: bool,
-    reason: &str,
-    message: &str,
-    counts: Option<(i32, i32)>,
-) -> Result<bool> {
-    if status_change(tgb, ready, reason, message, counts) == StatusChange::None {
+/// Writes the Ready condition (and counts) when anything differs
+/// ([`lbc_model::binding::status_change`]); returns whether it wrote.
+async fn write_status(ctx: &Context, tgb: &TargetGroupBinding, want: &ReadyStatus) -> Result<bool> {
+    if status_change(tgb, want) == StatusChange::None {
         return Ok(false);
     }
-    let status = if ready { "True" } else { "False" };
-    let cur = current_ready(tgb);
     let generation = tgb.metadata.generation;
-    let transition = match cur {
-        Some(c) if c.status == status => c.last_transition_time.clone(),
-        _ => Time(jiff::Timestamp::now()),
-    };
+    let transition = ready_transition(tgb, want).unwrap_or_else(|| Time(jiff::Timestamp::now()));
     let mut body = json!({
         "status": {
             "observedGeneration": generation,
             "conditions": [{
-                "type": READY, "status": status, "reason": reason, "message": message,
+                "type": READY, "status": want.status(), "reason": want.reason, "message": want.message,
                 "lastTransitionTime": transition, "observedGeneration": generation,
             }],
         }
     });
-    if let Some((r, h)) = counts {
+    if let Some((r, h)) = want.counts {
         body["status"]["registeredTargets"] = json!(r);
         body["status"]["healthyTargets"] = json!(h);
     }
@@ -97,7 +56,7 @@ async fn write_status(
 
 /// Reports a problem that stops the sync: Ready=False plus a Warning event (once per change).
 pub(super) async fn set_not_ready(ctx: &Context, tgb: &TargetGroupBinding, reason: &str, message: &str) -> Result<()> {
-    if write_status(ctx, tgb, false, reason, message, None).await? {
+    if write_status(ctx, tgb, &ReadyStatus::not_ready(reason, message)).await? {
         ctx.event(&tgb.object_ref(&()), true, reason, message.to_string()).await;
     }
     Ok(())
@@ -130,20 +89,9 @@ pub(super) async fn write_back(
     cp: &str,
     complete: bool,
 ) -> Result<Option<std::time::Duration>> {
-    let total = registered.values().filter(|h| h.state.is_registered()).count() as i32;
-    let healthy = registered.values().filter(|h| h.state == HealthState::Healthy).count() as i32;
-    let mut message = format!("{total} targets registered for {} endpoints", desired.targets.len());
-    if desired.stats.not_ready > 0 {
-        message.push_str(&format!("; {} endpoints not ready", desired.stats.not_ready));
-    }
-    if !plan.outside_vpc.is_empty() {
-        message.push_str(&format!("; {} pod IPs outside the VPC not registered", plan.outside_vpc.len()));
-    }
-    let ready = plan.outside_vpc.is_empty();
-    let reason = if ready { "Synced" } else { "SyncedWithOverlayIPs" };
-    let counts = Some((total, healthy));
+    let want = synced_status(registered, desired, plan);
     let now = tokio::time::Instant::now();
-    let change = status_change(tgb, ready, reason, &message, counts);
+    let change = status_change(tgb, &want);
     let decision = write_back_decision(&WriteBackInput {
         status: change,
         wrote_targets: !plan.is_empty(),
@@ -152,16 +100,10 @@ pub(super) async fn write_back(
         complete,
     });
     if decision.status {
-        let wrote = write_status(ctx, tgb, ready, reason, &message, counts).await?;
-        let was_ready = current_ready(tgb).is_some_and(|c| c.status == "True");
-        if wrote && !was_ready && ready {
-            ctx.event(
-                &tgb.object_ref(&()),
-                false,
-                "SuccessfullyReconciled",
-                format!("target group in sync: {message}"),
-            )
-            .await;
+        let wrote = write_status(ctx, tgb, &want).await?;
+        if wrote && !is_ready(tgb) && want.ready {
+            let note = format!("target group in sync: {}", want.message);
+            ctx.event(&tgb.object_ref(&()), false, "SuccessfullyReconciled", note).await;
         }
         ctx.with_state(key, |s| s.status_deferred_since = None);
     } else if change == StatusChange::None {
@@ -259,14 +201,8 @@ pub(super) async fn read_owned_targets(ctx: &Context, tgb: &TargetGroupBinding) 
     let Some(cm) = cms.get_opt(&multicluster_configmap_name(&tgb.name_any())).await? else {
         return Ok(BTreeSet::new());
     };
-    let raw = cm.data.as_ref().and_then(|d| d.get("targets")).cloned().unwrap_or_default();
-    Ok(raw.split(',').filter_map(|s| parse_target(s.trim())).collect())
-}
-
-fn parse_target(s: &str) -> Option<Target> {
-    let (ip, port) = s.rsplit_once(':')?;
-    let ip = ip.trim_start_matches('[').trim_end_matches(']');
-    Some(Target::new(ip.parse().ok()?, port.parse().ok()?))
+    let raw = cm.data.as_ref().and_then(|d| d.get("targets")).map(String::as_str).unwrap_or_default();
+    Ok(parse_owned_targets(raw))
 }
 
 pub(super) async fn write_owned_targets(
@@ -277,7 +213,6 @@ pub(super) async fn write_owned_targets(
     let ns = tgb.namespace().unwrap_or_default();
     let name = multicluster_configmap_name(&tgb.name_any());
     let cms: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &ns);
-    let value: Vec<String> = targets.iter().map(|t| t.to_string()).collect();
     let cm = ConfigMap {
         metadata: ObjectMeta {
             name: Some(name.clone()),
@@ -285,7 +220,7 @@ pub(super) async fn write_owned_targets(
             owner_references: tgb.controller_owner_ref(&()).map(|r| vec![r]),
             ..Default::default()
         },
-        data: Some([("targets".to_string(), value.join(","))].into()),
+        data: Some([("targets".to_string(), owned_targets_value(targets))].into()),
         ..Default::default()
     };
     match cms.replace(&name, &PostParams::default(), &cm).await {
@@ -300,15 +235,4 @@ pub(super) async fn write_owned_targets(
 pub(super) async fn delete_owned_targets(ctx: &Context, tgb: &TargetGroupBinding) -> Result<()> {
     let cms: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &tgb.namespace().unwrap_or_default());
     ignore_not_found(cms.delete(&multicluster_configmap_name(&tgb.name_any()), &Default::default()).await)
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn owned_targets_parse_v4_v6_and_skip_garbage() {
-        assert_eq!(super::parse_target("10.0.0.1:80").unwrap().to_string(), "10.0.0.1:80");
-        assert_eq!(super::parse_target("[fd00::1]:443").unwrap().to_string(), "[fd00::1]:443");
-        assert!(super::parse_target("nonsense").is_none());
-        assert!(super::parse_target("10.0.0.1:99999").is_none());
-    }
 }

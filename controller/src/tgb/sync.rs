@@ -11,6 +11,7 @@ use kube::runtime::reflector::ObjectRef;
 use lbc_aws::AwsError;
 use lbc_aws::elbv2::{DESCRIBE_TARGET_GROUPS_MAX_ARNS, ElbV2, TargetGroupInfo, TargetWrite};
 use lbc_aws::throttle::Permit;
+use lbc_model::binding::{NextSync, is_ready, next_sync, owned_after, pending_gates};
 use lbc_model::checkpoint::checkpoint;
 use lbc_model::crd::{TargetGroupBinding, TargetType};
 use lbc_model::endpoints::{DesiredTargets, EndpointInputs, desired_targets, resolve_service_port};
@@ -158,7 +159,7 @@ async fn prepare(
     let gate = readiness_gate_condition(&tgb.name_any());
     let desired = compute_desired(ctx, &ns, &svc, &svc_port, &tgb, &gate);
     let cp = checkpoint(&arn, tgb.metadata.generation.unwrap_or(0), desired.targets.keys());
-    let pending_gates = desired.targets.values().flatten().any(|p| p.gated && p.gate_status.as_deref() != Some("True"));
+    let pending_gates = !pending_gates(&desired).is_empty();
     let now = Instant::now();
 
     // Nothing changed since the last successful sync (maybe by a previous process): no AWS call.
@@ -168,7 +169,7 @@ async fn prepare(
     let settling = ctx.with_state(key, |s| s.registered.iter().flatten().any(|(_, h)| h.state == HealthState::Initial));
     let in_sync = pass == Pass::First
         && status::live_checkpoint(ctx, &tgb, key).as_deref() == Some(cp.as_str())
-        && status::is_ready(&tgb)
+        && is_ready(&tgb)
         && !pending_gates
         && !settling;
     if in_sync {
@@ -315,14 +316,14 @@ async fn finish(
     }
     let complete = outcome.pending == 0 && plan.outside_vpc.is_empty();
     let again_in = status::write_back(ctx, &tgb, key, &registered_now, &plan, &desired, &cp, complete).await?;
-    let next = if outcome.pending > 0 || outcome.settling > 0 {
-        outcome.poll_in
-    } else {
-        ctx.with_state(key, |s| s.verify_due.map(|d| d.saturating_duration_since(Instant::now())))
-            .unwrap_or(ctx.cfg.sync_period)
-    };
-    let next = again_in.map_or(next, |d| next.min(d));
-    Ok(Action::requeue(next.max(std::time::Duration::from_millis(200))))
+    Ok(Action::requeue(next_sync(&NextSync {
+        gates_pending: outcome.pending,
+        settling: outcome.settling,
+        poll_in: outcome.poll_in,
+        verify_in: ctx.with_state(key, |s| s.verify_due.map(|d| d.saturating_duration_since(Instant::now()))),
+        sync_period: ctx.cfg.sync_period,
+        write_back_in: again_in,
+    })))
 }
 
 fn compute_desired(
@@ -550,8 +551,7 @@ async fn execute(
     if let Some(owned) = owned {
         // Multi-cluster: record what we are about to register before registering it, so a crash
         // in between can never leave targets no cluster claims.
-        let mut next: BTreeSet<Target> = owned.clone();
-        next.extend(plan.register.iter().chain(&plan.register_any_az));
+        let next = owned_after(owned, plan.register.iter().chain(&plan.register_any_az), []);
         status::write_owned_targets(ctx, tgb, &next).await?;
     }
     let register = async {
@@ -598,11 +598,7 @@ async fn execute(
         }
     });
     if let Some(owned) = owned {
-        let mut next: BTreeSet<Target> = owned.clone();
-        next.extend(&registered.done);
-        for t in &deregistered.done {
-            next.remove(t);
-        }
+        let next = owned_after(owned, &registered.done, &deregistered.done);
         status::write_owned_targets(ctx, tgb, &next).await?;
     }
     tracing::info!(

@@ -1,0 +1,687 @@
+//! The binding reconciler driven through its entry point ([`super::reconcile`], with kube's
+//! finalizer handling, and [`super::error_policy`]) against a mocked API server (tower-test) and
+//! the in-memory AWS fakes: no environment, milliseconds per scenario, paused time. Each test
+//! asserts the exact AWS calls and Kubernetes writes a reconcile makes.
+
+use super::*;
+use crate::context::TgbConfig;
+use crate::records::watch_records;
+use crate::stores::{Stores, Triggers};
+use http::{Method, Request, Response};
+use k8s_openapi::api::core::v1::{Namespace, Node, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
+use kube::client::Body;
+use kube::runtime::reflector::{self, store::Writer};
+use kube::runtime::watcher;
+use lbc_aws::elbv2::{ElbV2, TargetGroupInfo};
+use lbc_aws::error::ErrorKind;
+use lbc_aws::fake::{FakeAccounts, FakeCall, FakeEc2, FakeElbV2};
+use lbc_model::crd::IngressClassParams;
+use lbc_model::pod::PodInfo;
+use lbc_model::target::{HealthState, Target};
+use lbc_model::wire::PodWire;
+use serde_json::{Value, json};
+use std::sync::Mutex;
+use tower_test::mock;
+
+const NS: &str = "shop";
+const ARN: &str = "arn:aws:elasticloadbalancing:eu-west-1:111122223333:targetgroup/web/0123456789abcdef";
+const TGB_PATH: &str = "/apis/elbv2.k8s.aws/v1beta1/namespaces/shop/targetgroupbindings/web";
+const GATE: &str = "target-health.elbv2.k8s.aws/web";
+
+type ApiHandle = mock::Handle<Request<Body>, Response<Body>>;
+
+/// One request the mocked API server received.
+#[derive(Clone, Debug)]
+struct Seen {
+    method: Method,
+    path: String,
+    body: Value,
+}
+
+impl Seen {
+    fn line(&self) -> String {
+        format!("{} {}", self.method, self.path)
+    }
+}
+
+/// The mocked API server's state: what it was asked, and answers a test wants to differ.
+#[derive(Default)]
+struct Server {
+    seen: Vec<Seen>,
+    /// The binding as a PATCH of it returns it.
+    tgb: Value,
+    configmaps: std::collections::BTreeMap<String, Value>,
+    /// (method, path) answered once with this status code instead.
+    fail: Vec<(Method, String, u16)>,
+}
+
+fn status_body(code: u16, reason: &str) -> Value {
+    json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": reason, "code": code,
+           "message": format!("{reason} (mocked API server)")})
+}
+
+fn answer(s: &mut Server, seen: &Seen) -> (u16, Value) {
+    if let Some(i) = s.fail.iter().position(|(m, p, _)| *m == seen.method && *p == seen.path) {
+        let (_, _, code) = s.fail.remove(i);
+        return (code, status_body(code, "Injected"));
+    }
+    let cm_prefix = format!("/api/v1/namespaces/{NS}/configmaps");
+    match (&seen.method, seen.path.as_str()) {
+        (&Method::PATCH, p) if p == TGB_PATH || p == format!("{TGB_PATH}/status") => (200, s.tgb.clone()),
+        (&Method::PATCH, p) if p.starts_with(&format!("/api/v1/namespaces/{NS}/pods/")) && p.ends_with("/status") => {
+            let name = p.trim_end_matches("/status").rsplit('/').next().unwrap_or_default();
+            (200, json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NS}}))
+        }
+        (&Method::POST, p) if p.ends_with("/events") => (201, seen.body.clone()),
+        (&Method::POST, p) if p == cm_prefix => {
+            let name = seen.body["metadata"]["name"].as_str().unwrap_or_default().to_string();
+            s.configmaps.insert(name, seen.body.clone());
+            (201, seen.body.clone())
+        }
+        (m, p) if p.starts_with(&format!("{cm_prefix}/")) => {
+            let name = p.rsplit('/').next().unwrap_or_default().to_string();
+            match (m, s.configmaps.contains_key(&name)) {
+                (&Method::GET, true) => (200, s.configmaps[&name].clone()),
+                (&Method::PUT, true) => {
+                    s.configmaps.insert(name, seen.body.clone());
+                    (200, seen.body.clone())
+                }
+                (&Method::DELETE, true) => {
+                    s.configmaps.remove(&name);
+                    (200, json!({"kind": "Status", "apiVersion": "v1", "status": "Success"}))
+                }
+                _ => (404, status_body(404, "NotFound")),
+            }
+        }
+        _ => (500, status_body(500, "UnexpectedRequestInTest")),
+    }
+}
+
+/// Serves the reconciler's requests until the client is dropped.
+fn serve(mut h: ApiHandle, server: Arc<Mutex<Server>>) {
+    tokio::spawn(async move {
+        while let Some((req, tx)) = h.next_request().await {
+            let (parts, body) = req.into_parts();
+            let bytes = body.collect_bytes().await.unwrap_or_default();
+            let seen = Seen {
+                method: parts.method.clone(),
+                path: parts.uri.path().to_string(),
+                body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+            };
+            let (code, out) = {
+                let mut s = server.lock().unwrap();
+                s.seen.push(seen.clone());
+                answer(&mut s, &seen)
+            };
+            tx.send_response(
+                Response::builder().status(code).body(Body::from(serde_json::to_vec(&out).unwrap())).unwrap(),
+            );
+        }
+    });
+}
+
+/// The pods cache, filled by its real watch from a second mocked API server that lists `pods`
+/// and then holds the watch open.
+async fn pod_records(pods: Vec<Value>) -> crate::records::Records<PodInfo> {
+    let (svc, mut h) = mock::pair::<Request<Body>, Response<Body>>();
+    let client = kube::Client::new(svc, "default");
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Some((req, tx)) = h.next_request().await {
+            if req.uri().query().unwrap_or_default().contains("watch=true") {
+                held.push(tx);
+                continue;
+            }
+            let list =
+                json!({"apiVersion": "v1", "kind": "PodList", "metadata": {"resourceVersion": "1"}, "items": pods});
+            tx.send_response(Response::builder().body(Body::from(serde_json::to_vec(&list).unwrap())).unwrap());
+        }
+    });
+    let (records, _task) = watch_records::<PodWire, _>(
+        "pods",
+        kube::Api::all(client),
+        watcher::Config::default(),
+        PodInfo::from_wire,
+        crate::metrics::Metrics::new(),
+        |_, _| {},
+    );
+    records.wait_until_ready().await;
+    records
+}
+
+fn store<K>() -> (reflector::Store<K>, Writer<K>)
+where
+    K: kube::Resource + Clone + 'static,
+    K::DynamicType: Default + Eq + std::hash::Hash + Clone,
+{
+    let (r, mut w) = reflector::store();
+    w.apply_watcher_event(&watcher::Event::Init);
+    w.apply_watcher_event(&watcher::Event::InitDone);
+    (r, w)
+}
+
+/// A reconciler context over the mocked API server and fakes, and the handles a test drives.
+struct Harness {
+    ctx: Arc<Context>,
+    elb: Arc<FakeElbV2>,
+    server: Arc<Mutex<Server>>,
+    leader: tokio::sync::watch::Sender<bool>,
+    /// The EndpointSlice cache, to change endpoints between reconciles.
+    slices: Writer<EndpointSlice>,
+}
+
+struct Cluster {
+    tgb: TargetGroupBinding,
+    service: Option<Service>,
+    slices: Vec<EndpointSlice>,
+    pods: Vec<Value>,
+}
+
+async fn harness(c: Cluster) -> Harness {
+    let (svc, h) = mock::pair::<Request<Body>, Response<Body>>();
+    let (leader, leader_rx) = tokio::sync::watch::channel(true);
+    // As in production: writes go through the leader gate.
+    let client = kube::client::ClientBuilder::new(svc, "default")
+        .with_layer(&crate::kube_gate::KubeGate::new(leader_rx.clone(), Duration::from_secs(30)))
+        .build();
+    let server = Arc::new(Mutex::new(Server { tgb: serde_json::to_value(&c.tgb).unwrap(), ..Default::default() }));
+    serve(h, server.clone());
+
+    let (tgbs, mut tgb_w) = store::<TargetGroupBinding>();
+    tgb_w.apply_watcher_event(&watcher::Event::Apply(c.tgb.clone()));
+    let (services, mut svc_w) = store::<Service>();
+    if let Some(s) = c.service {
+        svc_w.apply_watcher_event(&watcher::Event::Apply(s));
+    }
+    let (slices, mut slice_w) = store::<EndpointSlice>();
+    for s in c.slices {
+        slice_w.apply_watcher_event(&watcher::Event::Apply(s));
+    }
+    let stores = Stores {
+        tgbs,
+        services,
+        slices,
+        pods: pod_records(c.pods).await,
+        nodes: store::<Node>().0,
+        ingresses: store::<Ingress>().0,
+        ingress_classes: store::<IngressClass>().0,
+        ingress_class_params: store::<IngressClassParams>().0,
+        namespaces: store::<Namespace>().0,
+    };
+
+    let elb = Arc::new(FakeElbV2::default());
+    elb.add_target_group(TargetGroupInfo {
+        arn: ARN.into(),
+        name: "web".into(),
+        target_type: "ip".into(),
+        vpc_id: Some("vpc-1".into()),
+        health_check_interval_seconds: Some(10),
+        ..Default::default()
+    });
+    let ec2 = FakeEc2::default();
+    ec2.vpcs.lock().unwrap().insert("vpc-1".into(), vec!["10.0.0.0/16".into()]);
+    let recorder = kube::runtime::events::Recorder::new(
+        client.clone(),
+        kube::runtime::events::Reporter { controller: "aws-lb-controller".into(), instance: None },
+    );
+    let ctx = Arc::new(Context {
+        client,
+        stores,
+        triggers: Triggers::default(),
+        elb: elb.clone(),
+        elb_roles: Arc::new(FakeAccounts::new(elb.clone())),
+        ec2: Arc::new(ec2),
+        recorder,
+        metrics: crate::metrics::Metrics::new(),
+        cfg: TgbConfig {
+            cluster_name: "prod".into(),
+            cluster_vpc_id: "vpc-1".into(),
+            batch_size: 200,
+            allow_outside_vpc: false,
+            health_poll_ceiling: Duration::from_secs(15),
+            health_poll_floor: Duration::from_secs(1),
+            sync_period: Duration::from_secs(600),
+            max_backoff: Duration::from_secs(60),
+        },
+        leader: leader_rx,
+        bindings: Default::default(),
+        target_groups: Default::default(),
+        target_group_fetch: Default::default(),
+        target_group_tags: Default::default(),
+        vpcs: Default::default(),
+    });
+    Harness { ctx, elb, server, leader, slices: slice_w }
+}
+
+impl Harness {
+    async fn reconcile(&self, tgb: &TargetGroupBinding) -> Result<Action> {
+        reconcile(Arc::new(tgb.clone()), self.ctx.clone()).await
+    }
+
+    /// AWS calls since the last look, as `Operation(targets)`.
+    fn aws(&self) -> Vec<String> {
+        let calls = self.elb.calls();
+        self.elb.clear_calls();
+        calls.iter().map(|FakeCall { operation, targets, .. }| format!("{operation}({targets})")).collect()
+    }
+
+    /// Kubernetes requests since the last look (events apart, see [`Harness::events`]).
+    fn kube(&self) -> Vec<Seen> {
+        let mut s = self.server.lock().unwrap();
+        let (events, rest): (Vec<Seen>, Vec<Seen>) = s.seen.drain(..).partition(|r| r.path.ends_with("/events"));
+        s.seen = events;
+        rest
+    }
+
+    fn kube_lines(&self) -> Vec<String> {
+        self.kube().iter().map(Seen::line).collect()
+    }
+
+    /// Reasons of the Events published since the last look.
+    fn events(&self) -> Vec<String> {
+        let mut s = self.server.lock().unwrap();
+        let events: Vec<Seen> = std::mem::take(&mut s.seen);
+        let (ev, rest): (Vec<Seen>, Vec<Seen>) = events.into_iter().partition(|r| r.path.ends_with("/events"));
+        s.seen = rest;
+        ev.iter().map(|e| e.body["reason"].as_str().unwrap_or_default().to_string()).collect()
+    }
+
+    fn registered(&self) -> Vec<String> {
+        self.elb.registered(ARN).iter().map(Target::to_string).collect()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fixtures
+
+fn binding(finalizer: bool) -> TargetGroupBinding {
+    let mut b: TargetGroupBinding = serde_json::from_value(json!({
+        "apiVersion": "elbv2.k8s.aws/v1beta1", "kind": "TargetGroupBinding",
+        "metadata": {"name": "web", "namespace": NS, "uid": "tgb-uid", "generation": 1, "resourceVersion": "5"},
+        "spec": {"targetGroupARN": ARN, "targetType": "ip", "serviceRef": {"name": "web", "port": 80}},
+    }))
+    .unwrap();
+    if finalizer {
+        b.metadata.finalizers = Some(vec![lbc_model::names::TGB_FINALIZER.into()]);
+    }
+    b
+}
+
+fn deleting(mut b: TargetGroupBinding) -> TargetGroupBinding {
+    b.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+        jiff::Timestamp::from_second(1_700_000_000).unwrap(),
+    ));
+    b
+}
+
+fn service() -> Service {
+    serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "web", "namespace": NS},
+        "spec": {"ports": [{"name": "http", "port": 80, "targetPort": 8080}]},
+    }))
+    .unwrap()
+}
+
+/// An endpoint: (last octet of 10.0.1.x, pod name, ready, terminating).
+type Ep = (u8, &'static str, bool, bool);
+
+fn slice(eps: &[Ep]) -> EndpointSlice {
+    let endpoints: Vec<Value> = eps
+        .iter()
+        .map(|(ip, pod, ready, terminating)| {
+            json!({
+                "addresses": [format!("10.0.1.{ip}")],
+                "conditions": {"ready": ready, "serving": ready, "terminating": terminating},
+                "targetRef": {"kind": "Pod", "name": pod, "namespace": NS},
+            })
+        })
+        .collect();
+    serde_json::from_value(json!({
+        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"name": "web-abc", "namespace": NS, "labels": {"kubernetes.io/service-name": "web"}},
+        "addressType": "IPv4",
+        "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
+        "endpoints": endpoints,
+    }))
+    .unwrap()
+}
+
+/// A running pod carrying our readiness gate; `gate`: its condition's status, if any.
+fn gated_pod(name: &str, ip: u8, gate: Option<&str>) -> Value {
+    let mut conditions = vec![json!({"type": "ContainersReady", "status": "True"})];
+    if let Some(s) = gate {
+        conditions.push(json!({"type": GATE, "status": s, "reason": "Elb.RegistrationInProgress"}));
+    }
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": NS, "uid": format!("uid-{name}")},
+        "spec": {"readinessGates": [{"conditionType": GATE}], "nodeName": "node-1"},
+        "status": {"podIP": format!("10.0.1.{ip}"), "conditions": conditions},
+    })
+}
+
+fn t(ip: u8) -> Target {
+    Target::new(std::net::IpAddr::from([10, 0, 1, ip]), 8080)
+}
+
+fn cluster(tgb: TargetGroupBinding, eps: &[Ep]) -> Cluster {
+    Cluster { tgb, service: Some(service()), slices: vec![slice(eps)], pods: vec![] }
+}
+
+/// When an action requeues (kube's `Action` shows it only through `Debug`).
+fn requeue_after(a: &Action) -> Option<Duration> {
+    let shown = format!("{a:?}");
+    let inner = shown.split("Some(").nth(1)?.split(')').next()?;
+    let at = inner.find(|c: char| c.is_alphabetic())?;
+    let n: f64 = inner[..at].parse().ok()?;
+    let secs = match &inner[at..] {
+        "s" => n,
+        "ms" => n / 1e3,
+        "\u{b5}s" => n / 1e6,
+        "ns" => n / 1e9,
+        _ => return None,
+    };
+    Some(Duration::from_secs_f64(secs))
+}
+
+/// `a` requeues between `lo` and `hi` seconds (jitter).
+fn requeues_within(a: &Action, lo: u64, hi: u64) -> bool {
+    requeue_after(a).is_some_and(|d| d >= Duration::from_secs(lo) && d <= Duration::from_secs(hi))
+}
+
+fn ready_condition(req: &Seen) -> (String, String) {
+    let c = &req.body["status"]["conditions"][0];
+    (c["status"].as_str().unwrap_or_default().into(), c["reason"].as_str().unwrap_or_default().into())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Main paths
+
+#[tokio::test(start_paused = true)]
+async fn first_reconcile_only_adds_the_finalizer() {
+    let h = harness(cluster(binding(false), &[(1, "a", true, false)])).await;
+    let action = h.reconcile(&binding(false)).await.unwrap();
+    assert_eq!(action, Action::await_change(), "the finalizer patch's watch event brings the next reconcile");
+    let kube = h.kube();
+    assert_eq!(kube.iter().map(Seen::line).collect::<Vec<_>>(), vec![format!("PATCH {TGB_PATH}")]);
+    let patch = kube[0].body.to_string();
+    assert!(patch.contains(lbc_model::names::TGB_FINALIZER), "finalizer added by JSON patch: {patch}");
+    assert_eq!(h.aws(), Vec::<String>::new(), "no AWS call before the finalizer is in place");
+}
+
+#[tokio::test(start_paused = true)]
+async fn new_endpoints_are_registered_and_the_status_written() {
+    let h = harness(cluster(binding(true), &[(1, "a", true, false), (2, "b", true, false)])).await;
+    let action = h.reconcile(&binding(true)).await.unwrap();
+    assert_eq!(
+        h.aws(),
+        vec!["DescribeTargetGroups(0)", "DescribeTags(0)", "DescribeTargetHealth(0)", "RegisterTargets(2)"],
+        "one read of the group, its owner tags and registrations, then one batched write"
+    );
+    assert_eq!(h.registered(), vec!["10.0.1.1:8080", "10.0.1.2:8080"]);
+    let kube = h.kube();
+    assert_eq!(kube.iter().map(Seen::line).collect::<Vec<_>>(), vec![format!("PATCH {TGB_PATH}/status")]);
+    assert_eq!(ready_condition(&kube[0]), ("True".into(), "Synced".into()));
+    assert_eq!(kube[0].body["status"]["registeredTargets"], json!(2));
+    assert_eq!(h.events(), vec!["SuccessfullyReconciled"]);
+    // The checkpoint waits for a write-back sync shortly after (the binding was changing).
+    assert_eq!(action, Action::requeue(lbc_model::checkpoint::WRITE_BACK_DELAY));
+}
+
+#[tokio::test(start_paused = true)]
+async fn terminating_endpoints_are_deregistered() {
+    let h = harness(cluster(binding(true), &[(1, "a", true, false), (2, "b", false, true)])).await;
+    h.elb.register_targets(ARN, &[t(1), t(2)], None).await.unwrap();
+    h.aws();
+    h.reconcile(&binding(true)).await.unwrap();
+    assert_eq!(
+        h.aws(),
+        vec!["DescribeTargetGroups(0)", "DescribeTags(0)", "DescribeTargetHealth(0)", "DeregisterTargets(1)"]
+    );
+    assert_eq!(h.registered(), vec!["10.0.1.1:8080"]);
+    let lines = h.kube_lines();
+    assert_eq!(lines, vec![format!("PATCH {TGB_PATH}/status")]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_gate_turns_true_once_aws_reports_the_target_healthy() {
+    let mut c = cluster(binding(true), &[(1, "a", false, false)]);
+    c.pods = vec![gated_pod("a", 1, None)];
+    let h = harness(c).await;
+    h.elb.set_initial_state(HealthState::Initial);
+
+    // Registered: the pod shows "registration in progress" at once.
+    let action = h.reconcile(&binding(true)).await.unwrap();
+    assert_eq!(
+        h.aws(),
+        vec!["DescribeTargetGroups(0)", "DescribeTags(0)", "DescribeTargetHealth(0)", "RegisterTargets(1)"]
+    );
+    let kube = h.kube();
+    let pod_patch = format!("PATCH /api/v1/namespaces/{NS}/pods/a/status");
+    assert_eq!(
+        kube.iter().map(Seen::line).collect::<Vec<_>>(),
+        vec![pod_patch.clone(), format!("PATCH {TGB_PATH}/status")]
+    );
+    let cond = &kube[0].body["status"]["conditions"][0];
+    assert_eq!((cond["type"].as_str(), cond["status"].as_str()), (Some(GATE), Some("False")));
+    assert_eq!(cond["reason"], json!("Elb.RegistrationInProgress"));
+    assert_eq!(kube[0].body["metadata"]["uid"], json!("uid-a"), "a replaced pod of the same name is not patched");
+    assert_eq!(action, Action::requeue(Duration::from_secs(5)), "the health poll: half the 10 s health-check interval");
+
+    // AWS says healthy; at the poll the gate turns True.
+    h.elb.set_health(ARN, t(1), HealthState::Healthy);
+    tokio::time::advance(Duration::from_secs(5)).await;
+    h.reconcile(&binding(true)).await.unwrap();
+    assert_eq!(h.aws(), vec!["DescribeTargetHealth(1)"], "only the pending target is polled; no write");
+    let kube = h.kube();
+    assert_eq!(kube.first().map(Seen::line), Some(pod_patch));
+    assert_eq!(kube[0].body["status"]["conditions"][0]["status"], json!("True"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn deletion_deregisters_releases_gates_and_removes_the_finalizer() {
+    let tgb = deleting(binding(true));
+    let mut c = cluster(tgb.clone(), &[(1, "a", true, false)]);
+    c.pods = vec![gated_pod("a", 1, Some("True"))];
+    let h = harness(c).await;
+    h.elb.register_targets(ARN, &[t(1), t(2), t(3)], None).await.unwrap();
+    h.elb.set_health(ARN, t(3), HealthState::Draining);
+    h.aws();
+
+    let action = h.reconcile(&tgb).await.unwrap();
+    assert_eq!(action, Action::await_change());
+    assert_eq!(
+        h.aws(),
+        vec!["DescribeTags(0)", "DescribeTargetHealth(0)", "DeregisterTargets(2)"],
+        "every target not already draining"
+    );
+    let kube = h.kube();
+    assert_eq!(
+        kube.iter().map(Seen::line).collect::<Vec<_>>(),
+        vec![format!("PATCH /api/v1/namespaces/{NS}/pods/a/status"), format!("PATCH {TGB_PATH}")]
+    );
+    let released = &kube[0].body["status"]["conditions"][0];
+    assert_eq!(
+        (released["status"].as_str(), released["reason"].as_str()),
+        (Some("True"), Some("TargetGroupBindingDeleted"))
+    );
+    let remove = kube[1].body.to_string();
+    assert!(remove.contains("\"remove\"") && remove.contains("/metadata/finalizers/0"), "finalizer removed: {remove}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Failure paths
+
+#[tokio::test(start_paused = true)]
+async fn a_missing_target_group_is_reported_and_nothing_written() {
+    let h = harness(cluster(binding(true), &[(1, "a", true, false)])).await;
+    h.elb.remove_target_group(ARN);
+    let action = h.reconcile(&binding(true)).await.unwrap();
+    assert_eq!(h.aws(), vec!["DescribeTargetGroups(0)"]);
+    let kube = h.kube();
+    assert_eq!(kube.iter().map(Seen::line).collect::<Vec<_>>(), vec![format!("PATCH {TGB_PATH}/status")]);
+    assert_eq!(ready_condition(&kube[0]), ("False".into(), "TargetGroupNotFound".into()));
+    let msg = kube[0].body["status"]["conditions"][0]["message"].as_str().unwrap_or_default().to_string();
+    assert!(msg.contains(ARN) && msg.contains("shop/web") && msg.contains("recreate it"), "{msg}");
+    assert_eq!(h.events(), vec!["TargetGroupNotFound"]);
+    assert!(requeues_within(&action, 600, 900), "checked again at the sync period: {action:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_target_group_deleted_between_reads_is_reported_not_retried_hot() {
+    let mut h = harness(cluster(binding(true), &[(1, "a", true, false)])).await;
+    h.reconcile(&binding(true)).await.unwrap();
+    h.aws();
+    h.kube();
+    h.events();
+    // Deleted out of band (group and tags are cached); a new endpoint needs a write AWS refuses.
+    h.elb.remove_target_group(ARN);
+    h.slices.apply_watcher_event(&watcher::Event::Apply(slice(&[(1, "a", true, false), (2, "b", true, false)])));
+    let action = h.reconcile(&binding(true)).await.unwrap();
+    assert_eq!(h.aws(), vec!["RegisterTargets(1)"]);
+    let kube = h.kube();
+    assert_eq!(kube.iter().map(Seen::line).collect::<Vec<_>>(), vec![format!("PATCH {TGB_PATH}/status")]);
+    assert_eq!(ready_condition(&kube[0]), ("False".into(), "TargetGroupNotFound".into()));
+    assert!(requeues_within(&action, 600, 900), "not a hot retry: {action:?}");
+    // What was cached of the group is dropped: the next reconcile asks AWS again.
+    h.reconcile(&binding(true)).await.unwrap();
+    assert_eq!(h.aws(), vec!["DescribeTargetGroups(0)"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_throttled_write_fails_with_backoff_and_the_retry_rereads_aws() {
+    let h = harness(cluster(binding(true), &[(1, "a", true, false)])).await;
+    h.elb.inject_fault("RegisterTargets", ErrorKind::Throttled);
+    let tgb = Arc::new(binding(true));
+    let err = h.reconcile(&tgb).await.unwrap_err();
+    assert_eq!(
+        h.aws(),
+        vec!["DescribeTargetGroups(0)", "DescribeTags(0)", "DescribeTargetHealth(0)", "RegisterTargets(1)"]
+    );
+    assert!(h.kube_lines().is_empty(), "no status write for a failed sync: {err}");
+    let action = error_policy(tgb.clone(), &err, h.ctx.clone());
+    assert!(requeues_within(&action, 1, 2), "first backoff step, 1 s plus jitter: {action:?}");
+    tokio::task::yield_now().await;
+    assert_eq!(h.events(), vec!["FailedReconcileThrottled"], "a Warning names the failure");
+
+    // The retry reads the registrations again (what a failed write did is unknown) and writes.
+    h.reconcile(&tgb).await.unwrap();
+    assert_eq!(h.aws(), vec!["DescribeTargetHealth(0)", "RegisterTargets(1)"]);
+    assert_eq!(h.registered(), vec!["10.0.1.1:8080"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_replica_that_does_not_lead_writes_nothing() {
+    let h = harness(cluster(binding(true), &[(1, "a", true, false)])).await;
+    h.leader.send(false).unwrap();
+    let action = h.reconcile(&binding(true)).await.unwrap();
+    assert_eq!(action, Action::await_change());
+    assert_eq!(h.aws(), Vec::<String>::new());
+    assert!(h.kube().is_empty());
+
+    // A write refused by the leader fence mid-reconcile: no backoff step, no Warning, state dropped.
+    h.ctx.with_state(&ObjectRef::from_obj(&binding(true)), |s| s.failures = 3);
+    let err = Error::NotLeader("lost the lease".into());
+    assert_eq!(error_policy(Arc::new(binding(true)), &err, h.ctx.clone()), Action::await_change());
+    tokio::task::yield_now().await;
+    assert!(h.events().is_empty());
+    assert_eq!(h.ctx.with_state(&ObjectRef::from_obj(&binding(true)), |s| s.failures), 0, "state forgotten");
+}
+
+#[tokio::test(start_paused = true)]
+async fn deregistering_everything_is_refused_while_endpoints_live() {
+    // Both endpoints not ready (and not held by our gate): nothing is desired, yet the Service
+    // has live endpoints, so an empty desired set is suspicious, not a scale-to-zero.
+    let h = harness(cluster(binding(true), &[(1, "a", false, false), (2, "b", false, false)])).await;
+    h.elb.register_targets(ARN, &[t(1), t(2)], None).await.unwrap();
+    h.aws();
+    h.reconcile(&binding(true)).await.unwrap();
+    assert_eq!(
+        h.aws(),
+        vec!["DescribeTargetGroups(0)", "DescribeTags(0)", "DescribeTargetHealth(0)"],
+        "no deregistration"
+    );
+    assert_eq!(h.registered().len(), 2);
+    let kube = h.kube();
+    assert_eq!(kube.iter().map(Seen::line).collect::<Vec<_>>(), vec![format!("PATCH {TGB_PATH}/status")]);
+    assert_eq!(ready_condition(&kube[0]), ("False".into(), "DeregisterAllRefused".into()));
+}
+
+#[tokio::test(start_paused = true)]
+async fn another_clusters_target_group_is_not_written() {
+    let h = harness(cluster(binding(true), &[(1, "a", true, false)])).await;
+    h.elb.set_tags(ARN, &[(lbc_model::names::CLUSTER_TAG, "staging")]);
+    h.reconcile(&binding(true)).await.unwrap();
+    assert_eq!(h.aws(), vec!["DescribeTargetGroups(0)", "DescribeTags(0)"], "not even a registration read");
+    let kube = h.kube();
+    assert_eq!(ready_condition(&kube[0]), ("False".into(), "TargetGroupNotOwned".into()));
+    let msg = kube[0].body["status"]["conditions"][0]["message"].as_str().unwrap_or_default().to_string();
+    assert!(msg.contains("staging") && msg.contains("prod"), "names the value seen and expected: {msg}");
+
+    // Deleting such a binding deregisters nothing either.
+    let gone = deleting(binding(true));
+    h.reconcile(&gone).await.unwrap();
+    assert_eq!(h.aws(), Vec::<String>::new(), "tags are read once per process");
+    assert_eq!(h.kube_lines(), vec![format!("PATCH {TGB_PATH}")], "only the finalizer removal");
+    assert_eq!(h.events(), vec!["TargetGroupNotOwned", "TargetGroupNotOwned"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_status_write_the_api_server_refuses_fails_the_reconcile() {
+    let h = harness(cluster(binding(true), &[(1, "a", true, false)])).await;
+    h.server.lock().unwrap().fail.push((Method::PATCH, format!("{TGB_PATH}/status"), 500));
+    let err = h.reconcile(&binding(true)).await.unwrap_err();
+    assert_eq!(h.registered(), vec!["10.0.1.1:8080"], "the AWS write happened");
+    assert_eq!(h.kube_lines(), vec![format!("PATCH {TGB_PATH}/status")]);
+    assert!(err.to_string().contains("500") || err.to_string().contains("Injected"), "{err}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn multi_cluster_records_its_targets_before_writing_and_deletes_only_its_own() {
+    let mut tgb = binding(true);
+    tgb.spec.multi_cluster_target_group = Some(true);
+    let h = harness(cluster(tgb.clone(), &[(1, "a", true, false)])).await;
+    // Another cluster's target in the shared group.
+    h.elb.register_targets(ARN, &[t(9)], None).await.unwrap();
+    h.aws();
+
+    h.reconcile(&tgb).await.unwrap();
+    assert_eq!(
+        h.aws(),
+        vec!["DescribeTargetGroups(0)", "DescribeTargetHealth(0)", "RegisterTargets(1)"],
+        "no owner-tag read for a shared group; the other cluster's target is left alone"
+    );
+    assert_eq!(h.registered(), vec!["10.0.1.1:8080", "10.0.1.9:8080"]);
+    let cm = format!("/api/v1/namespaces/{NS}/configmaps");
+    let kube = h.kube();
+    assert_eq!(
+        kube.iter().map(Seen::line).collect::<Vec<_>>(),
+        vec![
+            format!("GET {cm}/aws-lbc-targets-web"),
+            format!("PUT {cm}/aws-lbc-targets-web"),
+            format!("POST {cm}"),
+            format!("PUT {cm}/aws-lbc-targets-web"),
+            format!("PATCH {TGB_PATH}/status"),
+        ],
+        "owned set read, recorded with the planned registration before it (created on first use), then again after"
+    );
+    assert_eq!(kube[2].body["data"]["targets"], json!("10.0.1.1:8080"), "recorded before RegisterTargets");
+    assert_eq!(kube[2].body["metadata"]["ownerReferences"][0]["name"], json!("web"), "owned by the binding");
+    assert_eq!(kube[3].body["data"]["targets"], json!("10.0.1.1:8080"));
+
+    let gone = deleting(tgb);
+    h.reconcile(&gone).await.unwrap();
+    assert_eq!(h.aws(), vec!["DescribeTargetHealth(0)", "DeregisterTargets(1)"]);
+    assert_eq!(h.registered(), vec!["10.0.1.9:8080"], "only this cluster's target deregistered");
+    assert_eq!(
+        h.kube_lines(),
+        vec![
+            format!("GET {cm}/aws-lbc-targets-web"),
+            format!("DELETE {cm}/aws-lbc-targets-web"),
+            format!("PATCH {TGB_PATH}")
+        ]
+    );
+}
