@@ -46,6 +46,18 @@ impl<R> Records<R> {
         map.get(ns).into_iter().flatten().filter(|(_, r)| keep(r)).map(|(_, r)| r.clone()).collect()
     }
 
+    /// A synced cache filled by hand ([`Records::put`]), for tests of its readers.
+    #[cfg(test)]
+    pub fn filled_by_hand() -> Self {
+        let (_, ready) = watch::channel(true);
+        Self { map: Default::default(), ready }
+    }
+
+    #[cfg(test)]
+    pub fn put(&self, ns: &str, name: &str, r: R) {
+        insert(&mut self.map.write().expect("records lock"), (ns.into(), name.into()), Arc::new(r));
+    }
+
     pub fn len(&self) -> usize {
         self.map.read().expect("records lock").values().map(HashMap::len).sum()
     }

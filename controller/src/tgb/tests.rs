@@ -18,6 +18,7 @@ use lbc_aws::elbv2::{ElbV2, TargetGroupInfo};
 use lbc_aws::error::ErrorKind;
 use lbc_aws::fake::{FakeAccounts, FakeCall, FakeEc2, FakeElbV2};
 use lbc_model::crd::IngressClassParams;
+use lbc_model::endpoints::SliceInfo;
 use lbc_model::pod::PodInfo;
 use lbc_model::target::{HealthState, Target};
 use lbc_model::wire::PodWire;
@@ -169,7 +170,7 @@ struct Harness {
     server: Arc<Mutex<Server>>,
     leader: tokio::sync::watch::Sender<bool>,
     /// The EndpointSlice cache, to change endpoints between reconciles.
-    slices: Writer<EndpointSlice>,
+    slices: crate::records::Records<SliceInfo>,
 }
 
 struct Cluster {
@@ -195,14 +196,14 @@ async fn harness(c: Cluster) -> Harness {
     if let Some(s) = c.service {
         svc_w.apply_watcher_event(&watcher::Event::Apply(s));
     }
-    let (slices, mut slice_w) = store::<EndpointSlice>();
-    for s in c.slices {
-        slice_w.apply_watcher_event(&watcher::Event::Apply(s));
+    let slices = crate::records::Records::filled_by_hand();
+    for s in &c.slices {
+        slices.put(NS, s.metadata.name.as_deref().unwrap_or_default(), SliceInfo::of(s));
     }
     let stores = Stores {
         tgbs,
         services,
-        slices,
+        slices: slices.clone(),
         pods: pod_records(c.pods).await,
         nodes: store::<Node>().0,
         ingresses: store::<Ingress>().0,
@@ -252,7 +253,7 @@ async fn harness(c: Cluster) -> Harness {
         target_group_tags: Default::default(),
         vpcs: Default::default(),
     });
-    Harness { ctx, elb, server, leader, slices: slice_w }
+    Harness { ctx, elb, server, leader, slices }
 }
 
 impl Harness {
@@ -539,7 +540,7 @@ async fn a_target_group_deleted_between_reads_is_reported_not_retried_hot() {
     h.events();
     // Deleted out of band (group and tags are cached); a new endpoint needs a write AWS refuses.
     h.elb.remove_target_group(ARN);
-    h.slices.apply_watcher_event(&watcher::Event::Apply(slice(&[(1, "a", true, false), (2, "b", true, false)])));
+    h.slices.put(NS, "web-abc", SliceInfo::of(&slice(&[(1, "a", true, false), (2, "b", true, false)])));
     let action = h.reconcile(&binding(true)).await.unwrap();
     assert_eq!(h.aws(), vec!["RegisterTargets(1)"]);
     let kube = h.kube();
