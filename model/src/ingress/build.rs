@@ -59,24 +59,7 @@ use crate::lb::{
 };
 
 /// Everything one IngressGroup wants in AWS and in Kubernetes.
-#[derive(Clone, Debug, PartialEq)]
-pub struct IngressStack {
-    pub stack: Stack,
-    pub bindings: Vec<TargetGroupBindingTemplate>,
-    /// The stack uses the cluster's backend SG (it must exist and must not be released).
-    pub backend_security_group_used: bool,
-    /// Settings with their own AWS calls: WAFv2 web ACL, minimum capacity (`lb::extras`).
-    pub extras: WantedExtras,
-    /// Things the user should know (Warning events); the stack is still valid.
-    pub warnings: Vec<String>,
-}
-
-impl IngressStack {
-    /// Replaces the frontend-SG placeholder in the bindings' rules by the created group's ID.
-    pub fn resolve_frontend_security_group(&mut self, group_id: &str) {
-        crate::lb::build::resolve_frontend_security_group(&mut self.bindings, group_id);
-    }
-}
+pub type IngressStack = crate::lb::build::BuiltStack;
 
 /// ALB health-check defaults (ALBC `--default-*` ingress values).
 const HC_INTERVAL: u32 = 15;
@@ -676,3 +659,35 @@ fn actions(
 #[cfg(test)]
 #[path = "build_tests.rs"]
 mod tests;
+
+/// What to look up in AWS before [`build_group_stack`]. Exclusive settings: members agree
+/// (checked by `conflicts`), the first that sets one wins. Subnets: the IngressClassParams tags,
+/// else the annotation, else discovery, for the members' scheme (else `default_scheme`; unlike a
+/// Service, an existing load balancer's scheme is not consulted), in two AZs unless gate
+/// `ALBSingleSubnet`.
+pub fn context_needs(
+    members: &[Member],
+    default_scheme: crate::lb::Scheme,
+    alb_single_subnet: bool,
+) -> crate::lb::build::ContextNeeds {
+    use crate::lb::subnets::SubnetSelector;
+    let subnets = members.iter().find_map(|m| m.settings.subnets.clone());
+    let selector = match members.iter().find_map(|m| m.settings.subnet_tags.clone()) {
+        Some(tags) => SubnetSelector::Tags(tags),
+        None => SubnetSelector::from_annotation(subnets.map(|s| s.join(",")).as_deref()),
+    };
+    crate::lb::build::ContextNeeds {
+        subnets: selector,
+        scheme: members.iter().find_map(|m| m.settings.scheme).unwrap_or(default_scheme),
+        min_azs: if alb_single_subnet { 1 } else { 2 },
+        subnets_annotation: full_key(k::SUBNETS),
+        security_group_names: members
+            .iter()
+            .find_map(|m| m.settings.security_groups.clone())
+            .into_iter()
+            .flatten()
+            .filter(|g| !g.starts_with("sg-"))
+            .collect(),
+        security_groups_annotation: full_key(k::SECURITY_GROUPS),
+    }
+}
