@@ -33,7 +33,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-use super::actions::{self as ia, ForwardTarget, RuleAction, ServicePort};
+use super::actions::{ForwardTarget, RuleAction, ServicePort};
 use super::group::GroupId;
 use super::keys::{self as k, full_key};
 use super::merge::{IngressKey, Member};
@@ -53,7 +53,7 @@ use crate::lb::naming::{self, IngressTargetGroupNameInputs};
 use crate::lb::tags::{INGRESS_TAG_PREFIX, RESOURCE_LOAD_BALANCER, RESOURCE_MANAGED_SECURITY_GROUP};
 use crate::lb::{
     Action, AuthenticateCognito, AuthenticateOidc, Condition, HealthCheck, HealthCheckPort, IngressRule,
-    LbIpAddressType, LbType, Listener, LoadBalancer, OIDC_SECRET_DIGEST_TAG, Protocol, QueryStringPair, Rule,
+    LbIpAddressType, LbType, Listener, LoadBalancer, OIDC_SECRET_DIGEST_TAG, Protocol, Rule,
     RuleSource, SecurityGroup, Stack, SubnetMapping, Tags, TargetGroup, TargetGroupRef, TgIpAddressType,
     VALUES_PER_CONDITION_MAX, WeightedTargetGroup, oidc_secret_digest, regex_value_problem,
 };
@@ -525,31 +525,16 @@ fn tag_oidc_digest(tags: &mut Tags, actions: &[Action]) {
     }
 }
 
-fn conditions(b: &mut Build<'_>, cs: &[ia::Condition], who: &IngressKey, port: u16) -> Vec<Condition> {
-    let mut out = Vec::new();
+/// The rule's conditions, with their regex values checked against AWS's limits.
+fn conditions(b: &mut Build<'_>, cs: &[Condition], who: &IngressKey, port: u16) -> Vec<Condition> {
     for c in cs {
-        out.push(match c {
-            ia::Condition::HostHeader(v) => Condition::HostHeader(v.clone()),
-            ia::Condition::PathPattern(v) => Condition::PathPattern(v.clone()),
-            ia::Condition::HttpHeader { name, values } => {
-                Condition::HttpHeader { name: name.clone(), values: values.clone() }
-            }
-            ia::Condition::HttpRequestMethod(v) => Condition::HttpRequestMethod(v.clone()),
-            ia::Condition::QueryString(v) => Condition::QueryString(
-                v.iter().map(|q| QueryStringPair { key: q.key.clone(), value: q.value.clone() }).collect(),
-            ),
-            ia::Condition::SourceIp(v) => Condition::SourceIp(v.clone()),
-            ia::Condition::HostHeaderRegex(v) => {
-                check_regex_values(b, who, port, "host-header", v);
-                Condition::HostHeaderRegex(v.clone())
-            }
-            ia::Condition::PathPatternRegex(v) => {
-                check_regex_values(b, who, port, "path-pattern", v);
-                Condition::PathPatternRegex(v.clone())
-            }
-        });
+        match c {
+            Condition::HostHeaderRegex(v) => check_regex_values(b, who, port, "host-header", v),
+            Condition::PathPatternRegex(v) => check_regex_values(b, who, port, "path-pattern", v),
+            _ => {}
+        }
     }
-    out
+    cs.to_vec()
 }
 
 /// AWS's limits on regex values, checked before any AWS call (an invalid regex would otherwise
