@@ -53,9 +53,9 @@ use crate::lb::naming::{self, IngressTargetGroupNameInputs};
 use crate::lb::tags::{INGRESS_TAG_PREFIX, RESOURCE_LOAD_BALANCER, RESOURCE_MANAGED_SECURITY_GROUP};
 use crate::lb::{
     Action, AuthenticateCognito, AuthenticateOidc, Condition, HealthCheck, HealthCheckPort, IngressRule,
-    LbIpAddressType, LbType, Listener, LoadBalancer, OIDC_SECRET_DIGEST_TAG, Protocol, Rule,
-    RuleSource, SecurityGroup, Stack, SubnetMapping, Tags, TargetGroup, TargetGroupRef, TgIpAddressType,
-    VALUES_PER_CONDITION_MAX, WeightedTargetGroup, oidc_secret_digest, regex_value_problem,
+    LbIpAddressType, LbType, Listener, LoadBalancer, OIDC_SECRET_DIGEST_TAG, Protocol, Rule, RuleSource, SecurityGroup,
+    Stack, SubnetMapping, Tags, TargetGroup, TargetGroupRef, TgIpAddressType, VALUES_PER_CONDITION_MAX,
+    WeightedTargetGroup, oidc_secret_digest, regex_value_problem,
 };
 
 /// Everything one IngressGroup wants in AWS and in Kubernetes.
