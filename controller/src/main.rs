@@ -14,6 +14,7 @@ mod metrics;
 mod networking;
 mod records;
 mod run;
+mod schedule;
 mod service;
 mod stack;
 mod stores;

@@ -16,24 +16,26 @@
 //! (`lbc_model::ingress::replacement_veto`): the whole group waits, since its plan was made for
 //! the replaced load balancer.
 
-use super::k8s::{self, add_finalizer, remove_finalizer, set_hostname};
+use super::k8s;
 use super::{IngressCtx, Looked, finalizer_groups, look};
-use crate::context::jittered;
-use crate::error::{Error, Result};
+use crate::context::{Context, jittered};
+use crate::error::{Error, Result, Retry};
 use crate::stack::bindings::{self, BindingOwner};
-use crate::stack::{Deleted, FAILED_BUILD, FAILED_DEPLOY, SubnetNeed, delete_stack, deploy, extras, observe};
+use crate::stack::pipeline::{Pipeline, deploy};
+use crate::stack::{Deleted, FAILED_BUILD, StackOwner, delete_stack, set_finalizer, set_hostname};
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::networking::v1::Ingress;
 use kube::{Resource, ResourceExt};
 use lbc_model::ingress::keys as k;
 use lbc_model::ingress::oidc;
 use lbc_model::ingress::{
-    BuildContext, Candidate, GroupId, IngressKey, Member, MergeConfig, ServiceView, Services, build_group_stack,
-    certificate_discovery_hosts, conflicts, group_of, members, parse_service_annotations, plan_group, replacement_veto,
+    BuildContext, Candidate, GroupId, GroupPlan, IngressKey, Member, MergeConfig, ServiceView, Services,
+    build_group_stack, certificate_discovery_hosts, conflicts, group_of, members, parse_service_annotations,
+    plan_group, replacement_veto,
 };
-use lbc_model::lb::backend_sg::{BackendSgMode, release_allowed};
-use lbc_model::lb::diff::{ObservedStack, PlanOptions, Step, plan};
-use lbc_model::lb::subnets::SubnetSelector;
+use lbc_model::lb::backend_sg::release_allowed;
+use lbc_model::lb::build::{BuildError, BuiltStack, ContextNeeds, ExistingLoadBalancer};
+use lbc_model::lb::diff::ReplaceReason;
 use lbc_model::lb::tags::INGRESS_TAG_PREFIX;
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,9 +43,6 @@ use std::time::Duration;
 /// How soon a group blocked by a missing or incomplete OIDC Secret looks again (Secrets are not
 /// watched; one GET per pass).
 const SECRET_RETRY: Duration = Duration::from_secs(60);
-
-/// Stand-in for the backend group's ID while it does not exist yet (built twice, like Services).
-const BACKEND_SG_PENDING: &str = "<backend-security-group-to-create>";
 
 fn reference(ing: &Ingress) -> ObjectReference {
     ing.object_ref(&())
@@ -111,13 +110,28 @@ async fn warn_all(ctx: &IngressCtx, ings: &[&Ingress], reason: &str, msg: &str) 
     }
 }
 
-/// One pass; `Ok(Some(d))`: look again after `d` (drift), `Ok(None)`: only on change.
+/// One pass; `Ok(Some(d))`: look again after `d` (drift), `Ok(None)`: only on change. A blocked
+/// group is reported on its members (on the Ingresses still holding its finalizer when it has no
+/// member left).
 pub(super) async fn reconcile(ctx: &IngressCtx, g: &GroupId) -> Result<Option<Duration>> {
-    let stack_id = g.stack_id();
     let gathered = gather(ctx, g).await;
+    let concerned = if gathered.members.is_empty() {
+        gathered.holders.iter().collect::<Vec<_>>()
+    } else {
+        gathered.members.iter().map(|(i, _)| i).collect()
+    };
+    let objects: Vec<ObjectReference> = concerned.into_iter().map(|i| reference(i)).collect();
+    let res = pass(ctx, g, &gathered).await;
+    crate::stack::settle(&ctx.reporter, &ctx.io.base, &objects, ctx.cfg.sync_period, res).await
+}
+
+async fn pass(ctx: &IngressCtx, g: &GroupId, gathered: &Gathered) -> Result<Option<Duration>> {
+    let stack_id = g.stack_id();
+    let nothing_changed = |detail: String| format!("IngressGroup {stack_id}, nothing changed in AWS: {detail}");
+    let blocked = |reason: String| Error::Blocked { event: FAILED_BUILD, reason, retry: Retry::OnChange };
     let member_ings: Vec<&Ingress> = gathered.members.iter().map(|(i, _)| i.as_ref()).collect();
     if !gathered.frozen.is_empty() {
-        freeze(ctx, g, &gathered).await;
+        freeze(ctx, g, gathered).await;
         return Ok(Some(jittered(ctx.cfg.sync_period)));
     }
     if !gathered.invalid.is_empty() {
@@ -136,17 +150,15 @@ pub(super) async fn reconcile(ctx: &IngressCtx, g: &GroupId) -> Result<Option<Du
     let conflicting = conflicts(&cands);
     if !conflicting.is_empty() {
         let list: Vec<String> = conflicting.iter().map(ToString::to_string).collect();
-        let msg = format!("IngressGroup {stack_id}: {}; nothing changed in AWS", list.join("; "));
-        warn_all(ctx, &member_ings, FAILED_BUILD, &crate::stack::truncate_list(msg)).await;
-        return Ok(None);
+        return Err(blocked(format!("IngressGroup {stack_id}: {}; nothing changed in AWS", list.join("; "))));
     }
     let finalizer = g.finalizer();
     for ing in &member_ings {
-        add_finalizer(&ctx.io, ing, &finalizer).await?;
+        set_finalizer(&ctx.io.base, *ing, &finalizer, true).await?;
     }
 
     let mut members = Vec::new();
-    let mut blocked = Vec::new();
+    let mut blocked_members = Vec::new();
     let mut discovery_retry = None;
     for (ing, c) in &gathered.members {
         let notes: Vec<String> = c
@@ -172,15 +184,16 @@ pub(super) async fn reconcile(ctx: &IngressCtx, g: &GroupId) -> Result<Option<Du
             if let Some(p) = problem {
                 // A certificate is found within a minute of being issued: look again then.
                 discovery_retry = Some(jittered(super::certificates::LIST_TTL));
-                blocked.push((ing.clone(), format!("Ingress {} listens on HTTPS: {p}", key_of(ing))));
+                blocked_members.push((ing.clone(), format!("Ingress {} listens on HTTPS: {p}", key_of(ing))));
             }
         }
         members.push(Member { key: key_of(ing), settings: c.settings.clone(), spec, discovered_certificates });
     }
 
-    let services = services_of(ctx, &gathered.members, &mut blocked);
-    if !blocked.is_empty() {
-        for (ing, msg) in &blocked {
+    let services = services_of(ctx, &gathered.members, &mut blocked_members);
+    if !blocked_members.is_empty() {
+        // Each member hears its own problem.
+        for (ing, msg) in &blocked_members {
             let msg = format!("IngressGroup {stack_id} not deployed, nothing changed in AWS: {msg}");
             ctx.reporter.warn_once(&ctx.io.base, &reference(ing), FAILED_BUILD, &msg).await;
         }
@@ -188,152 +201,48 @@ pub(super) async fn reconcile(ctx: &IngressCtx, g: &GroupId) -> Result<Option<Du
     }
 
     let merge_cfg = MergeConfig { default_ssl_policy: ctx.cfg.default_ssl_policy.clone() };
-    let group_plan = match plan_group(&members, &services, &merge_cfg) {
-        Ok(p) => p,
-        Err(errors) => {
-            let list: Vec<String> = errors.iter().map(ToString::to_string).collect();
-            let msg = format!("IngressGroup {stack_id}, nothing changed in AWS: {}", list.join("; "));
-            warn_all(ctx, &member_ings, FAILED_BUILD, &crate::stack::truncate_list(msg)).await;
-            return Ok(None);
-        }
-    };
+    let group_plan = plan_group(&members, &services, &merge_cfg).map_err(|errors| {
+        let list: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        blocked(nothing_changed(list.join("; ")))
+    })?;
 
-    // OIDC client credentials: read now, every pass (Secrets are not watched).
-    let oidc_credentials = match k8s::oidc_credentials(
+    // OIDC client credentials: read now, every pass (Secrets are not watched): when one is
+    // missing, look again soon, the user is likely creating or fixing it.
+    let oidc_credentials = k8s::oidc_credentials(
         &ctx.io,
         &oidc::secrets_needed(&group_plan),
         ctx.cfg.required_secrets_label.as_ref(),
+        SECRET_RETRY.min(ctx.cfg.sync_period),
     )
-    .await?
-    {
-        Ok(c) => c,
-        Err(problems) => {
-            let msg = format!("IngressGroup {stack_id}, nothing changed in AWS: {}", problems.join("; "));
-            warn_all(ctx, &member_ings, FAILED_BUILD, &crate::stack::truncate_list(msg)).await;
-            // Not watched: look again soon, the user is likely creating or fixing the Secret.
-            return Ok(Some(SECRET_RETRY.min(ctx.cfg.sync_period)));
-        }
-    };
+    .await
+    .map_err(|e| e.map_blocked(nothing_changed))?;
 
-    // ALBC's stages, timed where ours has the same work: reading AWS and building the stack
-    // (build_model), the AWS writes and the bindings (deploy_model), the members' hostnames
-    // (dns_resolve_and_update_status).
-    let metrics = &ctx.io.base.metrics;
-    let stage = std::time::Instant::now();
-    let mut observed = observe::observe(&ctx.io, &stack_id, None).await?;
-    let mut build_ctx = match build_context(ctx, &members, &observed).await? {
-        Ok(c) => c,
-        Err(message) => {
-            let msg = format!("IngressGroup {stack_id}, nothing changed in AWS: {message}");
-            warn_all(ctx, &member_ings, FAILED_BUILD, &msg).await;
-            return Ok(Some(jittered(ctx.cfg.sync_period)));
-        }
+    let owner = GroupOwner {
+        ctx,
+        g,
+        ings: &member_ings,
+        cands: &cands,
+        members: &members,
+        plan: &group_plan,
+        oidc_credentials,
     };
-    build_ctx.oidc_credentials = oidc_credentials;
-    let build = |c: &BuildContext| build_group_stack(g, &members, &group_plan, c);
-    let mut built = match build(&build_ctx) {
-        Ok(b) => b,
-        Err(e) => {
-            let msg = format!("IngressGroup {stack_id}, nothing changed in AWS: {e}");
-            warn_all(ctx, &member_ings, FAILED_BUILD, &crate::stack::truncate_list(msg)).await;
-            return Ok(None);
-        }
+    let pipeline = Pipeline {
+        io: &ctx.io,
+        backend_sg: &ctx.backend_sg,
+        reporter: &ctx.reporter,
+        controller: super::CONTROLLER,
+        external_managed_tags: &ctx.cfg.external_managed_tags,
     };
-    if built.backend_security_group_used && build_ctx.backend_security_group.as_deref() == Some(BACKEND_SG_PENDING) {
-        build_ctx.backend_security_group = ctx.backend_sg.ensure().await?;
-        built = build(&build_ctx)
-            .map_err(|e| Error::Invalid(format!("stack changed when the backend security group was added: {e}")))?;
-    }
-    let mut warnings = group_plan.warnings.clone();
-    warnings.extend(built.warnings.iter().cloned());
-    for ing in &member_ings {
-        ctx.reporter.warn_list_once(&ctx.io.base, &reference(ing), "BuildWarning", &warnings).await;
-    }
-    observed.foreign = observe::foreign(&ctx.io, &built.stack, &observed).await?;
+    deploy(&pipeline, &owner).await?;
 
-    let opts = PlanOptions { external_managed_tags: ctx.cfg.external_managed_tags.clone() };
-    let steps = match plan(&built.stack, &observed, &opts) {
-        Ok(s) => s,
-        Err(e) => {
-            let msg = format!("IngressGroup {stack_id}, nothing changed in AWS: {e}");
-            warn_all(ctx, &member_ings, FAILED_DEPLOY, &msg).await;
-            return Ok(Some(jittered(ctx.cfg.sync_period)));
-        }
-    };
-    metrics.reconcile_stage(super::CONTROLLER, "build_model", stage);
-    let vetoes: Vec<String> = steps
-        .iter()
-        .filter_map(|s| match s {
-            Step::ReplaceLoadBalancer { reason, .. } => replacement_veto(&cands, reason).map(|v| v.to_string()),
-            _ => None,
-        })
-        .collect();
-    if !vetoes.is_empty() {
-        // The rest of the group waits too: it was built for the replaced load balancer.
-        let msg = format!("IngressGroup {stack_id}: {}", vetoes.join("; "));
-        warn_all(ctx, &member_ings, REPLACEMENT_REFUSED, &crate::stack::truncate_list(msg)).await;
-        return Ok(Some(jittered(ctx.cfg.sync_period)));
-    }
-    for s in &steps {
-        if let Step::ReplaceLoadBalancer { name, reason, .. } = s {
-            let msg = format!(
-                "load balancer {name} is being deleted and created again because its {reason}; its DNS name will change: \
-                 update what points at the old name (external-dns follows the status by itself)"
-            );
-            for ing in &member_ings {
-                ctx.io.base.event(&reference(ing), true, "ReplacingLoadBalancer", msg.clone()).await;
-            }
-        }
-    }
-
-    let stage = std::time::Instant::now();
-    let mut resolved = resolved_from(&observed);
-    let deployed = match deploy::execute(&ctx.io, &stack_id, &steps, &built.stack.listeners, &mut resolved).await {
-        Ok(()) => {
-            let groups = &built.stack.load_balancer.security_groups;
-            extras::apply(&ctx.io, &built.extras, groups, &observed, &resolved).await
-        }
-        Err(e) => Err(e),
-    };
-    let extra_steps = match deployed {
-        Ok(done) => done,
-        Err(e) => {
-            let msg =
-                format!("IngressGroup {stack_id}: {e} (the next attempt re-reads AWS and continues from what exists)");
-            for ing in &member_ings {
-                ctx.io.base.event(&reference(ing), true, FAILED_DEPLOY, msg.clone()).await;
-            }
-            return Err(e);
-        }
-    };
-    if let Some(id) = &resolved.frontend_security_group {
-        built.resolve_frontend_security_group(id);
-    }
-    bindings::sync(&ctx.io, &binding_owner(g), &built.bindings, &resolved.target_groups).await?;
-    metrics.reconcile_stage(super::CONTROLLER, "deploy_model", stage);
-    let stage = std::time::Instant::now();
-    for ing in &member_ings {
-        set_hostname(&ctx.io, ing, resolved.dns_name.as_deref()).await?;
-    }
-    metrics.reconcile_stage(super::CONTROLLER, "dns_resolve_and_update_status", stage);
     // Former members: the ALB no longer routes to them.
     let member_keys: Vec<IngressKey> = member_ings.iter().map(|i| key_of(i)).collect();
     for ing in gathered.holders.iter().filter(|h| !member_keys.contains(&key_of(h))) {
         release_member(ctx, ing, &finalizer).await?;
     }
-    if !steps.is_empty() || !extra_steps.is_empty() {
-        let done: Vec<String> = steps.iter().map(Step::summary).chain(extra_steps).collect();
-        let msg = format!("load balancer {} in sync: {}", built.stack.load_balancer.name, done.join("; "));
-        for ing in &member_ings {
-            let note = crate::stack::truncate_list(msg.clone());
-            ctx.io.base.event(&reference(ing), false, "SuccessfullyReconciled", note).await;
-        }
-    }
     let resumed = ctx.frozen.lock().expect("frozen groups").remove(g);
     for ing in &member_ings {
-        ctx.reporter.clear_failures(&reference(ing));
         ctx.reporter.forget(&reference(ing), GROUP_FROZEN);
-        ctx.reporter.forget(&reference(ing), REPLACEMENT_REFUSED);
         if resumed {
             let msg = format!("IngressGroup {stack_id} resumed: every member's IngressClass is usable again");
             ctx.io.base.event(&reference(ing), false, "GroupResumed", msg).await;
@@ -342,10 +251,77 @@ pub(super) async fn reconcile(ctx: &IngressCtx, g: &GroupId) -> Result<Option<Du
     Ok(Some(jittered(ctx.cfg.sync_period)))
 }
 
+/// An IngressGroup as the owner of its stack: its members in group order.
+struct GroupOwner<'a> {
+    ctx: &'a IngressCtx,
+    g: &'a GroupId,
+    ings: &'a [&'a Ingress],
+    cands: &'a [&'a Candidate],
+    members: &'a [Member],
+    plan: &'a GroupPlan,
+    oidc_credentials: std::collections::BTreeMap<(String, String), lbc_model::ingress::OidcCredentials>,
+}
+
+impl StackOwner for GroupOwner<'_> {
+    fn subject(&self) -> Option<String> {
+        Some(format!("IngressGroup {}", self.g.stack_id()))
+    }
+
+    fn stack_id(&self) -> String {
+        self.g.stack_id()
+    }
+
+    fn objects(&self) -> Vec<ObjectReference> {
+        self.ings.iter().map(|i| reference(i)).collect()
+    }
+
+    fn binding_owner(&self) -> BindingOwner {
+        binding_owner(self.g)
+    }
+
+    fn base_context(&self) -> BuildContext {
+        let cfg = &self.ctx.cfg;
+        let mut c = BuildContext::new(&cfg.cluster_name, &cfg.vpc_id);
+        c.default_tags = cfg.default_tags.clone();
+        c.external_managed_tags = cfg.external_managed_tags.clone();
+        c.default_ssl_policy = cfg.default_ssl_policy.clone();
+        c.default_target_type = cfg.default_target_type;
+        c.default_scheme = cfg.default_scheme;
+        c.oidc_credentials = self.oidc_credentials.clone();
+        c
+    }
+
+    fn context_needs(&self, _existing: Option<ExistingLoadBalancer>) -> ContextNeeds {
+        let cfg = &self.ctx.cfg;
+        lbc_model::ingress::context_needs(self.members, cfg.default_scheme, cfg.gates.alb_single_subnet)
+    }
+
+    fn build(&self, c: &BuildContext) -> std::result::Result<BuiltStack, BuildError> {
+        build_group_stack(self.g, self.members, self.plan, c)
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        self.plan.warnings.clone()
+    }
+
+    fn replacement_veto(&self, reason: &ReplaceReason) -> Option<String> {
+        replacement_veto(self.cands, reason).map(|v| v.to_string())
+    }
+
+    fn status_stage(&self) -> &'static str {
+        "dns_resolve_and_update_status"
+    }
+
+    async fn set_hostname(&self, base: &Context, hostname: Option<&str>) -> Result<()> {
+        for ing in self.ings {
+            set_hostname(base, *ing, hostname).await?;
+        }
+        Ok(())
+    }
+}
+
 /// Event reason of a frozen group's Warnings.
 const GROUP_FROZEN: &str = "GroupFrozen";
-/// Event reason of a replacement members of another namespace did not ask for.
-const REPLACEMENT_REFUSED: &str = "ReplacementRefused";
 
 /// A holder's class or params are gone: a Warning on every Ingress of the group and on the
 /// classes they name (when they exist); nothing else is written, in AWS or on the Ingresses.
@@ -377,19 +353,10 @@ async fn freeze(ctx: &IngressCtx, g: &GroupId, gathered: &Gathered) {
 /// A former member: its status is cleared (unless it is being deleted) and its finalizer removed.
 async fn release_member(ctx: &IngressCtx, ing: &Ingress, finalizer: &str) -> Result<()> {
     if ing.metadata.deletion_timestamp.is_none() {
-        set_hostname(&ctx.io, ing, None).await?;
+        set_hostname(&ctx.io.base, ing, None).await?;
     }
-    remove_finalizer(&ctx.io, ing, finalizer).await
-}
-
-fn resolved_from(observed: &ObservedStack) -> deploy::Resolved {
-    deploy::Resolved {
-        load_balancer_arn: observed.load_balancer.as_ref().map(|(o, _)| o.id.clone()),
-        dns_name: observed.load_balancer.as_ref().map(|(_, s)| s.dns_name.clone()),
-        frontend_security_group: observed.frontend_security_group.as_ref().map(|o| o.id.clone()),
-        target_groups: observed.target_groups.iter().map(|t| (t.spec.name.clone(), t.id.clone())).collect(),
-        listeners: observed.listeners.iter().map(|l| (l.spec.port, l.id.clone())).collect(),
-    }
+    set_finalizer(&ctx.io.base, ing, finalizer, false).await?;
+    Ok(())
 }
 
 /// No member left: bindings, then every AWS resource of the stack, then the finalizers.
@@ -409,9 +376,7 @@ async fn delete_group(ctx: &IngressCtx, g: &GroupId, holders: &[Arc<Ingress>]) -
                  finalizer until then",
                 lbc_model::ingress::keys::full_key(k::LOAD_BALANCER_ATTRIBUTES)
             );
-            let refs: Vec<&Ingress> = holders.iter().map(AsRef::as_ref).collect();
-            warn_all(ctx, &refs, "DeletionProtected", &msg).await;
-            return Ok(Some(jittered(ctx.cfg.sync_period)));
+            return Err(Error::Blocked { event: "DeletionProtected", reason: msg, retry: Retry::SyncPeriod });
         }
     };
     let finalizer = g.finalizer();
@@ -468,61 +433,4 @@ fn services_of(
         }
     }
     out
-}
-
-/// Subnets (two AZs), VPC CIDRs, the existing load balancer and named security groups.
-/// `Ok(Err(message))`: the group cannot be built as it stands.
-async fn build_context(
-    ctx: &IngressCtx,
-    members: &[Member],
-    observed: &ObservedStack,
-) -> Result<std::result::Result<BuildContext, String>> {
-    let mut c = BuildContext::new(&ctx.cfg.cluster_name, &ctx.cfg.vpc_id);
-    c.default_tags = ctx.cfg.default_tags.clone();
-    c.external_managed_tags = ctx.cfg.external_managed_tags.clone();
-    c.default_ssl_policy = ctx.cfg.default_ssl_policy.clone();
-    c.default_target_type = ctx.cfg.default_target_type;
-    c.default_scheme = ctx.cfg.default_scheme;
-    c.backend_security_group = match (ctx.backend_sg.existing().await?, ctx.backend_sg.mode()) {
-        (None, BackendSgMode::Auto) => Some(BACKEND_SG_PENDING.to_string()),
-        (id, _) => id,
-    };
-    c.vpc_cidrs = ctx.io.base.vpc_cidrs(&ctx.cfg.vpc_id).await?.to_strings();
-    c.ipv6_available = c.vpc_cidrs.iter().any(|s| s.contains(':'));
-    c.existing = observed.load_balancer.as_ref().map(|(o, _)| lbc_model::lb::build::ExistingLoadBalancer {
-        scheme: o.spec.scheme,
-        has_security_groups: !o.spec.security_groups.is_empty(),
-    });
-
-    // Exclusive settings: members agree (checked by `conflicts`), the first that sets one wins.
-    let subnets = members.iter().find_map(|m| m.settings.subnets.clone());
-    let selector = match members.iter().find_map(|m| m.settings.subnet_tags.clone()) {
-        Some(tags) => SubnetSelector::Tags(tags),
-        None => SubnetSelector::from_annotation(subnets.map(|s| s.join(",")).as_deref()),
-    };
-    let scheme = members.iter().find_map(|m| m.settings.scheme).unwrap_or(c.default_scheme);
-    let annotation = lbc_model::ingress::keys::full_key(k::SUBNETS);
-    // ALBC's `ALBSingleSubnet` gate lets an ALB live in one subnet.
-    let min_azs = if ctx.cfg.gates.alb_single_subnet { 1 } else { 2 };
-    let need = SubnetNeed { scheme, min_azs, annotation: &annotation };
-    c.subnets = match crate::stack::subnets(&ctx.io, &selector, &need).await? {
-        Ok(s) => s,
-        Err(e) => return Ok(Err(e)),
-    };
-
-    let names: Vec<String> = members
-        .iter()
-        .find_map(|m| m.settings.security_groups.clone())
-        .into_iter()
-        .flatten()
-        .filter(|g| !g.starts_with("sg-"))
-        .collect();
-    if !names.is_empty() {
-        let annotation = lbc_model::ingress::keys::full_key(k::SECURITY_GROUPS);
-        c.custom_security_group_ids = match crate::stack::security_groups_by_name(&ctx.io, &names, &annotation).await? {
-            Ok(ids) => ids,
-            Err(e) => return Ok(Err(e)),
-        };
-    }
-    Ok(Ok(c))
 }

@@ -6,14 +6,13 @@
 //! the Service controller.
 //!
 //! The unit of work is a group ([`GroupId`]), not an Ingress: watch events are mapped to the
-//! groups they touch ([`groups_of_trigger`]) and fed to a [`queue::Queue`] that runs up to
-//! `--ingress-max-concurrent-reconciles` groups at once, never one group twice. One pass is
-//! [`group::reconcile`].
+//! groups they touch ([`groups_of_trigger`]) and fed to the shared scheduler
+//! ([`crate::schedule::run`], kube-runtime's) that runs up to `--ingress-max-concurrent-reconciles`
+//! groups at once, never one group twice. One pass is [`group::reconcile`].
 
 mod certificates;
 mod group;
 mod k8s;
-mod queue;
 
 use crate::backend_sg::BackendSecurityGroup;
 use crate::context::Context;
@@ -243,48 +242,23 @@ pub(crate) fn groups_of_trigger(stores: &Stores, cfg: &SelectConfig, t: &Ingress
 /// Runs until `stop` resolves: every group is looked at once at start, then on every change. On
 /// `stop` no new pass starts and the passes in flight finish (as the other controllers drain).
 pub async fn run(ctx: Arc<IngressCtx>, concurrency: u16, stop: impl std::future::Future<Output = ()> + Send) {
-    use futures::FutureExt;
+    use futures::StreamExt;
     ctx.io.base.metrics.set_concurrency(CONTROLLER, concurrency.max(1));
-    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (tx, rx) = mpsc::unbounded_channel();
     let _ = tx.send(IngressTrigger::All);
     ctx.io.base.triggers.set_ingress_sender(Some(tx));
-    let q = queue::Queue::<GroupId>::new();
-    let stop = stop.boxed().shared();
-
-    let dispatch = {
-        let (q, ctx, stop) = (q.clone(), ctx.clone(), stop.clone());
-        async move {
-            loop {
-                let t = tokio::select! {
-                    _ = stop.clone() => return,
-                    t = rx.recv() => t,
-                };
-                let Some(t) = t else { return };
-                for g in groups_of_trigger(&ctx.io.base.stores, &ctx.cfg.select, &t) {
-                    q.add(g);
-                }
-            }
-        }
+    let requests = {
+        let ctx = ctx.clone();
+        tokio_stream::wrappers::UnboundedReceiverStream::new(rx).flat_map(move |t| {
+            let groups = groups_of_trigger(&ctx.io.base.stores, &ctx.cfg.select, &t);
+            futures::stream::iter(groups.into_iter().map(|g| crate::schedule::request(g, Duration::ZERO)))
+        })
     };
-    let workers = futures::future::join_all((0..concurrency.max(1)).map(|_| {
-        let (q, ctx, stop) = (q.clone(), ctx.clone(), stop.clone());
-        async move {
-            loop {
-                let g = tokio::select! {
-                    biased;
-                    _ = stop.clone() => return,
-                    g = q.next() => g,
-                };
-                let next = reconcile(&ctx, &g).await;
-                q.done(&g);
-                match next {
-                    Some(d) => q.add_after(g, d),
-                    None => q.forget(&g),
-                }
-            }
-        }
-    }));
-    futures::join!(dispatch, workers);
+    crate::schedule::run(requests, concurrency, stop, |g| {
+        let ctx = ctx.clone();
+        async move { reconcile(&ctx, &g).await }
+    })
+    .await;
     ctx.io.base.triggers.set_ingress_sender(None);
 }
 

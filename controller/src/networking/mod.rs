@@ -23,7 +23,6 @@ pub use cilium::CiliumNodes;
 
 use crate::context::{Context, jittered};
 use crate::error::Result;
-use futures::FutureExt;
 use gather::{EventMemory, gather, notes_by_binding};
 use kube::Resource;
 use lbc_aws::net::{Networking, SecurityGroupQuery};
@@ -109,50 +108,57 @@ impl BackendRules {
             return;
         }
         tracing::info!("backend security-group rules reconciler started");
-        futures::pin_mut!(shutdown);
-        let mut due = tokio::time::Instant::now();
+        // One key (the pass is cluster-wide) on the shared scheduler: a watch event asks for a
+        // pass `DEBOUNCE` from now (the earliest request wins, so changes within that window share
+        // one pass), each pass schedules the next (drift, or sooner after a failure).
+        let wakes = futures::stream::unfold(self.trigger.clone(), |n| async move {
+            n.notified().await;
+            Some((crate::schedule::request((), DEBOUNCE), n))
+        });
+        let requests =
+            futures::stream::select(futures::stream::iter([crate::schedule::request((), Duration::ZERO)]), wakes);
         // The last pass saw no binding with spec.networking and left none of our rules behind:
-        // until a binding takes part again, a watch event cannot change anything in AWS.
-        let mut idle = false;
-        loop {
-            tokio::select! {
-                _ = &mut shutdown => return,
-                _ = self.trigger.notified() => {
-                    tokio::time::sleep(DEBOUNCE).await;
-                    // Changes during the debounce are covered by this pass: drop their wake-up.
-                    let _ = self.trigger.notified().now_or_never();
-                    if idle {
-                        let g = gather(&self.ctx.stores);
-                        if g.bindings.is_empty() && g.incomplete.is_empty() {
-                            continue;
-                        }
-                    }
+        // until a binding takes part again, a watch event cannot change anything in AWS. Then the
+        // next pass stays where the last one put it.
+        let idle_until: Mutex<Option<Instant>> = Mutex::default();
+        crate::schedule::run(requests, 1, shutdown, |()| async {
+            if let Some(due) = *idle_until.lock().expect("idle") {
+                let g = gather(&self.ctx.stores);
+                let now = Instant::now();
+                if g.bindings.is_empty() && g.incomplete.is_empty() && due > now {
+                    return Some(due - now);
                 }
-                _ = tokio::time::sleep_until(due) => {}
             }
-            let started = Instant::now();
-            let next = match self.pass().await {
-                Ok(s) => {
-                    idle = s.bindings == 0 && s.withheld_revokes == 0 && !s.unresolved;
-                    tracing::debug!(
-                        bindings = s.bindings,
-                        authorized = s.authorized,
-                        revoked = s.revoked,
-                        withheld_revokes = s.withheld_revokes,
-                        problems = s.problems,
-                        elapsed_ms = started.elapsed().as_millis() as u64,
-                        "backend security-group rules pass"
-                    );
-                    if s.unresolved { RETRY_UNRESOLVED } else { jittered(self.cfg.sync_period) }
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "backend security-group rules pass failed; retrying");
-                    self.ctx.metrics.reconcile_failed("backend-rules", e.category());
-                    idle = false;
-                    RETRY_FAILED
-                }
-            };
-            due = tokio::time::Instant::now() + next;
+            let next = self.logged_pass().await;
+            *idle_until.lock().expect("idle") = next.1.then(|| Instant::now() + next.0);
+            Some(next.0)
+        })
+        .await;
+    }
+
+    /// One pass, logged and counted; the delay before the next one and whether it found nothing
+    /// to do (no binding takes part, nothing withheld, nothing unresolved).
+    async fn logged_pass(&self) -> (Duration, bool) {
+        let started = Instant::now();
+        match self.pass().await {
+            Ok(s) => {
+                tracing::debug!(
+                    bindings = s.bindings,
+                    authorized = s.authorized,
+                    revoked = s.revoked,
+                    withheld_revokes = s.withheld_revokes,
+                    problems = s.problems,
+                    elapsed_ms = started.elapsed().as_millis() as u64,
+                    "backend security-group rules pass"
+                );
+                let idle = s.bindings == 0 && s.withheld_revokes == 0 && !s.unresolved;
+                (if s.unresolved { RETRY_UNRESOLVED } else { jittered(self.cfg.sync_period) }, idle)
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "backend security-group rules pass failed; retrying");
+                self.ctx.metrics.reconcile_failed("backend-rules", e.category());
+                (RETRY_FAILED, false)
+            }
         }
     }
 

@@ -6,7 +6,7 @@
 //! other binding.
 
 use super::StackIo;
-use crate::error::Result;
+use crate::error::{OkIfGone, Result};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::{Resource, ResourceExt};
@@ -83,7 +83,7 @@ pub async fn sync(
         tgb.metadata.namespace = Some(t.namespace.clone());
         tgb.metadata.labels = Some(owner.labels.clone());
         tgb.metadata.owner_references = owner.owner_ref.clone().map(|r| vec![r]);
-        let body = serde_json::to_value(&tgb).map_err(|e| crate::error::Error::Invalid(e.to_string()))?;
+        let body = serde_json::to_value(&tgb).map_err(|e| crate::error::Error::Internal(e.to_string()))?;
         let api: Api<TargetGroupBinding> = Api::namespaced(io.base.client.clone(), &t.namespace);
         api.patch(&t.name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(body)).await?;
         tracing::info!(binding = %format!("{}/{}", t.namespace, t.name), target_group = %arn, "TargetGroupBinding applied");
@@ -121,11 +121,7 @@ pub async fn delete_all(io: &StackIo, owner: &BindingOwner) -> Result<bool> {
 async fn delete(io: &StackIo, t: &TargetGroupBinding) -> Result<()> {
     io.base.ensure_leader()?;
     let api: Api<TargetGroupBinding> = Api::namespaced(io.base.client.clone(), &t.namespace().unwrap_or_default());
-    match api.delete(&t.name_any(), &DeleteParams::background()).await {
-        Ok(_) => {}
-        Err(kube::Error::Api(s)) if s.code == 404 => {}
-        Err(e) => return Err(e.into()),
-    }
+    api.delete(&t.name_any(), &DeleteParams::background()).await.ok_if_gone()?;
     let (ns, arn) = (t.namespace().unwrap_or_default(), t.spec.target_group_arn.as_deref().unwrap_or_default());
     io.base.metrics.target_group_binding(&ns, &t.spec.service_ref.name, arn, false);
     Ok(())

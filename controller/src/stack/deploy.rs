@@ -25,7 +25,7 @@ impl Resolved {
         match r {
             SecurityGroupRef::Id(id) => Ok(id.clone()),
             SecurityGroupRef::ManagedFrontend => self.frontend_security_group.clone().ok_or_else(|| {
-                Error::Invalid("the plan refers to the managed frontend security group before it exists".into())
+                Error::Internal("the plan refers to the managed frontend security group before it exists".into())
             }),
         }
     }
@@ -35,7 +35,7 @@ impl Resolved {
             TargetGroupRef::Arn(_) => Ok(r.clone()),
             TargetGroupRef::Name(n) => {
                 self.target_groups.get(n).map(|a| TargetGroupRef::Arn(a.clone())).ok_or_else(|| {
-                    Error::Invalid(format!("target group {n} has no ARN yet (not created by this plan)"))
+                    Error::Internal(format!("target group {n} has no ARN yet (not created by this plan)"))
                 })
             }
         }
@@ -64,7 +64,7 @@ impl Resolved {
 
     fn listener_arn(&self, port: u16) -> Result<String> {
         self.listeners.get(&port).cloned().ok_or_else(|| {
-            Error::Invalid(format!("the plan adds a rule to listener {port}, which neither exists nor was created"))
+            Error::Internal(format!("the plan adds a rule to listener {port}, which neither exists nor was created"))
         })
     }
 }
@@ -135,7 +135,7 @@ async fn run(io: &StackIo, step: &Step, listeners: &[Listener], r: &mut Resolved
         }
         Step::CreateListener { listener } => {
             let lb = r.load_balancer_arn.clone().ok_or_else(|| {
-                Error::Invalid(format!("listener {} planned before its load balancer exists", listener.port))
+                Error::Internal(format!("listener {} planned before its load balancer exists", listener.port))
             })?;
             let l = r.listener(listener)?;
             let created = lbs.create_listener(&lb, &l).await?;
@@ -153,7 +153,7 @@ async fn run(io: &StackIo, step: &Step, listeners: &[Listener], r: &mut Resolved
         Step::ModifyListener { arn, port, .. } => {
             // The adapter sets every field; the desired listener is the whole truth for this port.
             let want = listeners.iter().find(|l| l.port == *port).ok_or_else(|| {
-                Error::Invalid(format!("plan modifies listener {port}, which the desired stack does not have"))
+                Error::Internal(format!("plan modifies listener {port}, which the desired stack does not have"))
             })?;
             lbs.modify_listener(arn, &r.listener(want)?).await?
         }

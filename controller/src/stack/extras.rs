@@ -32,7 +32,7 @@ pub async fn apply(
     let arn = resolved
         .load_balancer_arn
         .clone()
-        .ok_or_else(|| Error::Invalid("load balancer settings planned before the load balancer exists".into()))?;
+        .ok_or_else(|| Error::Internal("load balancer settings planned before the load balancer exists".into()))?;
     // A load balancer created (or replaced) in this pass has AWS's defaults.
     let same_lb = observed.load_balancer.as_ref().filter(|(o, _)| o.id == arn);
     let seen = ObservedExtras {
@@ -59,7 +59,7 @@ pub async fn apply(
                     .iter()
                     .map(|g| match g.as_str() {
                         MANAGED_FRONTEND_SG => resolved.frontend_security_group.clone().ok_or_else(|| {
-                            Error::Invalid("the managed frontend security group does not exist yet".into())
+                            Error::Internal("the managed frontend security group does not exist yet".into())
                         }),
                         id => Ok(id.to_string()),
                     })

@@ -11,10 +11,15 @@
 pub mod bindings;
 pub mod deploy;
 pub mod extras;
+pub mod k8s;
 pub mod observe;
+pub mod pipeline;
+
+pub use k8s::{set_finalizer, set_hostname};
+pub use pipeline::{StackOwner, settle};
 
 use crate::context::Context;
-use crate::error::{Error, Result};
+use crate::error::{Error, OkIfGone, Result, Retry};
 use k8s_openapi::api::core::v1::ObjectReference;
 use lbc_aws::lb::LoadBalancers;
 use lbc_aws::net::Networking;
@@ -183,12 +188,12 @@ pub struct SubnetNeed<'a> {
 
 /// Subnets of the load balancer: the named ones (IDs or `Name` tags; IDs outside the VPC are
 /// described too, so the error can say where they are) or discovered by role and cluster tags.
-/// `Ok(Err(message))`: no usable set; the message lists every subnet and near miss.
+/// No usable set: [`Error::Blocked`] with a message that lists every subnet and near miss.
 pub async fn subnets(
     io: &StackIo,
     selector: &lbc_model::lb::subnets::SubnetSelector,
     need: &SubnetNeed<'_>,
-) -> Result<std::result::Result<Vec<lbc_model::lb::Subnet>, String>> {
+) -> Result<Vec<lbc_model::lb::Subnet>> {
     use lbc_aws::net::SubnetQuery;
     use lbc_model::lb::subnets::{SubnetParams, SubnetSelector, resolve};
     let mut subnets = io.net.subnets(&SubnetQuery::Vpc(io.vpc_id.clone())).await?;
@@ -199,11 +204,7 @@ pub async fn subnets(
             .cloned()
             .collect();
         if !outside.is_empty() {
-            match io.net.subnets(&SubnetQuery::Ids(outside)).await {
-                Ok(more) => subnets.extend(more),
-                Err(e) if e.kind == lbc_aws::error::ErrorKind::NotFound => {}
-                Err(e) => return Err(e.into()),
-            }
+            subnets.extend(io.net.subnets(&SubnetQuery::Ids(outside)).await.ok_if_gone()?.into_iter().flatten());
         }
     }
     let params = SubnetParams {
@@ -214,7 +215,13 @@ pub async fn subnets(
         cluster_tag_check: io.options.cluster_tag_check,
         subnets_annotation: need.annotation,
     };
-    Ok(resolve(selector, &params, &subnets).map_err(|e| e.to_string()))
+    resolve(selector, &params, &subnets).map_err(|e| blocked_build(e.to_string()))
+}
+
+/// The stack cannot be built as its owner stands; looked at again at the sync period (the fix
+/// may be in AWS: subnet tags, security group names).
+fn blocked_build(reason: String) -> Error {
+    Error::Blocked { event: FAILED_BUILD, reason, retry: Retry::SyncPeriod }
 }
 
 /// Per Service and Ingress not in `except` (UIDs just cleaned up, which the cache may still show
@@ -229,7 +236,7 @@ pub fn finalizer_holders(stores: &crate::stores::Stores, except: &[String]) -> V
         .state()
         .into_iter()
         .filter(|s| !skip(s.uid()))
-        .map(|s| s.finalizers().iter().any(|f| f == crate::service::SERVICE_FINALIZER));
+        .map(|s| s.finalizers().iter().any(|f| f == lbc_model::service::keys::SERVICE_FINALIZER));
     let ingresses = stores.ingresses.state().into_iter().filter(|i| !skip(i.uid())).map(|i| {
         i.finalizers()
             .iter()
@@ -238,46 +245,9 @@ pub fn finalizer_holders(stores: &crate::stores::Stores, except: &[String]) -> V
     services.chain(ingresses).collect()
 }
 
-/// The merge patch that makes `status.loadBalancer.ingress` hold just `hostname` (or nothing),
-/// `None` when `current` (the hostnames there now) already says so.
-pub fn hostname_patch(current: &[Option<&str>], hostname: Option<&str>) -> Option<serde_json::Value> {
-    let want: Vec<Option<&str>> = hostname.into_iter().map(Some).collect();
-    if current == want.as_slice() {
-        return None;
-    }
-    let ingress: Vec<serde_json::Value> = hostname.iter().map(|h| serde_json::json!({"hostname": h})).collect();
-    Some(serde_json::json!({"status": {"loadBalancer": {"ingress": ingress}}}))
-}
-
-/// Makes `status.loadBalancer.ingress` of object `name` hold just `hostname` (or nothing) unless
-/// `current` (its hostnames now) already says so. Leader only; an object gone meanwhile is fine.
-pub async fn set_hostname<K>(
-    base: &Context,
-    api: &kube::Api<K>,
-    name: &str,
-    current: &[Option<&str>],
-    hostname: Option<&str>,
-) -> Result<()>
-where
-    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-{
-    let Some(body) = hostname_patch(current, hostname) else { return Ok(()) };
-    base.ensure_leader()?;
-    let params = kube::api::PatchParams::default();
-    match api.patch_status(name, &params, &kube::api::Patch::Merge(body)).await {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
-        Err(e) => Err(e.into()),
-    }
-}
-
 /// IDs of the security groups a `security-groups` annotation names by `Name` (tag or group
-/// name). `Ok(Err(message))`: some do not exist.
-pub async fn security_groups_by_name(
-    io: &StackIo,
-    names: &[String],
-    annotation: &str,
-) -> Result<std::result::Result<Vec<String>, String>> {
+/// name). Some do not exist: [`Error::Blocked`].
+pub async fn security_groups_by_name(io: &StackIo, names: &[String], annotation: &str) -> Result<Vec<String>> {
     let q = lbc_aws::net::SecurityGroupQuery::Names { vpc_id: io.vpc_id.clone(), names: names.to_vec() };
     let found = io.net.security_groups(&q).await?;
     let missing: Vec<&String> = names
@@ -285,12 +255,12 @@ pub async fn security_groups_by_name(
         .filter(|n| !found.iter().any(|f| &f.spec.name == *n || f.spec.tags.get("Name") == Some(*n)))
         .collect();
     if !missing.is_empty() {
-        return Ok(Err(format!(
+        return Err(blocked_build(format!(
             "security groups named {missing:?} (annotation {annotation}) do not exist in VPC {}; use their IDs (sg-…) or fix the names",
             io.vpc_id
         )));
     }
-    Ok(Ok(found.into_iter().map(|f| f.id).collect()))
+    Ok(found.into_iter().map(|f| f.id).collect())
 }
 
 /// Failures in a row per key, and the capped exponential backoff that follows from them.

@@ -109,29 +109,8 @@ pub struct CognitoConfig {
     pub extra_params: BTreeMap<String, String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct QueryMatch {
-    pub key: Option<String>,
-    pub value: String,
-}
-
-/// Maps onto the rule condition types of `lb`.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Condition {
-    HostHeader(Vec<String>),
-    /// `hostHeaderConfig.regexValues`.
-    HostHeaderRegex(Vec<String>),
-    PathPattern(Vec<String>),
-    /// `pathPatternConfig.regexValues`, and ImplementationSpecific paths under `use-regex-path-match`.
-    PathPatternRegex(Vec<String>),
-    HttpHeader {
-        name: String,
-        values: Vec<String>,
-    },
-    HttpRequestMethod(Vec<String>),
-    QueryString(Vec<QueryMatch>),
-    SourceIp(Vec<String>),
-}
+/// Conditions parse straight into the load balancer's rule conditions.
+pub use crate::lb::{Condition, QueryStringPair};
 
 /// Lower-cases every object key, recursively (Go's case-insensitive field matching).
 fn fold_keys(v: Value) -> Value {
@@ -372,7 +351,7 @@ pub(crate) fn parse_conditions(raw: &str) -> Result<Vec<Condition>, String> {
                     Condition::QueryString(
                         items
                             .iter()
-                            .map(|kv| QueryMatch {
+                            .map(|kv| QueryStringPair {
                                 key: kv.get("key").and_then(Value::as_str).map(str::to_string),
                                 value: kv.get("value").and_then(Value::as_str).unwrap_or_default().to_string(),
                             })

@@ -126,8 +126,8 @@ fn conditions_table() {
             Condition::HttpHeader { name: "X-Env".into(), values: vec!["canary".into()] },
             Condition::HttpRequestMethod(vec!["GET".into(), "HEAD".into()]),
             Condition::QueryString(vec![
-                QueryMatch { key: Some("v".into()), value: "2".into() },
-                QueryMatch { key: None, value: "x".into() }
+                QueryStringPair { key: Some("v".into()), value: "2".into() },
+                QueryStringPair { key: None, value: "x".into() }
             ]),
             Condition::SourceIp(vec!["10.0.0.0/8".into()]),
         ]

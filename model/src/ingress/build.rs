@@ -33,7 +33,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-use super::actions::{self as ia, ForwardTarget, RuleAction, ServicePort};
+use super::actions::{ForwardTarget, RuleAction, ServicePort};
 use super::group::GroupId;
 use super::keys::{self as k, full_key};
 use super::merge::{IngressKey, Member};
@@ -53,30 +53,13 @@ use crate::lb::naming::{self, IngressTargetGroupNameInputs};
 use crate::lb::tags::{INGRESS_TAG_PREFIX, RESOURCE_LOAD_BALANCER, RESOURCE_MANAGED_SECURITY_GROUP};
 use crate::lb::{
     Action, AuthenticateCognito, AuthenticateOidc, Condition, HealthCheck, HealthCheckPort, IngressRule,
-    LbIpAddressType, LbType, Listener, LoadBalancer, OIDC_SECRET_DIGEST_TAG, Protocol, QueryStringPair, Rule,
-    RuleSource, SecurityGroup, Stack, SubnetMapping, Tags, TargetGroup, TargetGroupRef, TgIpAddressType,
-    VALUES_PER_CONDITION_MAX, WeightedTargetGroup, oidc_secret_digest, regex_value_problem,
+    LbIpAddressType, LbType, Listener, LoadBalancer, OIDC_SECRET_DIGEST_TAG, Protocol, Rule, RuleSource, SecurityGroup,
+    Stack, SubnetMapping, Tags, TargetGroup, TargetGroupRef, TgIpAddressType, VALUES_PER_CONDITION_MAX,
+    WeightedTargetGroup, oidc_secret_digest, regex_value_problem,
 };
 
 /// Everything one IngressGroup wants in AWS and in Kubernetes.
-#[derive(Clone, Debug, PartialEq)]
-pub struct IngressStack {
-    pub stack: Stack,
-    pub bindings: Vec<TargetGroupBindingTemplate>,
-    /// The stack uses the cluster's backend SG (it must exist and must not be released).
-    pub backend_security_group_used: bool,
-    /// Settings with their own AWS calls: WAFv2 web ACL, minimum capacity (`lb::extras`).
-    pub extras: WantedExtras,
-    /// Things the user should know (Warning events); the stack is still valid.
-    pub warnings: Vec<String>,
-}
-
-impl IngressStack {
-    /// Replaces the frontend-SG placeholder in the bindings' rules by the created group's ID.
-    pub fn resolve_frontend_security_group(&mut self, group_id: &str) {
-        crate::lb::build::resolve_frontend_security_group(&mut self.bindings, group_id);
-    }
-}
+pub type IngressStack = crate::lb::build::BuiltStack;
 
 /// ALB health-check defaults (ALBC `--default-*` ingress values).
 const HC_INTERVAL: u32 = 15;
@@ -542,31 +525,16 @@ fn tag_oidc_digest(tags: &mut Tags, actions: &[Action]) {
     }
 }
 
-fn conditions(b: &mut Build<'_>, cs: &[ia::Condition], who: &IngressKey, port: u16) -> Vec<Condition> {
-    let mut out = Vec::new();
+/// The rule's conditions, with their regex values checked against AWS's limits.
+fn conditions(b: &mut Build<'_>, cs: &[Condition], who: &IngressKey, port: u16) -> Vec<Condition> {
     for c in cs {
-        out.push(match c {
-            ia::Condition::HostHeader(v) => Condition::HostHeader(v.clone()),
-            ia::Condition::PathPattern(v) => Condition::PathPattern(v.clone()),
-            ia::Condition::HttpHeader { name, values } => {
-                Condition::HttpHeader { name: name.clone(), values: values.clone() }
-            }
-            ia::Condition::HttpRequestMethod(v) => Condition::HttpRequestMethod(v.clone()),
-            ia::Condition::QueryString(v) => Condition::QueryString(
-                v.iter().map(|q| QueryStringPair { key: q.key.clone(), value: q.value.clone() }).collect(),
-            ),
-            ia::Condition::SourceIp(v) => Condition::SourceIp(v.clone()),
-            ia::Condition::HostHeaderRegex(v) => {
-                check_regex_values(b, who, port, "host-header", v);
-                Condition::HostHeaderRegex(v.clone())
-            }
-            ia::Condition::PathPatternRegex(v) => {
-                check_regex_values(b, who, port, "path-pattern", v);
-                Condition::PathPatternRegex(v.clone())
-            }
-        });
+        match c {
+            Condition::HostHeaderRegex(v) => check_regex_values(b, who, port, "host-header", v),
+            Condition::PathPatternRegex(v) => check_regex_values(b, who, port, "path-pattern", v),
+            _ => {}
+        }
     }
-    out
+    cs.to_vec()
 }
 
 /// AWS's limits on regex values, checked before any AWS call (an invalid regex would otherwise
@@ -676,3 +644,35 @@ fn actions(
 #[cfg(test)]
 #[path = "build_tests.rs"]
 mod tests;
+
+/// What to look up in AWS before [`build_group_stack`]. Exclusive settings: members agree
+/// (checked by `conflicts`), the first that sets one wins. Subnets: the IngressClassParams tags,
+/// else the annotation, else discovery, for the members' scheme (else `default_scheme`; unlike a
+/// Service, an existing load balancer's scheme is not consulted), in two AZs unless gate
+/// `ALBSingleSubnet`.
+pub fn context_needs(
+    members: &[Member],
+    default_scheme: crate::lb::Scheme,
+    alb_single_subnet: bool,
+) -> crate::lb::build::ContextNeeds {
+    use crate::lb::subnets::SubnetSelector;
+    let subnets = members.iter().find_map(|m| m.settings.subnets.clone());
+    let selector = match members.iter().find_map(|m| m.settings.subnet_tags.clone()) {
+        Some(tags) => SubnetSelector::Tags(tags),
+        None => SubnetSelector::from_annotation(subnets.map(|s| s.join(",")).as_deref()),
+    };
+    crate::lb::build::ContextNeeds {
+        subnets: selector,
+        scheme: members.iter().find_map(|m| m.settings.scheme).unwrap_or(default_scheme),
+        min_azs: if alb_single_subnet { 1 } else { 2 },
+        subnets_annotation: full_key(k::SUBNETS),
+        security_group_names: members
+            .iter()
+            .find_map(|m| m.settings.security_groups.clone())
+            .into_iter()
+            .flatten()
+            .filter(|g| !g.starts_with("sg-"))
+            .collect(),
+        security_groups_annotation: full_key(k::SECURITY_GROUPS),
+    }
+}

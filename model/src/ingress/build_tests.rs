@@ -506,3 +506,64 @@ fn default_scheme_applies_when_no_member_names_one() {
         "the name hashes the scheme, as ALBC's does"
     );
 }
+
+#[test]
+fn context_needs_follow_the_first_member_that_sets_each_setting() {
+    use crate::lb::subnets::SubnetSelector;
+    let tagged = || {
+        let mut m = web(&[]);
+        m.settings.subnet_tags = Some(BTreeMap::from([("tier".to_string(), vec!["web".to_string()])]));
+        m
+    };
+    // (members' annotations, params' subnet tags on the first, single subnet gate) →
+    // (subnets, scheme, min AZs, names to look up)
+    type Case = (&'static str, Vec<Member>, bool, SubnetSelector, Scheme, usize, Vec<&'static str>);
+    let cases: Vec<Case> = vec![
+        (
+            "nothing set: discovery, default scheme, two AZs",
+            vec![web(&[])],
+            false,
+            SubnetSelector::Discover,
+            Scheme::Internal,
+            2,
+            vec![],
+        ),
+        ("gate ALBSingleSubnet: one AZ", vec![web(&[])], true, SubnetSelector::Discover, Scheme::Internal, 1, vec![]),
+        (
+            "the first member that names subnets and a scheme wins",
+            vec![web(&[]), web(&[("subnets", "subnet-1, web-a"), ("scheme", "internet-facing")])],
+            false,
+            SubnetSelector::Explicit(vec!["subnet-1".into(), "web-a".into()]),
+            Scheme::InternetFacing,
+            2,
+            vec![],
+        ),
+        (
+            "params' subnet tags beat the annotation",
+            vec![tagged(), web(&[("subnets", "subnet-1")])],
+            false,
+            SubnetSelector::Tags(BTreeMap::from([("tier".to_string(), vec!["web".to_string()])])),
+            Scheme::Internal,
+            2,
+            vec![],
+        ),
+        (
+            "groups named by Name are looked up, IDs are not",
+            vec![web(&[("security-groups", "sg-1,web-front,edge")])],
+            false,
+            SubnetSelector::Discover,
+            Scheme::Internal,
+            2,
+            vec!["web-front", "edge"],
+        ),
+    ];
+    for (name, members, single, subnets, scheme, min_azs, names) in cases {
+        let n = context_needs(&members, Scheme::Internal, single);
+        assert_eq!(n.subnets, subnets, "{name}");
+        assert_eq!(n.scheme, scheme, "{name}");
+        assert_eq!(n.min_azs, min_azs, "{name}");
+        assert_eq!(n.security_group_names, names, "{name}");
+        assert_eq!(n.subnets_annotation, "alb.ingress.kubernetes.io/subnets", "{name}");
+        assert_eq!(n.security_groups_annotation, "alb.ingress.kubernetes.io/security-groups", "{name}");
+    }
+}

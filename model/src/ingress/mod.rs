@@ -52,7 +52,7 @@ mod test_fixtures;
 
 pub use crate::lb::build::{BuildContext, BuildError, OidcCredentials, TargetGroupBindingTemplate};
 pub use backends::{ServiceView, Services};
-pub use build::{IngressStack, build_group_stack};
+pub use build::{IngressStack, build_group_stack, context_needs};
 pub use certificates::{AcmCertificate, NoCertificate};
 pub use group::{Candidate, Conflict, GroupId, conflicts, group_of, members};
 pub use membership::{Membership, membership};

@@ -122,6 +122,66 @@ pub struct TargetGroupBindingTemplate {
     pub spec: TargetGroupBindingSpec,
 }
 
+/// Everything one stack owner (a Service, an IngressGroup) wants in AWS and in Kubernetes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BuiltStack {
+    pub stack: super::Stack,
+    /// Settings with their own AWS calls (`lb::extras`).
+    pub extras: super::extras::WantedExtras,
+    pub bindings: Vec<TargetGroupBindingTemplate>,
+    /// The stack uses the cluster's backend SG (it must exist and must not be released).
+    pub backend_security_group_used: bool,
+    /// Things the user should know (Warning events); the stack is still valid.
+    pub warnings: Vec<String>,
+}
+
+impl BuiltStack {
+    /// Replaces [`FRONTEND_SG_PLACEHOLDER`] in the bindings' rules by the created group's ID.
+    pub fn resolve_frontend_security_group(&mut self, group_id: &str) {
+        resolve_frontend_security_group(&mut self.bindings, group_id);
+    }
+
+    /// Built with [`BACKEND_SG_PENDING`] and using it: the backend group must be created and the
+    /// stack built again with its real ID.
+    pub fn needs_backend_security_group(&self, ctx: &BuildContext) -> bool {
+        self.backend_security_group_used && ctx.backend_security_group.as_deref() == Some(BACKEND_SG_PENDING)
+    }
+}
+
+/// Stand-in for the shared backend group's ID while it does not exist yet: the group is created
+/// only when a stack uses it, so a stack is built once with this, then again with the real ID
+/// ([`BuiltStack::needs_backend_security_group`]).
+pub const BACKEND_SG_PENDING: &str = "<backend-security-group-to-create>";
+
+/// The backend group a first build uses: the existing one, or [`BACKEND_SG_PENDING`] when the
+/// controller creates it on demand and it does not exist yet.
+pub fn backend_security_group_for_build(
+    existing: Option<String>,
+    mode: &super::backend_sg::BackendSgMode,
+) -> Option<String> {
+    match (existing, mode) {
+        (None, super::backend_sg::BackendSgMode::Auto) => Some(BACKEND_SG_PENDING.to_string()),
+        (id, _) => id,
+    }
+}
+
+/// What the caller must find out in AWS before building a stack, decided from the owner's
+/// settings: the subnets (and for which scheme and how many AZs), and the security groups the
+/// `security-groups` annotation names by `Name` rather than ID.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ContextNeeds {
+    pub subnets: super::subnets::SubnetSelector,
+    pub scheme: Scheme,
+    /// 1 for an NLB (or an ALB with gate `ALBSingleSubnet`), 2 for an ALB.
+    pub min_azs: usize,
+    /// The full subnets annotation key, for messages.
+    pub subnets_annotation: String,
+    /// Groups to look up by `Name` (tag or group name); IDs are used as they are.
+    pub security_group_names: Vec<String>,
+    /// The full security-groups annotation key, for messages.
+    pub security_groups_annotation: String,
+}
+
 /// Replaces [`FRONTEND_SG_PLACEHOLDER`] in the bindings' rules by the created group's ID.
 pub fn resolve_frontend_security_group(bindings: &mut [TargetGroupBindingTemplate], group_id: &str) {
     for b in bindings {

@@ -9,7 +9,7 @@
 //!   admit traffic from the backend SG. The frontend SG's ID is not known before it exists, so
 //!   `LoadBalancer::security_groups` names it [`crate::lb::diff::MANAGED_FRONTEND_SG`], which the
 //!   plan turns into a reference the deployer resolves. Without a backend SG the frontend SG is the source of target rules, written as
-//!   [`FRONTEND_SG_PLACEHOLDER`] until [`ServiceStack::resolve_frontend_security_group`] runs.
+//!   [`FRONTEND_SG_PLACEHOLDER`] until [`crate::lb::build::BuiltStack::resolve_frontend_security_group`] runs.
 //! - **custom** (`security-groups` annotation): those groups; the backend SG only when
 //!   `manage-backend-security-group-rules: "true"`.
 //! - **none** (`disable-nlb-sg`, the controller may not manage SGs, or the existing NLB was created
@@ -32,24 +32,7 @@ pub use crate::lb::build::{
 };
 
 /// Everything one Service wants in AWS and in Kubernetes.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ServiceStack {
-    pub stack: Stack,
-    /// Settings with their own AWS calls (`lb::extras`).
-    pub extras: WantedExtras,
-    pub bindings: Vec<TargetGroupBindingTemplate>,
-    /// The stack uses the cluster's backend SG (it must exist and must not be released).
-    pub backend_security_group_used: bool,
-    /// Things the user should know (Warning events); the stack is still valid.
-    pub warnings: Vec<String>,
-}
-
-impl ServiceStack {
-    /// Replaces [`FRONTEND_SG_PLACEHOLDER`] in the bindings' rules by the created group's ID.
-    pub fn resolve_frontend_security_group(&mut self, group_id: &str) {
-        crate::lb::build::resolve_frontend_security_group(&mut self.bindings, group_id);
-    }
-}
+pub type ServiceStack = crate::lb::build::BuiltStack;
 
 /// Intermediate state shared by the builders.
 pub(crate) struct Ctx<'a> {
@@ -181,3 +164,33 @@ pub fn build_stack(svc: &Service, settings: &NlbSettings, ctx: &BuildContext) ->
 #[cfg(test)]
 #[path = "build_tests.rs"]
 mod tests;
+
+/// What to look up in AWS before [`build_stack`]: subnets for the scheme the Service gets (its
+/// annotation, else the existing load balancer's, else `default_scheme`; one AZ is enough for an
+/// NLB) and the security groups its annotation names by `Name`.
+pub fn context_needs(
+    svc: &Service,
+    settings: &NlbSettings,
+    existing: Option<ExistingLoadBalancer>,
+    default_scheme: Scheme,
+) -> crate::lb::build::ContextNeeds {
+    use super::annotations::SecurityGroupSelector;
+    let subnets_annotation = super::keys::full_key(super::keys::SUBNETS);
+    let raw = svc.metadata.annotations.as_ref().and_then(|a| a.get(&subnets_annotation));
+    crate::lb::build::ContextNeeds {
+        subnets: crate::lb::subnets::SubnetSelector::from_annotation(raw.map(String::as_str)),
+        scheme: settings.scheme.or(existing.map(|e| e.scheme)).unwrap_or(default_scheme),
+        min_azs: 1,
+        subnets_annotation,
+        security_group_names: settings
+            .security_groups
+            .iter()
+            .flatten()
+            .filter_map(|g| match g {
+                SecurityGroupSelector::Name(n) => Some(n.clone()),
+                SecurityGroupSelector::Id(_) => None,
+            })
+            .collect(),
+        security_groups_annotation: super::keys::full_key(super::keys::SECURITY_GROUPS),
+    }
+}

@@ -381,3 +381,94 @@ fn default_scheme_applies_only_where_nothing_else_decides() {
     let existing = build(&svc(tcp80(), &[]), &c).unwrap();
     assert_eq!(existing.stack.load_balancer.scheme, Scheme::Internal, "an existing load balancer keeps its scheme");
 }
+
+#[test]
+fn context_needs_follow_annotation_then_existing_then_default() {
+    use crate::lb::subnets::SubnetSelector;
+    let existing = |scheme| Some(ExistingLoadBalancer { scheme, has_security_groups: true });
+    // (annotations, existing load balancer) → (subnets, scheme, names to look up)
+    type Case = (
+        &'static str,
+        Vec<(&'static str, &'static str)>,
+        Option<ExistingLoadBalancer>,
+        SubnetSelector,
+        Scheme,
+        Vec<&'static str>,
+    );
+    let cases: Vec<Case> = vec![
+        (
+            "nothing set: discovery with the default scheme",
+            vec![],
+            None,
+            SubnetSelector::Discover,
+            Scheme::Internal,
+            vec![],
+        ),
+        (
+            "an existing load balancer keeps its scheme",
+            vec![],
+            existing(Scheme::InternetFacing),
+            SubnetSelector::Discover,
+            Scheme::InternetFacing,
+            vec![],
+        ),
+        (
+            "the annotation beats the existing scheme",
+            vec![(k::SCHEME, "internal")],
+            existing(Scheme::InternetFacing),
+            SubnetSelector::Discover,
+            Scheme::Internal,
+            vec![],
+        ),
+        (
+            "named subnets, IDs and Name tags",
+            vec![(k::SUBNETS, "subnet-1, public-a")],
+            None,
+            SubnetSelector::Explicit(vec!["subnet-1".into(), "public-a".into()]),
+            Scheme::Internal,
+            vec![],
+        ),
+        (
+            "groups named by Name are looked up, IDs are not",
+            vec![(k::SECURITY_GROUPS, "sg-1, front,edge")],
+            None,
+            SubnetSelector::Discover,
+            Scheme::Internal,
+            vec!["front", "edge"],
+        ),
+    ];
+    for (name, ann, existing, subnets, scheme, names) in cases {
+        let s = svc(vec![port("", 80, "TCP", IntOrString::Int(8080))], &ann);
+        let settings = parse_annotations(s.metadata.annotations.as_ref().unwrap()).expect("valid annotations");
+        let n = context_needs(&s, &settings, existing, Scheme::Internal);
+        assert_eq!(n.subnets, subnets, "{name}");
+        assert_eq!(n.scheme, scheme, "{name}");
+        assert_eq!(n.min_azs, 1, "{name}: an NLB needs one AZ");
+        assert_eq!(n.security_group_names, names, "{name}");
+        assert_eq!(n.subnets_annotation, "service.beta.kubernetes.io/aws-load-balancer-subnets", "{name}");
+    }
+}
+
+#[test]
+fn the_backend_group_is_a_stand_in_only_while_auto_mode_has_none() {
+    use crate::lb::backend_sg::BackendSgMode;
+    use crate::lb::build::{BACKEND_SG_PENDING, backend_security_group_for_build};
+    let pending = Some(BACKEND_SG_PENDING.to_string());
+    // (existing group, mode) → group of the first build
+    let cases = [
+        (None, BackendSgMode::Auto, pending.clone()),
+        (Some("sg-found".to_string()), BackendSgMode::Auto, Some("sg-found".to_string())),
+        (Some("sg-given".to_string()), BackendSgMode::Given("sg-given".into()), Some("sg-given".to_string())),
+        (None, BackendSgMode::Disabled, None),
+    ];
+    for (existing, mode, want) in cases {
+        assert_eq!(backend_security_group_for_build(existing.clone(), &mode), want, "{existing:?} {mode:?}");
+    }
+    // Built with the stand-in and using it: built again once the group exists.
+    let mut c = ctx();
+    c.backend_security_group = pending;
+    let built = build(&svc(vec![port("", 80, "TCP", IntOrString::Int(8080))], &[]), &c).expect("builds");
+    assert!(built.needs_backend_security_group(&c));
+    c.backend_security_group = Some("sg-real".into());
+    assert!(!built.needs_backend_security_group(&c), "the real ID needs no second build");
+}

@@ -8,6 +8,9 @@ pub(crate) fn full_key(suffix: &str) -> String {
     format!("{PREFIX}/{suffix}")
 }
 
+/// ALBC's finalizer on Services whose load balancer this controller manages.
+pub const SERVICE_FINALIZER: &str = "service.k8s.aws/resources";
+
 pub const SOURCE_RANGES: &str = "load-balancer-source-ranges";
 pub const LOAD_BALANCER_TYPE: &str = "aws-load-balancer-type";
 pub const TARGET_TYPE: &str = "aws-load-balancer-nlb-target-type";

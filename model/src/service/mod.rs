@@ -29,7 +29,7 @@ pub use annotations::{
     BackendProtocol, HealthCheckPortSetting, HealthCheckSettings, NlbSettings, SecurityGroupSelector, SubnetSelector,
     Unsupported, parse_annotations,
 };
-pub use build::{BuildContext, BuildError, ExistingLoadBalancer, ServiceStack, build_stack};
+pub use build::{BuildContext, BuildError, ExistingLoadBalancer, ServiceStack, build_stack, context_needs};
 pub use changes::{Change, ChangeKind, classify_changes};
 pub use membership::{Membership, membership};
 pub use select::{DEFAULT_LOAD_BALANCER_CLASS, SelectConfig, Selection, select};

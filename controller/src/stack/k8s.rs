@@ -1,0 +1,121 @@
+//! What the Service and Ingress controllers write on the objects that own a stack: a finalizer
+//! and `status.loadBalancer.ingress[].hostname`. Both leader only; an object gone meanwhile is
+//! fine (nothing left to write on).
+
+use crate::context::Context;
+use crate::error::{OkIfGone, Result};
+use k8s_openapi::NamespaceResourceScope;
+use kube::api::{Api, Patch, PatchParams};
+use kube::{Resource, ResourceExt};
+use serde_json::json;
+
+fn api<K>(base: &Context, obj: &K) -> Api<K>
+where
+    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>,
+{
+    Api::namespaced(base.client.clone(), &obj.namespace().unwrap_or_default())
+}
+
+/// Makes `obj` hold `finalizer` (`present`) or not: a merge patch of the whole list, guarded by
+/// the resourceVersion the decision was made on. `Ok(false)`: the object is gone.
+pub async fn set_finalizer<K>(base: &Context, obj: &K, finalizer: &str, present: bool) -> Result<bool>
+where
+    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    let Some(finalizers) = finalizers_patch(obj.finalizers(), finalizer, present) else { return Ok(true) };
+    base.ensure_leader()?;
+    let body = json!({"metadata": {"finalizers": finalizers, "resourceVersion": obj.resource_version()}});
+    let patched = api(base, obj).patch(&obj.name_any(), &PatchParams::default(), &Patch::Merge(body)).await;
+    Ok(patched.ok_if_gone()?.is_some())
+}
+
+/// The finalizer list that holds `finalizer` (or not), `None` when `current` already does.
+fn finalizers_patch(current: &[String], finalizer: &str, present: bool) -> Option<Vec<String>> {
+    let has = current.iter().any(|f| f == finalizer);
+    match (has, present) {
+        (false, true) => Some(current.iter().cloned().chain([finalizer.to_string()]).collect()),
+        (true, false) => Some(current.iter().filter(|f| *f != finalizer).cloned().collect()),
+        _ => None,
+    }
+}
+
+/// The hostnames in `status.loadBalancer.ingress` of a Service or an Ingress.
+pub trait LoadBalancerStatus {
+    fn hostnames(&self) -> Vec<Option<&str>>;
+}
+
+impl LoadBalancerStatus for k8s_openapi::api::core::v1::Service {
+    fn hostnames(&self) -> Vec<Option<&str>> {
+        let ingress = self.status.as_ref().and_then(|s| s.load_balancer.as_ref()).and_then(|l| l.ingress.as_ref());
+        ingress.map(|i| i.iter().map(|x| x.hostname.as_deref()).collect()).unwrap_or_default()
+    }
+}
+
+impl LoadBalancerStatus for k8s_openapi::api::networking::v1::Ingress {
+    fn hostnames(&self) -> Vec<Option<&str>> {
+        let ingress = self.status.as_ref().and_then(|s| s.load_balancer.as_ref()).and_then(|l| l.ingress.as_ref());
+        ingress.map(|i| i.iter().map(|x| x.hostname.as_deref()).collect()).unwrap_or_default()
+    }
+}
+
+/// The merge patch that makes `status.loadBalancer.ingress` hold just `hostname` (or nothing),
+/// `None` when `current` (the hostnames there now) already says so.
+pub fn hostname_patch(current: &[Option<&str>], hostname: Option<&str>) -> Option<serde_json::Value> {
+    let want: Vec<Option<&str>> = hostname.into_iter().map(Some).collect();
+    if current == want.as_slice() {
+        return None;
+    }
+    let ingress: Vec<serde_json::Value> = hostname.iter().map(|h| json!({"hostname": h})).collect();
+    Some(json!({"status": {"loadBalancer": {"ingress": ingress}}}))
+}
+
+/// Makes `status.loadBalancer.ingress` of `obj` hold just `hostname` (or nothing) unless it
+/// already says so.
+pub async fn set_hostname<K>(base: &Context, obj: &K, hostname: Option<&str>) -> Result<()>
+where
+    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + LoadBalancerStatus
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    let Some(body) = hostname_patch(&obj.hostnames(), hostname) else { return Ok(()) };
+    base.ensure_leader()?;
+    let params = PatchParams::default();
+    api(base, obj).patch_status(&obj.name_any(), &params, &Patch::Merge(body)).await.ok_if_gone()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finalizer_lists() {
+        let list = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        // (current, present) → patched list (None: nothing to write)
+        type Case<'a> = (&'a [&'a str], bool, Option<&'a [&'a str]>);
+        let cases: [Case<'_>; 4] = [
+            (&["other"], true, Some(&["other", "ours"])),
+            (&["other", "ours"], true, None),
+            (&["ours", "other"], false, Some(&["other"])),
+            (&["other"], false, None),
+        ];
+        for (current, present, want) in cases {
+            assert_eq!(finalizers_patch(&list(current), "ours", present), want.map(list), "{current:?} {present}");
+        }
+    }
+
+    #[test]
+    fn hostname_is_written_only_when_it_differs() {
+        assert_eq!(hostname_patch(&[Some("a.elb")], Some("a.elb")), None);
+        assert_eq!(hostname_patch(&[], None), None);
+        let set = hostname_patch(&[], Some("a.elb")).expect("set");
+        assert_eq!(set["status"]["loadBalancer"]["ingress"][0]["hostname"], "a.elb");
+        let clear = hostname_patch(&[Some("a.elb")], None).expect("cleared");
+        assert_eq!(clear["status"]["loadBalancer"]["ingress"], json!([]));
+    }
+}
