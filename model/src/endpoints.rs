@@ -17,11 +17,11 @@
 //! the old name) must not look like a Service without backends.
 
 use crate::crd::TargetGroupIpAddressType;
+use crate::names::SERVICE_NAME_LABEL;
 use crate::pod::{NodeReadiness, PodInfo};
 use crate::target::Target;
-use k8s_openapi::api::core::v1::{Service, ServicePort};
-use crate::names::SERVICE_NAME_LABEL;
 use crate::wire::EndpointSliceWire;
+use k8s_openapi::api::core::v1::{Service, ServicePort};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -77,10 +77,12 @@ pub struct SliceInfo {
     pub service: Option<Box<str>>,
     /// `IPv4`, `IPv6` or `FQDN`.
     pub address_type: Box<str>,
-    /// (name, port) of each slice port.
-    pub ports: Box<[(Option<Box<str>>, Option<i32>)]>,
+    pub ports: Box<[SlicePort]>,
     pub endpoints: Box<[EndpointInfo]>,
 }
+
+/// A slice port: (name, number).
+pub type SlicePort = (Option<Box<str>>, Option<i32>);
 
 /// One endpoint of a slice.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

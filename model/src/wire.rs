@@ -230,9 +230,10 @@ mod tests {
         assert_eq!(ep.conditions.as_ref().unwrap().ready, Some(true));
         assert_eq!(ep.target_ref.as_ref().unwrap().name.as_deref(), Some("web-1"));
         assert_eq!(s.ports.unwrap()[0].port, Some(8080));
-        let empty: EndpointSliceWire =
-            serde_json::from_value(serde_json::json!({"metadata": {"name": "e"}, "addressType": "IPv4", "endpoints": null}))
-                .unwrap();
+        let empty: EndpointSliceWire = serde_json::from_value(
+            serde_json::json!({"metadata": {"name": "e"}, "addressType": "IPv4", "endpoints": null}),
+        )
+        .unwrap();
         assert!(empty.endpoints.is_none() && empty.ports.is_none());
     }
 

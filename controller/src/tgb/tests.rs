@@ -533,7 +533,7 @@ async fn a_missing_target_group_is_reported_and_nothing_written() {
 
 #[tokio::test(start_paused = true)]
 async fn a_target_group_deleted_between_reads_is_reported_not_retried_hot() {
-    let mut h = harness(cluster(binding(true), &[(1, "a", true, false)])).await;
+    let h = harness(cluster(binding(true), &[(1, "a", true, false)])).await;
     h.reconcile(&binding(true)).await.unwrap();
     h.aws();
     h.kube();
