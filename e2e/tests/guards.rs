@@ -224,11 +224,15 @@ async fn foreign_target_group_is_denied_and_never_written() {
             "metadata": {"name": name}, "spec": {"serviceRef": {"name": "web", "port": 80}, "targetGroupARN": arn}}))
         .unwrap()
     };
-    let denial = eventually("the API server calls our webhook", 30, || async {
-        let err = tgbs.create(&PostParams::default(), &binding("stolen", &foreign)).await.err()?.to_string();
-        err.contains("vtargetgroupbinding.elbv2.k8s.aws").then_some(err)
+    // Probe with dry-run creates: until the API server has loaded the configuration a create is
+    // admitted, and a real one would leave the binding behind.
+    let dry_run = PostParams { dry_run: true, ..Default::default() };
+    eventually("the API server calls our webhook", 30, || async {
+        let err = tgbs.create(&dry_run, &binding("stolen", &foreign)).await.err()?.to_string();
+        err.contains("vtargetgroupbinding.elbv2.k8s.aws").then_some(())
     })
     .await;
+    let denial = tgbs.create(&PostParams::default(), &binding("stolen", &foreign)).await.unwrap_err().to_string();
     for needle in ["service.k8s.aws/stack=\"other-ns/other-svc\"", "belongs to another stack", &foreign, "Fix:"] {
         assert!(denial.contains(needle), "denial lacks {needle:?}: {denial}");
     }
