@@ -267,12 +267,17 @@ async fn prometheus_scrapes_the_controller_and_every_dashboard_query_has_data() 
     let tgbs: Api<TargetGroupBinding> = Api::namespaced(client.clone(), &f.ns);
     let dup = json!({"apiVersion": "elbv2.k8s.aws/v1beta1", "kind": "TargetGroupBinding", "metadata": {"name": "dup"},
                      "spec": {"serviceRef": {"name": "web", "port": 80}, "targetGroupARN": f.arn}});
-    let denial = eventually("the duplicate binding denied by our webhook", 30, || async {
-        let err = tgbs.create(&PostParams::default(), &serde_json::from_value(dup.clone()).unwrap()).await.err()?;
-        let msg = err.to_string();
-        msg.contains("denied the request").then_some(msg)
+    // Dry-run probes until the webhook answers: a real create admitted before the API server loaded
+    // the configuration would leave a second binding behind.
+    let dry_run = PostParams { dry_run: true, ..Default::default() };
+    eventually("the duplicate binding denied by our webhook", 30, || async {
+        let err = tgbs.create(&dry_run, &serde_json::from_value(dup.clone()).unwrap()).await.err()?;
+        err.to_string().contains("denied the request").then_some(())
     })
     .await;
+    let denial =
+        tgbs.create(&PostParams::default(), &serde_json::from_value(dup).unwrap()).await.unwrap_err().to_string();
+    assert!(denial.contains("denied the request"), "{denial}");
     assert!(denial.contains(&f.arn), "the denial names the target group: {denial}");
     // A binding of a target group that does not exist: the mutating webhook refuses it (a mutation failure).
     let gone = f.arn.replace(f.arn.rsplit('/').next().unwrap(), "0123456789abcdef");
