@@ -8,15 +8,7 @@ use lbc_model::target::{HealthState, Target};
 use proptest::prelude::*;
 use std::net::IpAddr;
 
-const STATES: &[HealthState] = &[
-    HealthState::Initial,
-    HealthState::Healthy,
-    HealthState::Unhealthy,
-    HealthState::UnhealthyDraining,
-    HealthState::Unused,
-    HealthState::Draining,
-    HealthState::Unavailable,
-];
+const STATES: &[HealthState] = &HealthState::ALL;
 
 fn text() -> impl Strategy<Value = Option<String>> {
     proptest::option::of(prop_oneof!["[a-z0-9:/._-]{0,20}", any::<String>()])

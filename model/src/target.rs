@@ -39,6 +39,17 @@ pub enum HealthState {
 }
 
 impl HealthState {
+    /// Every state, in AWS's documentation order (for exhaustive tests).
+    pub const ALL: [HealthState; 7] = [
+        HealthState::Initial,
+        HealthState::Healthy,
+        HealthState::Unhealthy,
+        HealthState::UnhealthyDraining,
+        HealthState::Unused,
+        HealthState::Draining,
+        HealthState::Unavailable,
+    ];
+
     /// Parses AWS's wire value; unknown values are treated as `Unavailable` (never healthy).
     pub fn from_aws(s: &str) -> Self {
         match s {

@@ -12,15 +12,7 @@ fn th(state: HealthState, reason: Option<&str>) -> TargetHealth {
     TargetHealth { state, reason: reason.map(str::to_string), description: None }
 }
 
-const STATES: [HealthState; 7] = [
-    HealthState::Initial,
-    HealthState::Healthy,
-    HealthState::Unhealthy,
-    HealthState::UnhealthyDraining,
-    HealthState::Unused,
-    HealthState::Draining,
-    HealthState::Unavailable,
-];
+const STATES: [HealthState; 7] = HealthState::ALL;
 
 fn time(secs: i64) -> Time {
     serde_json::from_value(serde_json::json!(format!("2026-01-01T00:00:{secs:02}Z"))).unwrap()
