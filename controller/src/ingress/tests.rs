@@ -113,20 +113,20 @@ impl T {
         status.body["status"]["loadBalancer"]["ingress"][0]["hostname"].as_str().unwrap().to_string()
     }
 
-    /// Path patterns of every rule of the ALB's listeners, sorted.
+    /// Conditions of every rule of the ALB's listeners, by priority.
     async fn routed_paths(&self) -> Vec<String> {
         let tags = Tags::from([("ingress.k8s.aws/stack".to_string(), GROUP.to_string())]);
         let mut out = Vec::new();
         for lb in self.w.lbs.find_load_balancers(&tags).await.unwrap() {
             for l in self.w.lbs.listeners(&lb.lb.id).await.unwrap() {
                 for r in self.w.lbs.rules(&l.id).await.unwrap() {
-                    out.push(format!("{:?}", r.spec.conditions));
+                    out.push((r.spec.priority, format!("{:?}", r.spec.conditions)));
                 }
             }
         }
         self.w.aws();
         out.sort();
-        out
+        out.into_iter().map(|(_, c)| c).collect()
     }
 }
 
@@ -144,15 +144,13 @@ fn within(d: Option<Duration>, lo: u64, hi: u64) -> bool {
 #[tokio::test(start_paused = true)]
 async fn two_ingresses_of_one_group_share_one_alb_with_the_rules_of_both() {
     let t = world();
-    let next = t.reconcile(&[&ingress("a", &[]), &ingress("b", &[])]).await;
+    let next = t.reconcile(&[&ingress("a", &[(k::GROUP_ORDER, "10")]), &ingress("b", &[])]).await;
     assert!(within(next, 600, 900), "drift check at the sync period: {next:?}");
 
     let kube = t.w.kube();
     let finalizers: Vec<&Seen> = kube.iter().filter(|r| r.path == ing_path("a") || r.path == ing_path("b")).collect();
-    assert_eq!(
-        lines(&finalizers.iter().map(|s| (*s).clone()).collect::<Vec<_>>()),
-        vec![format!("PATCH {}", ing_path("a")), format!("PATCH {}", ing_path("b"))]
-    );
+    let patched: Vec<String> = finalizers.iter().map(|s| s.line()).collect();
+    assert_eq!(patched, vec![format!("PATCH {}", ing_path("b")), format!("PATCH {}", ing_path("a"))], "group order");
     assert!(finalizers.iter().all(|r| r.aws_writes_before == 0), "finalizers before any AWS write");
     assert_eq!(finalizers[0].body["metadata"]["finalizers"], json!([FINALIZER]));
     let bindings = kube.iter().filter(|r| r.path.contains("/targetgroupbindings/")).count();
@@ -161,13 +159,23 @@ async fn two_ingresses_of_one_group_share_one_alb_with_the_rules_of_both() {
     assert_eq!(statuses.len(), 2, "both members get the hostname");
     assert_eq!(statuses[0].body, statuses[1].body);
 
-    let (lb, _) = t.w.aws_writes();
-    assert_eq!(lb.iter().filter(|op| *op == "CreateLoadBalancer").count(), 1, "one ALB: {lb:?}");
-    assert_eq!(lb.iter().filter(|op| *op == "CreateTargetGroup").count(), 2, "{lb:?}");
-    assert_eq!(lb.iter().filter(|op| *op == "CreateListener").count(), 1, "{lb:?}");
+    let (lb, net) = t.w.aws_writes();
+    assert_eq!(
+        lb,
+        vec![
+            "CreateTargetGroup",
+            "CreateTargetGroup",
+            "CreateLoadBalancer",
+            "CreateListener",
+            "CreateRule",
+            "CreateRule"
+        ],
+        "one ALB, one listener, a target group and a rule per member"
+    );
+    assert_eq!(net, vec!["CreateSecurityGroup", "CreateSecurityGroup", "AuthorizeSecurityGroupIngress"]);
     let paths = t.routed_paths().await;
     assert_eq!(paths.len(), 2, "{paths:?}");
-    assert!(paths[0].contains("/a") && paths[1].contains("/b"), "{paths:?}");
+    assert!(paths[0].contains("/b") && paths[1].contains("/a"), "b (order 0) before a (order 10): {paths:?}");
     let reasons = t.w.event_reasons();
     assert_eq!(reasons, vec!["SuccessfullyReconciled", "SuccessfullyReconciled"], "one per member");
 }
@@ -180,10 +188,9 @@ async fn a_removed_member_loses_its_rules_and_finalizer_the_alb_stays() {
     let next = t.reconcile(&[&a, &b]).await;
     assert!(within(next, 600, 900), "{next:?}");
 
-    let (lb, _) = t.w.aws_writes();
-    assert!(!lb.iter().any(|op| op.contains("LoadBalancer")), "the ALB is kept: {lb:?}");
-    assert!(lb.contains(&"DeleteRule".to_string()), "{lb:?}");
-    assert!(lb.contains(&"DeleteTargetGroup".to_string()), "b's target group goes: {lb:?}");
+    let (lb, net) = t.w.aws_writes();
+    assert_eq!(lb, vec!["DeleteRule", "DeleteTargetGroup"], "b's rule, then its target group; the ALB stays");
+    assert!(net.is_empty(), "the listener port is unchanged: {net:?}");
     let paths = t.routed_paths().await;
     assert_eq!(paths.len(), 1, "{paths:?}");
     assert!(paths[0].contains("/a"), "{paths:?}");
@@ -273,6 +280,7 @@ async fn conflicting_exclusive_annotations_are_refused_with_both_values() {
     assert!(t.w.kube().is_empty(), "not even a finalizer");
     let events = t.w.events();
     assert_eq!(events.len(), 2, "one per member: {events:?}");
+    assert!(events.iter().all(|e| e.0 == "Warning" && e.1 == crate::stack::FAILED_BUILD), "{events:?}");
     let note = &events[0].2;
     assert!(
         note.contains("alb.ingress.kubernetes.io/scheme")

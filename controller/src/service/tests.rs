@@ -167,14 +167,27 @@ async fn a_port_change_changes_the_listener_not_the_load_balancer() {
     let hostname = t.created(&service(80, &[])).await;
     let before = t.load_balancers().await;
     t.reconcile(&settled(service(81, &[]), &hostname)).await.unwrap();
-    let (lb, _net) = t.w.aws_writes();
-    assert!(!lb.iter().any(|op| op.contains("LoadBalancer")), "no load balancer created or deleted: {lb:?}");
-    assert!(lb.iter().any(|op| op.contains("Listener")), "the listener follows the port: {lb:?}");
+    let (lb, net) = t.w.aws_writes();
+    assert_eq!(
+        lb,
+        vec![
+            "CreateTargetGroup",
+            "ModifyTargetGroupAttributes",
+            "DeleteListener",
+            "CreateListener",
+            "DeleteTargetGroup"
+        ],
+        "the target group (named by port, as ALBC does) and the listener are replaced; the NLB stays"
+    );
+    assert_eq!(net, vec!["AuthorizeSecurityGroupIngress", "RevokeSecurityGroupIngress"], "the frontend rule follows");
+    let kube = t.w.kube_lines();
+    assert_eq!(kube.len(), 2, "{kube:?}");
+    assert!(kube[0].starts_with("PATCH ") && kube[1].starts_with("DELETE "), "new binding applied, old one deleted");
+    assert!(kube.iter().all(|l| l.contains("/targetgroupbindings/")), "the hostname did not change: {kube:?}");
     let after = t.load_balancers().await;
     assert_eq!(after.len(), 1);
     assert_eq!(after[0].lb.id, before[0].lb.id, "same load balancer");
     assert_eq!(after[0].status.dns_name, hostname, "same DNS name");
-    assert!(t.w.kube_lines().iter().all(|l| !l.ends_with("/status")), "the hostname did not change");
     assert_eq!(t.w.event_reasons(), vec!["SuccessfullyReconciled"]);
 }
 

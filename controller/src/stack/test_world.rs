@@ -43,6 +43,9 @@ impl Seen {
     }
 }
 
+/// Called with every request as it arrives.
+pub type RequestHook = Box<dyn FnMut(&Seen) + Send>;
+
 /// The mocked API server's state.
 #[derive(Default)]
 pub struct Server {
@@ -52,7 +55,7 @@ pub struct Server {
     /// Secrets by `namespace/name`, as GET returns them.
     pub secrets: BTreeMap<String, Value>,
     /// Called with every request as it arrives (e.g. to lose the lease at a chosen moment).
-    pub on_request: Option<Box<dyn FnMut(&Seen) + Send>>,
+    pub on_request: Option<RequestHook>,
 }
 
 fn status_body(code: u16, reason: &str) -> Value {
