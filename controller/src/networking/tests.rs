@@ -223,6 +223,23 @@ async fn an_endpoint_without_a_known_eni_withholds_revokes_and_retries_soon() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_binding_whose_service_is_missing_withholds_revokes() {
+    let t = world().await;
+    let stale = RuleSource::SecurityGroup("sg-gone-lb".into());
+    t.w.net.authorize_ingress(&t.node_sg, &[rule(&stale, 9090, RULE_DESCRIPTION)]).await.unwrap();
+    t.w.put(|c| &mut c.tgbs, binding("web-tg", &t.lb_sg));
+    let mut ghost = binding("ghost-tg", &t.lb_sg);
+    ghost.spec.service_ref.name = "ghost".into();
+    t.w.put(|c| &mut c.tgbs, ghost);
+    t.w.aws();
+    let s = t.rules.pass().await.unwrap();
+    assert_eq!((s.authorized, s.revoked), (1, 0), "{s:?}");
+    assert!(s.withheld_revokes > 0, "{s:?}");
+    assert_eq!(t.net_writes(), vec!["AuthorizeSecurityGroupIngress"]);
+    assert_eq!(t.ingress(&t.node_sg).len(), 2, "the stale rule stays while a binding's endpoints are unknown");
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_throttled_write_fails_the_pass_and_it_is_retried_sooner() {
     let t = world().await;
     t.w.put(|c| &mut c.tgbs, binding("web-tg", &t.lb_sg));

@@ -258,6 +258,31 @@ async fn a_load_balancer_of_another_stack_is_refused_and_nothing_deleted() {
     assert!(t.w.events().is_empty());
 }
 
+#[tokio::test(start_paused = true)]
+async fn another_clusters_load_balancer_of_the_same_name_is_refused_not_adopted() {
+    // What this Service's NLB looks like (learnt from a first world)...
+    let first = world();
+    first.created(&service(80, &[])).await;
+    let mut theirs = first.load_balancers().await.remove(0).lb.spec;
+    // ...already exists, created by the controller of cluster "staging".
+    theirs.tags.insert("elbv2.k8s.aws/cluster".into(), "staging".into());
+    let t = world();
+    t.w.lbs.create_load_balancer(&theirs).await.unwrap();
+    t.w.aws();
+
+    let action = t.reconcile(&service(80, &[])).await.unwrap();
+    assert!(requeues_within(&action, 600.0, 900.0), "{action:?}");
+    let (lb, _) = t.w.aws_writes();
+    assert!(lb.is_empty(), "nothing created, changed or deleted next to it: {lb:?}");
+    assert_eq!(t.w.lbs.load_balancer_count(), 1);
+    let kube = t.w.kube_lines();
+    assert_eq!(kube, vec![format!("PATCH {SVC_PATH}")], "only the finalizer; no binding, no hostname");
+    let events = t.w.events();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0].1, FAILED_DEPLOY_REASON);
+    assert!(events[0].2.contains(&theirs.name) && events[0].2.contains("staging"), "{}", events[0].2);
+}
+
 const FAILED_DEPLOY_REASON: &str = crate::stack::FAILED_DEPLOY;
 
 #[tokio::test(start_paused = true)]
