@@ -57,10 +57,8 @@ fn class() -> IngressClass {
 }
 
 /// `ing` as the watch shows it after a pass: the group's finalizer and the hostname.
-fn settled(mut ing: Ingress, hostname: &str) -> Ingress {
-    ing.metadata.finalizers = Some(vec![FINALIZER.into()]);
-    ing.status = Some(serde_json::from_value(json!({"loadBalancer": {"ingress": [{"hostname": hostname}]}})).unwrap());
-    ing
+fn settled(ing: Ingress, hostname: &str) -> Ingress {
+    crate::stack::test_world::settled(ing, FINALIZER, hostname)
 }
 
 struct T {
@@ -106,11 +104,7 @@ impl T {
     /// A first pass over new Ingresses; their bindings cached, the hostname they got.
     async fn created(&self, ings: &[&Ingress]) -> String {
         self.reconcile(ings).await;
-        self.w.cache_applied_bindings();
-        let status = self.w.kube().into_iter().find(|r| r.path.ends_with("/status")).expect("status written");
-        self.w.aws();
-        self.w.events();
-        status.body["status"]["loadBalancer"]["ingress"][0]["hostname"].as_str().unwrap().to_string()
+        self.w.settle_first_pass()
     }
 
     /// Conditions of every rule of the ALB's listeners, by priority.
@@ -306,9 +300,7 @@ async fn a_group_order_out_of_range_is_a_warning_naming_the_value_and_the_range(
     assert_eq!(reconcile(&t.ctx, &implicit).await, None, "fixed by an edit of the Ingress");
     assert_eq!(t.w.aws_writes(), (vec![], vec![]));
     assert!(t.w.kube().is_empty(), "no finalizer");
-    let events = t.w.events();
-    assert_eq!(events.len(), 1, "{events:?}");
-    let (kind, reason, note) = &events[0];
+    let (kind, reason, note) = &t.w.the_event();
     assert_eq!((kind.as_str(), reason.as_str()), ("Warning", crate::stack::FAILED_BUILD));
     assert!(note.contains("group.order") && note.contains("1001") && note.contains("1000"), "{note}");
 

@@ -196,9 +196,7 @@ async fn an_eni_with_several_untagged_groups_is_reported_and_not_written() {
     assert_eq!((s.authorized, s.revoked, s.problems), (0, 0, 1));
     assert!(t.net_writes().is_empty(), "no group of that ENI is ours to write");
     assert!(t.ingress(&g1).is_empty() && t.ingress(&g2).is_empty());
-    let events = t.w.events();
-    assert_eq!(events.len(), 1, "{events:?}");
-    let (kind, reason, note) = &events[0];
+    let (kind, reason, note) = &t.w.the_event();
     assert_eq!((kind.as_str(), reason.as_str()), ("Warning", "BackendSecurityGroupRules"));
     assert!(note.contains("eni-2") && note.contains(&g1) && note.contains(&g2), "names the ENI and groups: {note}");
     assert!(note.contains(&cluster_tag(CLUSTER)), "says which tag is expected: {note}");

@@ -34,10 +34,8 @@ fn service(port: i32, extra: &[(&str, &str)]) -> Service {
 }
 
 /// `svc` as the watch shows it after the first pass: our finalizer and the hostname written.
-fn settled(mut svc: Service, hostname: &str) -> Service {
-    svc.metadata.finalizers = Some(vec![SERVICE_FINALIZER.into()]);
-    svc.status = Some(serde_json::from_value(json!({"loadBalancer": {"ingress": [{"hostname": hostname}]}})).unwrap());
-    svc
+fn settled(svc: Service, hostname: &str) -> Service {
+    crate::stack::test_world::settled(svc, SERVICE_FINALIZER, hostname)
 }
 
 struct T {
@@ -78,11 +76,7 @@ impl T {
     /// A first pass over a new Service, its bindings then cached; the hostname it got.
     async fn created(&self, svc: &Service) -> String {
         self.reconcile(svc).await.unwrap();
-        self.w.cache_applied_bindings();
-        let status = self.w.kube().into_iter().find(|r| r.path == format!("{SVC_PATH}/status")).expect("status");
-        self.w.aws();
-        self.w.events();
-        status.body["status"]["loadBalancer"]["ingress"][0]["hostname"].as_str().unwrap().to_string()
+        self.w.settle_first_pass()
     }
 
     async fn load_balancers(&self) -> Vec<lbc_aws::lb::FoundLoadBalancer> {
@@ -146,9 +140,8 @@ async fn a_new_service_gets_the_finalizer_first_then_its_nlb_bindings_and_hostna
     assert!(spec["targetGroupARN"].as_str().unwrap().contains(":targetgroup/k8s-shop-web-"), "{spec}");
     assert_eq!(spec["targetType"], json!("ip"));
     assert_eq!(tgb.body["metadata"]["ownerReferences"][0]["uid"], json!("svc-uid"), "owned by the Service");
-    let events = t.w.events();
-    assert_eq!(events.len(), 1, "{events:?}");
-    assert_eq!((events[0].0.as_str(), events[0].1.as_str()), ("Normal", "SuccessfullyReconciled"));
+    let (kind, reason, _) = t.w.the_event();
+    assert_eq!((kind.as_str(), reason.as_str()), ("Normal", "SuccessfullyReconciled"));
 }
 
 #[tokio::test(start_paused = true)]
@@ -247,9 +240,7 @@ async fn a_load_balancer_of_another_stack_is_refused_and_nothing_deleted() {
     assert_eq!(t.w.aws_writes(), (vec![], vec![]), "refused: nothing created, changed or deleted");
     assert_eq!(t.w.lbs.load_balancer_count(), 1);
     assert!(t.w.kube().is_empty());
-    let events = t.w.events();
-    assert_eq!(events.len(), 1, "{events:?}");
-    let (kind, reason, note) = &events[0];
+    let (kind, reason, note) = &t.w.the_event();
     assert_eq!((kind.as_str(), reason.as_str()), ("Warning", FAILED_DEPLOY_REASON));
     assert!(note.contains("nothing changed in AWS") && note.contains("k8s-shop-web-"), "names the look-alike: {note}");
 
@@ -277,10 +268,9 @@ async fn another_clusters_load_balancer_of_the_same_name_is_refused_not_adopted(
     assert_eq!(t.w.lbs.load_balancer_count(), 1);
     let kube = t.w.kube_lines();
     assert_eq!(kube, vec![format!("PATCH {SVC_PATH}")], "only the finalizer; no binding, no hostname");
-    let events = t.w.events();
-    assert_eq!(events.len(), 1, "{events:?}");
-    assert_eq!(events[0].1, FAILED_DEPLOY_REASON);
-    assert!(events[0].2.contains(&theirs.name) && events[0].2.contains("staging"), "{}", events[0].2);
+    let (_, reason, note) = t.w.the_event();
+    assert_eq!(reason, FAILED_DEPLOY_REASON);
+    assert!(note.contains(&theirs.name) && note.contains("staging"), "names the load balancer and its owner: {note}");
 }
 
 const FAILED_DEPLOY_REASON: &str = crate::stack::FAILED_DEPLOY;
@@ -298,9 +288,9 @@ async fn aws_throttling_is_retried_with_backoff_and_the_retry_continues_from_wha
     assert!(requeues_within(&action, 1.0, 1.5), "first step: 1 s plus jitter: {action:?}");
     let (lb, _) = t.w.aws_writes();
     assert_eq!(lb, vec!["CreateTargetGroup", "ModifyTargetGroupAttributes", "CreateLoadBalancer"]);
-    let events = t.w.events();
-    assert_eq!(events.iter().map(|e| e.1.as_str()).collect::<Vec<_>>(), vec![FAILED_DEPLOY_REASON]);
-    assert!(events[0].2.contains("re-reads AWS"), "{}", events[0].2);
+    let (_, reason, note) = t.w.the_event();
+    assert_eq!(reason, FAILED_DEPLOY_REASON);
+    assert!(note.contains("re-reads AWS"), "{note}");
 
     let err = t.reconcile(&svc).await.unwrap_err();
     let action = error_policy(svc.clone(), &err, t.ctx.clone());
@@ -360,9 +350,7 @@ async fn an_invalid_annotation_is_a_warning_naming_it_and_no_aws_write() {
     assert_eq!(action, Action::await_change(), "fixed by an edit of the Service");
     assert_eq!(t.w.aws(), (vec![], vec![]));
     assert!(t.w.kube().is_empty(), "not even the finalizer");
-    let events = t.w.events();
-    assert_eq!(events.len(), 1, "{events:?}");
-    let (kind, reason, note) = &events[0];
+    let (kind, reason, note) = &t.w.the_event();
     assert_eq!((kind.as_str(), reason.as_str()), ("Warning", crate::stack::FAILED_BUILD));
     let key = full_key(k::SCHEME);
     assert!(note.contains(&key) && note.contains("public"), "names the annotation and the value: {note}");
@@ -379,9 +367,9 @@ async fn instance_targets_are_refused_with_the_fix() {
     t.reconcile(&svc).await.unwrap();
     assert_eq!(t.w.aws(), (vec![], vec![]));
     assert!(t.w.kube().is_empty());
-    let events = t.w.events();
-    assert_eq!(events.iter().map(|e| e.1.as_str()).collect::<Vec<_>>(), vec!["InstanceTargetsUnsupported"]);
-    assert!(events[0].2.contains("\"ip\""), "{}", events[0].2);
+    let (_, reason, note) = t.w.the_event();
+    assert_eq!(reason, "InstanceTargetsUnsupported");
+    assert!(note.contains("\"ip\""), "{note}");
 }
 
 #[tokio::test(start_paused = true)]
@@ -396,9 +384,9 @@ async fn a_deletion_protected_load_balancer_keeps_the_finalizer() {
     assert!(requeues_within(&action, 600.0, 900.0), "{action:?}");
     assert_eq!(t.w.aws_writes(), (vec![], vec![]), "nothing deleted");
     assert!(t.w.kube().is_empty(), "the finalizer stays");
-    let events = t.w.events();
-    assert_eq!(events.iter().map(|e| e.1.as_str()).collect::<Vec<_>>(), vec!["DeletionProtected"]);
-    assert!(events[0].2.contains("deletion_protection.enabled=true"), "{}", events[0].2);
+    let (_, reason, note) = t.w.the_event();
+    assert_eq!(reason, "DeletionProtected");
+    assert!(note.contains("deletion_protection.enabled=true"), "{note}");
 }
 
 #[tokio::test(start_paused = true)]

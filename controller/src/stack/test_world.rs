@@ -115,7 +115,8 @@ fn answer(s: &mut Server, seen: &Seen) -> (u16, Value) {
     }
 }
 
-fn store<K>() -> (reflector::Store<K>, Writer<K>)
+/// An empty cache, synced (as after its watch's first list).
+pub fn synced_store<K>() -> (reflector::Store<K>, Writer<K>)
 where
     K: kube::Resource + Clone + 'static,
     K::DynamicType: Default + Eq + std::hash::Hash + Clone,
@@ -208,54 +209,25 @@ impl World {
             }
         });
 
-        let (services, svc_w) = store::<Service>();
-        let (ingresses, ing_w) = store::<Ingress>();
-        let (ingress_classes, class_w) = store::<IngressClass>();
-        let (tgbs, tgb_w) = store::<TargetGroupBinding>();
+        let (services, svc_w) = synced_store::<Service>();
+        let (ingresses, ing_w) = synced_store::<Ingress>();
+        let (ingress_classes, class_w) = synced_store::<IngressClass>();
+        let (tgbs, tgb_w) = synced_store::<TargetGroupBinding>();
         let slices = Records::filled_by_hand();
         let stores = Stores {
             tgbs,
             services,
             slices: slices.clone(),
             pods: Records::filled_by_hand(),
-            nodes: store::<Node>().0,
+            nodes: synced_store::<Node>().0,
             ingresses,
             ingress_classes,
-            ingress_class_params: store::<IngressClassParams>().0,
-            namespaces: store::<Namespace>().0,
+            ingress_class_params: synced_store::<IngressClassParams>().0,
+            namespaces: synced_store::<Namespace>().0,
         };
         let ec2 = FakeEc2::default();
         ec2.vpcs.lock().unwrap().insert(VPC.into(), vec!["10.0.0.0/16".into()]);
-        let recorder = kube::runtime::events::Recorder::new(
-            client.clone(),
-            kube::runtime::events::Reporter { controller: "aws-lb-controller".into(), instance: None },
-        );
-        let base = Arc::new(Context {
-            client,
-            stores,
-            triggers: Triggers::default(),
-            elb: elb.clone(),
-            elb_roles: Arc::new(FakeAccounts::new(elb.clone())),
-            ec2: Arc::new(ec2),
-            recorder,
-            metrics: crate::metrics::Metrics::new(),
-            cfg: TgbConfig {
-                cluster_name: CLUSTER.into(),
-                cluster_vpc_id: VPC.into(),
-                batch_size: 200,
-                allow_outside_vpc: false,
-                health_poll_ceiling: Duration::from_secs(15),
-                health_poll_floor: Duration::from_secs(1),
-                sync_period: Duration::from_secs(600),
-                max_backoff: Duration::from_secs(60),
-            },
-            leader: leader_rx,
-            bindings: Default::default(),
-            target_groups: Default::default(),
-            target_group_fetch: Default::default(),
-            target_group_tags: Default::default(),
-            vpcs: Default::default(),
-        });
+        let base = context(client, stores, elb, ec2, leader_rx);
         let caches = Caches { services: svc_w, ingresses: ing_w, classes: class_w, tgbs: tgb_w };
         World {
             base,
@@ -318,6 +290,13 @@ impl World {
             .collect()
     }
 
+    /// The one Event published since the last look, as (type, reason, note).
+    pub fn the_event(&self) -> (String, String, String) {
+        let mut events = self.events();
+        assert_eq!(events.len(), 1, "exactly one Event expected: {events:?}");
+        events.remove(0)
+    }
+
     /// Reasons of the Events since the last look.
     pub fn event_reasons(&self) -> Vec<String> {
         self.events().into_iter().map(|(_, r, _)| r).collect()
@@ -339,23 +318,82 @@ impl World {
         }
     }
 
+    /// After a first pass: caches the bindings it applied, forgets what it did and returns the
+    /// hostname it wrote in a status.
+    pub fn settle_first_pass(&self) -> String {
+        self.cache_applied_bindings();
+        let status = self.kube().into_iter().find(|r| r.path.ends_with("/status")).expect("a status written");
+        self.aws();
+        self.events();
+        status.body["status"]["loadBalancer"]["ingress"][0]["hostname"].as_str().expect("a hostname").to_string()
+    }
+
+    /// Adds or replaces `obj` in the cache `f` picks.
     pub fn put<K>(&self, f: impl FnOnce(&mut Caches) -> &mut Writer<K>, obj: K)
     where
         K: kube::Resource + Clone + 'static,
         K::DynamicType: Default + Eq + std::hash::Hash + Clone,
     {
-        let mut c = self.caches.lock().unwrap();
-        f(&mut c).apply_watcher_event(&watcher::Event::Apply(obj));
+        f(&mut self.caches.lock().unwrap()).apply_watcher_event(&watcher::Event::Apply(obj));
     }
 
+    /// Removes `obj` from the cache `f` picks.
     pub fn remove<K>(&self, f: impl FnOnce(&mut Caches) -> &mut Writer<K>, obj: K)
     where
         K: kube::Resource + Clone + 'static,
         K::DynamicType: Default + Eq + std::hash::Hash + Clone,
     {
-        let mut c = self.caches.lock().unwrap();
-        f(&mut c).apply_watcher_event(&watcher::Event::Delete(obj));
+        f(&mut self.caches.lock().unwrap()).apply_watcher_event(&watcher::Event::Delete(obj));
     }
+}
+
+/// The shared reconcile context over a (mocked) client, caches and the ELBv2/EC2 fakes: cluster
+/// [`CLUSTER`] in [`VPC`], events from `aws-lb-controller`, the binding reconciler's usual tunables.
+pub fn context(
+    client: kube::Client,
+    stores: Stores,
+    elb: Arc<FakeElbV2>,
+    ec2: FakeEc2,
+    leader: tokio::sync::watch::Receiver<bool>,
+) -> Arc<Context> {
+    let recorder = kube::runtime::events::Recorder::new(
+        client.clone(),
+        kube::runtime::events::Reporter { controller: "aws-lb-controller".into(), instance: None },
+    );
+    Arc::new(Context {
+        client,
+        stores,
+        triggers: Triggers::default(),
+        elb: elb.clone(),
+        elb_roles: Arc::new(FakeAccounts::new(elb)),
+        ec2: Arc::new(ec2),
+        recorder,
+        metrics: crate::metrics::Metrics::new(),
+        cfg: TgbConfig {
+            cluster_name: CLUSTER.into(),
+            cluster_vpc_id: VPC.into(),
+            batch_size: 200,
+            allow_outside_vpc: false,
+            health_poll_ceiling: Duration::from_secs(15),
+            health_poll_floor: Duration::from_secs(1),
+            sync_period: Duration::from_secs(600),
+            max_backoff: Duration::from_secs(60),
+        },
+        leader,
+        bindings: Default::default(),
+        target_groups: Default::default(),
+        target_group_fetch: Default::default(),
+        target_group_tags: Default::default(),
+        vpcs: Default::default(),
+    })
+}
+
+/// `obj` as the watch shows it after a pass: holding `finalizer`, its status naming `hostname`.
+pub fn settled<K: serde::Serialize + serde::de::DeserializeOwned>(obj: K, finalizer: &str, hostname: &str) -> K {
+    let mut v = serde_json::to_value(obj).expect("serializes");
+    v["metadata"]["finalizers"] = json!([finalizer]);
+    v["status"] = json!({"loadBalancer": {"ingress": [{"hostname": hostname}]}});
+    serde_json::from_value(v).expect("deserializes")
 }
 
 /// `obj` marked as being deleted.
