@@ -264,6 +264,25 @@ async fn a_pruned_ingress_class_freezes_the_group_nothing_is_deleted() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_new_ingress_naming_a_missing_class_is_left_alone_with_a_warning() {
+    let t = world();
+    t.w.remove(|c| &mut c.classes, class());
+    let a = ingress("a", &[]);
+    t.w.put(|c| &mut c.ingresses, a.clone());
+    let trigger = IngressTrigger::Ingress(kube::runtime::reflector::ObjectRef::from_obj(&a));
+    let groups: Vec<GroupId> = groups_of_trigger(&t.w.base.stores, &t.ctx.cfg.select, &trigger).into_iter().collect();
+    assert_eq!(groups, vec![GroupId::Implicit { namespace: NS.into(), name: "a".into() }], "its own group reports it");
+    for g in &groups {
+        assert_eq!(reconcile(&t.ctx, g).await, None);
+    }
+    assert_eq!(t.w.aws_writes(), (vec![], vec![]));
+    assert!(t.w.kube().is_empty(), "no finalizer on an Ingress that is not ours");
+    let (kind, reason, note) = &t.w.the_event();
+    assert_eq!((kind.as_str(), reason.as_str()), ("Warning", "InvalidIngressClass"));
+    assert!(note.contains("alb") && note.contains("left out"), "{note}");
+}
+
+#[tokio::test(start_paused = true)]
 async fn conflicting_exclusive_annotations_are_refused_with_both_values() {
     let t = world();
     let a = ingress("a", &[(k::SCHEME, "internal")]);

@@ -222,6 +222,23 @@ async fn deletion_removes_bindings_then_the_stack_then_the_finalizer() {
     assert_eq!(t.w.event_reasons(), vec!["SuccessfullyDeleted"]);
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_listener_deleted_out_of_band_is_recreated_alone() {
+    let t = world();
+    let hostname = t.created(&service(80, &[])).await;
+    let arn = t.load_balancers().await[0].lb.id.clone();
+    let listener = t.w.lbs.listeners(&arn).await.unwrap().remove(0).id;
+    t.w.lbs.delete_listener(&listener).await.unwrap();
+    t.w.aws();
+    let action = t.reconcile(&settled(service(80, &[]), &hostname)).await.unwrap();
+    assert!(requeues_within(&action, 600.0, 900.0), "{action:?}");
+    assert_eq!(t.w.aws_writes(), (vec!["CreateListener".to_string()], vec![]), "only the missing listener");
+    assert!(t.w.kube().is_empty());
+    let (kind, reason, note) = t.w.the_event();
+    assert_eq!((kind.as_str(), reason.as_str()), ("Normal", "SuccessfullyReconciled"));
+    assert!(note.contains("80"), "says what was done: {note}");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Failure paths
 
