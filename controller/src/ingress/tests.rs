@@ -68,8 +68,12 @@ struct T {
 }
 
 fn world() -> T {
+    world_with(|_| {})
+}
+
+fn world_with(change: impl FnOnce(&mut IngressConfig)) -> T {
     let w = World::new();
-    let cfg = IngressConfig {
+    let mut cfg = IngressConfig {
         cluster_name: CLUSTER.into(),
         vpc_id: VPC.into(),
         select: Default::default(),
@@ -84,6 +88,7 @@ fn world() -> T {
         wafv2: false,
         required_secrets_label: None,
     };
+    change(&mut cfg);
     let backend_sg = Arc::new(BackendSecurityGroup::new(BackendSgMode::Auto, w.net.clone(), CLUSTER, VPC, Tags::new()));
     let ctx = IngressCtx::new(w.base.clone(), &w.adapters(), Arc::new(FakeAcm::default()), cfg, backend_sg);
     w.put(|c| &mut c.classes, class());
@@ -228,6 +233,30 @@ async fn deleting_the_last_members_deletes_the_alb_then_the_finalizers() {
     assert!(kube.iter().all(|r| r.aws_writes_before == kube[0].aws_writes_before), "after every AWS deletion");
     assert!(kube.iter().all(|r| r.body["metadata"]["finalizers"] == json!([])));
     assert_eq!(t.w.event_reasons(), vec!["SuccessfullyDeleted", "SuccessfullyDeleted"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_web_acl_annotation_associates_the_alb_once() {
+    let t = world_with(|cfg| cfg.wafv2 = true);
+    let acl = "arn:aws:wafv2:eu-west-1:111122223333:regional/webacl/shop/1";
+    t.w.waf.add("shop", acl);
+    let a = ingress("a", &[(k::WAFV2_ACL_ARN, acl)]);
+    let host = t.created(&[&a, &ingress("b", &[])]).await;
+    let tags = Tags::from([("ingress.k8s.aws/stack".to_string(), GROUP.to_string())]);
+    let arn = t.w.lbs.find_load_balancers(&tags).await.unwrap().remove(0).lb.id;
+    assert_eq!(t.w.waf.associated(&arn).as_deref(), Some(acl));
+    let ops = |t: &T| -> Vec<&'static str> {
+        let mut log = t.w.waf.log.lock().unwrap();
+        let ops = log.calls().iter().map(|(op, _)| *op).collect();
+        log.clear();
+        ops
+    };
+    assert_eq!(ops(&t), vec!["GetWebACLForResource", "AssociateWebACL"]);
+
+    // In sync: read, not written again.
+    t.reconcile(&[&settled(a, &host), &settled(ingress("b", &[]), &host)]).await;
+    assert_eq!(ops(&t), vec!["GetWebACLForResource"]);
+    assert_eq!(t.w.aws_writes(), (vec![], vec![]));
 }
 
 // ---------------------------------------------------------------------------------------------
