@@ -112,20 +112,28 @@ impl T {
         self.w.settle_first_pass()
     }
 
-    /// Conditions of every rule of the ALB's listeners, by priority.
-    async fn routed_paths(&self) -> Vec<String> {
+    /// Every rule of the ALB's listeners, by priority.
+    async fn rules(&self) -> Vec<lbc_model::lb::Rule> {
         let tags = Tags::from([("ingress.k8s.aws/stack".to_string(), GROUP.to_string())]);
         let mut out = Vec::new();
         for lb in self.w.lbs.find_load_balancers(&tags).await.unwrap() {
             for l in self.w.lbs.listeners(&lb.lb.id).await.unwrap() {
-                for r in self.w.lbs.rules(&l.id).await.unwrap() {
-                    out.push((r.spec.priority, format!("{:?}", r.spec.conditions)));
-                }
+                out.extend(self.w.lbs.rules(&l.id).await.unwrap().into_iter().map(|r| r.spec));
             }
         }
         self.w.aws();
-        out.sort();
-        out.into_iter().map(|(_, c)| c).collect()
+        out.sort_by_key(|r| r.priority);
+        out
+    }
+
+    /// Conditions of every rule, by priority.
+    async fn routed_paths(&self) -> Vec<String> {
+        self.rules().await.iter().map(|r| format!("{:?}", r.conditions)).collect()
+    }
+
+    /// Actions of every rule, by priority.
+    async fn routed_actions(&self) -> Vec<String> {
+        self.rules().await.iter().map(|r| format!("{:?}", r.actions)).collect()
     }
 }
 
@@ -257,6 +265,47 @@ async fn a_web_acl_annotation_associates_the_alb_once() {
     t.reconcile(&[&settled(a, &host), &settled(ingress("b", &[]), &host)]).await;
     assert_eq!(ops(&t), vec!["GetWebACLForResource"]);
     assert_eq!(t.w.aws_writes(), (vec![], vec![]));
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_oidc_secret_is_read_every_pass_missing_it_blocks_and_retries_within_a_minute() {
+    let t = world();
+    let oidc = r#"{"issuer":"https://idp.example","authorizationEndpoint":"https://idp.example/auth",
+        "tokenEndpoint":"https://idp.example/token","userInfoEndpoint":"https://idp.example/userinfo",
+        "secretName":"oidc"}"#;
+    let https = [
+        (k::LISTEN_PORTS, r#"[{"HTTPS":443}]"#),
+        (k::CERTIFICATE_ARN, "arn:aws:acm:eu-west-1:111122223333:certificate/1"),
+        (k::AUTH_TYPE, "oidc"),
+        (k::AUTH_IDP_OIDC, oidc),
+    ];
+    let a = ingress("a", &https);
+    let next = t.reconcile(&[&a]).await;
+    assert_eq!(next, Some(Duration::from_secs(60)), "Secrets are not watched: looked at again soon");
+    let secret = format!("/api/v1/namespaces/{NS}/secrets/oidc");
+    assert_eq!(t.w.kube_lines(), vec![format!("PATCH {}", ing_path("a")), format!("GET {secret}")]);
+    assert_eq!(t.w.aws_writes(), (vec![], vec![]), "nothing deployed without the credentials");
+    let (kind, reason, note) = t.w.the_event();
+    assert_eq!((kind.as_str(), reason.as_str()), ("Warning", crate::stack::FAILED_BUILD));
+    assert!(note.contains("shop/oidc") && note.contains("clientID") && note.contains("clientSecret"), "{note}");
+
+    // The Secret appears: the next pass reads it and deploys the authenticating rule.
+    t.w.server.lock().unwrap().secrets.insert(
+        format!("{NS}/oidc"),
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "oidc", "namespace": NS},
+               "data": {"clientID": "YXBw", "clientSecret": "czNjcmV0"}}),
+    );
+    let mut with_finalizer = a.clone();
+    with_finalizer.metadata.finalizers = Some(vec![FINALIZER.into()]);
+    let next = t.reconcile(&[&with_finalizer]).await;
+    assert!(within(next, 600, 900), "{next:?}");
+    assert_eq!(t.w.kube_lines().first(), Some(&format!("GET {secret}")));
+    let (lb, _) = t.w.aws_writes();
+    assert!(lb.contains(&"CreateRule".to_string()), "{lb:?}");
+    let rules = t.routed_actions().await;
+    assert!(rules.iter().any(|a| a.contains("AuthenticateOidc") && a.contains("\"app\"")), "{rules:?}");
+    let notes: Vec<String> = t.w.events().into_iter().map(|e| e.2).collect();
+    assert!(notes.iter().all(|n| !n.contains("s3cret")), "never a secret value in an Event: {notes:?}");
 }
 
 // ---------------------------------------------------------------------------------------------
