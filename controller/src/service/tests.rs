@@ -239,6 +239,40 @@ async fn a_listener_deleted_out_of_band_is_recreated_alone() {
     assert!(note.contains("80"), "says what was done: {note}");
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_service_no_longer_of_type_load_balancer_is_torn_down_and_its_status_cleared() {
+    let t = world();
+    let hostname = t.created(&service(80, &[])).await;
+    for b in t.w.base.stores.tgbs.state() {
+        t.w.remove(|c| &mut c.tgbs, b.as_ref().clone());
+    }
+    let mut cluster_ip = settled(service(80, &[]), &hostname);
+    cluster_ip.spec.as_mut().unwrap().type_ = Some("ClusterIP".into());
+    let action = t.reconcile(&cluster_ip).await.unwrap();
+    assert_eq!(action, Action::await_change());
+    let (lb, _) = t.w.aws_writes();
+    assert_eq!(lb, vec!["DeleteListener", "DeleteLoadBalancer", "DeleteTargetGroup"]);
+    let kube = t.w.kube();
+    assert_eq!(lines(&kube), vec![format!("PATCH {SVC_PATH}/status"), format!("PATCH {SVC_PATH}")]);
+    assert_eq!(kube[0].body["status"]["loadBalancer"]["ingress"], json!([]), "the hostname is cleared");
+    assert_eq!(kube[1].body["metadata"]["finalizers"], json!([]), "then the finalizer goes");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_class_this_controller_no_longer_runs_with_freezes_the_service_nothing_deleted() {
+    let t = world();
+    let hostname = t.created(&service(80, &[])).await;
+    let mut other = settled(service(80, &[]), &hostname);
+    other.spec.as_mut().unwrap().load_balancer_class = Some("example.com/other".into());
+    let action = t.reconcile(&other).await.unwrap();
+    assert_eq!(action, Action::await_change(), "fixed by a restart with the right flag, which looks at every Service");
+    assert_eq!(t.w.aws_writes(), (vec![], vec![]), "frozen, not deleted");
+    assert!(t.w.kube().is_empty(), "the finalizer stays");
+    let (kind, reason, note) = t.w.the_event();
+    assert_eq!((kind.as_str(), reason.as_str()), ("Warning", "Frozen"));
+    assert!(note.contains("example.com/other") && note.contains("--load-balancer-class"), "{note}");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Failure paths
 
