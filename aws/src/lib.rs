@@ -14,8 +14,8 @@
 //! - [`net`]: subnets, security groups, network interfaces.
 //! - [`doctor`]: read-only probes of `aws-lb-controller doctor` (caller identity, IAM actions).
 //! - [`waf`]: WAFv2 web ACL associations of load balancers.
-//! - [`fake`], [`fake_lb`], [`fake_net`], [`fake_acm`]: in-memory ELBv2/EC2/ACM for unit tests (WAFv2 is
-//!   tested against the emulator only: e2e/tests/ingress_alb.rs).
+//! - [`fake`], [`fake_lb`], [`fake_net`], [`fake_acm`], [`fake_waf`]: in-memory ELBv2/EC2/ACM/WAFv2 for
+//!   unit tests (WAFv2 behaviour itself is tested against the emulator: e2e/tests/ingress_alb.rs).
 
 pub mod acm;
 pub mod assume_role;
@@ -38,6 +38,8 @@ pub mod fake_log;
 pub mod fake_net;
 #[cfg(test)]
 mod fake_tests;
+#[cfg(any(test, feature = "fake"))]
+pub mod fake_waf;
 pub mod lb;
 pub mod metrics;
 pub mod net;

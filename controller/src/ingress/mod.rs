@@ -13,6 +13,8 @@
 mod certificates;
 mod group;
 mod k8s;
+#[cfg(test)]
+mod tests;
 
 use crate::backend_sg::BackendSecurityGroup;
 use crate::context::Context;

@@ -18,6 +18,8 @@
 
 mod cilium;
 mod gather;
+#[cfg(test)]
+mod tests;
 
 pub use cilium::CiliumNodes;
 

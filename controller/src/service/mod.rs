@@ -13,6 +13,8 @@
 //! announce replacements → execute steps → apply bindings → `status.loadBalancer` → event.
 
 mod cleanup;
+#[cfg(test)]
+mod tests;
 
 use crate::backend_sg::BackendSecurityGroup;
 use crate::context::Context;

@@ -14,6 +14,8 @@ pub mod extras;
 pub mod k8s;
 pub mod observe;
 pub mod pipeline;
+#[cfg(test)]
+pub mod test_world;
 
 pub use k8s::{set_finalizer, set_hostname};
 pub use pipeline::{StackOwner, settle};

@@ -4,19 +4,18 @@
 //! asserts the exact AWS calls and Kubernetes writes a reconcile makes.
 
 use super::*;
-use crate::context::TgbConfig;
 use crate::records::watch_records;
-use crate::stores::{Stores, Triggers};
+use crate::stack::test_world::synced_store;
+use crate::stores::Stores;
 use http::{Method, Request, Response};
 use k8s_openapi::api::core::v1::{Namespace, Node, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use kube::client::Body;
-use kube::runtime::reflector::{self, store::Writer};
 use kube::runtime::watcher;
 use lbc_aws::elbv2::{ElbV2, TargetGroupInfo};
 use lbc_aws::error::ErrorKind;
-use lbc_aws::fake::{FakeAccounts, FakeCall, FakeEc2, FakeElbV2};
+use lbc_aws::fake::{FakeCall, FakeEc2, FakeElbV2};
 use lbc_model::crd::IngressClassParams;
 use lbc_model::endpoints::SliceInfo;
 use lbc_model::pod::PodInfo;
@@ -152,17 +151,6 @@ async fn pod_records(pods: Vec<Value>) -> crate::records::Records<PodInfo> {
     records
 }
 
-fn store<K>() -> (reflector::Store<K>, Writer<K>)
-where
-    K: kube::Resource + Clone + 'static,
-    K::DynamicType: Default + Eq + std::hash::Hash + Clone,
-{
-    let (r, mut w) = reflector::store();
-    w.apply_watcher_event(&watcher::Event::Init);
-    w.apply_watcher_event(&watcher::Event::InitDone);
-    (r, w)
-}
-
 /// A reconciler context over the mocked API server and fakes, and the handles a test drives.
 struct Harness {
     ctx: Arc<Context>,
@@ -190,9 +178,9 @@ async fn harness(c: Cluster) -> Harness {
     let server = Arc::new(Mutex::new(Server { tgb: serde_json::to_value(&c.tgb).unwrap(), ..Default::default() }));
     serve(h, server.clone());
 
-    let (tgbs, mut tgb_w) = store::<TargetGroupBinding>();
+    let (tgbs, mut tgb_w) = synced_store::<TargetGroupBinding>();
     tgb_w.apply_watcher_event(&watcher::Event::Apply(c.tgb.clone()));
-    let (services, mut svc_w) = store::<Service>();
+    let (services, mut svc_w) = synced_store::<Service>();
     if let Some(s) = c.service {
         svc_w.apply_watcher_event(&watcher::Event::Apply(s));
     }
@@ -205,11 +193,11 @@ async fn harness(c: Cluster) -> Harness {
         services,
         slices: slices.clone(),
         pods: pod_records(c.pods).await,
-        nodes: store::<Node>().0,
-        ingresses: store::<Ingress>().0,
-        ingress_classes: store::<IngressClass>().0,
-        ingress_class_params: store::<IngressClassParams>().0,
-        namespaces: store::<Namespace>().0,
+        nodes: synced_store::<Node>().0,
+        ingresses: synced_store::<Ingress>().0,
+        ingress_classes: synced_store::<IngressClass>().0,
+        ingress_class_params: synced_store::<IngressClassParams>().0,
+        namespaces: synced_store::<Namespace>().0,
     };
 
     let elb = Arc::new(FakeElbV2::default());
@@ -223,36 +211,7 @@ async fn harness(c: Cluster) -> Harness {
     });
     let ec2 = FakeEc2::default();
     ec2.vpcs.lock().unwrap().insert("vpc-1".into(), vec!["10.0.0.0/16".into()]);
-    let recorder = kube::runtime::events::Recorder::new(
-        client.clone(),
-        kube::runtime::events::Reporter { controller: "aws-lb-controller".into(), instance: None },
-    );
-    let ctx = Arc::new(Context {
-        client,
-        stores,
-        triggers: Triggers::default(),
-        elb: elb.clone(),
-        elb_roles: Arc::new(FakeAccounts::new(elb.clone())),
-        ec2: Arc::new(ec2),
-        recorder,
-        metrics: crate::metrics::Metrics::new(),
-        cfg: TgbConfig {
-            cluster_name: "prod".into(),
-            cluster_vpc_id: "vpc-1".into(),
-            batch_size: 200,
-            allow_outside_vpc: false,
-            health_poll_ceiling: Duration::from_secs(15),
-            health_poll_floor: Duration::from_secs(1),
-            sync_period: Duration::from_secs(600),
-            max_backoff: Duration::from_secs(60),
-        },
-        leader: leader_rx,
-        bindings: Default::default(),
-        target_groups: Default::default(),
-        target_group_fetch: Default::default(),
-        target_group_tags: Default::default(),
-        vpcs: Default::default(),
-    });
+    let ctx = crate::stack::test_world::context(client, stores, elb.clone(), ec2, leader_rx);
     Harness { ctx, elb, server, leader, slices }
 }
 

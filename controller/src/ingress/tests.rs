@@ -1,0 +1,436 @@
+//! The IngressGroup reconciler driven through the function the shared scheduler calls
+//! ([`super::reconcile`]: one pass, its backoff, the delay it asks for) against a mocked API
+//! server behind the production leader gate and the in-memory AWS fakes
+//! (`crate::stack::test_world`): no environment, paused time. Each test asserts the AWS writes
+//! and the Kubernetes requests.
+
+use super::*;
+use crate::stack::test_world::{CLUSTER, Seen, VPC, World, deleting};
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::networking::v1::IngressClass;
+use lbc_aws::error::ErrorKind;
+use lbc_aws::fake_acm::FakeAcm;
+use lbc_aws::lb::LoadBalancers;
+use lbc_model::lb::backend_sg::BackendSgMode;
+use serde_json::json;
+
+const NS: &str = "shop";
+const GROUP: &str = "shared";
+const FINALIZER: &str = "group.ingress.k8s.aws/shared";
+
+fn ing_path(name: &str) -> String {
+    format!("/apis/networking.k8s.io/v1/namespaces/{NS}/ingresses/{name}")
+}
+
+/// Ingress `name` in group `shared`, routing `/name` to Service `name`:80.
+fn ingress(name: &str, extra: &[(&str, &str)]) -> Ingress {
+    let mut ann = serde_json::Map::new();
+    for (key, v) in [(k::GROUP_NAME, GROUP), (k::TARGET_TYPE, "ip")].iter().chain(extra) {
+        ann.insert(k::full_key(key), json!(v));
+    }
+    serde_json::from_value(json!({
+        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+        "metadata": {"name": name, "namespace": NS, "uid": format!("uid-{name}"), "resourceVersion": "3",
+                     "annotations": ann},
+        "spec": {"ingressClassName": "alb", "rules": [{"http": {"paths": [
+            {"path": format!("/{name}"), "pathType": "Prefix",
+             "backend": {"service": {"name": name, "port": {"number": 80}}}}]}}]},
+    }))
+    .unwrap()
+}
+
+fn backend(name: &str) -> Service {
+    serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": name, "namespace": NS, "uid": format!("svc-{name}")},
+        "spec": {"type": "ClusterIP", "ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}]},
+    }))
+    .unwrap()
+}
+
+fn class() -> IngressClass {
+    serde_json::from_value(json!({
+        "apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
+        "metadata": {"name": "alb"}, "spec": {"controller": k::CONTROLLER},
+    }))
+    .unwrap()
+}
+
+/// `ing` as the watch shows it after a pass: the group's finalizer and the hostname.
+fn settled(ing: Ingress, hostname: &str) -> Ingress {
+    crate::stack::test_world::settled(ing, FINALIZER, hostname)
+}
+
+struct T {
+    w: World,
+    ctx: IngressCtx,
+    g: GroupId,
+}
+
+fn world() -> T {
+    world_with(|_| {})
+}
+
+fn world_with(change: impl FnOnce(&mut IngressConfig)) -> T {
+    let w = World::new();
+    let mut cfg = IngressConfig {
+        cluster_name: CLUSTER.into(),
+        vpc_id: VPC.into(),
+        select: Default::default(),
+        default_tags: Tags::new(),
+        external_managed_tags: BTreeSet::new(),
+        default_ssl_policy: "ELBSecurityPolicy-2016-08".into(),
+        default_target_type: TargetType::Ip,
+        sync_period: Duration::from_secs(600),
+        max_backoff: Duration::from_secs(60),
+        default_scheme: lbc_model::lb::Scheme::Internal,
+        gates: Default::default(),
+        wafv2: false,
+        required_secrets_label: None,
+    };
+    change(&mut cfg);
+    let backend_sg = Arc::new(BackendSecurityGroup::new(BackendSgMode::Auto, w.net.clone(), CLUSTER, VPC, Tags::new()));
+    let ctx = IngressCtx::new(w.base.clone(), &w.adapters(), Arc::new(FakeAcm::default()), cfg, backend_sg);
+    w.put(|c| &mut c.classes, class());
+    for name in ["a", "b"] {
+        w.put(|c| &mut c.services, backend(name));
+    }
+    T { w, ctx, g: GroupId::Explicit(GROUP.into()) }
+}
+
+impl T {
+    async fn reconcile(&self, ings: &[&Ingress]) -> Option<Duration> {
+        for i in ings {
+            self.w.put(|c| &mut c.ingresses, (*i).clone());
+        }
+        reconcile(&self.ctx, &self.g).await
+    }
+
+    /// A first pass over new Ingresses; their bindings cached, the hostname they got.
+    async fn created(&self, ings: &[&Ingress]) -> String {
+        self.reconcile(ings).await;
+        self.w.settle_first_pass()
+    }
+
+    /// Every rule of the ALB's listeners, by priority.
+    async fn rules(&self) -> Vec<lbc_model::lb::Rule> {
+        let tags = Tags::from([("ingress.k8s.aws/stack".to_string(), GROUP.to_string())]);
+        let mut out = Vec::new();
+        for lb in self.w.lbs.find_load_balancers(&tags).await.unwrap() {
+            for l in self.w.lbs.listeners(&lb.lb.id).await.unwrap() {
+                out.extend(self.w.lbs.rules(&l.id).await.unwrap().into_iter().map(|r| r.spec));
+            }
+        }
+        self.w.aws();
+        out.sort_by_key(|r| r.priority);
+        out
+    }
+
+    /// Conditions of every rule, by priority.
+    async fn routed_paths(&self) -> Vec<String> {
+        self.rules().await.iter().map(|r| format!("{:?}", r.conditions)).collect()
+    }
+
+    /// Actions of every rule, by priority.
+    async fn routed_actions(&self) -> Vec<String> {
+        self.rules().await.iter().map(|r| format!("{:?}", r.actions)).collect()
+    }
+}
+
+fn lines(seen: &[Seen]) -> Vec<String> {
+    seen.iter().map(Seen::line).collect()
+}
+
+fn within(d: Option<Duration>, lo: u64, hi: u64) -> bool {
+    d.is_some_and(|d| d >= Duration::from_secs(lo) && d <= Duration::from_secs(hi))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Main paths
+
+#[tokio::test(start_paused = true)]
+async fn two_ingresses_of_one_group_share_one_alb_with_the_rules_of_both() {
+    let t = world();
+    let next = t.reconcile(&[&ingress("a", &[(k::GROUP_ORDER, "10")]), &ingress("b", &[])]).await;
+    assert!(within(next, 600, 900), "drift check at the sync period: {next:?}");
+
+    let kube = t.w.kube();
+    let finalizers: Vec<&Seen> = kube.iter().filter(|r| r.path == ing_path("a") || r.path == ing_path("b")).collect();
+    let patched: Vec<String> = finalizers.iter().map(|s| s.line()).collect();
+    assert_eq!(patched, vec![format!("PATCH {}", ing_path("b")), format!("PATCH {}", ing_path("a"))], "group order");
+    assert!(finalizers.iter().all(|r| r.aws_writes_before == 0), "finalizers before any AWS write");
+    assert_eq!(finalizers[0].body["metadata"]["finalizers"], json!([FINALIZER]));
+    let bindings = kube.iter().filter(|r| r.path.contains("/targetgroupbindings/")).count();
+    assert_eq!(bindings, 2, "one binding per backend: {:?}", lines(&kube));
+    let statuses: Vec<&Seen> = kube.iter().filter(|r| r.path.ends_with("/status")).collect();
+    assert_eq!(statuses.len(), 2, "both members get the hostname");
+    assert_eq!(statuses[0].body, statuses[1].body);
+
+    let (lb, net) = t.w.aws_writes();
+    assert_eq!(
+        lb,
+        vec![
+            "CreateTargetGroup",
+            "CreateTargetGroup",
+            "CreateLoadBalancer",
+            "CreateListener",
+            "CreateRule",
+            "CreateRule"
+        ],
+        "one ALB, one listener, a target group and a rule per member"
+    );
+    assert_eq!(net, vec!["CreateSecurityGroup", "CreateSecurityGroup", "AuthorizeSecurityGroupIngress"]);
+    let paths = t.routed_paths().await;
+    assert_eq!(paths.len(), 2, "{paths:?}");
+    assert!(paths[0].contains("/b") && paths[1].contains("/a"), "b (order 0) before a (order 10): {paths:?}");
+    let reasons = t.w.event_reasons();
+    assert_eq!(reasons, vec!["SuccessfullyReconciled", "SuccessfullyReconciled"], "one per member");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_removed_member_loses_its_rules_and_finalizer_the_alb_stays() {
+    let t = world();
+    let host = t.created(&[&ingress("a", &[]), &ingress("b", &[])]).await;
+    let (a, b) = (settled(ingress("a", &[]), &host), deleting(settled(ingress("b", &[]), &host)));
+    let next = t.reconcile(&[&a, &b]).await;
+    assert!(within(next, 600, 900), "{next:?}");
+
+    let (lb, net) = t.w.aws_writes();
+    assert_eq!(lb, vec!["DeleteRule", "DeleteTargetGroup"], "b's rule, then its target group; the ALB stays");
+    assert!(net.is_empty(), "the listener port is unchanged: {net:?}");
+    let paths = t.routed_paths().await;
+    assert_eq!(paths.len(), 1, "{paths:?}");
+    assert!(paths[0].contains("/a"), "{paths:?}");
+
+    let kube = t.w.kube();
+    let b_binding = kube.iter().find(|r| r.method == http::Method::DELETE).expect("b's binding deleted");
+    assert!(b_binding.path.contains("/targetgroupbindings/"), "{}", b_binding.line());
+    let last = kube.last().unwrap();
+    assert_eq!(last.line(), format!("PATCH {}", ing_path("b")), "b's finalizer goes last: {:?}", lines(&kube));
+    assert_eq!(last.body["metadata"]["finalizers"], json!([]));
+    assert!(!lines(&kube).iter().any(|l| l.contains("ingresses/a")), "a is already settled");
+    assert!(!lines(&kube).iter().any(|l| l.ends_with("/status")), "no status write on a deleted Ingress");
+}
+
+#[tokio::test(start_paused = true)]
+async fn deleting_the_last_members_deletes_the_alb_then_the_finalizers() {
+    let t = world();
+    let host = t.created(&[&ingress("a", &[]), &ingress("b", &[])]).await;
+    let (a, b) = (deleting(settled(ingress("a", &[]), &host)), deleting(settled(ingress("b", &[]), &host)));
+
+    let next = t.reconcile(&[&a, &b]).await;
+    assert_eq!(next, Some(Duration::from_secs(2)), "waits for the bindings' finalizers");
+    let kube = t.w.kube();
+    assert_eq!(kube.iter().filter(|r| r.method == http::Method::DELETE).count(), 2, "{:?}", lines(&kube));
+    assert_eq!(kube.len(), 2, "only the bindings: {:?}", lines(&kube));
+    assert_eq!(t.w.aws_writes(), (vec![], vec![]), "nothing deleted in AWS while bindings remain");
+
+    for tgb in t.w.base.stores.tgbs.state() {
+        t.w.remove(|c| &mut c.tgbs, tgb.as_ref().clone());
+    }
+    let next = t.reconcile(&[&a, &b]).await;
+    assert_eq!(next, None);
+    let (lb, net) = t.w.aws_writes();
+    assert_eq!(lb, vec!["DeleteListener", "DeleteLoadBalancer", "DeleteTargetGroup", "DeleteTargetGroup"]);
+    assert_eq!(net, vec!["DeleteSecurityGroup"], "the managed frontend group");
+    assert_eq!(t.w.lbs.load_balancer_count() + t.w.lbs.target_group_count(), 0);
+    let kube = t.w.kube();
+    let mut patched = lines(&kube);
+    patched.sort();
+    assert_eq!(patched, vec![format!("PATCH {}", ing_path("a")), format!("PATCH {}", ing_path("b"))]);
+    assert!(kube.iter().all(|r| r.aws_writes_before == kube[0].aws_writes_before), "after every AWS deletion");
+    assert!(kube.iter().all(|r| r.body["metadata"]["finalizers"] == json!([])));
+    assert_eq!(t.w.event_reasons(), vec!["SuccessfullyDeleted", "SuccessfullyDeleted"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_web_acl_annotation_associates_the_alb_once() {
+    let t = world_with(|cfg| cfg.wafv2 = true);
+    let acl = "arn:aws:wafv2:eu-west-1:111122223333:regional/webacl/shop/1";
+    t.w.waf.add("shop", acl);
+    let a = ingress("a", &[(k::WAFV2_ACL_ARN, acl)]);
+    let host = t.created(&[&a, &ingress("b", &[])]).await;
+    let tags = Tags::from([("ingress.k8s.aws/stack".to_string(), GROUP.to_string())]);
+    let arn = t.w.lbs.find_load_balancers(&tags).await.unwrap().remove(0).lb.id;
+    assert_eq!(t.w.waf.associated(&arn).as_deref(), Some(acl));
+    let ops = |t: &T| -> Vec<&'static str> {
+        let mut log = t.w.waf.log.lock().unwrap();
+        let ops = log.calls().iter().map(|(op, _)| *op).collect();
+        log.clear();
+        ops
+    };
+    assert_eq!(ops(&t), vec!["GetWebACLForResource", "AssociateWebACL"]);
+
+    // In sync: read, not written again.
+    t.reconcile(&[&settled(a, &host), &settled(ingress("b", &[]), &host)]).await;
+    assert_eq!(ops(&t), vec!["GetWebACLForResource"]);
+    assert_eq!(t.w.aws_writes(), (vec![], vec![]));
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_oidc_secret_is_read_every_pass_missing_it_blocks_and_retries_within_a_minute() {
+    let t = world();
+    let oidc = r#"{"issuer":"https://idp.example","authorizationEndpoint":"https://idp.example/auth",
+        "tokenEndpoint":"https://idp.example/token","userInfoEndpoint":"https://idp.example/userinfo",
+        "secretName":"oidc"}"#;
+    let https = [
+        (k::LISTEN_PORTS, r#"[{"HTTPS":443}]"#),
+        (k::CERTIFICATE_ARN, "arn:aws:acm:eu-west-1:111122223333:certificate/1"),
+        (k::AUTH_TYPE, "oidc"),
+        (k::AUTH_IDP_OIDC, oidc),
+    ];
+    let a = ingress("a", &https);
+    let next = t.reconcile(&[&a]).await;
+    assert_eq!(next, Some(Duration::from_secs(60)), "Secrets are not watched: looked at again soon");
+    let secret = format!("/api/v1/namespaces/{NS}/secrets/oidc");
+    assert_eq!(t.w.kube_lines(), vec![format!("PATCH {}", ing_path("a")), format!("GET {secret}")]);
+    assert_eq!(t.w.aws_writes(), (vec![], vec![]), "nothing deployed without the credentials");
+    let (kind, reason, note) = t.w.the_event();
+    assert_eq!((kind.as_str(), reason.as_str()), ("Warning", crate::stack::FAILED_BUILD));
+    assert!(note.contains("shop/oidc") && note.contains("clientID") && note.contains("clientSecret"), "{note}");
+
+    // The Secret appears: the next pass reads it and deploys the authenticating rule.
+    t.w.server.lock().unwrap().secrets.insert(
+        format!("{NS}/oidc"),
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "oidc", "namespace": NS},
+               "data": {"clientID": "YXBw", "clientSecret": "czNjcmV0"}}),
+    );
+    let mut with_finalizer = a.clone();
+    with_finalizer.metadata.finalizers = Some(vec![FINALIZER.into()]);
+    let next = t.reconcile(&[&with_finalizer]).await;
+    assert!(within(next, 600, 900), "{next:?}");
+    assert_eq!(t.w.kube_lines().first(), Some(&format!("GET {secret}")));
+    let (lb, _) = t.w.aws_writes();
+    assert!(lb.contains(&"CreateRule".to_string()), "{lb:?}");
+    let rules = t.routed_actions().await;
+    assert!(rules.iter().any(|a| a.contains("AuthenticateOidc") && a.contains("\"app\"")), "{rules:?}");
+    let notes: Vec<String> = t.w.events().into_iter().map(|e| e.2).collect();
+    assert!(notes.iter().all(|n| !n.contains("s3cret")), "never a secret value in an Event: {notes:?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Failure paths
+
+#[tokio::test(start_paused = true)]
+async fn a_pruned_ingress_class_freezes_the_group_nothing_is_deleted() {
+    let t = world();
+    let host = t.created(&[&ingress("a", &[]), &ingress("b", &[])]).await;
+    let (a, b) = (settled(ingress("a", &[]), &host), settled(ingress("b", &[]), &host));
+    t.w.remove(|c| &mut c.classes, class());
+
+    let next = t.reconcile(&[&a, &b]).await;
+    assert!(within(next, 600, 900), "looked at again at the sync period: {next:?}");
+    assert_eq!(t.w.aws_writes(), (vec![], vec![]), "frozen: nothing deleted, nothing changed");
+    assert_eq!(t.w.lbs.load_balancer_count(), 1);
+    assert!(t.w.kube().is_empty(), "finalizers and status untouched");
+    let events = t.w.events();
+    assert_eq!(events.iter().map(|e| e.1.as_str()).collect::<Vec<_>>(), vec!["GroupFrozen", "GroupFrozen"]);
+    assert!(events.iter().all(|e| e.0 == "Warning"));
+    assert!(events[0].2.contains("IngressClass alb") && events[0].2.contains("frozen"), "{}", events[0].2);
+
+    // Even with every member deleted meanwhile, a frozen group is not deleted.
+    let next = t.reconcile(&[&deleting(a.clone()), &b]).await;
+    assert!(next.is_some());
+    assert_eq!(t.w.aws_writes(), (vec![], vec![]));
+
+    // The class is back: the group resumes, with nothing to change.
+    t.w.put(|c| &mut c.classes, class());
+    t.reconcile(&[&a, &b]).await;
+    assert_eq!(t.w.aws_writes(), (vec![], vec![]));
+    let reasons = t.w.event_reasons();
+    assert!(reasons.iter().filter(|r| *r == "GroupResumed").count() == 2, "{reasons:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_new_ingress_naming_a_missing_class_is_left_alone_with_a_warning() {
+    let t = world();
+    t.w.remove(|c| &mut c.classes, class());
+    let a = ingress("a", &[]);
+    t.w.put(|c| &mut c.ingresses, a.clone());
+    let trigger = IngressTrigger::Ingress(kube::runtime::reflector::ObjectRef::from_obj(&a));
+    let groups: Vec<GroupId> = groups_of_trigger(&t.w.base.stores, &t.ctx.cfg.select, &trigger).into_iter().collect();
+    assert_eq!(groups, vec![GroupId::Implicit { namespace: NS.into(), name: "a".into() }], "its own group reports it");
+    for g in &groups {
+        assert_eq!(reconcile(&t.ctx, g).await, None);
+    }
+    assert_eq!(t.w.aws_writes(), (vec![], vec![]));
+    assert!(t.w.kube().is_empty(), "no finalizer on an Ingress that is not ours");
+    let (kind, reason, note) = &t.w.the_event();
+    assert_eq!((kind.as_str(), reason.as_str()), ("Warning", "InvalidIngressClass"));
+    assert!(note.contains("alb") && note.contains("left out"), "{note}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn conflicting_exclusive_annotations_are_refused_with_both_values() {
+    let t = world();
+    let a = ingress("a", &[(k::SCHEME, "internal")]);
+    let b = ingress("b", &[(k::SCHEME, "internet-facing")]);
+    let next = t.reconcile(&[&a, &b]).await;
+    assert_eq!(next, None, "fixed by an edit of an Ingress");
+    assert_eq!(t.w.aws_writes(), (vec![], vec![]));
+    assert!(t.w.kube().is_empty(), "not even a finalizer");
+    let events = t.w.events();
+    assert_eq!(events.len(), 2, "one per member: {events:?}");
+    assert!(events.iter().all(|e| e.0 == "Warning" && e.1 == crate::stack::FAILED_BUILD), "{events:?}");
+    let note = &events[0].2;
+    assert!(
+        note.contains("alb.ingress.kubernetes.io/scheme")
+            && note.contains("shop/a has internal")
+            && note.contains("shop/b has internet-facing"),
+        "names the annotation and both values: {note}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_group_order_out_of_range_is_a_warning_naming_the_value_and_the_range() {
+    let t = world();
+    let (a, b) = (ingress("a", &[(k::GROUP_ORDER, "1001")]), ingress("b", &[]));
+    for i in [&a, &b] {
+        t.w.put(|c| &mut c.ingresses, i.clone());
+    }
+    // The groups a watch event on `a` concerns: its group is unknown, its own implicit one
+    // reports the problem.
+    let trigger = IngressTrigger::Ingress(kube::runtime::reflector::ObjectRef::from_obj(&a));
+    let groups = groups_of_trigger(&t.w.base.stores, &t.ctx.cfg.select, &trigger);
+    let implicit = GroupId::Implicit { namespace: NS.into(), name: "a".into() };
+    assert_eq!(groups.into_iter().collect::<Vec<_>>(), vec![implicit.clone()]);
+    assert_eq!(reconcile(&t.ctx, &implicit).await, None, "fixed by an edit of the Ingress");
+    assert_eq!(t.w.aws_writes(), (vec![], vec![]));
+    assert!(t.w.kube().is_empty(), "no finalizer");
+    let (kind, reason, note) = &t.w.the_event();
+    assert_eq!((kind.as_str(), reason.as_str()), ("Warning", crate::stack::FAILED_BUILD));
+    assert!(note.contains("group.order") && note.contains("1001") && note.contains("1000"), "{note}");
+
+    // The group goes on without it: b's rule only, a gets no finalizer.
+    reconcile(&t.ctx, &t.g).await;
+    assert!(!t.w.kube_lines().iter().any(|l| l.contains("ingresses/a")));
+    let paths = t.routed_paths().await;
+    assert_eq!(paths.len(), 1, "{paths:?}");
+    assert!(paths[0].contains("/b"), "{paths:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn throttling_backs_off_per_group_and_doubles() {
+    let t = world();
+    t.w.lbs.inject_fault("CreateLoadBalancer", ErrorKind::Throttled);
+    t.w.lbs.inject_fault("CreateLoadBalancer", ErrorKind::Throttled);
+    let (a, b) = (ingress("a", &[]), ingress("b", &[]));
+    let next = t.reconcile(&[&a, &b]).await;
+    assert!(within(next, 1, 2), "first step 1 s plus jitter: {next:?}");
+    let next = t.reconcile(&[&a, &b]).await;
+    assert!(within(next, 2, 3), "then 2 s: {next:?}");
+    let (lb, _) = t.w.aws_writes();
+    assert_eq!(lb.iter().filter(|op| *op == "CreateTargetGroup").count(), 2, "created once each: {lb:?}");
+    let next = t.reconcile(&[&a, &b]).await;
+    assert!(within(next, 600, 900), "then in sync: {next:?}");
+    assert_eq!(t.w.lbs.load_balancer_count(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_replica_that_does_not_lead_does_nothing() {
+    let t = world();
+    t.w.leader.send(false).unwrap();
+    assert_eq!(t.reconcile(&[&ingress("a", &[])]).await, None);
+    assert_eq!(t.w.aws(), (vec![], vec![]));
+    assert!(t.w.kube().is_empty() && t.w.events().is_empty());
+}

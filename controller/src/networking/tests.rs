@@ -1,0 +1,262 @@
+//! The backend security-group rules reconciler driven through its entry points ([`BackendRules::run`]
+//! on the shared scheduler, and one pass with its retry policy, `logged_pass`) against hand-filled
+//! caches, the production leader state and the in-memory EC2 networking fake
+//! (`crate::stack::test_world`): no environment, paused time. Each test asserts the security-group
+//! writes and the rules left in AWS.
+
+use super::*;
+use crate::stack::test_world::{CLUSTER, VPC, World, deleting};
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use lbc_aws::error::ErrorKind;
+use lbc_model::crd::TargetGroupBinding;
+use lbc_model::endpoints::SliceInfo;
+use lbc_model::lb::backend_rules::RULE_DESCRIPTION;
+use lbc_model::lb::{IngressRule, RuleSource};
+use serde_json::json;
+
+const NS: &str = "shop";
+
+/// A binding of Service `web`:80 whose networking lets `source` (a security group) reach port 8080.
+fn binding(name: &str, source: &str) -> TargetGroupBinding {
+    serde_json::from_value(json!({
+        "apiVersion": "elbv2.k8s.aws/v1beta1", "kind": "TargetGroupBinding",
+        "metadata": {"name": name, "namespace": NS, "uid": format!("uid-{name}")},
+        "spec": {
+            "targetGroupARN": format!("arn:aws:elasticloadbalancing:eu-west-1:111122223333:targetgroup/{name}/0123"),
+            "targetType": "ip", "serviceRef": {"name": "web", "port": 80},
+            "networking": {"ingress": [{"from": [{"securityGroup": {"groupID": source}}],
+                                        "ports": [{"protocol": "TCP", "port": 8080}]}]},
+        },
+    }))
+    .unwrap()
+}
+
+fn service() -> Service {
+    serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": NS},
+        "spec": {"ports": [{"name": "http", "port": 80, "targetPort": 8080}]},
+    }))
+    .unwrap()
+}
+
+/// Ready endpoints at 10.0.1.`x`.
+fn slice(ips: &[u8]) -> EndpointSlice {
+    let endpoints: Vec<_> = ips
+        .iter()
+        .map(|x| json!({"addresses": [format!("10.0.1.{x}")], "conditions": {"ready": true, "serving": true}}))
+        .collect();
+    serde_json::from_value(json!({
+        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"name": "web-abc", "namespace": NS, "labels": {"kubernetes.io/service-name": "web"}},
+        "addressType": "IPv4", "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}], "endpoints": endpoints,
+    }))
+    .unwrap()
+}
+
+fn rule(source: &RuleSource, port: i32, description: &str) -> IngressRule {
+    IngressRule {
+        protocol: "tcp".into(),
+        from_port: port,
+        to_port: port,
+        source: source.clone(),
+        description: Some(description.into()),
+    }
+}
+
+struct T {
+    w: World,
+    rules: Arc<BackendRules>,
+    /// The pods' security group, tagged for this cluster.
+    node_sg: String,
+    /// The load balancers' (backend) security group: the rules' source.
+    lb_sg: String,
+}
+
+async fn group(w: &World, name: &str, tags: &[(&str, &str)]) -> String {
+    let sg = SecurityGroup {
+        name: name.into(),
+        description: name.into(),
+        vpc_id: VPC.into(),
+        ingress: vec![],
+        tags: tags.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+    };
+    w.net.create_security_group(&sg).await.unwrap()
+}
+
+fn eni(w: &World, id: &str, ip: u8, groups: &[&str]) {
+    w.net.add_network_interface(NetworkInterface {
+        id: id.into(),
+        subnet_id: "subnet-a".into(),
+        private_ips: vec![IpAddr::from([10, 0, 1, ip])],
+        security_groups: groups.iter().map(|g| g.to_string()).collect(),
+    });
+}
+
+async fn world() -> T {
+    let w = World::new();
+    let node_sg = group(&w, "nodes", &[(&cluster_tag(CLUSTER), "owned")]).await;
+    let lb_sg = group(&w, "k8s-traffic-prod", &[]).await;
+    eni(&w, "eni-1", 5, &[&node_sg]);
+    w.put(|c| &mut c.services, service());
+    w.slices.put(NS, "web-abc", SliceInfo::of(&slice(&[5])));
+    let cfg = BackendRulesConfig {
+        cluster_name: CLUSTER.into(),
+        vpc_id: VPC.into(),
+        required_tags: Tags::new(),
+        restricted: true,
+        sync_period: Duration::from_secs(600),
+    };
+    let trigger = w.base.triggers.backend_rules.clone();
+    let rules = Arc::new(BackendRules::new(w.base.clone(), w.net.clone(), cfg, None, trigger));
+    w.aws();
+    T { w, rules, node_sg, lb_sg }
+}
+
+impl T {
+    fn ingress(&self, sg: &str) -> Vec<IngressRule> {
+        self.w.net.group(sg).expect("group exists").ingress
+    }
+
+    fn net_writes(&self) -> Vec<String> {
+        self.w.aws_writes().1
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_new_target_groups_binding_gets_its_rule_on_the_pods_group_once() {
+    let t = world().await;
+    t.w.put(|c| &mut c.tgbs, binding("web-tg", &t.lb_sg));
+    let s = t.rules.pass().await.unwrap();
+    assert_eq!((s.bindings, s.authorized, s.revoked, s.problems), (1, 1, 0, 0));
+    assert_eq!(t.net_writes(), vec!["AuthorizeSecurityGroupIngress"]);
+    let from_lb = RuleSource::SecurityGroup(t.lb_sg.clone());
+    assert_eq!(t.ingress(&t.node_sg), vec![rule(&from_lb, 8080, RULE_DESCRIPTION)]);
+    assert!(t.ingress(&t.lb_sg).is_empty(), "the source group is not written");
+
+    // In sync: the next pass reads, writes nothing.
+    let s = t.rules.pass().await.unwrap();
+    assert_eq!((s.authorized, s.revoked), (0, 0));
+    assert!(t.net_writes().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_scheduled_reconciler_revokes_the_rule_when_the_target_group_goes() {
+    let t = world().await;
+    t.w.put(|c| &mut c.tgbs, binding("web-tg", &t.lb_sg));
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let runner = tokio::spawn(t.rules.clone().run(async { stop_rx.await.unwrap_or(()) }));
+    // The first pass runs at start.
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    assert_eq!(t.net_writes(), vec!["AuthorizeSecurityGroupIngress"]);
+
+    // The stack drops the target group: its binding is being deleted, then gone. A watch event
+    // wakes the reconciler; the pass runs after the debounce.
+    t.w.put(|c| &mut c.tgbs, deleting(binding("web-tg", &t.lb_sg)));
+    t.w.base.triggers.backend_rules.notify_one();
+    tokio::time::sleep(DEBOUNCE + Duration::from_millis(10)).await;
+    assert_eq!(t.net_writes(), vec!["RevokeSecurityGroupIngress"], "a binding being deleted takes no part");
+    assert!(t.ingress(&t.node_sg).is_empty());
+
+    stop_tx.send(()).unwrap();
+    runner.await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn only_our_rules_on_our_groups_are_revoked() {
+    let t = world().await;
+    let office = RuleSource::Cidr("192.0.2.0/24".into());
+    let stale = RuleSource::SecurityGroup("sg-gone-lb".into());
+    // On the cluster's group: a rule of someone else and a stale one of ours.
+    let mut mixed = vec![rule(&office, 22, "office ssh"), rule(&stale, 8080, RULE_DESCRIPTION)];
+    t.w.net.authorize_ingress(&t.node_sg, &mixed).await.unwrap();
+    // A group without the cluster tag holding a rule labelled like ours: not ours to clean.
+    let untagged = group(&t.w, "someone-elses", &[]).await;
+    t.w.net.authorize_ingress(&untagged, &[rule(&stale, 8080, RULE_DESCRIPTION)]).await.unwrap();
+    t.w.aws();
+
+    let s = t.rules.pass().await.unwrap();
+    assert_eq!((s.bindings, s.authorized, s.revoked), (0, 0, 1));
+    assert_eq!(t.net_writes(), vec!["RevokeSecurityGroupIngress"]);
+    mixed.truncate(1);
+    assert_eq!(t.ingress(&t.node_sg), mixed, "the foreign rule stays");
+    assert_eq!(t.ingress(&untagged).len(), 1, "nothing touched on a group without our tags");
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_eni_with_several_untagged_groups_is_reported_and_not_written() {
+    let t = world().await;
+    let (g1, g2) = (group(&t.w, "app-1", &[]).await, group(&t.w, "app-2", &[]).await);
+    t.w.net.remove_network_interface("eni-1");
+    eni(&t.w, "eni-2", 5, &[&g1, &g2]);
+    t.w.aws();
+    let b = binding("web-tg", &t.lb_sg);
+    t.w.put(|c| &mut c.tgbs, b);
+    let s = t.rules.pass().await.unwrap();
+    assert_eq!((s.authorized, s.revoked, s.problems), (0, 0, 1));
+    assert!(t.net_writes().is_empty(), "no group of that ENI is ours to write");
+    assert!(t.ingress(&g1).is_empty() && t.ingress(&g2).is_empty());
+    let (kind, reason, note) = &t.w.the_event();
+    assert_eq!((kind.as_str(), reason.as_str()), ("Warning", "BackendSecurityGroupRules"));
+    assert!(note.contains("eni-2") && note.contains(&g1) && note.contains(&g2), "names the ENI and groups: {note}");
+    assert!(note.contains(&cluster_tag(CLUSTER)), "says which tag is expected: {note}");
+    // The same problem is not announced again within the sync period.
+    t.rules.pass().await.unwrap();
+    assert!(t.w.events().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_endpoint_without_a_known_eni_withholds_revokes_and_retries_soon() {
+    let t = world().await;
+    // Our stale rule would be revoked, but one endpoint's ENI is unknown: knowledge is incomplete.
+    let stale = RuleSource::SecurityGroup("sg-gone-lb".into());
+    t.w.net.authorize_ingress(&t.node_sg, &[rule(&stale, 9090, RULE_DESCRIPTION)]).await.unwrap();
+    t.w.slices.put(NS, "web-abc", SliceInfo::of(&slice(&[5, 6])));
+    t.w.put(|c| &mut c.tgbs, binding("web-tg", &t.lb_sg));
+    t.w.aws();
+    let (next, idle) = t.rules.logged_pass().await;
+    assert_eq!((next, idle), (RETRY_UNRESOLVED, false), "looked at again soon");
+    assert_eq!(t.net_writes(), vec!["AuthorizeSecurityGroupIngress"], "authorizations only");
+    assert_eq!(t.ingress(&t.node_sg).len(), 2, "the stale rule is kept while knowledge is incomplete");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_binding_whose_service_is_missing_withholds_revokes() {
+    let t = world().await;
+    let stale = RuleSource::SecurityGroup("sg-gone-lb".into());
+    t.w.net.authorize_ingress(&t.node_sg, &[rule(&stale, 9090, RULE_DESCRIPTION)]).await.unwrap();
+    t.w.put(|c| &mut c.tgbs, binding("web-tg", &t.lb_sg));
+    let mut ghost = binding("ghost-tg", &t.lb_sg);
+    ghost.spec.service_ref.name = "ghost".into();
+    t.w.put(|c| &mut c.tgbs, ghost);
+    t.w.aws();
+    let s = t.rules.pass().await.unwrap();
+    assert_eq!((s.authorized, s.revoked), (1, 0), "{s:?}");
+    assert!(s.withheld_revokes > 0, "{s:?}");
+    assert_eq!(t.net_writes(), vec!["AuthorizeSecurityGroupIngress"]);
+    assert_eq!(t.ingress(&t.node_sg).len(), 2, "the stale rule stays while a binding's endpoints are unknown");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_throttled_write_fails_the_pass_and_it_is_retried_sooner() {
+    let t = world().await;
+    t.w.put(|c| &mut c.tgbs, binding("web-tg", &t.lb_sg));
+    t.w.net.inject_fault("AuthorizeSecurityGroupIngress", ErrorKind::Throttled);
+    let (next, _) = t.rules.logged_pass().await;
+    assert_eq!(next, RETRY_FAILED);
+    assert!(t.ingress(&t.node_sg).is_empty());
+    let (next, _) = t.rules.logged_pass().await;
+    assert!(next >= Duration::from_secs(600), "in sync: back to the sync period ({next:?})");
+    assert_eq!(t.ingress(&t.node_sg).len(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_replica_that_does_not_lead_writes_no_rule() {
+    let t = world().await;
+    t.w.put(|c| &mut c.tgbs, binding("web-tg", &t.lb_sg));
+    t.w.leader.send(false).unwrap();
+    let err = t.rules.pass().await.unwrap_err();
+    assert!(err.is_not_leader(), "{err}");
+    assert!(t.net_writes().is_empty());
+    assert!(t.ingress(&t.node_sg).is_empty());
+}
