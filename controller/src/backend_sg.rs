@@ -4,6 +4,7 @@
 //! reconciled at once never create two groups.
 
 use crate::error::{Error, Result};
+use backon::{ConstantBuilder, Retryable};
 use lbc_aws::error::ErrorKind;
 use lbc_aws::net::{Networking, SecurityGroupQuery};
 use lbc_model::lb::Tags;
@@ -14,8 +15,9 @@ use std::time::Duration;
 use tokio::sync::Mutex;
 
 /// Deleting waits for AWS to let go of the group (load balancer ENIs disappear minutes after
-/// DeleteLoadBalancer); give up after this long; the next Service deletion tries again.
-const RELEASE_ATTEMPTS: u32 = 30;
+/// DeleteLoadBalancer); give up after this long; the next Service deletion tries again. A fixed
+/// re-check, not a backoff: nothing failed, AWS releases the group on its own schedule.
+const RELEASE_ATTEMPTS: usize = 30;
 const RELEASE_INTERVAL: Duration = Duration::from_secs(10);
 
 pub struct BackendSecurityGroup {
@@ -104,22 +106,20 @@ impl BackendSecurityGroup {
         }
         let this = self.clone();
         tokio::spawn(async move {
-            for attempt in 1..=RELEASE_ATTEMPTS {
-                if still_needed() {
-                    break;
-                }
-                match this.delete().await {
-                    Ok(()) => break,
-                    Err(Error::Aws(e)) if e.kind == ErrorKind::InUse && attempt < RELEASE_ATTEMPTS => {
-                        tracing::debug!(error = %e, "backend security group still in use; retrying");
-                    }
-                    Err(e) => {
-                        tracing::warn!(error = %e, "could not delete the shared backend security group; \
-                                                    the next Service deletion tries again");
-                        break;
-                    }
-                }
-                tokio::time::sleep(RELEASE_INTERVAL).await;
+            let group = this.clone();
+            let attempt = move || {
+                let (this, needed) = (group.clone(), still_needed());
+                async move { if needed { Ok(()) } else { this.delete().await } }
+            };
+            let released = attempt
+                .retry(ConstantBuilder::default().with_delay(RELEASE_INTERVAL).with_max_times(RELEASE_ATTEMPTS - 1))
+                .sleep(tokio::time::sleep)
+                .when(|e| matches!(e, Error::Aws(e) if e.kind == ErrorKind::InUse))
+                .notify(|e, _| tracing::debug!(error = %e, "backend security group still in use; retrying"))
+                .await;
+            if let Err(e) = released {
+                tracing::warn!(error = %e, "could not delete the shared backend security group; \
+                                            the next Service deletion tries again");
             }
             this.releasing.store(false, Ordering::SeqCst);
         });

@@ -262,34 +262,3 @@ pub async fn security_groups_by_name(io: &StackIo, names: &[String], annotation:
     }
     Ok(found.into_iter().map(|f| f.id).collect())
 }
-
-/// Failures in a row per key, and the capped exponential backoff that follows from them.
-pub struct Backoff<K> {
-    failures: Mutex<HashMap<K, u32>>,
-    max: std::time::Duration,
-}
-
-impl<K: std::hash::Hash + Eq + Clone> Backoff<K> {
-    pub fn new(max: std::time::Duration) -> Self {
-        Self { failures: Mutex::default(), max }
-    }
-
-    pub fn succeeded(&self, k: &K) {
-        self.failures.lock().expect("failures").remove(k);
-    }
-
-    /// Counts the failure (metric `reconcile_errors`) and returns (failures in a row, delay):
-    /// 1 s doubling up to the cap, jittered.
-    pub fn failed(&self, base: &Context, controller: &'static str, k: &K, err: &Error) -> (u32, std::time::Duration) {
-        let failures = {
-            let mut m = self.failures.lock().expect("failures");
-            let f = m.entry(k.clone()).or_default();
-            *f += 1;
-            *f
-        };
-        base.metrics.reconcile_failed(controller, err.category());
-        let first = std::time::Duration::from_secs(1u64 << failures.saturating_sub(1).min(10));
-        let cap = self.max.max(std::time::Duration::from_secs(1));
-        (failures, crate::context::jittered(first.min(self.max)).min(cap))
-    }
-}
