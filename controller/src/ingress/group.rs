@@ -172,19 +172,14 @@ async fn pass(ctx: &IngressCtx, g: &GroupId, gathered: &Gathered) -> Result<Opti
         let spec = ing.spec.clone().unwrap_or_default();
         let mut discovered_certificates = vec![];
         if let Some(hosts) = certificate_discovery_hosts(&c.settings, &spec) {
-            let problem = match ctx.certificates.discover(&hosts).await {
-                Ok(Ok(arns)) => {
-                    discovered_certificates = arns;
-                    None
+            match ctx.certificates.discover(&hosts).await {
+                Ok(arns) => discovered_certificates = arns,
+                // Each member hears its own problem (below), so not handed to `settle` as is.
+                Err(Error::Blocked { reason, retry, .. }) => {
+                    discovery_retry = retry.delay(ctx.cfg.sync_period);
+                    blocked_members.push((ing.clone(), format!("Ingress {} listens on HTTPS: {reason}", key_of(ing))));
                 }
-                Ok(Err(missing)) => Some(missing.to_string()),
-                Err(e) if e.kind.retry_later() => return Err(e.into()),
-                Err(e) => Some(format!("its ACM certificates cannot be discovered: {e}")),
-            };
-            if let Some(p) = problem {
-                // A certificate is found within a minute of being issued: look again then.
-                discovery_retry = Some(jittered(super::certificates::LIST_TTL));
-                blocked_members.push((ing.clone(), format!("Ingress {} listens on HTTPS: {p}", key_of(ing))));
+                Err(e) => return Err(e),
             }
         }
         members.push(Member { key: key_of(ing), settings: c.settings.clone(), spec, discovered_certificates });
