@@ -37,6 +37,7 @@ use lbc_model::lb::backend_sg::release_allowed;
 use lbc_model::lb::build::{BuildError, BuiltStack, ContextNeeds, ExistingLoadBalancer};
 use lbc_model::lb::diff::ReplaceReason;
 use lbc_model::lb::tags::INGRESS_TAG_PREFIX;
+use lbc_model::text::{EVENT_NOTE_MAX, truncate};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -139,7 +140,7 @@ async fn pass(ctx: &IngressCtx, g: &GroupId, gathered: &Gathered) -> Result<Opti
         let msg = format!("IngressGroup {stack_id}: invalid settings, nothing changed in AWS: {}", all.join("; "));
         let mut concerned: Vec<&Ingress> = gathered.invalid.iter().map(|(i, _)| i.as_ref()).collect();
         concerned.extend(member_ings.iter().copied());
-        warn_all(ctx, &concerned, FAILED_BUILD, &crate::stack::truncate_list(msg)).await;
+        warn_all(ctx, &concerned, FAILED_BUILD, &truncate(msg, EVENT_NOTE_MAX)).await;
         return Ok(None);
     }
     if gathered.members.is_empty() {
@@ -324,7 +325,7 @@ async fn freeze(ctx: &IngressCtx, g: &GroupId, gathered: &Gathered) {
     ctx.frozen.lock().expect("frozen groups").insert(g.clone());
     let stack_id = g.stack_id();
     let why: Vec<String> = gathered.frozen.iter().map(|(i, r)| format!("Ingress {}: {r}", key_of(i))).collect();
-    let msg = crate::stack::truncate_list(format!("IngressGroup {stack_id} is frozen. {}", why.join(". ")));
+    let msg = truncate(format!("IngressGroup {stack_id} is frozen. {}", why.join(". ")), EVENT_NOTE_MAX);
     let mut concerned = std::collections::BTreeMap::new();
     let all =
         gathered.members.iter().map(|(i, _)| i).chain(&gathered.holders).chain(gathered.frozen.iter().map(|(i, _)| i));

@@ -16,6 +16,7 @@ pub mod observe;
 pub mod pipeline;
 
 pub use k8s::{set_finalizer, set_hostname};
+use lbc_model::text::{EVENT_NOTE_MAX, truncate};
 pub use pipeline::{StackOwner, settle};
 
 use crate::context::Context;
@@ -144,7 +145,7 @@ impl Reporter {
 
     pub async fn warn_list_once(&self, base: &Context, obj: &ObjectReference, reason: &str, messages: &[String]) {
         if !messages.is_empty() {
-            self.warn_once(base, obj, reason, &truncate_list(messages.join("; "))).await;
+            self.warn_once(base, obj, reason, &truncate(messages.join("; "), EVENT_NOTE_MAX)).await;
         }
     }
 
@@ -163,18 +164,6 @@ impl Reporter {
             .expect("reported")
             .retain(|(k, reason), _| k != &key || !matches!(reason.as_str(), FAILED_BUILD | FAILED_DEPLOY));
     }
-}
-
-/// Event notes are capped at 1 KiB by the API; keep the start, say that more was cut.
-pub fn truncate_list(s: String) -> String {
-    if s.len() <= 1000 {
-        return s;
-    }
-    let mut cut = 980;
-    while !s.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    format!("{} … (truncated)", &s[..cut])
 }
 
 /// What a load balancer needs of its subnets.
