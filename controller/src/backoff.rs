@@ -5,7 +5,7 @@
 //!
 //! - [`Backoff::delay`]: the delay after `n` failures in a row, for callers that already count
 //!   their failures (a binding's state).
-//! - [`Retry`]: one sequence (one watch loop, one cluster-wide pass), reset on success.
+//! - [`Failures`]: failures in a row of one thing (a watch loop, a cluster-wide pass), reset on success.
 //! - [`PerKey`]: one sequence per object (Service, IngressGroup), reset on its success.
 //! - [`watch`]: the backoff of kube's watchers (reflectors), reset by kube on every event.
 //!
@@ -60,12 +60,12 @@ impl Backoff {
 
 /// Failures in a row of one thing (a watch loop, a cluster-wide pass) and the delay they call for.
 #[derive(Clone, Debug)]
-pub struct Retry {
+pub struct Failures {
     backoff: Backoff,
     failures: u32,
 }
 
-impl Retry {
+impl Failures {
     pub fn new(backoff: Backoff) -> Self {
         Self { backoff, failures: 0 }
     }
@@ -88,12 +88,12 @@ impl Retry {
         self.failures = 0;
     }
 
-    pub fn failures(&self) -> u32 {
+    pub fn count(&self) -> u32 {
         self.failures
     }
 }
 
-/// One [`Retry`] per key; a key that succeeds (or is forgotten) starts over.
+/// Failures in a row per key (Service, IngressGroup); a key that succeeds starts over.
 pub struct PerKey<K> {
     backoff: Backoff,
     failures: Mutex<HashMap<K, u32>>,
@@ -154,7 +154,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn grows_doubling_with_jitter_then_stops_at_the_cap() {
         let b = Backoff::new(S(1), S(20));
-        let mut r = Retry::new(b);
+        let mut r = Failures::new(b);
         // Paused time: each wait is measured on tokio's clock, not slept for real.
         for (n, base) in [1, 2, 4, 8, 16, 20, 20, 20].into_iter().enumerate() {
             let t0 = Instant::now();
@@ -162,20 +162,20 @@ mod tests {
             assert_slept(t0, d, &format!("failure {}", n + 1));
             assert_within(d, S(base), S(20), &format!("failure {}", n + 1));
         }
-        assert_eq!(r.failures(), 8);
+        assert_eq!(r.count(), 8);
         // At the cap there is no room above it: exactly the cap.
         assert_eq!(r.failed(), S(20));
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_success_starts_over_at_the_minimum() {
-        let mut r = Retry::new(Backoff::new(S(10), S(300)));
+        let mut r = Failures::new(Backoff::new(S(10), S(300)));
         for _ in 0..5 {
             r.failed();
         }
         assert!(r.failed() >= S(160), "six failures in a row: at least 10 s × 2^5");
         r.succeeded();
-        assert_eq!(r.failures(), 0);
+        assert_eq!(r.count(), 0);
         let t0 = Instant::now();
         let d = r.failed_wait().await;
         assert_within(d, S(10), S(300), "first failure after a success");

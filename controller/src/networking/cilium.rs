@@ -6,7 +6,7 @@
 //! logged once, and ENIs are resolved through EC2 only. The watch keeps retrying with backoff, so
 //! a CRD installed later is picked up.
 
-use crate::backoff::{Backoff, Retry};
+use crate::backoff::{Backoff, Failures};
 use futures::TryStreamExt;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::runtime::reflector::{self, Store};
@@ -50,7 +50,7 @@ impl CiliumNodes {
             let stream = watcher(api, watcher::Config::default()).modify(trim).reflect(writer);
             futures::pin_mut!(stream);
             let mut reported = false;
-            let mut retry = Retry::new(RETRY);
+            let mut failures = Failures::new(RETRY);
             loop {
                 match stream.try_next().await {
                     // `Init` can come before the list answers: only these prove the watch works.
@@ -58,7 +58,7 @@ impl CiliumNodes {
                         ev @ (watcher::Event::InitDone | watcher::Event::Apply(_) | watcher::Event::Delete(_)),
                     )) => {
                         flag.store(true, Ordering::Release);
-                        retry.succeeded();
+                        failures.succeeded();
                         if matches!(ev, watcher::Event::InitDone) {
                             tracing::info!(resource = "ciliumnodes", objects = reader.len(), "cache synced");
                         }
@@ -78,7 +78,7 @@ impl CiliumNodes {
                                  pod ENIs are resolved through ec2:DescribeNetworkInterfaces only (retrying in the background)"
                             );
                         }
-                        retry.failed_wait().await;
+                        failures.failed_wait().await;
                     }
                 }
             }

@@ -21,7 +21,7 @@ mod gather;
 
 pub use cilium::CiliumNodes;
 
-use crate::backoff::{Backoff, Retry};
+use crate::backoff::{Backoff, Failures};
 use crate::context::{Context, jittered};
 use crate::error::Result;
 use gather::{EventMemory, gather, notes_by_binding};
@@ -81,7 +81,7 @@ pub struct BackendRules {
     eni_cache: Mutex<EniCache>,
     events: Mutex<EventMemory>,
     /// Failed passes in a row.
-    retry: Mutex<Retry>,
+    failures: Mutex<Failures>,
 }
 
 impl BackendRules {
@@ -92,7 +92,7 @@ impl BackendRules {
         cilium: Option<CiliumNodes>,
         trigger: Arc<Notify>,
     ) -> Self {
-        let retry = Mutex::new(Retry::new(Backoff::new(RETRY_FAILED, ctx.cfg.max_backoff)));
+        let failures = Mutex::new(Failures::new(Backoff::new(RETRY_FAILED, ctx.cfg.max_backoff)));
         Self {
             ctx,
             net,
@@ -101,7 +101,7 @@ impl BackendRules {
             trigger,
             eni_cache: Mutex::new(EniCache::default()),
             events: Mutex::new(EventMemory::default()),
-            retry,
+            failures,
         }
     }
 
@@ -158,14 +158,14 @@ impl BackendRules {
                     elapsed_ms = started.elapsed().as_millis() as u64,
                     "backend security-group rules pass"
                 );
-                self.retry.lock().expect("retry").succeeded();
+                self.failures.lock().expect("failures").succeeded();
                 let idle = s.bindings == 0 && s.withheld_revokes == 0 && !s.unresolved;
                 (if s.unresolved { RETRY_UNRESOLVED } else { jittered(self.cfg.sync_period) }, idle)
             }
             Err(e) => {
-                let mut retry = self.retry.lock().expect("retry");
-                let delay = retry.failed();
-                tracing::warn!(error = %e, failures = retry.failures(), retry_in = ?delay, "backend security-group rules pass failed");
+                let mut failures = self.failures.lock().expect("failures");
+                let delay = failures.failed();
+                tracing::warn!(error = %e, failures = failures.count(), retry_in = ?delay, "backend security-group rules pass failed");
                 self.ctx.metrics.reconcile_failed("backend-rules", e.category());
                 (delay, false)
             }
