@@ -197,4 +197,64 @@ mod tests {
         let all = SecurityGroupQuery::Tags { vpc_id: None, tags: Tags::new() };
         assert!(net.security_groups(&all).await.unwrap().is_empty());
     }
+
+    fn deletes(net: &FakeNetworking) -> usize {
+        net.calls().iter().filter(|(op, _)| *op == "DeleteSecurityGroup").count()
+    }
+
+    /// Paused time: the release's 10 s re-checks pass at once.
+    #[tokio::test(start_paused = true)]
+    async fn release_looks_again_every_interval_until_aws_lets_go() {
+        let net = Arc::new(FakeNetworking::default());
+        let sg = Arc::new(auto(&net));
+        let id = sg.ensure().await.unwrap().expect("created");
+        let eni = lbc_model::lb::NetworkInterface {
+            id: "eni-lb".into(),
+            subnet_id: "subnet-1".into(),
+            private_ips: vec![],
+            security_groups: vec![id.clone()],
+        };
+        net.add_network_interface(eni);
+        sg.release_when_unused(|| false);
+        // Attempts at 0, 10, 20 and 30 s, each refused (DependencyViolation).
+        tokio::time::sleep(RELEASE_INTERVAL * 3 + Duration::from_millis(1)).await;
+        assert_eq!(deletes(&net), 4);
+        assert!(net.group(&id).is_some());
+        net.remove_network_interface("eni-lb");
+        tokio::time::sleep(RELEASE_INTERVAL).await;
+        assert_eq!(deletes(&net), 5);
+        assert!(net.group(&id).is_none(), "deleted once AWS let go of it");
+        tokio::time::sleep(RELEASE_INTERVAL * 10).await;
+        assert_eq!(deletes(&net), 5, "nothing more after the deletion");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn release_gives_up_after_its_budget_and_stops_when_the_group_is_needed_again() {
+        let net = Arc::new(FakeNetworking::default());
+        let sg = Arc::new(auto(&net));
+        let id = sg.ensure().await.unwrap().expect("created");
+        let eni = lbc_model::lb::NetworkInterface {
+            id: "eni-lb".into(),
+            subnet_id: "subnet-1".into(),
+            private_ips: vec![],
+            security_groups: vec![id.clone()],
+        };
+        net.add_network_interface(eni);
+        sg.release_when_unused(|| false);
+        tokio::time::sleep(RELEASE_INTERVAL * (RELEASE_ATTEMPTS as u32 + 10)).await;
+        assert_eq!(deletes(&net), RELEASE_ATTEMPTS, "gives up after {RELEASE_ATTEMPTS} attempts");
+        assert!(net.group(&id).is_some());
+
+        // A later release may start again; a Service that needs the group stops it before the
+        // next attempt.
+        let needed = Arc::new(AtomicBool::new(false));
+        let flag = needed.clone();
+        sg.release_when_unused(move || flag.load(Ordering::SeqCst));
+        tokio::time::sleep(RELEASE_INTERVAL + Duration::from_millis(1)).await;
+        assert_eq!(deletes(&net), RELEASE_ATTEMPTS + 2);
+        needed.store(true, Ordering::SeqCst);
+        tokio::time::sleep(RELEASE_INTERVAL * 10).await;
+        assert_eq!(deletes(&net), RELEASE_ATTEMPTS + 2, "no attempt once the group is needed again");
+        assert!(net.group(&id).is_some());
+    }
 }
