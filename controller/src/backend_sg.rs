@@ -198,13 +198,8 @@ mod tests {
         assert!(net.security_groups(&all).await.unwrap().is_empty());
     }
 
-    fn deletes(net: &FakeNetworking) -> usize {
-        net.calls().iter().filter(|(op, _)| *op == "DeleteSecurityGroup").count()
-    }
-
-    /// Paused time: the release's 10 s re-checks pass at once.
-    #[tokio::test(start_paused = true)]
-    async fn release_looks_again_every_interval_until_aws_lets_go() {
+    /// The Auto group, created, and an ENI (a load balancer's, say) still using it.
+    async fn group_in_use() -> (Arc<FakeNetworking>, Arc<BackendSecurityGroup>, String) {
         let net = Arc::new(FakeNetworking::default());
         let sg = Arc::new(auto(&net));
         let id = sg.ensure().await.unwrap().expect("created");
@@ -215,6 +210,17 @@ mod tests {
             security_groups: vec![id.clone()],
         };
         net.add_network_interface(eni);
+        (net, sg, id)
+    }
+
+    fn deletes(net: &FakeNetworking) -> usize {
+        net.calls().iter().filter(|(op, _)| *op == "DeleteSecurityGroup").count()
+    }
+
+    /// Paused time: the release's 10 s re-checks pass at once.
+    #[tokio::test(start_paused = true)]
+    async fn release_looks_again_every_interval_until_aws_lets_go() {
+        let (net, sg, id) = group_in_use().await;
         sg.release_when_unused(|| false);
         // Attempts at 0, 10, 20 and 30 s, each refused (DependencyViolation).
         tokio::time::sleep(RELEASE_INTERVAL * 3 + Duration::from_millis(1)).await;
@@ -230,16 +236,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn release_gives_up_after_its_budget_and_stops_when_the_group_is_needed_again() {
-        let net = Arc::new(FakeNetworking::default());
-        let sg = Arc::new(auto(&net));
-        let id = sg.ensure().await.unwrap().expect("created");
-        let eni = lbc_model::lb::NetworkInterface {
-            id: "eni-lb".into(),
-            subnet_id: "subnet-1".into(),
-            private_ips: vec![],
-            security_groups: vec![id.clone()],
-        };
-        net.add_network_interface(eni);
+        let (net, sg, id) = group_in_use().await;
         sg.release_when_unused(|| false);
         tokio::time::sleep(RELEASE_INTERVAL * (RELEASE_ATTEMPTS as u32 + 10)).await;
         assert_eq!(deletes(&net), RELEASE_ATTEMPTS, "gives up after {RELEASE_ATTEMPTS} attempts");
