@@ -1,5 +1,6 @@
 //! AWS errors, classified by what the controller should do about them.
 
+use aws_credential_types::provider::error::CredentialsError;
 use aws_smithy_runtime_api::client::result::SdkError;
 use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 use std::fmt;
@@ -276,15 +277,22 @@ impl AwsError {
             SdkError::TimeoutError(_) => (ErrorKind::Transient, None, "request timed out".to_string()),
             SdkError::DispatchFailure(d) => {
                 let msg = format!("could not reach the endpoint: {}", source_chain(&err));
-                let kind = if d.is_io() || d.is_timeout() { ErrorKind::Transient } else { ErrorKind::Other };
-                // The SDK reports credential-provider failures as dispatch/construction failures.
-                let kind = if msg.contains("credential") { ErrorKind::Credentials } else { kind };
+                let kind = if credentials_failed(std::error::Error::source(&err)) {
+                    ErrorKind::Credentials
+                } else if d.is_io() || d.is_timeout() {
+                    ErrorKind::Transient
+                } else {
+                    ErrorKind::Other
+                };
                 (kind, None, msg)
             }
             SdkError::ConstructionFailure(_) => {
-                let msg = source_chain(&err);
-                let kind = if msg.contains("credential") { ErrorKind::Credentials } else { ErrorKind::Other };
-                (kind, None, msg)
+                let kind = if credentials_failed(std::error::Error::source(&err)) {
+                    ErrorKind::Credentials
+                } else {
+                    ErrorKind::Other
+                };
+                (kind, None, source_chain(&err))
             }
             SdkError::ResponseError(r) => {
                 let http = r.raw().status_code();
@@ -310,6 +318,13 @@ impl HttpStatus for aws_smithy_runtime_api::http::Response {
     fn status_code(&self) -> u16 {
         self.status().as_u16()
     }
+}
+
+/// Whether a credential provider failed: the SDK hands its `CredentialsError` (from the default
+/// chain, our Vault/file providers, or the assumed role's) over as the source of a dispatch or
+/// construction failure, possibly wrapped; found by type anywhere in the chain of sources.
+fn credentials_failed(source: Option<&(dyn std::error::Error + 'static)>) -> bool {
+    std::iter::successors(source, |c| c.source()).any(|c| c.is::<CredentialsError>())
 }
 
 fn source_chain(e: &dyn std::error::Error) -> String {
@@ -371,6 +386,112 @@ mod tests {
         assert!(!Invalid.is_retryable() && !AccessDenied.is_retryable() && !NotFound.is_retryable());
         assert!(!InUse.is_retryable() && InUse.retry_later() && Throttled.retry_later());
         assert!(!AlreadyExists.retry_later() && !Invalid.retry_later() && !NotFound.retry_later());
+    }
+
+    /// Credential failures are recognised by the provider's error type, with the same kind and
+    /// message as when they were recognised by the word "credential" in the message; other
+    /// dispatch and construction failures keep theirs.
+    #[test]
+    fn credential_failures_are_classified_by_type() {
+        use aws_credential_types::provider::error::CredentialsError as C;
+        use aws_smithy_runtime_api::client::result::ConnectorError;
+        use aws_smithy_runtime_api::http::Response;
+        type E = aws_sdk_sts::operation::get_caller_identity::GetCallerIdentityError;
+
+        #[derive(Debug)]
+        struct Wrapped(C);
+        impl fmt::Display for Wrapped {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("resolving the identity failed")
+            }
+        }
+        impl std::error::Error for Wrapped {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(&self.0)
+            }
+        }
+        #[derive(Debug)]
+        struct Plain(&'static str);
+        impl fmt::Display for Plain {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.0)
+            }
+        }
+        impl std::error::Error for Plain {}
+
+        let vault = || C::provider_error("no valid AWS credentials from vault: sealed");
+        let dispatch = |e: Box<dyn std::error::Error + Send + Sync>| {
+            SdkError::<E, Response>::dispatch_failure(ConnectorError::other(e, None))
+        };
+        use ErrorKind::*;
+        let cases: Vec<(&str, SdkError<E, Response>, ErrorKind, &str)> = vec![
+            (
+                "our provider failed",
+                dispatch(vault().into()),
+                Credentials,
+                "could not reach the endpoint: dispatch failure: other: an error occurred while loading credentials: \
+                 no valid AWS credentials from vault: sealed",
+            ),
+            (
+                "no provider in the default chain",
+                dispatch(C::not_loaded("no providers in chain provided credentials").into()),
+                Credentials,
+                "could not reach the endpoint: dispatch failure: other: the credential provider was not enabled: \
+                 no providers in chain provided credentials",
+            ),
+            (
+                "provider timed out",
+                dispatch(C::provider_timed_out(std::time::Duration::from_secs(5)).into()),
+                Credentials,
+                "could not reach the endpoint: dispatch failure: other: credentials provider timed out after 5 seconds",
+            ),
+            (
+                "provider misconfigured",
+                dispatch(C::invalid_configuration("role_arn is empty").into()),
+                Credentials,
+                "could not reach the endpoint: dispatch failure: other: the credentials provider was not properly \
+                 configured: role_arn is empty",
+            ),
+            (
+                "wrapped one level deeper",
+                dispatch(Box::new(Wrapped(vault()))),
+                Credentials,
+                "could not reach the endpoint: dispatch failure: other: resolving the identity failed: \
+                 an error occurred while loading credentials: no valid AWS credentials from vault: sealed",
+            ),
+            (
+                "before the request was built",
+                SdkError::construction_failure(vault()),
+                Credentials,
+                "failed to construct request: an error occurred while loading credentials: \
+                 no valid AWS credentials from vault: sealed",
+            ),
+            (
+                "connection refused",
+                SdkError::dispatch_failure(ConnectorError::io(Box::new(Plain("connection refused")))),
+                Transient,
+                "could not reach the endpoint: dispatch failure: io error: connection refused",
+            ),
+            (
+                "identity cache timed out (not a provider error)",
+                dispatch(Box::new(Plain("identity resolver timed out after 5s"))),
+                Other,
+                "could not reach the endpoint: dispatch failure: other: identity resolver timed out after 5s",
+            ),
+            (
+                "bad request parameters",
+                SdkError::construction_failure(Plain("invalid region")),
+                Other,
+                "failed to construct request: invalid region",
+            ),
+        ];
+        for (what, err, kind, message) in cases {
+            let e = AwsError::from_sdk("sts", "GetCallerIdentity", err);
+            assert_eq!((e.kind, e.message.as_str()), (kind, message), "{what}");
+            // The rule this replaced: the word "credential" anywhere in the message.
+            let by_word = e.message.contains("credential");
+            assert_eq!(by_word, kind == Credentials, "{what}: the classification changed for an existing case");
+        }
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! reconciled at once never create two groups.
 
 use crate::error::{Error, Result};
+use backon::{ConstantBuilder, Retryable};
 use lbc_aws::error::ErrorKind;
 use lbc_aws::net::{Networking, SecurityGroupQuery};
 use lbc_model::lb::Tags;
@@ -14,8 +15,9 @@ use std::time::Duration;
 use tokio::sync::Mutex;
 
 /// Deleting waits for AWS to let go of the group (load balancer ENIs disappear minutes after
-/// DeleteLoadBalancer); give up after this long; the next Service deletion tries again.
-const RELEASE_ATTEMPTS: u32 = 30;
+/// DeleteLoadBalancer); give up after this long; the next Service deletion tries again. A fixed
+/// re-check, not a backoff: nothing failed, AWS releases the group on its own schedule.
+const RELEASE_ATTEMPTS: usize = 30;
 const RELEASE_INTERVAL: Duration = Duration::from_secs(10);
 
 pub struct BackendSecurityGroup {
@@ -104,22 +106,20 @@ impl BackendSecurityGroup {
         }
         let this = self.clone();
         tokio::spawn(async move {
-            for attempt in 1..=RELEASE_ATTEMPTS {
-                if still_needed() {
-                    break;
-                }
-                match this.delete().await {
-                    Ok(()) => break,
-                    Err(Error::Aws(e)) if e.kind == ErrorKind::InUse && attempt < RELEASE_ATTEMPTS => {
-                        tracing::debug!(error = %e, "backend security group still in use; retrying");
-                    }
-                    Err(e) => {
-                        tracing::warn!(error = %e, "could not delete the shared backend security group; \
-                                                    the next Service deletion tries again");
-                        break;
-                    }
-                }
-                tokio::time::sleep(RELEASE_INTERVAL).await;
+            let group = this.clone();
+            let attempt = move || {
+                let (this, needed) = (group.clone(), still_needed());
+                async move { if needed { Ok(()) } else { this.delete().await } }
+            };
+            let released = attempt
+                .retry(ConstantBuilder::default().with_delay(RELEASE_INTERVAL).with_max_times(RELEASE_ATTEMPTS - 1))
+                .sleep(tokio::time::sleep)
+                .when(|e| matches!(e, Error::Aws(e) if e.kind == ErrorKind::InUse))
+                .notify(|e, _| tracing::debug!(error = %e, "backend security group still in use; retrying"))
+                .await;
+            if let Err(e) = released {
+                tracing::warn!(error = %e, "could not delete the shared backend security group; \
+                                            the next Service deletion tries again");
             }
             this.releasing.store(false, Ordering::SeqCst);
         });
@@ -196,5 +196,62 @@ mod tests {
         assert_eq!(off.ensure().await.unwrap(), None);
         let all = SecurityGroupQuery::Tags { vpc_id: None, tags: Tags::new() };
         assert!(net.security_groups(&all).await.unwrap().is_empty());
+    }
+
+    /// The Auto group, created, and an ENI (a load balancer's, say) still using it.
+    async fn group_in_use() -> (Arc<FakeNetworking>, Arc<BackendSecurityGroup>, String) {
+        let net = Arc::new(FakeNetworking::default());
+        let sg = Arc::new(auto(&net));
+        let id = sg.ensure().await.unwrap().expect("created");
+        let eni = lbc_model::lb::NetworkInterface {
+            id: "eni-lb".into(),
+            subnet_id: "subnet-1".into(),
+            private_ips: vec![],
+            security_groups: vec![id.clone()],
+        };
+        net.add_network_interface(eni);
+        (net, sg, id)
+    }
+
+    fn deletes(net: &FakeNetworking) -> usize {
+        net.calls().iter().filter(|(op, _)| *op == "DeleteSecurityGroup").count()
+    }
+
+    /// Paused time: the release's 10 s re-checks pass at once.
+    #[tokio::test(start_paused = true)]
+    async fn release_looks_again_every_interval_until_aws_lets_go() {
+        let (net, sg, id) = group_in_use().await;
+        sg.release_when_unused(|| false);
+        // Attempts at 0, 10, 20 and 30 s, each refused (DependencyViolation).
+        tokio::time::sleep(RELEASE_INTERVAL * 3 + Duration::from_millis(1)).await;
+        assert_eq!(deletes(&net), 4);
+        assert!(net.group(&id).is_some());
+        net.remove_network_interface("eni-lb");
+        tokio::time::sleep(RELEASE_INTERVAL).await;
+        assert_eq!(deletes(&net), 5);
+        assert!(net.group(&id).is_none(), "deleted once AWS let go of it");
+        tokio::time::sleep(RELEASE_INTERVAL * 10).await;
+        assert_eq!(deletes(&net), 5, "nothing more after the deletion");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn release_gives_up_after_its_budget_and_stops_when_the_group_is_needed_again() {
+        let (net, sg, id) = group_in_use().await;
+        sg.release_when_unused(|| false);
+        tokio::time::sleep(RELEASE_INTERVAL * (RELEASE_ATTEMPTS as u32 + 10)).await;
+        assert_eq!(deletes(&net), RELEASE_ATTEMPTS, "gives up after {RELEASE_ATTEMPTS} attempts");
+        assert!(net.group(&id).is_some());
+
+        // A later release may start again; a Service that needs the group stops it before the
+        // next attempt.
+        let needed = Arc::new(AtomicBool::new(false));
+        let flag = needed.clone();
+        sg.release_when_unused(move || flag.load(Ordering::SeqCst));
+        tokio::time::sleep(RELEASE_INTERVAL + Duration::from_millis(1)).await;
+        assert_eq!(deletes(&net), RELEASE_ATTEMPTS + 2);
+        needed.store(true, Ordering::SeqCst);
+        tokio::time::sleep(RELEASE_INTERVAL * 10).await;
+        assert_eq!(deletes(&net), RELEASE_ATTEMPTS + 2, "no attempt once the group is needed again");
+        assert!(net.group(&id).is_some());
     }
 }

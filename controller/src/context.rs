@@ -11,6 +11,7 @@ use lbc_aws::elbv2::{ElbV2, TargetGroupInfo};
 use lbc_model::crd::TargetGroupBinding;
 use lbc_model::net::VpcCidrs;
 use lbc_model::target::{Target, TargetHealth};
+use lbc_model::text::{EVENT_NOTE_MAX, truncate};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -149,7 +150,7 @@ impl Context {
         // series and keeps the first note: a second, different problem (same reason) would only
         // bump a count. The note's hash in the action keeps distinct notes distinct events while
         // identical ones still count up in one series.
-        let note = truncate(note, 1024);
+        let note = truncate(note, EVENT_NOTE_MAX);
         let mut h = std::hash::DefaultHasher::new();
         std::hash::Hash::hash(&note, &mut h);
         let ev = Event {
@@ -163,17 +164,6 @@ impl Context {
             tracing::debug!(error = %e, "could not publish event");
         }
     }
-}
-
-fn truncate(mut s: String, max: usize) -> String {
-    if s.len() > max {
-        let mut cut = max;
-        while !s.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        s.truncate(cut);
-    }
-    s
 }
 
 /// `d` plus up to +50% jitter, so periodic work spreads out instead of arriving in one wave.

@@ -3,6 +3,7 @@
 mod admin;
 mod args;
 mod backend_sg;
+mod backoff;
 mod context;
 mod credentials;
 mod doctor;

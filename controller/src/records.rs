@@ -109,7 +109,7 @@ where
     let records = Records { map: map.clone(), ready };
     let reader = records.clone();
     let task = tokio::spawn(async move {
-        let stream = watcher(api, cfg).backoff(crate::stores::watch_backoff());
+        let stream = watcher(api, cfg).backoff(crate::backoff::watch());
         futures::pin_mut!(stream);
         // A list in progress: built aside, swapped in when complete.
         let mut building: Option<Map<R>> = None;

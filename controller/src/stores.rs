@@ -168,17 +168,6 @@ where
     if ns.is_empty() { Api::all(client.clone()) } else { Api::namespaced(client.clone(), ns) }
 }
 
-/// Backoff between failed watch/list attempts: short, because every second blind is a second of
-/// pod changes not acted on (kube's default grows to 30 s), jittered so replicas do not relist in step.
-pub fn watch_backoff() -> kube::runtime::watcher::ExponentialBackoff {
-    backon::ExponentialBuilder::default()
-        .with_min_delay(std::time::Duration::from_millis(250))
-        .with_max_delay(std::time::Duration::from_secs(4))
-        .with_jitter()
-        .without_max_times()
-        .into()
-}
-
 /// Drives one reflector; `on_change` maps each changed object to the work it affects.
 ///
 /// A relist (the watch could not resume: 410 Gone after an API server restart or compaction)
@@ -200,7 +189,7 @@ where
     let (reader, writer) = reflector::store::<K>();
     let store = reader.clone();
     let task = tokio::spawn(async move {
-        let stream = watcher(api, cfg).modify(trim).backoff(watch_backoff()).reflect(writer);
+        let stream = watcher(api, cfg).modify(trim).backoff(crate::backoff::watch()).reflect(writer);
         futures::pin_mut!(stream);
         let mut synced = false;
         // The cache's content when a relist began.

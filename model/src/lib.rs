@@ -27,6 +27,7 @@
 //! - [`doctor`]: the checks of `aws-lb-controller doctor`, observed data → ok/warn/fail verdicts.
 //! - [`poison`]: isolating the one target AWS refuses, so the rest of its batch goes through.
 //! - [`compat`]: ALBC's feature gates and the ALBC flags without an equivalent here, and what each means.
+//! - [`text`]: cutting messages to a size limit at a character boundary.
 
 pub mod admission;
 pub mod annotations;
@@ -48,6 +49,7 @@ pub mod poison;
 pub mod readiness;
 pub mod service;
 pub mod target;
+pub mod text;
 pub mod tg_ownership;
 pub mod throttle;
 pub mod wire;

@@ -259,6 +259,25 @@ mod tests {
         src.provider().provide_credentials().await.map(|c| c.access_key_id().to_string()).map_err(|e| e.to_string())
     }
 
+    /// Waits (polling every 10 ms, up to 5 s: the file is read on the blocking pool, so tokio's
+    /// paused clock does not fit) until the source's state satisfies `done`; panics naming
+    /// `what` and the last state otherwise. Replaces fixed sleeps before positive assertions.
+    async fn until(src: &CredentialSource, what: &str, done: impl Fn(&crate::credentials::CredentialState) -> bool) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            let st = src.state();
+            if done(&st) {
+                return;
+            }
+            assert!(std::time::Instant::now() < deadline, "{what}: still {st:?} after 5 s");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    fn last_reason(st: &crate::credentials::CredentialState) -> Option<Reason> {
+        st.last_error.as_ref().map(|e| e.reason)
+    }
+
     #[tokio::test]
     async fn reloads_on_change_and_keeps_old_keys_when_broken() {
         let dir = tmpdir();
@@ -268,12 +287,15 @@ mod tests {
         let src = start(c.clone(), m.clone());
         src.wait_ready(Duration::from_secs(2)).await.unwrap();
         assert_eq!(key(&src).await.unwrap(), "ASIAONE");
+        let refreshes = |m: &CredentialMetrics| {
+            m.refreshes.get_or_create(&super::super::RefreshLabels { source: "file", outcome: "success" }).get()
+        };
         render(&c.path, &keys("ASIATWO", ""));
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        until(&src, "second keys read", |_| refreshes(&m) == 2).await;
         assert_eq!(key(&src).await.unwrap(), "ASIATWO");
         // half-written / broken template
         render(&c.path, "[default]\naws_access_key_id = ASIATHREE\n");
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        until(&src, "broken file noticed", |st| last_reason(st) == Some(Reason::FileInvalid)).await;
         let st = src.state();
         assert_eq!(st.health, Health::Degraded);
         let e = st.last_error.clone().unwrap();
@@ -281,14 +303,12 @@ mod tests {
         assert!(e.message.contains("no aws_secret_access_key"), "{}", e.message);
         assert_eq!(key(&src).await.unwrap(), "ASIATWO");
         std::fs::remove_file(&c.path).unwrap();
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        assert_eq!(src.state().last_error.unwrap().reason, Reason::FileUnreadable);
+        until(&src, "removal noticed", |st| last_reason(st) == Some(Reason::FileUnreadable)).await;
         render(&c.path, &keys("ASIAFOUR", ""));
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        assert_eq!(src.state().health, Health::Healthy);
+        until(&src, "keys back", |st| st.health == Health::Healthy && st.access_key_id.as_deref() == Some("ASIAFOUR"))
+            .await;
         assert_eq!(key(&src).await.unwrap(), "ASIAFOUR");
-        let ok = m.refreshes.get_or_create(&super::super::RefreshLabels { source: "file", outcome: "success" }).get();
-        assert_eq!(ok, 3, "rewrites with unchanged keys are not refreshes");
+        assert_eq!(refreshes(&m), 3, "rewrites with unchanged keys are not refreshes");
         assert!(!format!("{:?} {}", src.state(), src.state().summary()).contains("s3cr3t"));
         let _ = std::fs::remove_dir_all(dir);
     }
@@ -315,10 +335,13 @@ mod tests {
         let src = start(c.clone(), CredentialMetrics::default());
         let st = src.wait_ready(Duration::from_secs(2)).await.unwrap();
         assert!(st.expires_at.is_some());
-        tokio::time::sleep(Duration::from_millis(1700)).await;
-        assert_eq!(src.state().health, Health::Expired);
+        // The expiry is a wall-clock time written in the file: this one waits for real.
+        until(&src, "keys expired", |st| st.health == Health::Expired).await;
         render(&c.path, &keys("ASIAOLD", "expiration = 2020-01-01T00:00:00Z\n"));
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        until(&src, "stale file noticed", |st| {
+            st.last_error.as_ref().is_some_and(|e| e.message.contains("2020-01-01"))
+        })
+        .await;
         let e = src.state().last_error.unwrap();
         assert!(
             e.message.contains("expired at 2020-01-01T00:00:00Z") && e.message.contains("vault-agent"),

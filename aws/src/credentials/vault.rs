@@ -551,7 +551,7 @@ impl Api {
         } else {
             // "1 error occurred:\n\t* permission denied\n\n" -> one line
             let joined = errors.join("; ");
-            truncate(&joined.split_whitespace().collect::<Vec<_>>().join(" "), 400)
+            lbc_model::text::truncate(joined.split_whitespace().collect::<Vec<_>>().join(" "), 400)
         };
         let lower = said.to_ascii_lowercase();
         let auth = format!("auth/{}/", cfg.auth_mount);
@@ -686,17 +686,6 @@ fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
         cur = next;
     }
     cur.to_string()
-}
-
-fn truncate(s: &str, max: usize) -> String {
-    if s.len() <= max {
-        return s.to_string();
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &s[..end])
 }
 
 #[cfg(test)]

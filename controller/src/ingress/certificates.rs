@@ -8,10 +8,13 @@
 //! imported certificates (re-importing can change them) and 10 hours for the others. A pass that
 //! needs no discovery makes no ACM call.
 
+use crate::context::jittered;
+use crate::error::{Error, Retry};
+use crate::stack::FAILED_BUILD;
 use lbc_aws::acm::Acm;
 use lbc_aws::error::{AwsError, ErrorKind};
+use lbc_model::ingress::AcmCertificate;
 use lbc_model::ingress::certificates::discover;
-use lbc_model::ingress::{AcmCertificate, NoCertificate};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,16 +24,6 @@ use tokio::time::Instant;
 pub const LIST_TTL: Duration = Duration::from_secs(60);
 const IMPORTED_NAMES_TTL: Duration = Duration::from_secs(5 * 60);
 const ISSUED_NAMES_TTL: Duration = Duration::from_secs(10 * 3600);
-
-/// How long listings and described names are reused.
-#[derive(Clone, Copy, Debug)]
-struct Ttl {
-    list: Duration,
-    imported_names: Duration,
-    issued_names: Duration,
-}
-
-const TTL: Ttl = Ttl { list: LIST_TTL, imported_names: IMPORTED_NAMES_TTL, issued_names: ISSUED_NAMES_TTL };
 
 #[derive(Default)]
 struct State {
@@ -42,13 +35,12 @@ struct State {
 /// The region's ISSUED ACM certificates, cached.
 pub struct CertificateCatalog {
     acm: Arc<dyn Acm>,
-    ttl: Ttl,
     state: tokio::sync::Mutex<State>,
 }
 
 impl CertificateCatalog {
     pub fn new(acm: Arc<dyn Acm>) -> Self {
-        Self { acm, ttl: TTL, state: Default::default() }
+        Self { acm, state: Default::default() }
     }
 
     /// Every ISSUED certificate with all its names (one listing at a time; callers meanwhile wait
@@ -57,7 +49,7 @@ impl CertificateCatalog {
         let mut s = self.state.lock().await;
         let now = Instant::now();
         if let Some((at, certs)) = &s.listed
-            && now.duration_since(*at) < self.ttl.list
+            && now.duration_since(*at) < LIST_TTL
         {
             return Ok(certs.clone());
         }
@@ -72,7 +64,7 @@ impl CertificateCatalog {
             } else {
                 match self.acm.describe_certificate(&c.arn).await {
                     Ok(d) => {
-                        let ttl = if d.kind == "IMPORTED" { self.ttl.imported_names } else { self.ttl.issued_names };
+                        let ttl = if d.kind == "IMPORTED" { IMPORTED_NAMES_TTL } else { ISSUED_NAMES_TTL };
                         s.described.insert(c.arn.clone(), (now + ttl, d.names.clone()));
                         d.names
                     }
@@ -88,13 +80,25 @@ impl CertificateCatalog {
         Ok(out)
     }
 
-    /// The certificates covering `hosts` (sorted ARNs), or the hosts none covers. No host: no
-    /// ACM call.
-    pub async fn discover(&self, hosts: &[String]) -> Result<Result<Vec<String>, NoCertificate>, AwsError> {
+    /// The certificates covering `hosts` (sorted ARNs); no host: no ACM call. [`Error::Blocked`]
+    /// (looked at again once the list has expired) when a host has no certificate, or when ACM
+    /// refuses in a way retrying will not fix (e.g. access denied); [`Error::Aws`] when a retry
+    /// may help (throttling, 5xx).
+    pub async fn discover(&self, hosts: &[String]) -> Result<Vec<String>, Error> {
         if hosts.iter().all(String::is_empty) {
-            return Ok(Ok(Vec::new()));
+            return Ok(Vec::new());
         }
-        Ok(discover(hosts, &self.certificates().await?))
+        let blocked = |reason: String| Error::Blocked {
+            event: FAILED_BUILD,
+            reason,
+            // A certificate is found within a minute of being issued: look again then.
+            retry: Retry::After(jittered(LIST_TTL)),
+        };
+        match self.certificates().await {
+            Ok(certs) => discover(hosts, &certs).map_err(|missing| blocked(missing.to_string())),
+            Err(e) if e.kind.retry_later() => Err(e.into()),
+            Err(e) => Err(blocked(format!("its ACM certificates cannot be discovered: {e}"))),
+        }
     }
 }
 
@@ -103,15 +107,21 @@ mod tests {
     use super::*;
     use lbc_aws::fake_acm::FakeAcm;
 
-    /// Short TTLs (the controller's tokio has no paused clock): list 50 ms, imported names 100 ms.
-    const SHORT: Ttl = Ttl {
-        list: Duration::from_millis(50),
-        imported_names: Duration::from_millis(100),
-        issued_names: ISSUED_NAMES_TTL,
-    };
-
+    // Paused tokio time: the production TTLs, with no real waiting.
     fn catalog(fake: &Arc<FakeAcm>) -> CertificateCatalog {
-        CertificateCatalog { ttl: SHORT, ..CertificateCatalog::new(fake.clone()) }
+        CertificateCatalog::new(fake.clone())
+    }
+
+    /// The reason of a blocked discovery; panics on anything else.
+    fn blocked(r: Result<Vec<String>, Error>) -> String {
+        match r {
+            Err(Error::Blocked { event, reason, retry: Retry::After(d) }) => {
+                assert_eq!(event, FAILED_BUILD);
+                assert!(d >= LIST_TTL && d <= LIST_TTL * 3 / 2, "looked at again after the list expires, not {d:?}");
+                reason
+            }
+            other => panic!("expected a blocked discovery, got {other:?}"),
+        }
     }
 
     fn hosts(h: &[&str]) -> Vec<String> {
@@ -126,7 +136,7 @@ mod tests {
         calls(fake).into_iter().map(|(op, _)| op).collect()
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn one_listing_per_minute_whatever_the_number_of_lookups() {
         let fake = Arc::new(FakeAcm::default());
         fake.add("arn:wild", &["*.example.test"], "IMPORTED");
@@ -134,30 +144,34 @@ mod tests {
         let cat = catalog(&fake);
         for _ in 0..5 {
             let got = cat.discover(&hosts(&["api.other.test", "a.example.test"])).await.unwrap();
-            assert_eq!(got, Ok(vec!["arn:api".to_string(), "arn:wild".to_string()]));
+            assert_eq!(got, ["arn:api", "arn:wild"]);
         }
         assert_eq!(ops(&fake), ["ListCertificates"]);
         // A certificate issued now is found once the list has expired (a minute in production).
         fake.add("arn:new", &["new.test"], "AMAZON_ISSUED");
-        assert!(cat.discover(&hosts(&["new.test"])).await.unwrap().is_err());
-        tokio::time::sleep(SHORT.list).await;
-        assert_eq!(cat.discover(&hosts(&["new.test"])).await.unwrap(), Ok(vec!["arn:new".to_string()]));
+        let reason = blocked(cat.discover(&hosts(&["new.test"])).await);
+        assert!(reason.contains("new.test"), "{reason}");
+        tokio::time::sleep(LIST_TTL - Duration::from_secs(1)).await;
+        blocked(cat.discover(&hosts(&["new.test"])).await);
+        assert_eq!(ops(&fake), ["ListCertificates"], "the list is reused for a minute");
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert_eq!(cat.discover(&hosts(&["new.test"])).await.unwrap(), ["arn:new"]);
         assert_eq!(ops(&fake), ["ListCertificates", "ListCertificates"]);
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn no_hosts_no_call_and_pending_certificates_are_not_used() {
         let fake = Arc::new(FakeAcm::default());
         fake.add_pending("arn:pending", &["p.test"]);
         let cat = catalog(&fake);
-        assert_eq!(cat.discover(&[]).await.unwrap(), Ok(vec![]));
-        assert_eq!(cat.discover(&hosts(&[""])).await.unwrap(), Ok(vec![]));
+        assert_eq!(cat.discover(&[]).await.unwrap(), Vec::<String>::new());
+        assert_eq!(cat.discover(&hosts(&[""])).await.unwrap(), Vec::<String>::new());
         assert!(calls(&fake).is_empty());
-        let e = cat.discover(&hosts(&["p.test"])).await.unwrap().unwrap_err();
-        assert_eq!((e.hosts, e.examined), (hosts(&["p.test"]), 0));
+        let want = lbc_model::ingress::NoCertificate { hosts: hosts(&["p.test"]), examined: 0 };
+        assert_eq!(blocked(cat.discover(&hosts(&["p.test"])).await), want.to_string());
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn incomplete_listings_are_described_once_and_cached_by_type() {
         let fake = Arc::new(FakeAcm::default());
         fake.add_long("arn:gone", &["gone.test", "x.test"], "AMAZON_ISSUED");
@@ -167,29 +181,37 @@ mod tests {
         // The first one described (arn:gone) was deleted since the listing: skipped, not an error.
         fake.log.lock().unwrap().fail_next("DescribeCertificate", ErrorKind::NotFound);
         let got = cat.discover(&hosts(&["deep.test", "two.test"])).await.unwrap();
-        assert_eq!(got, Ok(vec!["arn:imported".to_string(), "arn:issued".to_string()]));
+        assert_eq!(got, ["arn:imported", "arn:issued"]);
         let described = |f: &FakeAcm| calls(f).iter().filter(|(op, _)| *op == "DescribeCertificate").count();
         assert_eq!(described(&fake), 3);
         fake.log.lock().unwrap().clear();
         // Later: listed again; the imported certificate's names have expired, the
         // amazon-issued one's have not (the failed one is asked again).
-        tokio::time::sleep(SHORT.imported_names).await;
-        cat.discover(&hosts(&["deep.test"])).await.unwrap().unwrap();
+        tokio::time::sleep(IMPORTED_NAMES_TTL).await;
+        cat.discover(&hosts(&["deep.test"])).await.unwrap();
         let mut asked: Vec<String> =
             calls(&fake).into_iter().filter(|(op, _)| *op == "DescribeCertificate").map(|(_, a)| a).collect();
         asked.sort();
         assert_eq!(asked, ["arn:gone", "arn:imported"]);
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn errors_are_returned_and_not_cached() {
         let fake = Arc::new(FakeAcm::default());
         fake.add("arn:a", &["a.test"], "IMPORTED");
         let cat = catalog(&fake);
+        // Retrying will not fix it: blocked, the message names the AWS error.
         fake.log.lock().unwrap().fail_next("ListCertificates", ErrorKind::AccessDenied);
-        let e = cat.discover(&hosts(&["a.test"])).await.unwrap_err();
-        assert_eq!(e.kind, ErrorKind::AccessDenied);
-        assert_eq!(cat.discover(&hosts(&["a.test"])).await.unwrap(), Ok(vec!["arn:a".to_string()]));
-        assert_eq!(ops(&fake), ["ListCertificates", "ListCertificates"]);
+        let reason = blocked(cat.discover(&hosts(&["a.test"])).await);
+        assert!(reason.starts_with("its ACM certificates cannot be discovered: "), "{reason}");
+        assert!(reason.contains("AccessDenied") || reason.contains("iam-policy"), "{reason}");
+        // A retry may fix it: the AWS error itself, for the reconcile's backoff.
+        fake.log.lock().unwrap().fail_next("ListCertificates", ErrorKind::Throttled);
+        match cat.discover(&hosts(&["a.test"])).await {
+            Err(Error::Aws(e)) => assert_eq!(e.kind, ErrorKind::Throttled),
+            other => panic!("expected the throttling error, got {other:?}"),
+        }
+        assert_eq!(cat.discover(&hosts(&["a.test"])).await.unwrap(), ["arn:a"]);
+        assert_eq!(ops(&fake), ["ListCertificates", "ListCertificates", "ListCertificates"]);
     }
 }

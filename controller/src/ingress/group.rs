@@ -37,6 +37,7 @@ use lbc_model::lb::backend_sg::release_allowed;
 use lbc_model::lb::build::{BuildError, BuiltStack, ContextNeeds, ExistingLoadBalancer};
 use lbc_model::lb::diff::ReplaceReason;
 use lbc_model::lb::tags::INGRESS_TAG_PREFIX;
+use lbc_model::text::{EVENT_NOTE_MAX, truncate};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -139,7 +140,7 @@ async fn pass(ctx: &IngressCtx, g: &GroupId, gathered: &Gathered) -> Result<Opti
         let msg = format!("IngressGroup {stack_id}: invalid settings, nothing changed in AWS: {}", all.join("; "));
         let mut concerned: Vec<&Ingress> = gathered.invalid.iter().map(|(i, _)| i.as_ref()).collect();
         concerned.extend(member_ings.iter().copied());
-        warn_all(ctx, &concerned, FAILED_BUILD, &crate::stack::truncate_list(msg)).await;
+        warn_all(ctx, &concerned, FAILED_BUILD, &truncate(msg, EVENT_NOTE_MAX)).await;
         return Ok(None);
     }
     if gathered.members.is_empty() {
@@ -172,19 +173,14 @@ async fn pass(ctx: &IngressCtx, g: &GroupId, gathered: &Gathered) -> Result<Opti
         let spec = ing.spec.clone().unwrap_or_default();
         let mut discovered_certificates = vec![];
         if let Some(hosts) = certificate_discovery_hosts(&c.settings, &spec) {
-            let problem = match ctx.certificates.discover(&hosts).await {
-                Ok(Ok(arns)) => {
-                    discovered_certificates = arns;
-                    None
+            match ctx.certificates.discover(&hosts).await {
+                Ok(arns) => discovered_certificates = arns,
+                // Each member hears its own problem (below), so not handed to `settle` as is.
+                Err(Error::Blocked { reason, retry, .. }) => {
+                    discovery_retry = retry.delay(ctx.cfg.sync_period);
+                    blocked_members.push((ing.clone(), format!("Ingress {} listens on HTTPS: {reason}", key_of(ing))));
                 }
-                Ok(Err(missing)) => Some(missing.to_string()),
-                Err(e) if e.kind.retry_later() => return Err(e.into()),
-                Err(e) => Some(format!("its ACM certificates cannot be discovered: {e}")),
-            };
-            if let Some(p) = problem {
-                // A certificate is found within a minute of being issued: look again then.
-                discovery_retry = Some(jittered(super::certificates::LIST_TTL));
-                blocked_members.push((ing.clone(), format!("Ingress {} listens on HTTPS: {p}", key_of(ing))));
+                Err(e) => return Err(e),
             }
         }
         members.push(Member { key: key_of(ing), settings: c.settings.clone(), spec, discovered_certificates });
@@ -329,7 +325,7 @@ async fn freeze(ctx: &IngressCtx, g: &GroupId, gathered: &Gathered) {
     ctx.frozen.lock().expect("frozen groups").insert(g.clone());
     let stack_id = g.stack_id();
     let why: Vec<String> = gathered.frozen.iter().map(|(i, r)| format!("Ingress {}: {r}", key_of(i))).collect();
-    let msg = crate::stack::truncate_list(format!("IngressGroup {stack_id} is frozen. {}", why.join(". ")));
+    let msg = truncate(format!("IngressGroup {stack_id} is frozen. {}", why.join(". ")), EVENT_NOTE_MAX);
     let mut concerned = std::collections::BTreeMap::new();
     let all =
         gathered.members.iter().map(|(i, _)| i).chain(&gathered.holders).chain(gathered.frozen.iter().map(|(i, _)| i));

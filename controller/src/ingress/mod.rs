@@ -17,9 +17,10 @@ mod k8s;
 mod tests;
 
 use crate::backend_sg::BackendSecurityGroup;
+use crate::backoff::{Backoff, PerKey};
 use crate::context::Context;
 use crate::error::Error;
-use crate::stack::{Adapters, Backoff, Reporter, StackIo};
+use crate::stack::{Adapters, Reporter, StackIo};
 use crate::stores::{IngressTrigger, Stores};
 use k8s_openapi::api::networking::v1::Ingress;
 use kube::ResourceExt;
@@ -73,7 +74,7 @@ pub struct IngressCtx {
     /// ACM certificates for hosts of HTTPS listeners without `certificate-arn`.
     pub certificates: certificates::CertificateCatalog,
     reporter: Reporter,
-    backoff: Backoff<GroupId>,
+    backoff: PerKey<GroupId>,
     /// Groups found frozen (a holder's class gone), for the event when they resume.
     frozen: std::sync::Mutex<BTreeSet<GroupId>>,
 }
@@ -95,7 +96,7 @@ impl IngressCtx {
             backend_sg,
             certificates,
             reporter: Reporter::default(),
-            backoff: Backoff::new(cfg.max_backoff),
+            backoff: PerKey::new(Backoff::reconcile(cfg.max_backoff)),
             frozen: Default::default(),
             cfg,
         }
@@ -295,7 +296,8 @@ async fn reconcile(ctx: &IngressCtx, g: &GroupId) -> Option<Duration> {
 
 /// Per-group backoff, capped like the other controllers'.
 fn backoff(ctx: &IngressCtx, g: &GroupId, err: &Error) -> Duration {
-    let (failures, delay) = ctx.backoff.failed(&ctx.io.base, CONTROLLER, g, err);
+    ctx.io.base.metrics.reconcile_failed(CONTROLLER, err.category());
+    let (failures, delay) = ctx.backoff.failed(g);
     tracing::warn!(group = %g.stack_id(), error = %err, category = err.category(), failures, retry_in = ?delay, "IngressGroup reconcile failed");
     delay
 }

@@ -6,6 +6,7 @@
 //! logged once, and ENIs are resolved through EC2 only. The watch keeps retrying with backoff, so
 //! a CRD installed later is picked up.
 
+use crate::backoff::{Backoff, Failures};
 use futures::TryStreamExt;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::runtime::reflector::{self, Store};
@@ -20,8 +21,9 @@ use tokio::task::JoinHandle;
 /// The parts of a CiliumNode that ENI resolution reads (`lbc_model::cilium::parse_cilium_node`).
 const KEPT: [&[&str]; 3] = [&["spec", "ipam", "pool"], &["status", "eni", "enis"], &["status", "ipam", "used"]];
 
-const RETRY_MIN: Duration = Duration::from_secs(1);
-const RETRY_MAX: Duration = Duration::from_secs(300);
+/// Watch retries: 1 s doubling to 5 min. Without the CRD every retry is a LIST answered 404, so
+/// back off to minutes rather than the seconds of the other watches ([`crate::backoff::watch`]).
+const RETRY: Backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(300));
 
 /// The cached CiliumNodes; empty when the CRD is absent.
 #[derive(Clone)]
@@ -43,12 +45,12 @@ impl CiliumNodes {
         let flag = available.clone();
         let reader = store.clone();
         let task = tokio::spawn(async move {
-            // Our own backoff instead of `default_backoff`: without the CRD every retry is a LIST
-            // answered 404, so back off to minutes rather than seconds.
+            // Not kube's `.backoff(..)`: it resets on every Ok item, and `Init` can come before a
+            // list that then fails, so it would never grow past its first step.
             let stream = watcher(api, watcher::Config::default()).modify(trim).reflect(writer);
             futures::pin_mut!(stream);
             let mut reported = false;
-            let mut delay = RETRY_MIN;
+            let mut failures = Failures::new(RETRY);
             loop {
                 match stream.try_next().await {
                     // `Init` can come before the list answers: only these prove the watch works.
@@ -56,7 +58,7 @@ impl CiliumNodes {
                         ev @ (watcher::Event::InitDone | watcher::Event::Apply(_) | watcher::Event::Delete(_)),
                     )) => {
                         flag.store(true, Ordering::Release);
-                        delay = RETRY_MIN;
+                        failures.succeeded();
                         if matches!(ev, watcher::Event::InitDone) {
                             tracing::info!(resource = "ciliumnodes", objects = reader.len(), "cache synced");
                         }
@@ -76,8 +78,7 @@ impl CiliumNodes {
                                  pod ENIs are resolved through ec2:DescribeNetworkInterfaces only (retrying in the background)"
                             );
                         }
-                        tokio::time::sleep(delay).await;
-                        delay = (delay * 2).min(RETRY_MAX);
+                        failures.failed_wait().await;
                     }
                 }
             }

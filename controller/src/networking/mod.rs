@@ -23,6 +23,7 @@ mod tests;
 
 pub use cilium::CiliumNodes;
 
+use crate::backoff::{Backoff, Failures};
 use crate::context::{Context, jittered};
 use crate::error::Result;
 use gather::{EventMemory, gather, notes_by_binding};
@@ -42,9 +43,11 @@ use tokio::time::Instant;
 
 /// Changes arriving within this window share one pass.
 pub const DEBOUNCE: Duration = Duration::from_secs(1);
-/// Next pass while some endpoint's ENI is unknown (a new pod's ENI may show up shortly).
+/// Next pass while some endpoint's ENI is unknown (a new pod's ENI may show up shortly). A
+/// schedule, not a backoff: nothing failed, the answer is just not there yet.
 const RETRY_UNRESOLVED: Duration = Duration::from_secs(30);
-/// Next pass after a failed one.
+/// First retry after a failed pass; further failures in a row double it up to
+/// `--targetgroupbinding-max-exponential-backoff-delay` ([`crate::backoff`]).
 const RETRY_FAILED: Duration = Duration::from_secs(10);
 
 /// Flags of the backend-rules reconciler.
@@ -79,6 +82,8 @@ pub struct BackendRules {
     trigger: Arc<Notify>,
     eni_cache: Mutex<EniCache>,
     events: Mutex<EventMemory>,
+    /// Failed passes in a row.
+    failures: Mutex<Failures>,
 }
 
 impl BackendRules {
@@ -89,6 +94,7 @@ impl BackendRules {
         cilium: Option<CiliumNodes>,
         trigger: Arc<Notify>,
     ) -> Self {
+        let failures = Mutex::new(Failures::new(Backoff::new(RETRY_FAILED, ctx.cfg.max_backoff)));
         Self {
             ctx,
             net,
@@ -97,6 +103,7 @@ impl BackendRules {
             trigger,
             eni_cache: Mutex::new(EniCache::default()),
             events: Mutex::new(EventMemory::default()),
+            failures,
         }
     }
 
@@ -153,13 +160,16 @@ impl BackendRules {
                     elapsed_ms = started.elapsed().as_millis() as u64,
                     "backend security-group rules pass"
                 );
+                self.failures.lock().expect("failures").succeeded();
                 let idle = s.bindings == 0 && s.withheld_revokes == 0 && !s.unresolved;
                 (if s.unresolved { RETRY_UNRESOLVED } else { jittered(self.cfg.sync_period) }, idle)
             }
             Err(e) => {
-                tracing::warn!(error = %e, "backend security-group rules pass failed; retrying");
+                let mut failures = self.failures.lock().expect("failures");
+                let delay = failures.failed();
+                tracing::warn!(error = %e, failures = failures.count(), retry_in = ?delay, "backend security-group rules pass failed");
                 self.ctx.metrics.reconcile_failed("backend-rules", e.category());
-                (RETRY_FAILED, false)
+                (delay, false)
             }
         }
     }

@@ -17,11 +17,12 @@ mod cleanup;
 mod tests;
 
 use crate::backend_sg::BackendSecurityGroup;
+use crate::backoff::{Backoff, PerKey};
 use crate::context::Context;
 use crate::error::{Error, Result, Retry};
 use crate::stack::bindings::BindingOwner;
 use crate::stack::pipeline::{Pipeline, deploy};
-use crate::stack::{Adapters, Backoff, FAILED_BUILD, Reporter, StackIo, StackOwner};
+use crate::stack::{Adapters, FAILED_BUILD, Reporter, StackIo, StackOwner};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ObjectReference, Service};
 use kube::runtime::controller::{Action, Config, Controller};
@@ -73,7 +74,7 @@ pub struct ServiceCtx {
     pub backend_sg: Arc<BackendSecurityGroup>,
     /// Last Warning sent per Service and reason, so a persisting problem is reported once per change.
     reporter: Reporter,
-    backoff: Backoff<ObjectRef<Service>>,
+    backoff: PerKey<ObjectRef<Service>>,
 }
 
 impl ServiceCtx {
@@ -82,7 +83,13 @@ impl ServiceCtx {
         let options =
             crate::stack::StackOptions { cluster_tag_check: cfg.gates.subnets_cluster_tag_check, wafv2: true };
         let io = StackIo::new(base, aws, &cfg.cluster_name, &cfg.vpc_id, SERVICE_TAG_PREFIX, options);
-        Self { io, backend_sg, reporter: Reporter::default(), backoff: Backoff::new(cfg.max_backoff), cfg }
+        Self {
+            io,
+            backend_sg,
+            reporter: Reporter::default(),
+            backoff: PerKey::new(Backoff::reconcile(cfg.max_backoff)),
+            cfg,
+        }
     }
 }
 
@@ -235,7 +242,8 @@ fn error_policy(svc: Arc<Service>, err: &Error, ctx: Arc<ServiceCtx>) -> Action 
     if err.is_not_leader() {
         return Action::await_change();
     }
-    let (failures, delay) = ctx.backoff.failed(&ctx.io.base, CONTROLLER, &key, err);
+    ctx.io.base.metrics.reconcile_failed(CONTROLLER, err.category());
+    let (failures, delay) = ctx.backoff.failed(&key);
     tracing::warn!(service = %key, error = %err, category = err.category(), failures, retry_in = ?delay, "Service reconcile failed");
     Action::requeue(delay)
 }

@@ -18,6 +18,7 @@ pub mod pipeline;
 pub mod test_world;
 
 pub use k8s::{set_finalizer, set_hostname};
+use lbc_model::text::{EVENT_NOTE_MAX, truncate};
 pub use pipeline::{StackOwner, settle};
 
 use crate::context::Context;
@@ -146,7 +147,7 @@ impl Reporter {
 
     pub async fn warn_list_once(&self, base: &Context, obj: &ObjectReference, reason: &str, messages: &[String]) {
         if !messages.is_empty() {
-            self.warn_once(base, obj, reason, &truncate_list(messages.join("; "))).await;
+            self.warn_once(base, obj, reason, &truncate(messages.join("; "), EVENT_NOTE_MAX)).await;
         }
     }
 
@@ -165,18 +166,6 @@ impl Reporter {
             .expect("reported")
             .retain(|(k, reason), _| k != &key || !matches!(reason.as_str(), FAILED_BUILD | FAILED_DEPLOY));
     }
-}
-
-/// Event notes are capped at 1 KiB by the API; keep the start, say that more was cut.
-pub fn truncate_list(s: String) -> String {
-    if s.len() <= 1000 {
-        return s;
-    }
-    let mut cut = 980;
-    while !s.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    format!("{} … (truncated)", &s[..cut])
 }
 
 /// What a load balancer needs of its subnets.
@@ -263,35 +252,4 @@ pub async fn security_groups_by_name(io: &StackIo, names: &[String], annotation:
         )));
     }
     Ok(found.into_iter().map(|f| f.id).collect())
-}
-
-/// Failures in a row per key, and the capped exponential backoff that follows from them.
-pub struct Backoff<K> {
-    failures: Mutex<HashMap<K, u32>>,
-    max: std::time::Duration,
-}
-
-impl<K: std::hash::Hash + Eq + Clone> Backoff<K> {
-    pub fn new(max: std::time::Duration) -> Self {
-        Self { failures: Mutex::default(), max }
-    }
-
-    pub fn succeeded(&self, k: &K) {
-        self.failures.lock().expect("failures").remove(k);
-    }
-
-    /// Counts the failure (metric `reconcile_errors`) and returns (failures in a row, delay):
-    /// 1 s doubling up to the cap, jittered.
-    pub fn failed(&self, base: &Context, controller: &'static str, k: &K, err: &Error) -> (u32, std::time::Duration) {
-        let failures = {
-            let mut m = self.failures.lock().expect("failures");
-            let f = m.entry(k.clone()).or_default();
-            *f += 1;
-            *f
-        };
-        base.metrics.reconcile_failed(controller, err.category());
-        let first = std::time::Duration::from_secs(1u64 << failures.saturating_sub(1).min(10));
-        let cap = self.max.max(std::time::Duration::from_secs(1));
-        (failures, crate::context::jittered(first.min(self.max)).min(cap))
-    }
 }

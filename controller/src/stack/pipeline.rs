@@ -8,7 +8,7 @@
 //! place that reports it and decides the retry.
 
 use super::bindings::{self, BindingOwner};
-use super::{FAILED_BUILD, FAILED_DEPLOY, Reporter, StackIo, SubnetNeed, deploy, extras, observe, truncate_list};
+use super::{FAILED_BUILD, FAILED_DEPLOY, Reporter, StackIo, SubnetNeed, deploy, extras, observe};
 use crate::backend_sg::BackendSecurityGroup;
 use crate::context::Context;
 use crate::error::{Error, Result, Retry};
@@ -16,6 +16,7 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use lbc_model::lb::build::backend_security_group_for_build;
 use lbc_model::lb::build::{BuildContext, BuildError, BuiltStack, ContextNeeds, ExistingLoadBalancer};
 use lbc_model::lb::diff::{ObservedStack, PlanOptions, ReplaceReason, Step, plan};
+use lbc_model::text::{EVENT_NOTE_MAX, truncate};
 use std::collections::BTreeSet;
 use std::future::Future;
 use std::time::{Duration, Instant};
@@ -64,10 +65,13 @@ pub struct Pipeline<'a> {
 
 /// `nothing changed in AWS: <detail>`, naming the stack when the owner has a subject.
 fn nothing_changed<O: StackOwner>(owner: &O, detail: &str) -> String {
-    truncate_list(match owner.subject() {
-        Some(s) => format!("{s}, nothing changed in AWS: {detail}"),
-        None => format!("nothing changed in AWS: {detail}"),
-    })
+    truncate(
+        match owner.subject() {
+            Some(s) => format!("{s}, nothing changed in AWS: {detail}"),
+            None => format!("nothing changed in AWS: {detail}"),
+        },
+        EVENT_NOTE_MAX,
+    )
 }
 
 fn blocked(event: &'static str, reason: String, retry: Retry) -> Error {
@@ -109,7 +113,7 @@ pub async fn deploy<O: StackOwner>(p: &Pipeline<'_>, owner: &O) -> Result<()> {
     if !vetoes.is_empty() {
         // The rest of the stack waits too: it was built for the replaced load balancer.
         let subject = owner.subject().map(|s| format!("{s}: ")).unwrap_or_default();
-        let reason = truncate_list(format!("{subject}{}", vetoes.join("; ")));
+        let reason = truncate(format!("{subject}{}", vetoes.join("; ")), EVENT_NOTE_MAX);
         return Err(blocked(REPLACEMENT_REFUSED, reason, Retry::SyncPeriod));
     }
     for (name, reason) in replacements {
@@ -152,8 +156,10 @@ pub async fn deploy<O: StackOwner>(p: &Pipeline<'_>, owner: &O) -> Result<()> {
     metrics.reconcile_stage(p.controller, owner.status_stage(), stage);
     if !steps.is_empty() || !extra_steps.is_empty() {
         let done: Vec<String> = steps.iter().map(Step::summary).chain(extra_steps).collect();
-        let msg =
-            truncate_list(format!("load balancer {} in sync: {}", built.stack.load_balancer.name, done.join("; ")));
+        let msg = truncate(
+            format!("load balancer {} in sync: {}", built.stack.load_balancer.name, done.join("; ")),
+            EVENT_NOTE_MAX,
+        );
         for o in &objects {
             io.base.event(o, false, "SuccessfullyReconciled", msg.clone()).await;
         }
@@ -210,7 +216,7 @@ pub async fn settle(
 ) -> Result<Option<Duration>> {
     match res {
         Err(Error::Blocked { event, reason, retry }) => {
-            let reason = truncate_list(reason);
+            let reason = truncate(reason, EVENT_NOTE_MAX);
             for o in objects {
                 reporter.warn_once(base, o, event, &reason).await;
             }

@@ -12,7 +12,8 @@ mod sync;
 #[cfg(test)]
 mod tests;
 
-use crate::context::{Context, jittered};
+use crate::backoff::Backoff;
+use crate::context::Context;
 use crate::error::{Error, Result};
 use futures::StreamExt;
 use kube::api::Api;
@@ -106,8 +107,8 @@ async fn reconcile(tgb: Arc<TargetGroupBinding>, ctx: Arc<Context>) -> Result<Ac
     res
 }
 
-/// Per-binding exponential backoff, capped low (ALBC's 16m40s cap is a known pain): 1 s, 2 s,
-/// 4 s … up to `--targetgroupbinding-max-exponential-backoff-delay`. A failing binding never
+/// Per-binding exponential backoff ([`Backoff::reconcile`]), capped low (ALBC's 16m40s cap is a
+/// known pain): 1 s, 2 s, 4 s … (jittered) up to `--targetgroupbinding-max-exponential-backoff-delay`. A failing binding never
 /// delays the others: each has its own schedule and reconciles run concurrently.
 fn error_policy(tgb: Arc<TargetGroupBinding>, err: &Error, ctx: Arc<Context>) -> Action {
     let key = ObjectRef::from_obj(tgb.as_ref());
@@ -125,8 +126,7 @@ fn error_policy(tgb: Arc<TargetGroupBinding>, err: &Error, ctx: Arc<Context>) ->
         s.failures
     });
     ctx.metrics.reconcile_failed(CONTROLLER, err.category());
-    let base = Duration::from_secs(1u64 << failures.saturating_sub(1).min(10));
-    let delay = jittered(base.min(ctx.cfg.max_backoff)).min(ctx.cfg.max_backoff.max(Duration::from_secs(1)));
+    let delay = Backoff::reconcile(ctx.cfg.max_backoff).delay(failures);
     tracing::warn!(
         binding = %key, error = %err, category = err.category(), failures, retry_in = ?delay,
         "TargetGroupBinding reconcile failed"

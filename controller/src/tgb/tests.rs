@@ -645,3 +645,29 @@ async fn multi_cluster_records_its_targets_before_writing_and_deletes_only_its_o
         ]
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn failures_in_a_row_double_the_requeue_up_to_the_cap_and_a_success_starts_over() {
+    let h = harness(cluster(binding(true), &[(1, "a", true, false)])).await;
+    let tgb = Arc::new(binding(true));
+    // The harness's --targetgroupbinding-max-exponential-backoff-delay is 60 s.
+    for (n, lo) in [1, 2, 4, 8, 16, 32, 60, 60].into_iter().enumerate() {
+        h.elb.inject_fault("RegisterTargets", ErrorKind::Throttled);
+        let err = h.reconcile(&tgb).await.unwrap_err();
+        let action = error_policy(tgb.clone(), &err, h.ctx.clone());
+        let hi = (lo * 2).min(60);
+        assert!(requeues_within(&action, lo, hi), "failure {}: expected {lo}…{hi} s, got {action:?}", n + 1);
+    }
+    h.reconcile(&tgb).await.unwrap();
+    assert_eq!(h.registered(), vec!["10.0.1.1:8080"]);
+    let key = ObjectRef::from_obj(tgb.as_ref());
+    assert_eq!(h.ctx.with_state(&key, |s| s.failures), 0, "a success clears the failures");
+    let err = Error::Aws(lbc_aws::AwsError::new(
+        ErrorKind::Throttled,
+        "elasticloadbalancing",
+        "RegisterTargets",
+        "slow down",
+    ));
+    let action = error_policy(tgb.clone(), &err, h.ctx.clone());
+    assert!(requeues_within(&action, 1, 2), "the next failure starts over at 1 s: {action:?}");
+}
