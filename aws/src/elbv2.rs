@@ -7,6 +7,7 @@ use crate::throttle::Permit;
 use async_trait::async_trait;
 use aws_sdk_elasticloadbalancingv2 as elbv2;
 use elbv2::types::TargetDescription;
+use lbc_model::nodes::InstanceTarget;
 use lbc_model::target::{HealthState, Target, TargetHealth};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -115,6 +116,32 @@ pub trait ElbV2: Send + Sync {
         drop(permit);
         self.deregister_targets(arn, targets).await
     }
+
+    /// Every instance target of an `instance` target group, with its health (IP registrations
+    /// are skipped). The default: this client cannot (a role's client; instance targets are
+    /// refused with a role by the webhook).
+    async fn describe_instance_targets(&self, arn: &str) -> Result<Vec<(InstanceTarget, TargetHealth)>, AwsError> {
+        Err(instance_unsupported("DescribeTargetHealth", arn))
+    }
+    /// Registers (`register`) or deregisters instance targets, one call.
+    async fn write_instance_targets(
+        &self,
+        arn: &str,
+        targets: &[InstanceTarget],
+        register: bool,
+    ) -> Result<(), AwsError> {
+        let _ = (targets, register);
+        Err(instance_unsupported("RegisterTargets", arn))
+    }
+}
+
+fn instance_unsupported(op: &'static str, arn: &str) -> AwsError {
+    AwsError::new(
+        crate::error::ErrorKind::Invalid,
+        "elasticloadbalancing",
+        op,
+        format!("this ELBv2 client does not write instance targets (target group {arn})"),
+    )
 }
 
 /// [`ElbV2`] over the AWS SDK.
@@ -306,6 +333,19 @@ impl ElbV2 for SdkElbV2 {
 
     async fn deregister_targets_with(&self, permit: Permit, arn: &str, targets: &[Target]) -> Result<(), AwsError> {
         self.deregister(Some(permit), arn, targets).await
+    }
+
+    async fn describe_instance_targets(&self, arn: &str) -> Result<Vec<(InstanceTarget, TargetHealth)>, AwsError> {
+        crate::instances::describe_instance_targets(&self.client, &self.runner, arn).await
+    }
+
+    async fn write_instance_targets(
+        &self,
+        arn: &str,
+        targets: &[InstanceTarget],
+        register: bool,
+    ) -> Result<(), AwsError> {
+        crate::instances::write_instance_targets(&self.client, &self.runner, arn, targets, register).await
     }
 }
 

@@ -5,6 +5,7 @@
 //! - [`elbv2`]: target groups, targets, target health.
 //! - [`assume_role`]: ELBv2 clients acting as another account's role (cross-account bindings).
 //! - [`ec2`]: VPC lookups.
+//! - [`instances`]: node → EC2 instance by private IP (cached), instance-target writes.
 //! - [`lb`]: load balancers, listeners, target groups (Service → NLB, Ingress → ALB).
 //! - [`acm`]: ISSUED ACM certificates and their names (Ingress certificate discovery).
 //! - [`error`]: SDK errors classified into what the controller acts on.
@@ -14,7 +15,7 @@
 //! - [`net`]: subnets, security groups, network interfaces.
 //! - [`doctor`]: read-only probes of `aws-lb-controller doctor` (caller identity, IAM actions).
 //! - [`waf`]: WAFv2 web ACL associations of load balancers.
-//! - [`fake`], [`fake_lb`], [`fake_net`], [`fake_acm`]: in-memory ELBv2/EC2/ACM for unit tests (WAFv2 is
+//! - [`fake`], [`fake_lb`], [`fake_net`], [`fake_acm`], [`fake_instances`]: in-memory ELBv2/EC2/ACM for unit tests (WAFv2 is
 //!   tested against the emulator only: e2e/tests/ingress_alb.rs).
 
 pub mod acm;
@@ -26,6 +27,7 @@ pub mod doctor;
 pub mod ec2;
 pub mod elbv2;
 pub mod error;
+pub mod instances;
 #[cfg(any(test, feature = "fake"))]
 pub mod fake;
 #[cfg(any(test, feature = "fake"))]
@@ -34,6 +36,8 @@ pub mod fake_acm;
 pub mod fake_lb;
 #[cfg(any(test, feature = "fake"))]
 pub mod fake_log;
+#[cfg(any(test, feature = "fake"))]
+pub mod fake_instances;
 #[cfg(any(test, feature = "fake"))]
 pub mod fake_net;
 #[cfg(test)]

@@ -171,6 +171,10 @@ struct Harness {
     leader: tokio::sync::watch::Sender<bool>,
     /// The EndpointSlice cache, to change endpoints between reconciles.
     slices: crate::records::Records<SliceInfo>,
+    /// The node cache, to change nodes between reconciles (instance mode).
+    nodes: Mutex<Writer<Node>>,
+    /// EC2 instances by private IP (instance mode).
+    instances: Arc<lbc_aws::fake_instances::FakeInstances>,
 }
 
 struct Cluster {
@@ -178,6 +182,7 @@ struct Cluster {
     service: Option<Service>,
     slices: Vec<EndpointSlice>,
     pods: Vec<Value>,
+    nodes: Vec<Node>,
 }
 
 async fn harness(c: Cluster) -> Harness {
@@ -196,6 +201,10 @@ async fn harness(c: Cluster) -> Harness {
     if let Some(s) = c.service {
         svc_w.apply_watcher_event(&watcher::Event::Apply(s));
     }
+    let (nodes_r, mut nodes_w) = store::<Node>();
+    for n in c.nodes {
+        nodes_w.apply_watcher_event(&watcher::Event::Apply(n));
+    }
     let slices = crate::records::Records::filled_by_hand();
     for s in &c.slices {
         slices.put(NS, s.metadata.name.as_deref().unwrap_or_default(), SliceInfo::of(s));
@@ -205,7 +214,7 @@ async fn harness(c: Cluster) -> Harness {
         services,
         slices: slices.clone(),
         pods: pod_records(c.pods).await,
-        nodes: store::<Node>().0,
+        nodes: nodes_r,
         ingresses: store::<Ingress>().0,
         ingress_classes: store::<IngressClass>().0,
         ingress_class_params: store::<IngressClassParams>().0,
@@ -221,6 +230,7 @@ async fn harness(c: Cluster) -> Harness {
         health_check_interval_seconds: Some(10),
         ..Default::default()
     });
+    let instances = Arc::new(lbc_aws::fake_instances::FakeInstances::default());
     let ec2 = FakeEc2::default();
     ec2.vpcs.lock().unwrap().insert("vpc-1".into(), vec!["10.0.0.0/16".into()]);
     let recorder = kube::runtime::events::Recorder::new(
@@ -252,8 +262,9 @@ async fn harness(c: Cluster) -> Harness {
         target_group_fetch: Default::default(),
         target_group_tags: Default::default(),
         vpcs: Default::default(),
+        instances: Arc::new(lbc_aws::instances::InstanceIdCache::new(instances.clone())),
     });
-    Harness { ctx, elb, server, leader, slices }
+    Harness { ctx, elb, server, leader, slices, nodes: Mutex::new(nodes_w), instances }
 }
 
 impl Harness {
@@ -369,7 +380,7 @@ fn t(ip: u8) -> Target {
 }
 
 fn cluster(tgb: TargetGroupBinding, eps: &[Ep]) -> Cluster {
-    Cluster { tgb, service: Some(service()), slices: vec![slice(eps)], pods: vec![] }
+    Cluster { tgb, service: Some(service()), slices: vec![slice(eps)], pods: vec![], nodes: vec![] }
 }
 
 /// When an action requeues (kube's `Action` shows it only through `Debug`).
@@ -686,3 +697,6 @@ async fn multi_cluster_records_its_targets_before_writing_and_deletes_only_its_o
         ]
     );
 }
+
+#[path = "instance_tests.rs"]
+mod instance;
