@@ -169,7 +169,7 @@ async fn nodes_follow_readiness_labels_and_deletion() {
     assert_eq!(h.instance_targets(), ["i-0000000000000000d:30080"], "deleted node out, new node in");
     assert_eq!(h.aws(), ["DescribeTargetHealth(0)", "DeregisterTargets(1)", "RegisterTargets(1)"]);
     assert_eq!(h.lookups(), [(VPC.to_string(), 1)], "only the new node is looked up");
-    assert_eq!(h.ctx.instances.len(), 2, "the deleted node is forgotten (n1 and n4 remain; n2 is excluded but live)");
+    assert_eq!(h.ctx.instances.len(), 3, "the deleted node n3 is forgotten; n1, n2 (excluded, still a node) and n4 remain");
 
     // Back to Ready: cached, no lookup.
     h.set_node(node("n1", "10.0.1.10", true, &[], None));
@@ -223,7 +223,7 @@ async fn deleting_the_binding_deregisters_every_instance_target() {
     h.kube();
     h.reconcile(&deleting(instance_binding(true))).await.unwrap();
     assert_eq!(h.instance_targets(), Vec::<String>::new());
-    assert_eq!(h.aws(), ["DescribeTags(0)", "DescribeTargetHealth(0)", "DeregisterTargets(3)"]);
+    assert_eq!(h.aws(), ["DescribeTargetHealth(0)", "DeregisterTargets(3)"], "owner tags already known");
     let lines = h.kube_lines();
     assert_eq!(lines, [format!("PATCH {TGB_PATH}")], "then the finalizer goes");
 }
