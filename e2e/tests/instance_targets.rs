@@ -126,3 +126,65 @@ async fn instance_targets_without_provider_id_follow_the_nodes() {
     ctl.terminate();
     kube_util::delete_namespace(&client, &ns).await;
 }
+
+/// The AWS adapters of instance mode against the emulator: the batched private-IP lookup (one
+/// DescribeInstances, VPC and instance state filtered) and instance-target writes keyed by
+/// (instance id, port).
+#[tokio::test]
+#[ignore = "end-to-end: needs the local environment (e2e/up); e2e/test-all runs it with --include-ignored"]
+async fn instance_lookup_and_instance_target_writes_against_the_emulator() {
+    use lbc_aws::elbv2::{ElbV2, SdkElbV2};
+    use lbc_aws::instances::{InstanceLookup, SdkInstanceLookup};
+    use lbc_model::nodes::InstanceTarget;
+    use lbc_model::target::HealthState;
+
+    let Some(env) = Env::require("instance_lookup_and_instance_target_writes_against_the_emulator") else { return };
+    let emu = Emulator::new(env.aws_endpoint());
+    let aws_clients = clients(&env).await;
+    let runner = lbc_aws::call::CallRunner::new(
+        lbc_aws::throttle::Throttler::new(lbc_model::throttle::default_rules()),
+        lbc_aws::metrics::AwsMetrics::default(),
+        0,
+    );
+    let lookup = SdkInstanceLookup::new(aws_clients.ec2.clone(), runner.clone());
+    let vpc = env.get("LBC_VPC_ID");
+    let subnet = env.get("LBC_PRIVATE_SUBNET_IDS").split(',').nth(1).expect("a second private subnet").to_string();
+    let ips = inst::free_ips(&aws_clients, &subnet, 4).await;
+    let mut ids = Vec::new();
+    for ip in &ips[..3] {
+        ids.push(inst::run_instance(&aws_clients, &subnet, *ip).await);
+    }
+    let asked: Vec<std::net::IpAddr> = ips.iter().map(|ip| (*ip).into()).collect();
+
+    let mark = emu.mark().await;
+    let found = lookup.instances_by_private_ip(vpc, &asked).await.unwrap();
+    let want: std::collections::BTreeMap<std::net::IpAddr, String> =
+        asked.iter().take(3).copied().zip(ids.iter().cloned()).collect();
+    assert_eq!(found, want, "the three instances by their IPs; the fourth IP is owned by none");
+    let (calls, _) = emu.calls(mark, None).await;
+    let describes = calls.iter().filter(|c| c.operation == "DescribeInstances").count();
+    assert_eq!(describes, 1, "one call for four IPs: {calls:?}");
+
+    let elsewhere = lookup.instances_by_private_ip("vpc-00000000000000000", &asked).await.unwrap();
+    assert!(elsewhere.is_empty(), "the VPC filter applies: {elsewhere:?}");
+    inst::terminate(&aws_clients, &ids[2..]).await;
+    let after = lookup.instances_by_private_ip(vpc, &asked).await.unwrap();
+    assert_eq!(after.len(), 2, "a terminated instance owns no IP: {after:?}");
+
+    let elb = SdkElbV2::new(aws_clients.elbv2.clone(), runner.clone());
+    let arn = inst::create_instance_target_group(&env, &aws::elbv2(&env).await, &unique("itg")).await;
+    let targets = [InstanceTarget::new(&ids[0], 30080), InstanceTarget::new(&ids[1], 30080), InstanceTarget::new(&ids[1], 30081)];
+    elb.write_instance_targets(&arn, &targets, true).await.unwrap();
+    let mut got = elb.describe_instance_targets(&arn).await.unwrap();
+    got.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut sorted = targets.to_vec();
+    sorted.sort();
+    assert_eq!(got.iter().map(|(t, _)| t.clone()).collect::<Vec<_>>(), sorted, "the same instance on two ports is two targets");
+    elb.write_instance_targets(&arn, &targets[..1], false).await.unwrap();
+    let got = elb.describe_instance_targets(&arn).await.unwrap();
+    let drained: Vec<_> = got.iter().filter(|(_, h)| h.state.is_draining()).map(|(t, _)| t.clone()).collect();
+    assert_eq!(drained, targets[..1], "the deregistered target drains: {got:?}");
+    assert!(got.iter().all(|(_, h)| h.state != HealthState::Unavailable), "{got:?}");
+    elb.write_instance_targets(&arn, &targets[1..], false).await.unwrap();
+    inst::terminate(&aws_clients, &ids).await;
+}

@@ -166,7 +166,6 @@ async fn report_unresolved(
         tgb.namespace().unwrap_or_default(),
         tgb.name_any()
     );
-    tracing::warn!(binding = %key, unresolved = unresolved.len(), "{msg}");
     ctx.event(&tgb.object_ref(&()), true, "NodeInstanceNotFound", msg).await;
 }
 
