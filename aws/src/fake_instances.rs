@@ -45,15 +45,16 @@ impl FakeInstances {
 
 #[async_trait]
 impl InstanceLookup for FakeInstances {
-    async fn instances_by_private_ip(&self, vpc_id: &str, ips: &[IpAddr]) -> Result<BTreeMap<IpAddr, String>, AwsError> {
+    async fn instances_by_private_ip(
+        &self,
+        vpc_id: &str,
+        ips: &[IpAddr],
+    ) -> Result<BTreeMap<IpAddr, String>, AwsError> {
         let mut s = self.state.lock().unwrap();
         s.calls.push((vpc_id.to_string(), ips.len()));
         if std::mem::take(&mut s.fail_next) {
             return Err(AwsError::new(ErrorKind::Throttled, "ec2", "DescribeInstances", "injected by FakeInstances"));
         }
-        Ok(ips
-            .iter()
-            .filter_map(|ip| s.by_ip.get(&(vpc_id.to_string(), *ip)).map(|id| (*ip, id.clone())))
-            .collect())
+        Ok(ips.iter().filter_map(|ip| s.by_ip.get(&(vpc_id.to_string(), *ip)).map(|id| (*ip, id.clone()))).collect())
     }
 }

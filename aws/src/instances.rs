@@ -29,7 +29,8 @@ pub trait InstanceLookup: Send + Sync {
     /// The instances in `vpc_id` owning `ips` as a private address, as (IP → instance id);
     /// IPs no instance owns are absent. One DescribeInstances call per
     /// [`PRIVATE_IP_FILTER_MAX_VALUES`] IPs (plus its pages).
-    async fn instances_by_private_ip(&self, vpc_id: &str, ips: &[IpAddr]) -> Result<BTreeMap<IpAddr, String>, AwsError>;
+    async fn instances_by_private_ip(&self, vpc_id: &str, ips: &[IpAddr])
+    -> Result<BTreeMap<IpAddr, String>, AwsError>;
 }
 
 /// [`InstanceLookup`] over the AWS SDK: DescribeInstances filtered by `private-ip-address`,
@@ -51,7 +52,11 @@ fn filter(name: &str, values: impl IntoIterator<Item = String>) -> ec2::types::F
 
 #[async_trait]
 impl InstanceLookup for SdkInstanceLookup {
-    async fn instances_by_private_ip(&self, vpc_id: &str, ips: &[IpAddr]) -> Result<BTreeMap<IpAddr, String>, AwsError> {
+    async fn instances_by_private_ip(
+        &self,
+        vpc_id: &str,
+        ips: &[IpAddr],
+    ) -> Result<BTreeMap<IpAddr, String>, AwsError> {
         const OP: &str = "DescribeInstances";
         let mut out = BTreeMap::new();
         for chunk in ips.chunks(PRIVATE_IP_FILTER_MAX_VALUES) {
@@ -157,10 +162,8 @@ impl InstanceIdCache {
         for n in misses {
             match found.get(&n.ip) {
                 Some(id) => {
-                    entries.insert(
-                        n.node.clone(),
-                        Entry { vpc_id: vpc_id.to_string(), ip: n.ip, instance: id.clone() },
-                    );
+                    entries
+                        .insert(n.node.clone(), Entry { vpc_id: vpc_id.to_string(), ip: n.ip, instance: id.clone() });
                     out.insert(n.node.clone(), id.clone());
                 }
                 None => {

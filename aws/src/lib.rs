@@ -27,21 +27,21 @@ pub mod doctor;
 pub mod ec2;
 pub mod elbv2;
 pub mod error;
-pub mod instances;
 #[cfg(any(test, feature = "fake"))]
 pub mod fake;
 #[cfg(any(test, feature = "fake"))]
 pub mod fake_acm;
 #[cfg(any(test, feature = "fake"))]
+pub mod fake_instances;
+#[cfg(any(test, feature = "fake"))]
 pub mod fake_lb;
 #[cfg(any(test, feature = "fake"))]
 pub mod fake_log;
 #[cfg(any(test, feature = "fake"))]
-pub mod fake_instances;
-#[cfg(any(test, feature = "fake"))]
 pub mod fake_net;
 #[cfg(test)]
 mod fake_tests;
+pub mod instances;
 pub mod lb;
 pub mod metrics;
 pub mod net;

@@ -28,8 +28,7 @@ pub async fn clients(env: &Env) -> Clients {
 /// parallel tests do not collide.
 pub async fn free_ips(aws: &Clients, subnet_id: &str, count: u32) -> Vec<Ipv4Addr> {
     let out = aws.ec2.describe_subnets().subnet_ids(subnet_id).send().await.expect("DescribeSubnets");
-    let cidr: ipnet::Ipv4Net =
-        out.subnets()[0].cidr_block().expect("subnet CIDR").parse().expect("subnet CIDR parses");
+    let cidr: ipnet::Ipv4Net = out.subnets()[0].cidr_block().expect("subnet CIDR").parse().expect("subnet CIDR parses");
     let base = u32::from(cidr.network()) + 256 + fastrand::u32(0..600);
     (0..count).map(|i| Ipv4Addr::from(base + i)).collect()
 }
@@ -90,7 +89,10 @@ pub async fn create_node(client: &Client, name: &str, ip: Ipv4Addr, labels: &[(&
     }))
     .expect("node manifest");
     // A Node keeps the status given at creation (as a kubelet's registration does).
-    Api::<Node>::all(client.clone()).create(&PostParams::default(), &node).await.unwrap_or_else(|e| panic!("create node {name}: {e}"));
+    Api::<Node>::all(client.clone())
+        .create(&PostParams::default(), &node)
+        .await
+        .unwrap_or_else(|e| panic!("create node {name}: {e}"));
 }
 
 /// Sets node `name`'s Ready condition.

@@ -87,7 +87,8 @@ async fn instance_targets_without_provider_id_follow_the_nodes() {
         list.items.into_iter().find(|e| e.reason.as_deref() == Some("NodeInstanceNotFound")).and_then(|e| e.note)
     })
     .await;
-    for part in [ghost.clone(), ips[4].to_string(), format!("vpc-id={}", env.get("LBC_VPC_ID")), "private-ip-address".into()]
+    for part in
+        [ghost.clone(), ips[4].to_string(), format!("vpc-id={}", env.get("LBC_VPC_ID")), "private-ip-address".into()]
     {
         assert!(note.contains(&part), "the warning must name {part:?}: {note}");
     }
@@ -173,13 +174,18 @@ async fn instance_lookup_and_instance_target_writes_against_the_emulator() {
 
     let elb = SdkElbV2::new(aws_clients.elbv2.clone(), runner.clone());
     let arn = inst::create_instance_target_group(&env, &aws::elbv2(&env).await, &unique("itg")).await;
-    let targets = [InstanceTarget::new(&ids[0], 30080), InstanceTarget::new(&ids[1], 30080), InstanceTarget::new(&ids[1], 30081)];
+    let targets =
+        [InstanceTarget::new(&ids[0], 30080), InstanceTarget::new(&ids[1], 30080), InstanceTarget::new(&ids[1], 30081)];
     elb.write_instance_targets(&arn, &targets, true).await.unwrap();
     let mut got = elb.describe_instance_targets(&arn).await.unwrap();
     got.sort_by(|a, b| a.0.cmp(&b.0));
     let mut sorted = targets.to_vec();
     sorted.sort();
-    assert_eq!(got.iter().map(|(t, _)| t.clone()).collect::<Vec<_>>(), sorted, "the same instance on two ports is two targets");
+    assert_eq!(
+        got.iter().map(|(t, _)| t.clone()).collect::<Vec<_>>(),
+        sorted,
+        "the same instance on two ports is two targets"
+    );
     elb.write_instance_targets(&arn, &targets[..1], false).await.unwrap();
     let got = elb.describe_instance_targets(&arn).await.unwrap();
     let drained: Vec<_> = got.iter().filter(|(_, h)| h.state.is_draining()).map(|(t, _)| t.clone()).collect();

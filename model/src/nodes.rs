@@ -28,8 +28,10 @@ use std::fmt;
 use std::net::IpAddr;
 
 /// Labels whose presence keeps a node out of every instance target group (ALBC's defaults).
-pub const EXCLUDE_LABELS: [&str; 2] =
-    ["node.kubernetes.io/exclude-from-external-load-balancers", "alpha.service-controller.kubernetes.io/exclude-balancer"];
+pub const EXCLUDE_LABELS: [&str; 2] = [
+    "node.kubernetes.io/exclude-from-external-load-balancers",
+    "alpha.service-controller.kubernetes.io/exclude-balancer",
+];
 /// Label (and value) of an EKS Fargate node: no instance behind it.
 pub const FARGATE_LABEL: (&str, &str) = ("eks.amazonaws.com/compute-type", "fargate");
 
@@ -207,10 +209,7 @@ impl InstancePlan {
 /// The diff of `desired` against what the target group holds. Draining targets are on their
 /// way out: not counted as registered (a wanted one is registered again) and not deregistered
 /// again.
-pub fn instance_plan(
-    desired: &BTreeSet<InstanceTarget>,
-    current: &[(InstanceTarget, HealthState)],
-) -> InstancePlan {
+pub fn instance_plan(desired: &BTreeSet<InstanceTarget>, current: &[(InstanceTarget, HealthState)]) -> InstancePlan {
     let live: BTreeSet<&InstanceTarget> = current.iter().filter(|(_, h)| !h.is_draining()).map(|(t, _)| t).collect();
     InstancePlan {
         register: desired.iter().filter(|t| !live.contains(t)).cloned().collect(),

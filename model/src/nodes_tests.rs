@@ -17,6 +17,9 @@ fn sel(pairs: &[(&str, &str)]) -> LabelSelector {
     }
 }
 
+/// (name, node, selector, expected answer)
+type Case<'a> = (&'static str, NodeFacts, Option<&'a LabelSelector>, Result<(), Ineligible>);
+
 #[test]
 fn eligibility_table() {
     let pool = sel(&[("pool", "web")]);
@@ -28,7 +31,7 @@ fn eligibility_table() {
         }]),
         ..Default::default()
     };
-    let cases: Vec<(&str, NodeFacts, Option<&LabelSelector>, Result<(), Ineligible>)> = vec![
+    let cases: Vec<Case> = vec![
         ("ready node, no selector", node("a"), None, Ok(())),
         ("not ready", NodeFacts { ready: false, ..node("a") }, None, Err(Ineligible::NotReady)),
         ("being deleted", NodeFacts { deleting: true, ..node("a") }, None, Err(Ineligible::Deleting)),
@@ -68,7 +71,12 @@ fn eligibility_table() {
         ("selector mismatch", labelled("a", &[("pool", "batch")]), Some(&pool), Err(Ineligible::SelectorMismatch)),
         ("selector, label missing", node("a"), Some(&pool), Err(Ineligible::SelectorMismatch)),
         ("NotIn, label missing", node("a"), Some(&not_in), Ok(())),
-        ("NotIn, excluded value", labelled("a", &[("pool", "batch")]), Some(&not_in), Err(Ineligible::SelectorMismatch)),
+        (
+            "NotIn, excluded value",
+            labelled("a", &[("pool", "batch")]),
+            Some(&not_in),
+            Err(Ineligible::SelectorMismatch),
+        ),
     ];
     for (name, n, s, want) in cases {
         assert_eq!(eligibility(&n, s), want, "case {name:?}");
@@ -167,7 +175,10 @@ fn plan_table() {
     let p = instance_plan(&BTreeSet::new(), &[(t("i-9"), HealthState::UnhealthyDraining)]);
     assert!(p.is_empty(), "a draining target is not deregistered again");
     // The same instance on another port (the NodePort changed) is another target.
-    let p = instance_plan(&desired, &[(InstanceTarget::new("i-1", 30081), HealthState::Healthy), (t("i-2"), HealthState::Healthy)]);
+    let p = instance_plan(
+        &desired,
+        &[(InstanceTarget::new("i-1", 30081), HealthState::Healthy), (t("i-2"), HealthState::Healthy)],
+    );
     assert_eq!(p.register, vec![t("i-1")]);
     assert_eq!(p.deregister, vec![InstanceTarget::new("i-1", 30081)]);
 }

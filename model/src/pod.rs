@@ -161,7 +161,8 @@ pub fn trim_node(node: &mut Node) {
     node.metadata.managed_fields = None;
     node.metadata.annotations = None;
     let provider_id = node.spec.take().and_then(|s| s.provider_id);
-    node.spec = provider_id.map(|p| k8s_openapi::api::core::v1::NodeSpec { provider_id: Some(p), ..Default::default() });
+    node.spec =
+        provider_id.map(|p| k8s_openapi::api::core::v1::NodeSpec { provider_id: Some(p), ..Default::default() });
     if let Some(status) = node.status.take() {
         node.status = Some(k8s_openapi::api::core::v1::NodeStatus {
             conditions: status.conditions.map(|cs| cs.into_iter().filter(|c| c.type_ == READY).collect()),

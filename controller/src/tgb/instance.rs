@@ -84,7 +84,8 @@ pub(super) async fn sync(tgb: &Arc<TargetGroupBinding>, ctx: &Context) -> Result
 
     // Unchanged since the last sync and not due for verification: no AWS call.
     let now = Instant::now();
-    let due = ctx.with_state(&key, |s| (s.instance_targets.as_ref() == Some(&desired)).then_some(s.verify_due).flatten());
+    let due =
+        ctx.with_state(&key, |s| (s.instance_targets.as_ref() == Some(&desired)).then_some(s.verify_due).flatten());
     if let Some(due) = due.filter(|d| now < *d) {
         ctx.metrics.reconcile_skipped_checkpoint.inc();
         return Ok(Action::requeue(due - now));
@@ -119,7 +120,11 @@ pub(super) async fn sync(tgb: &Arc<TargetGroupBinding>, ctx: &Context) -> Result
     let count = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
     let mut msg = format!("{} instance target(s) registered on NodePort {np}", desired.len());
     if !unresolved.is_empty() {
-        msg.push_str(&format!("; {} eligible node(s) not resolved to an instance: {}", unresolved.len(), unresolved.join(", ")));
+        msg.push_str(&format!(
+            "; {} eligible node(s) not resolved to an instance: {}",
+            unresolved.len(),
+            unresolved.join(", ")
+        ));
     }
     status::set_synced(ctx, tgb, &msg, (count(desired.len()), count(healthy))).await?;
     Ok(Action::requeue(verify_in))
@@ -171,10 +176,19 @@ async fn report_unresolved(
 
 /// On deletion: every instance target of the group deregistered (a vanished group is `Err`
 /// with `NotFound`, for the caller to report).
-pub(super) async fn deregister_all(ctx: &Context, tgb: &TargetGroupBinding, arn: &str) -> Result<(), lbc_aws::AwsError> {
+pub(super) async fn deregister_all(
+    ctx: &Context,
+    tgb: &TargetGroupBinding,
+    arn: &str,
+) -> Result<(), lbc_aws::AwsError> {
     let elb = ctx.elb_for(tgb);
-    let ours: Vec<InstanceTarget> =
-        elb.describe_instance_targets(arn).await?.into_iter().filter(|(_, h)| !h.state.is_draining()).map(|(t, _)| t).collect();
+    let ours: Vec<InstanceTarget> = elb
+        .describe_instance_targets(arn)
+        .await?
+        .into_iter()
+        .filter(|(_, h)| !h.state.is_draining())
+        .map(|(t, _)| t)
+        .collect();
     for b in ours.chunks(ctx.cfg.batch_size) {
         match elb.write_instance_targets(arn, b, false).await {
             Err(e) if e.kind == ErrorKind::NotFound => break,

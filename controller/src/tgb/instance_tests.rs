@@ -106,7 +106,10 @@ impl Harness {
         s.seen = rest;
         ev.iter()
             .map(|e| {
-                (e.body["reason"].as_str().unwrap_or_default().into(), e.body["note"].as_str().unwrap_or_default().into())
+                (
+                    e.body["reason"].as_str().unwrap_or_default().into(),
+                    e.body["note"].as_str().unwrap_or_default().into(),
+                )
             })
             .collect()
     }
@@ -116,9 +119,15 @@ impl Harness {
 async fn nodes_without_provider_id_are_registered_by_their_ip_on_the_node_port() {
     let h = instance_harness(three_nodes(), Some(30080)).await;
     let action = h.reconcile(&instance_binding(true)).await.unwrap();
-    assert_eq!(h.instance_targets(), ["i-0000000000000000a:30080", "i-0000000000000000b:30080", "i-0000000000000000c:30080"]);
+    assert_eq!(
+        h.instance_targets(),
+        ["i-0000000000000000a:30080", "i-0000000000000000b:30080", "i-0000000000000000c:30080"]
+    );
     assert_eq!(h.lookups(), [(VPC.to_string(), 3)], "one batched lookup for the three nodes");
-    assert_eq!(h.aws(), ["DescribeTargetGroups(0)", "DescribeTags(0)", "DescribeTargetHealth(0)", "RegisterTargets(3)"]);
+    assert_eq!(
+        h.aws(),
+        ["DescribeTargetGroups(0)", "DescribeTags(0)", "DescribeTargetHealth(0)", "RegisterTargets(3)"]
+    );
     let kube = h.kube();
     assert_eq!(kube.iter().map(Seen::line).collect::<Vec<_>>(), [format!("PATCH {TGB_PATH}/status")]);
     assert_eq!(ready_condition(&kube[0]), ("True".into(), "Synced".into()));
@@ -169,7 +178,11 @@ async fn nodes_follow_readiness_labels_and_deletion() {
     assert_eq!(h.instance_targets(), ["i-0000000000000000d:30080"], "deleted node out, new node in");
     assert_eq!(h.aws(), ["DescribeTargetHealth(0)", "DeregisterTargets(1)", "RegisterTargets(1)"]);
     assert_eq!(h.lookups(), [(VPC.to_string(), 1)], "only the new node is looked up");
-    assert_eq!(h.ctx.instances.len(), 3, "the deleted node n3 is forgotten; n1, n2 (excluded, still a node) and n4 remain");
+    assert_eq!(
+        h.ctx.instances.len(),
+        3,
+        "the deleted node n3 is forgotten; n1, n2 (excluded, still a node) and n4 remain"
+    );
 
     // Back to Ready: cached, no lookup.
     h.set_node(node("n1", "10.0.1.10", true, &[], None));

@@ -405,7 +405,11 @@ pub(super) async fn resolve_arn(tgb: &TargetGroupBinding, ctx: &Context) -> Resu
 
 /// Target group details, cached per ARN; `None` (with a condition and an event) when AWS says
 /// the group does not exist, e.g. deleted out of band.
-pub(super) async fn target_group(ctx: &Context, tgb: &TargetGroupBinding, arn: &str) -> Result<Option<TargetGroupInfo>> {
+pub(super) async fn target_group(
+    ctx: &Context,
+    tgb: &TargetGroupBinding,
+    arn: &str,
+) -> Result<Option<TargetGroupInfo>> {
     if let Some(tg) = cached_target_group(ctx, arn) {
         return Ok(Some(tg));
     }
