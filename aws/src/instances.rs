@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use aws_sdk_ec2 as ec2;
 use aws_sdk_elasticloadbalancingv2 as elbv2;
 use lbc_model::nodes::InstanceTarget;
-use lbc_model::target::{HealthState, TargetHealth};
+use lbc_model::target::TargetHealth;
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
@@ -190,18 +190,11 @@ impl InstanceIdCache {
 }
 
 // ---------------------------------------------------------------------------------------------
-// ELBv2 writes of instance targets (called from `SdkElbV2`).
+// ELBv2 reads and writes of instance targets (called from `SdkElbV2`).
 
-fn description(t: &InstanceTarget) -> elbv2::types::TargetDescription {
+/// The ELBv2 target description of an instance target (no zone: AWS takes the instance's).
+pub(crate) fn description(t: &InstanceTarget) -> elbv2::types::TargetDescription {
     elbv2::types::TargetDescription::builder().id(t.id.clone()).port(i32::from(t.port)).build()
-}
-
-fn elb_err<E, R>(op: &'static str) -> impl FnOnce(aws_smithy_runtime_api::client::result::SdkError<E, R>) -> AwsError
-where
-    E: aws_smithy_types::error::metadata::ProvideErrorMetadata + std::error::Error + 'static,
-    R: std::fmt::Debug + crate::error::HttpStatus,
-{
-    move |e| AwsError::from_sdk(Service::Elbv2.label(), op, e)
 }
 
 /// Every instance target registered in the group, with its health. Registrations whose id is an
@@ -214,7 +207,7 @@ pub(crate) async fn describe_instance_targets(
     const OP: &str = "DescribeTargetHealth";
     let out = runner
         .run(Service::Elbv2, OP, || async {
-            client.describe_target_health().target_group_arn(arn).send().await.map_err(elb_err(OP))
+            client.describe_target_health().target_group_arn(arn).send().await.map_err(crate::elbv2::sdk_err(OP))
         })
         .await?;
     let mut res = Vec::new();
@@ -224,57 +217,9 @@ pub(crate) async fn describe_instance_targets(
         if id.parse::<IpAddr>().is_ok() {
             continue;
         }
-        let h = d.target_health();
-        res.push((
-            InstanceTarget::new(id, port),
-            TargetHealth {
-                state: HealthState::from_aws(h.and_then(|h| h.state()).map(|s| s.as_str()).unwrap_or("unavailable")),
-                reason: h.and_then(|h| h.reason()).map(|r| r.as_str().to_string()),
-                description: h.and_then(|h| h.description()).map(str::to_string),
-            },
-        ));
+        res.push((InstanceTarget::new(id, port), crate::elbv2::health_of(d)));
     }
     Ok(res)
-}
-
-/// RegisterTargets (`register`) or DeregisterTargets of instance targets, one call.
-pub(crate) async fn write_instance_targets(
-    client: &elbv2::Client,
-    runner: &CallRunner,
-    arn: &str,
-    targets: &[InstanceTarget],
-    register: bool,
-) -> Result<(), AwsError> {
-    let descs: Vec<_> = targets.iter().map(description).collect();
-    if register {
-        const OP: &str = "RegisterTargets";
-        runner
-            .run(Service::Elbv2, OP, || async {
-                client
-                    .register_targets()
-                    .target_group_arn(arn)
-                    .set_targets(Some(descs.clone()))
-                    .send()
-                    .await
-                    .map_err(elb_err(OP))
-            })
-            .await
-            .map(|_| ())
-    } else {
-        const OP: &str = "DeregisterTargets";
-        runner
-            .run(Service::Elbv2, OP, || async {
-                client
-                    .deregister_targets()
-                    .target_group_arn(arn)
-                    .set_targets(Some(descs.clone()))
-                    .send()
-                    .await
-                    .map_err(elb_err(OP))
-            })
-            .await
-            .map(|_| ())
-    }
 }
 
 #[cfg(test)]

@@ -59,19 +59,7 @@ pub async fn terminate(aws: &Clients, ids: &[String]) {
 
 /// Creates an instance target group (TCP, port 80) in the e2e VPC; returns its ARN.
 pub async fn create_instance_target_group(env: &Env, client: &elbv2::Client, name: &str) -> String {
-    let out = client
-        .create_target_group()
-        .name(name)
-        .protocol(elbv2::types::ProtocolEnum::Tcp)
-        .port(80)
-        .vpc_id(env.get("LBC_VPC_ID"))
-        .target_type(elbv2::types::TargetTypeEnum::Instance)
-        .health_check_interval_seconds(5)
-        .health_check_timeout_seconds(4)
-        .send()
-        .await
-        .expect("CreateTargetGroup (instance)");
-    out.target_groups()[0].target_group_arn().expect("arn").to_string()
+    crate::aws::create_target_group(env, client, name, 80, elbv2::types::TargetTypeEnum::Instance).await
 }
 
 /// A fake node not managed by kwok (so the test owns its Ready condition): labels `labels`, one

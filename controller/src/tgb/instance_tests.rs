@@ -55,6 +55,18 @@ fn three_nodes() -> Vec<Node> {
     ]
 }
 
+/// Replaces the harness's target group with one of `target_type` in the test's VPC.
+fn set_target_group_type(h: &Harness, target_type: &str) {
+    h.elb.remove_target_group(ARN);
+    h.elb.add_target_group(TargetGroupInfo {
+        arn: ARN.into(),
+        name: "web".into(),
+        target_type: target_type.into(),
+        vpc_id: Some(VPC.into()),
+        ..Default::default()
+    });
+}
+
 async fn instance_harness(nodes: Vec<Node>, node_port: Option<u16>) -> Harness {
     let c = Cluster {
         tgb: instance_binding(true),
@@ -64,14 +76,7 @@ async fn instance_harness(nodes: Vec<Node>, node_port: Option<u16>) -> Harness {
         nodes,
     };
     let h = harness(c).await;
-    h.elb.remove_target_group(ARN);
-    h.elb.add_target_group(TargetGroupInfo {
-        arn: ARN.into(),
-        name: "web".into(),
-        target_type: "instance".into(),
-        vpc_id: Some(VPC.into()),
-        ..Default::default()
-    });
+    set_target_group_type(&h, "instance");
     h.instances.add(VPC, "10.0.1.10", "i-0000000000000000a");
     h.instances.add(VPC, "10.0.1.11", "i-0000000000000000b");
     h.instances.add(VPC, "10.0.1.12", "i-0000000000000000c");
@@ -133,7 +138,7 @@ async fn nodes_without_provider_id_are_registered_by_their_ip_on_the_node_port()
     assert_eq!(ready_condition(&kube[0]), ("True".into(), "Synced".into()));
     assert_eq!(kube[0].body["status"]["registeredTargets"], json!(3));
     assert_eq!(h.events(), ["SuccessfullyReconciled"]);
-    assert!(requeues_within(&action, 500, 700), "next verification after the sync period: {action:?}");
+    assert!(requeues_within(&action, 600, 900), "next verification after the jittered sync period: {action:?}");
 
     // Nothing changed: no AWS call, no lookup (cached), no write.
     let mut synced = instance_binding(true);
@@ -254,14 +259,7 @@ async fn a_service_without_node_port_is_reported_not_guessed() {
 #[tokio::test(start_paused = true)]
 async fn an_ip_target_group_is_refused_for_an_instance_binding() {
     let h = instance_harness(three_nodes(), Some(30080)).await;
-    h.elb.remove_target_group(ARN);
-    h.elb.add_target_group(TargetGroupInfo {
-        arn: ARN.into(),
-        name: "web".into(),
-        target_type: "ip".into(),
-        vpc_id: Some(VPC.into()),
-        ..Default::default()
-    });
+    set_target_group_type(&h, "ip");
     h.reconcile(&instance_binding(true)).await.unwrap();
     let kube = h.kube();
     assert_eq!(ready_condition(&kube[0]), ("False".into(), "TargetTypeMismatch".into()));
