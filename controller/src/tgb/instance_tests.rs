@@ -266,3 +266,29 @@ async fn an_ip_target_group_is_refused_for_an_instance_binding() {
     assert_eq!(h.aws(), ["DescribeTargetGroups(0)"]);
     assert!(h.elb.registered(ARN).is_empty());
 }
+
+/// Cold start at scale costs the call floor: one read each of the group, its tags and its
+/// registrations, one DescribeInstances per 200 nodes and one RegisterTargets per 200 targets.
+#[tokio::test(start_paused = true)]
+async fn cold_start_at_450_nodes_costs_the_call_floor() {
+    let ip = |i: u32| format!("10.0.{}.{}", 10 + i / 200, i % 200 + 1);
+    let nodes: Vec<Node> = (0..450).map(|i| node(&format!("n{i:03}"), &ip(i), true, &[], None)).collect();
+    let h = instance_harness(nodes, Some(30080)).await;
+    for i in 0..450 {
+        h.instances.add(VPC, &ip(i), &format!("i-{:017x}", 0x1000 + i));
+    }
+    h.reconcile(&instance_binding(true)).await.unwrap();
+    assert_eq!(h.instance_targets().len(), 450);
+    assert_eq!(h.lookups().iter().map(|(_, n)| *n).collect::<Vec<_>>(), [200, 200, 50]);
+    assert_eq!(
+        h.aws(),
+        [
+            "DescribeTargetGroups(0)",
+            "DescribeTags(0)",
+            "DescribeTargetHealth(0)",
+            "RegisterTargets(200)",
+            "RegisterTargets(200)",
+            "RegisterTargets(50)"
+        ]
+    );
+}
