@@ -23,32 +23,41 @@ pub async fn clients(env: &Env) -> Clients {
     build_clients(&settings).await
 }
 
-/// `count` free addresses in the first /22 of `subnet_id`'s CIDR, away from the fixed node
-/// address (.10) and from the pod range (the second /22), at a random offset so reruns and
-/// parallel tests do not collide.
-pub async fn free_ips(aws: &Clients, subnet_id: &str, count: u32) -> Vec<Ipv4Addr> {
+/// A random address in the first /22 of `subnet_id`'s CIDR (hosts .20-.229 of its /24s 1-3: away
+/// from the fixed node address .10, from the pod range in the second /22, and never .0 or .255).
+pub async fn random_ip(aws: &Clients, subnet_id: &str) -> Ipv4Addr {
     let out = aws.ec2.describe_subnets().subnet_ids(subnet_id).send().await.expect("DescribeSubnets");
     let cidr: ipnet::Ipv4Net = out.subnets()[0].cidr_block().expect("subnet CIDR").parse().expect("subnet CIDR parses");
-    let base = u32::from(cidr.network()) + 256 + fastrand::u32(0..600);
-    (0..count).map(|i| Ipv4Addr::from(base + i)).collect()
+    Ipv4Addr::from(u32::from(cidr.network()) + 256 * (1 + fastrand::u32(0..3)) + 20 + fastrand::u32(0..210))
 }
 
-/// Starts an instance with private IP `ip` in `subnet_id`; returns its id.
-pub async fn run_instance(aws: &Clients, subnet_id: &str, ip: Ipv4Addr) -> String {
-    let out = aws
-        .ec2
-        .run_instances()
-        .image_id("ami-12c6146b")
-        .min_count(1)
-        .max_count(1)
-        .subnet_id(subnet_id)
-        .private_ip_address(ip.to_string())
-        .send()
-        .await
-        .unwrap_or_else(|e| panic!("RunInstances with private IP {ip} in {subnet_id}: {e:?}"));
-    let inst = &out.instances()[0];
-    assert_eq!(inst.private_ip_address(), Some(ip.to_string().as_str()), "the emulator kept the fixed private IP");
-    inst.instance_id().expect("instance id").to_string()
+/// Starts an instance in `subnet_id` with a fixed private IP chosen at random; returns the IP and
+/// the instance id. The emulator never frees the address of a terminated instance, so an address
+/// it calls in use is replaced by another (up to 20 tries).
+pub async fn run_instance(aws: &Clients, subnet_id: &str) -> (Ipv4Addr, String) {
+    let mut last = String::new();
+    for _ in 0..20 {
+        let ip = random_ip(aws, subnet_id).await;
+        let res = aws
+            .ec2
+            .run_instances()
+            .image_id("ami-12c6146b")
+            .min_count(1)
+            .max_count(1)
+            .subnet_id(subnet_id)
+            .private_ip_address(ip.to_string())
+            .send()
+            .await;
+        match res {
+            Ok(out) => {
+                let inst = &out.instances()[0];
+                assert_eq!(inst.private_ip_address(), Some(ip.to_string().as_str()), "the emulator kept the fixed IP");
+                return (ip, inst.instance_id().expect("instance id").to_string());
+            }
+            Err(e) => last = format!("RunInstances with private IP {ip} in {subnet_id}: {e:?}"),
+        }
+    }
+    panic!("no instance started after 20 addresses; last error: {last}")
 }
 
 pub async fn terminate(aws: &Clients, ids: &[String]) {

@@ -31,11 +31,20 @@ async fn instance_targets_without_provider_id_follow_the_nodes() {
     // Four instances with fixed private IPs in the first private subnet; nodes n1..n3 report the
     // first three IPs, n4 joins later with the fourth, "ghost" reports an IP no instance owns.
     let subnet = env.get("LBC_PRIVATE_SUBNET_IDS").split(',').next().expect("a private subnet").to_string();
-    let ips = inst::free_ips(&aws_clients, &subnet, 5).await;
-    let mut ids = Vec::new();
-    for ip in &ips[..4] {
-        ids.push(inst::run_instance(&aws_clients, &subnet, *ip).await);
+    let (mut ips, mut ids) = (Vec::new(), Vec::new());
+    for _ in 0..4 {
+        let (ip, id) = inst::run_instance(&aws_clients, &subnet).await;
+        ips.push(ip);
+        ids.push(id);
     }
+    // An address none of them owns (a terminated instance may hold it; the lookup skips those).
+    let ghost_ip = loop {
+        let ip = inst::random_ip(&aws_clients, &subnet).await;
+        if !ips.contains(&ip) {
+            break ip;
+        }
+    };
+    ips.push(ghost_ip);
     let names: Vec<String> = (1..=4).map(|i| format!("{ns}-n{i}")).collect();
     let ghost = format!("{ns}-ghost");
     for (name, ip) in names.iter().zip(&ips).take(3) {
@@ -150,11 +159,18 @@ async fn instance_lookup_and_instance_target_writes_against_the_emulator() {
     let lookup = SdkInstanceLookup::new(aws_clients.ec2.clone(), runner.clone());
     let vpc = env.get("LBC_VPC_ID");
     let subnet = env.get("LBC_PRIVATE_SUBNET_IDS").split(',').nth(1).expect("a second private subnet").to_string();
-    let ips = inst::free_ips(&aws_clients, &subnet, 4).await;
-    let mut ids = Vec::new();
-    for ip in &ips[..3] {
-        ids.push(inst::run_instance(&aws_clients, &subnet, *ip).await);
+    let (mut ips, mut ids) = (Vec::new(), Vec::new());
+    for _ in 0..3 {
+        let (ip, id) = inst::run_instance(&aws_clients, &subnet).await;
+        ips.push(ip);
+        ids.push(id);
     }
+    ips.push(loop {
+        let ip = inst::random_ip(&aws_clients, &subnet).await;
+        if !ips.contains(&ip) {
+            break ip;
+        }
+    });
     let asked: Vec<std::net::IpAddr> = ips.iter().map(|ip| (*ip).into()).collect();
 
     let mark = emu.mark().await;
