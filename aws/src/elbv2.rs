@@ -7,6 +7,7 @@ use crate::throttle::Permit;
 use async_trait::async_trait;
 use aws_sdk_elasticloadbalancingv2 as elbv2;
 use elbv2::types::TargetDescription;
+use lbc_model::nodes::InstanceTarget;
 use lbc_model::target::{HealthState, Target, TargetHealth};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -115,6 +116,32 @@ pub trait ElbV2: Send + Sync {
         drop(permit);
         self.deregister_targets(arn, targets).await
     }
+
+    /// Every instance target of an `instance` target group, with its health (IP registrations
+    /// are skipped). The default: this client cannot (a role's client; instance targets are
+    /// refused with a role by the webhook).
+    async fn describe_instance_targets(&self, arn: &str) -> Result<Vec<(InstanceTarget, TargetHealth)>, AwsError> {
+        Err(instance_unsupported("DescribeTargetHealth", arn))
+    }
+    /// Registers (`register`) or deregisters instance targets, one call.
+    async fn write_instance_targets(
+        &self,
+        arn: &str,
+        targets: &[InstanceTarget],
+        register: bool,
+    ) -> Result<(), AwsError> {
+        let _ = (targets, register);
+        Err(instance_unsupported("RegisterTargets", arn))
+    }
+}
+
+fn instance_unsupported(op: &'static str, arn: &str) -> AwsError {
+    AwsError::new(
+        crate::error::ErrorKind::Invalid,
+        "elasticloadbalancing",
+        op,
+        format!("this ELBv2 client does not write instance targets (target group {arn})"),
+    )
 }
 
 /// [`ElbV2`] over the AWS SDK.
@@ -131,7 +158,9 @@ impl SdkElbV2 {
 
 const SVC: Service = Service::Elbv2;
 
-fn sdk_err<E, R>(op: &'static str) -> impl FnOnce(aws_smithy_runtime_api::client::result::SdkError<E, R>) -> AwsError
+pub(crate) fn sdk_err<E, R>(
+    op: &'static str,
+) -> impl FnOnce(aws_smithy_runtime_api::client::result::SdkError<E, R>) -> AwsError
 where
     E: aws_smithy_types::error::metadata::ProvideErrorMetadata + std::error::Error + 'static,
     R: std::fmt::Debug + crate::error::HttpStatus,
@@ -151,6 +180,20 @@ fn to_info(tg: &elbv2::types::TargetGroup) -> TargetGroupInfo {
         health_check_interval_seconds: tg.health_check_interval_seconds(),
         load_balancer_arns: tg.load_balancer_arns().to_vec(),
     }
+}
+
+/// The health of one DescribeTargetHealth entry (no state reported: `unavailable`).
+pub(crate) fn health_of(d: &elbv2::types::TargetHealthDescription) -> TargetHealth {
+    let h = d.target_health();
+    TargetHealth {
+        state: HealthState::from_aws(h.and_then(|h| h.state()).map(|s| s.as_str()).unwrap_or("unavailable")),
+        reason: h.and_then(|h| h.reason()).map(|r| r.as_str().to_string()),
+        description: h.and_then(|h| h.description()).map(str::to_string),
+    }
+}
+
+fn descriptions(targets: &[Target], az: Option<&str>) -> Vec<TargetDescription> {
+    targets.iter().map(|t| describe(t, az)).collect()
 }
 
 fn describe(t: &Target, az: Option<&str>) -> TargetDescription {
@@ -262,17 +305,7 @@ impl ElbV2 for SdkElbV2 {
             let (Ok(ip), Ok(port)) = (id.parse(), u16::try_from(port)) else {
                 continue;
             };
-            let h = d.target_health();
-            res.push(RegisteredTarget {
-                target: Target::new(ip, port),
-                health: TargetHealth {
-                    state: HealthState::from_aws(
-                        h.and_then(|h| h.state()).map(|s| s.as_str()).unwrap_or("unavailable"),
-                    ),
-                    reason: h.and_then(|h| h.reason()).map(|r| r.as_str().to_string()),
-                    description: h.and_then(|h| h.description()).map(str::to_string),
-                },
-            });
+            res.push(RegisteredTarget { target: Target::new(ip, port), health: health_of(d) });
         }
         Ok(res)
     }
@@ -283,11 +316,11 @@ impl ElbV2 for SdkElbV2 {
         targets: &[Target],
         availability_zone: Option<&str>,
     ) -> Result<(), AwsError> {
-        self.register(None, arn, targets, availability_zone).await
+        self.register(None, arn, descriptions(targets, availability_zone)).await
     }
 
     async fn deregister_targets(&self, arn: &str, targets: &[Target]) -> Result<(), AwsError> {
-        self.deregister(None, arn, targets).await
+        self.deregister(None, arn, descriptions(targets, None)).await
     }
 
     async fn wait_for_write_capacity(&self, write: TargetWrite) -> Permit {
@@ -301,24 +334,31 @@ impl ElbV2 for SdkElbV2 {
         targets: &[Target],
         availability_zone: Option<&str>,
     ) -> Result<(), AwsError> {
-        self.register(Some(permit), arn, targets, availability_zone).await
+        self.register(Some(permit), arn, descriptions(targets, availability_zone)).await
     }
 
     async fn deregister_targets_with(&self, permit: Permit, arn: &str, targets: &[Target]) -> Result<(), AwsError> {
-        self.deregister(Some(permit), arn, targets).await
+        self.deregister(Some(permit), arn, descriptions(targets, None)).await
+    }
+
+    async fn describe_instance_targets(&self, arn: &str) -> Result<Vec<(InstanceTarget, TargetHealth)>, AwsError> {
+        crate::instances::describe_instance_targets(&self.client, &self.runner, arn).await
+    }
+
+    async fn write_instance_targets(
+        &self,
+        arn: &str,
+        targets: &[InstanceTarget],
+        register: bool,
+    ) -> Result<(), AwsError> {
+        let descs = targets.iter().map(crate::instances::description).collect();
+        if register { self.register(None, arn, descs).await } else { self.deregister(None, arn, descs).await }
     }
 }
 
 impl SdkElbV2 {
-    async fn register(
-        &self,
-        permit: Option<Permit>,
-        arn: &str,
-        targets: &[Target],
-        availability_zone: Option<&str>,
-    ) -> Result<(), AwsError> {
+    async fn register(&self, permit: Option<Permit>, arn: &str, descs: Vec<TargetDescription>) -> Result<(), AwsError> {
         const OP: &str = "RegisterTargets";
-        let descs: Vec<TargetDescription> = targets.iter().map(|t| describe(t, availability_zone)).collect();
         self.runner
             .run_with(permit, SVC, OP, || async {
                 self.client
@@ -333,9 +373,13 @@ impl SdkElbV2 {
             .map(|_| ())
     }
 
-    async fn deregister(&self, permit: Option<Permit>, arn: &str, targets: &[Target]) -> Result<(), AwsError> {
+    async fn deregister(
+        &self,
+        permit: Option<Permit>,
+        arn: &str,
+        descs: Vec<TargetDescription>,
+    ) -> Result<(), AwsError> {
         const OP: &str = "DeregisterTargets";
-        let descs: Vec<TargetDescription> = targets.iter().map(|t| describe(t, None)).collect();
         self.runner
             .run_with(permit, SVC, OP, || async {
                 self.client

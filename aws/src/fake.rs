@@ -6,6 +6,7 @@ use crate::ec2::Ec2;
 use crate::elbv2::{ElbV2, RegisteredTarget, TargetGroupInfo};
 use crate::error::{AwsError, ErrorKind};
 use async_trait::async_trait;
+use lbc_model::nodes::InstanceTarget;
 use lbc_model::target::{HealthState, Target, TargetHealth};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Mutex;
@@ -23,6 +24,8 @@ struct State {
     groups: HashMap<String, TargetGroupInfo>,
     tags: HashMap<String, BTreeMap<String, String>>,
     targets: HashMap<String, BTreeMap<Target, TargetHealth>>,
+    /// Instance registrations per target group.
+    instance_targets: HashMap<String, BTreeMap<InstanceTarget, TargetHealth>>,
     calls: Vec<FakeCall>,
     /// (operation, error kind) queued failures, consumed in order.
     faults: VecDeque<(&'static str, ErrorKind)>,
@@ -79,6 +82,11 @@ impl FakeElbV2 {
 
     pub fn registered(&self, arn: &str) -> Vec<Target> {
         self.state.lock().unwrap().targets.get(arn).map(|m| m.keys().copied().collect()).unwrap_or_default()
+    }
+
+    /// The instance targets registered in a group, sorted.
+    pub fn registered_instances(&self, arn: &str) -> Vec<InstanceTarget> {
+        self.state.lock().unwrap().instance_targets.get(arn).map(|m| m.keys().cloned().collect()).unwrap_or_default()
     }
 
     pub fn calls(&self) -> Vec<FakeCall> {
@@ -180,6 +188,37 @@ impl ElbV2 for FakeElbV2 {
         let m = s.targets.get_mut(arn).ok_or_else(|| Self::not_found("DeregisterTargets", arn))?;
         for t in targets {
             m.remove(t);
+        }
+        Ok(())
+    }
+
+    async fn describe_instance_targets(&self, arn: &str) -> Result<Vec<(InstanceTarget, TargetHealth)>, AwsError> {
+        let s = self.enter("DescribeTargetHealth", arn, 0)?;
+        if !s.groups.contains_key(arn) {
+            return Err(Self::not_found("DescribeTargetHealth", arn));
+        }
+        Ok(s.instance_targets.get(arn).into_iter().flatten().map(|(t, h)| (t.clone(), h.clone())).collect())
+    }
+
+    async fn write_instance_targets(
+        &self,
+        arn: &str,
+        targets: &[InstanceTarget],
+        register: bool,
+    ) -> Result<(), AwsError> {
+        let op = if register { "RegisterTargets" } else { "DeregisterTargets" };
+        let mut s = self.enter(op, arn, targets.len())?;
+        if !s.groups.contains_key(arn) {
+            return Err(Self::not_found(op, arn));
+        }
+        let initial = s.initial_state.unwrap_or(HealthState::Healthy);
+        let m = s.instance_targets.entry(arn.to_string()).or_default();
+        for t in targets {
+            if register {
+                m.insert(t.clone(), TargetHealth::new(initial));
+            } else {
+                m.remove(t);
+            }
         }
         Ok(())
     }

@@ -5,6 +5,7 @@
 //! - [`elbv2`]: target groups, targets, target health.
 //! - [`assume_role`]: ELBv2 clients acting as another account's role (cross-account bindings).
 //! - [`ec2`]: VPC lookups.
+//! - [`instances`]: node → EC2 instance by private IP (cached), instance-target writes.
 //! - [`lb`]: load balancers, listeners, target groups (Service → NLB, Ingress → ALB).
 //! - [`acm`]: ISSUED ACM certificates and their names (Ingress certificate discovery).
 //! - [`error`]: SDK errors classified into what the controller acts on.
@@ -14,8 +15,9 @@
 //! - [`net`]: subnets, security groups, network interfaces.
 //! - [`doctor`]: read-only probes of `aws-lb-controller doctor` (caller identity, IAM actions).
 //! - [`waf`]: WAFv2 web ACL associations of load balancers.
-//! - [`fake`], [`fake_lb`], [`fake_net`], [`fake_acm`], [`fake_waf`]: in-memory ELBv2/EC2/ACM/WAFv2 for
-//!   unit tests (WAFv2 behaviour itself is tested against the emulator: e2e/tests/ingress_alb.rs).
+//! - [`fake`], [`fake_lb`], [`fake_net`], [`fake_acm`], [`fake_waf`], [`fake_instances`]: in-memory
+//!   ELBv2/EC2/ACM/WAFv2 for unit tests (WAFv2 behaviour itself is tested against the emulator:
+//!   e2e/tests/ingress_alb.rs).
 
 pub mod acm;
 pub mod assume_role;
@@ -31,6 +33,8 @@ pub mod fake;
 #[cfg(any(test, feature = "fake"))]
 pub mod fake_acm;
 #[cfg(any(test, feature = "fake"))]
+pub mod fake_instances;
+#[cfg(any(test, feature = "fake"))]
 pub mod fake_lb;
 #[cfg(any(test, feature = "fake"))]
 pub mod fake_log;
@@ -40,6 +44,7 @@ pub mod fake_net;
 mod fake_tests;
 #[cfg(any(test, feature = "fake"))]
 pub mod fake_waf;
+pub mod instances;
 pub mod lb;
 pub mod metrics;
 pub mod net;

@@ -52,6 +52,11 @@ pub struct BindingState {
     /// Since when a counts-only status change has been left to follow-up syncs (see
     /// `lbc_model::checkpoint::write_back`); `None` = the status is current.
     pub status_deferred_since: Option<Instant>,
+    /// Instance mode: the targets last found in (or written to) the target group, while they
+    /// are what the nodes ask for no AWS call is made until `verify_due`.
+    pub instance_targets: Option<std::collections::BTreeSet<lbc_model::nodes::InstanceTarget>>,
+    /// Instance mode: the unresolved nodes last reported (a Warning only when this changes).
+    pub unresolved_reported: Vec<String>,
 }
 
 /// Shared reconcile context.
@@ -78,6 +83,8 @@ pub struct Context {
     pub target_group_tags: Mutex<HashMap<String, Arc<OnceCell<lbc_model::lb::Tags>>>>,
     /// VPC CIDRs per VPC ID, fetched once: concurrent first lookups wait for the one in flight.
     pub vpcs: Mutex<HashMap<String, Arc<OnceCell<VpcCidrs>>>>,
+    /// Node → EC2 instance by private IP, for instance targets of nodes without a providerID.
+    pub instances: Arc<lbc_aws::instances::InstanceIdCache>,
 }
 
 impl Context {

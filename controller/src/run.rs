@@ -148,6 +148,9 @@ pub async fn run(args: Args, albc_only: Vec<lbc_model::compat::GivenFlag>) -> an
         target_group_fetch: Default::default(),
         target_group_tags: Default::default(),
         vpcs: Default::default(),
+        instances: Arc::new(lbc_aws::instances::InstanceIdCache::new(Arc::new(
+            lbc_aws::instances::SdkInstanceLookup::new(clients.ec2.clone(), runner.clone()),
+        ))),
     });
 
     let backend_rules = Arc::new(crate::networking::BackendRules::new(

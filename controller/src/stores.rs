@@ -152,6 +152,15 @@ pub fn bindings_for_service(
     tgbs.state().iter().filter(|t| binds_service(t, ns, svc)).map(|t| ObjectRef::from_obj(t.as_ref())).collect()
 }
 
+/// The bindings in instance mode (their targets depend on the nodes).
+pub fn instance_bindings(tgbs: &Store<TargetGroupBinding>) -> Vec<ObjectRef<TargetGroupBinding>> {
+    tgbs.state()
+        .iter()
+        .filter(|t| t.spec.effective_target_type() == lbc_model::crd::TargetType::Instance)
+        .map(|t| ObjectRef::from_obj(t.as_ref()))
+        .collect()
+}
+
 fn watch_config(label_selector: Option<&str>) -> watcher::Config {
     let c = watcher::Config::default();
     match label_selector {
@@ -356,7 +365,13 @@ impl Stores {
         );
         tasks.push(("pods watch", task));
 
-        let (nodes, task) = cache_all("nodes", client, watch_config(None), trim_node, &metrics, |_| {});
+        // Instance-mode bindings follow their nodes (readiness, labels, IPs, deletion).
+        let (t, idx) = (triggers.clone(), tgbs.clone());
+        let (nodes, task) = cache_all("nodes", client, watch_config(None), trim_node, &metrics, move |_: &Node| {
+            for r in instance_bindings(&idx) {
+                t.send(r, true);
+            }
+        });
         tasks.push(("nodes watch", task));
         // Classes, their parameters and namespace labels decide which Ingresses are ours and in
         // which group: a change looks at every group again.

@@ -22,13 +22,24 @@ pub async fn elbv2(env: &Env) -> elbv2::Client {
 
 /// Creates an IP target group in the e2e VPC; returns its ARN.
 pub async fn create_ip_target_group(env: &Env, client: &elbv2::Client, name: &str, port: i32) -> String {
+    create_target_group(env, client, name, port, elbv2::types::TargetTypeEnum::Ip).await
+}
+
+/// Creates a TCP target group of `target_type` in the e2e VPC; returns its ARN.
+pub async fn create_target_group(
+    env: &Env,
+    client: &elbv2::Client,
+    name: &str,
+    port: i32,
+    target_type: elbv2::types::TargetTypeEnum,
+) -> String {
     let out = client
         .create_target_group()
         .name(name)
         .protocol(elbv2::types::ProtocolEnum::Tcp)
         .port(port)
         .vpc_id(env.get("LBC_VPC_ID"))
-        .target_type(elbv2::types::TargetTypeEnum::Ip)
+        .target_type(target_type)
         .health_check_interval_seconds(5)
         .health_check_timeout_seconds(4)
         .send()

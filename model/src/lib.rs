@@ -26,6 +26,7 @@
 //! - [`tg_ownership`]: whether a binding may write to a target group, from its cluster/stack tags.
 //! - [`doctor`]: the checks of `aws-lb-controller doctor`, observed data → ok/warn/fail verdicts.
 //! - [`poison`]: isolating the one target AWS refuses, so the rest of its batch goes through.
+//! - [`nodes`]: instance targets: node eligibility, node → instance, the instance-target diff.
 //! - [`compat`]: ALBC's feature gates and the ALBC flags without an equivalent here, and what each means.
 //! - [`text`]: cutting messages to a size limit at a character boundary.
 
@@ -43,6 +44,7 @@ pub mod lb;
 pub mod lease;
 pub mod names;
 pub mod net;
+pub mod nodes;
 pub mod plan;
 pub mod pod;
 pub mod poison;

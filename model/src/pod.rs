@@ -154,15 +154,19 @@ impl NodeReadiness {
     }
 }
 
-/// Drops what the controller never reads from a node: everything but labels and the Ready
-/// condition.
+/// Drops what the controller never reads from a node: everything but labels, the Ready
+/// condition, `spec.providerID` and the `InternalIP` addresses (instance targets,
+/// [`crate::nodes`]).
 pub fn trim_node(node: &mut Node) {
     node.metadata.managed_fields = None;
     node.metadata.annotations = None;
-    node.spec = None;
+    let provider_id = node.spec.take().and_then(|s| s.provider_id);
+    node.spec =
+        provider_id.map(|p| k8s_openapi::api::core::v1::NodeSpec { provider_id: Some(p), ..Default::default() });
     if let Some(status) = node.status.take() {
         node.status = Some(k8s_openapi::api::core::v1::NodeStatus {
             conditions: status.conditions.map(|cs| cs.into_iter().filter(|c| c.type_ == READY).collect()),
+            addresses: status.addresses.map(|a| a.into_iter().filter(|a| a.type_ == "InternalIP").collect()),
             ..Default::default()
         });
     }

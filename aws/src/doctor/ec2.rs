@@ -53,6 +53,9 @@ impl Probes {
                     c.describe_security_groups().filters(vpc.clone()).max_results(5).send()
                 )
             }
+            "DescribeInstances" => {
+                call!("DescribeInstances", false, c.describe_instances().filters(vpc.clone()).max_results(5).send())
+            }
             "DescribeNetworkInterfaces" => call!(
                 "DescribeNetworkInterfaces",
                 false,

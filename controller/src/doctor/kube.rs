@@ -13,7 +13,7 @@ use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ListParams, ObjectMeta, PostParams};
 use kube::{Client, Resource, ResourceExt};
-use lbc_model::crd::{TargetGroupBinding, TargetType};
+use lbc_model::crd::TargetGroupBinding;
 use lbc_model::doctor::not_run::Blocker;
 use lbc_model::doctor::{Verdict, conflicts, crds, nodes, pod_ips, subnets::Demand, throttle, webhooks};
 use lbc_model::names::{READINESS_GATE_INJECT_LABEL, READINESS_GATE_PREFIX};
@@ -240,15 +240,15 @@ pub async fn gather(client: &Client, args: &Args, d: &DoctorArgs) -> Cluster {
             || our_ingresses.iter().any(|i| scheme_public(i.annotations(), "alb.ingress.kubernetes.io/scheme")),
         alb: !our_ingresses.is_empty(),
     };
-    let instance_targets = bindings.iter().any(|b| b.spec.target_type == Some(TargetType::Instance))
-        || services.iter().any(|s| {
-            s.annotations()
-                .get("service.beta.kubernetes.io/aws-load-balancer-nlb-target-type")
-                .is_some_and(|v| v == "instance")
-        })
-        || our_ingresses
-            .iter()
-            .any(|i| i.annotations().get("alb.ingress.kubernetes.io/target-type").is_some_and(|v| v == "instance"));
+    // TargetGroupBindings in instance mode resolve nodes without providerID by their InternalIP
+    // (model::nodes); only the Service and Ingress instance paths still depend on providerID.
+    let instance_targets = services.iter().any(|s| {
+        s.annotations()
+            .get("service.beta.kubernetes.io/aws-load-balancer-nlb-target-type")
+            .is_some_and(|v| v == "instance")
+    }) || our_ingresses
+        .iter()
+        .any(|i| i.annotations().get("alb.ingress.kubernetes.io/target-type").is_some_and(|v| v == "instance"));
 
     let node_pod_cidrs = node_objs
         .iter()

@@ -164,6 +164,12 @@ impl BackendRules {
                 let idle = s.bindings == 0 && s.withheld_revokes == 0 && !s.unresolved;
                 (if s.unresolved { RETRY_UNRESOLVED } else { jittered(self.cfg.sync_period) }, idle)
             }
+            Err(e) if e.is_not_leader() => {
+                // Lost the lease mid-pass: the new leader owns the rules now. Like the other
+                // reconcilers, neither counted as a failure nor a backoff step.
+                tracing::debug!(error = %e, "backend security-group rules pass stopped: not the leader");
+                (RETRY_UNRESOLVED, false)
+            }
             Err(e) => {
                 let mut failures = self.failures.lock().expect("failures");
                 let delay = failures.failed();

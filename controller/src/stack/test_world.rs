@@ -356,6 +356,18 @@ pub fn context(
     ec2: FakeEc2,
     leader: tokio::sync::watch::Receiver<bool>,
 ) -> Arc<Context> {
+    context_with_instances(client, stores, elb, ec2, leader, Default::default())
+}
+
+/// [`context`] whose node → instance look-ups go to `instances`.
+pub fn context_with_instances(
+    client: kube::Client,
+    stores: Stores,
+    elb: Arc<FakeElbV2>,
+    ec2: FakeEc2,
+    leader: tokio::sync::watch::Receiver<bool>,
+    instances: Arc<lbc_aws::fake_instances::FakeInstances>,
+) -> Arc<Context> {
     let recorder = kube::runtime::events::Recorder::new(
         client.clone(),
         kube::runtime::events::Reporter { controller: "aws-lb-controller".into(), instance: None },
@@ -385,6 +397,7 @@ pub fn context(
         target_group_fetch: Default::default(),
         target_group_tags: Default::default(),
         vpcs: Default::default(),
+        instances: Arc::new(lbc_aws::instances::InstanceIdCache::new(instances)),
     })
 }
 

@@ -22,7 +22,15 @@ pub(super) async fn cleanup(tgb: Arc<TargetGroupBinding>, ctx: &Context) -> Resu
         && !super::sync::foreign_on_delete(ctx, &tgb, arn).await?
     {
         let elb = ctx.elb_for(&tgb);
-        match elb.describe_target_health(arn, None).await {
+        // Instance mode deregisters its targets itself; the listing below is of IP targets.
+        let instance_mode = tgb.spec.effective_target_type() == lbc_model::crd::TargetType::Instance;
+        let listed = if instance_mode {
+            super::instance::deregister_all(ctx, &tgb, arn).await.map(|()| Vec::new())
+        } else {
+            elb.describe_target_health(arn, None).await
+        };
+        match listed {
+            Ok(_) if instance_mode => {}
             Ok(all) => {
                 let owned =
                     if tgb.spec.is_multi_cluster() { Some(status::read_owned_targets(ctx, &tgb).await?) } else { None };

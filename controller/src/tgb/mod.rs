@@ -7,6 +7,7 @@
 
 mod cleanup;
 mod gates;
+mod instance;
 mod status;
 mod sync;
 #[cfg(test)]

@@ -62,6 +62,23 @@ pub(super) async fn set_not_ready(ctx: &Context, tgb: &TargetGroupBinding, reaso
     Ok(())
 }
 
+/// Ready=True after a successful instance-mode sync, with the counts; an event when it turns
+/// Ready.
+pub(super) async fn set_synced(
+    ctx: &Context,
+    tgb: &TargetGroupBinding,
+    message: &str,
+    counts: (i32, i32),
+) -> Result<()> {
+    let want = ReadyStatus { ready: true, reason: "Synced".into(), message: message.to_string(), counts: Some(counts) };
+    let was_ready = is_ready(tgb);
+    if write_status(ctx, tgb, &want).await? && !was_ready {
+        ctx.event(&tgb.object_ref(&()), false, "SuccessfullyReconciled", format!("target group in sync: {message}"))
+            .await;
+    }
+    Ok(())
+}
+
 /// The target group does not exist: reported, and the binding's cached AWS state dropped.
 pub(super) async fn set_target_group_missing(ctx: &Context, tgb: &TargetGroupBinding, message: &str) -> Result<()> {
     if let Some(arn) = &tgb.spec.target_group_arn {

@@ -3,7 +3,7 @@
 use super::{gates, status};
 use crate::context::{Context, jittered};
 use crate::error::{Error, Result};
-use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::core::v1::{Service, ServicePort};
 use kube::Resource;
 use kube::ResourceExt;
 use kube::runtime::controller::Action;
@@ -27,7 +27,12 @@ use std::sync::Arc;
 use tokio::time::Instant;
 
 pub(super) async fn apply(tgb: Arc<TargetGroupBinding>, ctx: &Context) -> Result<Action> {
-    match sync(&tgb, ctx).await {
+    let synced = if tgb.spec.effective_target_type() == TargetType::Instance {
+        super::instance::sync(&tgb, ctx).await
+    } else {
+        sync(&tgb, ctx).await
+    };
+    match synced {
         // The target group vanished between reads (deleted out of band): report, do not retry hot.
         Err(Error::Aws(e))
             if e.kind == lbc_aws::error::ErrorKind::NotFound && e.code.as_deref() == Some("TargetGroupNotFound") =>
@@ -122,38 +127,12 @@ async fn prepare(
 ) -> Result<Prepared> {
     let ns = tgb.namespace().unwrap_or_default();
 
-    if tgb.spec.effective_target_type() == TargetType::Instance {
-        let msg = format!(
-            "TargetGroupBinding {ns}/{} has targetType: instance; this controller registers pod IPs only (targetType: ip). \
-             Use an IP-type target group, or keep this binding on a controller that supports instance targets",
-            tgb.name_any()
-        );
-        status::set_not_ready(ctx, &tgb, "InstanceTargetsUnsupported", &msg).await?;
-        return Ok(Prepared::Done(Action::await_change()));
-    }
-
     let Some(arn) = resolve_arn(&tgb, ctx).await? else {
         return Ok(Prepared::Done(Action::requeue(jittered(ctx.cfg.sync_period))));
     };
-
-    // Service and port: from the cache; a missing Service is reported, never acted on.
-    let Some(svc) = ctx.stores.service(&ns, &tgb.spec.service_ref.name) else {
-        let msg = format!(
-            "Service {ns}/{svc} named in spec.serviceRef.name of TargetGroupBinding {ns}/{} does not exist; expected a \
-             Service {svc:?} in namespace {ns}. Fix: create the Service, or correct spec.serviceRef.name; no targets \
-             are changed until then",
-            tgb.name_any(),
-            svc = tgb.spec.service_ref.name
-        );
-        status::set_not_ready(ctx, &tgb, "ServiceNotFound", &msg).await?;
-        return Ok(Prepared::Done(Action::requeue(jittered(ctx.cfg.sync_period))));
-    };
-    let svc_port = match resolve_service_port(&svc, &tgb.spec.service_ref.port) {
-        Ok(p) => p.clone(),
-        Err(e) => {
-            status::set_not_ready(ctx, &tgb, "ServicePortNotFound", &e.to_string()).await?;
-            return Ok(Prepared::Done(Action::await_change()));
-        }
+    let (svc, svc_port) = match service_and_port(ctx, &tgb).await? {
+        Ok(found) => found,
+        Err(action) => return Ok(Prepared::Done(action)),
     };
 
     let gate = readiness_gate_condition(&tgb.name_any());
@@ -183,20 +162,7 @@ async fn prepare(
     let Some(tg) = target_group(ctx, &tgb, &arn).await? else {
         return Ok(Prepared::Done(Action::requeue(jittered(ctx.cfg.sync_period))));
     };
-    if tg.target_type != "ip" && !tg.target_type.is_empty() {
-        let msg = format!(
-            "target group {arn} has target type {:?} but TargetGroupBinding {ns}/{} registers pod IPs (targetType: ip). \
-             Bind an IP-type target group instead",
-            tg.target_type,
-            tgb.name_any()
-        );
-        status::set_not_ready(ctx, &tgb, "TargetTypeMismatch", &msg).await?;
-        return Ok(Prepared::Done(Action::await_change()));
-    }
-    // Another cluster's or stack's target group: no write, not even a registration read. The
-    // tags are read once per process, so only a change of the binding brings it back.
-    if let Some(foreign) = foreign_owner(ctx, &tgb, &arn).await? {
-        status::set_not_ready(ctx, &tgb, "TargetGroupNotOwned", &foreign.to_string()).await?;
+    if !usable_target_group(ctx, &tgb, &arn, &tg, "ip").await? {
         return Ok(Prepared::Done(Action::await_change()));
     }
     let vpc = vpc_cidrs(ctx, &tgb, &tg).await?;
@@ -244,6 +210,66 @@ async fn prepare(
         }
     };
     Ok(Prepared::Plan(Box::new(Planned { tgb, arn, svc, tg, vpc, gate, desired, cp, owned, plan, labels })))
+}
+
+/// The binding's Service and port, from the cache. A missing Service or port is reported
+/// (Ready=False) and never acted on: `Err` holds when to look again.
+pub(super) async fn service_and_port(
+    ctx: &Context,
+    tgb: &TargetGroupBinding,
+) -> Result<Result<(Arc<Service>, ServicePort), Action>> {
+    let ns = tgb.namespace().unwrap_or_default();
+    let Some(svc) = ctx.stores.service(&ns, &tgb.spec.service_ref.name) else {
+        let msg = format!(
+            "Service {ns}/{svc} named in spec.serviceRef.name of TargetGroupBinding {ns}/{} does not exist; expected a \
+             Service {svc:?} in namespace {ns}. Fix: create the Service, or correct spec.serviceRef.name; no targets \
+             are changed until then",
+            tgb.name_any(),
+            svc = tgb.spec.service_ref.name
+        );
+        status::set_not_ready(ctx, tgb, "ServiceNotFound", &msg).await?;
+        return Ok(Err(Action::requeue(jittered(ctx.cfg.sync_period))));
+    };
+    match resolve_service_port(&svc, &tgb.spec.service_ref.port) {
+        Ok(p) => {
+            let p = p.clone();
+            Ok(Ok((svc, p)))
+        }
+        Err(e) => {
+            status::set_not_ready(ctx, tgb, "ServicePortNotFound", &e.to_string()).await?;
+            Ok(Err(Action::await_change()))
+        }
+    }
+}
+
+/// Whether the binding may write the target group: of the binding's target type (`want`:
+/// `ip` or `instance`) and not another cluster's or stack's. `false` after reporting why.
+/// The tags are read once per process, so only a change of the binding brings a foreign group
+/// back.
+pub(super) async fn usable_target_group(
+    ctx: &Context,
+    tgb: &TargetGroupBinding,
+    arn: &str,
+    tg: &TargetGroupInfo,
+    want: &str,
+) -> Result<bool> {
+    if tg.target_type != want && !tg.target_type.is_empty() {
+        let msg = format!(
+            "target group {arn} has target type {:?} but TargetGroupBinding {}/{} has targetType: {want}. Bind a \
+             target group of type {want:?} instead",
+            tg.target_type,
+            tgb.namespace().unwrap_or_default(),
+            tgb.name_any()
+        );
+        status::set_not_ready(ctx, tgb, "TargetTypeMismatch", &msg).await?;
+        return Ok(false);
+    }
+    // Another cluster's or stack's target group: no write, not even a registration read.
+    if let Some(foreign) = foreign_owner(ctx, tgb, arn).await? {
+        status::set_not_ready(ctx, tgb, "TargetGroupNotOwned", &foreign.to_string()).await?;
+        return Ok(false);
+    }
+    Ok(true)
 }
 
 /// Capacity for the first register and the first deregister call of a plan, taken before the
@@ -345,7 +371,7 @@ fn compute_desired(
     desired_targets(slices.iter().map(Arc::as_ref), &input)
 }
 
-async fn resolve_arn(tgb: &TargetGroupBinding, ctx: &Context) -> Result<Option<String>> {
+pub(super) async fn resolve_arn(tgb: &TargetGroupBinding, ctx: &Context) -> Result<Option<String>> {
     if let Some(arn) = tgb.spec.target_group_arn.as_deref().filter(|a| !a.is_empty()) {
         return Ok(Some(arn.to_string()));
     }
@@ -379,7 +405,11 @@ async fn resolve_arn(tgb: &TargetGroupBinding, ctx: &Context) -> Result<Option<S
 
 /// Target group details, cached per ARN; `None` (with a condition and an event) when AWS says
 /// the group does not exist, e.g. deleted out of band.
-async fn target_group(ctx: &Context, tgb: &TargetGroupBinding, arn: &str) -> Result<Option<TargetGroupInfo>> {
+pub(super) async fn target_group(
+    ctx: &Context,
+    tgb: &TargetGroupBinding,
+    arn: &str,
+) -> Result<Option<TargetGroupInfo>> {
     if let Some(tg) = cached_target_group(ctx, arn) {
         return Ok(Some(tg));
     }
@@ -495,13 +525,17 @@ fn uncached_target_group_arns(ctx: &Context, tgb: &TargetGroupBinding, arn: &str
         .collect()
 }
 
-/// The CIDRs of the binding's VPC (its own, the target group's, or the cluster's).
-async fn vpc_cidrs(ctx: &Context, tgb: &TargetGroupBinding, tg: &TargetGroupInfo) -> Result<VpcCidrs> {
+/// The binding's VPC: its own, the target group's, or the cluster's (empty: none known).
+pub(super) fn binding_vpc_id(ctx: &Context, tgb: &TargetGroupBinding, tg: &TargetGroupInfo) -> String {
     // A target group read as another account's role reports that account's view of its VPC;
     // the controller's own EC2 calls know the cluster's (a shared VPC), as in ALBC.
     let tg_vpc = if tgb.spec.role_to_assume().is_some() { None } else { tg.vpc_id.clone() };
-    let vpc_id =
-        tgb.spec.vpc_id.clone().or(tg_vpc).filter(|v| !v.is_empty()).unwrap_or_else(|| ctx.cfg.cluster_vpc_id.clone());
+    tgb.spec.vpc_id.clone().or(tg_vpc).filter(|v| !v.is_empty()).unwrap_or_else(|| ctx.cfg.cluster_vpc_id.clone())
+}
+
+/// The CIDRs of the binding's VPC (its own, the target group's, or the cluster's).
+async fn vpc_cidrs(ctx: &Context, tgb: &TargetGroupBinding, tg: &TargetGroupInfo) -> Result<VpcCidrs> {
+    let vpc_id = binding_vpc_id(ctx, tgb, tg);
     if vpc_id.is_empty() {
         return Ok(VpcCidrs::default());
     }

@@ -12,6 +12,7 @@ use k8s_openapi::api::core::v1::{Namespace, Node, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use kube::client::Body;
+use kube::runtime::reflector::store::Writer;
 use kube::runtime::watcher;
 use lbc_aws::elbv2::{ElbV2, TargetGroupInfo};
 use lbc_aws::error::ErrorKind;
@@ -159,6 +160,10 @@ struct Harness {
     leader: tokio::sync::watch::Sender<bool>,
     /// The EndpointSlice cache, to change endpoints between reconciles.
     slices: crate::records::Records<SliceInfo>,
+    /// The node cache, to change nodes between reconciles (instance mode).
+    nodes: Mutex<Writer<Node>>,
+    /// EC2 instances by private IP (instance mode).
+    instances: Arc<lbc_aws::fake_instances::FakeInstances>,
 }
 
 struct Cluster {
@@ -166,6 +171,7 @@ struct Cluster {
     service: Option<Service>,
     slices: Vec<EndpointSlice>,
     pods: Vec<Value>,
+    nodes: Vec<Node>,
 }
 
 async fn harness(c: Cluster) -> Harness {
@@ -184,6 +190,10 @@ async fn harness(c: Cluster) -> Harness {
     if let Some(s) = c.service {
         svc_w.apply_watcher_event(&watcher::Event::Apply(s));
     }
+    let (nodes_r, mut nodes_w) = synced_store::<Node>();
+    for n in c.nodes {
+        nodes_w.apply_watcher_event(&watcher::Event::Apply(n));
+    }
     let slices = crate::records::Records::filled_by_hand();
     for s in &c.slices {
         slices.put(NS, s.metadata.name.as_deref().unwrap_or_default(), SliceInfo::of(s));
@@ -193,7 +203,7 @@ async fn harness(c: Cluster) -> Harness {
         services,
         slices: slices.clone(),
         pods: pod_records(c.pods).await,
-        nodes: synced_store::<Node>().0,
+        nodes: nodes_r,
         ingresses: synced_store::<Ingress>().0,
         ingress_classes: synced_store::<IngressClass>().0,
         ingress_class_params: synced_store::<IngressClassParams>().0,
@@ -209,10 +219,18 @@ async fn harness(c: Cluster) -> Harness {
         health_check_interval_seconds: Some(10),
         ..Default::default()
     });
+    let instances = Arc::new(lbc_aws::fake_instances::FakeInstances::default());
     let ec2 = FakeEc2::default();
     ec2.vpcs.lock().unwrap().insert("vpc-1".into(), vec!["10.0.0.0/16".into()]);
-    let ctx = crate::stack::test_world::context(client, stores, elb.clone(), ec2, leader_rx);
-    Harness { ctx, elb, server, leader, slices }
+    let ctx = crate::stack::test_world::context_with_instances(
+        client,
+        stores,
+        elb.clone(),
+        ec2,
+        leader_rx,
+        instances.clone(),
+    );
+    Harness { ctx, elb, server, leader, slices, nodes: Mutex::new(nodes_w), instances }
 }
 
 impl Harness {
@@ -328,7 +346,7 @@ fn t(ip: u8) -> Target {
 }
 
 fn cluster(tgb: TargetGroupBinding, eps: &[Ep]) -> Cluster {
-    Cluster { tgb, service: Some(service()), slices: vec![slice(eps)], pods: vec![] }
+    Cluster { tgb, service: Some(service()), slices: vec![slice(eps)], pods: vec![], nodes: vec![] }
 }
 
 /// When an action requeues (kube's `Action` shows it only through `Debug`).
@@ -671,3 +689,6 @@ async fn failures_in_a_row_double_the_requeue_up_to_the_cap_and_a_success_starts
     let action = error_policy(tgb.clone(), &err, h.ctx.clone());
     assert!(requeues_within(&action, 1, 2), "the next failure starts over at 1 s: {action:?}");
 }
+
+#[path = "instance_tests.rs"]
+mod instance;

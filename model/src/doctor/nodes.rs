@@ -17,7 +17,8 @@ pub struct NodeInfo {
     pub taint_keys: Vec<String>,
 }
 
-/// `instance_targets`: some binding or Service asks for instance targets.
+/// `instance_targets`: some Service or Ingress asks for instance targets (TargetGroupBindings in
+/// instance mode resolve nodes without providerID by their InternalIP, `crate::nodes`).
 pub fn check(nodes: &[NodeInfo], instance_targets: bool) -> Vec<Verdict> {
     let mut out = Vec::new();
     let tainted: Vec<&str> = nodes

@@ -1,0 +1,115 @@
+//! EC2 instances in the emulator for instance-mode tests: instances with fixed private IPs in a
+//! subnet of the e2e VPC (moto's RunInstances), the fake nodes that report those IPs, and
+//! instance target groups.
+
+use crate::Env;
+use crate::aws::HARNESS_ACCESS_KEY;
+use aws_sdk_elasticloadbalancingv2 as elbv2;
+use k8s_openapi::api::core::v1::Node;
+use kube::Client;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use lbc_aws::config::{ClientSettings, Clients, Endpoints, build_clients};
+use std::net::Ipv4Addr;
+
+/// The emulator's AWS clients, signed as the harness (`.ec2` is the EC2 API).
+pub async fn clients(env: &Env) -> Clients {
+    let settings = ClientSettings {
+        region: env.get("AWS_REGION").into(),
+        endpoints: Endpoints::all(env.aws_endpoint()),
+        credentials: Some(aws_credential_types::provider::SharedCredentialsProvider::new(
+            aws_credential_types::Credentials::new(HARNESS_ACCESS_KEY, "testing", None, None, "e2e"),
+        )),
+    };
+    build_clients(&settings).await
+}
+
+/// A random address in the first /22 of `subnet_id`'s CIDR (hosts .20-.229 of its /24s 1-3: away
+/// from the fixed node address .10, from the pod range in the second /22, and never .0 or .255).
+pub async fn random_ip(aws: &Clients, subnet_id: &str) -> Ipv4Addr {
+    let out = aws.ec2.describe_subnets().subnet_ids(subnet_id).send().await.expect("DescribeSubnets");
+    let cidr: ipnet::Ipv4Net = out.subnets()[0].cidr_block().expect("subnet CIDR").parse().expect("subnet CIDR parses");
+    Ipv4Addr::from(u32::from(cidr.network()) + 256 * (1 + fastrand::u32(0..3)) + 20 + fastrand::u32(0..210))
+}
+
+/// Starts an instance in `subnet_id` with a fixed private IP chosen at random; returns the IP and
+/// the instance id. The emulator never frees the address of a terminated instance, so an address
+/// it calls in use is replaced by another (up to 20 tries).
+pub async fn run_instance(aws: &Clients, subnet_id: &str) -> (Ipv4Addr, String) {
+    let mut last = String::new();
+    for _ in 0..20 {
+        let ip = random_ip(aws, subnet_id).await;
+        let res = aws
+            .ec2
+            .run_instances()
+            .image_id("ami-12c6146b")
+            .min_count(1)
+            .max_count(1)
+            .subnet_id(subnet_id)
+            .private_ip_address(ip.to_string())
+            .send()
+            .await;
+        match res {
+            Ok(out) => {
+                let inst = &out.instances()[0];
+                assert_eq!(inst.private_ip_address(), Some(ip.to_string().as_str()), "the emulator kept the fixed IP");
+                return (ip, inst.instance_id().expect("instance id").to_string());
+            }
+            Err(e) => last = format!("RunInstances with private IP {ip} in {subnet_id}: {e:?}"),
+        }
+    }
+    panic!("no instance started after 20 addresses; last error: {last}")
+}
+
+pub async fn terminate(aws: &Clients, ids: &[String]) {
+    if !ids.is_empty() {
+        let _ = aws.ec2.terminate_instances().set_instance_ids(Some(ids.to_vec())).send().await;
+    }
+}
+
+/// Creates an instance target group (TCP, port 80) in the e2e VPC; returns its ARN.
+pub async fn create_instance_target_group(env: &Env, client: &elbv2::Client, name: &str) -> String {
+    crate::aws::create_target_group(env, client, name, 80, elbv2::types::TargetTypeEnum::Instance).await
+}
+
+/// A fake node not managed by kwok (so the test owns its Ready condition): labels `labels`, one
+/// InternalIP, no spec.providerID, as RKE2 nodes without the AWS cloud provider.
+pub async fn create_node(client: &Client, name: &str, ip: Ipv4Addr, labels: &[(&str, &str)]) {
+    let labels: serde_json::Map<String, serde_json::Value> =
+        labels.iter().map(|(k, v)| (k.to_string(), serde_json::json!(v))).collect();
+    let node: Node = serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": labels},
+        "status": {
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "e2e fake node"}],
+            "addresses": [{"type": "InternalIP", "address": ip.to_string()}, {"type": "Hostname", "address": name}],
+        },
+    }))
+    .expect("node manifest");
+    // A Node keeps the status given at creation (as a kubelet's registration does).
+    Api::<Node>::all(client.clone())
+        .create(&PostParams::default(), &node)
+        .await
+        .unwrap_or_else(|e| panic!("create node {name}: {e}"));
+}
+
+/// Sets node `name`'s Ready condition.
+pub async fn set_ready(client: &Client, name: &str, ready: bool) {
+    let status = if ready { "True" } else { "False" };
+    let patch = serde_json::json!({"status": {"conditions": [{"type": "Ready", "status": status, "reason": "E2E", "message": "set by the test"}]}});
+    Api::<Node>::all(client.clone())
+        .patch_status(name, &PatchParams::default(), &Patch::Strategic(patch))
+        .await
+        .unwrap_or_else(|e| panic!("set node {name} Ready={status}: {e}"));
+}
+
+pub async fn label(client: &Client, name: &str, key: &str, value: &str) {
+    let patch = serde_json::json!({"metadata": {"labels": {key: value}}});
+    Api::<Node>::all(client.clone())
+        .patch(name, &PatchParams::default(), &Patch::Merge(patch))
+        .await
+        .unwrap_or_else(|e| panic!("label node {name}: {e}"));
+}
+
+pub async fn delete_node(client: &Client, name: &str) {
+    let _ = Api::<Node>::all(client.clone()).delete(name, &DeleteParams::default()).await;
+}

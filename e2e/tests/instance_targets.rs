@@ -1,0 +1,212 @@
+//! TargetGroupBinding in instance mode on nodes without `spec.providerID` (issue 21): the real
+//! controller resolves each node's InternalIP to the EC2 instance owning it in the VPC (the
+//! emulator's instances, started with those fixed private IPs) and registers the instances on
+//! the Service's NodePort; it follows node readiness, exclusion labels, deletion and new nodes,
+//! warns about a node no instance owns, and deregisters everything when the binding goes.
+
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use lbc_e2e::controller::ControllerProc;
+use lbc_e2e::emulator::{Emulator, writes};
+use lbc_e2e::instances::{self as inst, clients};
+use lbc_e2e::{Env, aws, eventually, kube_util, unique};
+use lbc_model::crd::TargetGroupBinding;
+use serde_json::json;
+use std::collections::BTreeSet;
+
+const SELECTOR_LABEL: &str = "lbc-e2e/instance-test";
+
+#[tokio::test]
+#[ignore = "end-to-end: needs the local environment (e2e/up); e2e/test-all runs it with --include-ignored"]
+async fn instance_targets_without_provider_id_follow_the_nodes() {
+    let Some(env) = Env::require("instance_targets_without_provider_id_follow_the_nodes") else { return };
+    let client = kube_util::client(&env).await;
+    let elb = aws::elbv2(&env).await;
+    let emu = Emulator::new(env.aws_endpoint());
+    let aws_clients = clients(&env).await;
+    let ns = unique("inst-tgb");
+    kube_util::namespace(&client, &ns, &[]).await;
+
+    // Four instances with fixed private IPs in the first private subnet; nodes n1..n3 report the
+    // first three IPs, n4 joins later with the fourth, "ghost" reports an IP no instance owns.
+    let subnet = env.get("LBC_PRIVATE_SUBNET_IDS").split(',').next().expect("a private subnet").to_string();
+    let (mut ips, mut ids) = (Vec::new(), Vec::new());
+    for _ in 0..4 {
+        let (ip, id) = inst::run_instance(&aws_clients, &subnet).await;
+        ips.push(ip);
+        ids.push(id);
+    }
+    // An address none of them owns (a terminated instance may hold it; the lookup skips those).
+    let ghost_ip = loop {
+        let ip = inst::random_ip(&aws_clients, &subnet).await;
+        if !ips.contains(&ip) {
+            break ip;
+        }
+    };
+    ips.push(ghost_ip);
+    let names: Vec<String> = (1..=4).map(|i| format!("{ns}-n{i}")).collect();
+    let ghost = format!("{ns}-ghost");
+    for (name, ip) in names.iter().zip(&ips).take(3) {
+        inst::create_node(&client, name, *ip, &[(SELECTOR_LABEL, &ns)]).await;
+    }
+    inst::create_node(&client, &ghost, ips[4], &[(SELECTOR_LABEL, &ns)]).await;
+
+    // A NodePort Service and an instance target group bound to it, selecting this test's nodes.
+    let svc: Service = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "web", "namespace": ns},
+        "spec": {"type": "NodePort", "selector": {"app": "web"}, "ports": [{"name": "http", "port": 80, "targetPort": 8080}]},
+    }))
+    .unwrap();
+    let svc = Api::<Service>::namespaced(client.clone(), &ns).create(&PostParams::default(), &svc).await.unwrap();
+    let node_port = svc.spec.unwrap().ports.unwrap()[0].node_port.expect("the apiserver allocated a nodePort");
+    let arn = inst::create_instance_target_group(&env, &elb, &unique("itg")).await;
+    let tgb: TargetGroupBinding = serde_json::from_value(json!({
+        "apiVersion": "elbv2.k8s.aws/v1beta1", "kind": "TargetGroupBinding",
+        "metadata": {"name": "web", "namespace": ns},
+        "spec": {"targetGroupARN": arn, "targetType": "instance", "serviceRef": {"name": "web", "port": 80},
+                 "nodeSelector": {"matchLabels": {SELECTOR_LABEL: ns}}},
+    }))
+    .unwrap();
+    let tgbs: Api<TargetGroupBinding> = Api::namespaced(client.clone(), &ns);
+    tgbs.create(&PostParams::default(), &tgb).await.unwrap();
+
+    let want = |idx: &[usize]| -> BTreeSet<String> { idx.iter().map(|i| format!("{}:{node_port}", ids[*i])).collect() };
+    let wait = |what: &'static str, expected: BTreeSet<String>| {
+        let (elb, arn) = (elb.clone(), arn.clone());
+        async move {
+            eventually(what, 60, || async {
+                let got = aws::registered(&elb, &arn).await;
+                (got == expected).then_some(())
+            })
+            .await
+        }
+    };
+
+    let ctl = ControllerProc::start(&env, &ns, "lbc-e2e-leader", &[]);
+    let started = std::time::Instant::now();
+    wait("the 3 resolvable nodes' instances registered on the NodePort", want(&[0, 1, 2])).await;
+    let first_sync = started.elapsed();
+
+    // The ghost node: a Warning naming it, its IP and what was searched; the others registered.
+    let events: Api<Event> = Api::namespaced(client.clone(), &ns);
+    let note = eventually("a NodeInstanceNotFound warning", 30, || async {
+        let list = events.list(&ListParams::default()).await.ok()?;
+        list.items.into_iter().find(|e| e.reason.as_deref() == Some("NodeInstanceNotFound")).and_then(|e| e.note)
+    })
+    .await;
+    for part in
+        [ghost.clone(), ips[4].to_string(), format!("vpc-id={}", env.get("LBC_VPC_ID")), "private-ip-address".into()]
+    {
+        assert!(note.contains(&part), "the warning must name {part:?}: {note}");
+    }
+
+    // Node changes.
+    inst::set_ready(&client, &names[0], false).await;
+    wait("n1 NotReady: deregistered", want(&[1, 2])).await;
+    inst::label(&client, &names[1], "node.kubernetes.io/exclude-from-external-load-balancers", "true").await;
+    wait("n2 excluded by label: deregistered", want(&[2])).await;
+    inst::delete_node(&client, &names[2]).await;
+    inst::create_node(&client, &names[3], ips[3], &[(SELECTOR_LABEL, &ns)]).await;
+    wait("n3 deleted, n4 added", want(&[3])).await;
+    inst::set_ready(&client, &names[0], true).await;
+    wait("n1 Ready again", want(&[0, 3])).await;
+
+    // Settled: a reconcile that started after the last change finished; it wrote nothing.
+    let mark = emu.mark().await;
+    ctl.settled("targetGroupBinding", "the last node change", kube_util::poke(&tgbs, "web")).await;
+    let (calls, _) = emu.calls(mark, None).await;
+    let wrote = writes(&calls, &ctl.access_key);
+    assert!(wrote.is_empty(), "nothing changed, yet the controller wrote {wrote:?}");
+    let status = tgbs.get("web").await.unwrap().status.expect("status");
+    assert!(status.conditions.iter().any(|c| c.type_ == "Ready" && c.status == "True"), "{status:?}");
+    assert_eq!(status.registered_targets, Some(2), "{status:?}");
+
+    // Deleting the binding deregisters every instance, then the finalizer lets go.
+    tgbs.delete("web", &DeleteParams::default()).await.unwrap();
+    eventually("binding deleted", 60, || async { tgbs.get_opt("web").await.ok()?.is_none().then_some(()) }).await;
+    assert!(aws::registered(&elb, &arn).await.is_empty(), "instance targets left behind after deletion");
+    println!("instance mode: first sync of 3 nodes (+1 unresolvable) took {first_sync:?}");
+
+    for n in names.iter().chain([&ghost]) {
+        inst::delete_node(&client, n).await;
+    }
+    inst::terminate(&aws_clients, &ids).await;
+    ctl.terminate();
+    kube_util::delete_namespace(&client, &ns).await;
+}
+
+/// The AWS adapters of instance mode against the emulator: the batched private-IP lookup (one
+/// DescribeInstances, VPC and instance state filtered) and instance-target writes keyed by
+/// (instance id, port).
+#[tokio::test]
+#[ignore = "end-to-end: needs the local environment (e2e/up); e2e/test-all runs it with --include-ignored"]
+async fn instance_lookup_and_instance_target_writes_against_the_emulator() {
+    use lbc_aws::elbv2::{ElbV2, SdkElbV2};
+    use lbc_aws::instances::{InstanceLookup, SdkInstanceLookup};
+    use lbc_model::nodes::InstanceTarget;
+    use lbc_model::target::HealthState;
+
+    let Some(env) = Env::require("instance_lookup_and_instance_target_writes_against_the_emulator") else { return };
+    let emu = Emulator::new(env.aws_endpoint());
+    let aws_clients = clients(&env).await;
+    let runner = lbc_aws::call::CallRunner::new(
+        lbc_aws::throttle::Throttler::new(lbc_model::throttle::default_rules()),
+        lbc_aws::metrics::AwsMetrics::default(),
+        0,
+    );
+    let lookup = SdkInstanceLookup::new(aws_clients.ec2.clone(), runner.clone());
+    let vpc = env.get("LBC_VPC_ID");
+    let subnet = env.get("LBC_PRIVATE_SUBNET_IDS").split(',').nth(1).expect("a second private subnet").to_string();
+    let (mut ips, mut ids) = (Vec::new(), Vec::new());
+    for _ in 0..3 {
+        let (ip, id) = inst::run_instance(&aws_clients, &subnet).await;
+        ips.push(ip);
+        ids.push(id);
+    }
+    ips.push(loop {
+        let ip = inst::random_ip(&aws_clients, &subnet).await;
+        if !ips.contains(&ip) {
+            break ip;
+        }
+    });
+    let asked: Vec<std::net::IpAddr> = ips.iter().map(|ip| (*ip).into()).collect();
+
+    let mark = emu.mark().await;
+    let found = lookup.instances_by_private_ip(vpc, &asked).await.unwrap();
+    let want: std::collections::BTreeMap<std::net::IpAddr, String> =
+        asked.iter().take(3).copied().zip(ids.iter().cloned()).collect();
+    assert_eq!(found, want, "the three instances by their IPs; the fourth IP is owned by none");
+    let (calls, _) = emu.calls(mark, None).await;
+    let describes = calls.iter().filter(|c| c.operation == "DescribeInstances").count();
+    assert_eq!(describes, 1, "one call for four IPs: {calls:?}");
+
+    let elsewhere = lookup.instances_by_private_ip("vpc-00000000000000000", &asked).await.unwrap();
+    assert!(elsewhere.is_empty(), "the VPC filter applies: {elsewhere:?}");
+    inst::terminate(&aws_clients, &ids[2..]).await;
+    let after = lookup.instances_by_private_ip(vpc, &asked).await.unwrap();
+    assert_eq!(after.len(), 2, "a terminated instance owns no IP: {after:?}");
+
+    let elb = SdkElbV2::new(aws_clients.elbv2.clone(), runner.clone());
+    let arn = inst::create_instance_target_group(&env, &aws::elbv2(&env).await, &unique("itg")).await;
+    let targets =
+        [InstanceTarget::new(&ids[0], 30080), InstanceTarget::new(&ids[1], 30080), InstanceTarget::new(&ids[1], 30081)];
+    elb.write_instance_targets(&arn, &targets, true).await.unwrap();
+    let mut got = elb.describe_instance_targets(&arn).await.unwrap();
+    got.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut sorted = targets.to_vec();
+    sorted.sort();
+    assert_eq!(
+        got.iter().map(|(t, _)| t.clone()).collect::<Vec<_>>(),
+        sorted,
+        "the same instance on two ports is two targets"
+    );
+    elb.write_instance_targets(&arn, &targets[..1], false).await.unwrap();
+    let got = elb.describe_instance_targets(&arn).await.unwrap();
+    let drained: Vec<_> = got.iter().filter(|(_, h)| h.state.is_draining()).map(|(t, _)| t.clone()).collect();
+    assert_eq!(drained, targets[..1], "the deregistered target drains: {got:?}");
+    assert!(got.iter().all(|(_, h)| h.state != HealthState::Unavailable), "{got:?}");
+    elb.write_instance_targets(&arn, &targets[1..], false).await.unwrap();
+    inst::terminate(&aws_clients, &ids).await;
+}
