@@ -2,6 +2,7 @@
 //! with jittered exponential backoff for throttling and transient errors. SDK retries are
 //! disabled (see [`crate::config`]) so that every attempt is throttled, counted and timed here.
 
+use crate::backoff::Backoff;
 use crate::error::{AwsError, ErrorKind};
 use crate::metrics::{AwsMetrics, OpLabels};
 use crate::throttle::{Permit, Throttler};
@@ -76,6 +77,10 @@ impl Default for CallTimeouts {
         Self { attempt: Duration::from_secs(10), operation: Duration::from_secs(60) }
     }
 }
+
+/// The pause before the first retry of a call (100–200 ms with jitter); it doubles per retry up
+/// to [`CallRunner::max_backoff`].
+pub const RETRY_MIN: Duration = Duration::from_millis(100);
 
 /// Shared by all adapters of one controller.
 pub struct CallRunner {
@@ -244,10 +249,10 @@ impl CallRunner {
         }
     }
 
-    /// Full-jitter exponential backoff: uniform in [0, min(max, 100 ms × 2^n)].
+    /// The pause before retry `n` (1 = the first): [`RETRY_MIN`] doubling per retry, jittered up
+    /// to twice that, never past `max_backoff` ([`Backoff`]). Each call starts over.
     fn backoff(&self, n: u32) -> Duration {
-        let cap = Duration::from_millis(100u64.saturating_mul(1 << n.min(16))).min(self.max_backoff);
-        cap.mul_f64(fastrand::f64())
+        Backoff::new(RETRY_MIN, self.max_backoff).delay(n)
     }
 }
 
@@ -274,6 +279,7 @@ mod tests {
     use super::*;
     use crate::metrics::{CallLabels, StatusLabels};
     use lbc_model::throttle::default_rules;
+    use std::sync::Mutex;
     use std::sync::atomic::{AtomicU32, Ordering};
 
     fn runner(max_retries: u32) -> Arc<CallRunner> {
@@ -491,6 +497,61 @@ mod tests {
         let e = out.unwrap_err();
         assert_eq!((e.kind, e.code.as_deref()), (ErrorKind::Transient, Some("ClientTimeout")));
         assert_eq!(n.load(Ordering::SeqCst), 2, "1 attempt + 1 retry");
+    }
+
+    /// Pauses between attempts (paused clock: attempts take no time, a pause exactly its delay up
+    /// to tokio's 1 ms tick): retry k waits [100 ms × 2^(k-1), 100 ms × 2^k], never past
+    /// `max_backoff`; the next call starts over at 100–200 ms.
+    #[tokio::test(start_paused = true)]
+    async fn retry_pauses_double_with_jitter_stop_at_the_cap_and_restart_per_call() {
+        let mut runner =
+            CallRunner::with(Throttler::new(default_rules()), AwsMetrics::default(), 6, CallTimeouts::default(), None);
+        Arc::get_mut(&mut runner).unwrap().max_backoff = Duration::from_millis(1000);
+        let r = runner;
+        let times = Mutex::new(Vec::<Instant>::new());
+        // Transient errors: not throttling, so the client-side throttle never adds a wait
+        // (DescribeTargetHealth's burst is 40).
+        let failing = |fails: usize| {
+            let times = &times;
+            move || async move {
+                let mut t = times.lock().unwrap();
+                t.push(Instant::now());
+                if t.len() <= fails { Err(err(ErrorKind::Transient, "ServiceUnavailable")) } else { Ok(()) }
+            }
+        };
+        let pauses = |times: &Mutex<Vec<Instant>>| -> Vec<Duration> {
+            let mut t = times.lock().unwrap();
+            let p = t.windows(2).map(|w| w[1] - w[0]).collect();
+            t.clear();
+            p
+        };
+        let ms = Duration::from_millis;
+        r.run(Service::Elbv2, "DescribeTargetHealth", failing(6)).await.unwrap();
+        let got = pauses(&times);
+        assert_eq!(got.len(), 6, "6 failures, 6 pauses: {got:?}");
+        for (k, (d, (lo, hi))) in
+            got.iter().zip([(100, 200), (200, 400), (400, 800), (800, 1000), (1000, 1000), (1000, 1000)]).enumerate()
+        {
+            assert!(
+                *d >= ms(lo) && *d <= ms(hi + 1),
+                "retry {}: paused {d:?}, expected {lo}–{hi} ms (100 ms doubling, jitter up to 2×, cap 1 s): {got:?}",
+                k + 1
+            );
+        }
+        r.run(Service::Elbv2, "DescribeTargetHealth", failing(1)).await.unwrap();
+        let got = pauses(&times);
+        assert!(
+            got.len() == 1 && got[0] >= ms(100) && got[0] <= ms(201),
+            "a new call starts over at 100–200 ms: {got:?}"
+        );
+        // Jitter: the first pause of 100 calls spreads over its range (the paused clock keeps
+        // whole milliseconds, so up to 101 values).
+        let mut firsts = std::collections::BTreeSet::new();
+        for _ in 0..100 {
+            r.run(Service::Elbv2, "DescribeTargetHealth", failing(1)).await.unwrap();
+            firsts.insert(pauses(&times)[0]);
+        }
+        assert!(firsts.len() > 20, "jitter: 100 first pauses took only {} distinct values", firsts.len());
     }
 
     #[tokio::test(start_paused = true)]

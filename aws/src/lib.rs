@@ -11,6 +11,7 @@
 //! - [`error`]: SDK errors classified into what the controller acts on.
 //! - [`throttle`]: token buckets with adaptive slow-down on `Throttling`.
 //! - [`call`]: the wrapper every call goes through; [`metrics`]: what it records.
+//! - [`backoff`]: the one retry backoff (AWS calls, credential refreshes, the controller).
 //! - [`config`]: building SDK clients (region, endpoint overrides, credentials).
 //! - [`net`]: subnets, security groups, network interfaces.
 //! - [`doctor`]: read-only probes of `aws-lb-controller doctor` (caller identity, IAM actions).
@@ -21,6 +22,7 @@
 
 pub mod acm;
 pub mod assume_role;
+pub mod backoff;
 pub mod call;
 pub mod config;
 pub mod credentials;

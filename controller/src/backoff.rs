@@ -1,7 +1,7 @@
 //! The one backoff of the controller: after a failure, wait `min`, then twice that after the
 //! next failure in a row, … up to `max`; every delay jittered upwards (up to +100 %, backon's
-//! jitter) but never past `max`; a success starts over. Built on backon's `ExponentialBuilder`
-//! (the crate kube-runtime already uses for its watchers).
+//! jitter) but never past `max`; a success starts over. The delays are [`Backoff`], shared with
+//! the AWS call retries and credential refreshes (`lbc_aws::backoff`, on backon).
 //!
 //! - [`Backoff::delay`]: the delay after `n` failures in a row, for callers that already count
 //!   their failures (a binding's state).
@@ -12,50 +12,20 @@
 //! Fixed periodic re-checks ("unresolved, look again in 30 s") are schedules, not backoffs: they
 //! stay named constants next to the code that schedules them.
 
-use backon::{BackoffBuilder, ExponentialBuilder};
+use backon::ExponentialBuilder;
+pub use lbc_aws::backoff::Backoff;
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::Mutex;
 use std::time::Duration;
 
-/// Capped, jittered exponential backoff (doubling from `min` to `max`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Backoff {
-    min: Duration,
-    max: Duration,
-}
-
 /// Reconcile errors of bindings, Services and IngressGroups start here; their cap is
 /// `--targetgroupbinding-max-exponential-backoff-delay`.
 pub const RECONCILE_MIN: Duration = Duration::from_secs(1);
 
-impl Backoff {
-    /// `max` below `min` is raised to `min` (a cap of 0 still waits `min`).
-    pub const fn new(min: Duration, max: Duration) -> Self {
-        Self { min, max: if max.as_nanos() < min.as_nanos() { min } else { max } }
-    }
-
-    /// Reconcile errors: 1 s, 2 s, 4 s … up to `max` (the flag).
-    pub fn reconcile(max: Duration) -> Self {
-        Self::new(RECONCILE_MIN, max)
-    }
-
-    fn builder(&self) -> ExponentialBuilder {
-        ExponentialBuilder::default()
-            .with_min_delay(self.min)
-            .with_max_delay(self.max)
-            .with_factor(2.0)
-            .with_jitter()
-            .without_max_times()
-    }
-
-    /// The delay after `failures` failures in a row (1 = the first): `min × 2^(failures-1)`
-    /// capped at `max`, plus jitter, never past `max`. 0 is treated as 1.
-    pub fn delay(&self, failures: u32) -> Duration {
-        // Past 64 doublings every Duration is at the cap; do not walk further.
-        let step = failures.clamp(1, 64) as usize;
-        self.builder().build().nth(step - 1).unwrap_or(self.max).min(self.max)
-    }
+/// Reconcile errors: 1 s, 2 s, 4 s … up to `max` (the flag).
+pub fn reconcile(max: Duration) -> Backoff {
+    Backoff::new(RECONCILE_MIN, max)
 }
 
 /// Failures in a row of one thing (a watch loop, a cluster-wide pass) and the delay they call for.
@@ -183,27 +153,8 @@ mod tests {
     }
 
     #[test]
-    fn jitter_spreads_delays_but_stays_within_bounds() {
-        let b = Backoff::reconcile(S(120));
-        let third: Vec<Duration> = (0..200).map(|_| b.delay(3)).collect();
-        for d in &third {
-            assert_within(*d, S(4), S(120), "third failure");
-        }
-        let distinct: std::collections::BTreeSet<_> = third.iter().collect();
-        assert!(distinct.len() > 100, "jitter: 200 draws gave only {} distinct delays", distinct.len());
-    }
-
-    #[test]
-    fn a_cap_below_the_minimum_waits_the_minimum_and_huge_counts_stay_capped() {
-        assert_eq!(Backoff::reconcile(Duration::ZERO).delay(1), S(1));
-        assert_eq!(Backoff::reconcile(Duration::ZERO).delay(7), S(1));
-        assert_eq!(Backoff::reconcile(S(120)).delay(u32::MAX), S(120));
-        assert_within(Backoff::reconcile(S(120)).delay(0), S(1), S(120), "zero failures counts as one");
-    }
-
-    #[test]
     fn each_key_backs_off_on_its_own_and_resets_on_success() {
-        let p: PerKey<&str> = PerKey::new(Backoff::reconcile(S(60)));
+        let p: PerKey<&str> = PerKey::new(reconcile(S(60)));
         for n in 1..=4 {
             let (f, d) = p.failed(&"a");
             assert_eq!(f, n);

@@ -29,6 +29,7 @@ pub mod file;
 mod file_props;
 pub mod vault;
 
+use crate::backoff::Backoff;
 use aws_credential_types::Credentials;
 use aws_credential_types::provider::{self, ProvideCredentials, SharedCredentialsProvider, error::CredentialsError};
 use prometheus_client::encoding::EncodeLabelSet;
@@ -53,7 +54,8 @@ pub struct Timing {
     /// Refresh when this fraction of the lease has passed (default 2/3).
     pub refresh_fraction: f64,
     /// Each scheduled refresh is moved earlier by up to this fraction of the lease, so that
-    /// replicas do not hit Vault at the same instant (default 0.05).
+    /// replicas do not hit Vault at the same instant (default 0.05). 0 also makes the retry
+    /// backoff exact (tests).
     pub jitter: f64,
     /// First retry delay after a failure; doubles per consecutive failure up to `max_backoff`.
     pub min_backoff: Duration,
@@ -90,12 +92,12 @@ impl Timing {
         now + lease.mul_f64(frac)
     }
 
-    /// Delay before retry number `failures` (1 = first retry).
+    /// Delay before retry number `failures` (1 = first retry): `min_backoff` doubling up to
+    /// `max_backoff` ([`Backoff`]), jittered up to twice that (never past `max_backoff`) so retries
+    /// of several replicas spread out; exact when `jitter` is 0 (tests).
     pub(crate) fn backoff(&self, failures: u32) -> Duration {
-        let exp = self.min_backoff.saturating_mul(1u32 << failures.saturating_sub(1).min(16));
-        let d = exp.min(self.max_backoff);
-        // up to 20% less, so retries of several replicas spread out
-        if self.jitter > 0.0 { d.mul_f64(1.0 - fastrand::f64() * 0.2) } else { d }
+        let b = Backoff::new(self.min_backoff, self.max_backoff);
+        if self.jitter > 0.0 { b.delay(failures) } else { b.without_jitter().delay(failures) }
     }
 }
 
@@ -663,6 +665,18 @@ mod tests {
         assert_eq!(t.backoff(1), Duration::from_secs(1));
         assert_eq!(t.backoff(3), Duration::from_secs(4));
         assert_eq!(t.backoff(30), Duration::from_secs(30));
+    }
+
+    #[test]
+    fn jittered_backoff_stays_between_the_step_and_twice_it_never_past_the_cap() {
+        let t = Timing::default();
+        for (failures, lo, hi) in [(1, 1, 2), (3, 4, 8), (5, 16, 30), (6, 30, 30), (30, 30, 30)] {
+            let (lo, hi) = (Duration::from_secs(lo), Duration::from_secs(hi));
+            for _ in 0..50 {
+                let d = t.backoff(failures);
+                assert!(d >= lo && d <= hi, "failure {failures}: {d:?}, expected {lo:?}..={hi:?}");
+            }
+        }
     }
 
     #[test]

@@ -17,7 +17,7 @@ mod k8s;
 mod tests;
 
 use crate::backend_sg::BackendSecurityGroup;
-use crate::backoff::{Backoff, PerKey};
+use crate::backoff::PerKey;
 use crate::context::Context;
 use crate::error::Error;
 use crate::stack::{Adapters, Reporter, StackIo};
@@ -96,7 +96,7 @@ impl IngressCtx {
             backend_sg,
             certificates,
             reporter: Reporter::default(),
-            backoff: PerKey::new(Backoff::reconcile(cfg.max_backoff)),
+            backoff: PerKey::new(crate::backoff::reconcile(cfg.max_backoff)),
             frozen: Default::default(),
             cfg,
         }

@@ -17,7 +17,7 @@ mod cleanup;
 mod tests;
 
 use crate::backend_sg::BackendSecurityGroup;
-use crate::backoff::{Backoff, PerKey};
+use crate::backoff::PerKey;
 use crate::context::Context;
 use crate::error::{Error, Result, Retry};
 use crate::stack::bindings::BindingOwner;
@@ -87,7 +87,7 @@ impl ServiceCtx {
             io,
             backend_sg,
             reporter: Reporter::default(),
-            backoff: PerKey::new(Backoff::reconcile(cfg.max_backoff)),
+            backoff: PerKey::new(crate::backoff::reconcile(cfg.max_backoff)),
             cfg,
         }
     }

@@ -13,7 +13,7 @@ mod sync;
 #[cfg(test)]
 mod tests;
 
-use crate::backoff::Backoff;
+use crate::backoff;
 use crate::context::Context;
 use crate::error::{Error, Result};
 use futures::StreamExt;
@@ -108,7 +108,7 @@ async fn reconcile(tgb: Arc<TargetGroupBinding>, ctx: Arc<Context>) -> Result<Ac
     res
 }
 
-/// Per-binding exponential backoff ([`Backoff::reconcile`]), capped low (ALBC's 16m40s cap is a
+/// Per-binding exponential backoff ([`backoff::reconcile`]), capped low (ALBC's 16m40s cap is a
 /// known pain): 1 s, 2 s, 4 s … (jittered) up to `--targetgroupbinding-max-exponential-backoff-delay`. A failing binding never
 /// delays the others: each has its own schedule and reconciles run concurrently.
 fn error_policy(tgb: Arc<TargetGroupBinding>, err: &Error, ctx: Arc<Context>) -> Action {
@@ -127,7 +127,7 @@ fn error_policy(tgb: Arc<TargetGroupBinding>, err: &Error, ctx: Arc<Context>) ->
         s.failures
     });
     ctx.metrics.reconcile_failed(CONTROLLER, err.category());
-    let delay = Backoff::reconcile(ctx.cfg.max_backoff).delay(failures);
+    let delay = backoff::reconcile(ctx.cfg.max_backoff).delay(failures);
     tracing::warn!(
         binding = %key, error = %err, category = err.category(), failures, retry_in = ?delay,
         "TargetGroupBinding reconcile failed"
