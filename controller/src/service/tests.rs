@@ -437,7 +437,7 @@ async fn an_instance_mode_service_gets_a_node_port_target_group_and_an_instance_
     let (spec, hc) = (&tg.spec, &tg.spec.health_check);
     assert_eq!((spec.target_type.as_str(), spec.port), ("instance", 30080), "instance targets on the NodePort");
     assert_eq!(
-        (hc.protocol, hc.port.clone(), hc.path.as_deref()),
+        (hc.protocol, hc.port, hc.path.as_deref()),
         (lbc_model::lb::Protocol::Http, lbc_model::lb::HealthCheckPort::Port(31999), Some("/healthz")),
         "externalTrafficPolicy: Local → kube-proxy's health-check node port"
     );

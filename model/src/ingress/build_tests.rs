@@ -584,7 +584,8 @@ fn instance_targets_use_the_node_port_and_node_labels() {
     default_instance.default_target_type = TargetType::Instance;
     let labels = ("target-node-labels", "role=edge");
     // (case, annotations, context, target type, TG port)
-    let cases: [(&str, Vec<(&str, &str)>, &BuildContext, &str, u16); 4] = [
+    type Case<'a> = (&'a str, Vec<(&'a str, &'a str)>, &'a BuildContext, &'a str, u16);
+    let cases: [Case<'_>; 4] = [
         ("annotation", vec![("target-type", "instance"), labels], &ctx(), "instance", 30080),
         ("default", vec![labels], &default_instance, "instance", 30080),
         ("ip wins", vec![IP, labels], &default_instance, "ip", 8080),

@@ -497,7 +497,7 @@ fn rule_ports(b: &TargetGroupBindingTemplate) -> Vec<(NetworkingProtocol, IntOrS
         .iter()
         .flat_map(|n| &n.ingress)
         .flat_map(|r| &r.ports)
-        .map(|p| (p.protocol.clone().unwrap(), p.port.clone().unwrap()))
+        .map(|p| (p.protocol.unwrap(), p.port.clone().unwrap()))
         .collect()
 }
 
@@ -568,7 +568,7 @@ fn instance_targets_table() {
         let h = &tg.health_check;
         let got = (
             h.protocol,
-            h.port.clone(),
+            h.port,
             h.path.as_deref(),
             h.interval_seconds,
             h.timeout_seconds,
@@ -578,10 +578,10 @@ fn instance_targets_table() {
         assert_eq!(got, hc, "{name}");
         // The backend rule opens the target group's port (and a separate health-check port) to the backend SG.
         let mut want_rules = vec![(NetworkingProtocol::TCP, IntOrString::Int(i32::from(want_port)))];
-        if let HealthCheckPort::Port(p) = hc.1 {
-            if p != want_port {
-                want_rules.push((NetworkingProtocol::TCP, IntOrString::Int(i32::from(p))));
-            }
+        if let HealthCheckPort::Port(p) = hc.1
+            && p != want_port
+        {
+            want_rules.push((NetworkingProtocol::TCP, IntOrString::Int(i32::from(p))));
         }
         assert_eq!(rule_ports(b), want_rules, "{name}");
     }
