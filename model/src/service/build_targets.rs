@@ -154,7 +154,19 @@ fn target_group(
 ) -> Option<(TargetGroup, TargetGroupBindingTemplate)> {
     let instance = b.target_type == TargetType::Instance;
     let target_port = if instance {
-        IntOrString::Int(i32::from(required_node_port(b, primary, port)?))
+        let np = required_node_port(b, primary, port)?;
+        let others: Vec<Option<u16>> = group.iter().skip(1).map(|p| crate::nodes::node_port(p)).collect();
+        if others.iter().any(|o| *o != Some(np)) {
+            let all: Vec<String> =
+                std::iter::once(Some(np)).chain(others).map(|o| o.map_or("none".into(), |p| p.to_string())).collect();
+            b.problems.push(format!(
+                "Service port {port} is TCP and UDP with nodePorts {}; its one TCP_UDP target group of instance \
+                 targets has one port. Fix: give both entries the same nodePort",
+                all.join(" and ")
+            ));
+            return None;
+        }
+        IntOrString::Int(i32::from(np))
     } else {
         primary.target_port.clone().unwrap_or(IntOrString::Int(i32::from(port)))
     };

@@ -645,3 +645,20 @@ fn instance_targets_without_security_groups_admit_clients_on_the_node_port() {
         ingress.iter().map(|r| r.from.iter().map(|p| p.ip_block.as_ref().unwrap().cidr.as_str()).collect()).collect();
     assert_eq!(cidrs, [vec!["192.168.0.0/16"], vec!["10.0.1.0/24", "10.0.2.0/24"]]);
 }
+
+#[test]
+fn instance_tcp_udp_needs_one_node_port() {
+    let ann = [(k::TARGET_TYPE, "instance"), (k::ENABLE_TCP_UDP_LISTENER, "true")];
+    let ports = |udp_node_port: i32| {
+        let mut tcp = port("dns-tcp", 53, "TCP", IntOrString::Int(5353));
+        tcp.node_port = Some(30053);
+        let mut udp = port("dns-udp", 53, "UDP", IntOrString::Int(5353));
+        udp.node_port = Some(udp_node_port);
+        vec![tcp, udp]
+    };
+    let st = build(&svc(ports(30053), &ann), &ctx()).unwrap();
+    let (tg, _) = instance_parts(&st);
+    assert_eq!((tg.protocol, tg.port), (Protocol::TcpUdp, 30053));
+    let e = build(&svc(ports(30054), &ann), &ctx()).unwrap_err();
+    assert!(e.problems.iter().any(|p| p.contains("nodePorts 30053 and 30054")), "{e:?}");
+}
