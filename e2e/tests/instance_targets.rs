@@ -184,7 +184,8 @@ async fn services_and_ingresses_in_instance_mode_register_the_nodes_on_the_node_
     }))
     .unwrap();
     let nlb = services.create(&PostParams::default(), &nlb).await.unwrap();
-    let nlb_port = nlb.spec.unwrap().ports.unwrap()[0].node_port.expect("a nodePort for the LoadBalancer Service");
+    let nlb_port =
+        nlb.spec.clone().unwrap().ports.unwrap()[0].node_port.expect("a nodePort for the LoadBalancer Service");
     let backend: Service = serde_json::from_value(json!({
         "apiVersion": "v1", "kind": "Service",
         "metadata": {"name": "web-alb", "namespace": ns},
@@ -209,6 +210,20 @@ async fn services_and_ingresses_in_instance_mode_register_the_nodes_on_the_node_
     .unwrap();
     ingresses.create(&PostParams::default(), &ing).await.unwrap();
 
+    // A Service in instance mode without node ports: a precise Warning, nothing built.
+    let mut no_ports = nlb.clone();
+    no_ports.metadata = kube::api::ObjectMeta {
+        name: Some("no-node-ports".into()),
+        annotations: no_ports.metadata.annotations.clone(),
+        ..Default::default()
+    };
+    let spec = no_ports.spec.as_mut().unwrap();
+    spec.allocate_load_balancer_node_ports = Some(false);
+    spec.cluster_ip = None;
+    spec.cluster_ips = None;
+    spec.ports.as_mut().unwrap()[0].node_port = None;
+    services.create(&PostParams::default(), &no_ports).await.unwrap();
+
     let ctl = ControllerProc::start(&env, &ns, "lbc-e2e-inst-svc", &[]);
     let started = std::time::Instant::now();
     let want = |port: i32| -> BTreeSet<String> { ids[..2].iter().map(|id| format!("{id}:{port}")).collect() };
@@ -228,6 +243,24 @@ async fn services_and_ingresses_in_instance_mode_register_the_nodes_on_the_node_
         assert_eq!(tg.port(), Some(port), "{what}: the target group's port is the NodePort");
         println!("instance mode {what}: n1, n2 registered on NodePort {port} after {:?}", started.elapsed());
     }
+
+    let events: Api<Event> = Api::namespaced(client.clone(), &ns);
+    let note = eventually("a FailedBuildModel warning on no-node-ports", 60, || async {
+        let list = events.list(&ListParams::default()).await.ok()?;
+        list.items
+            .into_iter()
+            .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("no-node-ports"))
+            .find(|e| e.reason.as_deref() == Some("FailedBuildModel"))
+            .and_then(|e| e.note)
+    })
+    .await;
+    assert!(
+        note.contains("Service port 80 has no nodePort because spec.allocateLoadBalancerNodePorts is false"),
+        "{note}"
+    );
+    let (lbs, tgs) = aws::stack_arns(&elb, "service.k8s.aws/stack", &format!("{ns}/no-node-ports")).await;
+    assert!(lbs.is_empty() && tgs.is_empty(), "nothing built for no-node-ports: {lbs:?} {tgs:?}");
+    services.delete("no-node-ports", &DeleteParams::default()).await.unwrap();
 
     // Deletion cleans up: the target groups (and load balancers) go.
     services.delete("web-nlb", &DeleteParams::default()).await.unwrap();
