@@ -272,8 +272,8 @@ pub struct Args {
     #[arg(long, default_value = "ELBSecurityPolicy-2016-08")]
     pub default_ssl_policy: String,
 
-    /// Target type of Ingress backends without a target-type annotation: `instance` (ALBC's
-    /// default; not supported yet, such backends are refused with a Warning) or `ip`.
+    /// Target type of Services and Ingress backends without a target-type annotation: `instance`
+    /// (ALBC's default: the nodes on the NodePort) or `ip`.
     #[arg(long, value_enum, default_value_t = TargetTypeFlag::Instance)]
     pub default_target_type: TargetTypeFlag,
 

@@ -137,6 +137,151 @@ async fn instance_targets_without_provider_id_follow_the_nodes() {
     kube_util::delete_namespace(&client, &ns).await;
 }
 
+/// A Service → NLB and an Ingress → ALB in instance mode (issue 21, second slice), on nodes
+/// without `providerID`: the controller builds target groups of type instance on the Services'
+/// NodePorts, its bindings (targetType instance, nodeSelector from `target-node-labels`) register
+/// the selected nodes' instances, and deleting the Service and the Ingress removes the target
+/// groups.
+#[tokio::test]
+#[ignore = "end-to-end: needs the local environment (e2e/up); e2e/test-all runs it with --include-ignored"]
+async fn services_and_ingresses_in_instance_mode_register_the_nodes_on_the_node_port() {
+    use k8s_openapi::api::networking::v1::Ingress;
+    let Some(env) = Env::require("services_and_ingresses_in_instance_mode_register_the_nodes_on_the_node_port") else {
+        return;
+    };
+    let client = kube_util::client(&env).await;
+    let elb = aws::elbv2(&env).await;
+    let aws_clients = clients(&env).await;
+    let ns = unique("inst-svc");
+    kube_util::namespace(&client, &ns, &[]).await;
+
+    // Three instances; nodes n1, n2 carry this test's label, n3 does not (target-node-labels
+    // leaves it out even though its instance resolves).
+    let subnet = env.get("LBC_PRIVATE_SUBNET_IDS").split(',').next().expect("a private subnet").to_string();
+    let (mut ips, mut ids) = (Vec::new(), Vec::new());
+    for _ in 0..3 {
+        let (ip, id) = inst::run_instance(&aws_clients, &subnet).await;
+        ips.push(ip);
+        ids.push(id);
+    }
+    let names: Vec<String> = (1..=3).map(|i| format!("{ns}-n{i}")).collect();
+    for (i, (name, ip)) in names.iter().zip(&ips).enumerate() {
+        let labels: &[(&str, &str)] = if i < 2 { &[(SELECTOR_LABEL, &ns)] } else { &[] };
+        inst::create_node(&client, name, *ip, labels).await;
+    }
+    let node_labels = format!("{SELECTOR_LABEL}={ns}");
+
+    let services: Api<Service> = Api::namespaced(client.clone(), &ns);
+    let nlb: Service = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "web-nlb", "namespace": ns, "annotations": {
+            "service.beta.kubernetes.io/aws-load-balancer-type": "external",
+            "service.beta.kubernetes.io/aws-load-balancer-nlb-target-type": "instance",
+            "service.beta.kubernetes.io/aws-load-balancer-target-node-labels": node_labels,
+        }},
+        "spec": {"type": "LoadBalancer", "selector": {"app": "web"},
+                 "ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}]},
+    }))
+    .unwrap();
+    let nlb = services.create(&PostParams::default(), &nlb).await.unwrap();
+    let nlb_port =
+        nlb.spec.clone().unwrap().ports.unwrap()[0].node_port.expect("a nodePort for the LoadBalancer Service");
+    let backend: Service = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "web-alb", "namespace": ns},
+        "spec": {"type": "NodePort", "selector": {"app": "web"},
+                 "ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}]},
+    }))
+    .unwrap();
+    let backend = services.create(&PostParams::default(), &backend).await.unwrap();
+    let alb_port = backend.spec.unwrap().ports.unwrap()[0].node_port.expect("a nodePort");
+    let ingresses: Api<Ingress> = Api::namespaced(client.clone(), &ns);
+    let ing: Ingress = serde_json::from_value(json!({
+        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+        "metadata": {"name": "web", "namespace": ns, "annotations": {
+            "kubernetes.io/ingress.class": "alb",
+            "alb.ingress.kubernetes.io/scheme": "internet-facing",
+            "alb.ingress.kubernetes.io/target-type": "instance",
+            "alb.ingress.kubernetes.io/target-node-labels": node_labels,
+        }},
+        "spec": {"rules": [{"http": {"paths": [{"path": "/", "pathType": "Prefix",
+            "backend": {"service": {"name": "web-alb", "port": {"number": 80}}}}]}}]},
+    }))
+    .unwrap();
+    ingresses.create(&PostParams::default(), &ing).await.unwrap();
+
+    // A Service in instance mode without node ports: a precise Warning, nothing built.
+    let mut no_ports = nlb.clone();
+    no_ports.metadata = kube::api::ObjectMeta {
+        name: Some("no-node-ports".into()),
+        annotations: no_ports.metadata.annotations.clone(),
+        ..Default::default()
+    };
+    let spec = no_ports.spec.as_mut().unwrap();
+    spec.allocate_load_balancer_node_ports = Some(false);
+    spec.cluster_ip = None;
+    spec.cluster_ips = None;
+    spec.ports.as_mut().unwrap()[0].node_port = None;
+    services.create(&PostParams::default(), &no_ports).await.unwrap();
+
+    let ctl = ControllerProc::start(&env, &ns, "lbc-e2e-inst-svc", &[]);
+    let started = std::time::Instant::now();
+    let want = |port: i32| -> BTreeSet<String> { ids[..2].iter().map(|id| format!("{id}:{port}")).collect() };
+    let stacks = [("service.k8s.aws/stack", "NLB", nlb_port), ("ingress.k8s.aws/stack", "ALB", alb_port)];
+    for (tag, what, port) in stacks {
+        let stack = format!("{ns}/web{}", if what == "NLB" { "-nlb" } else { "" });
+        let expected = want(port);
+        let arn = eventually(what, 120, || async {
+            let (_, tgs) = aws::stack_arns(&elb, tag, &stack).await;
+            let [arn] = tgs.as_slice() else { return None };
+            (aws::registered(&elb, arn).await == expected).then(|| arn.clone())
+        })
+        .await;
+        let tg = elb.describe_target_groups().target_group_arns(&arn).send().await.unwrap();
+        let tg = &tg.target_groups()[0];
+        assert_eq!(tg.target_type().map(|t| t.as_str()), Some("instance"), "{what}: {tg:?}");
+        assert_eq!(tg.port(), Some(port), "{what}: the target group's port is the NodePort");
+        println!("instance mode {what}: n1, n2 registered on NodePort {port} after {:?}", started.elapsed());
+    }
+
+    let events: Api<Event> = Api::namespaced(client.clone(), &ns);
+    let note = eventually("a FailedBuildModel warning on no-node-ports", 60, || async {
+        let list = events.list(&ListParams::default()).await.ok()?;
+        list.items
+            .into_iter()
+            .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("no-node-ports"))
+            .find(|e| e.reason.as_deref() == Some("FailedBuildModel"))
+            .and_then(|e| e.note)
+    })
+    .await;
+    assert!(
+        note.contains("Service port 80 has no nodePort because spec.allocateLoadBalancerNodePorts is false"),
+        "{note}"
+    );
+    let (lbs, tgs) = aws::stack_arns(&elb, "service.k8s.aws/stack", &format!("{ns}/no-node-ports")).await;
+    assert!(lbs.is_empty() && tgs.is_empty(), "nothing built for no-node-ports: {lbs:?} {tgs:?}");
+    services.delete("no-node-ports", &DeleteParams::default()).await.unwrap();
+
+    // Deletion cleans up: the target groups (and load balancers) go.
+    services.delete("web-nlb", &DeleteParams::default()).await.unwrap();
+    ingresses.delete("web", &DeleteParams::default()).await.unwrap();
+    for (tag, what, _) in stacks {
+        let stack = format!("{ns}/web{}", if what == "NLB" { "-nlb" } else { "" });
+        eventually(what, 120, || async {
+            let (lbs, tgs) = aws::stack_arns(&elb, tag, &stack).await;
+            (lbs.is_empty() && tgs.is_empty()).then_some(())
+        })
+        .await;
+    }
+
+    for n in &names {
+        inst::delete_node(&client, n).await;
+    }
+    inst::terminate(&aws_clients, &ids).await;
+    ctl.terminate();
+    kube_util::delete_namespace(&client, &ns).await;
+}
+
 /// The AWS adapters of instance mode against the emulator: the batched private-IP lookup (one
 /// DescribeInstances, VPC and instance state filtered) and instance-target writes keyed by
 /// (instance id, port).

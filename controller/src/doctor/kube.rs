@@ -240,8 +240,8 @@ pub async fn gather(client: &Client, args: &Args, d: &DoctorArgs) -> Cluster {
             || our_ingresses.iter().any(|i| scheme_public(i.annotations(), "alb.ingress.kubernetes.io/scheme")),
         alb: !our_ingresses.is_empty(),
     };
-    // TargetGroupBindings in instance mode resolve nodes without providerID by their InternalIP
-    // (model::nodes); only the Service and Ingress instance paths still depend on providerID.
+    // Instance targets resolve nodes without providerID by their InternalIP (model::nodes); the
+    // nodes check only says so.
     let instance_targets = services.iter().any(|s| {
         s.annotations()
             .get("service.beta.kubernetes.io/aws-load-balancer-nlb-target-type")

@@ -434,3 +434,29 @@ async fn a_replica_that_does_not_lead_does_nothing() {
     assert_eq!(t.w.aws(), (vec![], vec![]));
     assert!(t.w.kube().is_empty() && t.w.events().is_empty());
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_instance_mode_backend_gets_a_node_port_target_group_and_an_instance_binding() {
+    let t = world_with(|c| c.default_target_type = TargetType::Instance);
+    let mut svc = backend("a");
+    let spec = svc.spec.as_mut().unwrap();
+    spec.type_ = Some("NodePort".into());
+    spec.ports.as_mut().unwrap()[0].node_port = Some(30080);
+    t.w.put(|c| &mut c.services, svc);
+    let mut ing = ingress("a", &[(k::TARGET_NODE_LABELS, "role=edge")]);
+    // No target-type annotation: --default-target-type (instance) decides, as in ALBC.
+    ing.metadata.annotations.as_mut().unwrap().remove(&k::full_key(k::TARGET_TYPE));
+    t.reconcile(&[&ing]).await;
+    let tags = Tags::from([("ingress.k8s.aws/stack".to_string(), GROUP.to_string())]);
+    let [tg] = t.w.lbs.find_target_groups(&tags).await.unwrap().try_into().expect("one target group");
+    assert_eq!((tg.spec.target_type.as_str(), tg.spec.port), ("instance", 30080), "the nodes on the NodePort");
+    let kube = t.w.kube();
+    let [tgb] =
+        kube.iter().filter(|r| r.path.contains("/targetgroupbindings/")).collect::<Vec<_>>().try_into().unwrap();
+    let b = &tgb.body["spec"];
+    assert_eq!(b["targetType"], json!("instance"));
+    assert_eq!(b["nodeSelector"], json!({"matchLabels": {"role": "edge"}}));
+    assert_eq!(b["serviceRef"], json!({"name": "a", "port": 80}));
+    assert_eq!(b["networking"]["ingress"][0]["ports"], json!([{"protocol": "TCP", "port": 30080}]));
+    assert!(t.w.events().iter().all(|e| e.0 != "Warning"), "{:?}", t.w.events());
+}

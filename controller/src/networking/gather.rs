@@ -1,12 +1,15 @@
 //! Glue between the caches and `lbc_model::lb::backend_rules`: which bindings take part, their
-//! endpoint IPs, and which problems to report on which binding (without repeating them).
+//! endpoint IPs (pod IPs; for instance-mode bindings the eligible nodes' InternalIPs), and which
+//! problems to report on which binding (without repeating them).
 
 use crate::stores::Stores;
 use kube::ResourceExt;
 use lbc_model::crd::TargetGroupBinding;
+use lbc_model::crd::TargetType;
 use lbc_model::endpoints::{EndpointInputs, desired_targets, resolve_service_port};
 use lbc_model::lb::backend_rules::RuleProblem;
 use lbc_model::names::readiness_gate_condition;
+use lbc_model::nodes::{NodeFacts, eligible_locators};
 use lbc_model::pod::NodeReadiness;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -52,6 +55,10 @@ pub fn gather(stores: &Stores) -> Gathered {
             out.incomplete.push(format!("{key}: Service {} not found", tgb.spec.service_ref.name));
             continue;
         };
+        if tgb.spec.effective_target_type() == TargetType::Instance {
+            out.bindings.push(node_targets(stores, tgb, key, &mut out.incomplete));
+            continue;
+        }
         let svc_port = match resolve_service_port(&svc, &tgb.spec.service_ref.port) {
             Ok(p) => p.clone(),
             Err(e) => {
@@ -77,6 +84,30 @@ pub fn gather(stores: &Stores) -> Gathered {
         out.bindings.push(BindingTargets { tgb, key, endpoints });
     }
     out
+}
+
+/// Instance mode: the targets are the eligible nodes, and their primary ENI is the one holding
+/// the node's InternalIP (the address the instance lookup uses too), so the rules open the
+/// NodePort on the security groups of those ENIs. A node without an InternalIP makes the
+/// binding's knowledge incomplete (revokes are withheld).
+fn node_targets(
+    stores: &Stores,
+    tgb: Arc<TargetGroupBinding>,
+    key: String,
+    incomplete: &mut Vec<String>,
+) -> BindingTargets {
+    let nodes: Vec<NodeFacts> = stores.nodes.state().iter().map(|n| NodeFacts::of(n)).collect();
+    let by_name: BTreeMap<&str, &NodeFacts> = nodes.iter().map(|n| (n.name.as_str(), n)).collect();
+    let mut endpoints: BTreeMap<IpAddr, BTreeMap<String, u16>> = BTreeMap::new();
+    for name in eligible_locators(&nodes, tgb.spec.node_selector.as_ref()).keys() {
+        match by_name.get(name.as_str()).and_then(|n| n.internal_ip) {
+            Some(ip) => {
+                endpoints.entry(ip).or_default();
+            }
+            None => incomplete.push(format!("{key}: node {name} has no InternalIP address")),
+        }
+    }
+    BindingTargets { tgb, key, endpoints }
 }
 
 /// The binding a problem is about (`None`: about a security group, not one binding).

@@ -266,3 +266,69 @@ async fn a_replica_that_does_not_lead_writes_no_rule() {
     let errors = t.w.base.metrics.encode();
     assert!(!errors.contains("not_leader"), "{errors}");
 }
+
+/// A node as the trimmed watch keeps it: Ready or not, its labels, its InternalIP 10.0.1.`ip`,
+/// no providerID (as on RKE2 without the AWS cloud provider).
+fn node(name: &str, ip: u8, ready: bool, labels: &[(&str, &str)]) -> k8s_openapi::api::core::v1::Node {
+    let labels: serde_json::Map<String, serde_json::Value> =
+        labels.iter().map(|(k, v)| (k.to_string(), json!(v))).collect();
+    serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
+        "status": {
+            "conditions": [{"type": "Ready", "status": if ready { "True" } else { "False" }}],
+            "addresses": [{"type": "InternalIP", "address": format!("10.0.1.{ip}")}],
+        },
+    }))
+    .unwrap()
+}
+
+/// An instance-mode binding whose networking opens NodePort 30080 to `source`, on nodes labelled
+/// `role: edge`.
+fn instance_binding(source: &str) -> TargetGroupBinding {
+    let mut b = binding("web-inst", source);
+    b.spec.target_type = Some(lbc_model::crd::TargetType::Instance);
+    b.spec.node_selector = Some(serde_json::from_value(json!({"matchLabels": {"role": "edge"}})).unwrap());
+    let port = &mut b.spec.networking.as_mut().unwrap().ingress[0].ports[0];
+    port.port = Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(30080));
+    b
+}
+
+#[tokio::test(start_paused = true)]
+async fn instance_targets_open_the_node_port_on_the_eligible_nodes_groups_only() {
+    let t = world().await;
+    let other_sg = group(&t.w, "other-nodes", &[(&cluster_tag(CLUSTER), "owned")]).await;
+    eni(&t.w, "eni-edge", 20, &[&t.node_sg]);
+    eni(&t.w, "eni-plain", 21, &[&other_sg]);
+    t.w.put(|c| &mut c.nodes, node("edge-1", 20, true, &[("role", "edge")]));
+    t.w.put(|c| &mut c.nodes, node("plain-1", 21, true, &[]));
+    t.w.put(|c| &mut c.tgbs, instance_binding(&t.lb_sg));
+    t.w.aws();
+    let s = t.rules.pass().await.unwrap();
+    assert_eq!((s.bindings, s.authorized, s.revoked, s.problems), (1, 1, 0, 0), "{s:?}");
+    let from_lb = RuleSource::SecurityGroup(t.lb_sg.clone());
+    assert_eq!(t.ingress(&t.node_sg), vec![rule(&from_lb, 30080, RULE_DESCRIPTION)], "the NodePort, not a pod port");
+    assert!(t.ingress(&other_sg).is_empty(), "a node outside the nodeSelector gets no rule");
+
+    // The edge node stops being Ready: no eligible node is left on that group, the rule goes.
+    t.w.put(|c| &mut c.nodes, node("edge-1", 20, false, &[("role", "edge")]));
+    t.w.aws();
+    let s = t.rules.pass().await.unwrap();
+    assert_eq!((s.authorized, s.revoked), (0, 1), "{s:?}");
+    assert!(t.ingress(&t.node_sg).is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_eligible_node_without_an_internal_ip_withholds_revokes() {
+    let t = world().await;
+    let stale = RuleSource::SecurityGroup("sg-gone-lb".into());
+    t.w.net.authorize_ingress(&t.node_sg, &[rule(&stale, 9090, RULE_DESCRIPTION)]).await.unwrap();
+    let mut bare = node("edge-2", 22, true, &[("role", "edge")]);
+    bare.status.as_mut().unwrap().addresses = None;
+    t.w.put(|c| &mut c.nodes, bare);
+    t.w.put(|c| &mut c.tgbs, instance_binding(&t.lb_sg));
+    t.w.aws();
+    let s = t.rules.pass().await.unwrap();
+    assert_eq!((s.authorized, s.revoked), (0, 0), "{s:?}");
+    assert!(s.withheld_revokes > 0, "{s:?}");
+    assert_eq!(t.ingress(&t.node_sg).len(), 1, "the stale rule stays while a node's address is unknown");
+}

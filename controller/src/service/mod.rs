@@ -160,8 +160,8 @@ async fn reconcile_inner(svc: &Service, ctx: &ServiceCtx) -> Result<Option<Durat
         // The flag is fixed by a restart, which looks at every Service again.
         Membership::Frozen { reason } => return Err(blocked("Frozen", &reason)),
     };
-    if let Selection::InstanceTargetsUnsupported { message } = &selection {
-        return Err(blocked("InstanceTargetsUnsupported", message));
+    if let Selection::InvalidTargetType { message } = &selection {
+        return Err(blocked("InvalidTargetType", message));
     }
     let settings = parse_annotations(&svc.annotations().clone())
         .map_err(|errors| blocked(FAILED_BUILD, &format!("invalid annotations, nothing changed in AWS: {errors}")))?;
@@ -212,6 +212,7 @@ impl StackOwner for ServiceOwner<'_> {
         c.manage_frontend_security_groups = cfg.gates.nlb_security_group;
         c.enable_tcp_udp_listener = cfg.gates.tcp_udp_listener;
         c.external_managed_tags = cfg.external_managed_tags.clone();
+        c.default_target_type = cfg.select.default_target_type;
         c
     }
 

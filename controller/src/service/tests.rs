@@ -411,16 +411,74 @@ async fn an_invalid_annotation_is_a_warning_naming_it_and_no_aws_write() {
     assert!(t.w.events().is_empty());
 }
 
+/// `service(port, extra)` in instance mode, with the NodePort (and health-check node port) the
+/// API server would have allocated.
+fn instance_service(extra: &[(&str, &str)], local: bool) -> Service {
+    let mut svc = service(80, extra);
+    svc.metadata.annotations.as_mut().unwrap().insert(full_key(k::TARGET_TYPE), "instance".into());
+    let spec = svc.spec.as_mut().unwrap();
+    spec.ports.as_mut().unwrap()[0].node_port = Some(30080);
+    if local {
+        spec.external_traffic_policy = Some("Local".into());
+        spec.health_check_node_port = Some(31999);
+    }
+    svc
+}
+
 #[tokio::test(start_paused = true)]
-async fn instance_targets_are_refused_with_the_fix() {
+async fn an_instance_mode_service_gets_a_node_port_target_group_and_an_instance_binding() {
     let t = world();
-    let svc = service(80, &[(k::TARGET_TYPE, "instance")]);
+    let svc = instance_service(&[(k::TARGET_NODE_LABELS, "role=edge")], true);
+    t.reconcile(&svc).await.unwrap();
+    let (lb, _) = t.w.aws_writes();
+    assert_eq!(lb, vec!["CreateTargetGroup", "ModifyTargetGroupAttributes", "CreateLoadBalancer", "CreateListener"]);
+    let any = Tags::from([("elbv2.k8s.aws/cluster".to_string(), CLUSTER.to_string())]);
+    let [tg] = t.w.lbs.find_target_groups(&any).await.unwrap().try_into().expect("one target group");
+    let (spec, hc) = (&tg.spec, &tg.spec.health_check);
+    assert_eq!((spec.target_type.as_str(), spec.port), ("instance", 30080), "instance targets on the NodePort");
+    assert_eq!(
+        (hc.protocol, hc.port, hc.path.as_deref()),
+        (lbc_model::lb::Protocol::Http, lbc_model::lb::HealthCheckPort::Port(31999), Some("/healthz")),
+        "externalTrafficPolicy: Local → kube-proxy's health-check node port"
+    );
+    let kube = t.w.kube();
+    let [tgb] =
+        kube.iter().filter(|r| r.path.contains("/targetgroupbindings/")).collect::<Vec<_>>().try_into().unwrap();
+    let b = &tgb.body["spec"];
+    assert_eq!(b["targetType"], json!("instance"));
+    assert_eq!(b["nodeSelector"], json!({"matchLabels": {"role": "edge"}}));
+    assert_eq!(b["serviceRef"], json!({"name": "web", "port": 80}), "the binding resolves the NodePort itself");
+    let ports: Vec<&serde_json::Value> =
+        b["networking"]["ingress"].as_array().unwrap().iter().flat_map(|r| r["ports"].as_array().unwrap()).collect();
+    assert_eq!(ports, [&json!({"protocol": "TCP", "port": 30080}), &json!({"protocol": "TCP", "port": 31999})]);
+    assert!(t.w.events().iter().all(|e| e.0 != "Warning"), "{:?}", t.w.events());
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_instance_mode_service_without_node_ports_is_a_warning_and_no_aws_write() {
+    let t = world();
+    let mut svc = instance_service(&[], false);
+    let spec = svc.spec.as_mut().unwrap();
+    spec.ports.as_mut().unwrap()[0].node_port = None;
+    spec.allocate_load_balancer_node_ports = Some(false);
+    t.reconcile(&svc).await.unwrap();
+    assert_eq!(t.w.aws_writes(), (vec![], vec![]));
+    let (kind, reason, note) = t.w.the_event();
+    assert_eq!((kind.as_str(), reason.as_str()), ("Warning", crate::stack::FAILED_BUILD));
+    assert!(note.contains("no nodePort because spec.allocateLoadBalancerNodePorts is false"), "{note}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_invalid_target_type_is_refused_with_the_fix() {
+    let t = world();
+    let mut svc = service(80, &[(k::TARGET_TYPE, "Instance")]);
+    svc.spec.as_mut().unwrap().load_balancer_class = Some(lbc_model::service::DEFAULT_LOAD_BALANCER_CLASS.into());
     t.reconcile(&svc).await.unwrap();
     assert_eq!(t.w.aws(), (vec![], vec![]));
     assert!(t.w.kube().is_empty());
     let (_, reason, note) = t.w.the_event();
-    assert_eq!(reason, "InstanceTargetsUnsupported");
-    assert!(note.contains("\"ip\""), "{note}");
+    assert_eq!(reason, "InvalidTargetType");
+    assert!(note.contains("\"ip\"") && note.contains("\"instance\""), "{note}");
 }
 
 #[tokio::test(start_paused = true)]

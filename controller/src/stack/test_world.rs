@@ -133,6 +133,7 @@ pub struct Caches {
     pub ingresses: Writer<Ingress>,
     pub classes: Writer<IngressClass>,
     pub tgbs: Writer<TargetGroupBinding>,
+    pub nodes: Writer<Node>,
 }
 
 /// The shared context over the mocked API server and the fakes, and the handles a test drives.
@@ -213,13 +214,14 @@ impl World {
         let (ingresses, ing_w) = synced_store::<Ingress>();
         let (ingress_classes, class_w) = synced_store::<IngressClass>();
         let (tgbs, tgb_w) = synced_store::<TargetGroupBinding>();
+        let (nodes, node_w) = synced_store::<Node>();
         let slices = Records::filled_by_hand();
         let stores = Stores {
             tgbs,
             services,
             slices: slices.clone(),
             pods: Records::filled_by_hand(),
-            nodes: synced_store::<Node>().0,
+            nodes,
             ingresses,
             ingress_classes,
             ingress_class_params: synced_store::<IngressClassParams>().0,
@@ -228,7 +230,7 @@ impl World {
         let ec2 = FakeEc2::default();
         ec2.vpcs.lock().unwrap().insert(VPC.into(), vec!["10.0.0.0/16".into()]);
         let base = context(client, stores, elb, ec2, leader_rx);
-        let caches = Caches { services: svc_w, ingresses: ing_w, classes: class_w, tgbs: tgb_w };
+        let caches = Caches { services: svc_w, ingresses: ing_w, classes: class_w, tgbs: tgb_w, nodes: node_w };
         World {
             base,
             server,

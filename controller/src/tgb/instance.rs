@@ -4,7 +4,8 @@
 //! resolved by their InternalIP through [`lbc_aws::instances::InstanceIdCache`].
 //!
 //! Not (yet) here: readiness gates (ALBC has none for instance targets either), multi-cluster
-//! target groups, security-group rules for the nodes (`spec.networking`).
+//! target groups. Security-group rules for the nodes (`spec.networking`) are the backend-rules
+//! pass's (`crate::networking`, which takes the eligible nodes' InternalIPs as the endpoints).
 
 use super::{status, sync};
 use crate::context::{Context, jittered};

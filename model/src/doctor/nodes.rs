@@ -1,5 +1,5 @@
-//! Check 7: nodes. A missing `spec.providerID` is fine for IP targets (this controller's main
-//! path) but breaks instance targets; the `node.cloudprovider.kubernetes.io/uninitialized` taint
+//! Check 7: nodes. A missing `spec.providerID` is fine: IP targets never need it and instance
+//! targets resolve such nodes by their InternalIP (`crate::nodes`, issue 21); the `node.cloudprovider.kubernetes.io/uninitialized` taint
 //! means a cloud-controller-manager was expected and never initialised the node (the CCM deadlock
 //! when the CCM itself cannot schedule).
 
@@ -17,8 +17,8 @@ pub struct NodeInfo {
     pub taint_keys: Vec<String>,
 }
 
-/// `instance_targets`: some Service or Ingress asks for instance targets (TargetGroupBindings in
-/// instance mode resolve nodes without providerID by their InternalIP, `crate::nodes`).
+/// `instance_targets`: some Service or Ingress asks for instance targets (nodes without providerID
+/// are then resolved by their InternalIP, which needs `ec2:DescribeInstances`: said, not failed).
 pub fn check(nodes: &[NodeInfo], instance_targets: bool) -> Vec<Verdict> {
     let mut out = Vec::new();
     let tainted: Vec<&str> = nodes
@@ -48,19 +48,15 @@ pub fn check(nodes: &[NodeInfo], instance_targets: bool) -> Vec<Verdict> {
     }
     let no_id: Vec<&str> =
         nodes.iter().filter(|n| n.provider_id.as_deref().unwrap_or("").is_empty()).map(|n| n.name.as_str()).collect();
-    if !no_id.is_empty() && instance_targets {
-        out.push(Verdict::fail(
-            CHECK,
-            format!("nodes {}", list(&no_id, 5)),
-            "no spec.providerID, and instance targets are in use",
-            "spec.providerID aws:///<az>/<instance-id> on every node",
-            "use target-type ip (pods hold VPC addresses with Cilium ENI mode), or have the cloud-controller-manager \
-             set providerID (needs the kubernetes.io/cluster/<name> tag on the instances and its IAM permissions)",
-        ));
-    }
     if out.is_empty() {
         let ids = if no_id.is_empty() {
             "all with providerID".to_string()
+        } else if instance_targets {
+            format!(
+                "{} without providerID (fine: instance targets resolve them by InternalIP, which needs \
+                 ec2:DescribeInstances)",
+                no_id.len()
+            )
         } else {
             format!("{} without providerID (fine: only IP targets are in use)", no_id.len())
         };
@@ -92,7 +88,7 @@ mod tests {
         let cases: Vec<(&str, Vec<NodeInfo>, bool, Vec<Status>, &str)> = vec![
             ("healthy", vec![good.clone()], true, vec![Status::Ok], "all with providerID"),
             ("no id, ip targets", vec![good.clone(), no_id.clone()], false, vec![Status::Ok], "1 without providerID"),
-            ("no id, instance targets", vec![no_id.clone()], true, vec![Status::Fail], "no spec.providerID"),
+            ("no id, instance targets", vec![no_id.clone()], true, vec![Status::Ok], "resolve them by InternalIP"),
             (
                 "ccm deadlock",
                 vec![good.clone(), stuck.clone()],

@@ -61,6 +61,9 @@ pub struct BackendSettings {
     /// read from a Service.
     pub tags: Tags,
     pub multi_cluster_target_group: Option<bool>,
+    /// `target-node-labels`: instance targets are the nodes carrying all these labels (the
+    /// binding's `nodeSelector`); ignored for ip targets, as in ALBC.
+    pub target_node_labels: Option<BTreeMap<String, String>>,
 }
 
 /// Everything the annotations of one Ingress ask for.
@@ -139,6 +142,7 @@ impl BackendSettings {
             },
             tags,
             multi_cluster_target_group: svc.multi_cluster_target_group.or(self.multi_cluster_target_group),
+            target_node_labels: svc.target_node_labels.clone().or(self.target_node_labels.clone()),
         }
     }
 }
@@ -169,7 +173,6 @@ pub(super) const UNSUPPORTED: &[(&str, &str)] = &[
     (k::ACM_PCA_ARN, "ACM certificate creation is not supported"),
     (k::DRY_RUN_PLAN, "the dry-run plan annotation is not written by this controller"),
     (k::ENABLE_FRONTEND_NLB, "a frontend NLB in front of the ALB is not implemented yet"),
-    (k::TARGET_NODE_LABELS, "applies to instance targets only; this controller registers pod IPs"),
 ];
 
 /// The backend (Ingress,Service-located) annotations.
@@ -213,6 +216,7 @@ pub(super) fn backend(r: &mut Reader<'_>, unsupported: &mut Vec<Unsupported>) ->
         },
         tags: user_tags(r, k::TAGS, INGRESS_TAG_PREFIX, unsupported),
         multi_cluster_target_group: r.bool(k::MULTI_CLUSTER_TARGET_GROUP),
+        target_node_labels: r.map(k::TARGET_NODE_LABELS),
     }
 }
 

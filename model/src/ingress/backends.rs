@@ -38,6 +38,8 @@ pub struct ServiceView {
     pub target_ports: BTreeMap<i32, IntOrString>,
     /// `spec.ipFamilies` includes IPv6 (the target group's addresses are IPv6).
     pub ipv6: bool,
+    /// `spec.ports[].nodePort` by `spec.ports[].port` (instance targets are registered there).
+    pub node_ports: BTreeMap<i32, u16>,
 }
 
 impl ServiceView {
@@ -46,7 +48,8 @@ impl ServiceView {
         let ports = all().map(|p| (p.name.clone(), p.port)).collect();
         let target_ports = all().filter_map(|p| p.target_port.clone().map(|t| (p.port, t))).collect();
         let ipv6 = svc.spec.iter().flat_map(|s| s.ip_families.iter().flatten()).any(|f| f == "IPv6");
-        Self { ports, settings, uid: svc.metadata.uid.clone().unwrap_or_default(), target_ports, ipv6 }
+        let node_ports = all().filter_map(|p| crate::nodes::node_port(p).map(|np| (p.port, np))).collect();
+        Self { ports, settings, uid: svc.metadata.uid.clone().unwrap_or_default(), target_ports, ipv6, node_ports }
     }
 
     /// The Service port (number) a backend port names, if the Service has it.

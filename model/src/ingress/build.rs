@@ -15,12 +15,15 @@
 //! - Listeners: one per planned port, certificates (default first) and SSL policy on HTTPS;
 //!   rules with resource ID `<port>:<priority>` tagged with their Ingress's `tags`.
 //! - Target groups: one per planned backend, named by [`naming::ingress_target_group_name`],
-//!   port = the Service port's numeric targetPort (1 for a named one), ALB health-check defaults
-//!   (protocol = backend protocol, traffic port, `/` or `/AWS.ALB/healthcheck` for gRPC,
-//!   15 s / 5 s / 2 / 2, codes `200` or gRPC `12`); only `ip` targets (instance is refused).
+//!   port = the Service port's numeric targetPort (1 for a named one) for `ip` targets, its
+//!   NodePort for `instance` targets (ALBC's default; a port without one is a problem naming the
+//!   fix), ALB health-check defaults (protocol = backend protocol, traffic port, `/` or
+//!   `/AWS.ALB/healthcheck` for gRPC, 15 s / 5 s / 2 / 2, codes `200` or gRPC `12`); a named
+//!   health-check port is that port's targetPort (ip) or NodePort (instance).
 //! - TargetGroupBindings: named like their target group, in the Service's namespace, admitting
 //!   TCP from the backend SG (or the managed frontend SG without one) to the targetPort (named
-//!   ports allowed) and to a separate health-check port, one rule per port (ALBC).
+//!   ports allowed; the NodePort for instance targets, whose `nodeSelector` comes from
+//!   `target-node-labels`) and to a separate health-check port, one rule per port (ALBC).
 //!
 //! - Regex host/path conditions: AWS's limits (128 characters, 3 values per condition, visible
 //!   ASCII, no lookaround/backreferences/Unicode classes) are checked here, before any AWS call.
@@ -31,6 +34,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::actions::{ForwardTarget, RuleAction, ServicePort};
@@ -342,17 +346,26 @@ fn target_group(
         return None;
     };
     let target_type = s.target_type.unwrap_or(b.ctx.default_target_type);
-    if target_type == TargetType::Instance {
-        b.problems.push(format!(
-            "{at}: target type instance is not supported yet; set annotation {}: ip on the Ingress or the Service",
-            full_key(k::TARGET_TYPE)
-        ));
-        return None;
-    }
+    let instance = target_type == TargetType::Instance;
     let protocol = s.backend_protocol.unwrap_or(Protocol::Http);
     let version = s.backend_protocol_version.clone().unwrap_or_else(|| "HTTP1".into());
     let grpc = version == GRPC;
-    let target_port = view.target_port(number);
+    // Instance targets: every eligible node on the Service port's NodePort (ALBC).
+    let target_port = if instance {
+        match view.node_ports.get(&number) {
+            Some(np) => IntOrString::Int(i32::from(*np)),
+            None => {
+                b.problems.push(format!(
+                    "{at}: the port has no nodePort, and target type instance registers the nodes on it. Fix: make \
+                     the Service type NodePort (or LoadBalancer with node ports allocated), or set annotation {}: ip",
+                    full_key(k::TARGET_TYPE)
+                ));
+                return None;
+            }
+        }
+    } else {
+        view.target_port(number)
+    };
     let tg_port = match &target_port {
         IntOrString::Int(p) => match u16::try_from(*p) {
             Ok(p) if p > 0 => p,
@@ -376,9 +389,19 @@ fn target_group(
         None | Some(HealthCheckPortSetting::TrafficPort) => HealthCheckPort::TrafficPort,
         Some(HealthCheckPortSetting::Port(p)) => HealthCheckPort::Port(*p),
         Some(HealthCheckPortSetting::Named(n)) => {
-            let found = view.port_number(&ServicePort::Name(n.clone())).map(|p| view.target_port(p));
+            let found = view.port_number(&ServicePort::Name(n.clone())).map(|p| match instance {
+                true => view.node_ports.get(&p).map_or(IntOrString::Int(0), |np| IntOrString::Int(i32::from(*np))),
+                false => view.target_port(p),
+            });
             match found {
                 Some(IntOrString::Int(t)) if (1..=65535).contains(&t) => HealthCheckPort::Port(t as u16),
+                Some(_) if instance => {
+                    b.problems.push(format!(
+                        "{at}: {} {n:?} names a Service port without a nodePort; instance targets are health-checked on node ports",
+                        full_key(k::HC_PORT)
+                    ));
+                    return None;
+                }
                 Some(_) => {
                     b.problems.push(format!(
                         "{at}: {} {n:?} names a Service port whose targetPort is not a number; ip targets need a numeric health-check port",
@@ -419,7 +442,7 @@ fn target_group(
         service_uid: &view.uid,
         service_port: &port_as_written,
         target_group_port: tg_port,
-        target_type: "ip",
+        target_type: if instance { "instance" } else { "ip" },
         protocol: protocol.as_aws(),
         protocol_version: &version,
     });
@@ -441,7 +464,12 @@ fn target_group(
         name: name.clone(),
         spec: TargetGroupBindingSpec {
             target_group_name: Some(name.clone()),
-            target_type: Some(TargetType::Ip),
+            target_type: Some(target_type),
+            node_selector: s
+                .target_node_labels
+                .clone()
+                .filter(|l| instance && !l.is_empty())
+                .map(|labels| LabelSelector { match_labels: Some(labels), match_expressions: None }),
             service_ref: ServiceReference {
                 name: key.backend.service.clone(),
                 port: match &key.backend.port {
@@ -465,7 +493,7 @@ fn target_group(
         protocol,
         protocol_version: Some(version),
         port: tg_port,
-        target_type: "ip".into(),
+        target_type: if instance { "instance" } else { "ip" }.into(),
         ip_address_type: ip_type,
         vpc_id: b.ctx.vpc_id.clone(),
         health_check,

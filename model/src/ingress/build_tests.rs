@@ -286,7 +286,7 @@ fn every_problem_is_reported() {
     let err = build(&implicit("shop", "web"), &[m], &echo(), &c).unwrap_err();
     let text = err.to_string();
     for want in [
-        "target type instance is not supported yet",
+        "the port has no nodePort, and target type instance registers the nodes on it",
         "shop/web",
         "alb.ingress.kubernetes.io/target-type: ip",
         "two Availability Zones",
@@ -566,4 +566,67 @@ fn context_needs_follow_the_first_member_that_sets_each_setting() {
         assert_eq!(n.subnets_annotation, "alb.ingress.kubernetes.io/subnets", "{name}");
         assert_eq!(n.security_groups_annotation, "alb.ingress.kubernetes.io/security-groups", "{name}");
     }
+}
+
+/// `echo()` with NodePort 30080 on port 80 (as the API server allocates for type NodePort).
+fn echo_with_node_port() -> Services {
+    let mut s = echo();
+    s.values_mut().for_each(|v| {
+        v.node_ports.insert(80, 30080);
+    });
+    s
+}
+
+#[test]
+fn instance_targets_use_the_node_port_and_node_labels() {
+    let g = implicit("shop", "web");
+    let mut default_instance = ctx();
+    default_instance.default_target_type = TargetType::Instance;
+    let labels = ("target-node-labels", "role=edge");
+    // (case, annotations, context, target type, TG port)
+    type Case<'a> = (&'a str, Vec<(&'a str, &'a str)>, &'a BuildContext, &'a str, u16);
+    let cases: [Case<'_>; 4] = [
+        ("annotation", vec![("target-type", "instance"), labels], &ctx(), "instance", 30080),
+        ("default", vec![labels], &default_instance, "instance", 30080),
+        ("ip wins", vec![IP, labels], &default_instance, "ip", 8080),
+        (
+            "named health-check port",
+            vec![("target-type", "instance"), ("healthcheck-port", "http")],
+            &ctx(),
+            "instance",
+            30080,
+        ),
+    ];
+    for (name, ann, c, want_type, want_port) in cases {
+        let st = build(&g, &[web(&ann)], &echo_with_node_port(), c).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let ([tg], [b]) = (st.stack.target_groups.as_slice(), st.bindings.as_slice()) else { panic!("{name}") };
+        assert_eq!((tg.target_type.as_str(), tg.port), (want_type, want_port), "{name}");
+        let instance = want_type == "instance";
+        assert_eq!(b.spec.target_type, Some(if instance { TargetType::Instance } else { TargetType::Ip }), "{name}");
+        let ports: Vec<IntOrString> = b
+            .spec
+            .networking
+            .iter()
+            .flat_map(|n| &n.ingress)
+            .flat_map(|r| &r.ports)
+            .filter_map(|p| p.port.clone())
+            .collect();
+        // (A numeric health-check port gets its own rule even when it equals the traffic port, as before.)
+        assert!(
+            !ports.is_empty() && ports.iter().all(|p| *p == IntOrString::Int(i32::from(want_port))),
+            "{name}: the rules open the target group's port: {ports:?}"
+        );
+        let labelled = ann.contains(&labels) && instance;
+        let want_sel = labelled.then(|| BTreeMap::from([("role".to_string(), "edge".to_string())]));
+        assert_eq!(b.spec.node_selector.as_ref().and_then(|s| s.match_labels.clone()), want_sel, "{name}");
+        assert_eq!(b.spec.service_ref.port, IntOrString::Int(80), "{name}");
+        if name == "named health-check port" {
+            assert_eq!(tg.health_check.port, HealthCheckPort::Port(30080), "{name}: the named port's NodePort");
+        } else {
+            assert_eq!(tg.health_check.port, HealthCheckPort::TrafficPort, "{name}");
+        }
+    }
+    let ip = build(&g, &[web(&[IP])], &echo_with_node_port(), &ctx()).unwrap();
+    let inst = build(&g, &[web(&[("target-type", "instance")])], &echo_with_node_port(), &ctx()).unwrap();
+    assert_ne!(ip.stack.target_groups[0].name, inst.stack.target_groups[0].name, "target type is part of the name");
 }

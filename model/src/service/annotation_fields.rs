@@ -143,7 +143,6 @@ pub(super) fn unsupported_annotations(r: &mut Reader<'_>, unsupported: &mut Vec<
             (k::QUIC_ENABLED_PORTS, "QUIC listeners are not implemented yet"),
             (k::SOURCE_NAT_IPV6_PREFIXES, "IPv6 source-NAT prefixes are not implemented yet"),
             (k::EIP_ALLOCATIONS_DISCOVERY_TAGS, "Elastic IP discovery by tags is not implemented yet"),
-            (k::TARGET_NODE_LABELS, "applies to instance targets only; this controller registers pod IPs"),
             (k::QUIC_ENABLED_CONTAINERS, "a pod annotation; it has no effect on a Service"),
         ],
     );

@@ -97,6 +97,9 @@ pub struct NlbSettings {
     pub enable_icmp_for_path_mtu_discovery: bool,
     /// `minimum-load-balancer-capacity: CapacityUnits=N`.
     pub minimum_capacity_units: Option<u32>,
+    /// `target-node-labels`: instance targets are the nodes carrying all these labels (the
+    /// bindings' `nodeSelector`); ignored for ip targets, as in ALBC.
+    pub target_node_labels: Option<BTreeMap<String, String>>,
     /// Known annotations we do not act on (yet).
     pub unsupported: Vec<Unsupported>,
     /// `service.beta.kubernetes.io/aws-load-balancer-*` keys no controller knows (typos?).
@@ -180,6 +183,7 @@ pub fn parse_annotations(annotations: &BTreeMap<String, String>) -> Result<NlbSe
     s.enable_tcp_udp_listener = r.bool(k::ENABLE_TCP_UDP_LISTENER);
     s.enable_icmp_for_path_mtu_discovery = r.one_of(k::ENABLE_ICMP_PMTUD, &["on", "off"]) == Some("on");
     s.minimum_capacity_units = minimum_capacity(&mut r, k::MINIMUM_CAPACITY);
+    s.target_node_labels = r.map(k::TARGET_NODE_LABELS);
     prefixed_annotations(&mut r, annotations, &mut s);
     unsupported_annotations(&mut r, &mut s.unsupported);
     s.unsupported.extend(action_annotations(annotations));

@@ -94,6 +94,10 @@ fn valid_values_table() {
         (k::CROSS_ZONE_ENABLED, "true", |s| s.load_balancer_attributes["load_balancing.cross_zone.enabled"] == "true"),
         (k::LOAD_BALANCER_TYPE, "external", |s| s.load_balancer_type.as_deref() == Some("external")),
         (k::TARGET_TYPE, "ip", |s| s.target_type.as_deref() == Some("ip")),
+        (k::TARGET_NODE_LABELS, "role=edge,zone=a", |s| {
+            s.target_node_labels == Some(BTreeMap::from([("role".into(), "edge".into()), ("zone".into(), "a".into())]))
+                && s.unsupported.is_empty()
+        }),
         (k::ENABLE_PREFIX_FOR_IPV6_SOURCE_NAT, "off", |s| s.unsupported.is_empty()),
     ];
     for (key, value, check) in cases {
@@ -123,6 +127,7 @@ fn invalid_values_table() {
         (k::ATTRIBUTES, "dns_record.client_routing_policy=nearest", "any_availability_zone"),
         (k::TARGET_GROUP_ATTRIBUTES, "preserve_client_ip.enabled=maybe", "preserve_client_ip.enabled=true"),
         (k::TARGET_GROUP_ATTRIBUTES, "=x", "non-empty keys"),
+        (k::TARGET_NODE_LABELS, "role", "key=value"),
         ("aws-load-balancer-target-group-attributes.http", "a=b", "<service port number>"),
         (k::PROXY_PROTOCOL, "all", "\"*\""),
         (k::PROXY_PROTOCOL_PER_TARGET_GROUP, "80,https", "invalid: https"),
@@ -207,7 +212,6 @@ fn unsupported_and_unknown_are_reported_not_ignored() {
     let s = ok(&[
         (k::QUIC_ENABLED_PORTS, "443"),
         (k::SOURCE_NAT_IPV6_PREFIXES, "auto_assigned"),
-        (k::TARGET_NODE_LABELS, "role=edge"),
         (k::ENABLE_PREFIX_FOR_IPV6_SOURCE_NAT, "on"),
         (k::BACKEND_PROTOCOL, "http"),
         ("actions.TCP-80", "{}"),
@@ -216,12 +220,7 @@ fn unsupported_and_unknown_are_reported_not_ignored() {
         ("aws-load-balancer-connection-idle-timeout", "60"),
     ]);
     let keys: Vec<&str> = s.unsupported.iter().map(|u| u.key.as_str()).collect();
-    for want in [
-        k::QUIC_ENABLED_PORTS,
-        k::SOURCE_NAT_IPV6_PREFIXES,
-        k::TARGET_NODE_LABELS,
-        k::ENABLE_PREFIX_FOR_IPV6_SOURCE_NAT,
-    ] {
+    for want in [k::QUIC_ENABLED_PORTS, k::SOURCE_NAT_IPV6_PREFIXES, k::ENABLE_PREFIX_FOR_IPV6_SOURCE_NAT] {
         assert!(keys.contains(&full_key(want).as_str()), "{want} missing from {keys:?}");
     }
     assert!(keys.contains(&"service.beta.kubernetes.io/actions.TCP-80"));

@@ -19,6 +19,7 @@ use ipnet::IpNet;
 use k8s_openapi::api::core::v1::Service;
 
 use super::annotations::NlbSettings;
+use crate::crd::TargetType;
 use crate::lb::build::Tagger;
 pub use crate::lb::extras::WantedExtras;
 use crate::lb::naming;
@@ -45,6 +46,8 @@ pub(crate) struct Ctx<'a> {
     pub stack_id: String,
     pub scheme: Scheme,
     pub ip_address_type: LbIpAddressType,
+    /// `ip` or `instance` ([`target_type`]).
+    pub target_type: TargetType,
     pub subnets: Vec<&'a Subnet>,
     pub problems: Vec<String>,
     pub warnings: Vec<String>,
@@ -80,6 +83,17 @@ impl Ctx<'_> {
     }
 }
 
+/// ALBC `buildTargetType`: `nlb-ip` or `nlb-target-type: ip` is ip, `nlb-target-type: instance` is
+/// instance, no annotation is `--default-target-type` ([`BuildContext::default_target_type`]).
+/// Other values never get here (`super::select` refuses them).
+pub fn target_type(settings: &NlbSettings, ctx: &BuildContext) -> TargetType {
+    match (settings.load_balancer_type.as_deref(), settings.target_type.as_deref()) {
+        (Some("nlb-ip"), _) | (_, Some("ip")) => TargetType::Ip,
+        (_, Some(_)) => TargetType::Instance,
+        (_, None) => ctx.default_target_type,
+    }
+}
+
 /// Builds the stack; all problems are reported together.
 pub fn build_stack(svc: &Service, settings: &NlbSettings, ctx: &BuildContext) -> Result<ServiceStack, BuildError> {
     let meta = &svc.metadata;
@@ -100,6 +114,7 @@ pub fn build_stack(svc: &Service, settings: &NlbSettings, ctx: &BuildContext) ->
         stack_id: format!("{namespace}/{name}"),
         scheme: settings.scheme.or(ctx.existing.map(|e| e.scheme)).unwrap_or(ctx.default_scheme),
         ip_address_type: settings.ip_address_type.unwrap_or(LbIpAddressType::Ipv4),
+        target_type: target_type(settings, ctx),
         subnets,
         problems: Vec::new(),
         warnings: settings.warnings(),

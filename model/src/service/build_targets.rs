@@ -8,13 +8,24 @@
 //! `backend-protocol: ssl`. Target groups use the numeric targetPort as their port (1 for a named
 //! targetPort: the binding registers the real port per pod), ALBC's health-check defaults (TCP on
 //! the traffic port, interval 10 s, timeout 10 s, thresholds 3/3; path `/` and codes `200-399` for
-//! HTTP(S)). `externalTrafficPolicy: Local` changes the defaults for instance targets only, so it
-//! has no effect here (ALBC behaves the same for ip targets).
+//! HTTP(S)).
+//!
+//! Instance targets (ALBC's default; `nlb-target-type: instance`): the target group's port is the
+//! Service port's NodePort (a port without one, e.g. `allocateLoadBalancerNodePorts: false`, is a
+//! problem naming the fix), target type `instance`, `preserve_client_ip` on unless the attributes
+//! say otherwise (AWS's and ALBC's default for instance targets), the binding's `nodeSelector` from
+//! `target-node-labels`, and the security-group rules open the NodePort (and the health-check port)
+//! on the nodes. With `externalTrafficPolicy: Local` the health-check defaults become ALBC's
+//! instance-mode-Local ones: HTTP on `spec.healthCheckNodePort`, path `/healthz`, interval 10 s,
+//! timeout 6 s, thresholds 2/2 — kube-proxy answers 200 there only on nodes with a local endpoint,
+//! so every eligible node is registered and the health check decides (as ALBC does). A named
+//! health-check port means that port's NodePort.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use ipnet::IpNet;
 use k8s_openapi::api::core::v1::ServicePort;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::annotations::{BackendProtocol, HealthCheckPortSetting};
@@ -141,7 +152,24 @@ fn target_group(
     protocol: Protocol,
     sg: &SgMode,
 ) -> Option<(TargetGroup, TargetGroupBindingTemplate)> {
-    let target_port = primary.target_port.clone().unwrap_or(IntOrString::Int(i32::from(port)));
+    let instance = b.target_type == TargetType::Instance;
+    let target_port = if instance {
+        let np = required_node_port(b, primary, port)?;
+        let others: Vec<Option<u16>> = group.iter().skip(1).map(|p| crate::nodes::node_port(p)).collect();
+        if others.iter().any(|o| *o != Some(np)) {
+            let all: Vec<String> =
+                std::iter::once(Some(np)).chain(others).map(|o| o.map_or("none".into(), |p| p.to_string())).collect();
+            b.problems.push(format!(
+                "Service port {port} is TCP and UDP with nodePorts {}; its one TCP_UDP target group of instance \
+                 targets has one port. Fix: give both entries the same nodePort",
+                all.join(" and ")
+            ));
+            return None;
+        }
+        IntOrString::Int(i32::from(np))
+    } else {
+        primary.target_port.clone().unwrap_or(IntOrString::Int(i32::from(port)))
+    };
     let tg_port = match &target_port {
         IntOrString::Int(p) => match u16::try_from(*p) {
             Ok(p) if p > 0 => p,
@@ -155,7 +183,7 @@ fn target_group(
     let health_check = health_check(b, port)?;
     let attributes = tg_attributes(b, port);
     let preserve_client_ip =
-        attributes.get(PRESERVE_CLIENT_IP).and_then(|v| crate::annotations::parse_go_bool(v)).unwrap_or(false);
+        attributes.get(PRESERVE_CLIENT_IP).and_then(|v| crate::annotations::parse_go_bool(v)).unwrap_or(instance);
     let ipv6 = b.svc.spec.iter().flat_map(|s| s.ip_families.iter().flatten()).any(|f| f == "IPv6");
     if ipv6 && b.ip_address_type != LbIpAddressType::Dualstack {
         b.problems.push("the Service's ipFamilies include IPv6, which needs ip-address-type \"dualstack\"".into());
@@ -167,7 +195,7 @@ fn target_group(
         uid: b.uid,
         target_group_port: tg_port,
         service_port: port,
-        target_type: "ip",
+        target_type: target_type_name(b.target_type),
         protocol: protocol.as_aws(),
         health_check_protocol: health_check.protocol.as_aws(),
         health_check_interval_seconds: health_check.interval_seconds,
@@ -179,7 +207,8 @@ fn target_group(
         name: name.clone(),
         spec: TargetGroupBindingSpec {
             target_group_name: Some(name.clone()),
-            target_type: Some(TargetType::Ip),
+            target_type: Some(b.target_type),
+            node_selector: instance.then(|| node_selector(b)).flatten(),
             service_ref: ServiceReference { name: b.name.to_string(), port: IntOrString::Int(i32::from(port)) },
             networking,
             ip_address_type: Some(if ipv6 { TargetGroupIpAddressType::Ipv6 } else { TargetGroupIpAddressType::Ipv4 }),
@@ -193,7 +222,7 @@ fn target_group(
         protocol,
         protocol_version: None,
         port: tg_port,
-        target_type: "ip".into(),
+        target_type: target_type_name(b.target_type).into(),
         ip_address_type: ip_type,
         vpc_id: b.c.vpc_id.clone(),
         health_check,
@@ -203,40 +232,99 @@ fn target_group(
     Some((tg, binding))
 }
 
+fn target_type_name(t: TargetType) -> &'static str {
+    match t {
+        TargetType::Instance => "instance",
+        TargetType::Ip => "ip",
+    }
+}
+
+/// The NodePort instance targets are registered on, or a problem naming the fix.
+fn required_node_port(b: &mut Ctx<'_>, p: &ServicePort, port: u16) -> Option<u16> {
+    if let Some(np) = crate::nodes::node_port(p) {
+        return Some(np);
+    }
+    let no_allocation = b.svc.spec.as_ref().and_then(|s| s.allocate_load_balancer_node_ports) == Some(false);
+    b.problems.push(format!(
+        "Service port {port} has no nodePort{}; instance targets are registered on each node's NodePort. Fix: {}, or \
+         set annotation {}: \"ip\"",
+        if no_allocation { " because spec.allocateLoadBalancerNodePorts is false" } else { "" },
+        if no_allocation {
+            "remove spec.allocateLoadBalancerNodePorts: false (or set it to true) so Kubernetes allocates node ports"
+        } else {
+            "give the port a nodePort"
+        },
+        super::keys::full_key(super::keys::TARGET_TYPE)
+    ));
+    None
+}
+
+/// `target-node-labels` as the binding's `nodeSelector` (every label must match).
+fn node_selector(b: &Ctx<'_>) -> Option<LabelSelector> {
+    let labels = b.s.target_node_labels.clone().filter(|l| !l.is_empty())?;
+    Some(LabelSelector { match_labels: Some(labels), match_expressions: None })
+}
+
 fn health_check(b: &mut Ctx<'_>, port: u16) -> Option<HealthCheck> {
     let hc = &b.s.health_check;
-    let protocol = hc.protocol.unwrap_or(Protocol::Tcp);
+    let spec = b.svc.spec.as_ref();
+    let instance = b.target_type == TargetType::Instance;
+    let local = instance && spec.and_then(|s| s.external_traffic_policy.as_deref()) == Some("Local");
+    let protocol = hc.protocol.unwrap_or(if local { Protocol::Http } else { Protocol::Tcp });
     let http = protocol != Protocol::Tcp;
     let hc_port = match &hc.port {
+        None if local => match spec.and_then(|s| s.health_check_node_port).and_then(|p| u16::try_from(p).ok()) {
+            Some(p) if p > 0 => HealthCheckPort::Port(p),
+            _ => {
+                b.problems.push(format!(
+                    "Service has externalTrafficPolicy: Local but no spec.healthCheckNodePort; instance targets are \
+                     health-checked there (port {port}). Fix: let Kubernetes allocate it, or set annotation {}",
+                    super::keys::full_key(super::keys::HC_PORT)
+                ));
+                return None;
+            }
+        },
         None | Some(HealthCheckPortSetting::TrafficPort) => HealthCheckPort::TrafficPort,
         Some(HealthCheckPortSetting::Port(p)) => HealthCheckPort::Port(*p),
         Some(HealthCheckPortSetting::Named(n)) => {
-            let found = b.svc.spec.iter().flat_map(|s| s.ports.iter().flatten()).find(|p| p.name.as_deref() == Some(n));
-            match found.map(|p| p.target_port.clone().unwrap_or(IntOrString::Int(p.port))) {
+            let found = spec.iter().flat_map(|s| s.ports.iter().flatten()).find(|p| p.name.as_deref() == Some(n));
+            let resolved = match found {
+                Some(p) if instance => crate::nodes::node_port(p).map(|np| IntOrString::Int(i32::from(np))),
+                Some(p) => Some(p.target_port.clone().unwrap_or(IntOrString::Int(p.port))),
+                None => {
+                    b.problems.push(format!("health-check port {n:?} is not the name of a port of this Service"));
+                    return None;
+                }
+            };
+            match resolved {
                 Some(IntOrString::Int(t)) if (1..=65535).contains(&t) => HealthCheckPort::Port(t as u16),
-                Some(_) => {
+                _ if instance => {
+                    b.problems.push(format!(
+                        "health-check port {n:?} names a Service port without a nodePort; instance targets are \
+                         health-checked on node ports (port {port})"
+                    ));
+                    return None;
+                }
+                _ => {
                     b.problems.push(format!(
                         "health-check port {n:?} names a Service port whose targetPort is not a number; \
                          ip targets need a numeric health-check port (port {port})"
                     ));
                     return None;
                 }
-                None => {
-                    b.problems.push(format!("health-check port {n:?} is not the name of a port of this Service"));
-                    return None;
-                }
             }
         }
     };
+    let default_path = if local { "/healthz" } else { "/" };
     Some(HealthCheck {
         protocol,
         port: hc_port,
-        path: http.then(|| hc.path.clone().unwrap_or_else(|| "/".into())),
+        path: http.then(|| hc.path.clone().unwrap_or_else(|| default_path.into())),
         success_codes: http.then(|| hc.success_codes.clone().unwrap_or_else(|| "200-399".into())),
         interval_seconds: hc.interval_seconds.unwrap_or(10),
-        timeout_seconds: hc.timeout_seconds.unwrap_or(10),
-        healthy_threshold: hc.healthy_threshold.unwrap_or(3),
-        unhealthy_threshold: hc.unhealthy_threshold.unwrap_or(3),
+        timeout_seconds: hc.timeout_seconds.unwrap_or(if local { 6 } else { 10 }),
+        healthy_threshold: hc.healthy_threshold.unwrap_or(if local { 2 } else { 3 }),
+        unhealthy_threshold: hc.unhealthy_threshold.unwrap_or(if local { 2 } else { 3 }),
     })
 }
 

@@ -6,6 +6,7 @@ use crate::service::keys::full_key;
 use crate::service::parse_annotations;
 use k8s_openapi::api::core::v1::{ServicePort, ServiceSpec};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use std::collections::BTreeMap;
 
 const UID: &str = "3f1b7c2e-0000-4000-8000-000000000001";
 
@@ -50,6 +51,7 @@ fn ctx() -> BuildContext {
     c.vpc_cidrs = vec!["10.0.0.0/16".into()];
     c.backend_security_group = Some("sg-backend".into());
     c.default_tags = Tags::from([("owner".into(), "platform".into())]);
+    c.default_target_type = TargetType::Ip;
     c
 }
 
@@ -471,4 +473,192 @@ fn the_backend_group_is_a_stand_in_only_while_auto_mode_has_none() {
     assert!(built.needs_backend_security_group(&c));
     c.backend_security_group = Some("sg-real".into());
     assert!(!built.needs_backend_security_group(&c), "the real ID needs no second build");
+}
+
+/// A Service in instance mode: port 80 → targetPort 8080, NodePort 30080.
+fn instance_svc(ann: &[(&str, &str)], spec: impl FnOnce(&mut ServiceSpec)) -> Service {
+    let mut p = port("http", 80, "TCP", IntOrString::Int(8080));
+    p.node_port = Some(30080);
+    let mut s = svc(vec![p], ann);
+    spec(s.spec.as_mut().unwrap());
+    s
+}
+
+fn instance_parts(st: &ServiceStack) -> (&crate::lb::TargetGroup, &TargetGroupBindingTemplate) {
+    let ([tg], [b]) = (st.stack.target_groups.as_slice(), st.bindings.as_slice()) else {
+        panic!("one TG, one binding")
+    };
+    (tg, b)
+}
+
+fn rule_ports(b: &TargetGroupBindingTemplate) -> Vec<(NetworkingProtocol, IntOrString)> {
+    b.spec
+        .networking
+        .iter()
+        .flat_map(|n| &n.ingress)
+        .flat_map(|r| &r.ports)
+        .map(|p| (p.protocol.unwrap(), p.port.clone().unwrap()))
+        .collect()
+}
+
+#[test]
+fn instance_targets_table() {
+    use crate::crd::TargetType::{Instance, Ip};
+    let tt = [(k::TARGET_TYPE, "instance")];
+    let plain = ctx();
+    let mut default_instance = ctx();
+    default_instance.default_target_type = Instance;
+    // (case, Service, context, target type, TG port, health check (protocol, port, path, interval, timeout, thresholds))
+    type Hc = (Protocol, HealthCheckPort, Option<&'static str>, u32, u32, u32, u32);
+    let tcp = (Protocol::Tcp, HealthCheckPort::TrafficPort, None, 10, 10, 3, 3);
+    let local = (Protocol::Http, HealthCheckPort::Port(31999), Some("/healthz"), 10, 6, 2, 2);
+    let cases: Vec<(&str, Service, &BuildContext, TargetType, u16, Hc)> = vec![
+        ("annotation instance", instance_svc(&tt, |_| {}), &plain, Instance, 30080, tcp),
+        ("default instance", instance_svc(&[], |_| {}), &default_instance, Instance, 30080, tcp),
+        ("annotation ip wins", instance_svc(&[(k::TARGET_TYPE, "ip")], |_| {}), &default_instance, Ip, 8080, tcp),
+        ("nlb-ip wins", instance_svc(&[(k::LOAD_BALANCER_TYPE, "nlb-ip")], |_| {}), &default_instance, Ip, 8080, tcp),
+        (
+            "Local: healthCheckNodePort, /healthz",
+            instance_svc(&tt, |s| {
+                s.external_traffic_policy = Some("Local".into());
+                s.health_check_node_port = Some(31999);
+            }),
+            &plain,
+            Instance,
+            30080,
+            local,
+        ),
+        (
+            "Local, annotations win",
+            instance_svc(&[tt[0], (k::HC_PATH, "/ready"), (k::HC_TIMEOUT, "4"), (k::HC_HEALTHY_THRESHOLD, "5")], |s| {
+                s.external_traffic_policy = Some("Local".into());
+                s.health_check_node_port = Some(31999);
+            }),
+            &plain,
+            Instance,
+            30080,
+            (Protocol::Http, HealthCheckPort::Port(31999), Some("/ready"), 10, 4, 5, 2),
+        ),
+        (
+            "Local with ip targets: unchanged defaults",
+            instance_svc(&[(k::TARGET_TYPE, "ip")], |s| {
+                s.external_traffic_policy = Some("Local".into());
+                s.health_check_node_port = Some(31999);
+            }),
+            &plain,
+            Ip,
+            8080,
+            tcp,
+        ),
+        (
+            "named health-check port = its NodePort",
+            instance_svc(&[tt[0], (k::HC_PORT, "http")], |_| {}),
+            &plain,
+            Instance,
+            30080,
+            (Protocol::Tcp, HealthCheckPort::Port(30080), None, 10, 10, 3, 3),
+        ),
+    ];
+    for (name, s, c, want_type, want_port, hc) in cases {
+        let st = build(&s, c).unwrap_or_else(|e| panic!("{name}: {e:?}"));
+        let (tg, b) = instance_parts(&st);
+        let type_name = if want_type == Instance { "instance" } else { "ip" };
+        assert_eq!((tg.target_type.as_str(), tg.port), (type_name, want_port), "{name}");
+        assert_eq!(b.spec.target_type, Some(want_type), "{name}");
+        let h = &tg.health_check;
+        let got = (
+            h.protocol,
+            h.port,
+            h.path.as_deref(),
+            h.interval_seconds,
+            h.timeout_seconds,
+            h.healthy_threshold,
+            h.unhealthy_threshold,
+        );
+        assert_eq!(got, hc, "{name}");
+        // The backend rule opens the target group's port (and a separate health-check port) to the backend SG.
+        let mut want_rules = vec![(NetworkingProtocol::TCP, IntOrString::Int(i32::from(want_port)))];
+        if let HealthCheckPort::Port(p) = hc.1
+            && p != want_port
+        {
+            want_rules.push((NetworkingProtocol::TCP, IntOrString::Int(i32::from(p))));
+        }
+        assert_eq!(rule_ports(b), want_rules, "{name}");
+    }
+}
+
+#[test]
+fn instance_target_group_name_differs_from_ip_and_node_labels_select_nodes() {
+    let ip = build(&instance_svc(&[(k::TARGET_TYPE, "ip")], |_| {}), &ctx()).unwrap();
+    let labels = [(k::TARGET_TYPE, "instance"), (k::TARGET_NODE_LABELS, "role=edge,tier=front")];
+    let inst = build(&instance_svc(&labels, |_| {}), &ctx()).unwrap();
+    let ((ip_tg, _), (tg, b)) = (instance_parts(&ip), instance_parts(&inst));
+    assert_ne!(ip_tg.name, tg.name, "the target type is part of ALBC's TG name: switching replaces the group");
+    assert_eq!(b.name, tg.name);
+    let sel = b.spec.node_selector.as_ref().expect("nodeSelector from target-node-labels");
+    let want = BTreeMap::from([("role".to_string(), "edge".to_string()), ("tier".to_string(), "front".to_string())]);
+    assert_eq!(sel.match_labels.as_ref(), Some(&want));
+    assert!(sel.match_expressions.is_none());
+    assert_eq!(b.spec.service_ref.port, IntOrString::Int(80), "the binding names the Service port, not the NodePort");
+    let ip_labels = [(k::TARGET_TYPE, "ip"), (k::TARGET_NODE_LABELS, "role=edge")];
+    let ip_with_labels = build(&instance_svc(&ip_labels, |_| {}), &ctx()).unwrap();
+    assert!(instance_parts(&ip_with_labels).1.spec.node_selector.is_none(), "ALBC ignores it for ip targets");
+}
+
+#[test]
+fn instance_targets_without_node_ports_are_refused_with_the_fix() {
+    let tt = [(k::TARGET_TYPE, "instance")];
+    let mut s = svc(tcp80(), &tt);
+    s.spec.as_mut().unwrap().allocate_load_balancer_node_ports = Some(false);
+    let e = build(&s, &ctx()).unwrap_err();
+    let [p] = e.problems.as_slice() else { panic!("{e:?}") };
+    assert!(p.contains("Service port 80 has no nodePort because spec.allocateLoadBalancerNodePorts is false"), "{p}");
+    assert!(p.contains("aws-load-balancer-nlb-target-type: \"ip\""), "{p}");
+    let local = instance_svc(&tt, |s| s.external_traffic_policy = Some("Local".into()));
+    let e = build(&local, &ctx()).unwrap_err();
+    assert!(
+        e.problems.iter().any(|p| p.contains("externalTrafficPolicy: Local but no spec.healthCheckNodePort")),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn instance_targets_without_security_groups_admit_clients_on_the_node_port() {
+    // ALBC: instance targets preserve the client IP by default, so the NodePort admits the
+    // client ranges: for an internal NLB without source ranges the VPC, which also covers the
+    // health checks (no second rule). ip targets admit the NLB subnets instead.
+    let s = instance_svc(&[(k::TARGET_TYPE, "instance"), (k::DISABLE_NLB_SG, "true")], |_| {});
+    let st = build(&s, &ctx()).unwrap();
+    let (_, b) = instance_parts(&st);
+    let ingress = &b.spec.networking.as_ref().expect("legacy rules").ingress;
+    let cidrs = |i: usize| -> Vec<String> {
+        ingress[i].from.iter().map(|p| p.ip_block.as_ref().unwrap().cidr.clone()).collect()
+    };
+    assert_eq!(ingress.len(), 1, "{ingress:?}");
+    assert_eq!(cidrs(0), ["10.0.0.0/16"], "clients: the VPC");
+    assert_eq!(rule_ports(b), [(NetworkingProtocol::TCP, IntOrString::Int(30080))]);
+    // A source range narrower than the VPC: the subnets get their own health-check rule.
+    let ranged = [(k::TARGET_TYPE, "instance"), (k::DISABLE_NLB_SG, "true"), (k::SOURCE_RANGES, "192.168.0.0/16")];
+    let st = build(&instance_svc(&ranged, |_| {}), &ctx()).unwrap();
+    let ingress = &instance_parts(&st).1.spec.networking.as_ref().unwrap().ingress;
+    let cidrs: Vec<Vec<&str>> =
+        ingress.iter().map(|r| r.from.iter().map(|p| p.ip_block.as_ref().unwrap().cidr.as_str()).collect()).collect();
+    assert_eq!(cidrs, [vec!["192.168.0.0/16"], vec!["10.0.1.0/24", "10.0.2.0/24"]]);
+}
+
+#[test]
+fn instance_tcp_udp_needs_one_node_port() {
+    let ann = [(k::TARGET_TYPE, "instance"), (k::ENABLE_TCP_UDP_LISTENER, "true")];
+    let ports = |udp_node_port: i32| {
+        let mut tcp = port("dns-tcp", 53, "TCP", IntOrString::Int(5353));
+        tcp.node_port = Some(30053);
+        let mut udp = port("dns-udp", 53, "UDP", IntOrString::Int(5353));
+        udp.node_port = Some(udp_node_port);
+        vec![tcp, udp]
+    };
+    let st = build(&svc(ports(30053), &ann), &ctx()).unwrap();
+    let (tg, _) = instance_parts(&st);
+    assert_eq!((tg.protocol, tg.port), (Protocol::TcpUdp, 30053));
+    let e = build(&svc(ports(30054), &ann), &ctx()).unwrap_err();
+    assert!(e.problems.iter().any(|p| p.contains("nodePorts 30053 and 30054")), "{e:?}");
 }

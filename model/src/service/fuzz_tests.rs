@@ -173,6 +173,7 @@ fn random_ctx(r: &mut fastrand::Rng) -> BuildContext {
     c.ipv6_available = r.bool();
     c.manage_frontend_security_groups = r.bool();
     c.enable_tcp_udp_listener = r.bool();
+    c.default_target_type = if r.bool() { crate::crd::TargetType::Ip } else { crate::crd::TargetType::Instance };
     c
 }
 

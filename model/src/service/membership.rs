@@ -6,8 +6,9 @@
 //! server refuses it), so a Service holding our finalizer whose class differs from
 //! `--load-balancer-class` was not changed: the controller's flag was (a cluster-level change,
 //! between two runs). It is frozen: the NLB is kept, nothing is written to AWS, a Warning names
-//! both classes and the fix. `--default-target-type` can only turn a Service into
-//! [`Selection::InstanceTargetsUnsupported`], which already changes nothing in AWS.
+//! both classes and the fix. `--default-target-type` changes the target type of Services without
+//! an `nlb-target-type` annotation, as in ALBC: their target groups are replaced (the target type is
+//! part of the name), the NLB stays.
 
 use k8s_openapi::api::core::v1::Service;
 
@@ -16,7 +17,7 @@ use super::select::{SelectConfig, Selection, select};
 /// How a Service takes part.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Membership {
-    /// Ours ([`Selection::Ours`] or [`Selection::InstanceTargetsUnsupported`]).
+    /// Ours ([`Selection::Ours`] or [`Selection::InvalidTargetType`]).
     Member(Selection),
     /// Holds our finalizer but no longer matches because of the controller's configuration;
     /// `reason` names both values and the fix.

@@ -7,11 +7,10 @@
 //! - or, without a class, annotation `aws-load-balancer-type` is `nlb-ip` (legacy), or `external`
 //!   together with `aws-load-balancer-nlb-target-type` `ip` or `instance`.
 //!
-//! The target type is `ip` for `nlb-ip` or `nlb-target-type: ip`; otherwise `instance`, which is
-//! also ALBC's default (`--default-target-type`) for a Service selected by class alone. This
-//! controller registers pod IPs only, so such a Service is [`Selection::InstanceTargetsUnsupported`]
-//! with a message that tells the user what to write, rather than silently becoming `ip` (that would
-//! change where traffic goes compared to ALBC).
+//! The target type is `ip` for `nlb-ip` or `nlb-target-type: ip`, `instance` for
+//! `nlb-target-type: instance`, and `--default-target-type` (ALBC: instance) when the annotation is
+//! absent. Any other value is [`Selection::InvalidTargetType`] (ALBC fails the build with
+//! "unsupported target type" too), with a message that names the two accepted values.
 //!
 //! Deviation: ALBC (feature gate `ServiceTypeLoadBalancerOnly` off) would also build an NLB for a
 //! non-LoadBalancer Service carrying the annotations; we only take `type: LoadBalancer`.
@@ -46,9 +45,9 @@ pub enum Selection {
     NotOurs,
     /// Ours; build and deploy its NLB.
     Ours { target_type: TargetType },
-    /// Ours by ALBC's rules, but it asks for instance targets, which we do not register.
+    /// Ours by ALBC's rules, but `nlb-target-type` is neither `ip` nor `instance`.
     /// `message` is a complete sentence for a Warning event.
-    InstanceTargetsUnsupported { message: String },
+    InvalidTargetType { message: String },
 }
 
 /// Applies ALBC's selection rules to a Service.
@@ -75,24 +74,13 @@ pub fn select(svc: &Service, cfg: &SelectConfig) -> Selection {
     if lb_type == Some("nlb-ip") || target_type == Some("ip") {
         return Selection::Ours { target_type: TargetType::Ip };
     }
-    match (target_type, cfg.default_target_type) {
-        (None, TargetType::Ip) => Selection::Ours { target_type: TargetType::Ip },
-        (Some(v), _) if v != "instance" => Selection::InstanceTargetsUnsupported {
+    match target_type {
+        None => Selection::Ours { target_type: cfg.default_target_type },
+        Some("instance") => Selection::Ours { target_type: TargetType::Instance },
+        Some(v) => Selection::InvalidTargetType {
             message: format!(
-                "annotation {} is {v:?}, which the AWS Load Balancer Controller treats as instance targets; \
-                 this controller registers pod IPs only: set it to \"ip\"",
-                full_key(k::TARGET_TYPE)
-            ),
-        },
-        (seen, _) => Selection::InstanceTargetsUnsupported {
-            message: format!(
-                "Service asks for instance targets ({}); this controller registers pod IPs only: \
-                 set annotation {}: \"ip\"",
-                if seen.is_some() {
-                    "nlb-target-type \"instance\""
-                } else {
-                    "the default when the annotation is absent"
-                },
+                "annotation {} is {v:?}; the accepted values are \"ip\" (pod IPs) and \"instance\" (nodes on the \
+                 Service's NodePort), written in lower case: nothing is changed in AWS until it is one of them",
                 full_key(k::TARGET_TYPE)
             ),
         },
@@ -132,15 +120,15 @@ mod tests {
                 *s == Ours { target_type: TargetType::Ip }
             }),
             ("class alone = instance", svc("LoadBalancer", nlb, &[]), |s| {
-                matches!(s, InstanceTargetsUnsupported { .. })
+                *s == Ours { target_type: TargetType::Instance }
             }),
             ("class + instance", svc("LoadBalancer", nlb, &[(k::TARGET_TYPE, "instance")]), |s| {
-                matches!(s, InstanceTargetsUnsupported { .. })
+                *s == Ours { target_type: TargetType::Instance }
             }),
             (
                 "class + IP (case)",
                 svc("LoadBalancer", nlb, &[(k::TARGET_TYPE, "IP")]),
-                |s| matches!(s, InstanceTargetsUnsupported { message } if message.contains("\"IP\"")),
+                |s| matches!(s, InvalidTargetType { message } if message.contains("\"IP\"")),
             ),
             (
                 "other class",
@@ -155,7 +143,7 @@ mod tests {
             (
                 "external + instance",
                 svc("LoadBalancer", None, &[(k::LOAD_BALANCER_TYPE, "external"), (k::TARGET_TYPE, "instance")]),
-                |s| matches!(s, InstanceTargetsUnsupported { .. }),
+                |s| *s == Ours { target_type: TargetType::Instance },
             ),
             ("external alone", svc("LoadBalancer", None, &[(k::LOAD_BALANCER_TYPE, "external")]), |s| *s == NotOurs),
             (
@@ -181,12 +169,17 @@ mod tests {
     }
 
     #[test]
-    fn instance_message_tells_the_fix() {
-        let Selection::InstanceTargetsUnsupported { message } =
-            select(&svc("LoadBalancer", Some(DEFAULT_LOAD_BALANCER_CLASS), &[]), &SelectConfig::default())
+    fn invalid_target_type_message_tells_the_fix() {
+        let class = Some(DEFAULT_LOAD_BALANCER_CLASS);
+        let Selection::InvalidTargetType { message } =
+            select(&svc("LoadBalancer", class, &[(k::TARGET_TYPE, "Instance")]), &SelectConfig::default())
         else {
             panic!()
         };
-        assert!(message.contains("service.beta.kubernetes.io/aws-load-balancer-nlb-target-type: \"ip\""), "{message}");
+        assert!(
+            message.contains("service.beta.kubernetes.io/aws-load-balancer-nlb-target-type is \"Instance\""),
+            "{message}"
+        );
+        assert!(message.contains("\"ip\"") && message.contains("\"instance\""), "{message}");
     }
 }
