@@ -355,3 +355,178 @@ async fn instance_lookup_and_instance_target_writes_against_the_emulator() {
     elb.write_instance_targets(&arn, &targets[1..], false).await.unwrap();
     inst::terminate(&aws_clients, &ids).await;
 }
+
+/// Per-operation counts of `ctl`'s calls in the emulator's log after `mark` that arrived by
+/// `until` (Unix seconds): from controller start to convergence, not the periodic syncs after it.
+async fn calls_by_operation(
+    emu: &Emulator,
+    mark: u64,
+    ctl: &ControllerProc,
+    until: f64,
+) -> (std::collections::BTreeMap<String, u64>, Vec<lbc_e2e::emulator::Call>) {
+    let (calls, _) = emu.calls(mark, None).await;
+    let mine: Vec<_> = calls
+        .into_iter()
+        .filter(|c| c.access_key.as_deref() == Some(ctl.access_key.as_str()))
+        .filter(|c| c.received <= until)
+        .collect();
+    let mut by_op = std::collections::BTreeMap::new();
+    for c in &mine {
+        *by_op.entry(c.operation.clone()).or_insert(0u64) += 1;
+    }
+    (by_op, mine)
+}
+
+fn unix_now() -> f64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock after 1970").as_secs_f64()
+}
+
+/// Benchmark (issue 21), not a timed assertion: cold start of a TargetGroupBinding in instance
+/// mode over 100 nodes without `providerID`, each reporting the private IP of an emulator instance.
+/// Measures controller start → all 100 instance ids registered on the NodePort (DescribeTargetHealth
+/// polled every 0.2 s) and the controller's AWS calls by operation over that window, against a floor:
+/// DescribeInstances ⌈100/200⌉ = 1 (one batched private-IP lookup), RegisterTargets ⌈100/200⌉ = 1,
+/// plus the binding's fixed reads, i.e. what a 1-node cold start of the same binding needs (measured
+/// first in this test, with its own controller, target group and binding). Asserts only the
+/// deterministic parts: every node registered exactly once, DescribeInstances and RegisterTargets at
+/// their floors. Prints `BENCH instance_cold_start ...` (docs/benchmarks.md).
+#[tokio::test]
+#[ignore = "end-to-end: needs the local environment (e2e/up); e2e/test-all runs it with --include-ignored"]
+async fn instance_mode_cold_start_at_100_nodes_benchmark() {
+    const NODES: usize = 100;
+    const BATCH: usize = 200; // IPs per DescribeInstances, targets per RegisterTargets
+    let Some(env) = Env::require("instance_mode_cold_start_at_100_nodes_benchmark") else { return };
+    let client = kube_util::client(&env).await;
+    let elb = aws::elbv2(&env).await;
+    let emu = Emulator::new(env.aws_endpoint());
+    let aws_clients = clients(&env).await;
+    let ns = unique("inst-bench");
+    kube_util::namespace(&client, &ns, &[]).await;
+
+    // 1 + NODES instances with fixed private IPs, spread over the private subnets (the emulator
+    // never frees an address, so repeated runs need the room).
+    let subnets: Vec<String> = env.get("LBC_PRIVATE_SUBNET_IDS").split(',').map(str::to_string).collect();
+    let (mut ips, mut ids) = (Vec::new(), Vec::new());
+    for i in 0..=NODES {
+        let (ip, id) = inst::run_instance(&aws_clients, &subnets[i % subnets.len()]).await;
+        ips.push(ip);
+        ids.push(id);
+    }
+
+    let svc: Service = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "web", "namespace": ns},
+        "spec": {"type": "NodePort", "selector": {"app": "web"}, "ports": [{"name": "http", "port": 80, "targetPort": 8080}]},
+    }))
+    .unwrap();
+    let svc = Api::<Service>::namespaced(client.clone(), &ns).create(&PostParams::default(), &svc).await.unwrap();
+    let node_port = svc.spec.unwrap().ports.unwrap()[0].node_port.expect("the apiserver allocated a nodePort");
+    let tgbs: Api<TargetGroupBinding> = Api::namespaced(client.clone(), &ns);
+    let binding = |name: &str, arn: &str, selector: &str| -> TargetGroupBinding {
+        serde_json::from_value(json!({
+            "apiVersion": "elbv2.k8s.aws/v1beta1", "kind": "TargetGroupBinding",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"targetGroupARN": arn, "targetType": "instance", "serviceRef": {"name": "web", "port": 80},
+                     "nodeSelector": {"matchLabels": {SELECTOR_LABEL: selector}}},
+        }))
+        .unwrap()
+    };
+    let want =
+        |idx: std::ops::Range<usize>| -> BTreeSet<String> { idx.map(|i| format!("{}:{node_port}", ids[i])).collect() };
+    // Start → every expected target registered, polled at 0.2 s (`eventually`); returns the
+    // elapsed time and the Unix time of convergence.
+    let cold_start = |lease: &'static str, arn: String, expected: BTreeSet<String>| {
+        let (env, elb, emu, ns) = (&env, elb.clone(), emu.clone(), ns.clone());
+        async move {
+            let mark = emu.mark().await;
+            let ctl = ControllerProc::start(env, &ns, lease, &[]);
+            let started = std::time::Instant::now();
+            let what = format!("{} instance targets registered on the NodePort of {arn}", expected.len());
+            eventually(&what, 180, || async { (aws::registered(&elb, &arn).await == expected).then_some(()) }).await;
+            let elapsed = started.elapsed();
+            let converged_at = unix_now();
+            let (by_op, calls) = calls_by_operation(&emu, mark, &ctl, converged_at).await;
+            (ctl, elapsed, by_op, calls)
+        }
+    };
+
+    // The fixed reads: a 1-node cold start of the same kind of binding.
+    let one = format!("{ns}-one");
+    inst::create_node(&client, &one, ips[0], &[(SELECTOR_LABEL, &one)]).await;
+    let arn_one = inst::create_instance_target_group(&env, &elb, &unique("itg1")).await;
+    tgbs.create(&PostParams::default(), &binding("one", &arn_one, &one)).await.unwrap();
+    let (ctl, one_s, one_calls, _) = cold_start("lbc-e2e-bench-one", arn_one.clone(), want(0..1)).await;
+    tgbs.delete("one", &DeleteParams::default()).await.unwrap();
+    eventually("binding one deleted", 60, || async { tgbs.get_opt("one").await.ok()?.is_none().then_some(()) }).await;
+    ctl.terminate();
+
+    // The benchmark: NODES nodes, all present before the controller starts.
+    let names: Vec<String> = (1..=NODES).map(|i| format!("{ns}-n{i}")).collect();
+    for (name, ip) in names.iter().zip(&ips[1..]) {
+        inst::create_node(&client, name, *ip, &[(SELECTOR_LABEL, &ns)]).await;
+    }
+    let arn = inst::create_instance_target_group(&env, &elb, &unique("itg")).await;
+    tgbs.create(&PostParams::default(), &binding("bench", &arn, &ns)).await.unwrap();
+    let (ctl, elapsed, by_op, calls) = cold_start("lbc-e2e-bench-100", arn.clone(), want(1..NODES + 1)).await;
+
+    // Floor: the 1-node run's fixed reads, with the two batched operations at ⌈NODES/200⌉.
+    let mut floor = one_calls.clone();
+    floor.insert("DescribeInstances".into(), NODES.div_ceil(BATCH) as u64);
+    floor.insert("RegisterTargets".into(), NODES.div_ceil(BATCH) as u64);
+    let fmt = |m: &std::collections::BTreeMap<String, u64>| {
+        format!("{{{}}}", m.iter().map(|(k, v)| format!("{k}:{v}")).collect::<Vec<_>>().join(","))
+    };
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let line = format!(
+        "BENCH instance_cold_start nodes={NODES} converged_s={:.2} calls={} floor={} \
+         (floor = 1-node cold start {} in {:.2}s, DescribeInstances and RegisterTargets at ceil({NODES}/{BATCH}); \
+         loadavg {})",
+        elapsed.as_secs_f64(),
+        fmt(&by_op),
+        fmt(&floor),
+        fmt(&one_calls),
+        one_s.as_secs_f64(),
+        load.split_whitespace().take(3).collect::<Vec<_>>().join(" "),
+    );
+    println!("{line}");
+    eprintln!("{line}");
+
+    // Deterministic parts only.
+    let registered: u64 = calls.iter().filter(|c| c.operation == "RegisterTargets").filter_map(|c| c.targets).sum();
+    assert_eq!(
+        registered,
+        NODES as u64,
+        "binding bench: RegisterTargets carried {registered} targets in all, expected each of the {NODES} nodes' \
+         instances once ({:?}); log {}",
+        calls.iter().filter(|c| c.operation == "RegisterTargets").collect::<Vec<_>>(),
+        ctl.log.display()
+    );
+    let all = elb.describe_target_health().target_group_arn(&arn).send().await.expect("DescribeTargetHealth");
+    assert_eq!(
+        all.target_health_descriptions().len(),
+        NODES,
+        "target group {arn}: {} targets, expected one per node ({NODES})",
+        all.target_health_descriptions().len()
+    );
+    for op in ["DescribeInstances", "RegisterTargets"] {
+        let got = by_op.get(op).copied().unwrap_or(0);
+        assert_eq!(
+            got,
+            floor[op],
+            "{op}: {got} calls from start to convergence over {NODES} nodes, floor {} (batches of {BATCH}); \
+             log {}",
+            floor[op],
+            ctl.log.display()
+        );
+    }
+
+    tgbs.delete("bench", &DeleteParams::default()).await.unwrap();
+    eventually("binding bench deleted", 60, || async { tgbs.get_opt("bench").await.ok()?.is_none().then_some(()) })
+        .await;
+    ctl.terminate();
+    for n in names.iter().chain([&one]) {
+        inst::delete_node(&client, n).await;
+    }
+    inst::terminate(&aws_clients, &ids).await;
+    kube_util::delete_namespace(&client, &ns).await;
+}
