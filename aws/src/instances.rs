@@ -114,14 +114,22 @@ pub struct NodeIp {
 struct Entry {
     vpc_id: String,
     ip: IpAddr,
-    instance: String,
+    /// `None`: no instance owned the IP when asked at `at`.
+    instance: Option<String>,
+    at: tokio::time::Instant,
 }
+
+/// How long "no instance owns this IP" is believed. Every node event re-syncs the instance-mode
+/// bindings (kubelets report status every few minutes per node), so without it one unresolvable
+/// node would cost a DescribeInstances per node event per binding; a minute, like the ENI
+/// look-up's misses.
+pub const MISS_TTL: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Node → instance id, resolved by private IP and cached per node. An entry is used only while
 /// the node still reports the same IP in the same VPC (a changed IP is looked up again);
 /// [`InstanceIdCache::retain_nodes`] drops the nodes that are gone. Misses are looked up together
-/// together, one call per [`PRIVATE_IP_FILTER_MAX_VALUES`] IPs, and are not cached: an IP that no instance owns yet is asked again on the
-/// next resolve.
+/// together, one call per [`PRIVATE_IP_FILTER_MAX_VALUES`] IPs; an IP that no instance owns is asked again
+/// after [`MISS_TTL`] (or at once when the node's IP changes). Failed look-ups are not cached.
 pub struct InstanceIdCache {
     lookup: Arc<dyn InstanceLookup>,
     entries: Mutex<HashMap<String, Entry>>,
@@ -141,9 +149,13 @@ impl InstanceIdCache {
             let entries = self.entries.lock().expect("instance cache");
             for n in nodes {
                 match entries.get(&n.node) {
-                    Some(e) if e.ip == n.ip && e.vpc_id == vpc_id => {
-                        out.insert(n.node.clone(), e.instance.clone());
-                    }
+                    Some(e) if e.ip == n.ip && e.vpc_id == vpc_id => match &e.instance {
+                        Some(id) => {
+                            out.insert(n.node.clone(), id.clone());
+                        }
+                        None if e.at.elapsed() < MISS_TTL => {}
+                        None => misses.push(n),
+                    },
                     _ => misses.push(n),
                 }
             }
@@ -159,17 +171,13 @@ impl InstanceIdCache {
             found.extend(self.lookup.instances_by_private_ip(vpc_id, chunk).await?);
         }
         let mut entries = self.entries.lock().expect("instance cache");
+        let at = tokio::time::Instant::now();
         for n in misses {
-            match found.get(&n.ip) {
-                Some(id) => {
-                    entries
-                        .insert(n.node.clone(), Entry { vpc_id: vpc_id.to_string(), ip: n.ip, instance: id.clone() });
-                    out.insert(n.node.clone(), id.clone());
-                }
-                None => {
-                    entries.remove(&n.node);
-                }
+            let instance = found.get(&n.ip).cloned();
+            if let Some(id) = &instance {
+                out.insert(n.node.clone(), id.clone());
             }
+            entries.insert(n.node.clone(), Entry { vpc_id: vpc_id.to_string(), ip: n.ip, instance, at });
         }
         Ok(out)
     }
@@ -179,9 +187,9 @@ impl InstanceIdCache {
         self.entries.lock().expect("instance cache").retain(|node, _| live(node));
     }
 
-    /// How many nodes are cached (for tests and metrics).
+    /// How many nodes are cached with their instance (for tests and metrics).
     pub fn len(&self) -> usize {
-        self.entries.lock().expect("instance cache").len()
+        self.entries.lock().expect("instance cache").values().filter(|e| e.instance.is_some()).count()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -231,7 +239,7 @@ mod tests {
         NodeIp { node: node.into(), ip: ip.parse().unwrap() }
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn batches_misses_caches_hits_and_follows_ip_changes() {
         let fake = Arc::new(FakeInstances::default());
         fake.add("vpc-1", "10.0.1.10", "i-0aaaaaaaaaaaaaaaa");
@@ -248,7 +256,11 @@ mod tests {
         );
         assert_eq!(fake.calls(), vec![("vpc-1".to_string(), 3)], "one batched call for the three misses");
 
-        // Hits cost nothing; the unresolved node is asked again.
+        // Hits cost nothing, and so does the unresolved node within MISS_TTL.
+        cache.resolve("vpc-1", &nodes).await.unwrap();
+        assert_eq!(fake.calls().len(), 1, "no call: {:?}", fake.calls());
+        // After it, the unresolved node alone is asked again.
+        tokio::time::advance(MISS_TTL).await;
         cache.resolve("vpc-1", &nodes).await.unwrap();
         assert_eq!(fake.calls()[1..], [("vpc-1".to_string(), 1)]);
 
@@ -258,9 +270,14 @@ mod tests {
         assert_eq!(got["b"], "i-0dddddddddddddddd");
         assert_eq!(fake.calls()[2..], [("vpc-1".to_string(), 1)]);
 
+        // c's IP changed: asked at once, whatever the age of its miss.
+        let got = cache.resolve("vpc-1", &[n("c", "10.0.1.11")]).await.unwrap();
+        assert_eq!(got["c"], "i-0bbbbbbbbbbbbbbbb");
+        assert_eq!(fake.calls()[3..], [("vpc-1".to_string(), 1)]);
+
         // b is deleted: forgotten.
         cache.retain_nodes(|name| name != "b");
-        assert_eq!(cache.len(), 1);
+        assert_eq!(cache.len(), 2, "a and c");
     }
 
     #[tokio::test]
