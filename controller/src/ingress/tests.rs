@@ -450,10 +450,7 @@ async fn an_instance_mode_backend_gets_a_node_port_target_group_and_an_instance_
     let tags = Tags::from([("ingress.k8s.aws/stack".to_string(), GROUP.to_string())]);
     let [tg] = t.w.lbs.find_target_groups(&tags).await.unwrap().try_into().expect("one target group");
     assert_eq!((tg.spec.target_type.as_str(), tg.spec.port), ("instance", 30080), "the nodes on the NodePort");
-    let kube = t.w.kube();
-    let [tgb] =
-        kube.iter().filter(|r| r.path.contains("/targetgroupbindings/")).collect::<Vec<_>>().try_into().unwrap();
-    let b = &tgb.body["spec"];
+    let b = &t.w.the_binding_spec();
     assert_eq!(b["targetType"], json!("instance"));
     assert_eq!(b["nodeSelector"], json!({"matchLabels": {"role": "edge"}}));
     assert_eq!(b["serviceRef"], json!({"name": "a", "port": 80}));

@@ -441,10 +441,7 @@ async fn an_instance_mode_service_gets_a_node_port_target_group_and_an_instance_
         (lbc_model::lb::Protocol::Http, lbc_model::lb::HealthCheckPort::Port(31999), Some("/healthz")),
         "externalTrafficPolicy: Local → kube-proxy's health-check node port"
     );
-    let kube = t.w.kube();
-    let [tgb] =
-        kube.iter().filter(|r| r.path.contains("/targetgroupbindings/")).collect::<Vec<_>>().try_into().unwrap();
-    let b = &tgb.body["spec"];
+    let b = &t.w.the_binding_spec();
     assert_eq!(b["targetType"], json!("instance"));
     assert_eq!(b["nodeSelector"], json!({"matchLabels": {"role": "edge"}}));
     assert_eq!(b["serviceRef"], json!({"name": "web", "port": 80}), "the binding resolves the NodePort itself");

@@ -273,6 +273,16 @@ impl World {
         rest
     }
 
+    /// The spec of the one TargetGroupBinding written since the last read of the requests.
+    pub fn the_binding_spec(&self) -> Value {
+        let kube = self.kube();
+        let tgbs: Vec<&Seen> = kube.iter().filter(|r| r.path.contains("/targetgroupbindings/")).collect();
+        let [tgb] = tgbs.as_slice() else {
+            panic!("one binding written: {:?}", kube.iter().map(Seen::line).collect::<Vec<_>>())
+        };
+        tgb.body["spec"].clone()
+    }
+
     pub fn kube_lines(&self) -> Vec<String> {
         self.kube().iter().map(Seen::line).collect()
     }
