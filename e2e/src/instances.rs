@@ -60,6 +60,32 @@ pub async fn run_instance(aws: &Clients, subnet_id: &str) -> (Ipv4Addr, String) 
     panic!("no instance started after 20 addresses; last error: {last}")
 }
 
+/// `n` instances in `subnet_id` ([`run_instance`] each): their private IPs and ids, in order.
+pub async fn run_instances(aws: &Clients, subnet_id: &str, n: usize) -> (Vec<Ipv4Addr>, Vec<String>) {
+    let (mut ips, mut ids) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for _ in 0..n {
+        let (ip, id) = run_instance(aws, subnet_id).await;
+        ips.push(ip);
+        ids.push(id);
+    }
+    (ips, ids)
+}
+
+/// A test's clean-up: its fake nodes deleted, its instances terminated, its namespace deleted.
+pub async fn clean_up<'a>(
+    client: &Client,
+    aws: &Clients,
+    nodes: impl IntoIterator<Item = &'a String>,
+    ids: &[String],
+    namespace: &str,
+) {
+    for n in nodes {
+        delete_node(client, n).await;
+    }
+    terminate(aws, ids).await;
+    crate::kube_util::delete_namespace(client, namespace).await;
+}
+
 pub async fn terminate(aws: &Clients, ids: &[String]) {
     if !ids.is_empty() {
         let _ = aws.ec2.terminate_instances().set_instance_ids(Some(ids.to_vec())).send().await;

@@ -31,12 +31,7 @@ async fn instance_targets_without_provider_id_follow_the_nodes() {
     // Four instances with fixed private IPs in the first private subnet; nodes n1..n3 report the
     // first three IPs, n4 joins later with the fourth, "ghost" reports an IP no instance owns.
     let subnet = env.get("LBC_PRIVATE_SUBNET_IDS").split(',').next().expect("a private subnet").to_string();
-    let (mut ips, mut ids) = (Vec::new(), Vec::new());
-    for _ in 0..4 {
-        let (ip, id) = inst::run_instance(&aws_clients, &subnet).await;
-        ips.push(ip);
-        ids.push(id);
-    }
+    let (mut ips, ids) = inst::run_instances(&aws_clients, &subnet, 4).await;
     // An address none of them owns (a terminated instance may hold it; the lookup skips those).
     let ghost_ip = loop {
         let ip = inst::random_ip(&aws_clients, &subnet).await;
@@ -129,12 +124,8 @@ async fn instance_targets_without_provider_id_follow_the_nodes() {
     assert!(aws::registered(&elb, &arn).await.is_empty(), "instance targets left behind after deletion");
     println!("instance mode: first sync of 3 nodes (+1 unresolvable) took {first_sync:?}");
 
-    for n in names.iter().chain([&ghost]) {
-        inst::delete_node(&client, n).await;
-    }
-    inst::terminate(&aws_clients, &ids).await;
     ctl.terminate();
-    kube_util::delete_namespace(&client, &ns).await;
+    inst::clean_up(&client, &aws_clients, names.iter().chain([&ghost]), &ids, &ns).await;
 }
 
 /// A Service → NLB and an Ingress → ALB in instance mode (issue 21, second slice), on nodes
@@ -158,12 +149,7 @@ async fn services_and_ingresses_in_instance_mode_register_the_nodes_on_the_node_
     // Three instances; nodes n1, n2 carry this test's label, n3 does not (target-node-labels
     // leaves it out even though its instance resolves).
     let subnet = env.get("LBC_PRIVATE_SUBNET_IDS").split(',').next().expect("a private subnet").to_string();
-    let (mut ips, mut ids) = (Vec::new(), Vec::new());
-    for _ in 0..3 {
-        let (ip, id) = inst::run_instance(&aws_clients, &subnet).await;
-        ips.push(ip);
-        ids.push(id);
-    }
+    let (ips, ids) = inst::run_instances(&aws_clients, &subnet, 3).await;
     let names: Vec<String> = (1..=3).map(|i| format!("{ns}-n{i}")).collect();
     for (i, (name, ip)) in names.iter().zip(&ips).enumerate() {
         let labels: &[(&str, &str)] = if i < 2 { &[(SELECTOR_LABEL, &ns)] } else { &[] };
@@ -274,12 +260,8 @@ async fn services_and_ingresses_in_instance_mode_register_the_nodes_on_the_node_
         .await;
     }
 
-    for n in &names {
-        inst::delete_node(&client, n).await;
-    }
-    inst::terminate(&aws_clients, &ids).await;
     ctl.terminate();
-    kube_util::delete_namespace(&client, &ns).await;
+    inst::clean_up(&client, &aws_clients, &names, &ids, &ns).await;
 }
 
 /// The AWS adapters of instance mode against the emulator: the batched private-IP lookup (one
@@ -304,12 +286,7 @@ async fn instance_lookup_and_instance_target_writes_against_the_emulator() {
     let lookup = SdkInstanceLookup::new(aws_clients.ec2.clone(), runner.clone());
     let vpc = env.get("LBC_VPC_ID");
     let subnet = env.get("LBC_PRIVATE_SUBNET_IDS").split(',').nth(1).expect("a second private subnet").to_string();
-    let (mut ips, mut ids) = (Vec::new(), Vec::new());
-    for _ in 0..3 {
-        let (ip, id) = inst::run_instance(&aws_clients, &subnet).await;
-        ips.push(ip);
-        ids.push(id);
-    }
+    let (mut ips, ids) = inst::run_instances(&aws_clients, &subnet, 3).await;
     ips.push(loop {
         let ip = inst::random_ip(&aws_clients, &subnet).await;
         if !ips.contains(&ip) {
@@ -524,9 +501,5 @@ async fn instance_mode_cold_start_at_100_nodes_benchmark() {
     eventually("binding bench deleted", 60, || async { tgbs.get_opt("bench").await.ok()?.is_none().then_some(()) })
         .await;
     ctl.terminate();
-    for n in names.iter().chain([&one]) {
-        inst::delete_node(&client, n).await;
-    }
-    inst::terminate(&aws_clients, &ids).await;
-    kube_util::delete_namespace(&client, &ns).await;
+    inst::clean_up(&client, &aws_clients, names.iter().chain([&one]), &ids, &ns).await;
 }
