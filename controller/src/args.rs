@@ -296,7 +296,8 @@ pub struct Args {
     #[arg(long, default_value_t = 15)]
     pub leader_election_lease_duration: u64,
 
-    /// Parallel TargetGroupBinding reconciles (one binding is never reconciled twice at once).
+    /// Parallel TargetGroupBinding reconciles (one binding is never reconciled twice at once);
+    /// bindings due beyond it wait their turn in the order they became due.
     #[arg(long, default_value_t = 8)]
     pub targetgroupbinding_max_concurrent_reconciles: u16,
 

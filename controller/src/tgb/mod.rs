@@ -12,6 +12,7 @@ mod status;
 mod sync;
 #[cfg(test)]
 mod tests;
+mod turns;
 
 use crate::backoff;
 use crate::context::Context;
@@ -41,16 +42,31 @@ pub async fn run(
     stop: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) {
     ctx.metrics.set_concurrency(CONTROLLER, concurrency);
+    // kube-runtime runs every due binding (still never one binding twice at once); `turns` bounds
+    // how many work at once, in arrival order (see `turns`).
+    let turns = turns::Turns::new(concurrency);
     let (tx, rx) = mpsc::unbounded_channel();
     for t in ctx.stores.tgbs.state() {
         let _ = tx.send(ObjectRef::from_obj(t.as_ref()));
     }
     ctx.triggers.set_sender(Some(tx));
     let controller = Controller::for_shared_stream(futures::stream::pending(), ctx.stores.tgbs.clone())
-        .with_config(Config::default().concurrency(concurrency).debounce(debounce))
+        .with_config(Config::default().concurrency(0).debounce(debounce))
         .reconcile_on(UnboundedReceiverStream::new(rx))
         .graceful_shutdown_on(stop)
-        .run(reconcile, error_policy, ctx.clone())
+        .run(
+            move |tgb, ctx| {
+                let turns = turns.clone();
+                async move {
+                    let _turn = turns.wait().await;
+                    // The binding as the cache holds it now: the wait may have been long.
+                    let fresh = ctx.stores.tgbs.get(&ObjectRef::from_obj(tgb.as_ref())).unwrap_or(tgb);
+                    reconcile(fresh, ctx).await
+                }
+            },
+            error_policy,
+            ctx.clone(),
+        )
         .for_each(|res| {
             match res {
                 Ok(_) => {}
