@@ -3,8 +3,10 @@
 //! its instance, are decided in `lbc_model::nodes`; nodes without a usable `providerID` are
 //! resolved by their InternalIP through [`lbc_aws::instances::InstanceIdCache`].
 //!
-//! Not (yet) here: readiness gates (ALBC has none for instance targets either), multi-cluster
-//! target groups. Security-group rules for the nodes (`spec.networking`) are the backend-rules
+//! Multi-cluster target groups (`multiClusterTargetGroup: true`) work as in ip mode: the
+//! instance targets this cluster registered are recorded in the binding's ConfigMap before they
+//! are written, and only those are ever deregistered. Not here: readiness gates (ALBC has none
+//! for instance targets either). Security-group rules for the nodes (`spec.networking`) are the backend-rules
 //! pass's (`crate::networking`, which takes the eligible nodes' InternalIPs as the endpoints).
 
 use super::{status, sync};
@@ -17,7 +19,8 @@ use lbc_aws::error::ErrorKind;
 use lbc_aws::instances::{NodeIp, PRIVATE_IP_FILTER, VPC_FILTER};
 use lbc_model::crd::TargetGroupBinding;
 use lbc_model::nodes::{
-    InstanceTarget, Locator, NodeFacts, desired_instance_targets, eligible_locators, instance_plan, node_port,
+    InstanceTarget, InstanceTargets, Locator, NodeFacts, NodeMismatch, desired_instance_targets, eligible_locators,
+    instance_plan, node_port,
 };
 use lbc_model::target::HealthState;
 use std::collections::{BTreeMap, BTreeSet};
@@ -28,15 +31,6 @@ pub(super) async fn sync(tgb: &Arc<TargetGroupBinding>, ctx: &Context) -> Result
     let key = ObjectRef::from_obj(tgb.as_ref());
     let _ = ctx.triggers.take_dirty_since(&key);
     let (ns, name) = (tgb.namespace().unwrap_or_default(), tgb.name_any());
-    if tgb.spec.is_multi_cluster() {
-        let msg = format!(
-            "TargetGroupBinding {ns}/{name} has targetType: instance and multiClusterTargetGroup: true; this controller \
-             does not yet register instance targets in a shared target group. Set multiClusterTargetGroup: false, \
-             or use targetType: ip"
-        );
-        status::set_not_ready(ctx, tgb, "InstanceTargetsMultiClusterUnsupported", &msg).await?;
-        return Ok(Action::await_change());
-    }
     let Some(arn) = sync::resolve_arn(tgb, ctx).await? else {
         return Ok(Action::requeue(jittered(ctx.cfg.sync_period)));
     };
@@ -80,8 +74,10 @@ pub(super) async fn sync(tgb: &Arc<TargetGroupBinding>, ctx: &Context) -> Result
     } else {
         ctx.instances.resolve(&vpc_id, &by_ip).await?
     };
-    let (desired, unresolved) = desired_instance_targets(&locators, &resolved, np);
+    let InstanceTargets { targets: desired, unresolved, mismatched } =
+        desired_instance_targets(&nodes, &locators, &resolved, np);
     report_unresolved(ctx, tgb, &key, &locators, &unresolved, &vpc_id).await;
+    report_mismatched(ctx, tgb, &key, &mismatched).await;
 
     // Unchanged since the last sync and not due for verification: no AWS call.
     let now = Instant::now();
@@ -95,7 +91,14 @@ pub(super) async fn sync(tgb: &Arc<TargetGroupBinding>, ctx: &Context) -> Result
     let elb = ctx.elb_for(tgb);
     let current = elb.describe_instance_targets(&arn).await?;
     let states: Vec<(InstanceTarget, HealthState)> = current.iter().map(|(t, h)| (t.clone(), h.state)).collect();
-    let plan = instance_plan(&desired, &states);
+    let owned =
+        if tgb.spec.is_multi_cluster() { Some(status::read_owned_instance_targets(ctx, tgb).await?) } else { None };
+    let plan = instance_plan(&desired, &states, owned.as_ref());
+    if let Some(owned) = owned.as_ref().filter(|_| !plan.register.is_empty()) {
+        // Recorded before it is registered: a crash in between leaves no target no cluster claims.
+        ctx.ensure_leader()?;
+        status::write_owned_instance_targets(ctx, tgb, &owned.iter().chain(&plan.register).cloned().collect()).await?;
+    }
     for b in plan.deregister.chunks(ctx.cfg.batch_size) {
         ctx.ensure_leader()?;
         elb.write_instance_targets(&arn, b, false).await?;
@@ -103,6 +106,13 @@ pub(super) async fn sync(tgb: &Arc<TargetGroupBinding>, ctx: &Context) -> Result
     for b in plan.register.chunks(ctx.cfg.batch_size) {
         ctx.ensure_leader()?;
         elb.write_instance_targets(&arn, b, true).await?;
+    }
+    if let Some(owned) = owned.as_ref().filter(|_| !plan.is_empty()) {
+        let mut next: BTreeSet<InstanceTarget> = owned.iter().chain(&plan.register).cloned().collect();
+        for t in &plan.deregister {
+            next.remove(t);
+        }
+        status::write_owned_instance_targets(ctx, tgb, &next).await?;
     }
     if !plan.is_empty() {
         tracing::info!(
@@ -125,6 +135,14 @@ pub(super) async fn sync(tgb: &Arc<TargetGroupBinding>, ctx: &Context) -> Result
             "; {} eligible node(s) not resolved to an instance: {}",
             unresolved.len(),
             unresolved.join(", ")
+        ));
+    }
+    if !mismatched.is_empty() {
+        let names: Vec<&str> = mismatched.iter().map(|m| m.node.as_str()).collect();
+        msg.push_str(&format!(
+            "; {} eligible node(s) left out because their instance failed the zone/hostname cross-check: {}",
+            names.len(),
+            names.join(", ")
         ));
     }
     status::set_synced(ctx, tgb, &msg, (count(desired.len()), count(healthy))).await?;
@@ -175,19 +193,60 @@ async fn report_unresolved(
     ctx.event(&tgb.object_ref(&()), true, "NodeInstanceNotFound", msg).await;
 }
 
-/// On deletion: every instance target of the group deregistered (a vanished group is `Err`
-/// with `NotFound`, for the caller to report).
-pub(super) async fn deregister_all(
+/// A Warning naming each node whose instance (found by its InternalIP) disagrees with the
+/// node's zone label or EC2 hostname (`lbc_model::nodes::cross_check`): the node, its IP, the
+/// instance, the value seen and the value expected, and the fix. Published when the set changes.
+async fn report_mismatched(
     ctx: &Context,
     tgb: &TargetGroupBinding,
-    arn: &str,
-) -> Result<(), lbc_aws::AwsError> {
+    key: &ObjectRef<TargetGroupBinding>,
+    mismatched: &[NodeMismatch],
+) {
+    let now: Vec<String> = mismatched.iter().map(|m| format!("{}/{}", m.node, m.instance)).collect();
+    let changed = ctx.with_state(key, |s| {
+        let changed = s.mismatch_reported != now;
+        s.mismatch_reported = now.clone();
+        changed
+    });
+    if !changed || mismatched.is_empty() {
+        return;
+    }
+    let what: Vec<String> = mismatched
+        .iter()
+        .take(10)
+        .map(|m| {
+            format!(
+                "node {} (InternalIP {}) resolved to instance {}, but the node has {}",
+                m.node, m.ip, m.instance, m.mismatch
+            )
+        })
+        .collect();
+    let more = if mismatched.len() > 10 { format!(" and {} more", mismatched.len() - 10) } else { String::new() };
+    let msg = format!(
+        "{}{more}. These nodes are NOT registered in TargetGroupBinding {}/{}'s target group (the IP may belong to \
+         another machine); the other nodes are. Fix: correct the node's {} label or hostname if they are wrong; if \
+         the InternalIP is wrong (a stale Node object whose address was reused), delete the Node object; or set \
+         spec.providerID (aws:///<zone>/<instance-id>) to name the instance",
+        what.join("; "),
+        tgb.namespace().unwrap_or_default(),
+        tgb.name_any(),
+        lbc_model::nodes::ZONE_LABEL,
+    );
+    ctx.event(&tgb.object_ref(&()), true, "NodeInstanceMismatch", msg).await;
+}
+
+/// On deletion: every instance target of the group deregistered, or in a multi-cluster group
+/// only those this cluster recorded as its own (a vanished group is `Err` with `NotFound`, for
+/// the caller to report).
+pub(super) async fn deregister_all(ctx: &Context, tgb: &TargetGroupBinding, arn: &str) -> Result<()> {
     let elb = ctx.elb_for(tgb);
+    let owned =
+        if tgb.spec.is_multi_cluster() { Some(status::read_owned_instance_targets(ctx, tgb).await?) } else { None };
     let ours: Vec<InstanceTarget> = elb
         .describe_instance_targets(arn)
         .await?
         .into_iter()
-        .filter(|(_, h)| !h.state.is_draining())
+        .filter(|(t, h)| !h.state.is_draining() && owned.as_ref().is_none_or(|o| o.contains(t)))
         .map(|(t, _)| t)
         .collect();
     for b in ours.chunks(ctx.cfg.batch_size) {
