@@ -17,6 +17,8 @@ use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 use lbc_aws::error::ErrorKind;
 use lbc_aws::instances::{NodeIp, PRIVATE_IP_FILTER, VPC_FILTER};
+use lbc_model::binding::is_ready;
+use lbc_model::checkpoint::instance_checkpoint;
 use lbc_model::crd::TargetGroupBinding;
 use lbc_model::nodes::{
     InstanceTarget, InstanceTargets, Locator, NodeFacts, NodeMismatch, desired_instance_targets, eligible_locators,
@@ -49,12 +51,11 @@ pub(super) async fn sync(tgb: &Arc<TargetGroupBinding>, ctx: &Context) -> Result
         status::set_not_ready(ctx, tgb, "ServiceNodePortMissing", &msg).await?;
         return Ok(Action::await_change());
     };
+    // The group itself is read (batched with the other bindings' groups) for its VPC; whether it
+    // is usable (type, owner tags) is checked only when it is written, below.
     let Some(tg) = sync::target_group(ctx, tgb, &arn).await? else {
         return Ok(Action::requeue(jittered(ctx.cfg.sync_period)));
     };
-    if !sync::usable_target_group(ctx, tgb, &arn, &tg, "instance").await? {
-        return Ok(Action::await_change());
-    }
     let vpc_id = sync::binding_vpc_id(ctx, tgb, &tg);
 
     // Nodes → instances.
@@ -79,13 +80,29 @@ pub(super) async fn sync(tgb: &Arc<TargetGroupBinding>, ctx: &Context) -> Result
     report_unresolved(ctx, tgb, &key, &locators, &unresolved, &vpc_id).await;
     report_mismatched(ctx, tgb, &key, &mismatched).await;
 
-    // Unchanged since the last sync and not due for verification: no AWS call.
+    // Unchanged since the last sync and not due for verification: no AWS call. After a restart
+    // (nothing in memory) the checkpoint annotation stands for the last sync: it matches when the
+    // previous process registered exactly this set, and the binding is still Ready.
     let now = Instant::now();
+    let cp = instance_checkpoint(&arn, tgb.metadata.generation.unwrap_or(0), &desired);
+    let warm = ctx.with_state(&key, |s| s.instance_targets.is_none())
+        && is_ready(tgb)
+        && status::live_checkpoint(ctx, tgb, &key).as_deref() == Some(cp.as_str());
+    if warm {
+        let verify_in = jittered(ctx.cfg.sync_period);
+        ctx.with_state(&key, |s| {
+            s.instance_targets = Some(desired.clone());
+            s.verify_due = Some(now + verify_in);
+        });
+    }
     let due =
         ctx.with_state(&key, |s| (s.instance_targets.as_ref() == Some(&desired)).then_some(s.verify_due).flatten());
     if let Some(due) = due.filter(|d| now < *d) {
         ctx.metrics.reconcile_skipped_checkpoint.inc();
         return Ok(Action::requeue(due - now));
+    }
+    if !sync::usable_target_group(ctx, tgb, &arn, &tg, "instance").await? {
+        return Ok(Action::await_change());
     }
 
     let elb = ctx.elb_for(tgb);
@@ -94,6 +111,10 @@ pub(super) async fn sync(tgb: &Arc<TargetGroupBinding>, ctx: &Context) -> Result
     let owned =
         if tgb.spec.is_multi_cluster() { Some(status::read_owned_instance_targets(ctx, tgb).await?) } else { None };
     let plan = instance_plan(&desired, &states, owned.as_ref());
+    if !plan.is_empty() {
+        // A crash mid-change must not leave a checkpoint claiming the old set is in place.
+        status::clear_checkpoint(ctx, tgb, &key).await?;
+    }
     if let Some(owned) = owned.as_ref().filter(|_| !plan.register.is_empty()) {
         // Recorded before it is registered: a crash in between leaves no target no cluster claims.
         ctx.ensure_leader()?;
@@ -146,6 +167,7 @@ pub(super) async fn sync(tgb: &Arc<TargetGroupBinding>, ctx: &Context) -> Result
         ));
     }
     status::set_synced(ctx, tgb, &msg, (count(desired.len()), count(healthy))).await?;
+    status::write_checkpoint(ctx, tgb, &key, &cp).await?;
     Ok(Action::requeue(verify_in))
 }
 

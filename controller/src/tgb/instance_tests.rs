@@ -134,7 +134,11 @@ async fn nodes_without_provider_id_are_registered_by_their_ip_on_the_node_port()
         ["DescribeTargetGroups(0)", "DescribeTags(0)", "DescribeTargetHealth(0)", "RegisterTargets(3)"]
     );
     let kube = h.kube();
-    assert_eq!(kube.iter().map(Seen::line).collect::<Vec<_>>(), [format!("PATCH {TGB_PATH}/status")]);
+    assert_eq!(
+        kube.iter().map(Seen::line).collect::<Vec<_>>(),
+        [format!("PATCH {TGB_PATH}/status"), format!("PATCH {TGB_PATH}")],
+        "status, then the checkpoint annotation"
+    );
     assert_eq!(ready_condition(&kube[0]), ("True".into(), "Synced".into()));
     assert_eq!(kube[0].body["status"]["registeredTargets"], json!(3));
     assert_eq!(h.events(), ["SuccessfullyReconciled"]);
@@ -399,8 +403,10 @@ async fn multi_cluster_instance_targets_are_recorded_before_writing_and_only_the
             format!("POST {cm}"),
             format!("PUT {cm}/aws-lbc-targets-web"),
             format!("PATCH {TGB_PATH}/status"),
+            format!("PATCH {TGB_PATH}"),
         ],
-        "owned set read, recorded with the planned registrations before them (created on first use), then again after"
+        "owned set read, recorded with the planned registrations before them (created on first use), then again \
+         after; status and checkpoint"
     );
     let ours = "i-0000000000000000a:30080,i-0000000000000000b:30080,i-0000000000000000c:30080";
     assert_eq!(kube[2].body["data"]["targets"], json!(ours), "recorded before RegisterTargets");
@@ -425,5 +431,62 @@ async fn multi_cluster_instance_targets_are_recorded_before_writing_and_only_the
             format!("DELETE {cm}/aws-lbc-targets-web"),
             format!("PATCH {TGB_PATH}")
         ]
+    );
+}
+
+/// The checkpoint annotation in instance mode: a restarted controller (a new process: nothing in
+/// memory, empty AWS caches) whose binding carries the checkpoint of exactly the set the nodes
+/// ask for makes no per-binding AWS call: no DescribeTags, no DescribeTargetHealth, no write; only
+/// the group read (batched across bindings, for its VPC) and the node look-up (batched across
+/// nodes, shared by every binding). A stale checkpoint costs the full pass.
+#[tokio::test(start_paused = true)]
+async fn a_warm_restart_with_the_checkpoint_costs_no_per_binding_aws_call() {
+    let h = instance_harness(three_nodes(), Some(30080)).await;
+    h.reconcile(&instance_binding(true)).await.unwrap();
+    let kube = h.kube();
+    let status = kube.iter().find(|r| r.path.ends_with("/status")).expect("status written").body["status"].clone();
+    let cp_patch = kube.iter().find(|r| r.path == TGB_PATH).expect("checkpoint written");
+    let annotations = cp_patch.body["metadata"]["annotations"].clone();
+    let cp = annotations[lbc_model::names::CHECKPOINT_ANNOTATION].as_str().expect("checkpoint").to_string();
+    assert!(cp.starts_with("v1-instance:"), "{cp}");
+
+    // The binding as the new process's cache sees it: Ready, with the checkpoint.
+    let mut synced = instance_binding(true);
+    synced.status = serde_json::from_value(status).unwrap();
+    synced.metadata.annotations = serde_json::from_value(annotations).unwrap();
+
+    let restarted = instance_harness(three_nodes(), Some(30080)).await;
+    let action = restarted.reconcile(&synced).await.unwrap();
+    assert_eq!(restarted.aws(), ["DescribeTargetGroups(0)"], "no DescribeTags, DescribeTargetHealth or write");
+    assert_eq!(restarted.lookups(), [(VPC.to_string(), 3)], "the node look-up (shared by all bindings)");
+    assert_eq!(restarted.kube_lines(), Vec::<String>::new(), "nothing written");
+    assert!(requeues_within(&action, 600, 900), "verified after the jittered sync period: {action:?}");
+    // It stays cheap: nothing changed, nothing asked.
+    restarted.reconcile(&synced).await.unwrap();
+    assert_eq!(restarted.aws(), Vec::<String>::new());
+
+    // A node left while the controller was down: the checkpoint no longer matches, full pass,
+    // the checkpoint cleared before the write and written again after.
+    let mut two = three_nodes();
+    two.pop();
+    let stale = instance_harness(two, Some(30080)).await;
+    stale.elb.write_instance_targets(ARN, &[InstanceTarget::new("i-0000000000000000c", 30080)], true).await.unwrap();
+    stale.aws();
+    stale.reconcile(&synced).await.unwrap();
+    assert_eq!(
+        stale.aws(),
+        [
+            "DescribeTargetGroups(0)",
+            "DescribeTags(0)",
+            "DescribeTargetHealth(0)",
+            "DeregisterTargets(1)",
+            "RegisterTargets(2)"
+        ]
+    );
+    let lines = stale.kube_lines();
+    assert_eq!(
+        lines,
+        [format!("PATCH {TGB_PATH}"), format!("PATCH {TGB_PATH}/status"), format!("PATCH {TGB_PATH}")],
+        "checkpoint cleared, status, checkpoint written"
     );
 }
