@@ -119,6 +119,32 @@ async fn instance_targets_without_provider_id_follow_the_nodes() {
     assert!(status.conditions.iter().any(|c| c.type_ == "Ready" && c.status == "True"), "{status:?}");
     assert_eq!(status.registered_targets, Some(2), "{status:?}");
 
+    // Warm restart: the checkpoint annotation stands for the last sync, so a new process with
+    // nothing changed neither reads the group's registrations or tags nor writes; what it still
+    // reads is shared by all bindings (the group batch for its VPC, the nodes' look-up).
+    eventually("checkpoint annotation on the binding", 30, || async {
+        let b = tgbs.get("web").await.ok()?;
+        b.metadata.annotations?.contains_key(lbc_model::names::CHECKPOINT_ANNOTATION).then_some(())
+    })
+    .await;
+    ctl.terminate();
+    let mark = emu.mark().await;
+    let ctl = ControllerProc::start(&env, &ns, "lbc-e2e-leader", &[]);
+    eventually("controller ready", 30, || async { ctl.ready().await.then_some(()) }).await;
+    eventually("a reconcile skipped on the checkpoint", 30, || async {
+        (ctl.metric("awslbc_reconcile_skipped_checkpoint_total").await.unwrap_or(0.0) >= 1.0).then_some(())
+    })
+    .await;
+    ctl.settled("targetGroupBinding", "the skipped reconcile", kube_util::poke(&tgbs, "web")).await;
+    let (calls, _) = emu.calls(mark, None).await;
+    let per_binding: Vec<&str> = calls
+        .iter()
+        .filter(|c| c.access_key.as_deref() == Some(ctl.access_key.as_str()))
+        .map(|c| c.operation.as_str())
+        .filter(|op| !["DescribeTargetGroups", "DescribeInstances"].contains(op))
+        .collect();
+    assert!(per_binding.is_empty(), "a warm restart with nothing changed made per-binding calls: {per_binding:?}");
+
     // Deleting the binding deregisters every instance, then the finalizer lets go.
     tgbs.delete("web", &DeleteParams::default()).await.unwrap();
     eventually("binding deleted", 60, || async { tgbs.get_opt("web").await.ok()?.is_none().then_some(()) }).await;
