@@ -4,13 +4,14 @@
 use crate::error::{AwsError, ErrorKind};
 use crate::instances::InstanceLookup;
 use async_trait::async_trait;
+use lbc_model::nodes::Instance;
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 use std::sync::Mutex;
 
 #[derive(Default)]
 struct State {
-    by_ip: HashMap<(String, IpAddr), String>,
+    by_ip: HashMap<(String, IpAddr), Instance>,
     /// (VPC id, number of IPs asked) per call.
     calls: Vec<(String, usize)>,
     fail_next: bool,
@@ -22,10 +23,15 @@ pub struct FakeInstances {
 }
 
 impl FakeInstances {
-    /// An instance in `vpc_id` owning private IP `ip`.
+    /// An instance in `vpc_id` owning private IP `ip` (zone and private DNS name unknown).
     pub fn add(&self, vpc_id: &str, ip: &str, instance: &str) {
+        self.add_instance(vpc_id, ip, Instance::new(instance));
+    }
+
+    /// An instance in `vpc_id` owning private IP `ip`, described as `instance`.
+    pub fn add_instance(&self, vpc_id: &str, ip: &str, instance: Instance) {
         let ip = ip.parse().expect("fake instance IP");
-        self.state.lock().unwrap().by_ip.insert((vpc_id.to_string(), ip), instance.to_string());
+        self.state.lock().unwrap().by_ip.insert((vpc_id.to_string(), ip), instance);
     }
 
     /// The next lookup fails (as a throttled or refused DescribeInstances would).
@@ -49,7 +55,7 @@ impl InstanceLookup for FakeInstances {
         &self,
         vpc_id: &str,
         ips: &[IpAddr],
-    ) -> Result<BTreeMap<IpAddr, String>, AwsError> {
+    ) -> Result<BTreeMap<IpAddr, Instance>, AwsError> {
         let mut s = self.state.lock().unwrap();
         s.calls.push((vpc_id.to_string(), ips.len()));
         if std::mem::take(&mut s.fail_next) {

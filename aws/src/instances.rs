@@ -8,7 +8,7 @@ use crate::error::AwsError;
 use async_trait::async_trait;
 use aws_sdk_ec2 as ec2;
 use aws_sdk_elasticloadbalancingv2 as elbv2;
-use lbc_model::nodes::InstanceTarget;
+use lbc_model::nodes::{Instance, InstanceTarget};
 use lbc_model::target::TargetHealth;
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
@@ -26,11 +26,14 @@ pub const LIVE_STATES: [&str; 4] = ["pending", "running", "stopping", "stopped"]
 /// Private IP → EC2 instance lookups.
 #[async_trait]
 pub trait InstanceLookup: Send + Sync {
-    /// The instances in `vpc_id` owning `ips` as a private address, as (IP → instance id);
-    /// IPs no instance owns are absent. One DescribeInstances call per
+    /// The instances in `vpc_id` owning `ips` as a private address, as (IP → instance, with
+    /// its zone and private DNS name for the cross-check); IPs no instance owns are absent. One DescribeInstances call per
     /// [`PRIVATE_IP_FILTER_MAX_VALUES`] IPs (plus its pages).
-    async fn instances_by_private_ip(&self, vpc_id: &str, ips: &[IpAddr])
-    -> Result<BTreeMap<IpAddr, String>, AwsError>;
+    async fn instances_by_private_ip(
+        &self,
+        vpc_id: &str,
+        ips: &[IpAddr],
+    ) -> Result<BTreeMap<IpAddr, Instance>, AwsError>;
 }
 
 /// [`InstanceLookup`] over the AWS SDK: DescribeInstances filtered by `private-ip-address`,
@@ -56,7 +59,7 @@ impl InstanceLookup for SdkInstanceLookup {
         &self,
         vpc_id: &str,
         ips: &[IpAddr],
-    ) -> Result<BTreeMap<IpAddr, String>, AwsError> {
+    ) -> Result<BTreeMap<IpAddr, Instance>, AwsError> {
         const OP: &str = "DescribeInstances";
         let mut out = BTreeMap::new();
         for chunk in ips.chunks(PRIVATE_IP_FILTER_MAX_VALUES) {
@@ -81,6 +84,11 @@ impl InstanceLookup for SdkInstanceLookup {
                     .await?;
                 for inst in page.reservations().iter().flat_map(|r| r.instances()) {
                     let Some(id) = inst.instance_id() else { continue };
+                    let found = Instance {
+                        id: id.to_string(),
+                        zone: inst.placement().and_then(|p| p.availability_zone()).map(str::to_string),
+                        private_dns_name: inst.private_dns_name().filter(|d| !d.is_empty()).map(str::to_string),
+                    };
                     let owned = inst.private_ip_address().into_iter().chain(
                         inst.network_interfaces()
                             .iter()
@@ -89,7 +97,7 @@ impl InstanceLookup for SdkInstanceLookup {
                     );
                     for ip in owned.filter_map(|a| a.parse::<IpAddr>().ok()) {
                         if chunk.contains(&ip) {
-                            out.insert(ip, id.to_string());
+                            out.insert(ip, found.clone());
                         }
                     }
                 }
@@ -115,7 +123,7 @@ struct Entry {
     vpc_id: String,
     ip: IpAddr,
     /// `None`: no instance owned the IP when asked at `at`.
-    instance: Option<String>,
+    instance: Option<Instance>,
     at: tokio::time::Instant,
 }
 
@@ -127,7 +135,7 @@ pub const MISS_TTL: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Node → instance id, resolved by private IP and cached per node. An entry is used only while
 /// the node still reports the same IP in the same VPC (a changed IP is looked up again);
-/// [`InstanceIdCache::retain_nodes`] drops the nodes that are gone. Misses are looked up together
+/// [`InstanceIdCache::retain_nodes`] drops the nodes that are gone. Misses are looked up
 /// together, one call per [`PRIVATE_IP_FILTER_MAX_VALUES`] IPs; an IP that no instance owns is asked again
 /// after [`MISS_TTL`] (or at once when the node's IP changes). Failed look-ups are not cached.
 pub struct InstanceIdCache {
@@ -140,9 +148,9 @@ impl InstanceIdCache {
         Self { lookup, entries: Mutex::default() }
     }
 
-    /// The instance id of each node that has one (node name → id); nodes missing from the
+    /// The instance of each node that has one (node name → instance); nodes missing from the
     /// result own no instance in `vpc_id` under their IP.
-    pub async fn resolve(&self, vpc_id: &str, nodes: &[NodeIp]) -> Result<BTreeMap<String, String>, AwsError> {
+    pub async fn resolve(&self, vpc_id: &str, nodes: &[NodeIp]) -> Result<BTreeMap<String, Instance>, AwsError> {
         let mut out = BTreeMap::new();
         let mut misses = Vec::new();
         {
@@ -150,8 +158,8 @@ impl InstanceIdCache {
             for n in nodes {
                 match entries.get(&n.node) {
                     Some(e) if e.ip == n.ip && e.vpc_id == vpc_id => match &e.instance {
-                        Some(id) => {
-                            out.insert(n.node.clone(), id.clone());
+                        Some(inst) => {
+                            out.insert(n.node.clone(), inst.clone());
                         }
                         None if e.at.elapsed() < MISS_TTL => {}
                         None => misses.push(n),
@@ -174,8 +182,8 @@ impl InstanceIdCache {
         let at = tokio::time::Instant::now();
         for n in misses {
             let instance = found.get(&n.ip).cloned();
-            if let Some(id) = &instance {
-                out.insert(n.node.clone(), id.clone());
+            if let Some(inst) = &instance {
+                out.insert(n.node.clone(), inst.clone());
             }
             entries.insert(n.node.clone(), Entry { vpc_id: vpc_id.to_string(), ip: n.ip, instance, at });
         }
@@ -239,6 +247,25 @@ mod tests {
         NodeIp { node: node.into(), ip: ip.parse().unwrap() }
     }
 
+    fn ids(got: &BTreeMap<String, Instance>) -> BTreeMap<String, String> {
+        got.iter().map(|(n, i)| (n.clone(), i.id.clone())).collect()
+    }
+
+    #[tokio::test]
+    async fn the_zone_and_dns_name_are_cached_with_the_id() {
+        let fake = Arc::new(FakeInstances::default());
+        let inst = Instance {
+            id: "i-0aaaaaaaaaaaaaaaa".into(),
+            zone: Some("eu-west-1a".into()),
+            private_dns_name: Some("ip-10-0-1-10.eu-west-1.compute.internal".into()),
+        };
+        fake.add_instance("vpc-1", "10.0.1.10", inst.clone());
+        let cache = InstanceIdCache::new(fake.clone());
+        assert_eq!(cache.resolve("vpc-1", &[n("a", "10.0.1.10")]).await.unwrap()["a"], inst);
+        assert_eq!(cache.resolve("vpc-1", &[n("a", "10.0.1.10")]).await.unwrap()["a"], inst, "from the cache");
+        assert_eq!(fake.calls().len(), 1);
+    }
+
     #[tokio::test(start_paused = true)]
     async fn batches_misses_caches_hits_and_follows_ip_changes() {
         let fake = Arc::new(FakeInstances::default());
@@ -250,7 +277,7 @@ mod tests {
 
         let got = cache.resolve("vpc-1", &nodes).await.unwrap();
         assert_eq!(
-            got,
+            ids(&got),
             BTreeMap::from([("a".into(), "i-0aaaaaaaaaaaaaaaa".into()), ("b".into(), "i-0bbbbbbbbbbbbbbbb".into())]),
             "c's IP belongs to an instance of another VPC"
         );
@@ -267,12 +294,12 @@ mod tests {
         // b's IP changed: looked up again, under the new IP.
         fake.add("vpc-1", "10.0.1.21", "i-0dddddddddddddddd");
         let got = cache.resolve("vpc-1", &[n("a", "10.0.1.10"), n("b", "10.0.1.21")]).await.unwrap();
-        assert_eq!(got["b"], "i-0dddddddddddddddd");
+        assert_eq!(got["b"].id, "i-0dddddddddddddddd");
         assert_eq!(fake.calls()[2..], [("vpc-1".to_string(), 1)]);
 
         // c's IP changed: asked at once, whatever the age of its miss.
         let got = cache.resolve("vpc-1", &[n("c", "10.0.1.11")]).await.unwrap();
-        assert_eq!(got["c"], "i-0bbbbbbbbbbbbbbbb");
+        assert_eq!(got["c"].id, "i-0bbbbbbbbbbbbbbbb");
         assert_eq!(fake.calls()[3..], [("vpc-1".to_string(), 1)]);
 
         // b is deleted: forgotten.
@@ -288,7 +315,7 @@ mod tests {
         let cache = InstanceIdCache::new(fake.clone());
         assert!(cache.resolve("vpc-1", &[n("a", "10.0.1.10")]).await.is_err());
         assert!(cache.is_empty());
-        assert_eq!(cache.resolve("vpc-1", &[n("a", "10.0.1.10")]).await.unwrap()["a"], "i-0aaaaaaaaaaaaaaaa");
+        assert_eq!(cache.resolve("vpc-1", &[n("a", "10.0.1.10")]).await.unwrap()["a"].id, "i-0aaaaaaaaaaaaaaaa");
     }
 
     #[tokio::test]

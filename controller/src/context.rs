@@ -57,6 +57,9 @@ pub struct BindingState {
     pub instance_targets: Option<std::collections::BTreeSet<lbc_model::nodes::InstanceTarget>>,
     /// Instance mode: the unresolved nodes last reported (a Warning only when this changes).
     pub unresolved_reported: Vec<String>,
+    /// Instance mode: the nodes whose instance failed the cross-check, last reported (as
+    /// `node/instance`; a Warning only when this changes).
+    pub mismatch_reported: Vec<String>,
 }
 
 /// Shared reconcile context.

@@ -18,6 +18,7 @@ use lbc_model::crd::{IngressClassParams, TargetGroupBinding};
 use lbc_model::endpoints::SliceInfo;
 use lbc_model::ingress::ClassSnapshot;
 use lbc_model::names::SERVICE_NAME_LABEL;
+use lbc_model::nodes::{NodeDigests, NodeFacts};
 use lbc_model::pod::{PodInfo, trim_node};
 use lbc_model::wire::{EndpointSliceWire, PodWire};
 use std::collections::{BTreeMap, HashMap};
@@ -161,6 +162,24 @@ pub fn instance_bindings(tgbs: &Store<TargetGroupBinding>) -> Vec<ObjectRef<Targ
         .collect()
 }
 
+/// Whether a node event changes anything the instance decisions read (its
+/// [`lbc_model::nodes::NodeFacts`]): a node of the initial list is only recorded, a deletion
+/// always matters, a change matters when the facts differ from those last seen.
+pub fn node_event_matters(digests: &mut NodeDigests, ev: CacheEvent, node: &Node) -> bool {
+    let facts = NodeFacts::of(node);
+    match ev {
+        CacheEvent::Listed => {
+            digests.record(&facts);
+            false
+        }
+        CacheEvent::Applied => digests.record(&facts),
+        CacheEvent::Deleted => {
+            digests.forget(&facts.name);
+            true
+        }
+    }
+}
+
 fn watch_config(label_selector: Option<&str>) -> watcher::Config {
     let c = watcher::Config::default();
     match label_selector {
@@ -195,6 +214,37 @@ where
     K: Resource + Clone + serde::de::DeserializeOwned + Debug + Send + Sync + 'static,
     K::DynamicType: Default + Eq + std::hash::Hash + Clone + Send + Sync,
 {
+    drive_events(name, api, cfg, trim, metrics, move |ev, o| {
+        if ev != CacheEvent::Listed {
+            on_change(o)
+        }
+    })
+}
+
+/// What a cache saw of one object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CacheEvent {
+    /// In the first complete list (before the cache synced): nothing changed, it is just known.
+    Listed,
+    /// Created or changed (or seen again in a relist).
+    Applied,
+    /// Deleted (or gone in a relist).
+    Deleted,
+}
+
+/// [`drive`], telling the callback what happened: the initial list, changes and deletions.
+fn drive_events<K>(
+    name: &'static str,
+    api: Api<K>,
+    cfg: watcher::Config,
+    trim: fn(&mut K),
+    metrics: Metrics,
+    on_event: impl Fn(CacheEvent, &K) + Send + 'static,
+) -> (Store<K>, JoinHandle<()>)
+where
+    K: Resource + Clone + serde::de::DeserializeOwned + Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Eq + std::hash::Hash + Clone + Send + Sync,
+{
     let (reader, writer) = reflector::store::<K>();
     let store = reader.clone();
     let task = tokio::spawn(async move {
@@ -207,9 +257,11 @@ where
             match stream.try_next().await {
                 Ok(Some(ev)) => {
                     match &ev {
-                        watcher::Event::Apply(o) | watcher::Event::Delete(o) => on_change(o),
+                        watcher::Event::Apply(o) => on_event(CacheEvent::Applied, o),
+                        watcher::Event::Delete(o) => on_event(CacheEvent::Deleted, o),
                         watcher::Event::Init if synced => before = Some(reader.state()),
-                        watcher::Event::InitApply(o) if synced => on_change(o),
+                        watcher::Event::InitApply(o) if synced => on_event(CacheEvent::Applied, o),
+                        watcher::Event::InitApply(o) => on_event(CacheEvent::Listed, o),
                         watcher::Event::InitDone => {
                             let gone: Vec<Arc<K>> = before
                                 .take()
@@ -218,7 +270,7 @@ where
                                 .filter(|o| reader.get(&ObjectRef::from_obj(o.as_ref())).is_none())
                                 .collect();
                             for o in &gone {
-                                on_change(o);
+                                on_event(CacheEvent::Deleted, o);
                             }
                             if synced {
                                 metrics
@@ -365,13 +417,20 @@ impl Stores {
         );
         tasks.push(("pods watch", task));
 
-        // Instance-mode bindings follow their nodes (readiness, labels, IPs, deletion).
+        // Instance-mode bindings follow their nodes (readiness, labels, IPs, deletion), and only
+        // the changes their decisions read (`node_event_matters`).
         let (t, idx) = (triggers.clone(), tgbs.clone());
-        let (nodes, task) = cache_all("nodes", client, watch_config(None), trim_node, &metrics, move |_: &Node| {
-            for r in instance_bindings(&idx) {
-                t.send(r, true);
-            }
-        });
+        let digests = Mutex::new(NodeDigests::default());
+        let (nodes, task) =
+            drive_events("nodes", Api::all(client.clone()), watch_config(None), trim_node, metrics.clone(), {
+                move |ev, n: &Node| {
+                    if node_event_matters(&mut digests.lock().expect("node digests"), ev, n) {
+                        for r in instance_bindings(&idx) {
+                            t.send(r, true);
+                        }
+                    }
+                }
+            });
         tasks.push(("nodes watch", task));
         // Classes, their parameters and namespace labels decide which Ingresses are ours and in
         // which group: a change looks at every group again.
@@ -458,3 +517,7 @@ impl Stores {
         self.pods.in_namespace(ns).into_iter().filter(|(_, p)| p.has_gate(gate)).collect()
     }
 }
+
+#[cfg(test)]
+#[path = "stores_tests.rs"]
+mod tests;

@@ -139,3 +139,44 @@ pub async fn label(client: &Client, name: &str, key: &str, value: &str) {
 pub async fn delete_node(client: &Client, name: &str) {
     let _ = Api::<Node>::all(client.clone()).delete(name, &DeleteParams::default()).await;
 }
+
+/// A NodePort Service `web` in `ns` and an instance target group bound to it by
+/// TargetGroupBinding `web` (`targetType: instance`, nodes labelled `selector_label: ns`, and
+/// `spec_extra` merged into its spec); returns the NodePort and the target group's ARN.
+pub async fn service_and_binding(
+    env: &Env,
+    client: &Client,
+    elb: &elbv2::Client,
+    ns: &str,
+    selector_label: &str,
+    spec_extra: serde_json::Value,
+) -> (i32, String) {
+    use k8s_openapi::api::core::v1::Service;
+    use lbc_model::crd::TargetGroupBinding;
+    let svc: Service = serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "web", "namespace": ns},
+        "spec": {"type": "NodePort", "selector": {"app": "web"}, "ports": [{"name": "http", "port": 80, "targetPort": 8080}]},
+    }))
+    .expect("Service manifest");
+    let svc =
+        Api::<Service>::namespaced(client.clone(), ns).create(&PostParams::default(), &svc).await.expect("Service");
+    let node_port =
+        svc.spec.and_then(|s| s.ports).and_then(|p| p[0].node_port).expect("the apiserver allocated a nodePort");
+    let arn = create_instance_target_group(env, elb, &crate::unique("itg")).await;
+    let mut spec = serde_json::json!({"targetGroupARN": arn, "targetType": "instance", "serviceRef": {"name": "web", "port": 80},
+                                      "nodeSelector": {"matchLabels": {selector_label: ns}}});
+    if let (Some(spec), Some(extra)) = (spec.as_object_mut(), spec_extra.as_object()) {
+        spec.extend(extra.clone());
+    }
+    let tgb: TargetGroupBinding = serde_json::from_value(serde_json::json!({
+        "apiVersion": "elbv2.k8s.aws/v1beta1", "kind": "TargetGroupBinding",
+        "metadata": {"name": "web", "namespace": ns}, "spec": spec,
+    }))
+    .expect("TargetGroupBinding manifest");
+    Api::<TargetGroupBinding>::namespaced(client.clone(), ns)
+        .create(&PostParams::default(), &tgb)
+        .await
+        .expect("TargetGroupBinding");
+    (node_port, arn)
+}

@@ -28,6 +28,27 @@ pub fn checkpoint<'a>(
     format!("v1:{}", hex::encode(h.finalize()))
 }
 
+/// Checkpoint of a binding in instance mode: its target group, the spec generation and the
+/// desired instance targets (`<instance id>:<port>`). Its own prefix, so a binding switching
+/// between ip and instance mode never matches the other mode's checkpoint.
+pub fn instance_checkpoint<'a>(
+    target_group_arn: &str,
+    generation: i64,
+    desired: impl IntoIterator<Item = &'a crate::nodes::InstanceTarget>,
+) -> String {
+    let mut h = Sha256::new();
+    h.update(target_group_arn.as_bytes());
+    h.update(b"\n");
+    h.update(generation.to_le_bytes());
+    let mut targets: Vec<&crate::nodes::InstanceTarget> = desired.into_iter().collect();
+    targets.sort();
+    for t in targets {
+        h.update(t.to_string().as_bytes());
+        h.update(b",");
+    }
+    format!("v1-instance:{}", hex::encode(h.finalize()))
+}
+
 /// How the status a sync would write differs from the one the binding carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StatusChange {

@@ -17,7 +17,9 @@
 //! Node → instance: `spec.providerID` of the form `aws:///<zone>/i-<hex>` (or `aws:///i-<hex>`)
 //! names the instance; anything else (empty, `rke2://<host>`, `k3s://…`) falls back to the
 //! node's first `InternalIP` address, resolved to the instance owning that private IP in the
-//! target group's VPC (see `lbc_aws::instances`).
+//! target group's VPC (see `lbc_aws::instances`). An instance found by IP is cross-checked
+//! against the node's zone label and EC2-style hostname before it is registered
+//! ([`cross_check`], in `nodes_check.rs`).
 
 use crate::ingress::select::selector_matches;
 use crate::target::HealthState;
@@ -55,7 +57,7 @@ impl fmt::Display for InstanceTarget {
 }
 
 /// What the decisions need of a node (the controller's node cache keeps only this much).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct NodeFacts {
     pub name: String,
     /// `Ready` condition status: `Some(true)` only for `True`.
@@ -65,6 +67,8 @@ pub struct NodeFacts {
     pub provider_id: Option<String>,
     /// The first `InternalIP` in `status.addresses`.
     pub internal_ip: Option<IpAddr>,
+    /// The first `Hostname` in `status.addresses`.
+    pub hostname: Option<String>,
 }
 
 impl NodeFacts {
@@ -75,12 +79,9 @@ impl NodeFacts {
             .into_iter()
             .flatten()
             .any(|c| c.type_ == "Ready" && c.status == "True");
-        let internal_ip = status
-            .and_then(|s| s.addresses.as_ref())
-            .into_iter()
-            .flatten()
-            .filter(|a| a.type_ == "InternalIP")
-            .find_map(|a| a.address.parse().ok());
+        let addresses = || status.and_then(|s| s.addresses.as_ref()).into_iter().flatten();
+        let internal_ip = addresses().filter(|a| a.type_ == "InternalIP").find_map(|a| a.address.parse().ok());
+        let hostname = addresses().find(|a| a.type_ == "Hostname" && !a.address.is_empty()).map(|a| a.address.clone());
         Self {
             name: node.metadata.name.clone().unwrap_or_default(),
             ready,
@@ -88,7 +89,51 @@ impl NodeFacts {
             labels: node.metadata.labels.clone().unwrap_or_default(),
             provider_id: node.spec.as_ref().and_then(|s| s.provider_id.clone()).filter(|p| !p.is_empty()),
             internal_ip,
+            hostname,
         }
+    }
+
+    /// The node's `topology.kubernetes.io/zone` label, when set and not empty.
+    pub fn zone(&self) -> Option<&str> {
+        self.labels.get(ZONE_LABEL).map(String::as_str).filter(|z| !z.is_empty())
+    }
+}
+
+/// What instance mode last saw of each node, as a digest of its [`NodeFacts`], so that a node
+/// event re-syncs the instance-mode bindings only when something their decisions read changed
+/// (readiness, deletion, labels, providerID, InternalIP, hostname): a kubelet's status report that
+/// only moves `lastHeartbeatTime` or the node's capacity changes nothing here.
+#[derive(Debug, Default)]
+pub struct NodeDigests {
+    seen: std::collections::HashMap<String, u64>,
+}
+
+impl NodeDigests {
+    pub fn digest(facts: &NodeFacts) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        facts.hash(&mut h);
+        h.finish()
+    }
+
+    /// Records the node's facts; `true` when they differ from those last recorded (a node not
+    /// seen before differs).
+    pub fn record(&mut self, facts: &NodeFacts) -> bool {
+        let d = Self::digest(facts);
+        self.seen.insert(facts.name.clone(), d) != Some(d)
+    }
+
+    /// Forgets a deleted node.
+    pub fn forget(&mut self, name: &str) {
+        self.seen.remove(name);
+    }
+
+    pub fn len(&self) -> usize {
+        self.seen.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.seen.is_empty()
     }
 }
 
@@ -160,30 +205,55 @@ pub fn eligible_locators(nodes: &[NodeFacts], selector: Option<&LabelSelector>) 
     nodes.iter().filter(|n| eligibility(n, selector).is_ok()).map(|n| (n.name.clone(), locate(n))).collect()
 }
 
+/// The desired targets and the eligible nodes left out of them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct InstanceTargets {
+    pub targets: BTreeSet<InstanceTarget>,
+    /// Nodes no instance was found for (by name).
+    pub unresolved: Vec<String>,
+    /// Nodes whose instance, found by IP, failed the [`cross_check`].
+    pub mismatched: Vec<NodeMismatch>,
+}
+
 /// The desired targets: every node's instance on `node_port`. `resolved` maps the node names
-/// whose IP was resolved to their instance ids; nodes located by IP and missing from it are
-/// returned as unresolved (and left out of the targets).
+/// whose IP was resolved to their instance; nodes located by IP and missing from it are
+/// unresolved, and those whose instance fails [`cross_check`] against `nodes` are mismatched
+/// (both left out of the targets). A node located by providerID is not cross-checked: no
+/// instance was looked up, and its providerID already names the zone the cloud provider set.
 pub fn desired_instance_targets(
+    nodes: &[NodeFacts],
     locators: &BTreeMap<String, Locator>,
-    resolved: &BTreeMap<String, String>,
+    resolved: &BTreeMap<String, Instance>,
     node_port: u16,
-) -> (BTreeSet<InstanceTarget>, Vec<String>) {
-    let mut targets = BTreeSet::new();
-    let mut unresolved = Vec::new();
+) -> InstanceTargets {
+    let by_name: BTreeMap<&str, &NodeFacts> = nodes.iter().map(|n| (n.name.as_str(), n)).collect();
+    let mut out = InstanceTargets::default();
     for (name, loc) in locators {
         let id = match loc {
-            Locator::Instance(id) => Some(id.as_str()),
-            Locator::PrivateIp(_) => resolved.get(name).map(String::as_str),
-            Locator::Unlocatable => None,
-        };
-        match id {
-            Some(id) => {
-                targets.insert(InstanceTarget::new(id, node_port));
+            Locator::Instance(id) => id,
+            Locator::PrivateIp(ip) => match (resolved.get(name), by_name.get(name.as_str())) {
+                (Some(inst), Some(node)) => match cross_check(node, inst) {
+                    Ok(()) => &inst.id,
+                    Err(mismatch) => {
+                        let instance = inst.id.clone();
+                        out.mismatched.push(NodeMismatch { node: name.clone(), ip: *ip, instance, mismatch });
+                        continue;
+                    }
+                },
+                (Some(inst), None) => &inst.id,
+                (None, _) => {
+                    out.unresolved.push(name.clone());
+                    continue;
+                }
+            },
+            Locator::Unlocatable => {
+                out.unresolved.push(name.clone());
+                continue;
             }
-            None => unresolved.push(name.clone()),
-        }
+        };
+        out.targets.insert(InstanceTarget::new(id.as_str(), node_port));
     }
-    (targets, unresolved)
+    out
 }
 
 /// The port instance targets are registered on: the NodePort of the binding's Service port
@@ -208,14 +278,45 @@ impl InstancePlan {
 
 /// The diff of `desired` against what the target group holds. Draining targets are on their
 /// way out: not counted as registered (a wanted one is registered again) and not deregistered
-/// again.
-pub fn instance_plan(desired: &BTreeSet<InstanceTarget>, current: &[(InstanceTarget, HealthState)]) -> InstancePlan {
+/// again. `owned` (multi-cluster target groups): only targets this cluster recorded as its own
+/// are deregistered; the others are another cluster's and left alone.
+pub fn instance_plan(
+    desired: &BTreeSet<InstanceTarget>,
+    current: &[(InstanceTarget, HealthState)],
+    owned: Option<&BTreeSet<InstanceTarget>>,
+) -> InstancePlan {
     let live: BTreeSet<&InstanceTarget> = current.iter().filter(|(_, h)| !h.is_draining()).map(|(t, _)| t).collect();
     InstancePlan {
         register: desired.iter().filter(|t| !live.contains(t)).cloned().collect(),
-        deregister: live.into_iter().filter(|t| !desired.contains(*t)).cloned().collect(),
+        deregister: live
+            .into_iter()
+            .filter(|t| !desired.contains(*t) && owned.is_none_or(|o| o.contains(*t)))
+            .cloned()
+            .collect(),
     }
 }
+
+/// The multi-cluster owned set of an instance-mode binding, from its ConfigMap value (the
+/// `targets` key: comma-separated `<instance id>:<port>`, the form ALBC keeps for instance
+/// targets). Entries that are not an instance target (an IP target recorded in ip mode) are
+/// skipped.
+pub fn parse_owned_instance_targets(raw: &str) -> BTreeSet<InstanceTarget> {
+    raw.split(',')
+        .filter_map(|e| {
+            let (id, port) = e.trim().rsplit_once(':')?;
+            (id.starts_with("i-") && id.len() > 2).then(|| Some(InstanceTarget::new(id, port.parse().ok()?)))?
+        })
+        .collect()
+}
+
+/// The ConfigMap value of an owned set ([`parse_owned_instance_targets`] reads it back).
+pub fn owned_instance_targets_value(targets: &BTreeSet<InstanceTarget>) -> String {
+    targets.iter().map(InstanceTarget::to_string).collect::<Vec<_>>().join(",")
+}
+
+#[path = "nodes_check.rs"]
+mod check;
+pub use check::{Instance, Mismatch, NodeMismatch, ZONE_LABEL, cross_check, ec2_host_label};
 
 #[cfg(test)]
 #[path = "nodes_tests.rs"]

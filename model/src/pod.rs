@@ -155,8 +155,8 @@ impl NodeReadiness {
 }
 
 /// Drops what the controller never reads from a node: everything but labels, the Ready
-/// condition, `spec.providerID` and the `InternalIP` addresses (instance targets,
-/// [`crate::nodes`]).
+/// condition, `spec.providerID` and the `InternalIP` and `Hostname` addresses (instance
+/// targets and their cross-check, [`crate::nodes`]).
 pub fn trim_node(node: &mut Node) {
     node.metadata.managed_fields = None;
     node.metadata.annotations = None;
@@ -166,7 +166,9 @@ pub fn trim_node(node: &mut Node) {
     if let Some(status) = node.status.take() {
         node.status = Some(k8s_openapi::api::core::v1::NodeStatus {
             conditions: status.conditions.map(|cs| cs.into_iter().filter(|c| c.type_ == READY).collect()),
-            addresses: status.addresses.map(|a| a.into_iter().filter(|a| a.type_ == "InternalIP").collect()),
+            addresses: status
+                .addresses
+                .map(|a| a.into_iter().filter(|a| a.type_ == "InternalIP" || a.type_ == "Hostname").collect()),
             ..Default::default()
         });
     }

@@ -25,7 +25,11 @@ pub(super) async fn cleanup(tgb: Arc<TargetGroupBinding>, ctx: &Context) -> Resu
         // Instance mode deregisters its targets itself; the listing below is of IP targets.
         let instance_mode = tgb.spec.effective_target_type() == lbc_model::crd::TargetType::Instance;
         let listed = if instance_mode {
-            super::instance::deregister_all(ctx, &tgb, arn).await.map(|()| Vec::new())
+            match super::instance::deregister_all(ctx, &tgb, arn).await {
+                Ok(()) => Ok(Vec::new()),
+                Err(crate::error::Error::Aws(e)) => Err(e),
+                Err(other) => return Err(other),
+            }
         } else {
             elb.describe_target_health(arn, None).await
         };

@@ -3,8 +3,10 @@
 //! its instance, are decided in `lbc_model::nodes`; nodes without a usable `providerID` are
 //! resolved by their InternalIP through [`lbc_aws::instances::InstanceIdCache`].
 //!
-//! Not (yet) here: readiness gates (ALBC has none for instance targets either), multi-cluster
-//! target groups. Security-group rules for the nodes (`spec.networking`) are the backend-rules
+//! Multi-cluster target groups (`multiClusterTargetGroup: true`) work as in ip mode: the
+//! instance targets this cluster registered are recorded in the binding's ConfigMap before they
+//! are written, and only those are ever deregistered. Not here: readiness gates (ALBC has none
+//! for instance targets either). Security-group rules for the nodes (`spec.networking`) are the backend-rules
 //! pass's (`crate::networking`, which takes the eligible nodes' InternalIPs as the endpoints).
 
 use super::{status, sync};
@@ -15,9 +17,12 @@ use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 use lbc_aws::error::ErrorKind;
 use lbc_aws::instances::{NodeIp, PRIVATE_IP_FILTER, VPC_FILTER};
+use lbc_model::binding::is_ready;
+use lbc_model::checkpoint::instance_checkpoint;
 use lbc_model::crd::TargetGroupBinding;
 use lbc_model::nodes::{
-    InstanceTarget, Locator, NodeFacts, desired_instance_targets, eligible_locators, instance_plan, node_port,
+    InstanceTarget, InstanceTargets, Locator, NodeFacts, NodeMismatch, desired_instance_targets, eligible_locators,
+    instance_plan, node_port,
 };
 use lbc_model::target::HealthState;
 use std::collections::{BTreeMap, BTreeSet};
@@ -28,15 +33,6 @@ pub(super) async fn sync(tgb: &Arc<TargetGroupBinding>, ctx: &Context) -> Result
     let key = ObjectRef::from_obj(tgb.as_ref());
     let _ = ctx.triggers.take_dirty_since(&key);
     let (ns, name) = (tgb.namespace().unwrap_or_default(), tgb.name_any());
-    if tgb.spec.is_multi_cluster() {
-        let msg = format!(
-            "TargetGroupBinding {ns}/{name} has targetType: instance and multiClusterTargetGroup: true; this controller \
-             does not yet register instance targets in a shared target group. Set multiClusterTargetGroup: false, \
-             or use targetType: ip"
-        );
-        status::set_not_ready(ctx, tgb, "InstanceTargetsMultiClusterUnsupported", &msg).await?;
-        return Ok(Action::await_change());
-    }
     let Some(arn) = sync::resolve_arn(tgb, ctx).await? else {
         return Ok(Action::requeue(jittered(ctx.cfg.sync_period)));
     };
@@ -55,12 +51,11 @@ pub(super) async fn sync(tgb: &Arc<TargetGroupBinding>, ctx: &Context) -> Result
         status::set_not_ready(ctx, tgb, "ServiceNodePortMissing", &msg).await?;
         return Ok(Action::await_change());
     };
+    // The group itself is read (batched with the other bindings' groups) for its VPC; whether it
+    // is usable (type, owner tags) is checked only when it is written, below.
     let Some(tg) = sync::target_group(ctx, tgb, &arn).await? else {
         return Ok(Action::requeue(jittered(ctx.cfg.sync_period)));
     };
-    if !sync::usable_target_group(ctx, tgb, &arn, &tg, "instance").await? {
-        return Ok(Action::await_change());
-    }
     let vpc_id = sync::binding_vpc_id(ctx, tgb, &tg);
 
     // Nodes → instances.
@@ -80,22 +75,51 @@ pub(super) async fn sync(tgb: &Arc<TargetGroupBinding>, ctx: &Context) -> Result
     } else {
         ctx.instances.resolve(&vpc_id, &by_ip).await?
     };
-    let (desired, unresolved) = desired_instance_targets(&locators, &resolved, np);
+    let InstanceTargets { targets: desired, unresolved, mismatched } =
+        desired_instance_targets(&nodes, &locators, &resolved, np);
     report_unresolved(ctx, tgb, &key, &locators, &unresolved, &vpc_id).await;
+    report_mismatched(ctx, tgb, &key, &mismatched).await;
 
-    // Unchanged since the last sync and not due for verification: no AWS call.
+    // Unchanged since the last sync and not due for verification: no AWS call. After a restart
+    // (nothing in memory) the checkpoint annotation stands for the last sync: it matches when the
+    // previous process registered exactly this set, and the binding is still Ready.
     let now = Instant::now();
+    let cp = instance_checkpoint(&arn, tgb.metadata.generation.unwrap_or(0), &desired);
+    let warm = ctx.with_state(&key, |s| s.instance_targets.is_none())
+        && is_ready(tgb)
+        && status::live_checkpoint(ctx, tgb, &key).as_deref() == Some(cp.as_str());
+    if warm {
+        let verify_in = jittered(ctx.cfg.sync_period);
+        ctx.with_state(&key, |s| {
+            s.instance_targets = Some(desired.clone());
+            s.verify_due = Some(now + verify_in);
+        });
+    }
     let due =
         ctx.with_state(&key, |s| (s.instance_targets.as_ref() == Some(&desired)).then_some(s.verify_due).flatten());
     if let Some(due) = due.filter(|d| now < *d) {
         ctx.metrics.reconcile_skipped_checkpoint.inc();
         return Ok(Action::requeue(due - now));
     }
+    if !sync::usable_target_group(ctx, tgb, &arn, &tg, "instance").await? {
+        return Ok(Action::await_change());
+    }
 
     let elb = ctx.elb_for(tgb);
     let current = elb.describe_instance_targets(&arn).await?;
     let states: Vec<(InstanceTarget, HealthState)> = current.iter().map(|(t, h)| (t.clone(), h.state)).collect();
-    let plan = instance_plan(&desired, &states);
+    let owned =
+        if tgb.spec.is_multi_cluster() { Some(status::read_owned_instance_targets(ctx, tgb).await?) } else { None };
+    let plan = instance_plan(&desired, &states, owned.as_ref());
+    if !plan.is_empty() {
+        // A crash mid-change must not leave a checkpoint claiming the old set is in place.
+        status::clear_checkpoint(ctx, tgb, &key).await?;
+    }
+    if let Some(owned) = owned.as_ref().filter(|_| !plan.register.is_empty()) {
+        // Recorded before it is registered: a crash in between leaves no target no cluster claims.
+        ctx.ensure_leader()?;
+        status::write_owned_instance_targets(ctx, tgb, &owned.iter().chain(&plan.register).cloned().collect()).await?;
+    }
     for b in plan.deregister.chunks(ctx.cfg.batch_size) {
         ctx.ensure_leader()?;
         elb.write_instance_targets(&arn, b, false).await?;
@@ -103,6 +127,13 @@ pub(super) async fn sync(tgb: &Arc<TargetGroupBinding>, ctx: &Context) -> Result
     for b in plan.register.chunks(ctx.cfg.batch_size) {
         ctx.ensure_leader()?;
         elb.write_instance_targets(&arn, b, true).await?;
+    }
+    if let Some(owned) = owned.as_ref().filter(|_| !plan.is_empty()) {
+        let mut next: BTreeSet<InstanceTarget> = owned.iter().chain(&plan.register).cloned().collect();
+        for t in &plan.deregister {
+            next.remove(t);
+        }
+        status::write_owned_instance_targets(ctx, tgb, &next).await?;
     }
     if !plan.is_empty() {
         tracing::info!(
@@ -127,7 +158,16 @@ pub(super) async fn sync(tgb: &Arc<TargetGroupBinding>, ctx: &Context) -> Result
             unresolved.join(", ")
         ));
     }
+    if !mismatched.is_empty() {
+        let names: Vec<&str> = mismatched.iter().map(|m| m.node.as_str()).collect();
+        msg.push_str(&format!(
+            "; {} eligible node(s) left out because their instance failed the zone/hostname cross-check: {}",
+            names.len(),
+            names.join(", ")
+        ));
+    }
     status::set_synced(ctx, tgb, &msg, (count(desired.len()), count(healthy))).await?;
+    status::write_checkpoint(ctx, tgb, &key, &cp).await?;
     Ok(Action::requeue(verify_in))
 }
 
@@ -175,19 +215,60 @@ async fn report_unresolved(
     ctx.event(&tgb.object_ref(&()), true, "NodeInstanceNotFound", msg).await;
 }
 
-/// On deletion: every instance target of the group deregistered (a vanished group is `Err`
-/// with `NotFound`, for the caller to report).
-pub(super) async fn deregister_all(
+/// A Warning naming each node whose instance (found by its InternalIP) disagrees with the
+/// node's zone label or EC2 hostname (`lbc_model::nodes::cross_check`): the node, its IP, the
+/// instance, the value seen and the value expected, and the fix. Published when the set changes.
+async fn report_mismatched(
     ctx: &Context,
     tgb: &TargetGroupBinding,
-    arn: &str,
-) -> Result<(), lbc_aws::AwsError> {
+    key: &ObjectRef<TargetGroupBinding>,
+    mismatched: &[NodeMismatch],
+) {
+    let now: Vec<String> = mismatched.iter().map(|m| format!("{}/{}", m.node, m.instance)).collect();
+    let changed = ctx.with_state(key, |s| {
+        let changed = s.mismatch_reported != now;
+        s.mismatch_reported = now.clone();
+        changed
+    });
+    if !changed || mismatched.is_empty() {
+        return;
+    }
+    let what: Vec<String> = mismatched
+        .iter()
+        .take(10)
+        .map(|m| {
+            format!(
+                "node {} (InternalIP {}) resolved to instance {}, but the node has {}",
+                m.node, m.ip, m.instance, m.mismatch
+            )
+        })
+        .collect();
+    let more = if mismatched.len() > 10 { format!(" and {} more", mismatched.len() - 10) } else { String::new() };
+    let msg = format!(
+        "{}{more}. These nodes are NOT registered in TargetGroupBinding {}/{}'s target group (the IP may belong to \
+         another machine); the other nodes are. Fix: correct the node's {} label or hostname if they are wrong; if \
+         the InternalIP is wrong (a stale Node object whose address was reused), delete the Node object; or set \
+         spec.providerID (aws:///<zone>/<instance-id>) to name the instance",
+        what.join("; "),
+        tgb.namespace().unwrap_or_default(),
+        tgb.name_any(),
+        lbc_model::nodes::ZONE_LABEL,
+    );
+    ctx.event(&tgb.object_ref(&()), true, "NodeInstanceMismatch", msg).await;
+}
+
+/// On deletion: every instance target of the group deregistered, or in a multi-cluster group
+/// only those this cluster recorded as its own (a vanished group is `Err` with `NotFound`, for
+/// the caller to report).
+pub(super) async fn deregister_all(ctx: &Context, tgb: &TargetGroupBinding, arn: &str) -> Result<()> {
     let elb = ctx.elb_for(tgb);
+    let owned =
+        if tgb.spec.is_multi_cluster() { Some(status::read_owned_instance_targets(ctx, tgb).await?) } else { None };
     let ours: Vec<InstanceTarget> = elb
         .describe_instance_targets(arn)
         .await?
         .into_iter()
-        .filter(|(_, h)| !h.state.is_draining())
+        .filter(|(t, h)| !h.state.is_draining() && owned.as_ref().is_none_or(|o| o.contains(t)))
         .map(|(t, _)| t)
         .collect();
     for b in ours.chunks(ctx.cfg.batch_size) {

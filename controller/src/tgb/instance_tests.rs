@@ -134,7 +134,11 @@ async fn nodes_without_provider_id_are_registered_by_their_ip_on_the_node_port()
         ["DescribeTargetGroups(0)", "DescribeTags(0)", "DescribeTargetHealth(0)", "RegisterTargets(3)"]
     );
     let kube = h.kube();
-    assert_eq!(kube.iter().map(Seen::line).collect::<Vec<_>>(), [format!("PATCH {TGB_PATH}/status")]);
+    assert_eq!(
+        kube.iter().map(Seen::line).collect::<Vec<_>>(),
+        [format!("PATCH {TGB_PATH}/status"), format!("PATCH {TGB_PATH}")],
+        "status, then the checkpoint annotation"
+    );
     assert_eq!(ready_condition(&kube[0]), ("True".into(), "Synced".into()));
     assert_eq!(kube[0].body["status"]["registeredTargets"], json!(3));
     assert_eq!(h.events(), ["SuccessfullyReconciled"]);
@@ -239,6 +243,69 @@ async fn an_unresolvable_node_gets_a_warning_and_the_others_register() {
     assert!(h.event_notes().iter().all(|(r, _)| r != "NodeInstanceNotFound"));
 }
 
+/// Issue 21's cross-check: an instance found by a node's IP whose zone or EC2 hostname
+/// disagrees with the node is not registered for it, and a Warning says which node, IP,
+/// instance, value seen and value expected; the other nodes still register.
+#[tokio::test(start_paused = true)]
+async fn an_instance_that_fails_the_cross_check_is_not_registered_and_warned_about() {
+    use lbc_model::nodes::{Instance, ZONE_LABEL};
+    let zone = |z: &'static str| [(ZONE_LABEL, z)];
+    let nodes = vec![
+        node("n1", "10.0.1.10", true, &zone("eu-west-1a"), None),
+        node("n2", "10.0.1.11", true, &zone("eu-west-1b"), None),
+        node("ip-10-0-1-12", "10.0.1.12", true, &[], None),
+        node("rke2-agent-4", "10.0.1.13", true, &zone("eu-west-1a"), None),
+    ];
+    let h = instance_harness(nodes, Some(30080)).await;
+    let inst = |id: &str, zone: &str, host: &str| Instance {
+        id: id.into(),
+        zone: Some(zone.into()),
+        private_dns_name: Some(format!("{host}.eu-west-1.compute.internal")),
+    };
+    h.instances.add_instance(VPC, "10.0.1.10", inst("i-0000000000000000a", "eu-west-1a", "ip-10-0-1-10"));
+    h.instances.add_instance(VPC, "10.0.1.11", inst("i-0000000000000000b", "eu-west-1a", "ip-10-0-1-11"));
+    h.instances.add_instance(VPC, "10.0.1.12", inst("i-0000000000000000c", "eu-west-1a", "ip-10-0-7-7"));
+    h.instances.add_instance(VPC, "10.0.1.13", inst("i-0000000000000000d", "eu-west-1a", "ip-10-0-1-13"));
+    h.reconcile(&instance_binding(true)).await.unwrap();
+    assert_eq!(
+        h.instance_targets(),
+        ["i-0000000000000000a:30080", "i-0000000000000000d:30080"],
+        "n1 agrees; n2's zone and ip-10-0-1-12's hostname disagree; rke2-agent-4's custom name is not compared"
+    );
+    let events = h.event_notes();
+    let mismatch: Vec<&String> = events.iter().filter(|(r, _)| r == "NodeInstanceMismatch").map(|(_, n)| n).collect();
+    assert_eq!(mismatch.len(), 1, "one Warning for both nodes: {events:?}");
+    let note = mismatch[0];
+    for part in [
+        "node n2 (InternalIP 10.0.1.11) resolved to instance i-0000000000000000b",
+        "label topology.kubernetes.io/zone=eu-west-1b, but the instance is in availability zone eu-west-1a",
+        "node ip-10-0-1-12 (InternalIP 10.0.1.12) resolved to instance i-0000000000000000c",
+        "hostname ip-10-0-1-12, but the instance's private DNS name is ip-10-0-7-7.eu-west-1.compute.internal",
+        "NOT registered in TargetGroupBinding shop/web",
+        "Fix:",
+    ] {
+        assert!(note.contains(part), "{part:?} missing from the warning: {note}");
+    }
+    let kube = h.kube();
+    let status = &kube.iter().find(|r| r.path.ends_with("/status")).expect("status written").body;
+    assert!(status.to_string().contains("failed the zone/hostname cross-check: ip-10-0-1-12, n2"), "{status}");
+
+    // The same again: no second Warning. n2's label corrected: registered, and no Warning for
+    // the one left.
+    h.reconcile(&instance_binding(true)).await.unwrap();
+    assert!(h.event_notes().iter().all(|(r, _)| r != "NodeInstanceMismatch"));
+    h.set_node(node("n2", "10.0.1.11", true, &zone("eu-west-1a"), None));
+    h.reconcile(&instance_binding(true)).await.unwrap();
+    assert_eq!(
+        h.instance_targets(),
+        ["i-0000000000000000a:30080", "i-0000000000000000b:30080", "i-0000000000000000d:30080"]
+    );
+    let again: Vec<String> =
+        h.event_notes().into_iter().filter(|(r, _)| r == "NodeInstanceMismatch").map(|(_, n)| n).collect();
+    assert_eq!(again.len(), 1, "the set changed: warned again, about ip-10-0-1-12 alone: {again:?}");
+    assert!(!again[0].contains("node n2"), "{}", again[0]);
+}
+
 #[tokio::test(start_paused = true)]
 async fn deleting_the_binding_deregisters_every_instance_target() {
     let h = instance_harness(three_nodes(), Some(30080)).await;
@@ -296,5 +363,130 @@ async fn cold_start_at_450_nodes_costs_the_call_floor() {
             "RegisterTargets(200)",
             "RegisterTargets(50)"
         ]
+    );
+}
+
+/// Multi-cluster target groups in instance mode, as in ip mode: the instance targets this
+/// cluster registers are recorded in the binding's ConfigMap before they are registered; another
+/// cluster's instance in the shared group survives node changes and the binding's deletion.
+#[tokio::test(start_paused = true)]
+async fn multi_cluster_instance_targets_are_recorded_before_writing_and_only_they_are_deregistered() {
+    let h = instance_harness(three_nodes(), Some(30080)).await;
+    let mut b = instance_binding(true);
+    b.spec.multi_cluster_target_group = Some(true);
+    let foreign = InstanceTarget::new("i-0ffffffffffffffff", 30080);
+    h.elb.write_instance_targets(ARN, std::slice::from_ref(&foreign), true).await.unwrap();
+    h.aws();
+
+    h.reconcile(&b).await.unwrap();
+    assert_eq!(
+        h.aws(),
+        ["DescribeTargetGroups(0)", "DescribeTargetHealth(0)", "RegisterTargets(3)"],
+        "no owner-tag read for a shared group"
+    );
+    assert_eq!(
+        h.instance_targets(),
+        [
+            "i-0000000000000000a:30080",
+            "i-0000000000000000b:30080",
+            "i-0000000000000000c:30080",
+            "i-0ffffffffffffffff:30080"
+        ]
+    );
+    let cm = format!("/api/v1/namespaces/{NS}/configmaps");
+    let kube = h.kube();
+    assert_eq!(
+        kube.iter().map(Seen::line).collect::<Vec<_>>(),
+        [
+            format!("GET {cm}/aws-lbc-targets-web"),
+            format!("PUT {cm}/aws-lbc-targets-web"),
+            format!("POST {cm}"),
+            format!("PUT {cm}/aws-lbc-targets-web"),
+            format!("PATCH {TGB_PATH}/status"),
+            format!("PATCH {TGB_PATH}"),
+        ],
+        "owned set read, recorded with the planned registrations before them (created on first use), then again \
+         after; status and checkpoint"
+    );
+    let ours = "i-0000000000000000a:30080,i-0000000000000000b:30080,i-0000000000000000c:30080";
+    assert_eq!(kube[2].body["data"]["targets"], json!(ours), "recorded before RegisterTargets");
+    assert_eq!(kube[2].body["metadata"]["ownerReferences"][0]["name"], json!("web"), "owned by the binding");
+    assert_eq!(kube[3].body["data"]["targets"], json!(ours));
+
+    // A node of ours leaves: deregistered and dropped from the record; the foreign one stays.
+    h.set_node(node("n1", "10.0.1.10", false, &[], None));
+    h.reconcile(&b).await.unwrap();
+    assert_eq!(h.aws(), ["DescribeTargetHealth(0)", "DeregisterTargets(1)"]);
+    let kube = h.kube();
+    let put = kube.iter().find(|r| r.method == Method::PUT).expect("the owned set written after");
+    assert_eq!(put.body["data"]["targets"], json!("i-0000000000000000b:30080,i-0000000000000000c:30080"));
+
+    h.reconcile(&deleting(b)).await.unwrap();
+    assert_eq!(h.aws(), ["DescribeTargetHealth(0)", "DeregisterTargets(2)"]);
+    assert_eq!(h.instance_targets(), ["i-0ffffffffffffffff:30080"], "only this cluster's targets deregistered");
+    assert_eq!(
+        h.kube_lines(),
+        [
+            format!("GET {cm}/aws-lbc-targets-web"),
+            format!("DELETE {cm}/aws-lbc-targets-web"),
+            format!("PATCH {TGB_PATH}")
+        ]
+    );
+}
+
+/// The checkpoint annotation in instance mode: a restarted controller (a new process: nothing in
+/// memory, empty AWS caches) whose binding carries the checkpoint of exactly the set the nodes
+/// ask for makes no per-binding AWS call: no DescribeTags, no DescribeTargetHealth, no write; only
+/// the group read (batched across bindings, for its VPC) and the node look-up (batched across
+/// nodes, shared by every binding). A stale checkpoint costs the full pass.
+#[tokio::test(start_paused = true)]
+async fn a_warm_restart_with_the_checkpoint_costs_no_per_binding_aws_call() {
+    let h = instance_harness(three_nodes(), Some(30080)).await;
+    h.reconcile(&instance_binding(true)).await.unwrap();
+    let kube = h.kube();
+    let status = kube.iter().find(|r| r.path.ends_with("/status")).expect("status written").body["status"].clone();
+    let cp_patch = kube.iter().find(|r| r.path == TGB_PATH).expect("checkpoint written");
+    let annotations = cp_patch.body["metadata"]["annotations"].clone();
+    let cp = annotations[lbc_model::names::CHECKPOINT_ANNOTATION].as_str().expect("checkpoint").to_string();
+    assert!(cp.starts_with("v1-instance:"), "{cp}");
+
+    // The binding as the new process's cache sees it: Ready, with the checkpoint.
+    let mut synced = instance_binding(true);
+    synced.status = serde_json::from_value(status).unwrap();
+    synced.metadata.annotations = serde_json::from_value(annotations).unwrap();
+
+    let restarted = instance_harness(three_nodes(), Some(30080)).await;
+    let action = restarted.reconcile(&synced).await.unwrap();
+    assert_eq!(restarted.aws(), ["DescribeTargetGroups(0)"], "no DescribeTags, DescribeTargetHealth or write");
+    assert_eq!(restarted.lookups(), [(VPC.to_string(), 3)], "the node look-up (shared by all bindings)");
+    assert_eq!(restarted.kube_lines(), Vec::<String>::new(), "nothing written");
+    assert!(requeues_within(&action, 600, 900), "verified after the jittered sync period: {action:?}");
+    // It stays cheap: nothing changed, nothing asked.
+    restarted.reconcile(&synced).await.unwrap();
+    assert_eq!(restarted.aws(), Vec::<String>::new());
+
+    // A node left while the controller was down: the checkpoint no longer matches, full pass,
+    // the checkpoint cleared before the write and written again after.
+    let mut two = three_nodes();
+    two.pop();
+    let stale = instance_harness(two, Some(30080)).await;
+    stale.elb.write_instance_targets(ARN, &[InstanceTarget::new("i-0000000000000000c", 30080)], true).await.unwrap();
+    stale.aws();
+    stale.reconcile(&synced).await.unwrap();
+    assert_eq!(
+        stale.aws(),
+        [
+            "DescribeTargetGroups(0)",
+            "DescribeTags(0)",
+            "DescribeTargetHealth(0)",
+            "DeregisterTargets(1)",
+            "RegisterTargets(2)"
+        ]
+    );
+    let lines = stale.kube_lines();
+    assert_eq!(
+        lines,
+        [format!("PATCH {TGB_PATH}"), format!("PATCH {TGB_PATH}/status"), format!("PATCH {TGB_PATH}")],
+        "checkpoint cleared, status, checkpoint written"
     );
 }

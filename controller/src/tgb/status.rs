@@ -17,6 +17,7 @@ use lbc_model::checkpoint::{StatusChange, WriteBackInput, write_back as write_ba
 use lbc_model::crd::TargetGroupBinding;
 use lbc_model::endpoints::DesiredTargets;
 use lbc_model::names::{CHECKPOINT_ANNOTATION, CHECKPOINT_TIMESTAMP_ANNOTATION, multicluster_configmap_name};
+use lbc_model::nodes::{InstanceTarget, owned_instance_targets_value, parse_owned_instance_targets};
 use lbc_model::plan::Plan;
 use lbc_model::target::{Target, TargetHealth};
 use serde_json::json;
@@ -214,12 +215,23 @@ fn ignore_not_found<T>(r: Result<T, kube::Error>) -> Result<()> {
 /// Multi-cluster: targets this binding registered, from ConfigMap `aws-lbc-targets-<name>`
 /// (key `targets`, comma-separated `ip:port`, as ALBC keeps it).
 pub(super) async fn read_owned_targets(ctx: &Context, tgb: &TargetGroupBinding) -> Result<BTreeSet<Target>> {
+    Ok(parse_owned_targets(&read_owned_raw(ctx, tgb).await?))
+}
+
+/// Multi-cluster in instance mode: the same ConfigMap, entries `<instance id>:<port>`.
+pub(super) async fn read_owned_instance_targets(
+    ctx: &Context,
+    tgb: &TargetGroupBinding,
+) -> Result<BTreeSet<InstanceTarget>> {
+    Ok(parse_owned_instance_targets(&read_owned_raw(ctx, tgb).await?))
+}
+
+async fn read_owned_raw(ctx: &Context, tgb: &TargetGroupBinding) -> Result<String> {
     let cms: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &tgb.namespace().unwrap_or_default());
     let Some(cm) = cms.get_opt(&multicluster_configmap_name(&tgb.name_any())).await? else {
-        return Ok(BTreeSet::new());
+        return Ok(String::new());
     };
-    let raw = cm.data.as_ref().and_then(|d| d.get("targets")).map(String::as_str).unwrap_or_default();
-    Ok(parse_owned_targets(raw))
+    Ok(cm.data.and_then(|mut d| d.remove("targets")).unwrap_or_default())
 }
 
 pub(super) async fn write_owned_targets(
@@ -227,6 +239,18 @@ pub(super) async fn write_owned_targets(
     tgb: &TargetGroupBinding,
     targets: &BTreeSet<Target>,
 ) -> Result<()> {
+    write_owned_raw(ctx, tgb, owned_targets_value(targets)).await
+}
+
+pub(super) async fn write_owned_instance_targets(
+    ctx: &Context,
+    tgb: &TargetGroupBinding,
+    targets: &BTreeSet<InstanceTarget>,
+) -> Result<()> {
+    write_owned_raw(ctx, tgb, owned_instance_targets_value(targets)).await
+}
+
+async fn write_owned_raw(ctx: &Context, tgb: &TargetGroupBinding, value: String) -> Result<()> {
     let ns = tgb.namespace().unwrap_or_default();
     let name = multicluster_configmap_name(&tgb.name_any());
     let cms: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &ns);
@@ -237,7 +261,7 @@ pub(super) async fn write_owned_targets(
             owner_references: tgb.controller_owner_ref(&()).map(|r| vec![r]),
             ..Default::default()
         },
-        data: Some([("targets".to_string(), owned_targets_value(targets))].into()),
+        data: Some([("targets".to_string(), value)].into()),
         ..Default::default()
     };
     match cms.replace(&name, &PostParams::default(), &cm).await {
