@@ -161,6 +161,16 @@ pub fn instance_bindings(tgbs: &Store<TargetGroupBinding>) -> Vec<ObjectRef<Targ
         .collect()
 }
 
+/// Objects per list page of the pods watch (kube's default). A page of `bench/`-scene pods is
+/// ≈ 1.6 MiB on the wire and peaks at ≈ 3.6 MiB while read and decoded (`mem_bench`).
+pub(crate) const POD_PAGE_SIZE: u32 = 500;
+
+/// Objects per list page of the EndpointSlices watch. A slice holds up to 100 endpoints (≈ 29 KiB
+/// on the wire, ~9× a pod), so kube's default of 500 made one page ≈ 14 MiB at 50k pods and its
+/// read a ≈ 34 MiB transient peak (`mem_bench`); 50 slices keep a page near a pod page's size,
+/// for 10 list calls instead of 1 at 50k pods.
+pub(crate) const SLICE_PAGE_SIZE: u32 = 50;
+
 fn watch_config(label_selector: Option<&str>) -> watcher::Config {
     let c = watcher::Config::default();
     match label_selector {
@@ -338,7 +348,7 @@ impl Stores {
         let (slices, task) = watch_records::<EndpointSliceWire, _>(
             "endpointslices",
             api(client, namespace),
-            watch_config(Some(SERVICE_NAME_LABEL)),
+            watch_config(Some(SERVICE_NAME_LABEL)).page_size(SLICE_PAGE_SIZE),
             SliceInfo::from_wire,
             metrics.clone(),
             move |ns, s| {
@@ -354,11 +364,11 @@ impl Stores {
         let (pods, task) = watch_records::<PodWire, _>(
             "pods",
             api(client, namespace),
-            watch_config(None),
+            watch_config(None).page_size(POD_PAGE_SIZE),
             PodInfo::from_wire,
             metrics.clone(),
             move |ns, p| {
-                for name in bindings_gating(p.gates.iter().map(|g| &*g.condition_type)) {
+                for name in bindings_gating(p.gates().iter().map(|g| &*g.condition_type)) {
                     t.send(tgb_ref(ns, name), false);
                 }
             },
