@@ -24,7 +24,7 @@
 
 use crate::context::BindingState;
 use crate::records::{Map, Records, list_apply};
-use crate::stores::{POD_PAGE_SIZE, SLICE_PAGE_SIZE};
+use crate::stores::{POD_PAGE_SIZE, SLICE_PAGE_SIZE, pod_decoder};
 use k8s_openapi::api::core::v1::ServicePort;
 use kube::core::ObjectList;
 use lbc_model::crd::TargetGroupIpAddressType;
@@ -268,7 +268,12 @@ struct PageCost {
 /// Reads `body` as kube-client's `request` does and applies every object through the watcher
 /// path into `building`; returns the transient peak above the bytes live before `body` existed
 /// (`before`).
-fn read_page<K, R>(body: Vec<u8>, before: [i64; 2], building: &mut Option<Map<R>>, decode: fn(K) -> R) -> PageCost
+fn read_page<K, R>(
+    body: Vec<u8>,
+    before: [i64; 2],
+    building: &mut Option<Map<R>>,
+    decode: &mut impl FnMut(K) -> R,
+) -> PageCost
 where
     K: kube::Resource + Clone + serde::de::DeserializeOwned,
 {
@@ -314,6 +319,7 @@ fn run(s: &Sizes) -> f64 {
     // Pods cache, page by page.
     let start = counting::live();
     let mut building: Option<Map<PodInfo>> = None;
+    let mut decode_pod = pod_decoder();
     let mut worst_pod_page = PageCost::default();
     let mut pod_json_bytes = 0;
     let mut i = 0;
@@ -322,7 +328,7 @@ fn run(s: &Sizes) -> f64 {
         let before = counting::live();
         let body = page("PodList", (i..end).map(|i| pod_json(i, set_of(i), s.gated)).collect(), end < n);
         counting::reset_peak();
-        let c = read_page::<PodWire, _>(body, before, &mut building, PodInfo::from_wire);
+        let c = read_page::<PodWire, _>(body, before, &mut building, &mut decode_pod);
         pod_json_bytes += c.wire_bytes;
         if c.peak[1] > worst_pod_page.peak[1] {
             worst_pod_page = c;
@@ -354,7 +360,7 @@ fn run(s: &Sizes) -> f64 {
         let items = slice_bodies_items[at..end].iter().map(|(k, j, m)| slice_json(*k, *j, m)).collect();
         let body = page("EndpointSliceList", items, end < total_slices);
         counting::reset_peak();
-        let c = read_page::<EndpointSliceWire, _>(body, before, &mut sbuilding, SliceInfo::from_wire);
+        let c = read_page::<EndpointSliceWire, _>(body, before, &mut sbuilding, &mut SliceInfo::from_wire);
         slice_json_bytes += c.wire_bytes;
         if c.peak[1] > worst_slice_page.peak[1] {
             worst_slice_page = c;

@@ -86,7 +86,7 @@ fn insert<R>(map: &mut Map<R>, (ns, name): (Box<str>, Box<str>), r: Arc<R>) {
 }
 
 /// One object of a list page (`InitApply`), decoded into the list being built aside.
-pub(crate) fn list_apply<K: Resource, R>(building: &mut Option<Map<R>>, o: K, decode: fn(K) -> R) {
+pub(crate) fn list_apply<K: Resource, R>(building: &mut Option<Map<R>>, o: K, decode: &mut impl FnMut(K) -> R) {
     let k = key(&o);
     insert(building.get_or_insert_with(Map::default), k, Arc::new(decode(o)));
 }
@@ -108,7 +108,7 @@ pub fn watch_records<K, R>(
     name: &'static str,
     api: Api<K>,
     cfg: watcher::Config,
-    decode: fn(K) -> R,
+    mut decode: impl FnMut(K) -> R + Send + 'static,
     metrics: Metrics,
     on_change: impl Fn(&str, &R) + Send + 'static,
 ) -> (Records<R>, JoinHandle<()>)
@@ -132,7 +132,7 @@ where
                     let synced = *ready_tx.borrow();
                     match ev {
                         watcher::Event::Init => building = Some(Map::default()),
-                        watcher::Event::InitApply(o) => list_apply(&mut building, o, decode),
+                        watcher::Event::InitApply(o) => list_apply(&mut building, o, &mut decode),
                         watcher::Event::InitDone => {
                             let fresh = building.take().unwrap_or_default();
                             let old = std::mem::replace(&mut *map.write().expect("records lock"), fresh);

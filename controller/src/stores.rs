@@ -171,6 +171,12 @@ pub(crate) const POD_PAGE_SIZE: u32 = 500;
 /// for 10 list calls instead of 1 at 50k pods.
 pub(crate) const SLICE_PAGE_SIZE: u32 = 50;
 
+/// How the pods watch decodes: one record per pod, the named-port lists shared between pods.
+pub(crate) fn pod_decoder() -> impl FnMut(PodWire) -> PodInfo + Send + 'static {
+    let mut ports = lbc_model::pod::NamedPortsInterner::default();
+    move |p| PodInfo::from_wire_shared(p, &mut ports)
+}
+
 fn watch_config(label_selector: Option<&str>) -> watcher::Config {
     let c = watcher::Config::default();
     match label_selector {
@@ -365,7 +371,7 @@ impl Stores {
             "pods",
             api(client, namespace),
             watch_config(None).page_size(POD_PAGE_SIZE),
-            PodInfo::from_wire,
+            pod_decoder(),
             metrics.clone(),
             move |ns, p| {
                 for name in bindings_gating(p.gates().iter().map(|g| &*g.condition_type)) {

@@ -8,7 +8,8 @@ use crate::names::{CONTAINERS_READY, READINESS_GATE_PREFIX, READY};
 use crate::wire::PodWire;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
 
 /// What target decisions and readiness-gate updates need to know about a pod.
 ///
@@ -21,10 +22,46 @@ use std::collections::BTreeMap;
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PodInfo {
     /// Named container ports (name → number), for named ports in `spec.networking`; a name two
-    /// containers use (invalid in Kubernetes) keeps the first.
-    pub named_ports: Box<[(Box<str>, u16)]>,
+    /// containers use (invalid in Kubernetes) keeps the first. Shared between the pods whose lists
+    /// are equal when decoded through one [`NamedPortsInterner`] (every pod of a Deployment).
+    pub named_ports: NamedPorts,
     /// `None`: the pod carries none of our target-health readiness gates.
     pub gated: Option<Box<GatedPod>>,
+}
+
+/// A pod's named container ports.
+pub type NamedPorts = Arc<[(Box<str>, u16)]>;
+
+/// Hands out one shared [`NamedPorts`] per distinct list, so the pods of a Deployment hold one
+/// copy. Lists no pod holds any more are dropped when the set has doubled since the last sweep.
+#[derive(Debug, Default)]
+pub struct NamedPortsInterner {
+    lists: HashSet<NamedPorts>,
+    sweep_at: usize,
+}
+
+impl NamedPortsInterner {
+    pub fn intern(&mut self, ports: Vec<(Box<str>, u16)>) -> NamedPorts {
+        if let Some(shared) = self.lists.get(ports.as_slice()) {
+            return shared.clone();
+        }
+        if self.lists.len() >= self.sweep_at {
+            self.lists.retain(|l| Arc::strong_count(l) > 1);
+            self.sweep_at = (2 * self.lists.len()).max(64);
+        }
+        let shared: NamedPorts = ports.into();
+        self.lists.insert(shared.clone());
+        shared
+    }
+
+    /// Distinct lists held (tests).
+    pub fn len(&self) -> usize {
+        self.lists.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.lists.is_empty()
+    }
 }
 
 /// The facts readiness-gate decisions read, for a pod with at least one of our gates.
@@ -67,7 +104,14 @@ impl CurrentCondition {
 }
 
 impl PodInfo {
+    /// The record of a decoded pod, its named ports not shared with other records (tests,
+    /// tools; the watch uses [`PodInfo::from_wire_shared`]).
     pub fn from_wire(pod: PodWire) -> Self {
+        Self::from_wire_shared(pod, &mut NamedPortsInterner::default())
+    }
+
+    /// The record of a decoded pod, its named ports shared through `ports`.
+    pub fn from_wire_shared(pod: PodWire, ports: &mut NamedPortsInterner) -> Self {
         let mut conditions = pod.status.conditions;
         let is_true = |t: &str| conditions.iter().any(|c| c.type_ == t && c.status == "True");
         let (containers_ready, ready) = (is_true(CONTAINERS_READY), is_true(READY));
@@ -109,7 +153,7 @@ impl PodInfo {
                 gates: gates.into(),
             })
         });
-        Self { named_ports: named_ports.into(), gated }
+        Self { named_ports: ports.intern(named_ports), gated }
     }
 
     /// The record of a full `Pod` object, through the same decoding as the watch (tests, tools).
@@ -319,6 +363,46 @@ mod tests {
             assert_eq!(info.named_container_ports(), [("http".to_string(), 8080)].into());
             assert!(!info.has_gate(G) && info.gate_status(G).is_none() && !info.only_waiting_on_our_gates());
         }
+    }
+
+    #[test]
+    fn equal_named_port_lists_are_shared_and_unused_ones_dropped() {
+        let with_ports = |ports: &[(&str, i32)]| {
+            let mut p = pod("p", &[], &[]);
+            p.spec.as_mut().unwrap().containers = vec![k8s_openapi::api::core::v1::Container {
+                ports: Some(
+                    ports
+                        .iter()
+                        .map(|(n, c)| k8s_openapi::api::core::v1::ContainerPort {
+                            name: Some(n.to_string()),
+                            container_port: *c,
+                            ..Default::default()
+                        })
+                        .collect(),
+                ),
+                ..Default::default()
+            }];
+            let json = serde_json::to_value(&p).unwrap();
+            serde_json::from_value::<PodWire>(json).unwrap()
+        };
+        let mut interner = NamedPortsInterner::default();
+        let a = PodInfo::from_wire_shared(with_ports(&[("http", 8080)]), &mut interner);
+        let b = PodInfo::from_wire_shared(with_ports(&[("http", 8080)]), &mut interner);
+        let c = PodInfo::from_wire_shared(with_ports(&[("http", 9090)]), &mut interner);
+        assert!(Arc::ptr_eq(&a.named_ports, &b.named_ports), "equal lists share one allocation");
+        assert_eq!(a.named_container_ports(), [("http".to_string(), 8080)].into());
+        assert_eq!(c.named_container_ports(), [("http".to_string(), 9090)].into());
+        assert_eq!(interner.len(), 2);
+        drop((a, b, c));
+        // Lists nobody holds are swept once the set has grown past the sweep mark.
+        let held: Vec<PodInfo> =
+            (0..200).map(|i| PodInfo::from_wire_shared(with_ports(&[("p", 1000 + i)]), &mut interner)).collect();
+        assert!(interner.len() <= 200 + 2 && interner.len() >= 200, "{}", interner.len());
+        assert!(held.iter().all(|p| Arc::strong_count(&p.named_ports) == 2), "held lists are kept");
+        drop(held);
+        let _ = PodInfo::from_wire_shared(with_ports(&[("x", 1)]), &mut interner);
+        let _ = (0..300).map(|i| PodInfo::from_wire_shared(with_ports(&[("y", i)]), &mut interner)).count();
+        assert!(interner.len() < 500, "unused lists are dropped: {}", interner.len());
     }
 
     #[test]
