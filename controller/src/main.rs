@@ -11,6 +11,8 @@ mod error;
 mod ingress;
 mod kube_gate;
 mod leader;
+#[cfg(test)]
+mod mem_bench;
 mod metrics;
 mod networking;
 mod records;

@@ -15,7 +15,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 /// namespace → name → record.
-type Map<R> = HashMap<Box<str>, HashMap<Box<str>, Arc<R>>>;
+pub(crate) type Map<R> = HashMap<Box<str>, HashMap<Box<str>, Arc<R>>>;
 
 /// Read side of a record cache; cheap to clone.
 pub struct Records<R> {
@@ -53,6 +53,13 @@ impl<R> Records<R> {
         Self { map: Default::default(), ready }
     }
 
+    /// A synced cache holding `map` (the memory benchmark builds it through [`list_apply`]).
+    #[cfg(test)]
+    pub fn from_map(map: Map<R>) -> Self {
+        let (_, ready) = watch::channel(true);
+        Self { map: Arc::new(RwLock::new(map)), ready }
+    }
+
     #[cfg(test)]
     pub fn put(&self, ns: &str, name: &str, r: R) {
         insert(&mut self.map.write().expect("records lock"), (ns.into(), name.into()), Arc::new(r));
@@ -78,6 +85,12 @@ fn insert<R>(map: &mut Map<R>, (ns, name): (Box<str>, Box<str>), r: Arc<R>) {
     map.entry(ns).or_default().insert(name, r);
 }
 
+/// One object of a list page (`InitApply`), decoded into the list being built aside.
+pub(crate) fn list_apply<K: Resource, R>(building: &mut Option<Map<R>>, o: K, decode: &mut impl FnMut(K) -> R) {
+    let k = key(&o);
+    insert(building.get_or_insert_with(Map::default), k, Arc::new(decode(o)));
+}
+
 fn remove<R>(map: &mut Map<R>, (ns, name): &(Box<str>, Box<str>)) {
     if let Some(m) = map.get_mut(ns) {
         m.remove(name);
@@ -95,7 +108,7 @@ pub fn watch_records<K, R>(
     name: &'static str,
     api: Api<K>,
     cfg: watcher::Config,
-    decode: fn(K) -> R,
+    mut decode: impl FnMut(K) -> R + Send + 'static,
     metrics: Metrics,
     on_change: impl Fn(&str, &R) + Send + 'static,
 ) -> (Records<R>, JoinHandle<()>)
@@ -119,10 +132,7 @@ where
                     let synced = *ready_tx.borrow();
                     match ev {
                         watcher::Event::Init => building = Some(Map::default()),
-                        watcher::Event::InitApply(o) => {
-                            let k = key(&o);
-                            insert(building.get_or_insert_with(Map::default), k, Arc::new(decode(o)));
-                        }
+                        watcher::Event::InitApply(o) => list_apply(&mut building, o, &mut decode),
                         watcher::Event::InitDone => {
                             let fresh = building.take().unwrap_or_default();
                             let old = std::mem::replace(&mut *map.write().expect("records lock"), fresh);

@@ -180,6 +180,22 @@ pub fn node_event_matters(digests: &mut NodeDigests, ev: CacheEvent, node: &Node
     }
 }
 
+/// Objects per list page of the pods watch (kube's default). A page of `bench/`-scene pods is
+/// ≈ 1.6 MiB on the wire and peaks at ≈ 3.6 MiB while read and decoded (`mem_bench`).
+pub(crate) const POD_PAGE_SIZE: u32 = 500;
+
+/// Objects per list page of the EndpointSlices watch. A slice holds up to 100 endpoints (≈ 29 KiB
+/// on the wire, ~9× a pod), so kube's default of 500 made one page ≈ 14 MiB at 50k pods and its
+/// read a ≈ 34 MiB transient peak (`mem_bench`); 50 slices keep a page near a pod page's size,
+/// for 10 list calls instead of 1 at 50k pods.
+pub(crate) const SLICE_PAGE_SIZE: u32 = 50;
+
+/// How the pods watch decodes: one record per pod, the named-port lists shared between pods.
+pub(crate) fn pod_decoder() -> impl FnMut(PodWire) -> PodInfo + Send + 'static {
+    let mut ports = lbc_model::pod::NamedPortsInterner::default();
+    move |p| PodInfo::from_wire_shared(p, &mut ports)
+}
+
 fn watch_config(label_selector: Option<&str>) -> watcher::Config {
     let c = watcher::Config::default();
     match label_selector {
@@ -390,7 +406,7 @@ impl Stores {
         let (slices, task) = watch_records::<EndpointSliceWire, _>(
             "endpointslices",
             api(client, namespace),
-            watch_config(Some(SERVICE_NAME_LABEL)),
+            watch_config(Some(SERVICE_NAME_LABEL)).page_size(SLICE_PAGE_SIZE),
             SliceInfo::from_wire,
             metrics.clone(),
             move |ns, s| {
@@ -406,11 +422,11 @@ impl Stores {
         let (pods, task) = watch_records::<PodWire, _>(
             "pods",
             api(client, namespace),
-            watch_config(None),
-            PodInfo::from_wire,
+            watch_config(None).page_size(POD_PAGE_SIZE),
+            pod_decoder(),
             metrics.clone(),
             move |ns, p| {
-                for name in bindings_gating(p.gates.iter().map(|g| &*g.condition_type)) {
+                for name in bindings_gating(p.gates().iter().map(|g| &*g.condition_type)) {
                     t.send(tgb_ref(ns, name), false);
                 }
             },

@@ -92,6 +92,9 @@ pub struct EndpointInfo {
     /// `None`: unknown, which Kubernetes says to read as ready.
     pub ready: Option<bool>,
     pub terminating: bool,
+    /// The endpoint's node, kept only when the endpoint is not ready (`ready: Some(false)`): the
+    /// only case [`desired_targets`] looks at it (a gated pod on a NotReady node is not
+    /// registered early). Ready endpoints are most of them and share a few hundred node names.
     pub node_name: Option<Box<str>>,
     /// The pod behind it (a target reference of kind Pod, or of no kind).
     pub pod: Option<Box<str>>,
@@ -107,7 +110,7 @@ impl SliceInfo {
                 addresses: ep.addresses.iter().filter_map(|a| a.parse().ok()).collect(),
                 ready: conditions.ready,
                 terminating: conditions.terminating == Some(true),
-                node_name: ep.node_name.map(String::into_boxed_str),
+                node_name: ep.node_name.filter(|_| conditions.ready == Some(false)).map(String::into_boxed_str),
                 pod: ep
                     .target_ref
                     .filter(|r| r.kind.as_deref().unwrap_or("Pod") == "Pod")
@@ -262,7 +265,7 @@ where
                     out.stats.pod_unknown += 1;
                     continue;
                 };
-                let node = ep.node_name.as_deref().or(info.node_name.as_deref());
+                let node = ep.node_name.as_deref().or(info.node_name());
                 let node_not_ready = node.and_then(|n| (input.node)(n)) == Some(NodeReadiness::NotReady);
                 if !info.has_gate(input.gate) || !info.only_waiting_on_our_gates() || node_not_ready {
                     out.stats.not_ready += 1;
@@ -461,6 +464,39 @@ mod tests {
         let r = d.targets.values().next().unwrap().as_ref().unwrap();
         assert_eq!(r, &PodRef { name: "p".into(), gated: true, gate_status: Some("False".into()) });
         assert_eq!(d.stats.gated, 1);
+    }
+
+    /// A pod without our gates is cached without facts (`PodInfo::gated` is `None`): its
+    /// endpoints still count as before, known pod (not `pod_unknown`) whatever its readiness.
+    #[test]
+    fn pods_without_our_gates_count_as_known_pods() {
+        let sp = ServicePort { name: None, port: 80, ..Default::default() };
+        for gates in [&[][..], &["example.com/warm"][..], &["target-health.elbv2.k8s.aws/other"][..]] {
+            let p = PodInfo::from_pod(&pod("p", &[("ContainersReady", "True"), ("Ready", "False")], gates));
+            assert_eq!(p.gated.is_some(), !gates.is_empty() && gates[0].starts_with("target-health"), "{gates:?}");
+            let pods: HashMap<&str, PodInfo> = [("p", p)].into();
+            let s = slice("IPv4", &[(None, 8080)], &[("10.0.1.5", "p", Some(false), None)]);
+            let d = run(&sp, TargetGroupIpAddressType::Ipv4, &[s], &pods, NodeReadiness::Ready);
+            assert!(d.targets.is_empty(), "{gates:?}");
+            assert_eq!((d.stats.not_ready, d.stats.pod_unknown), (1, 0), "{gates:?}");
+            let s = slice("IPv4", &[(None, 8080)], &[("10.0.1.5", "p", Some(true), None)]);
+            let d = run(&sp, TargetGroupIpAddressType::Ipv4, &[s], &pods, NodeReadiness::Ready);
+            let r = d.targets.values().next().unwrap().as_ref().unwrap();
+            assert_eq!(r, &PodRef { name: "p".into(), gated: false, gate_status: None }, "{gates:?}");
+        }
+    }
+
+    /// The endpoint's node is read only for endpoints that are not ready, and kept only there.
+    #[test]
+    fn endpoint_node_kept_only_when_not_ready() {
+        let s = slice(
+            "IPv4",
+            &[(None, 8080)],
+            &[("10.0.1.5", "a", Some(true), None), ("10.0.1.6", "b", None, None), ("10.0.1.7", "c", Some(false), None)],
+        );
+        let info = SliceInfo::of(&s);
+        let nodes: Vec<Option<&str>> = info.endpoints.iter().map(|e| e.node_name.as_deref()).collect();
+        assert_eq!(nodes, [None, None, Some("node-a")]);
     }
 
     #[test]

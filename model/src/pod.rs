@@ -8,11 +8,66 @@ use crate::names::{CONTAINERS_READY, READINESS_GATE_PREFIX, READY};
 use crate::wire::PodWire;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
 
 /// What target decisions and readiness-gate updates need to know about a pod.
+///
+/// Most pods carry none of our readiness gates, and for those decisions read only that the pod
+/// exists and its named ports: a not-ready endpoint of such a pod is never registered whatever
+/// its facts (`crate::endpoints::desired_targets` looks at readiness and node only for the
+/// binding's own gate), nothing patches its conditions and no binding is woken by it. So the
+/// facts below are kept only for pods with one of our gates ([`GatedPod`]); readiness gates are
+/// immutable in a pod's spec, so a pod never moves between the two kinds.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PodInfo {
+    /// Named container ports (name → number), for named ports in `spec.networking`; a name two
+    /// containers use (invalid in Kubernetes) keeps the first. Shared between the pods whose lists
+    /// are equal when decoded through one [`NamedPortsInterner`] (every pod of a Deployment).
+    pub named_ports: NamedPorts,
+    /// `None`: the pod carries none of our target-health readiness gates.
+    pub gated: Option<Box<GatedPod>>,
+}
+
+/// A pod's named container ports.
+pub type NamedPorts = Arc<[(Box<str>, u16)]>;
+
+/// Hands out one shared [`NamedPorts`] per distinct list, so the pods of a Deployment hold one
+/// copy. Lists no pod holds any more are dropped when the set has doubled since the last sweep.
+#[derive(Debug, Default)]
+pub struct NamedPortsInterner {
+    lists: HashSet<NamedPorts>,
+    sweep_at: usize,
+}
+
+impl NamedPortsInterner {
+    pub fn intern(&mut self, ports: Vec<(Box<str>, u16)>) -> NamedPorts {
+        if let Some(shared) = self.lists.get(ports.as_slice()) {
+            return shared.clone();
+        }
+        if self.lists.len() >= self.sweep_at {
+            self.lists.retain(|l| Arc::strong_count(l) > 1);
+            self.sweep_at = (2 * self.lists.len()).max(64);
+        }
+        let shared: NamedPorts = ports.into();
+        self.lists.insert(shared.clone());
+        shared
+    }
+
+    /// Distinct lists held (tests).
+    pub fn len(&self) -> usize {
+        self.lists.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.lists.is_empty()
+    }
+}
+
+/// The facts readiness-gate decisions read, for a pod with at least one of our gates.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GatedPod {
+    /// Precondition of every condition patch.
     pub uid: Box<str>,
     pub node_name: Option<Box<str>>,
     pub containers_ready: bool,
@@ -20,11 +75,8 @@ pub struct PodInfo {
     pub terminating: bool,
     /// A readiness gate that is not ours is not True: the pod is held back by someone else.
     pub foreign_gate_pending: bool,
-    /// Our target-health readiness gates, with their conditions.
+    /// Our target-health readiness gates (never empty), with their conditions.
     pub gates: Box<[GateState]>,
-    /// Named container ports (name → number), for named ports in `spec.networking`; a name two
-    /// containers use (invalid in Kubernetes) keeps the first.
-    pub named_ports: Box<[(Box<str>, u16)]>,
 }
 
 /// One of our readiness gates on a pod.
@@ -52,7 +104,14 @@ impl CurrentCondition {
 }
 
 impl PodInfo {
+    /// The record of a decoded pod, its named ports not shared with other records (tests,
+    /// tools; the watch uses [`PodInfo::from_wire_shared`]).
     pub fn from_wire(pod: PodWire) -> Self {
+        Self::from_wire_shared(pod, &mut NamedPortsInterner::default())
+    }
+
+    /// The record of a decoded pod, its named ports shared through `ports`.
+    pub fn from_wire_shared(pod: PodWire, ports: &mut NamedPortsInterner) -> Self {
         let mut conditions = pod.status.conditions;
         let is_true = |t: &str| conditions.iter().any(|c| c.type_ == t && c.status == "True");
         let (containers_ready, ready) = (is_true(CONTAINERS_READY), is_true(READY));
@@ -83,16 +142,18 @@ impl PodInfo {
                 named_ports.push((name.into(), port));
             }
         }
-        Self {
-            uid: pod.metadata.uid.unwrap_or_default().into(),
-            node_name: pod.spec.node_name.map(Into::into),
-            containers_ready,
-            ready,
-            terminating: pod.metadata.deletion_timestamp.is_some(),
-            foreign_gate_pending,
-            gates: gates.into(),
-            named_ports: named_ports.into(),
-        }
+        let gated = (!gates.is_empty()).then(|| {
+            Box::new(GatedPod {
+                uid: pod.metadata.uid.unwrap_or_default().into(),
+                node_name: pod.spec.node_name.map(Into::into),
+                containers_ready,
+                ready,
+                terminating: pod.metadata.deletion_timestamp.is_some(),
+                foreign_gate_pending,
+                gates: gates.into(),
+            })
+        });
+        Self { named_ports: ports.intern(named_ports), gated }
     }
 
     /// The record of a full `Pod` object, through the same decoding as the watch (tests, tools).
@@ -101,9 +162,26 @@ impl PodInfo {
         Self::from_wire(serde_json::from_value(json).expect("a Pod's JSON decodes as PodWire"))
     }
 
+    /// Our target-health readiness gates (empty for most pods).
+    pub fn gates(&self) -> &[GateState] {
+        self.gated.as_ref().map_or(&[], |g| &g.gates)
+    }
+
+    /// The pod's UID, kept only for pods with one of our gates (the only pods whose conditions
+    /// are patched).
+    pub fn uid(&self) -> Option<&str> {
+        self.gated.as_ref().map(|g| &*g.uid)
+    }
+
+    /// The pod's node, kept only for pods with one of our gates (the only pods whose node's
+    /// readiness decides anything).
+    pub fn node_name(&self) -> Option<&str> {
+        self.gated.as_ref().and_then(|g| g.node_name.as_deref())
+    }
+
     /// Our readiness gate `condition_type`, when the pod carries it.
     pub fn gate(&self, condition_type: &str) -> Option<&GateState> {
-        self.gates.iter().find(|g| &*g.condition_type == condition_type)
+        self.gates().iter().find(|g| &*g.condition_type == condition_type)
     }
 
     /// Whether the pod carries the readiness gate `condition_type`.
@@ -120,9 +198,10 @@ impl PodInfo {
     /// ready and every gate that is not True is one of ours. Such a pod must be registered, or
     /// the gate can never turn True (the deadlock ALBC documents). This includes the moment
     /// after our gates turned True and before the kubelet flips Ready: dropping the target then
-    /// would deregister a healthy pod and register it again a second later.
+    /// would deregister a healthy pod and register it again a second later. A pod without any
+    /// of our gates is never held back by them: false (its readiness is the kubelet's call).
     pub fn only_waiting_on_our_gates(&self) -> bool {
-        self.containers_ready && !self.terminating && !self.foreign_gate_pending
+        self.gated.as_ref().is_some_and(|g| g.containers_ready && !g.terminating && !g.foreign_gate_pending)
     }
 
     /// The pod's named container ports (name → number).
@@ -238,7 +317,8 @@ mod tests {
                 true,
             ),
             ("containers not ready", &[("ContainersReady", "False")], &[G], false),
-            ("no gates at all (readiness is the kubelet's call)", &[("ContainersReady", "True")], &[], true),
+            ("no gates at all (readiness is the kubelet's call)", &[("ContainersReady", "True")], &[], false),
+            ("only foreign gates, pending", &[("ContainersReady", "True")], &["example.com/warm"], false),
             ("foreign gate pending", &[("ContainersReady", "True")], &[G, "example.com/warm"], false),
             ("two of our gates pending", &[("ContainersReady", "True")], &[G, G2], true),
             ("one of ours True, other pending", &[("ContainersReady", "True"), (G2, "True")], &[G, G2], true),
@@ -256,14 +336,75 @@ mod tests {
         let mut p = pod("p", &[("ContainersReady", "True"), ("PodScheduled", "True"), (G, "False")], &[G, "x.io/warm"]);
         p.metadata.annotations = Some([("big".to_string(), "x".repeat(1000))].into());
         let info = PodInfo::from_pod(&p);
-        assert_eq!(&*info.uid, "uid-p");
-        assert_eq!(info.node_name.as_deref(), Some("node-a"));
-        assert!(info.containers_ready && !info.ready && !info.terminating);
-        assert!(info.foreign_gate_pending, "x.io/warm has no condition yet");
-        assert_eq!(info.gates.len(), 1, "only our gates are kept");
+        assert_eq!(info.uid(), Some("uid-p"));
+        assert_eq!(info.node_name(), Some("node-a"));
+        let g = info.gated.as_deref().unwrap();
+        assert!(g.containers_ready && !g.ready && !g.terminating);
+        assert!(g.foreign_gate_pending, "x.io/warm has no condition yet");
+        assert_eq!(info.gates().len(), 1, "only our gates are kept");
         assert_eq!(info.gate_status(G), Some("False"));
         assert!(info.has_gate(G) && !info.has_gate(G2));
         assert_eq!(info.gate(G).unwrap().current.as_ref().unwrap().parts(), ("False", None, None));
+    }
+
+    #[test]
+    fn a_pod_without_our_gates_keeps_only_its_named_ports() {
+        for gates in [&[][..], &["x.io/warm"][..]] {
+            let mut p = pod("p", &[("ContainersReady", "True"), ("Ready", "True")], gates);
+            p.spec.as_mut().unwrap().containers = vec![k8s_openapi::api::core::v1::Container {
+                ports: Some(vec![k8s_openapi::api::core::v1::ContainerPort {
+                    name: Some("http".into()),
+                    container_port: 8080,
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            }];
+            let info = PodInfo::from_pod(&p);
+            assert_eq!(info.gated, None, "gates {gates:?}");
+            assert_eq!((info.uid(), info.node_name(), info.gates().len()), (None, None, 0));
+            assert_eq!(info.named_container_ports(), [("http".to_string(), 8080)].into());
+            assert!(!info.has_gate(G) && info.gate_status(G).is_none() && !info.only_waiting_on_our_gates());
+        }
+    }
+
+    #[test]
+    fn equal_named_port_lists_are_shared_and_unused_ones_dropped() {
+        let with_ports = |ports: &[(&str, i32)]| {
+            let mut p = pod("p", &[], &[]);
+            p.spec.as_mut().unwrap().containers = vec![k8s_openapi::api::core::v1::Container {
+                ports: Some(
+                    ports
+                        .iter()
+                        .map(|(n, c)| k8s_openapi::api::core::v1::ContainerPort {
+                            name: Some(n.to_string()),
+                            container_port: *c,
+                            ..Default::default()
+                        })
+                        .collect(),
+                ),
+                ..Default::default()
+            }];
+            let json = serde_json::to_value(&p).unwrap();
+            serde_json::from_value::<PodWire>(json).unwrap()
+        };
+        let mut interner = NamedPortsInterner::default();
+        let a = PodInfo::from_wire_shared(with_ports(&[("http", 8080)]), &mut interner);
+        let b = PodInfo::from_wire_shared(with_ports(&[("http", 8080)]), &mut interner);
+        let c = PodInfo::from_wire_shared(with_ports(&[("http", 9090)]), &mut interner);
+        assert!(Arc::ptr_eq(&a.named_ports, &b.named_ports), "equal lists share one allocation");
+        assert_eq!(a.named_container_ports(), [("http".to_string(), 8080)].into());
+        assert_eq!(c.named_container_ports(), [("http".to_string(), 9090)].into());
+        assert_eq!(interner.len(), 2);
+        drop((a, b, c));
+        // Lists nobody holds are swept once the set has grown past the sweep mark.
+        let held: Vec<PodInfo> =
+            (0..200).map(|i| PodInfo::from_wire_shared(with_ports(&[("p", 1000 + i)]), &mut interner)).collect();
+        assert!(interner.len() <= 200 + 2 && interner.len() >= 200, "{}", interner.len());
+        assert!(held.iter().all(|p| Arc::strong_count(&p.named_ports) == 2), "held lists are kept");
+        drop(held);
+        let _ = PodInfo::from_wire_shared(with_ports(&[("x", 1)]), &mut interner);
+        let _ = (0..300).map(|i| PodInfo::from_wire_shared(with_ports(&[("y", i)]), &mut interner)).count();
+        assert!(interner.len() < 500, "unused lists are dropped: {}", interner.len());
     }
 
     #[test]

@@ -66,8 +66,10 @@ pub(super) async fn cleanup(tgb: Arc<TargetGroupBinding>, ctx: &Context) -> Resu
     let gate = readiness_gate_condition(&tgb.name_any());
     let released = GateCondition::binding_deleted();
     for (name, pod) in ctx.stores.pods_with_gate(&ns, &gate) {
-        if let Some(patch) = gate_patch(&released, pod.gate(&gate).and_then(|g| g.current.as_ref())) {
-            gates::patch_condition(ctx, (&ns, &name, &pod.uid), &gate, &released, patch).await?;
+        if let (Some(patch), Some(uid)) =
+            (gate_patch(&released, pod.gate(&gate).and_then(|g| g.current.as_ref())), pod.uid())
+        {
+            gates::patch_condition(ctx, (&ns, &name, uid), &gate, &released, patch).await?;
         }
     }
     ctx.metrics.forget_binding(&crate::metrics::TgbLabels { namespace: ns.clone(), name: tgb.name_any() });

@@ -111,13 +111,16 @@ pub(super) async fn update(
         if cond.status != "True" {
             still_pending += 1;
         }
-        let Some(pod) = ctx.stores.pod(&ns, pod_name) else {
+        // A pod in `pending` carried the gate when the targets were computed; one recreated
+        // since under the same name without our gates (no UID kept) is left alone.
+        let Some((pod, uid)) = ctx.stores.pod(&ns, pod_name).and_then(|p| Some((p.clone(), p.uid()?.to_string())))
+        else {
             continue;
         };
         let Some(patch) = gate_patch(&cond, pod.gate(gate).and_then(|g| g.current.as_ref())) else {
             continue;
         };
-        patch_condition(ctx, (&ns, pod_name, &pod.uid), gate, &cond, patch).await?;
+        patch_condition(ctx, (&ns, pod_name, &uid), gate, &cond, patch).await?;
         if cond.status == "True"
             && let Some(at) = ctx.with_state(key, |s| s.registered_at.remove(t))
         {

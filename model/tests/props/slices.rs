@@ -4,7 +4,7 @@
 use k8s_openapi::api::core::v1::{ObjectReference, ServicePort};
 use k8s_openapi::api::discovery::v1::{Endpoint, EndpointConditions, EndpointPort, EndpointSlice};
 use lbc_model::crd::TargetGroupIpAddressType;
-use lbc_model::pod::{CurrentCondition, GateState, NodeReadiness, PodInfo};
+use lbc_model::pod::{CurrentCondition, GateState, GatedPod, NodeReadiness, PodInfo};
 use lbc_model::target::Target;
 use proptest::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
@@ -93,24 +93,27 @@ fn pod() -> impl Strategy<Value = PodInfo> {
     )
         .prop_map(|(node_name, (containers_ready, ready, terminating), gates)| {
             let ours = |g: &str| g.starts_with("target-health.elbv2.k8s.aws/");
-            PodInfo {
-                node_name: node_name.map(Into::into),
-                containers_ready,
-                ready,
-                terminating,
-                foreign_gate_pending: gates.iter().any(|(g, s)| !ours(g) && s.as_deref() != Some("True")),
-                gates: gates
-                    .iter()
-                    .filter(|(g, _)| ours(g))
-                    .map(|(g, s)| GateState {
-                        condition_type: (*g).into(),
-                        current: s
-                            .as_ref()
-                            .map(|s| CurrentCondition { status: s.as_str().into(), ..Default::default() }),
-                    })
-                    .collect(),
-                ..Default::default()
-            }
+            let our_gates: Box<[GateState]> = gates
+                .iter()
+                .filter(|(g, _)| ours(g))
+                .map(|(g, s)| GateState {
+                    condition_type: (*g).into(),
+                    current: s.as_ref().map(|s| CurrentCondition { status: s.as_str().into(), ..Default::default() }),
+                })
+                .collect();
+            // As the decoder keeps them: the facts only for pods with one of our gates.
+            let gated = (!our_gates.is_empty()).then(|| {
+                Box::new(GatedPod {
+                    node_name: node_name.map(Into::into),
+                    containers_ready,
+                    ready,
+                    terminating,
+                    foreign_gate_pending: gates.iter().any(|(g, s)| !ours(g) && s.as_deref() != Some("True")),
+                    gates: our_gates,
+                    ..Default::default()
+                })
+            });
+            PodInfo { gated, ..Default::default() }
         })
 }
 
