@@ -60,6 +60,12 @@ pub async fn run_instance(aws: &Clients, subnet_id: &str) -> (Ipv4Addr, String) 
     panic!("no instance started after 20 addresses; last error: {last}")
 }
 
+/// The `i`-th private subnet of the local environment (`LBC_PRIVATE_SUBNET_IDS`, one per zone).
+pub fn private_subnet(env: &Env, i: usize) -> String {
+    let ids = env.get("LBC_PRIVATE_SUBNET_IDS");
+    ids.split(',').nth(i).unwrap_or_else(|| panic!("LBC_PRIVATE_SUBNET_IDS={ids} has no subnet #{i}")).to_string()
+}
+
 /// `n` instances in `subnet_id` ([`run_instance`] each): their private IPs and ids, in order.
 pub async fn run_instances(aws: &Clients, subnet_id: &str, n: usize) -> (Vec<Ipv4Addr>, Vec<String>) {
     let (mut ips, mut ids) = (Vec::with_capacity(n), Vec::with_capacity(n));

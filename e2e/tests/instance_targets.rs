@@ -31,7 +31,7 @@ async fn instance_targets_without_provider_id_follow_the_nodes() {
 
     // Four instances with fixed private IPs in the first private subnet; nodes n1..n3 report the
     // first three IPs, n4 joins later with the fourth, "ghost" reports an IP no instance owns.
-    let subnet = env.get("LBC_PRIVATE_SUBNET_IDS").split(',').next().expect("a private subnet").to_string();
+    let subnet = inst::private_subnet(&env, 0);
     let (mut ips, ids) = inst::run_instances(&aws_clients, &subnet, 4).await;
     // An address none of them owns (a terminated instance may hold it; the lookup skips those).
     let ghost_ip = loop {
@@ -175,7 +175,7 @@ async fn services_and_ingresses_in_instance_mode_register_the_nodes_on_the_node_
 
     // Three instances; nodes n1, n2 carry this test's label, n3 does not (target-node-labels
     // leaves it out even though its instance resolves).
-    let subnet = env.get("LBC_PRIVATE_SUBNET_IDS").split(',').next().expect("a private subnet").to_string();
+    let subnet = inst::private_subnet(&env, 0);
     let (ips, ids) = inst::run_instances(&aws_clients, &subnet, 3).await;
     let names: Vec<String> = (1..=3).map(|i| format!("{ns}-n{i}")).collect();
     for (i, (name, ip)) in names.iter().zip(&ips).enumerate() {
@@ -312,7 +312,7 @@ async fn instance_lookup_and_instance_target_writes_against_the_emulator() {
     );
     let lookup = SdkInstanceLookup::new(aws_clients.ec2.clone(), runner.clone());
     let vpc = env.get("LBC_VPC_ID");
-    let subnet = env.get("LBC_PRIVATE_SUBNET_IDS").split(',').nth(1).expect("a second private subnet").to_string();
+    let subnet = inst::private_subnet(&env, 1);
     let (mut ips, ids) = inst::run_instances(&aws_clients, &subnet, 3).await;
     ips.push(loop {
         let ip = inst::random_ip(&aws_clients, &subnet).await;
@@ -393,7 +393,7 @@ async fn a_node_whose_zone_disagrees_with_its_instance_is_left_out_and_warned_ab
     let ns = unique("inst-zone");
     kube_util::namespace(&client, &ns, &[]).await;
 
-    let subnet = env.get("LBC_PRIVATE_SUBNET_IDS").split(',').next().expect("a private subnet").to_string();
+    let subnet = inst::private_subnet(&env, 0);
     let zone = subnet_zone(&aws_clients, &subnet).await;
     // Another zone of the same region: the last letter moved on.
     let wrong = format!("{}{}", &zone[..zone.len() - 1], if zone.ends_with('a') { 'b' } else { 'a' });
@@ -460,7 +460,7 @@ async fn a_multi_cluster_instance_binding_leaves_another_clusters_instance_alone
     kube_util::namespace(&client, &ns, &[]).await;
 
     // Three instances: n1 and n2 are this cluster's nodes, the third is another cluster's.
-    let subnet = env.get("LBC_PRIVATE_SUBNET_IDS").split(',').next().expect("a private subnet").to_string();
+    let subnet = inst::private_subnet(&env, 0);
     let (ips, ids) = inst::run_instances(&aws_clients, &subnet, 3).await;
     let names: Vec<String> = (1..=2).map(|i| format!("{ns}-n{i}")).collect();
     for (name, ip) in names.iter().zip(&ips) {
