@@ -9,6 +9,9 @@ use k8s_openapi::api::core::v1::Node;
 use kube::Client;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use lbc_aws::config::{ClientSettings, Clients, Endpoints, build_clients};
+use lbc_aws::net::{Networking, SdkNetworking, SecurityGroupQuery};
+use lbc_model::lb::{RuleSource, SecurityGroup};
+use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
 
 /// The emulator's AWS clients, signed as the harness (`.ec2` is the EC2 API).
@@ -35,6 +38,12 @@ pub async fn random_ip(aws: &Clients, subnet_id: &str) -> Ipv4Addr {
 /// the instance id. The emulator never frees the address of a terminated instance, so an address
 /// it calls in use is replaced by another (up to 20 tries).
 pub async fn run_instance(aws: &Clients, subnet_id: &str) -> (Ipv4Addr, String) {
+    run_instance_in(aws, subnet_id, &[]).await
+}
+
+/// [`run_instance`] with the instance's (primary ENI's) security groups `groups` (empty: the
+/// VPC's default group).
+pub async fn run_instance_in(aws: &Clients, subnet_id: &str, groups: &[String]) -> (Ipv4Addr, String) {
     let mut last = String::new();
     for _ in 0..20 {
         let ip = random_ip(aws, subnet_id).await;
@@ -46,6 +55,7 @@ pub async fn run_instance(aws: &Clients, subnet_id: &str) -> (Ipv4Addr, String) 
             .max_count(1)
             .subnet_id(subnet_id)
             .private_ip_address(ip.to_string())
+            .set_security_group_ids((!groups.is_empty()).then(|| groups.to_vec()))
             .send()
             .await;
         match res {
@@ -68,9 +78,19 @@ pub fn private_subnet(env: &Env, i: usize) -> String {
 
 /// `n` instances in `subnet_id` ([`run_instance`] each): their private IPs and ids, in order.
 pub async fn run_instances(aws: &Clients, subnet_id: &str, n: usize) -> (Vec<Ipv4Addr>, Vec<String>) {
+    run_instances_in(aws, subnet_id, n, &[]).await
+}
+
+/// [`run_instances`] with security groups `groups` on each instance ([`run_instance_in`]).
+pub async fn run_instances_in(
+    aws: &Clients,
+    subnet_id: &str,
+    n: usize,
+    groups: &[String],
+) -> (Vec<Ipv4Addr>, Vec<String>) {
     let (mut ips, mut ids) = (Vec::with_capacity(n), Vec::with_capacity(n));
     for _ in 0..n {
-        let (ip, id) = run_instance(aws, subnet_id).await;
+        let (ip, id) = run_instance_in(aws, subnet_id, groups).await;
         ips.push(ip);
         ids.push(id);
     }
@@ -96,6 +116,44 @@ pub async fn terminate(aws: &Clients, ids: &[String]) {
     if !ids.is_empty() {
         let _ = aws.ec2.terminate_instances().set_instance_ids(Some(ids.to_vec())).send().await;
     }
+}
+
+/// Creates security group `name` in `vpc_id` tagged `kubernetes.io/cluster/<cluster>: owned` (the
+/// tag the backend rules look for on the nodes' ENIs); returns its id.
+pub async fn create_cluster_security_group(net: &SdkNetworking, vpc_id: &str, name: &str, cluster: &str) -> String {
+    let sg = SecurityGroup {
+        name: name.into(),
+        description: "lbc e2e nodes".into(),
+        vpc_id: vpc_id.into(),
+        ingress: vec![],
+        tags: [(format!("kubernetes.io/cluster/{cluster}"), "owned".to_string())].into_iter().collect(),
+    };
+    net.create_security_group(&sg).await.unwrap_or_else(|e| panic!("CreateSecurityGroup {name} in {vpc_id}: {e}"))
+}
+
+/// Ingress rules of security group `sg` as `protocol:from-to:source:description`.
+pub async fn ingress_rules(net: &SdkNetworking, sg: &str) -> BTreeSet<String> {
+    let q = SecurityGroupQuery::Ids(vec![sg.to_string()]);
+    let groups = net.security_groups(&q).await.unwrap_or_else(|e| panic!("DescribeSecurityGroups {sg}: {e}"));
+    groups
+        .iter()
+        .flat_map(|g| &g.spec.ingress)
+        .map(|r| {
+            let src = match &r.source {
+                RuleSource::Cidr(s)
+                | RuleSource::Ipv6Cidr(s)
+                | RuleSource::PrefixList(s)
+                | RuleSource::SecurityGroup(s) => s,
+            };
+            let d = r.description.as_deref().unwrap_or_default();
+            format!("{}:{}-{}:{src}:{d}", r.protocol, r.from_port, r.to_port)
+        })
+        .collect()
+}
+
+/// Deletes security group `sg` (errors ignored: clean-up).
+pub async fn delete_security_group(net: &SdkNetworking, sg: &str) {
+    let _ = net.delete_security_group(sg).await;
 }
 
 /// Creates an instance target group (TCP, port 80) in the e2e VPC; returns its ARN.

@@ -291,6 +291,143 @@ async fn services_and_ingresses_in_instance_mode_register_the_nodes_on_the_node_
     inst::clean_up(&client, &aws_clients, &names, &ids, &ns).await;
 }
 
+/// Backend security-group rules for instance targets (issue 21 item 3): a controller posing as a
+/// test-only cluster, with backend rules and the backend security group on; two instances whose
+/// ENIs carry a fresh group tagged for that cluster, and nodes reporting their IPs. A Service in
+/// instance mode opens its NodePort on that group to the backend group (the rule the fast tests
+/// expect), and deleting the Service revokes it. A hand-made rule on the group and every rule of
+/// the shared e2e node group stay as they were. Clean-up runs also when an assertion fails.
+#[tokio::test]
+#[ignore = "end-to-end: needs the local environment (e2e/up); e2e/test-all runs it with --include-ignored"]
+async fn instance_targets_open_the_node_port_on_the_nodes_security_group_and_revoke_it() {
+    use futures::FutureExt;
+    use lbc_aws::net::{Networking, SecurityGroupQuery};
+    use lbc_model::lb::backend_rules::RULE_DESCRIPTION;
+    use lbc_model::lb::backend_sg::lookup_tags;
+    use lbc_model::lb::{IngressRule, RuleSource};
+    let Some(env) = Env::require("instance_targets_open_the_node_port_on_the_nodes_security_group_and_revoke_it")
+    else {
+        return;
+    };
+    let client = kube_util::client(&env).await;
+    let elb = aws::elbv2(&env).await;
+    let aws_clients = clients(&env).await;
+    let net = aws::networking(&env).await;
+    let ns = unique("inst-sg");
+    // A cluster name of its own: the controller manages rules only on groups tagged for it.
+    let cluster = format!("isg-{}", ns.rsplit('-').next().unwrap_or("x"));
+    let vpc = env.get("LBC_VPC_ID").to_string();
+    kube_util::namespace(&client, &ns, &[]).await;
+    let node_sg = inst::create_cluster_security_group(&net, &vpc, &unique("lbc-e2e-inst-nodes"), &cluster).await;
+    let shared_sg = env.get("LBC_NODE_SECURITY_GROUP_ID").to_string();
+    let shared_before = inst::ingress_rules(&net, &shared_sg).await;
+    // A rule someone added by hand on the nodes' group: never touched.
+    let manual = IngressRule {
+        protocol: "tcp".into(),
+        from_port: 22,
+        to_port: 22,
+        source: RuleSource::Cidr("10.99.0.0/16".into()),
+        description: Some(format!("e2e manual {ns}")),
+    };
+    net.authorize_ingress(&node_sg, std::slice::from_ref(&manual)).await.expect("authorize the manual rule");
+    let manual = format!("tcp:22-22:10.99.0.0/16:e2e manual {ns}");
+
+    let subnet = env.get("LBC_PRIVATE_SUBNET_IDS").split(',').next().expect("a private subnet").to_string();
+    let (ips, ids) = inst::run_instances_in(&aws_clients, &subnet, 2, std::slice::from_ref(&node_sg)).await;
+    let names: Vec<String> = (1..=2).map(|i| format!("{ns}-n{i}")).collect();
+    for (name, ip) in names.iter().zip(&ips) {
+        inst::create_node(&client, name, *ip, &[(SELECTOR_LABEL, &ns)]).await;
+    }
+    let ctl = ControllerProc::start(
+        &env,
+        &ns,
+        "lbc-e2e-inst-sg",
+        &[
+            &format!("--cluster-name={cluster}"),
+            "--enable-backend-security-group=true",
+            "--enable-backend-security-group-rules=true",
+        ],
+    );
+    let services: Api<Service> = Api::namespaced(client.clone(), &ns);
+
+    let body = async {
+        let svc: Service = serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "web", "namespace": ns, "annotations": {
+                "service.beta.kubernetes.io/aws-load-balancer-type": "external",
+                "service.beta.kubernetes.io/aws-load-balancer-nlb-target-type": "instance",
+                "service.beta.kubernetes.io/aws-load-balancer-target-node-labels": format!("{SELECTOR_LABEL}={ns}"),
+                // The subnets carry the e2e cluster's tag, not this one's: name them.
+                "service.beta.kubernetes.io/aws-load-balancer-subnets": "lbc-e2e-private-a,lbc-e2e-private-b",
+            }},
+            "spec": {"type": "LoadBalancer", "selector": {"app": "web"},
+                     "ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}]},
+        }))
+        .unwrap();
+        let svc = services.create(&PostParams::default(), &svc).await.expect("create Service web");
+        let node_port = svc.spec.unwrap().ports.unwrap()[0].node_port.expect("a nodePort for the LoadBalancer Service");
+
+        // The backend group the controller created for this cluster, attached to the NLB.
+        let backend = eventually("the backend security group of the test cluster", 120, || async {
+            let q = SecurityGroupQuery::Tags { vpc_id: Some(vpc.clone()), tags: lookup_tags(&cluster) };
+            let groups = net.security_groups(&q).await.ok()?;
+            let [g] = groups.as_slice() else { return None };
+            Some(g.id.clone())
+        })
+        .await;
+        let lb = eventually("the NLB of web", 120, || async {
+            let (lbs, _) = aws::stack_arns(&elb, "service.k8s.aws/stack", &format!("{ns}/web")).await;
+            lbs.into_iter().next()
+        })
+        .await;
+        let d = elb.describe_load_balancers().load_balancer_arns(&lb).send().await.unwrap();
+        let lb_groups = d.load_balancers()[0].security_groups().to_vec();
+        assert!(lb_groups.contains(&backend), "the NLB carries backend group {backend}: {lb_groups:?}");
+
+        // The NodePort, TCP, from the backend group, with the shared-rule description; nothing else.
+        let ours = format!("tcp:{node_port}-{node_port}:{backend}:{RULE_DESCRIPTION}");
+        let want = BTreeSet::from([manual.clone(), ours.clone()]);
+        let got = eventually("the NodePort rule on the nodes' group", 120, || async {
+            let r = inst::ingress_rules(&net, &node_sg).await;
+            r.contains(&ours).then_some(r)
+        })
+        .await;
+        assert_eq!(got, want, "nodes' group {node_sg}: the NodePort rule from the backend group and the manual rule");
+        assert_eq!(inst::ingress_rules(&net, &shared_sg).await, shared_before, "the shared node group {shared_sg}");
+
+        // The Service goes: its rule is revoked, the manual rule stays.
+        services.delete("web", &DeleteParams::default()).await.expect("delete Service web");
+        let got = eventually("the NodePort rule revoked", 120, || async {
+            let r = inst::ingress_rules(&net, &node_sg).await;
+            (!r.contains(&ours)).then_some(r)
+        })
+        .await;
+        assert_eq!(got, BTreeSet::from([manual.clone()]), "nodes' group {node_sg} after the Service's deletion");
+        eventually("Service web gone", 120, || async { services.get_opt("web").await.ok()?.is_none().then_some(()) })
+            .await;
+        assert_eq!(inst::ingress_rules(&net, &shared_sg).await, shared_before, "the shared node group {shared_sg}");
+    };
+    let outcome = std::panic::AssertUnwindSafe(body).catch_unwind().await;
+
+    // Clean-up, also after a failed assertion: the Service through the still-running controller
+    // (load balancer, backend group, finalizer), then the nodes, instances, group and namespace.
+    if services.delete("web", &DeleteParams::default()).await.is_ok() {
+        let gone = || async { services.get_opt("web").await.ok()?.is_none().then_some(()) };
+        for _ in 0..120 {
+            if gone().await.is_some() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+        }
+    }
+    ctl.terminate();
+    inst::clean_up(&client, &aws_clients, &names, &ids, &ns).await;
+    inst::delete_security_group(&net, &node_sg).await;
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+}
+
 /// The AWS adapters of instance mode against the emulator: the batched private-IP lookup (one
 /// DescribeInstances, VPC and instance state filtered) and instance-target writes keyed by
 /// (instance id, port).
