@@ -1,11 +1,11 @@
 //! In-memory [`Networking`] for controller unit tests: subnets and ENIs the test adds, security
-//! groups with idempotent rule changes, `DependencyViolation` while an ENI uses a group, a call
-//! log and injectable faults.
+//! groups with idempotent rule changes, `DependencyViolation` while an ENI or another group's rule
+//! uses a group (as EC2), a call log and injectable faults.
 
 use crate::error::{AwsError, ErrorKind};
 use crate::net::{Networking, SecurityGroupQuery, SubnetQuery};
 use async_trait::async_trait;
-use lbc_model::lb::{IngressRule, NetworkInterface, Observed, SecurityGroup, Subnet, Tags};
+use lbc_model::lb::{IngressRule, NetworkInterface, Observed, RuleSource, SecurityGroup, Subnet, Tags};
 use std::collections::{BTreeMap, VecDeque};
 use std::net::IpAddr;
 use std::sync::{Mutex, MutexGuard};
@@ -144,7 +144,10 @@ impl Networking for FakeNetworking {
     async fn delete_security_group(&self, id: &str) -> Result<(), AwsError> {
         const OP: &str = "DeleteSecurityGroup";
         let mut s = self.enter(OP, id)?;
-        if s.enis.iter().any(|e| e.security_groups.iter().any(|g| g == id)) {
+        let named_by_a_rule = s.groups.iter().any(|(gid, g)| {
+            gid != id && g.ingress.iter().any(|r| matches!(&r.source, RuleSource::SecurityGroup(src) if src == id))
+        });
+        if named_by_a_rule || s.enis.iter().any(|e| e.security_groups.iter().any(|g| g == id)) {
             let msg = format!("resource {id} has a dependent object");
             return Err(error(ErrorKind::InUse, OP, "DependencyViolation", msg));
         }

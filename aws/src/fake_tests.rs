@@ -179,7 +179,7 @@ async fn fake_networking_behaves_like_ec2() {
     let by_name = SecurityGroupQuery::Names { vpc_id: "vpc-1".into(), names: vec!["k8s-web".into()] };
     assert_eq!(n.security_groups(&by_name).await.unwrap().len(), 1);
     n.revoke_ingress(&id, std::slice::from_ref(&rule)).await.unwrap();
-    n.revoke_ingress(&id, &[rule]).await.unwrap(); // already gone: fine
+    n.revoke_ingress(&id, std::slice::from_ref(&rule)).await.unwrap(); // already gone: fine
     assert!(n.group(&id).unwrap().ingress.is_empty());
 
     let eni = NetworkInterface {
@@ -195,6 +195,14 @@ async fn fake_networking_behaves_like_ec2() {
     let e = n.delete_security_group(&id).await.unwrap_err();
     assert_eq!((e.kind, e.code.as_deref()), (ErrorKind::InUse, Some("DependencyViolation")));
     n.remove_network_interface("eni-1");
+    // Named as the source of another group's rule: in use until that rule is revoked.
+    let other = SecurityGroup { name: "k8s-nodes".into(), ..sg.clone() };
+    let other = n.create_security_group(&other).await.unwrap();
+    let from_id = IngressRule { source: RuleSource::SecurityGroup(id.clone()), ..rule.clone() };
+    n.authorize_ingress(&other, std::slice::from_ref(&from_id)).await.unwrap();
+    let e = n.delete_security_group(&id).await.unwrap_err();
+    assert_eq!((e.kind, e.code.as_deref()), (ErrorKind::InUse, Some("DependencyViolation")));
+    n.revoke_ingress(&other, &[from_id]).await.unwrap();
     n.delete_security_group(&id).await.unwrap();
     n.delete_security_group(&id).await.unwrap(); // idempotent
     let e = n.security_groups(&SecurityGroupQuery::Ids(vec![id])).await.unwrap_err();

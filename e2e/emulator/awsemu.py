@@ -427,8 +427,9 @@ def install_ec2_patches() -> None:
     from moto.ec2.models.security_groups import SecurityGroupBackend
     from moto.elbv2.models import elbv2_backends
 
-    # DeleteSecurityGroup: DependencyViolation while a network interface or a load balancer uses the group
-    # (moto deletes it).
+    # DeleteSecurityGroup: DependencyViolation while a network interface or a load balancer uses the group,
+    # or while a rule of another group names it as its source, as EC2 does (moto deletes it and leaves the
+    # referencing rule behind, which then cannot be revoked: InvalidGroup.NotFound).
     orig_delete = SecurityGroupBackend.delete_security_group
 
     def delete_security_group(self: Any, name: str | None = None, group_id: str | None = None) -> None:
@@ -440,6 +441,11 @@ def install_ec2_patches() -> None:
                 users += [lb.name for lb in lbs if group_id in (lb.security_groups or [])]
             except KeyError:
                 pass
+            for groups in self.groups.values():
+                for g in groups.values():
+                    if g.id != group_id and any((r.source_group or {}).get("GroupId") == group_id
+                                                for r in list(g.ingress_rules) + list(g.egress_rules)):
+                        users.append(g.id)
             if users:
                 raise x.DependencyViolationError(f"resource {group_id} has a dependent object")
         return orig_delete(self, name=name, group_id=group_id)

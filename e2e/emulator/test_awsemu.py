@@ -486,4 +486,13 @@ def test_security_group_in_use_is_a_dependency_violation(emu, aws):
         aws.ec2.delete_security_group(GroupId=sg)
     assert code_of(e) == "DependencyViolation"
     aws.elb.delete_load_balancer(LoadBalancerArn=lb["LoadBalancerArn"])
+    # Named as the source of another group's rule: in use until that rule is revoked.
+    other = aws.ec2.create_security_group(GroupName="emu-dep-ref", Description="d", VpcId=aws.vpc)["GroupId"]
+    rule = [{"IpProtocol": "tcp", "FromPort": 30080, "ToPort": 30080, "UserIdGroupPairs": [{"GroupId": sg}]}]
+    aws.ec2.authorize_security_group_ingress(GroupId=other, IpPermissions=rule)
+    with pytest.raises(ClientError) as e:
+        aws.ec2.delete_security_group(GroupId=sg)
+    assert code_of(e) == "DependencyViolation"
+    aws.ec2.revoke_security_group_ingress(GroupId=other, IpPermissions=rule)
     aws.ec2.delete_security_group(GroupId=sg)
+    aws.ec2.delete_security_group(GroupId=other)

@@ -406,6 +406,13 @@ async fn instance_targets_open_the_node_port_on_the_nodes_security_group_and_rev
         eventually("Service web gone", 120, || async { services.get_opt("web").await.ok()?.is_none().then_some(()) })
             .await;
         assert_eq!(inst::ingress_rules(&net, &shared_sg).await, shared_before, "the shared node group {shared_sg}");
+        // The backend group goes once no rule names it (EC2 refuses to delete it before: the
+        // emulator too), on the release's next look (every 10 s).
+        eventually("the backend group deleted", 60, || async {
+            let q = SecurityGroupQuery::Tags { vpc_id: Some(vpc.clone()), tags: lookup_tags(&cluster) };
+            net.security_groups(&q).await.ok()?.is_empty().then_some(())
+        })
+        .await;
     };
     let outcome = std::panic::AssertUnwindSafe(body).catch_unwind().await;
 

@@ -309,6 +309,7 @@ impl BackendRules {
         }
         if !revoke.is_empty() {
             self.ctx.ensure_leader()?;
+            let mut stale = 0;
             match self.net.revoke_ingress(sg, revoke).await {
                 Ok(()) => {}
                 // A rule whose source group was deleted fails the whole call: revoke one by one
@@ -318,20 +319,22 @@ impl BackendRules {
                         self.ctx.ensure_leader()?;
                         match self.net.revoke_ingress(sg, std::slice::from_ref(rule)).await {
                             Err(e) if e.kind == lbc_aws::error::ErrorKind::NotFound => {
-                                tracing::debug!(security_group = sg, ?rule, error = %e, "rule already gone")
+                                stale += usize::from(not_revoked(sg, std::slice::from_ref(rule), &e))
                             }
                             other => other?,
                         }
                     }
                 }
                 Err(e) if e.kind == lbc_aws::error::ErrorKind::NotFound => {
-                    tracing::debug!(security_group = sg, rules = ?revoke, error = %e, "rule already gone")
+                    stale += usize::from(not_revoked(sg, revoke, &e))
                 }
                 Err(e) => return Err(e.into()),
             }
-            tracing::info!(security_group = sg, rules = ?revoke, "revoked backend ingress rules no binding needs");
-            self.count("revoke", revoke.len());
-            summary.revoked += revoke.len();
+            if stale < revoke.len() {
+                tracing::info!(security_group = sg, rules = ?revoke, "revoked backend ingress rules no binding needs");
+            }
+            self.count("revoke", revoke.len() - stale);
+            summary.revoked += revoke.len() - stale;
         }
         Ok(())
     }
@@ -356,6 +359,35 @@ impl BackendRules {
             if let Some(b) = bindings.iter().find(|b| b.key == key) {
                 self.ctx.event(&b.tgb.object_ref(&()), true, "BackendSecurityGroupRules", note).await;
             }
+        }
+    }
+}
+
+/// A revoke answered NotFound: the rule or the group is already gone (nothing to do), or the rule
+/// names a source group that no longer exists. EC2 refuses to delete a group that a rule in its
+/// VPC names, so the last case means someone deleted it another way (another VPC, a peering); the
+/// rule stays until removed by its rule ID, and saying "already gone" would hide it.
+/// True for the stale case.
+fn not_revoked(sg: &str, rules: &[lbc_model::lb::IngressRule], e: &lbc_aws::error::AwsError) -> bool {
+    let stale_source = rules.iter().find_map(|r| match &r.source {
+        lbc_model::lb::RuleSource::SecurityGroup(src) if src != sg && e.message.contains(src.as_str()) => Some(src),
+        _ => None,
+    });
+    match stale_source {
+        Some(src) => {
+            tracing::warn!(
+            security_group = sg,
+            ?rules,
+            error = %e,
+            "cannot revoke a rule whose source group {src} no longer exists; it stays on {sg} as a stale rule: \
+             remove it by its security-group rule ID (DescribeSecurityGroupRules, RevokeSecurityGroupIngress \
+             --security-group-rule-ids)"
+            );
+            true
+        }
+        None => {
+            tracing::debug!(security_group = sg, ?rules, error = %e, "rule already gone");
+            false
         }
     }
 }

@@ -332,3 +332,20 @@ async fn an_eligible_node_without_an_internal_ip_withholds_revokes() {
     assert!(s.withheld_revokes > 0, "{s:?}");
     assert_eq!(t.ingress(&t.node_sg).len(), 1, "the stale rule stays while a node's address is unknown");
 }
+
+#[test]
+fn a_revoke_refused_because_the_rules_source_group_is_gone_is_reported_stale_not_done() {
+    let stale = rule(&RuleSource::SecurityGroup("sg-0lb".into()), 8080, RULE_DESCRIPTION);
+    let e = |msg: &str| lbc_aws::error::AwsError::new(ErrorKind::NotFound, "ec2", "RevokeSecurityGroupIngress", msg);
+    let gone_source = e("The security group 'sg-0lb' does not exist");
+    assert!(not_revoked("sg-0nodes", std::slice::from_ref(&stale), &gone_source));
+    // The group being changed is gone, or the rule is: nothing left to do.
+    assert!(!not_revoked(
+        "sg-0nodes",
+        std::slice::from_ref(&stale),
+        &e("The security group 'sg-0nodes' does not exist")
+    ));
+    assert!(!not_revoked("sg-0nodes", std::slice::from_ref(&stale), &e("The specified rule does not exist")));
+    let cidr = rule(&RuleSource::Cidr("10.0.0.0/8".into()), 22, "ssh");
+    assert!(!not_revoked("sg-0nodes", &[cidr], &gone_source));
+}
