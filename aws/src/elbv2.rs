@@ -54,6 +54,8 @@ impl TargetWrite {
 
 /// Most ARNs one DescribeTargetGroups call takes.
 pub const DESCRIBE_TARGET_GROUPS_MAX_ARNS: usize = 20;
+/// Most resource ARNs one DescribeTags call takes.
+pub const DESCRIBE_TAGS_MAX_ARNS: usize = 20;
 
 /// ELBv2 operations used by the controller.
 #[async_trait]
@@ -73,6 +75,22 @@ pub trait ElbV2: Send + Sync {
     /// The target group's tags (one DescribeTags call); `None` when AWS says it does not exist.
     /// Used to tell target groups of another cluster or stack from ours or a user's.
     async fn target_group_tags(&self, arn: &str) -> Result<Option<BTreeMap<String, String>>, AwsError>;
+    /// The tags of several target groups (one DescribeTags call per [`DESCRIBE_TAGS_MAX_ARNS`]
+    /// ARNs). As with [`ElbV2::describe_target_groups`], AWS fails the whole call with `NotFound`
+    /// when one ARN does not exist; callers fall back to [`ElbV2::target_group_tags`] for the ARN
+    /// they need. The default asks one by one.
+    async fn target_groups_tags(
+        &self,
+        arns: &[String],
+    ) -> Result<BTreeMap<String, BTreeMap<String, String>>, AwsError> {
+        let mut out = BTreeMap::new();
+        for arn in arns {
+            if let Some(tags) = self.target_group_tags(arn).await? {
+                out.insert(arn.clone(), tags);
+            }
+        }
+        Ok(out)
+    }
     /// The target group with this name, or `None`.
     async fn describe_target_group_by_name(&self, name: &str) -> Result<Option<TargetGroupInfo>, AwsError>;
     /// Health of the given targets, or of every registered target when `targets` is `None`.
@@ -97,6 +115,12 @@ pub trait ElbV2: Send + Sync {
     async fn wait_for_write_capacity(&self, write: TargetWrite) -> Permit {
         let _ = write;
         Permit::unlimited()
+    }
+
+    /// The client-side bucket `write` draws on, as it is now (`None`: no client-side throttle).
+    fn write_bucket(&self, write: TargetWrite) -> Option<lbc_model::pacing::BucketLevel> {
+        let _ = write;
+        None
     }
 
     /// [`ElbV2::register_targets`] on capacity from [`ElbV2::wait_for_write_capacity`].
@@ -261,6 +285,36 @@ impl ElbV2 for SdkElbV2 {
         }
     }
 
+    async fn target_groups_tags(
+        &self,
+        arns: &[String],
+    ) -> Result<BTreeMap<String, BTreeMap<String, String>>, AwsError> {
+        const OP: &str = "DescribeTags";
+        let mut out = BTreeMap::new();
+        for chunk in arns.chunks(DESCRIBE_TAGS_MAX_ARNS) {
+            let page = self
+                .runner
+                .run(SVC, OP, || async {
+                    self.client
+                        .describe_tags()
+                        .set_resource_arns(Some(chunk.to_vec()))
+                        .send()
+                        .await
+                        .map_err(sdk_err(OP))
+                })
+                .await?;
+            for d in page.tag_descriptions() {
+                let Some(arn) = d.resource_arn() else { continue };
+                let tags = d
+                    .tags()
+                    .iter()
+                    .filter_map(|t| Some((t.key()?.to_string(), t.value().unwrap_or_default().to_string())));
+                out.insert(arn.to_string(), tags.collect());
+            }
+        }
+        Ok(out)
+    }
+
     async fn describe_target_group_by_name(&self, name: &str) -> Result<Option<TargetGroupInfo>, AwsError> {
         const OP: &str = "DescribeTargetGroups";
         let out = self
@@ -325,6 +379,10 @@ impl ElbV2 for SdkElbV2 {
 
     async fn wait_for_write_capacity(&self, write: TargetWrite) -> Permit {
         self.runner.wait_for_capacity(SVC, write.operation()).await
+    }
+
+    fn write_bucket(&self, write: TargetWrite) -> Option<lbc_model::pacing::BucketLevel> {
+        self.runner.throttler.level(SVC.id(), write.operation())
     }
 
     async fn register_targets_with(

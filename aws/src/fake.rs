@@ -144,6 +144,20 @@ impl ElbV2 for FakeElbV2 {
         Ok(s.groups.contains_key(arn).then(|| s.tags.get(arn).cloned().unwrap_or_default()))
     }
 
+    /// As AWS: one call, and an unknown ARN fails all of it.
+    async fn target_groups_tags(
+        &self,
+        arns: &[String],
+    ) -> Result<BTreeMap<String, BTreeMap<String, String>>, AwsError> {
+        let s = self.enter("DescribeTags", &arns.join(","), 0)?;
+        arns.iter()
+            .map(|a| match s.groups.contains_key(a) {
+                true => Ok((a.clone(), s.tags.get(a).cloned().unwrap_or_default())),
+                false => Err(Self::not_found("DescribeTags", a)),
+            })
+            .collect()
+    }
+
     async fn describe_target_group_by_name(&self, name: &str) -> Result<Option<TargetGroupInfo>, AwsError> {
         let s = self.enter("DescribeTargetGroups", name, 0)?;
         Ok(s.groups.values().find(|g| g.name == name).cloned())

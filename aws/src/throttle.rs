@@ -189,6 +189,15 @@ impl Throttler {
         rule_for(&self.rules, service, operation).map(|i| self.buckets[i].lock().expect("throttle bucket lock").rate)
     }
 
+    /// The bucket a call would use, as it is now: for pacing writes.
+    pub fn level(&self, service: &str, operation: &str) -> Option<lbc_model::pacing::BucketLevel> {
+        rule_for(&self.rules, service, operation).map(|i| {
+            let mut b = self.buckets[i].lock().expect("throttle bucket lock");
+            b.refill(Instant::now());
+            lbc_model::pacing::BucketLevel { tokens: b.tokens, rate: b.rate, burst: b.burst }
+        })
+    }
+
     /// Tokens left in the bucket a call would use (negative: reserved ahead); for tests.
     pub fn tokens(&self, service: &str, operation: &str) -> Option<f64> {
         rule_for(&self.rules, service, operation).map(|i| {

@@ -5,12 +5,16 @@ bucket (ALBC's default, also ours: 4 calls/s, burst 20). When pods of G groups t
 spread of T seconds, no controller can beat the bucket: this model says how close a policy gets.
 
 Policies:
-- ``greedy`` is what the controller does: a group's reconcile starts after the debounce, waits its
+- ``greedy`` is what the controller did before pacing: a group's reconcile starts after the debounce, waits its
   turn for a token (first come, first served) and plans again after the wait, so the call carries
   every target that arrived meanwhile;
 - ``paced`` also holds a group's next write until ``active / (rate + tokens / horizon)`` seconds
   after its last one (``active``: groups that wrote within the horizon), so the burst is spread
-  over ``horizon`` seconds instead of spent at once on small calls.
+  over ``horizon`` seconds instead of spent at once on small calls;
+- ``adaptive`` paces only while at most half the burst of groups are writing (``2 * active <= burst``),
+  else it is greedy (with more groups each gets one token per round anyway and holding back only adds
+  latency), and scales the hold by how far the bucket has drained: none while it is full. This is what
+  the controller does since pacing landed (``model/src/pacing.rs``).
 
 Run ``python -m bench.harness.bucket_sim`` for the table in docs/benchmarks.md.
 """
@@ -67,8 +71,8 @@ class _Bucket:
 def simulate(sc: Scenario, policy: str = "greedy", horizon_s: float = 2.0, seed: int = 1) -> Outcome:
     """Every target arrives once, uniformly over the spread, in a random group; returns the calls
     made and each target's latency from arrival to the end of the call that carried it."""
-    if policy not in ("greedy", "paced"):
-        raise ValueError(f"unknown policy {policy!r}; expected 'greedy' or 'paced'")
+    if policy not in ("greedy", "paced", "adaptive"):
+        raise ValueError(f"unknown policy {policy!r}; expected 'greedy', 'paced' or 'adaptive'")
     rnd = random.Random(seed)
     events: list[tuple[float, int, int, int]] = []  # (time, kind, seq, group)
     seq = 0
@@ -90,9 +94,14 @@ def simulate(sc: Scenario, policy: str = "greedy", horizon_s: float = 2.0, seed:
     def start(now: float, g: int) -> None:
         busy[g] = True
         t = now + sc.debounce_s
-        if policy == "paced":
+        if policy in ("paced", "adaptive"):
             active = max(1, sum(1 for x in range(sc.groups) if x == g or last_write[x] > now - horizon_s))
-            t = max(t, last_write[g] + active / (sc.rate + bucket.level(now) / horizon_s))
+            level = bucket.level(now)
+            if policy == "paced":
+                t = max(t, last_write[g] + active / (sc.rate + level / horizon_s))
+            elif 2 * active <= sc.burst:
+                share = active / (sc.rate + max(level, 0.0) / horizon_s)
+                t = max(t, last_write[g] + share * (1.0 - max(level, 0.0) / sc.burst))
         at(t, ASK, g)
 
     while events:
@@ -130,16 +139,18 @@ def median_outcome(sc: Scenario, policy: str, horizon_s: float = 2.0, seeds: int
 
 
 def main() -> None:
-    print("| groups | targets | spread | floor | greedy: calls, p50 / p99 | paced (2 s): calls, p50 / p99 |")
-    print("|---|---|---|---|---|---|")
-    for groups, targets in ((1, 100), (10, 100), (10, 1000), (50, 5000)):
+    print("| groups | targets | spread | floor | greedy: calls, p50 / p99 | paced (2 s): calls, p50 / p99 "
+          "| adaptive: calls, p50 / p99 |")
+    print("|---|---|---|---|---|---|---|")
+    for groups, targets in ((1, 100), (10, 100), (10, 1000), (20, 1000), (50, 5000)):
         for spread in (0.9, 3.6, 8.3):
             sc = Scenario(groups, targets, spread)
             floor = groups * -(-targets // groups // 200)
             g = median_outcome(sc, "greedy")
             p = median_outcome(sc, "paced")
+            a = median_outcome(sc, "adaptive")
             print(f"| {groups} | {targets} | {spread} s | {floor} | {g[0]:.0f}, {g[1]:.2f} / {g[2]:.2f} s "
-                  f"| {p[0]:.0f}, {p[1]:.2f} / {p[2]:.2f} s |")
+                  f"| {p[0]:.0f}, {p[1]:.2f} / {p[2]:.2f} s | {a[0]:.0f}, {a[1]:.2f} / {a[2]:.2f} s |")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ import pytest
 from .bucket_sim import Scenario, simulate
 
 
-@pytest.mark.parametrize("policy", ["greedy", "paced"])
+@pytest.mark.parametrize("policy", ["greedy", "paced", "adaptive"])
 @pytest.mark.parametrize("groups,targets,spread", [(1, 100, 0.9), (10, 1000, 3.6), (50, 500, 8.3)])
 def test_every_target_is_carried_once_and_calls_never_exceed_the_tokens(policy, groups, targets, spread):
     sc = Scenario(groups, targets, spread)
@@ -35,6 +35,16 @@ def test_pacing_spreads_a_short_burst_over_fewer_calls():
     greedy, paced = simulate(sc, "greedy"), simulate(sc, "paced")
     assert paced.calls < greedy.calls
     assert paced.p99 < greedy.p99
+
+
+def test_adaptive_paces_few_groups_and_leaves_many_alone():
+    few = Scenario(10, 100, 0.9)
+    adaptive, greedy = simulate(few, "adaptive"), simulate(few, "greedy")
+    assert adaptive.p99 < greedy.p99 and adaptive.calls < greedy.calls
+    # 50 groups: more than half the burst write at once, so no group is held (pacing alone would add ~1.6 s to p99).
+    many = Scenario(50, 5000, 3.6)
+    assert simulate(many, "adaptive").p99 <= simulate(many, "greedy").p99 + 0.05
+    assert simulate(many, "paced").p99 > simulate(many, "greedy").p99 + 1.0
 
 
 def test_an_unknown_policy_is_refused():

@@ -60,6 +60,8 @@ pub struct BindingState {
     /// Instance mode: the nodes whose instance failed the cross-check, last reported (as
     /// `node/instance`; a Warning only when this changes).
     pub mismatch_reported: Vec<String>,
+    /// When this binding last sent a target write (pacing, `lbc_model::pacing`).
+    pub last_write: Option<Instant>,
 }
 
 /// Shared reconcile context.
@@ -78,9 +80,9 @@ pub struct Context {
     pub leader: watch::Receiver<bool>,
     pub bindings: Mutex<HashMap<ObjectRef<TargetGroupBinding>, BindingState>>,
     pub target_groups: Mutex<HashMap<String, TargetGroupInfo>>,
-    /// Held while target groups missing from `target_groups` are fetched, so the concurrent first
-    /// reconciles of a cold start wait for one batched DescribeTargetGroups instead of each
-    /// making their own.
+    /// Held while target groups missing from `target_groups` (or their tags, missing from
+    /// `target_group_tags`) are fetched, so the concurrent first reconciles of a cold start wait
+    /// for one batched DescribeTargetGroups (and DescribeTags) instead of each making their own.
     pub target_group_fetch: tokio::sync::Mutex<()>,
     /// Tags per target group ARN, read once per process (single flight): who owns the group.
     pub target_group_tags: Mutex<HashMap<String, Arc<OnceCell<lbc_model::lb::Tags>>>>,
@@ -131,6 +133,30 @@ impl Context {
     pub fn with_state<R>(&self, key: &ObjectRef<TargetGroupBinding>, f: impl FnOnce(&mut BindingState) -> R) -> R {
         let mut m = self.bindings.lock().expect("bindings lock");
         f(m.entry(key.clone()).or_default())
+    }
+
+    /// Records that the binding is sending a target write now (pacing).
+    pub fn wrote_targets(&self, key: &ObjectRef<TargetGroupBinding>) {
+        self.with_state(key, |s| s.last_write = Some(Instant::now()));
+    }
+
+    /// How long the binding's next reconcile waits before it may write
+    /// ([`lbc_model::pacing::write_hold`]): `level` is the write bucket as it is now (`None`: no
+    /// client-side throttle, no pacing); the bindings that wrote within the horizon are counted
+    /// from the per-binding state.
+    pub fn write_hold(
+        &self,
+        key: &ObjectRef<TargetGroupBinding>,
+        level: Option<lbc_model::pacing::BucketLevel>,
+    ) -> Duration {
+        use lbc_model::pacing::{HORIZON, write_hold};
+        let Some(level) = level else { return Duration::ZERO };
+        let now = Instant::now();
+        let m = self.bindings.lock().expect("bindings lock");
+        let recent = |s: &BindingState| s.last_write.filter(|t| now.duration_since(*t) < HORIZON);
+        let mine = m.get(key).and_then(recent);
+        let active = m.values().filter(|s| recent(s).is_some()).count() + usize::from(mine.is_none());
+        write_hold(mine.map(|t| now.duration_since(t)), active, level)
     }
 
     pub fn forget(&self, key: &ObjectRef<TargetGroupBinding>) {

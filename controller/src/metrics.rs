@@ -190,6 +190,8 @@ pub struct Metrics {
     pub reconcile_errors: Family<ErrorLabels, Counter>,
     pub endpoint_to_register: TracedHistogram,
     pub terminating_to_deregister: Histogram,
+    /// How long a binding's reconcile was held back so its next write carries more targets.
+    pub write_pacing: Histogram,
     pub registered_to_healthy: Histogram,
     /// ALBC's family and labels (`namespace`, `name` of the binding).
     pub readiness_gate_ready: Family<TgbLabels, Histogram, fn() -> Histogram>,
@@ -380,6 +382,7 @@ impl Metrics {
             reconcile_errors: Family::default(),
             endpoint_to_register: traced_latency_buckets(),
             terminating_to_deregister: latency_buckets(),
+            write_pacing: latency_buckets(),
             registered_to_healthy: latency_buckets(),
             readiness_gate_ready: Family::new_with_constructor(readiness_buckets),
             targets: Family::default(),
@@ -414,6 +417,12 @@ impl Metrics {
             "terminating_to_deregister_seconds",
             "From the first EndpointSlice change seen for a binding to the DeregisterTargets call that follows",
             m.terminating_to_deregister.clone(),
+        );
+        a.register(
+            "write_pacing_seconds",
+            "How long a binding that wrote targets a moment ago waited before its next reconcile while the \
+             shared RegisterTargets/DeregisterTargets bucket drains, so its next call carries more targets",
+            m.write_pacing.clone(),
         );
         a.register(
             "registered_to_healthy_seconds",

@@ -21,8 +21,14 @@ fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
 }
 
-/// The controller binary built next to this test (`cargo build -p aws-lb-controller` first).
+/// The controller binary built next to this test (`cargo build -p aws-lb-controller` first), or
+/// `$LBC_CONTROLLER_BIN` when set (a release build for the benchmarks among the tests).
 pub fn binary() -> PathBuf {
+    if let Some(bin) = std::env::var_os("LBC_CONTROLLER_BIN").filter(|b| !b.is_empty()) {
+        let bin = PathBuf::from(bin);
+        assert!(bin.is_file(), "LBC_CONTROLLER_BIN={} is not a file: point it at a built controller", bin.display());
+        return bin;
+    }
     let exe = std::env::current_exe().expect("test exe");
     let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
     let bin = dir.join("aws-lb-controller");

@@ -14,6 +14,29 @@ use lbc_model::lb::{RuleSource, SecurityGroup};
 use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
 
+/// What every instance-mode test starts from: the environment, the Kubernetes and ELBv2 clients,
+/// the harness's AWS clients and a fresh namespace.
+pub struct Scene {
+    pub env: Env,
+    pub client: Client,
+    pub elb: elbv2::Client,
+    pub aws: Clients,
+    pub ns: String,
+}
+
+impl Scene {
+    /// `None` when the environment is not up and not required (see [`Env::require`]).
+    pub async fn new(test: &str, ns_prefix: &str) -> Option<Self> {
+        let env = Env::require(test)?;
+        let client = crate::kube_util::client(&env).await;
+        let elb = crate::aws::elbv2(&env).await;
+        let aws = clients(&env).await;
+        let ns = crate::unique(ns_prefix);
+        crate::kube_util::namespace(&client, &ns, &[]).await;
+        Some(Self { env, client, elb, aws, ns })
+    }
+}
+
 /// The emulator's AWS clients, signed as the harness (`.ec2` is the EC2 API).
 pub async fn clients(env: &Env) -> Clients {
     let settings = ClientSettings {

@@ -10,7 +10,7 @@ use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use lbc_e2e::controller::ControllerProc;
 use lbc_e2e::emulator::{Emulator, writes};
-use lbc_e2e::instances::{self as inst, clients};
+use lbc_e2e::instances::{self as inst, Scene, clients};
 use lbc_e2e::{Env, aws, eventually, kube_util, unique};
 use lbc_model::crd::TargetGroupBinding;
 use serde_json::json;
@@ -21,13 +21,12 @@ const SELECTOR_LABEL: &str = "lbc-e2e/instance-test";
 #[tokio::test]
 #[ignore = "end-to-end: needs the local environment (e2e/up); e2e/test-all runs it with --include-ignored"]
 async fn instance_targets_without_provider_id_follow_the_nodes() {
-    let Some(env) = Env::require("instance_targets_without_provider_id_follow_the_nodes") else { return };
-    let client = kube_util::client(&env).await;
-    let elb = aws::elbv2(&env).await;
+    let Some(Scene { env, client, elb, aws: aws_clients, ns }) =
+        Scene::new("instance_targets_without_provider_id_follow_the_nodes", "inst-tgb").await
+    else {
+        return;
+    };
     let emu = Emulator::new(env.aws_endpoint());
-    let aws_clients = clients(&env).await;
-    let ns = unique("inst-tgb");
-    kube_util::namespace(&client, &ns, &[]).await;
 
     // Four instances with fixed private IPs in the first private subnet; nodes n1..n3 report the
     // first three IPs, n4 joins later with the fourth, "ghost" reports an IP no instance owns.
@@ -164,14 +163,11 @@ async fn instance_targets_without_provider_id_follow_the_nodes() {
 #[ignore = "end-to-end: needs the local environment (e2e/up); e2e/test-all runs it with --include-ignored"]
 async fn services_and_ingresses_in_instance_mode_register_the_nodes_on_the_node_port() {
     use k8s_openapi::api::networking::v1::Ingress;
-    let Some(env) = Env::require("services_and_ingresses_in_instance_mode_register_the_nodes_on_the_node_port") else {
+    let Some(Scene { env, client, elb, aws: aws_clients, ns }) =
+        Scene::new("services_and_ingresses_in_instance_mode_register_the_nodes_on_the_node_port", "inst-svc").await
+    else {
         return;
     };
-    let client = kube_util::client(&env).await;
-    let elb = aws::elbv2(&env).await;
-    let aws_clients = clients(&env).await;
-    let ns = unique("inst-svc");
-    kube_util::namespace(&client, &ns, &[]).await;
 
     // Three instances; nodes n1, n2 carry this test's label, n3 does not (target-node-labels
     // leaves it out even though its instance resolves).
@@ -305,19 +301,12 @@ async fn instance_targets_open_the_node_port_on_the_nodes_security_group_and_rev
     use lbc_model::lb::backend_rules::RULE_DESCRIPTION;
     use lbc_model::lb::backend_sg::lookup_tags;
     use lbc_model::lb::{IngressRule, RuleSource};
-    let Some(env) = Env::require("instance_targets_open_the_node_port_on_the_nodes_security_group_and_revoke_it")
-    else {
-        return;
-    };
-    let client = kube_util::client(&env).await;
-    let elb = aws::elbv2(&env).await;
-    let aws_clients = clients(&env).await;
+    let test = "instance_targets_open_the_node_port_on_the_nodes_security_group_and_revoke_it";
+    let Some(Scene { env, client, elb, aws: aws_clients, ns }) = Scene::new(test, "inst-sg").await else { return };
     let net = aws::networking(&env).await;
-    let ns = unique("inst-sg");
     // A cluster name of its own: the controller manages rules only on groups tagged for it.
     let cluster = format!("isg-{}", ns.rsplit('-').next().unwrap_or("x"));
     let vpc = env.get("LBC_VPC_ID").to_string();
-    kube_util::namespace(&client, &ns, &[]).await;
     let node_sg = inst::create_cluster_security_group(&net, &vpc, &unique("lbc-e2e-inst-nodes"), &cluster).await;
     let shared_sg = env.get("LBC_NODE_SECURITY_GROUP_ID").to_string();
     let shared_before = inst::ingress_rules(&net, &shared_sg).await;
@@ -528,14 +517,11 @@ async fn subnet_zone(aws: &lbc_aws::config::Clients, subnet_id: &str) -> String 
 #[tokio::test]
 #[ignore = "end-to-end: needs the local environment (e2e/up); e2e/test-all runs it with --include-ignored"]
 async fn a_node_whose_zone_disagrees_with_its_instance_is_left_out_and_warned_about() {
-    let Some(env) = Env::require("a_node_whose_zone_disagrees_with_its_instance_is_left_out_and_warned_about") else {
+    let Some(Scene { env, client, elb, aws: aws_clients, ns }) =
+        Scene::new("a_node_whose_zone_disagrees_with_its_instance_is_left_out_and_warned_about", "inst-zone").await
+    else {
         return;
     };
-    let client = kube_util::client(&env).await;
-    let elb = aws::elbv2(&env).await;
-    let aws_clients = clients(&env).await;
-    let ns = unique("inst-zone");
-    kube_util::namespace(&client, &ns, &[]).await;
 
     let subnet = inst::private_subnet(&env, 0);
     let zone = subnet_zone(&aws_clients, &subnet).await;
@@ -594,14 +580,11 @@ async fn a_node_whose_zone_disagrees_with_its_instance_is_left_out_and_warned_ab
 #[ignore = "end-to-end: needs the local environment (e2e/up); e2e/test-all runs it with --include-ignored"]
 async fn a_multi_cluster_instance_binding_leaves_another_clusters_instance_alone() {
     use k8s_openapi::api::core::v1::ConfigMap;
-    let Some(env) = Env::require("a_multi_cluster_instance_binding_leaves_another_clusters_instance_alone") else {
+    let Some(Scene { env, client, elb, aws: aws_clients, ns }) =
+        Scene::new("a_multi_cluster_instance_binding_leaves_another_clusters_instance_alone", "inst-multi").await
+    else {
         return;
     };
-    let client = kube_util::client(&env).await;
-    let elb = aws::elbv2(&env).await;
-    let aws_clients = clients(&env).await;
-    let ns = unique("inst-multi");
-    kube_util::namespace(&client, &ns, &[]).await;
 
     // Three instances: n1 and n2 are this cluster's nodes, the third is another cluster's.
     let subnet = inst::private_subnet(&env, 0);
@@ -691,13 +674,12 @@ fn unix_now() -> f64 {
 async fn instance_mode_cold_start_at_100_nodes_benchmark() {
     const NODES: usize = 100;
     const BATCH: usize = 200; // IPs per DescribeInstances, targets per RegisterTargets
-    let Some(env) = Env::require("instance_mode_cold_start_at_100_nodes_benchmark") else { return };
-    let client = kube_util::client(&env).await;
-    let elb = aws::elbv2(&env).await;
+    let Some(Scene { env, client, elb, aws: aws_clients, ns }) =
+        Scene::new("instance_mode_cold_start_at_100_nodes_benchmark", "inst-bench").await
+    else {
+        return;
+    };
     let emu = Emulator::new(env.aws_endpoint());
-    let aws_clients = clients(&env).await;
-    let ns = unique("inst-bench");
-    kube_util::namespace(&client, &ns, &[]).await;
 
     // 1 + NODES instances with fixed private IPs, spread over the private subnets (the emulator
     // never frees an address, so repeated runs need the room).

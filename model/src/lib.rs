@@ -45,6 +45,7 @@ pub mod lease;
 pub mod names;
 pub mod net;
 pub mod nodes;
+pub mod pacing;
 pub mod plan;
 pub mod pod;
 pub mod poison;

@@ -1,5 +1,5 @@
 //! Cutting messages to a size limit (Kubernetes Event notes, quoted server answers) without
-//! splitting a UTF-8 character, and saying that something was cut.
+//! splitting a UTF-8 character, and saying that something was cut; listing the first few of many.
 
 /// Kubernetes caps an Event's note at 1 KiB.
 pub const EVENT_NOTE_MAX: usize = 1024;
@@ -24,9 +24,27 @@ pub fn truncate(mut s: String, max: usize) -> String {
     s
 }
 
+/// The first `shown` items joined with "; ", then " and N more" when there are more.
+pub fn listed(items: &[String], shown: usize) -> String {
+    let mut out = items.iter().take(shown).cloned().collect::<Vec<_>>().join("; ");
+    if items.len() > shown {
+        out.push_str(&format!(" and {} more", items.len() - shown));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn listed_shows_the_first_items_and_counts_the_rest() {
+        let items: Vec<String> = (1..=12).map(|i| format!("n{i}")).collect();
+        assert_eq!(listed(&items[..2], 10), "n1; n2");
+        assert_eq!(listed(&items[..10], 10), "n1; n2; n3; n4; n5; n6; n7; n8; n9; n10");
+        assert_eq!(listed(&items, 10), "n1; n2; n3; n4; n5; n6; n7; n8; n9; n10 and 2 more");
+        assert_eq!(listed(&[], 10), "");
+    }
 
     #[test]
     fn short_enough_is_unchanged() {

@@ -25,6 +25,7 @@ use lbc_model::nodes::{
     instance_plan, node_port,
 };
 use lbc_model::target::HealthState;
+use lbc_model::text::listed;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use tokio::time::Instant;
@@ -114,6 +115,7 @@ pub(super) async fn sync(tgb: &Arc<TargetGroupBinding>, ctx: &Context) -> Result
     if !plan.is_empty() {
         // A crash mid-change must not leave a checkpoint claiming the old set is in place.
         status::clear_checkpoint(ctx, tgb, &key).await?;
+        ctx.wrote_targets(&key);
     }
     if let Some(owned) = owned.as_ref().filter(|_| !plan.register.is_empty()) {
         // Recorded before it is registered: a crash in between leaves no target no cluster claims.
@@ -181,17 +183,11 @@ async fn report_unresolved(
     unresolved: &[String],
     vpc_id: &str,
 ) {
-    let changed = ctx.with_state(key, |s| {
-        let changed = s.unresolved_reported != unresolved;
-        s.unresolved_reported = unresolved.to_vec();
-        changed
-    });
-    if !changed || unresolved.is_empty() {
+    if !ctx.with_state(key, |s| replaced(&mut s.unresolved_reported, unresolved.to_vec())) || unresolved.is_empty() {
         return;
     }
     let what: Vec<String> = unresolved
         .iter()
-        .take(10)
         .map(|node| match locators.get(node) {
             Some(Locator::PrivateIp(ip)) if vpc_id.is_empty() => {
                 format!("node {node} (InternalIP {ip}: no VPC known to search; set spec.vpcID or --aws-vpc-id)")
@@ -203,12 +199,11 @@ async fn report_unresolved(
             _ => format!("node {node} (no spec.providerID of the form aws:///<zone>/i-... and no InternalIP address)"),
         })
         .collect();
-    let more = if unresolved.len() > 10 { format!(" and {} more", unresolved.len() - 10) } else { String::new() };
     let msg = format!(
-        "{}{more} could not be mapped to an EC2 instance and are NOT registered in TargetGroupBinding {}/{}'s target \
+        "{} could not be mapped to an EC2 instance and are NOT registered in TargetGroupBinding {}/{}'s target \
          group; the other nodes are. Fix: set the node's spec.providerID (aws:///<zone>/<instance-id>), or make its \
          InternalIP the private IP of an instance in VPC {vpc_id}",
-        what.join("; "),
+        listed(&what, 10),
         tgb.namespace().unwrap_or_default(),
         tgb.name_any()
     );
@@ -225,17 +220,11 @@ async fn report_mismatched(
     mismatched: &[NodeMismatch],
 ) {
     let now: Vec<String> = mismatched.iter().map(|m| format!("{}/{}", m.node, m.instance)).collect();
-    let changed = ctx.with_state(key, |s| {
-        let changed = s.mismatch_reported != now;
-        s.mismatch_reported = now.clone();
-        changed
-    });
-    if !changed || mismatched.is_empty() {
+    if !ctx.with_state(key, |s| replaced(&mut s.mismatch_reported, now)) || mismatched.is_empty() {
         return;
     }
     let what: Vec<String> = mismatched
         .iter()
-        .take(10)
         .map(|m| {
             format!(
                 "node {} (InternalIP {}) resolved to instance {}, but the node has {}",
@@ -243,18 +232,24 @@ async fn report_mismatched(
             )
         })
         .collect();
-    let more = if mismatched.len() > 10 { format!(" and {} more", mismatched.len() - 10) } else { String::new() };
     let msg = format!(
-        "{}{more}. These nodes are NOT registered in TargetGroupBinding {}/{}'s target group (the IP may belong to \
+        "{}. These nodes are NOT registered in TargetGroupBinding {}/{}'s target group (the IP may belong to \
          another machine); the other nodes are. Fix: correct the node's {} label or hostname if they are wrong; if \
          the InternalIP is wrong (a stale Node object whose address was reused), delete the Node object; or set \
          spec.providerID (aws:///<zone>/<instance-id>) to name the instance",
-        what.join("; "),
+        listed(&what, 10),
         tgb.namespace().unwrap_or_default(),
         tgb.name_any(),
         lbc_model::nodes::ZONE_LABEL,
     );
     ctx.event(&tgb.object_ref(&()), true, "NodeInstanceMismatch", msg).await;
+}
+
+/// Stores `now` as what was last reported; whether it differs from before (a Warning is due).
+fn replaced(reported: &mut Vec<String>, now: Vec<String>) -> bool {
+    let changed = *reported != now;
+    *reported = now;
+    changed
 }
 
 /// On deletion: every instance target of the group deregistered, or in a multi-cluster group

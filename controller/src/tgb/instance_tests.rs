@@ -74,6 +74,7 @@ async fn instance_harness(nodes: Vec<Node>, node_port: Option<u16>) -> Harness {
         slices: vec![],
         pods: vec![],
         nodes,
+        others: vec![],
     };
     let h = harness(c).await;
     set_target_group_type(&h, "instance");

@@ -23,6 +23,7 @@ use kube::runtime::controller::{Action, Config, Controller};
 use kube::runtime::finalizer::{Event as FinalizerEvent, finalizer};
 use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
+use lbc_aws::elbv2::TargetWrite;
 use lbc_model::crd::TargetGroupBinding;
 use lbc_model::names::TGB_FINALIZER;
 use std::sync::Arc;
@@ -58,9 +59,22 @@ pub async fn run(
             move |tgb, ctx| {
                 let turns = turns.clone();
                 async move {
+                    // A binding whose endpoints changed again just after it wrote waits a little
+                    // while the write bucket drains, so its next call carries more targets
+                    // (`lbc_model::pacing`). Not a scheduled pass (health poll, drift check) nor a
+                    // deletion. Before taking a turn: a held binding keeps no other from working.
+                    let key = ObjectRef::from_obj(tgb.as_ref());
+                    if tgb.meta().deletion_timestamp.is_none() && ctx.triggers.is_dirty(&key) {
+                        let bucket = ctx.elb_for(&tgb).write_bucket(TargetWrite::Register);
+                        let hold = ctx.write_hold(&key, bucket);
+                        if !hold.is_zero() {
+                            ctx.metrics.write_pacing.observe(hold.as_secs_f64());
+                            tokio::time::sleep(hold).await;
+                        }
+                    }
                     let _turn = turns.wait().await;
                     // The binding as the cache holds it now: the wait may have been long.
-                    let fresh = ctx.stores.tgbs.get(&ObjectRef::from_obj(tgb.as_ref())).unwrap_or(tgb);
+                    let fresh = ctx.stores.tgbs.get(&key).unwrap_or(tgb);
                     reconcile(fresh, ctx).await
                 }
             },

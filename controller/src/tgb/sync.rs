@@ -462,7 +462,9 @@ pub(super) async fn target_group(
 
 /// Whether the target group belongs to another cluster or stack
 /// ([`lbc_model::tg_ownership::foreign_by_tags`]). Its tags are read once per ARN and
-/// process; concurrent first reads wait for the one in flight.
+/// process; concurrent first reads wait for the one in flight. The first read also fetches the
+/// tags of the other groups the bindings name that are not known yet, up to one DescribeTags
+/// call's ARNs (a cold start or a failover reads 10 groups' tags in one call, not 10).
 pub(super) async fn foreign_owner(
     ctx: &Context,
     tgb: &TargetGroupBinding,
@@ -471,10 +473,35 @@ pub(super) async fn foreign_owner(
     if tgb.spec.is_multi_cluster() {
         return Ok(None);
     }
-    let cell = ctx.target_group_tags.lock().expect("tag cache").entry(arn.to_string()).or_default().clone();
+    let cell = tag_cell(ctx, arn);
+    if let Some(tags) = cell.get() {
+        return Ok(foreign_by_tags(&ctx.cfg.cluster_name, tgb, arn, tags));
+    }
+    // Single flight across groups: the concurrent first syncs of a cold start wait for one
+    // batched read instead of each reading every group's tags.
+    let _fetching = ctx.target_group_fetch.lock().await;
     let tags = cell
         .get_or_try_init(|| async {
-            ctx.elb_for(tgb).target_group_tags(arn).await?.ok_or_else(|| AwsError {
+            let elb = ctx.elb_for(tgb);
+            let others = uncached_tag_arns(ctx, tgb, arn);
+            if !others.is_empty() {
+                let arns: Vec<String> = std::iter::once(arn.to_string()).chain(others).collect();
+                match elb.target_groups_tags(&arns).await {
+                    Ok(mut found) => {
+                        if let Some(mine) = found.remove(arn) {
+                            for (other, tags) in found {
+                                // Already filled or being filled by its own read: keep that one.
+                                let _ = tag_cell(ctx, &other).set(tags);
+                            }
+                            return Ok(mine);
+                        }
+                    }
+                    // One of them does not exist, which fails the whole call: ask for ours alone.
+                    Err(e) if e.kind == lbc_aws::error::ErrorKind::NotFound => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            elb.target_group_tags(arn).await?.ok_or_else(|| AwsError {
                 kind: lbc_aws::error::ErrorKind::NotFound,
                 service: "elasticloadbalancing",
                 operation: "DescribeTags",
@@ -485,6 +512,41 @@ pub(super) async fn foreign_owner(
         })
         .await?;
     Ok(foreign_by_tags(&ctx.cfg.cluster_name, tgb, arn, tags))
+}
+
+fn tag_cell(ctx: &Context, arn: &str) -> Arc<tokio::sync::OnceCell<lbc_model::lb::Tags>> {
+    ctx.target_group_tags.lock().expect("tag cache").entry(arn.to_string()).or_default().clone()
+}
+
+/// The other ARNs the cached bindings name whose tags are not known, read as the same role and
+/// checked for ownership (not multi-cluster), at most one DescribeTags call's worth with `arn`.
+fn uncached_tag_arns(ctx: &Context, tgb: &TargetGroupBinding, arn: &str) -> Vec<String> {
+    let named = other_named_arns(ctx, tgb, arn, |t| !t.spec.is_multi_cluster());
+    let known = ctx.target_group_tags.lock().expect("tag cache");
+    named
+        .into_iter()
+        .filter(|a| known.get(a).is_none_or(|c| !c.initialized()))
+        .take(lbc_aws::elbv2::DESCRIBE_TAGS_MAX_ARNS - 1)
+        .collect()
+}
+
+/// The target group ARNs that cached bindings other than `arn`'s name, read as the same role as
+/// `tgb` (one call is signed by one identity), not being deleted, and kept by `keep`.
+fn other_named_arns(
+    ctx: &Context,
+    tgb: &TargetGroupBinding,
+    arn: &str,
+    keep: impl Fn(&TargetGroupBinding) -> bool,
+) -> BTreeSet<String> {
+    let role = tgb.spec.role_to_assume();
+    ctx.stores
+        .tgbs
+        .state()
+        .iter()
+        .filter(|t| t.meta().deletion_timestamp.is_none() && t.spec.role_to_assume() == role && keep(t))
+        .filter_map(|t| t.spec.target_group_arn.clone())
+        .filter(|a| !a.is_empty() && a != arn)
+        .collect()
 }
 
 /// On deletion: `true` (after an Event) when the target group is another cluster's or stack's,
@@ -507,17 +569,7 @@ fn cached_target_group(ctx: &Context, arn: &str) -> Option<TargetGroupInfo> {
 /// `arn` followed by the other ARNs the cached bindings name that are not cached yet, at most
 /// one DescribeTargetGroups call's worth.
 fn uncached_target_group_arns(ctx: &Context, tgb: &TargetGroupBinding, arn: &str) -> Vec<String> {
-    // Only groups read as the same role: one call is signed by one identity.
-    let role = tgb.spec.role_to_assume();
-    let named: BTreeSet<String> = ctx
-        .stores
-        .tgbs
-        .state()
-        .iter()
-        .filter(|t| t.meta().deletion_timestamp.is_none() && t.spec.role_to_assume() == role)
-        .filter_map(|t| t.spec.target_group_arn.clone())
-        .filter(|a| !a.is_empty() && a != arn)
-        .collect();
+    let named = other_named_arns(ctx, tgb, arn, |_| true);
     let cache = ctx.target_groups.lock().expect("tg cache");
     std::iter::once(arn.to_string())
         .chain(named.into_iter().filter(|a| !cache.contains_key(a)))
@@ -579,6 +631,9 @@ async fn execute(
     dirty_since: Option<std::time::Instant>,
 ) -> Result<Vec<(TargetWrite, Rejected)>> {
     let WritePermits { register: mut register_permit, deregister: mut deregister_permit } = permits;
+    if !plan.is_empty() {
+        ctx.wrote_targets(key);
+    }
     let batch = ctx.cfg.batch_size;
     let elb = ctx.elb_for(tgb);
     let elb = elb.as_ref();

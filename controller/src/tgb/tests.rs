@@ -172,6 +172,8 @@ struct Cluster {
     slices: Vec<EndpointSlice>,
     pods: Vec<Value>,
     nodes: Vec<Node>,
+    /// More bindings in the cache (not served by the mocked API server).
+    others: Vec<TargetGroupBinding>,
 }
 
 async fn harness(c: Cluster) -> Harness {
@@ -186,6 +188,9 @@ async fn harness(c: Cluster) -> Harness {
 
     let (tgbs, mut tgb_w) = synced_store::<TargetGroupBinding>();
     tgb_w.apply_watcher_event(&watcher::Event::Apply(c.tgb.clone()));
+    for other in c.others {
+        tgb_w.apply_watcher_event(&watcher::Event::Apply(other));
+    }
     let (services, mut svc_w) = synced_store::<Service>();
     if let Some(s) = c.service {
         svc_w.apply_watcher_event(&watcher::Event::Apply(s));
@@ -346,7 +351,7 @@ fn t(ip: u8) -> Target {
 }
 
 fn cluster(tgb: TargetGroupBinding, eps: &[Ep]) -> Cluster {
-    Cluster { tgb, service: Some(service()), slices: vec![slice(eps)], pods: vec![], nodes: vec![] }
+    Cluster { tgb, service: Some(service()), slices: vec![slice(eps)], pods: vec![], nodes: vec![], others: vec![] }
 }
 
 /// When an action requeues (kube's `Action` shows it only through `Debug`).
@@ -692,3 +697,73 @@ async fn failures_in_a_row_double_the_requeue_up_to_the_cap_and_a_success_starts
 
 #[path = "instance_tests.rs"]
 mod instance;
+
+/// Binding `name` of Service `web` for target group `.../targetgroup/<name>/0123`.
+fn other_binding(name: &str) -> (TargetGroupBinding, String) {
+    let arn = format!("arn:aws:elasticloadbalancing:eu-west-1:111122223333:targetgroup/{name}/0123");
+    let mut b = binding(true);
+    b.metadata.name = Some(name.into());
+    b.metadata.uid = Some(format!("uid-{name}"));
+    b.spec.target_group_arn = Some(arn.clone());
+    (b, arn)
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_first_ownership_read_fetches_every_named_groups_tags_in_one_call() {
+    let (api, api_arn) = other_binding("api");
+    let (gone, gone_arn) = other_binding("gone");
+    let mut c = cluster(binding(true), &[(1, "a", true, false)]);
+    c.others = vec![api.clone()];
+    let h = harness(c).await;
+    h.elb.add_target_group(TargetGroupInfo { arn: api_arn.clone(), name: "api".into(), ..Default::default() });
+    h.reconcile(&binding(true)).await.unwrap();
+    let tag_reads = |h: &Harness| {
+        h.elb
+            .calls()
+            .iter()
+            .filter(|c| c.operation == "DescribeTags")
+            .map(|c| c.target_group_arn.clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(tag_reads(&h), [format!("{ARN},{api_arn}")], "web's and api's tags in one call");
+    let known = |arn: &str| h.ctx.target_group_tags.lock().unwrap().get(arn).is_some_and(|c| c.initialized());
+    assert!(known(&api_arn), "api's tags are cached by web's read");
+    h.elb.clear_calls();
+    // api's own first sync reads no tags.
+    sync::foreign_owner(&h.ctx, &api, &api_arn).await.unwrap();
+    assert!(tag_reads(&h).is_empty());
+
+    // A named group that does not exist fails the batched call: the binding's own group is read alone.
+    let mut c = cluster(binding(true), &[(1, "a", true, false)]);
+    c.others = vec![gone];
+    let h = harness(c).await;
+    h.reconcile(&binding(true)).await.unwrap();
+    assert_eq!(tag_reads(&h), [format!("{ARN},{gone_arn}"), ARN.to_string()]);
+    assert!(h.registered().contains(&t(1).to_string()), "the sync went on");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_binding_that_just_wrote_is_held_while_few_bindings_write_and_the_bucket_drains() {
+    use lbc_model::pacing::BucketLevel;
+    let h = harness(cluster(binding(true), &[(1, "a", true, false)])).await;
+    let key = ObjectRef::from_obj(&binding(true));
+    let empty = Some(BucketLevel { tokens: 0.0, rate: 4.0, burst: 20.0 });
+    assert_eq!(h.ctx.write_hold(&key, empty), Duration::ZERO, "no write yet");
+    // Its first reconcile registers a target.
+    h.reconcile(&binding(true)).await.unwrap();
+    assert_eq!(h.registered(), [t(1).to_string()]);
+    // Alone: one binding's share of an empty bucket, 1 / 4 s.
+    assert_eq!(h.ctx.write_hold(&key, empty), Duration::from_millis(250));
+    assert_eq!(h.ctx.write_hold(&key, None), Duration::ZERO, "no client-side throttle: no pacing");
+    // Nine other bindings wrote too: ten share the bucket, 10 / 4 s, less the time gone by.
+    let others: Vec<_> = (0..9).map(|i| ObjectRef::<TargetGroupBinding>::new(&format!("b{i}")).within(NS)).collect();
+    others.iter().for_each(|k| h.ctx.wrote_targets(k));
+    tokio::time::advance(Duration::from_millis(500)).await;
+    assert_eq!(h.ctx.write_hold(&key, empty), Duration::from_millis(2000));
+    // Eleven: more than half the burst writing, nobody is held.
+    h.ctx.wrote_targets(&ObjectRef::new("b9").within(NS));
+    assert_eq!(h.ctx.write_hold(&key, empty), Duration::ZERO);
+    // Two seconds after the writes, nobody counts as writing any more.
+    tokio::time::advance(Duration::from_secs(2)).await;
+    assert_eq!(h.ctx.write_hold(&key, empty), Duration::ZERO);
+}
