@@ -15,6 +15,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
 use lbc_model::binding::{bindings_gating, binds_service, ingress_stack_labels, owner_services};
 use lbc_model::crd::{IngressClassParams, TargetGroupBinding};
+use lbc_model::digest::{Digests, binding_owner_digest, ingress_digest, key_of, service_digest};
 use lbc_model::endpoints::SliceInfo;
 use lbc_model::ingress::ClassSnapshot;
 use lbc_model::names::SERVICE_NAME_LABEL;
@@ -78,6 +79,9 @@ pub struct Triggers {
     /// The Ingress controller's channel (leader only).
     ingresses: Arc<Mutex<Option<UnboundedSender<IngressTrigger>>>>,
     dirty: Arc<Mutex<Dirty>>,
+    /// What the owners of bindings last saw of each (`binding_owner_digest`), shared with the
+    /// owners' own writes so that a binding they just applied does not wake them again.
+    binding_digests: Arc<Mutex<Digests>>,
     /// Wakes the cluster-wide backend security-group rules pass (`crate::networking`).
     pub backend_rules: Arc<tokio::sync::Notify>,
 }
@@ -134,6 +138,23 @@ impl Triggers {
         self.dirty.lock().expect("dirty lock").since.contains_key(r)
     }
 
+    /// A Service or IngressGroup applied this binding (as the API server returned it): the watch
+    /// event it causes is the owner's own doing and wakes no owner. Whichever comes first, this or
+    /// the event, the other then finds the digest unchanged.
+    pub fn own_binding_applied(&self, tgb: &TargetGroupBinding) {
+        self.binding_digests.lock().expect("binding digests").record(&key_of(tgb), binding_owner_digest(tgb));
+    }
+
+    /// Whether a binding event changes what its owner reads.
+    fn binding_matters(&self, ev: CacheEvent, tgb: &TargetGroupBinding) -> bool {
+        event_matters(
+            &mut self.binding_digests.lock().expect("binding digests"),
+            ev,
+            &key_of(tgb),
+            binding_owner_digest(tgb),
+        )
+    }
+
     /// Bindings with endpoint changes not yet reconciled (the controller's backlog).
     pub fn pending(&self) -> usize {
         self.dirty.lock().expect("dirty lock").since.len()
@@ -177,6 +198,72 @@ pub fn node_event_matters(digests: &mut NodeDigests, ev: CacheEvent, node: &Node
             digests.forget(&facts.name);
             true
         }
+    }
+}
+
+/// Whether a watch event changes an object's `digest` (what some decision reads of it): an
+/// object of the initial list is only recorded, a deletion always matters, a change matters when
+/// the digest differs from the one last recorded (a status-only write does not).
+pub fn event_matters(digests: &mut Digests, ev: CacheEvent, key: &str, digest: u64) -> bool {
+    match ev {
+        CacheEvent::Listed => {
+            digests.record(key, digest);
+            false
+        }
+        CacheEvent::Applied => digests.record(key, digest),
+        CacheEvent::Deleted => {
+            digests.forget(key);
+            true
+        }
+    }
+}
+
+/// A binding changed: its own reconciler looks; its owner (a Service, an IngressGroup) only when
+/// what it reads changed (spec, labels, owners, existence), never for the status and checkpoint
+/// annotations the binding reconciler writes after every sync.
+fn on_binding_event(t: &Triggers, ev: CacheEvent, o: &TargetGroupBinding) {
+    let owner_reads = t.binding_matters(ev, o);
+    if ev == CacheEvent::Listed {
+        return;
+    }
+    t.send(ObjectRef::from_obj(o), false);
+    if !owner_reads {
+        return;
+    }
+    let ns = o.namespace().unwrap_or_default();
+    for owner in owner_services(o) {
+        t.send_service(ObjectRef::new(owner).within(&ns));
+    }
+    let ingress_labels = ingress_stack_labels(o);
+    if !ingress_labels.is_empty() {
+        t.send_ingress(IngressTrigger::Binding(ingress_labels));
+    }
+}
+
+/// A Service changed: the Service, the Ingresses with a backend on it and its bindings look, but
+/// only when what they read changed (`service_digest`): our own hostname in its status is not.
+fn on_service_event(
+    t: &Triggers,
+    digests: &mut Digests,
+    tgbs: &Store<TargetGroupBinding>,
+    ev: CacheEvent,
+    s: &Service,
+) {
+    if !event_matters(digests, ev, &key_of(s), service_digest(s)) {
+        return;
+    }
+    t.send_service(ObjectRef::from_obj(s));
+    let ns = s.namespace().unwrap_or_default();
+    t.send_ingress(IngressTrigger::Service { namespace: ns.clone(), name: s.name_any() });
+    for r in bindings_for_service(tgbs, &ns, &s.name_any()) {
+        t.send(r, false);
+    }
+}
+
+/// An Ingress changed: its groups look, unless only its status (our hostname) moved.
+fn on_ingress_event(t: &Triggers, digests: &mut Digests, ev: CacheEvent, i: &Ingress) {
+    if event_matters(digests, ev, &key_of(i), ingress_digest(i)) {
+        t.send_ingress(IngressTrigger::Ingress(ObjectRef::from_obj(i)))
     }
 }
 
@@ -363,42 +450,27 @@ impl Stores {
         let mut tasks = Vec::new();
 
         let t = triggers.clone();
-        let (tgbs, task) = drive::<TargetGroupBinding>(
+        let (tgbs, task) = drive_events::<TargetGroupBinding>(
             "targetgroupbindings",
             api(client, namespace),
             watch_config(None),
             trim_meta,
             metrics.clone(),
-            move |o| {
-                t.send(ObjectRef::from_obj(o), false);
-                // A binding a Service owns changed or went away: let the Service controller look.
-                let ns = o.namespace().unwrap_or_default();
-                for owner in owner_services(o) {
-                    t.send_service(ObjectRef::new(owner).within(&ns));
-                }
-                let ingress_labels = ingress_stack_labels(o);
-                if !ingress_labels.is_empty() {
-                    t.send_ingress(IngressTrigger::Binding(ingress_labels));
-                }
-            },
+            move |ev, o| on_binding_event(&t, ev, o),
         );
         tasks.push(("targetgroupbindings watch", task));
 
+        // A Service's own status (our hostname) is read by nobody: only changes of what the
+        // Service, Ingress and binding reconcilers read wake them (`service_digest`).
         let (t, idx) = (triggers.clone(), tgbs.clone());
-        let (services, task) = drive::<Service>(
+        let digests = Mutex::new(Digests::default());
+        let (services, task) = drive_events::<Service>(
             "services",
             api(client, namespace),
             watch_config(None),
             trim_meta,
             metrics.clone(),
-            move |s| {
-                t.send_service(ObjectRef::from_obj(s));
-                let ns = s.namespace().unwrap_or_default();
-                t.send_ingress(IngressTrigger::Service { namespace: ns.clone(), name: s.name_any() });
-                for r in bindings_for_service(&idx, &ns, &s.name_any()) {
-                    t.send(r, false);
-                }
-            },
+            move |ev, s| on_service_event(&t, &mut digests.lock().expect("service digests"), &idx, ev, s),
         );
         tasks.push(("services watch", task));
 
@@ -465,10 +537,12 @@ impl Stores {
             cache_all("namespaces", client, ns_cfg, trim_namespace, &metrics, every_group(&triggers));
         tasks.push(("namespaces watch", task));
 
+        // Not on our own status patch (the hostname): `ingress_digest`.
         let t = triggers.clone();
+        let digests = Mutex::new(Digests::default());
         let (ingresses, task) =
-            drive::<Ingress>("ingresses", api(client, namespace), watch_config(None), trim_meta, metrics, move |i| {
-                t.send_ingress(IngressTrigger::Ingress(ObjectRef::from_obj(i)))
+            drive_events::<Ingress>("ingresses", api(client, namespace), watch_config(None), trim_meta, metrics, {
+                move |ev, i| on_ingress_event(&t, &mut digests.lock().expect("ingress digests"), ev, i)
             });
         tasks.push(("ingresses watch", task));
 

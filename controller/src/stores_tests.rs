@@ -43,3 +43,191 @@ fn a_heartbeat_triggers_nothing_and_a_real_change_does() {
     assert!(node_event_matters(&mut d, CacheEvent::Deleted, &relabelled), "a deletion always matters");
     assert!(node_event_matters(&mut d, CacheEvent::Applied, &relabelled), "created again: new");
 }
+
+/// Every channel a watch event can reach, as the leader has them.
+struct Woken {
+    t: Triggers,
+    bindings: tokio::sync::mpsc::UnboundedReceiver<ObjectRef<TargetGroupBinding>>,
+    services: tokio::sync::mpsc::UnboundedReceiver<ObjectRef<Service>>,
+    ingresses: tokio::sync::mpsc::UnboundedReceiver<IngressTrigger>,
+}
+
+impl Woken {
+    fn new() -> Self {
+        let t = Triggers::default();
+        let (b, bindings) = tokio::sync::mpsc::unbounded_channel();
+        let (s, services) = tokio::sync::mpsc::unbounded_channel();
+        let (i, ingresses) = tokio::sync::mpsc::unbounded_channel();
+        t.set_sender(Some(b));
+        t.set_service_sender(Some(s));
+        t.set_ingress_sender(Some(i));
+        Self { t, bindings, services, ingresses }
+    }
+
+    /// What was woken since the last call: (bindings, Services, Ingress triggers).
+    fn drain(&mut self) -> (Vec<String>, Vec<String>, Vec<IngressTrigger>) {
+        let (mut b, mut s, mut i) = (vec![], vec![], vec![]);
+        while let Ok(r) = self.bindings.try_recv() {
+            b.push(r.to_string());
+        }
+        while let Ok(r) = self.services.try_recv() {
+            s.push(r.to_string());
+        }
+        while let Ok(r) = self.ingresses.try_recv() {
+            i.push(r);
+        }
+        (b, s, i)
+    }
+}
+
+fn binding(edit: impl FnOnce(&mut serde_json::Value)) -> TargetGroupBinding {
+    let mut v = json!({
+        "apiVersion": "elbv2.k8s.aws/v1beta1", "kind": "TargetGroupBinding",
+        "metadata": {"name": "k8s-shop-web", "namespace": "shop", "uid": "b1",
+                     "labels": {"service.k8s.aws/stack-namespace": "shop", "service.k8s.aws/stack-name": "web"},
+                     "ownerReferences": [{"apiVersion": "v1", "kind": "Service", "name": "web", "uid": "u1", "controller": true}]},
+        "spec": {"serviceRef": {"name": "web", "port": 80}, "targetGroupARN": "arn:aws:elasticloadbalancing:eu-west-1:1:targetgroup/a/1", "targetType": "ip"},
+    });
+    edit(&mut v);
+    serde_json::from_value(v).unwrap()
+}
+
+#[test]
+fn a_binding_wakes_its_owner_only_when_what_the_owner_reads_changed() {
+    let mut w = Woken::new();
+    let base = binding(|_| {});
+    on_binding_event(&w.t, CacheEvent::Listed, &base);
+    assert_eq!(w.drain(), (vec![], vec![], vec![]), "the initial list wakes nothing");
+
+    let synced = binding(|v| {
+        v["status"] = json!({"observedGeneration": 1});
+        v["metadata"]["annotations"] = json!({"elbv2.k8s.aws/checkpoint": "c1"});
+    });
+    on_binding_event(&w.t, CacheEvent::Applied, &synced);
+    let (b, s, i) = w.drain();
+    assert_eq!((b.len(), s, i), (1, vec![], vec![]), "our status and checkpoint wake the binding, not the Service");
+
+    let edited = binding(|v| v["spec"]["serviceRef"]["port"] = json!(81));
+    on_binding_event(&w.t, CacheEvent::Applied, &edited);
+    assert_eq!(w.drain().1, vec!["Service.v1./web.shop"], "a spec edit wakes the owning Service");
+
+    on_binding_event(&w.t, CacheEvent::Deleted, &edited);
+    assert_eq!(w.drain().1, vec!["Service.v1./web.shop"], "a deletion wakes it");
+
+    // The Service applies it again: its own write, seen before or after the watch event.
+    w.t.own_binding_applied(&base);
+    on_binding_event(&w.t, CacheEvent::Applied, &base);
+    assert_eq!(w.drain().1, Vec::<String>::new(), "the owner's own apply does not wake it again");
+    on_binding_event(&w.t, CacheEvent::Applied, &edited);
+    w.t.own_binding_applied(&edited);
+    assert_eq!(w.drain().1, vec!["Service.v1./web.shop"], "an event that came first wakes it once");
+}
+
+#[test]
+fn an_ingress_stack_binding_wakes_its_group_on_spec_changes_only() {
+    let mut w = Woken::new();
+    let labelled = |port: i64, status: bool| {
+        binding(|v| {
+            v["metadata"]["labels"] = json!({"ingress.k8s.aws/stack": "g"});
+            v["metadata"]["ownerReferences"] = json!([]);
+            v["spec"]["serviceRef"]["port"] = json!(port);
+            if status {
+                v["status"] = json!({"observedGeneration": 3});
+            }
+        })
+    };
+    on_binding_event(&w.t, CacheEvent::Applied, &labelled(80, false));
+    let group = vec![IngressTrigger::Binding([("ingress.k8s.aws/stack".to_string(), "g".to_string())].into())];
+    assert_eq!(w.drain().2, group, "a new binding wakes its group");
+    on_binding_event(&w.t, CacheEvent::Applied, &labelled(80, true));
+    assert_eq!(w.drain().2, vec![], "its status does not");
+    on_binding_event(&w.t, CacheEvent::Applied, &labelled(8080, true));
+    assert_eq!(w.drain().2, group, "its spec does");
+}
+
+/// A named change to an object's JSON.
+type Edit = (&'static str, fn(&mut serde_json::Value));
+
+fn svc(edit: impl FnOnce(&mut serde_json::Value)) -> Service {
+    let mut v = json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "web", "namespace": "shop", "uid": "u1",
+                     "annotations": {"service.beta.kubernetes.io/aws-load-balancer-type": "external"}},
+        "spec": {"type": "LoadBalancer", "ports": [{"port": 80, "targetPort": 8080, "protocol": "TCP"}]},
+    });
+    edit(&mut v);
+    serde_json::from_value(v).unwrap()
+}
+
+#[test]
+fn a_service_wakes_its_readers_unless_only_its_status_changed() {
+    let mut w = Woken::new();
+    let (tgbs, mut writer) = crate::stack::test_world::synced_store::<TargetGroupBinding>();
+    writer.apply_watcher_event(&watcher::Event::Apply(binding(|_| {})));
+    let mut d = Digests::default();
+    on_service_event(&w.t, &mut d, &tgbs, CacheEvent::Listed, &svc(|_| {}));
+    assert_eq!(w.drain(), (vec![], vec![], vec![]), "the initial list wakes nothing");
+
+    let hostname = |v: &mut serde_json::Value| {
+        v["status"] = json!({"loadBalancer": {"ingress": [{"hostname": "k8s-shop-web.elb.amazonaws.com"}]}})
+    };
+    on_service_event(&w.t, &mut d, &tgbs, CacheEvent::Applied, &svc(hostname));
+    assert_eq!(w.drain(), (vec![], vec![], vec![]), "our hostname in its status wakes nothing");
+
+    let everyone = (
+        vec!["TargetGroupBinding.v1beta1.elbv2.k8s.aws/k8s-shop-web.shop".to_string()],
+        vec!["Service.v1./web.shop".to_string()],
+        vec![IngressTrigger::Service { namespace: "shop".into(), name: "web".into() }],
+    );
+    let edits: Vec<Edit> = vec![
+        ("an annotation", |v| {
+            v["metadata"]["annotations"]["service.beta.kubernetes.io/aws-load-balancer-scheme"] =
+                json!("internet-facing")
+        }),
+        ("a port", |v| v["spec"]["ports"][0]["targetPort"] = json!(9090)),
+        ("a finalizer", |v| v["metadata"]["finalizers"] = json!(["service.k8s.aws/resources"])),
+    ];
+    for (what, edit) in edits {
+        on_service_event(
+            &w.t,
+            &mut d,
+            &tgbs,
+            CacheEvent::Applied,
+            &svc(|v| {
+                hostname(v);
+                edit(v);
+            }),
+        );
+        assert_eq!(w.drain(), everyone, "{what} wakes the Service, its Ingresses and its bindings");
+        on_service_event(&w.t, &mut d, &tgbs, CacheEvent::Applied, &svc(hostname));
+        assert_eq!(w.drain(), everyone, "and so does undoing it");
+    }
+    on_service_event(&w.t, &mut d, &tgbs, CacheEvent::Deleted, &svc(hostname));
+    assert_eq!(w.drain(), everyone, "a deletion wakes them");
+}
+
+#[test]
+fn an_ingress_wakes_its_groups_unless_only_its_status_changed() {
+    let mut w = Woken::new();
+    let ing = |class: &str, hostname: bool| -> Ingress {
+        let mut v = json!({
+            "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+            "metadata": {"name": "web", "namespace": "shop", "uid": "i1"},
+            "spec": {"ingressClassName": class},
+        });
+        if hostname {
+            v["status"] = json!({"loadBalancer": {"ingress": [{"hostname": "k8s-g.elb.amazonaws.com"}]}});
+        }
+        serde_json::from_value(v).unwrap()
+    };
+    let mut d = Digests::default();
+    on_ingress_event(&w.t, &mut d, CacheEvent::Applied, &ing("alb", false));
+    let woken = vec![IngressTrigger::Ingress(ObjectRef::new("web").within("shop"))];
+    assert_eq!(w.drain().2, woken, "a new Ingress wakes its groups");
+    on_ingress_event(&w.t, &mut d, CacheEvent::Applied, &ing("alb", true));
+    assert_eq!(w.drain().2, vec![], "our hostname does not");
+    on_ingress_event(&w.t, &mut d, CacheEvent::Applied, &ing("other", true));
+    assert_eq!(w.drain().2, woken, "another class does");
+    on_ingress_event(&w.t, &mut d, CacheEvent::Deleted, &ing("other", true));
+    assert_eq!(w.drain().2, woken, "a deletion does");
+}

@@ -37,6 +37,7 @@ pub mod checkpoint;
 pub mod cilium;
 pub mod compat;
 pub mod crd;
+pub mod digest;
 pub mod doctor;
 pub mod endpoints;
 pub mod ingress;

@@ -105,27 +105,23 @@ impl NodeFacts {
 /// only moves `lastHeartbeatTime` or the node's capacity changes nothing here.
 #[derive(Debug, Default)]
 pub struct NodeDigests {
-    seen: std::collections::HashMap<String, u64>,
+    seen: crate::digest::Digests,
 }
 
 impl NodeDigests {
     pub fn digest(facts: &NodeFacts) -> u64 {
-        use std::hash::{Hash, Hasher};
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        facts.hash(&mut h);
-        h.finish()
+        crate::digest::digest_of(facts)
     }
 
     /// Records the node's facts; `true` when they differ from those last recorded (a node not
     /// seen before differs).
     pub fn record(&mut self, facts: &NodeFacts) -> bool {
-        let d = Self::digest(facts);
-        self.seen.insert(facts.name.clone(), d) != Some(d)
+        self.seen.record(&facts.name, Self::digest(facts))
     }
 
     /// Forgets a deleted node.
     pub fn forget(&mut self, name: &str) {
-        self.seen.remove(name);
+        self.seen.forget(name);
     }
 
     pub fn len(&self) -> usize {

@@ -85,7 +85,8 @@ pub async fn sync(
         tgb.metadata.owner_references = owner.owner_ref.clone().map(|r| vec![r]);
         let body = serde_json::to_value(&tgb).map_err(|e| crate::error::Error::Internal(e.to_string()))?;
         let api: Api<TargetGroupBinding> = Api::namespaced(io.base.client.clone(), &t.namespace);
-        api.patch(&t.name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(body)).await?;
+        let applied = api.patch(&t.name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(body)).await?;
+        io.base.triggers.own_binding_applied(&applied);
         tracing::info!(binding = %format!("{}/{}", t.namespace, t.name), target_group = %arn, "TargetGroupBinding applied");
     }
     let wanted: BTreeSet<(&str, &str)> = templates.iter().map(|t| (t.namespace.as_str(), t.name.as_str())).collect();
