@@ -231,6 +231,7 @@ fn on_binding_event(t: &Triggers, ev: CacheEvent, o: &TargetGroupBinding) {
         return;
     }
     let ns = o.namespace().unwrap_or_default();
+    tracing::debug!(binding = %key_of(o), event = ?ev, "binding changed what its owner reads; waking the owner");
     for owner in owner_services(o) {
         t.send_service(ObjectRef::new(owner).within(&ns));
     }
@@ -252,6 +253,7 @@ fn on_service_event(
     if !event_matters(digests, ev, &key_of(s), service_digest(s)) {
         return;
     }
+    tracing::debug!(service = %key_of(s), event = ?ev, "Service changed what its readers read; waking them");
     t.send_service(ObjectRef::from_obj(s));
     let ns = s.namespace().unwrap_or_default();
     t.send_ingress(IngressTrigger::Service { namespace: ns.clone(), name: s.name_any() });
@@ -263,6 +265,7 @@ fn on_service_event(
 /// An Ingress changed: its groups look, unless only its status (our hostname) moved.
 fn on_ingress_event(t: &Triggers, digests: &mut Digests, ev: CacheEvent, i: &Ingress) {
     if event_matters(digests, ev, &key_of(i), ingress_digest(i)) {
+        tracing::debug!(ingress = %key_of(i), event = ?ev, "Ingress changed what its groups read; waking them");
         t.send_ingress(IngressTrigger::Ingress(ObjectRef::from_obj(i)))
     }
 }

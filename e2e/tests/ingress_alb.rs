@@ -408,16 +408,22 @@ async fn a_group_of_two_namespaces_shares_one_alb_in_group_order() {
     f.ingresses(&ns2).delete("first", &DeleteParams::default()).await.unwrap();
     eventually("first gone", 120, || async { f.ingresses(&ns2).get_opt("first").await.ok()?.is_none().then_some(()) })
         .await;
-    let (lbs_after, tgs_after) = f.stack_arns(&group).await;
-    assert_eq!(lbs_after, lbs, "the ALB stays");
+    // Its target group goes once its binding has deregistered the targets and is gone.
+    let tgs_after = eventually("the leaving member's target group deleted", 60, || async {
+        let tgs = f.stack_arns(&group).await.1;
+        (!tgs.contains(&tg_first)).then_some(tgs)
+    })
+    .await;
     assert_eq!(tgs_after.len(), 2, "{tgs_after:?}");
-    assert!(!tgs_after.contains(&tg_first), "the leaving member's target group is deleted");
+    assert_eq!(f.stack_arns(&group).await.0, lbs, "the ALB stays");
     let rules = f.rules(&lbs[0]).await;
     assert_eq!(rules.len(), 2, "{rules:?}");
     assert!(rules[0].paths.contains(&"/second".to_string()), "{rules:?}");
     assert!(rules[1].paths.contains(&"/third".to_string()), "{rules:?}");
     let written = f.writes_since(mark, &ctl).await;
     assert!(!written.iter().any(|w| w == "DeleteLoadBalancer" || w == "DeleteListener"), "{written:?}");
+    let at = |op: &str| written.iter().position(|w| w == op).unwrap_or_else(|| panic!("no {op}: {written:?}"));
+    assert!(at("DeregisterTargets") < at("DeleteTargetGroup"), "targets leave before their group: {written:?}");
 
     // The last members go: nothing of ours left.
     for name in ["second", "third"] {

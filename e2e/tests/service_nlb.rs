@@ -177,6 +177,7 @@ async fn service_gets_an_nlb_follows_updates_and_is_cleaned_up() {
 
     // The health-check interval is part of the target group's name (ALBC's hash): a new group is
     // created, the listener switched, the old group and its binding removed; targets follow.
+    let mark = f.emu.mark().await;
     let patch = json!({"metadata": {"annotations": {format!("{ANN}/aws-load-balancer-healthcheck-interval"): "30"}}});
     f.services().patch("web", &PatchParams::default(), &Patch::Merge(patch)).await.unwrap();
     let new_tg = eventually("replacement target group", 60, || async {
@@ -188,6 +189,10 @@ async fn service_gets_an_nlb_follows_updates_and_is_cleaned_up() {
         (aws::registered(&f.elb, &new_tg).await == want).then_some(())
     })
     .await;
+    // The old group goes only after its binding has deregistered the targets (ALBC's order).
+    let written = f.writes_since(mark, &ctl).await;
+    let at = |op: &str| written.iter().position(|w| w == op).unwrap_or_else(|| panic!("no {op}: {written:?}"));
+    assert!(at("DeregisterTargets") < at("DeleteTargetGroup"), "targets leave before their group: {written:?}");
 
     // An invalid annotation: a precise Warning, nothing written to AWS.
     let mark = f.emu.mark().await;

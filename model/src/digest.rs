@@ -65,13 +65,13 @@ pub fn key_of<K: Resource>(o: &K) -> String {
 }
 
 /// The metadata every decision about an object may read: identity (a re-created object is a new
-/// one), labels, finalizers, owners and whether it is being deleted. Annotations are left to the
-/// caller: a Service's are its configuration, a binding's only carry our own checkpoints.
+/// one), labels, owners and whether it is being deleted. Annotations and finalizers are left to
+/// the caller: a Service's are its configuration and its reconciler's progress, a binding's are
+/// its own reconciler's checkpoints and finalizer, which its owner never reads.
 fn metadata_digest<K: Resource>(o: &K, h: &mut impl Hasher) {
     let m = o.meta();
     m.uid.hash(h);
     m.labels.hash(h);
-    m.finalizers.hash(h);
     m.deletion_timestamp.is_some().hash(h);
     for r in m.owner_references.iter().flatten() {
         (&r.kind, &r.name, &r.uid, r.controller).hash(h);
@@ -88,6 +88,7 @@ fn configured_digest<K: Resource>(o: &K, spec: &impl serde::Serialize) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     metadata_digest(o, &mut h);
     o.meta().annotations.hash(&mut h);
+    o.meta().finalizers.hash(&mut h);
     spec_digest(spec, &mut h);
     h.finish()
 }
@@ -105,7 +106,7 @@ pub fn ingress_digest(i: &Ingress) -> u64 {
 }
 
 /// What the owner of a binding (a Service or an IngressGroup) reads of it: metadata and spec.
-/// Not its status nor its annotations, which the binding reconciler writes after every sync.
+/// Not its status, annotations and finalizer, which the binding reconciler writes.
 pub fn binding_owner_digest(t: &TargetGroupBinding) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     metadata_digest(t, &mut h);

@@ -196,7 +196,7 @@ async fn a_removed_member_loses_its_rules_and_finalizer_the_alb_stays() {
     assert!(within(next, 600, 900), "{next:?}");
 
     let (lb, net) = t.w.aws_writes();
-    assert_eq!(lb, vec!["DeleteRule", "DeleteTargetGroup"], "b's rule, then its target group; the ALB stays");
+    assert_eq!(lb, vec!["DeleteRule"], "b's rule goes; its target group waits for b's binding; the ALB stays");
     assert!(net.is_empty(), "the listener port is unchanged: {net:?}");
     let paths = t.routed_paths().await;
     assert_eq!(paths.len(), 1, "{paths:?}");
@@ -210,6 +210,14 @@ async fn a_removed_member_loses_its_rules_and_finalizer_the_alb_stays() {
     assert_eq!(last.body["metadata"]["finalizers"], json!([]));
     assert!(!lines(&kube).iter().any(|l| l.contains("ingresses/a")), "a is already settled");
     assert!(!lines(&kube).iter().any(|l| l.ends_with("/status")), "no status write on a deleted Ingress");
+
+    // b's binding has deregistered its targets and is gone: its target group goes on the pass
+    // that deletion wakes.
+    let name = b_binding.path.rsplit('/').next().unwrap();
+    let cached = t.w.base.stores.tgbs.state().into_iter().find(|c| c.metadata.name.as_deref() == Some(name));
+    t.w.remove(|c| &mut c.tgbs, cached.expect("b's binding cached").as_ref().clone());
+    t.reconcile(&[&a]).await;
+    assert_eq!(t.w.aws_writes(), (vec!["DeleteTargetGroup".to_string()], vec![]));
 }
 
 #[tokio::test(start_paused = true)]

@@ -159,24 +159,32 @@ async fn a_port_change_changes_the_listener_not_the_load_balancer() {
     let t = world();
     let hostname = t.created(&service(80, &[])).await;
     let before = t.load_balancers().await;
-    t.reconcile(&settled(service(81, &[]), &hostname)).await.unwrap();
+    let old_binding = t.w.base.stores.tgbs.state()[0].clone();
+    let changed = settled(service(81, &[]), &hostname);
+    t.reconcile(&changed).await.unwrap();
     let (lb, net) = t.w.aws_writes();
     assert_eq!(
         lb,
-        vec![
-            "CreateTargetGroup",
-            "ModifyTargetGroupAttributes",
-            "DeleteListener",
-            "CreateListener",
-            "DeleteTargetGroup"
-        ],
+        vec!["CreateTargetGroup", "ModifyTargetGroupAttributes", "DeleteListener", "CreateListener"],
         "the target group (named by port, as ALBC does) and the listener are replaced; the NLB stays"
     );
     assert_eq!(net, vec!["AuthorizeSecurityGroupIngress", "RevokeSecurityGroupIngress"], "the frontend rule follows");
+    t.w.cache_applied_bindings();
     let kube = t.w.kube_lines();
     assert_eq!(kube.len(), 2, "{kube:?}");
     assert!(kube[0].starts_with("PATCH ") && kube[1].starts_with("DELETE "), "new binding applied, old one deleted");
     assert!(kube.iter().all(|l| l.contains("/targetgroupbindings/")), "the hostname did not change: {kube:?}");
+    let (_, reason, note) = t.w.the_event();
+    assert_eq!(reason, "SuccessfullyReconciled");
+    assert!(note.contains("kept until TargetGroupBinding shop/"), "the old group waits for its binding: {note}");
+    assert_eq!(t.w.lbs.target_group_count(), 2, "the old group keeps its targets while its binding deregisters them");
+
+    // The old binding's finalizer has deregistered its targets and it is gone: its group goes.
+    t.w.remove(|c| &mut c.tgbs, old_binding.as_ref().clone());
+    t.reconcile(&changed).await.unwrap();
+    assert_eq!(t.w.aws_writes(), (vec!["DeleteTargetGroup".to_string()], vec![]));
+    assert!(t.w.kube().is_empty(), "nothing else to write");
+    assert_eq!(t.w.lbs.target_group_count(), 1);
     let after = t.load_balancers().await;
     assert_eq!(after.len(), 1);
     assert_eq!(after[0].lb.id, before[0].lb.id, "same load balancer");

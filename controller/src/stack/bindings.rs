@@ -56,6 +56,18 @@ pub fn owned(io: &StackIo, owner: &BindingOwner) -> Vec<Arc<TargetGroupBinding>>
     io.base.stores.tgbs.state().into_iter().filter(|t| owner.owns(t)).collect()
 }
 
+/// Every binding in the cache (any owner, any namespace) by the target group ARN it names:
+/// `namespace/name` each, deleted or not yet.
+pub fn by_target_group(io: &StackIo) -> BTreeMap<String, Vec<String>> {
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for t in io.base.stores.tgbs.state() {
+        if let Some(arn) = &t.spec.target_group_arn {
+            out.entry(arn.clone()).or_default().push(format!("{}/{}", t.namespace().unwrap_or_default(), t.name_any()));
+        }
+    }
+    out
+}
+
 /// Applies every template (server-side apply; templates equal to the cached object are not
 /// sent) and deletes owned bindings no longer wanted. `arns`: target group name → ARN.
 pub async fn sync(

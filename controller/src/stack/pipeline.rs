@@ -15,7 +15,9 @@ use crate::error::{Error, Result, Retry};
 use k8s_openapi::api::core::v1::ObjectReference;
 use lbc_model::lb::build::backend_security_group_for_build;
 use lbc_model::lb::build::{BuildContext, BuildError, BuiltStack, ContextNeeds, ExistingLoadBalancer};
-use lbc_model::lb::diff::{ObservedStack, PlanOptions, ReplaceReason, Step, plan};
+use lbc_model::lb::diff::{
+    HeldDeletion, ObservedStack, PlanOptions, ReplaceReason, Step, defer_target_group_deletions, hold_bound, plan,
+};
 use lbc_model::text::{EVENT_NOTE_MAX, truncate};
 use std::collections::BTreeSet;
 use std::future::Future;
@@ -128,6 +130,8 @@ pub async fn deploy<O: StackOwner>(p: &Pipeline<'_>, owner: &O) -> Result<()> {
 
     let stage = Instant::now();
     let mut resolved = resolved_from(&observed);
+    // Target groups leave after their bindings (`lbc_model::lb::diff::hold_bound`).
+    let (steps, tg_deletions) = defer_target_group_deletions(steps);
     let deployed = match deploy::execute(io, &stack_id, &steps, &built.stack.listeners, &mut resolved).await {
         Ok(()) => {
             let groups = &built.stack.load_balancer.security_groups;
@@ -137,25 +141,31 @@ pub async fn deploy<O: StackOwner>(p: &Pipeline<'_>, owner: &O) -> Result<()> {
     };
     let extra_steps = match deployed {
         Ok(done) => done,
-        Err(e) => {
-            let subject = owner.subject().map(|s| format!("{s}: ")).unwrap_or_default();
-            let msg = format!("{subject}{e} (the next attempt re-reads AWS and continues from what exists)");
-            for o in &objects {
-                io.base.event(o, true, FAILED_DEPLOY, msg.clone()).await;
-            }
-            return Err(e);
-        }
+        Err(e) => return failed(io, owner, &objects, e).await,
     };
     if let Some(id) = &resolved.frontend_security_group {
         built.resolve_frontend_security_group(id);
     }
     bindings::sync(io, &owner.binding_owner(), &built.bindings, &resolved.target_groups).await?;
+    let (tg_deletions, held) = hold_bound(tg_deletions, &bindings::by_target_group(io));
+    if let Err(e) = deploy::execute(io, &stack_id, &tg_deletions, &built.stack.listeners, &mut resolved).await {
+        return failed(io, owner, &objects, e).await;
+    }
+    for h in &held {
+        tracing::info!(stack = %stack_id, target_group = %h.arn, bindings = ?h.bindings, "{}", h.summary());
+    }
     metrics.reconcile_stage(p.controller, "deploy_model", stage);
     let stage = Instant::now();
     owner.set_hostname(&io.base, resolved.dns_name.as_deref()).await?;
     metrics.reconcile_stage(p.controller, owner.status_stage(), stage);
-    if !steps.is_empty() || !extra_steps.is_empty() {
-        let done: Vec<String> = steps.iter().map(Step::summary).chain(extra_steps).collect();
+    let done: Vec<String> = steps
+        .iter()
+        .chain(&tg_deletions)
+        .map(Step::summary)
+        .chain(extra_steps)
+        .chain(held.iter().map(HeldDeletion::summary))
+        .collect();
+    if !done.is_empty() {
         let msg = truncate(
             format!("load balancer {} in sync: {}", built.stack.load_balancer.name, done.join("; ")),
             EVENT_NOTE_MAX,
@@ -169,6 +179,16 @@ pub async fn deploy<O: StackOwner>(p: &Pipeline<'_>, owner: &O) -> Result<()> {
         p.reporter.forget(o, REPLACEMENT_REFUSED);
     }
     Ok(())
+}
+
+/// Reports a failed write on the stack's objects; the error goes on to the retry policy.
+async fn failed<O: StackOwner>(io: &StackIo, owner: &O, objects: &[ObjectReference], e: Error) -> Result<()> {
+    let subject = owner.subject().map(|s| format!("{s}: ")).unwrap_or_default();
+    let msg = format!("{subject}{e} (the next attempt re-reads AWS and continues from what exists)");
+    for o in objects {
+        io.base.event(o, true, FAILED_DEPLOY, msg.clone()).await;
+    }
+    Err(e)
 }
 
 /// Subnets, VPC CIDRs, the existing load balancer, the backend group (or its stand-in) and the

@@ -95,6 +95,7 @@ fn a_binding_digest_ignores_what_the_binding_reconciler_writes() {
     let quiet: Vec<Edit> = vec![
         ("its status", |v| v["status"] = json!({"observedGeneration": 2})),
         ("a checkpoint annotation", |v| v["metadata"]["annotations"] = json!({"elbv2.k8s.aws/checkpoint": "abc"})),
+        ("its reconciler's finalizer", |v| v["metadata"]["finalizers"] = json!(["elbv2.k8s.aws/resources"])),
         ("a new resourceVersion", |v| v["metadata"]["resourceVersion"] = json!("9")),
     ];
     for (what, edit) in quiet {

@@ -15,7 +15,8 @@
 //! 3. target groups: create, modify health check / attributes / tags;
 //! 4. load balancer: create, or set security groups, subnets, address type, attributes, tags;
 //! 5. listeners: delete ports no longer wanted, create or modify the others;
-//! 6. delete target groups nothing references any more;
+//! 6. delete target groups nothing references any more (the controller runs these after the
+//!    stack's bindings are synced, and only for groups no binding names: [`hold_bound`]);
 //! 7. revoke stale security group rules; delete a security group no longer attached
 //!    (retried until the load balancer's network interfaces are gone).
 //!
@@ -52,9 +53,11 @@
 //! swap parks the moving rules on free priorities first). Rules are created after the target
 //! groups they forward to and deleted before target groups are.
 
+mod bound;
 mod plan;
 mod rules;
 
+pub use bound::{HeldDeletion, defer_target_group_deletions, hold_bound};
 pub use plan::{deletion_protected, plan, plan_delete};
 
 use super::{
