@@ -15,7 +15,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
 use lbc_model::binding::{bindings_gating, binds_service, ingress_stack_labels, owner_services};
 use lbc_model::crd::{IngressClassParams, TargetGroupBinding};
-use lbc_model::digest::{Digests, binding_owner_digest, ingress_digest, key_of, service_digest};
+use lbc_model::digest::{Digests, ReadDigest, key_of};
 use lbc_model::endpoints::SliceInfo;
 use lbc_model::ingress::ClassSnapshot;
 use lbc_model::names::SERVICE_NAME_LABEL;
@@ -79,9 +79,10 @@ pub struct Triggers {
     /// The Ingress controller's channel (leader only).
     ingresses: Arc<Mutex<Option<UnboundedSender<IngressTrigger>>>>,
     dirty: Arc<Mutex<Dirty>>,
-    /// What the owners of bindings last saw of each (`binding_owner_digest`), shared with the
-    /// owners' own writes so that a binding they just applied does not wake them again.
-    binding_digests: Arc<Mutex<Digests>>,
+    /// What was last seen of each Service, Ingress and binding, as the digest of what its
+    /// reconcilers read (`lbc_model::digest`), shared with the reconcilers' own writes so that
+    /// an object they just wrote does not wake them again.
+    digests: Arc<Mutex<Digests>>,
     /// Wakes the cluster-wide backend security-group rules pass (`crate::networking`).
     pub backend_rules: Arc<tokio::sync::Notify>,
 }
@@ -138,21 +139,17 @@ impl Triggers {
         self.dirty.lock().expect("dirty lock").since.contains_key(r)
     }
 
-    /// A Service or IngressGroup applied this binding (as the API server returned it): the watch
-    /// event it causes is the owner's own doing and wakes no owner. Whichever comes first, this or
-    /// the event, the other then finds the digest unchanged.
-    pub fn own_binding_applied(&self, tgb: &TargetGroupBinding) {
-        self.binding_digests.lock().expect("binding digests").record(&key_of(tgb), binding_owner_digest(tgb));
+    /// A reconciler wrote this object (as the API server returned it: a binding a Service applied,
+    /// the finalizer it added): the watch event that follows is its own doing, and the pass that
+    /// wrote it goes on, so the event wakes nobody. Whichever comes first, this or the event, the
+    /// other then finds the digest unchanged.
+    pub fn own_write<K: ReadDigest>(&self, o: &K) {
+        self.digests.lock().expect("digests").record(&o.digest_key(), o.read_digest());
     }
 
-    /// Whether a binding event changes what its owner reads.
-    fn binding_matters(&self, ev: CacheEvent, tgb: &TargetGroupBinding) -> bool {
-        event_matters(
-            &mut self.binding_digests.lock().expect("binding digests"),
-            ev,
-            &key_of(tgb),
-            binding_owner_digest(tgb),
-        )
+    /// Whether a watch event changes what the object's reconcilers read.
+    fn matters<K: ReadDigest>(&self, ev: CacheEvent, o: &K) -> bool {
+        event_matters(&mut self.digests.lock().expect("digests"), ev, &o.digest_key(), o.read_digest())
     }
 
     /// Bindings with endpoint changes not yet reconciled (the controller's backlog).
@@ -222,7 +219,7 @@ pub fn event_matters(digests: &mut Digests, ev: CacheEvent, key: &str, digest: u
 /// what it reads changed (spec, labels, owners, existence), never for the status and checkpoint
 /// annotations the binding reconciler writes after every sync.
 fn on_binding_event(t: &Triggers, ev: CacheEvent, o: &TargetGroupBinding) {
-    let owner_reads = t.binding_matters(ev, o);
+    let owner_reads = t.matters(ev, o);
     if ev == CacheEvent::Listed {
         return;
     }
@@ -243,14 +240,8 @@ fn on_binding_event(t: &Triggers, ev: CacheEvent, o: &TargetGroupBinding) {
 
 /// A Service changed: the Service, the Ingresses with a backend on it and its bindings look, but
 /// only when what they read changed (`service_digest`): our own hostname in its status is not.
-fn on_service_event(
-    t: &Triggers,
-    digests: &mut Digests,
-    tgbs: &Store<TargetGroupBinding>,
-    ev: CacheEvent,
-    s: &Service,
-) {
-    if !event_matters(digests, ev, &key_of(s), service_digest(s)) {
+fn on_service_event(t: &Triggers, tgbs: &Store<TargetGroupBinding>, ev: CacheEvent, s: &Service) {
+    if !t.matters(ev, s) {
         return;
     }
     tracing::debug!(service = %key_of(s), event = ?ev, "Service changed what its readers read; waking them");
@@ -263,8 +254,8 @@ fn on_service_event(
 }
 
 /// An Ingress changed: its groups look, unless only its status (our hostname) moved.
-fn on_ingress_event(t: &Triggers, digests: &mut Digests, ev: CacheEvent, i: &Ingress) {
-    if event_matters(digests, ev, &key_of(i), ingress_digest(i)) {
+fn on_ingress_event(t: &Triggers, ev: CacheEvent, i: &Ingress) {
+    if t.matters(ev, i) {
         tracing::debug!(ingress = %key_of(i), event = ?ev, "Ingress changed what its groups read; waking them");
         t.send_ingress(IngressTrigger::Ingress(ObjectRef::from_obj(i)))
     }
@@ -466,14 +457,13 @@ impl Stores {
         // A Service's own status (our hostname) is read by nobody: only changes of what the
         // Service, Ingress and binding reconcilers read wake them (`service_digest`).
         let (t, idx) = (triggers.clone(), tgbs.clone());
-        let digests = Mutex::new(Digests::default());
         let (services, task) = drive_events::<Service>(
             "services",
             api(client, namespace),
             watch_config(None),
             trim_meta,
             metrics.clone(),
-            move |ev, s| on_service_event(&t, &mut digests.lock().expect("service digests"), &idx, ev, s),
+            move |ev, s| on_service_event(&t, &idx, ev, s),
         );
         tasks.push(("services watch", task));
 
@@ -540,12 +530,10 @@ impl Stores {
             cache_all("namespaces", client, ns_cfg, trim_namespace, &metrics, every_group(&triggers));
         tasks.push(("namespaces watch", task));
 
-        // Not on our own status patch (the hostname): `ingress_digest`.
         let t = triggers.clone();
-        let digests = Mutex::new(Digests::default());
         let (ingresses, task) =
             drive_events::<Ingress>("ingresses", api(client, namespace), watch_config(None), trim_meta, metrics, {
-                move |ev, i| on_ingress_event(&t, &mut digests.lock().expect("ingress digests"), ev, i)
+                move |ev, i| on_ingress_event(&t, ev, i)
             });
         tasks.push(("ingresses watch", task));
 

@@ -115,11 +115,11 @@ fn a_binding_wakes_its_owner_only_when_what_the_owner_reads_changed() {
     assert_eq!(w.drain().1, vec!["Service.v1./web.shop"], "a deletion wakes it");
 
     // The Service applies it again: its own write, seen before or after the watch event.
-    w.t.own_binding_applied(&base);
+    w.t.own_write(&base);
     on_binding_event(&w.t, CacheEvent::Applied, &base);
     assert_eq!(w.drain().1, Vec::<String>::new(), "the owner's own apply does not wake it again");
     on_binding_event(&w.t, CacheEvent::Applied, &edited);
-    w.t.own_binding_applied(&edited);
+    w.t.own_write(&edited);
     assert_eq!(w.drain().1, vec!["Service.v1./web.shop"], "an event that came first wakes it once");
 }
 
@@ -164,14 +164,13 @@ fn a_service_wakes_its_readers_unless_only_its_status_changed() {
     let mut w = Woken::new();
     let (tgbs, mut writer) = crate::stack::test_world::synced_store::<TargetGroupBinding>();
     writer.apply_watcher_event(&watcher::Event::Apply(binding(|_| {})));
-    let mut d = Digests::default();
-    on_service_event(&w.t, &mut d, &tgbs, CacheEvent::Listed, &svc(|_| {}));
+    on_service_event(&w.t, &tgbs, CacheEvent::Listed, &svc(|_| {}));
     assert_eq!(w.drain(), (vec![], vec![], vec![]), "the initial list wakes nothing");
 
     let hostname = |v: &mut serde_json::Value| {
         v["status"] = json!({"loadBalancer": {"ingress": [{"hostname": "k8s-shop-web.elb.amazonaws.com"}]}})
     };
-    on_service_event(&w.t, &mut d, &tgbs, CacheEvent::Applied, &svc(hostname));
+    on_service_event(&w.t, &tgbs, CacheEvent::Applied, &svc(hostname));
     assert_eq!(w.drain(), (vec![], vec![], vec![]), "our hostname in its status wakes nothing");
 
     let everyone = (
@@ -190,7 +189,6 @@ fn a_service_wakes_its_readers_unless_only_its_status_changed() {
     for (what, edit) in edits {
         on_service_event(
             &w.t,
-            &mut d,
             &tgbs,
             CacheEvent::Applied,
             &svc(|v| {
@@ -199,10 +197,10 @@ fn a_service_wakes_its_readers_unless_only_its_status_changed() {
             }),
         );
         assert_eq!(w.drain(), everyone, "{what} wakes the Service, its Ingresses and its bindings");
-        on_service_event(&w.t, &mut d, &tgbs, CacheEvent::Applied, &svc(hostname));
+        on_service_event(&w.t, &tgbs, CacheEvent::Applied, &svc(hostname));
         assert_eq!(w.drain(), everyone, "and so does undoing it");
     }
-    on_service_event(&w.t, &mut d, &tgbs, CacheEvent::Deleted, &svc(hostname));
+    on_service_event(&w.t, &tgbs, CacheEvent::Deleted, &svc(hostname));
     assert_eq!(w.drain(), everyone, "a deletion wakes them");
 }
 
@@ -220,14 +218,32 @@ fn an_ingress_wakes_its_groups_unless_only_its_status_changed() {
         }
         serde_json::from_value(v).unwrap()
     };
-    let mut d = Digests::default();
-    on_ingress_event(&w.t, &mut d, CacheEvent::Applied, &ing("alb", false));
+    on_ingress_event(&w.t, CacheEvent::Applied, &ing("alb", false));
     let woken = vec![IngressTrigger::Ingress(ObjectRef::new("web").within("shop"))];
     assert_eq!(w.drain().2, woken, "a new Ingress wakes its groups");
-    on_ingress_event(&w.t, &mut d, CacheEvent::Applied, &ing("alb", true));
+    on_ingress_event(&w.t, CacheEvent::Applied, &ing("alb", true));
     assert_eq!(w.drain().2, vec![], "our hostname does not");
-    on_ingress_event(&w.t, &mut d, CacheEvent::Applied, &ing("other", true));
+    on_ingress_event(&w.t, CacheEvent::Applied, &ing("other", true));
     assert_eq!(w.drain().2, woken, "another class does");
-    on_ingress_event(&w.t, &mut d, CacheEvent::Deleted, &ing("other", true));
+    on_ingress_event(&w.t, CacheEvent::Deleted, &ing("other", true));
     assert_eq!(w.drain().2, woken, "a deletion does");
+}
+
+#[test]
+fn a_reconcilers_own_finalizer_write_wakes_nobody_and_anyone_elses_change_still_does() {
+    let mut w = Woken::new();
+    let (tgbs, _writer) = crate::stack::test_world::synced_store::<TargetGroupBinding>();
+    on_service_event(&w.t, &tgbs, CacheEvent::Applied, &svc(|_| {}));
+    w.drain();
+    // The Service reconciler added its finalizer and goes on in the same pass.
+    let finalized = svc(|v| v["metadata"]["finalizers"] = json!(["service.k8s.aws/resources"]));
+    w.t.own_write(&finalized);
+    on_service_event(&w.t, &tgbs, CacheEvent::Applied, &finalized);
+    assert_eq!(w.drain(), (vec![], vec![], vec![]), "its own finalizer wakes nobody");
+    let edited = svc(|v| {
+        v["metadata"]["finalizers"] = json!(["service.k8s.aws/resources"]);
+        v["metadata"]["annotations"]["service.beta.kubernetes.io/aws-load-balancer-scheme"] = json!("internet-facing");
+    });
+    on_service_event(&w.t, &tgbs, CacheEvent::Applied, &edited);
+    assert_eq!(w.drain().1, vec!["Service.v1./web.shop"], "a user's edit after it does");
 }

@@ -59,9 +59,38 @@ pub fn digest_of(value: &impl Hash) -> u64 {
 }
 
 /// `namespace/name` of an object.
-pub fn key_of<K: Resource>(o: &K) -> String {
+pub fn key_of<K: Resource + ?Sized>(o: &K) -> String {
     let m = o.meta();
     format!("{}/{}", m.namespace.as_deref().unwrap_or_default(), m.name.as_deref().unwrap_or_default())
+}
+
+/// An object whose watch events wake reconcilers only when what they read of it changed.
+pub trait ReadDigest: Resource<DynamicType = ()> {
+    fn read_digest(&self) -> u64;
+
+    /// `Kind/namespace/name`: one digest map can hold every kind.
+    fn digest_key(&self) -> String {
+        format!("{}/{}", Self::kind(&()), key_of(self))
+    }
+}
+
+impl ReadDigest for Service {
+    fn read_digest(&self) -> u64 {
+        service_digest(self)
+    }
+}
+
+impl ReadDigest for Ingress {
+    fn read_digest(&self) -> u64 {
+        ingress_digest(self)
+    }
+}
+
+/// A binding as its owner reads it.
+impl ReadDigest for TargetGroupBinding {
+    fn read_digest(&self) -> u64 {
+        binding_owner_digest(self)
+    }
 }
 
 /// The metadata every decision about an object may read: identity (a re-created object is a new

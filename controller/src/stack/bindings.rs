@@ -98,7 +98,7 @@ pub async fn sync(
         let body = serde_json::to_value(&tgb).map_err(|e| crate::error::Error::Internal(e.to_string()))?;
         let api: Api<TargetGroupBinding> = Api::namespaced(io.base.client.clone(), &t.namespace);
         let applied = api.patch(&t.name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(body)).await?;
-        io.base.triggers.own_binding_applied(&applied);
+        io.base.triggers.own_write(&applied);
         tracing::info!(binding = %format!("{}/{}", t.namespace, t.name), target_group = %arn, "TargetGroupBinding applied");
     }
     let wanted: BTreeSet<(&str, &str)> = templates.iter().map(|t| (t.namespace.as_str(), t.name.as_str())).collect();

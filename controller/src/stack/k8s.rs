@@ -21,6 +21,7 @@ where
 pub async fn set_finalizer<K>(base: &Context, obj: &K, finalizer: &str, present: bool) -> Result<bool>
 where
     K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + lbc_model::digest::ReadDigest
         + Clone
         + serde::de::DeserializeOwned
         + std::fmt::Debug,
@@ -29,7 +30,10 @@ where
     base.ensure_leader()?;
     let body = json!({"metadata": {"finalizers": finalizers, "resourceVersion": obj.resource_version()}});
     let patched = api(base, obj).patch(&obj.name_any(), &PatchParams::default(), &Patch::Merge(body)).await;
-    Ok(patched.ok_if_gone()?.is_some())
+    let Some(patched) = patched.ok_if_gone()? else { return Ok(false) };
+    // The pass goes on with the finalizer in place; its watch event need not wake another.
+    base.triggers.own_write(&patched);
+    Ok(true)
 }
 
 /// The finalizer list that holds `finalizer` (or not), `None` when `current` already does.

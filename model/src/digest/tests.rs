@@ -126,4 +126,6 @@ fn digests_record_changes_per_key_and_forget() {
     d.forget("a");
     assert!(d.record("a", 2), "a forgotten key is new again");
     assert_eq!(key_of(&from(service())), "shop/web");
+    assert_eq!(from(service()).digest_key(), "Service/shop/web", "one map holds every kind");
+    assert_eq!(from(service()).read_digest(), service_digest(&from(service())));
 }
