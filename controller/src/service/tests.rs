@@ -213,7 +213,15 @@ async fn deletion_removes_bindings_then_the_stack_then_the_finalizer() {
     assert_eq!(action, Action::await_change());
     // No Service holds our finalizer any more: the shared backend group goes too, in the background.
     tokio::time::sleep(Duration::from_millis(10)).await;
-    let (lb, net) = t.w.aws_writes();
+    let (lb, net) = t.w.aws();
+    let reads: Vec<&String> = lb.iter().filter(|op| op.starts_with("Describe")).collect();
+    assert_eq!(
+        reads,
+        vec!["DescribeLoadBalancers", "DescribeLoadBalancerAttributes", "DescribeListeners", "DescribeTargetGroups"],
+        "a deletion reads what it deletes and the deletion protection, nothing else"
+    );
+    let writes = |ops: Vec<String>| ops.into_iter().filter(|op| !op.starts_with("Describe")).collect::<Vec<_>>();
+    let (lb, net) = (writes(lb), writes(net));
     assert_eq!(lb, vec!["DeleteListener", "DeleteLoadBalancer", "DeleteTargetGroup"]);
     assert_eq!(net, vec!["DeleteSecurityGroup", "DeleteSecurityGroup"], "the frontend group and the backend one");
     let all = SecurityGroupQuery::Tags { vpc_id: None, tags: Tags::new() };

@@ -101,7 +101,7 @@ pub enum Deleted {
 /// Deletes every AWS resource of `stack_id` in `plan_delete`'s order (bindings must be gone
 /// already: their finalizers deregister the targets).
 pub async fn delete_stack(io: &StackIo, stack_id: &str) -> Result<Deleted> {
-    let observed = observe::observe(io, stack_id, None).await?;
+    let observed = observe::for_deletion(io, stack_id).await?;
     if deletion_protected(&observed) {
         let load_balancer = observed.load_balancer.as_ref().map(|(o, _)| o.spec.name.clone()).unwrap_or_default();
         return Ok(Deleted::Protected { load_balancer });

@@ -13,6 +13,24 @@ use lbc_model::lb::{LbType, Stack, Tags};
 /// managed frontend security group.
 /// `desired`, when given, picks among several load balancers (one is kept, see the log).
 pub async fn observe(io: &StackIo, stack_id: &str, desired: Option<&Stack>) -> Result<ObservedStack> {
+    read(io, stack_id, desired, Depth::Full).await
+}
+
+/// What deleting the stack needs (`model::lb::diff::plan_delete`): the resources and the load
+/// balancer's attributes (deletion protection); not the listeners' attributes, tags and rules nor
+/// the target groups' attributes, which go with them.
+pub async fn for_deletion(io: &StackIo, stack_id: &str) -> Result<ObservedStack> {
+    read(io, stack_id, None, Depth::ForDeletion).await
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Depth {
+    Full,
+    ForDeletion,
+}
+
+async fn read(io: &StackIo, stack_id: &str, desired: Option<&Stack>, depth: Depth) -> Result<ObservedStack> {
+    let full = depth == Depth::Full;
     let tags = stack_tags(io.tag_prefix, &io.cluster_name, stack_id);
     let mut out = ObservedStack::default();
 
@@ -27,15 +45,17 @@ pub async fn observe(io: &StackIo, stack_id: &str, desired: Option<&Stack>) -> R
     if let Some(mut found) = lbs.into_iter().next() {
         found.lb.spec.attributes = io.lbs.load_balancer_attributes(&found.lb.id).await?;
         let mut listeners = io.lbs.listeners(&found.lb.id).await?;
-        for l in &mut listeners {
-            l.spec.attributes = io.lbs.listener_attributes(&l.id).await?;
+        if full {
+            for l in &mut listeners {
+                l.spec.attributes = io.lbs.listener_attributes(&l.id).await?;
+            }
+            let arns: Vec<String> = listeners.iter().map(|l| l.id.clone()).collect();
+            let listener_tags = io.lbs.describe_tags(&arns).await?;
+            for l in &mut listeners {
+                l.spec.tags = listener_tags.get(&l.id).cloned().unwrap_or_default();
+            }
         }
-        let arns: Vec<String> = listeners.iter().map(|l| l.id.clone()).collect();
-        let listener_tags = io.lbs.describe_tags(&arns).await?;
-        for l in &mut listeners {
-            l.spec.tags = listener_tags.get(&l.id).cloned().unwrap_or_default();
-        }
-        if found.lb.spec.lb_type == LbType::Application {
+        if full && found.lb.spec.lb_type == LbType::Application {
             for l in &listeners {
                 out.rules.insert(l.id.clone(), io.lbs.rules(&l.id).await?);
             }
@@ -45,7 +65,7 @@ pub async fn observe(io: &StackIo, stack_id: &str, desired: Option<&Stack>) -> R
     }
 
     let mut tgs = io.lbs.find_target_groups(&tags).await?;
-    for tg in &mut tgs {
+    for tg in tgs.iter_mut().filter(|_| full) {
         tg.spec.attributes = io.lbs.target_group_attributes(&tg.id).await?;
     }
     out.target_groups = tgs;
