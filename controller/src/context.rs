@@ -148,6 +148,7 @@ impl Context {
         &self,
         key: &ObjectRef<TargetGroupBinding>,
         level: Option<lbc_model::pacing::BucketLevel>,
+        removal: bool,
     ) -> Duration {
         use lbc_model::pacing::{HORIZON, write_hold};
         let Some(level) = level else { return Duration::ZERO };
@@ -156,7 +157,7 @@ impl Context {
         let recent = |s: &BindingState| s.last_write.filter(|t| now.duration_since(*t) < HORIZON);
         let mine = m.get(key).and_then(recent);
         let active = m.values().filter(|s| recent(s).is_some()).count() + usize::from(mine.is_none());
-        write_hold(mine.map(|t| now.duration_since(t)), active, level)
+        write_hold(mine.map(|t| now.duration_since(t)), active, level, removal)
     }
 
     pub fn forget(&self, key: &ObjectRef<TargetGroupBinding>) {

@@ -68,6 +68,8 @@ pub enum IngressTrigger {
 struct Dirty {
     /// First EndpointSlice change not yet reconciled, per binding.
     since: HashMap<ObjectRef<TargetGroupBinding>, Instant>,
+    /// Bindings among those whose unreconciled changes take targets out (never paced).
+    removing: std::collections::HashSet<ObjectRef<TargetGroupBinding>>,
 }
 
 /// Routes watch events to the controller while this replica leads.
@@ -92,16 +94,28 @@ impl Triggers {
     pub fn set_sender(&self, s: Option<UnboundedSender<ObjectRef<TargetGroupBinding>>>) {
         *self.sender.lock().expect("trigger lock") = s;
         if self.sender.lock().expect("trigger lock").is_none() {
-            self.dirty.lock().expect("dirty lock").since.clear();
+            let mut d = self.dirty.lock().expect("dirty lock");
+            d.since.clear();
+            d.removing.clear();
         }
     }
 
     fn send(&self, r: ObjectRef<TargetGroupBinding>, endpoint_change: bool) {
+        self.send_change(r, endpoint_change.then_some(false));
+    }
+
+    /// `endpoints`: `Some(removal)` for a change of the binding's endpoints (`removal`: it may take
+    /// targets out), `None` for anything else.
+    fn send_change(&self, r: ObjectRef<TargetGroupBinding>, endpoints: Option<bool>) {
         self.backend_rules.notify_one();
         let guard = self.sender.lock().expect("trigger lock");
         let Some(tx) = guard.as_ref() else { return };
-        if endpoint_change {
-            self.dirty.lock().expect("dirty lock").since.entry(r.clone()).or_insert_with(Instant::now);
+        if let Some(removal) = endpoints {
+            let mut d = self.dirty.lock().expect("dirty lock");
+            d.since.entry(r.clone()).or_insert_with(Instant::now);
+            if removal {
+                d.removing.insert(r.clone());
+            }
         }
         let _ = tx.send(r);
     }
@@ -130,7 +144,15 @@ impl Triggers {
 
     /// When the oldest unreconciled EndpointSlice change for this binding arrived (cleared).
     pub fn take_dirty_since(&self, r: &ObjectRef<TargetGroupBinding>) -> Option<Instant> {
-        self.dirty.lock().expect("dirty lock").since.remove(r)
+        let mut d = self.dirty.lock().expect("dirty lock");
+        d.removing.remove(r);
+        d.since.remove(r)
+    }
+
+    /// Whether an unreconciled change of this binding's endpoints may take targets out: a
+    /// terminating endpoint, a node event (pacing never holds those, `lbc_model::pacing`).
+    pub fn is_removing(&self, r: &ObjectRef<TargetGroupBinding>) -> bool {
+        self.dirty.lock().expect("dirty lock").removing.contains(r)
     }
 
     /// Whether an endpoint change for this binding arrived since the last
@@ -476,8 +498,10 @@ impl Stores {
             metrics.clone(),
             move |ns, s| {
                 let Some(svc) = s.service.as_deref() else { return };
+                // A terminating endpoint is a target on its way out: its deregistration is never paced.
+                let removal = s.endpoints.iter().any(|e| e.terminating);
                 for r in bindings_for_service(&idx, ns, svc) {
-                    t.send(r, true);
+                    t.send_change(r, Some(removal));
                 }
             },
         );
@@ -507,7 +531,7 @@ impl Stores {
                 move |ev, n: &Node| {
                     if node_event_matters(&mut digests.lock().expect("node digests"), ev, n) {
                         for r in instance_bindings(&idx) {
-                            t.send(r, true);
+                            t.send_change(r, Some(true));
                         }
                     }
                 }

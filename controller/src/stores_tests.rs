@@ -247,3 +247,20 @@ fn a_reconcilers_own_finalizer_write_wakes_nobody_and_anyone_elses_change_still_
     on_service_event(&w.t, &tgbs, CacheEvent::Applied, &edited);
     assert_eq!(w.drain().1, vec!["Service.v1./web.shop"], "a user's edit after it does");
 }
+
+#[test]
+fn an_endpoint_change_that_may_remove_targets_is_flagged_until_reconciled() {
+    let mut w = Woken::new();
+    let r: ObjectRef<TargetGroupBinding> = ObjectRef::new("k8s-shop-web").within("shop");
+    w.t.send_change(r.clone(), Some(false));
+    assert!(w.t.is_dirty(&r) && !w.t.is_removing(&r), "new endpoints only: pacing may hold it");
+    w.t.send_change(r.clone(), Some(true));
+    assert!(w.t.is_removing(&r), "a terminating endpoint since: never held");
+    w.t.send_change(r.clone(), Some(false));
+    assert!(w.t.is_removing(&r), "a later addition does not clear the removal");
+    assert!(w.t.take_dirty_since(&r).is_some());
+    assert!(!w.t.is_dirty(&r) && !w.t.is_removing(&r), "both cleared when the reconcile takes the change");
+    w.t.send_change(r.clone(), None);
+    assert!(!w.t.is_dirty(&r), "a change of something else is no endpoint change");
+    assert_eq!(w.drain().0.len(), 4, "each one wakes the binding");
+}

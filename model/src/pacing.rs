@@ -9,6 +9,9 @@
 //! and each call carries more targets.
 //! With many groups writing (more than half the burst) every group gets one token per round
 //! whatever the policy, and holding back only adds latency: no pacing then.
+//! A change that takes targets out (a terminating endpoint) is never held: a terminating pod must
+//! stop receiving new connections as soon as possible, and at 10k pods holding deregistrations
+//! made scale-down 3× slower for a third fewer calls (docs/benchmarks.md, session 13).
 //!
 //! The model behind the numbers is `bench/harness/bucket_sim.py` (policy `adaptive`): at 10 groups
 //! and a 0.9 s burst of 100 new targets, p99 2.40 → 1.58 s and calls 33 → 29; unchanged at 50
@@ -32,9 +35,10 @@ pub struct BucketLevel {
 /// How long a binding waits before its next write.
 ///
 /// `since_last_write`: time since this binding's last write (`None`: none within [`HORIZON`]);
-/// `active`: bindings that wrote within [`HORIZON`], this one included.
-pub fn write_hold(since_last_write: Option<Duration>, active: usize, level: BucketLevel) -> Duration {
-    let Some(since) = since_last_write else { return Duration::ZERO };
+/// `active`: bindings that wrote within [`HORIZON`], this one included; `removal`: the pending
+/// change takes targets out.
+pub fn write_hold(since_last_write: Option<Duration>, active: usize, level: BucketLevel, removal: bool) -> Duration {
+    let Some(since) = since_last_write.filter(|_| !removal) else { return Duration::ZERO };
     let active = active.max(1);
     if 2.0 * active as f64 > level.burst || level.rate <= 0.0 {
         return Duration::ZERO;
@@ -61,38 +65,39 @@ mod tests {
 
     #[test]
     fn a_binding_that_has_not_written_lately_goes_at_once() {
-        assert_eq!(write_hold(None, 10, EMPTY), Duration::ZERO);
+        assert_eq!(write_hold(None, 10, EMPTY, false), Duration::ZERO);
+        assert_eq!(write_hold(Some(Duration::ZERO), 1, EMPTY, true), Duration::ZERO, "a removal is never held");
     }
 
     #[test]
     fn the_hold_grows_as_the_bucket_drains_and_with_the_groups_writing() {
         // Full bucket: send at once.
-        assert_eq!(write_hold(Some(Duration::ZERO), 1, FULL), Duration::ZERO);
-        assert_eq!(write_hold(Some(Duration::ZERO), 10, FULL), Duration::ZERO);
+        assert_eq!(write_hold(Some(Duration::ZERO), 1, FULL, false), Duration::ZERO);
+        assert_eq!(write_hold(Some(Duration::ZERO), 10, FULL, false), Duration::ZERO);
         // Half full, 10 groups: 10 / (4 + 5) s, half of it.
-        assert_eq!(ms(write_hold(Some(Duration::ZERO), 10, BucketLevel { tokens: 10.0, ..FULL })), 555);
+        assert_eq!(ms(write_hold(Some(Duration::ZERO), 10, BucketLevel { tokens: 10.0, ..FULL }, false)), 555);
         // Empty bucket, one group: 1 / 4 s.
-        assert_eq!(ms(write_hold(Some(Duration::ZERO), 1, EMPTY)), 250);
+        assert_eq!(ms(write_hold(Some(Duration::ZERO), 1, EMPTY, false)), 250);
         // Empty bucket, 10 groups: one round of the bucket, 10 / 4 s.
-        assert_eq!(ms(write_hold(Some(Duration::ZERO), 10, EMPTY)), 2500);
+        assert_eq!(ms(write_hold(Some(Duration::ZERO), 10, EMPTY, false)), 2500);
         // Reserved ahead counts as empty.
         assert_eq!(
-            write_hold(Some(Duration::ZERO), 10, BucketLevel { tokens: -3.0, ..EMPTY }),
+            write_hold(Some(Duration::ZERO), 10, BucketLevel { tokens: -3.0, ..EMPTY }, false),
             Duration::from_millis(2500)
         );
         // Time since the last write counts.
-        assert_eq!(ms(write_hold(Some(Duration::from_millis(2000)), 10, EMPTY)), 500);
-        assert_eq!(write_hold(Some(Duration::from_secs(3)), 10, EMPTY), Duration::ZERO);
+        assert_eq!(ms(write_hold(Some(Duration::from_millis(2000)), 10, EMPTY, false)), 500);
+        assert_eq!(write_hold(Some(Duration::from_secs(3)), 10, EMPTY, false), Duration::ZERO);
     }
 
     #[test]
     fn many_groups_writing_are_not_held() {
         // More than half the burst: each group gets one token per round anyway.
-        assert_eq!(write_hold(Some(Duration::ZERO), 11, EMPTY), Duration::ZERO);
-        assert_eq!(write_hold(Some(Duration::ZERO), 50, FULL), Duration::ZERO);
+        assert_eq!(write_hold(Some(Duration::ZERO), 11, EMPTY, false), Duration::ZERO);
+        assert_eq!(write_hold(Some(Duration::ZERO), 50, FULL, false), Duration::ZERO);
         // A zero-burst or stopped bucket: nothing to spread.
-        assert_eq!(write_hold(Some(Duration::ZERO), 1, BucketLevel { burst: 0.0, ..FULL }), Duration::ZERO);
-        assert_eq!(write_hold(Some(Duration::ZERO), 1, BucketLevel { rate: 0.0, ..FULL }), Duration::ZERO);
+        assert_eq!(write_hold(Some(Duration::ZERO), 1, BucketLevel { burst: 0.0, ..FULL }, false), Duration::ZERO);
+        assert_eq!(write_hold(Some(Duration::ZERO), 1, BucketLevel { rate: 0.0, ..FULL }, false), Duration::ZERO);
     }
 
     #[test]
@@ -101,7 +106,7 @@ mod tests {
             for tokens in [-5.0, 0.0, 1.0, 7.5, 20.0] {
                 for since in [0, 100, 1000, 5000] {
                     let level = BucketLevel { tokens, ..FULL };
-                    let hold = write_hold(Some(Duration::from_millis(since)), active, level);
+                    let hold = write_hold(Some(Duration::from_millis(since)), active, level, false);
                     assert!(hold.as_secs_f64() <= active as f64 / level.rate + 1e-9, "{active} {tokens} {since}");
                 }
             }

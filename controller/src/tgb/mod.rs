@@ -61,12 +61,13 @@ pub async fn run(
                 async move {
                     // A binding whose endpoints changed again just after it wrote waits a little
                     // while the write bucket drains, so its next call carries more targets
-                    // (`lbc_model::pacing`). Not a scheduled pass (health poll, drift check) nor a
-                    // deletion. Before taking a turn: a held binding keeps no other from working.
+                    // (`lbc_model::pacing`). Not a scheduled pass (health poll, drift check), a
+                    // deletion nor a change taking targets out. Before taking a turn: a held
+                    // binding keeps no other from working.
                     let key = ObjectRef::from_obj(tgb.as_ref());
                     if tgb.meta().deletion_timestamp.is_none() && ctx.triggers.is_dirty(&key) {
                         let bucket = ctx.elb_for(&tgb).write_bucket(TargetWrite::Register);
-                        let hold = ctx.write_hold(&key, bucket);
+                        let hold = ctx.write_hold(&key, bucket, ctx.triggers.is_removing(&key));
                         if !hold.is_zero() {
                             ctx.metrics.write_pacing.observe(hold.as_secs_f64());
                             tokio::time::sleep(hold).await;

@@ -748,22 +748,23 @@ async fn a_binding_that_just_wrote_is_held_while_few_bindings_write_and_the_buck
     let h = harness(cluster(binding(true), &[(1, "a", true, false)])).await;
     let key = ObjectRef::from_obj(&binding(true));
     let empty = Some(BucketLevel { tokens: 0.0, rate: 4.0, burst: 20.0 });
-    assert_eq!(h.ctx.write_hold(&key, empty), Duration::ZERO, "no write yet");
+    assert_eq!(h.ctx.write_hold(&key, empty, false), Duration::ZERO, "no write yet");
     // Its first reconcile registers a target.
     h.reconcile(&binding(true)).await.unwrap();
     assert_eq!(h.registered(), [t(1).to_string()]);
     // Alone: one binding's share of an empty bucket, 1 / 4 s.
-    assert_eq!(h.ctx.write_hold(&key, empty), Duration::from_millis(250));
-    assert_eq!(h.ctx.write_hold(&key, None), Duration::ZERO, "no client-side throttle: no pacing");
+    assert_eq!(h.ctx.write_hold(&key, empty, false), Duration::from_millis(250));
+    assert_eq!(h.ctx.write_hold(&key, empty, true), Duration::ZERO, "a change taking targets out is never held");
+    assert_eq!(h.ctx.write_hold(&key, None, false), Duration::ZERO, "no client-side throttle: no pacing");
     // Nine other bindings wrote too: ten share the bucket, 10 / 4 s, less the time gone by.
     let others: Vec<_> = (0..9).map(|i| ObjectRef::<TargetGroupBinding>::new(&format!("b{i}")).within(NS)).collect();
     others.iter().for_each(|k| h.ctx.wrote_targets(k));
     tokio::time::advance(Duration::from_millis(500)).await;
-    assert_eq!(h.ctx.write_hold(&key, empty), Duration::from_millis(2000));
+    assert_eq!(h.ctx.write_hold(&key, empty, false), Duration::from_millis(2000));
     // Eleven: more than half the burst writing, nobody is held.
     h.ctx.wrote_targets(&ObjectRef::new("b9").within(NS));
-    assert_eq!(h.ctx.write_hold(&key, empty), Duration::ZERO);
+    assert_eq!(h.ctx.write_hold(&key, empty, false), Duration::ZERO);
     // Two seconds after the writes, nobody counts as writing any more.
     tokio::time::advance(Duration::from_secs(2)).await;
-    assert_eq!(h.ctx.write_hold(&key, empty), Duration::ZERO);
+    assert_eq!(h.ctx.write_hold(&key, empty, false), Duration::ZERO);
 }
