@@ -137,7 +137,8 @@ pub async fn clean_up<'a>(
 
 pub async fn terminate(aws: &Clients, ids: &[String]) {
     if !ids.is_empty() {
-        let _ = aws.ec2.terminate_instances().set_instance_ids(Some(ids.to_vec())).send().await;
+        let res = aws.ec2.terminate_instances().set_instance_ids(Some(ids.to_vec())).send().await;
+        res.unwrap_or_else(|e| panic!("TerminateInstances {ids:?}: {e:?}"));
     }
 }
 
