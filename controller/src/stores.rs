@@ -19,7 +19,7 @@ use lbc_model::digest::{Digests, ReadDigest, key_of};
 use lbc_model::endpoints::SliceInfo;
 use lbc_model::ingress::ClassSnapshot;
 use lbc_model::names::SERVICE_NAME_LABEL;
-use lbc_model::nodes::{NodeDigests, NodeFacts};
+use lbc_model::nodes::NodeFacts;
 use lbc_model::pod::{PodInfo, trim_node};
 use lbc_model::wire::{EndpointSliceWire, PodWire};
 use std::collections::{BTreeMap, HashMap};
@@ -100,8 +100,8 @@ impl Triggers {
         }
     }
 
-    fn send(&self, r: ObjectRef<TargetGroupBinding>, endpoint_change: bool) {
-        self.send_change(r, endpoint_change.then_some(false));
+    fn send(&self, r: ObjectRef<TargetGroupBinding>) {
+        self.send_change(r, None);
     }
 
     /// `endpoints`: `Some(removal)` for a change of the binding's endpoints (`removal`: it may take
@@ -205,19 +205,9 @@ pub fn instance_bindings(tgbs: &Store<TargetGroupBinding>) -> Vec<ObjectRef<Targ
 /// Whether a node event changes anything the instance decisions read (its
 /// [`lbc_model::nodes::NodeFacts`]): a node of the initial list is only recorded, a deletion
 /// always matters, a change matters when the facts differ from those last seen.
-pub fn node_event_matters(digests: &mut NodeDigests, ev: CacheEvent, node: &Node) -> bool {
+pub fn node_event_matters(digests: &mut Digests, ev: CacheEvent, node: &Node) -> bool {
     let facts = NodeFacts::of(node);
-    match ev {
-        CacheEvent::Listed => {
-            digests.record(&facts);
-            false
-        }
-        CacheEvent::Applied => digests.record(&facts),
-        CacheEvent::Deleted => {
-            digests.forget(&facts.name);
-            true
-        }
-    }
+    event_matters(digests, ev, &facts.name, facts.digest())
 }
 
 /// Whether a watch event changes an object's `digest` (what some decision reads of it): an
@@ -245,7 +235,7 @@ fn on_binding_event(t: &Triggers, ev: CacheEvent, o: &TargetGroupBinding) {
     if ev == CacheEvent::Listed {
         return;
     }
-    t.send(ObjectRef::from_obj(o), false);
+    t.send(ObjectRef::from_obj(o));
     if !owner_reads {
         return;
     }
@@ -271,7 +261,7 @@ fn on_service_event(t: &Triggers, tgbs: &Store<TargetGroupBinding>, ev: CacheEve
     let ns = s.namespace().unwrap_or_default();
     t.send_ingress(IngressTrigger::Service { namespace: ns.clone(), name: s.name_any() });
     for r in bindings_for_service(tgbs, &ns, &s.name_any()) {
-        t.send(r, false);
+        t.send(r);
     }
 }
 
@@ -516,7 +506,7 @@ impl Stores {
             metrics.clone(),
             move |ns, p| {
                 for name in bindings_gating(p.gates().iter().map(|g| &*g.condition_type)) {
-                    t.send(tgb_ref(ns, name), false);
+                    t.send(tgb_ref(ns, name));
                 }
             },
         );
@@ -525,7 +515,7 @@ impl Stores {
         // Instance-mode bindings follow their nodes (readiness, labels, IPs, deletion), and only
         // the changes their decisions read (`node_event_matters`).
         let (t, idx) = (triggers.clone(), tgbs.clone());
-        let digests = Mutex::new(NodeDigests::default());
+        let digests = Mutex::new(Digests::default());
         let (nodes, task) =
             drive_events("nodes", Api::all(client.clone()), watch_config(None), trim_node, metrics.clone(), {
                 move |ev, n: &Node| {

@@ -26,7 +26,7 @@ fn node(ready: &str, heartbeat: &str, labels: serde_json::Value, capacity_cpu: &
 
 #[test]
 fn a_heartbeat_triggers_nothing_and_a_real_change_does() {
-    let mut d = NodeDigests::default();
+    let mut d = Digests::default();
     let base = node("True", "2026-11-27T12:00:00Z", json!({"pool": "web"}), "4");
     assert!(!node_event_matters(&mut d, CacheEvent::Listed, &base), "the initial list triggers nothing");
     let beat = node("True", "2026-11-27T12:05:00Z", json!({"pool": "web"}), "4");

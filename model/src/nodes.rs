@@ -93,43 +93,16 @@ impl NodeFacts {
         }
     }
 
+    /// What instance mode reads of the node (readiness, deletion, labels, providerID, InternalIP,
+    /// hostname), as a digest for `crate::digest::Digests`: a kubelet's status report that only
+    /// moves `lastHeartbeatTime` or the node's capacity leaves it unchanged.
+    pub fn digest(&self) -> u64 {
+        crate::digest::digest_of(self)
+    }
+
     /// The node's `topology.kubernetes.io/zone` label, when set and not empty.
     pub fn zone(&self) -> Option<&str> {
         self.labels.get(ZONE_LABEL).map(String::as_str).filter(|z| !z.is_empty())
-    }
-}
-
-/// What instance mode last saw of each node, as a digest of its [`NodeFacts`], so that a node
-/// event re-syncs the instance-mode bindings only when something their decisions read changed
-/// (readiness, deletion, labels, providerID, InternalIP, hostname): a kubelet's status report that
-/// only moves `lastHeartbeatTime` or the node's capacity changes nothing here.
-#[derive(Debug, Default)]
-pub struct NodeDigests {
-    seen: crate::digest::Digests,
-}
-
-impl NodeDigests {
-    pub fn digest(facts: &NodeFacts) -> u64 {
-        crate::digest::digest_of(facts)
-    }
-
-    /// Records the node's facts; `true` when they differ from those last recorded (a node not
-    /// seen before differs).
-    pub fn record(&mut self, facts: &NodeFacts) -> bool {
-        self.seen.record(&facts.name, Self::digest(facts))
-    }
-
-    /// Forgets a deleted node.
-    pub fn forget(&mut self, name: &str) {
-        self.seen.forget(name);
-    }
-
-    pub fn len(&self) -> usize {
-        self.seen.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.seen.is_empty()
     }
 }
 
