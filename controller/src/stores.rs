@@ -63,6 +63,10 @@ pub enum IngressTrigger {
     All,
 }
 
+/// The wake-up a watch event owes the object's readers; held while one of our writes of the
+/// object is in flight (`lbc_model::digest::Digests::end_write`).
+type Wake = Box<dyn FnOnce() + Send>;
+
 /// Why a binding was triggered, for latency metrics.
 #[derive(Default)]
 struct Dirty {
@@ -84,7 +88,7 @@ pub struct Triggers {
     /// What was last seen of each Service, Ingress and binding, as the digest of what its
     /// reconcilers read (`lbc_model::digest`), shared with the reconcilers' own writes so that
     /// an object they just wrote does not wake them again.
-    digests: Arc<Mutex<Digests>>,
+    digests: Arc<Mutex<Digests<Wake>>>,
     /// Wakes the cluster-wide backend security-group rules pass (`crate::networking`).
     pub backend_rules: Arc<tokio::sync::Notify>,
 }
@@ -161,22 +165,64 @@ impl Triggers {
         self.dirty.lock().expect("dirty lock").since.contains_key(r)
     }
 
-    /// A reconciler wrote this object (as the API server returned it: a binding a Service applied,
-    /// the finalizer it added): the watch event that follows is its own doing, and the pass that
-    /// wrote it goes on, so the event wakes nobody. Whichever comes first, this or the event, the
-    /// other then finds the digest unchanged.
-    pub fn own_write<K: ReadDigest>(&self, o: &K) {
-        self.digests.lock().expect("digests").record(&o.digest_key(), o.read_digest());
+    /// A reconciler is about to write the object named `key` (its [`ReadDigest::digest_key`]):
+    /// the watch event of that write is its own doing, and the pass that writes goes on, so the
+    /// event must wake nobody, whether it comes before or after the write's answer. End the
+    /// write with [`OwnWrite::done`]; dropped without it (the write failed), a change seen
+    /// meanwhile wakes its readers then.
+    pub fn own_write(&self, key: String) -> OwnWrite {
+        self.digests.lock().expect("digests").begin_write(&key);
+        OwnWrite { triggers: self.clone(), key: Some(key) }
     }
 
-    /// Whether a watch event changes what the object's reconcilers read.
-    fn matters<K: ReadDigest>(&self, ev: CacheEvent, o: &K) -> bool {
-        event_matters(&mut self.digests.lock().expect("digests"), ev, &o.digest_key(), o.read_digest())
+    fn end_own_write(&self, key: &str, written: Option<u64>) {
+        let wake = self.digests.lock().expect("digests").end_write(key, written);
+        if let Some(wake) = wake {
+            tracing::debug!(object = %key, "a change seen during our own write was not ours; waking its readers");
+            wake();
+        }
+    }
+
+    /// Runs `wake` now, later or never, as the watch event of `o` requires: it wakes the
+    /// object's readers when what they read changed (`lbc_model::digest`).
+    fn wake_readers<K: ReadDigest>(&self, ev: CacheEvent, o: &K, wake: impl FnOnce() -> Wake) {
+        let key = o.digest_key();
+        let now = event_wake(&mut self.digests.lock().expect("digests"), ev, &key, o.read_digest(), wake);
+        // Outside the lock: a wake sends on channels and may look at other stores.
+        if let Some(wake) = now {
+            wake();
+        }
     }
 
     /// Bindings with endpoint changes not yet reconciled (the controller's backlog).
     pub fn pending(&self) -> usize {
         self.dirty.lock().expect("dirty lock").since.len()
+    }
+}
+
+/// One of our writes of an object in flight ([`Triggers::own_write`]).
+#[must_use = "end the write with OwnWrite::done once the API server answered"]
+pub struct OwnWrite {
+    triggers: Triggers,
+    /// `None` once ended.
+    key: Option<String>,
+}
+
+impl OwnWrite {
+    /// The API server answered with `written`.
+    pub fn done<K: ReadDigest>(mut self, written: &K) {
+        if let Some(key) = self.key.take() {
+            self.triggers.end_own_write(&key, Some(written.read_digest()));
+        }
+    }
+}
+
+impl Drop for OwnWrite {
+    /// Not answered (an error, a cancelled pass): nothing of ours to recognise.
+    fn drop(&mut self) {
+        if let Some(key) = self.key.take() {
+            self.triggers.end_own_write(&key, None);
+        }
     }
 }
 
@@ -214,63 +260,84 @@ pub fn node_event_matters(digests: &mut Digests, ev: CacheEvent, node: &Node) ->
 /// object of the initial list is only recorded, a deletion always matters, a change matters when
 /// the digest differs from the one last recorded (a status-only write does not).
 pub fn event_matters(digests: &mut Digests, ev: CacheEvent, key: &str, digest: u64) -> bool {
+    event_wake(digests, ev, key, digest, || ()).is_some()
+}
+
+/// [`event_matters`], with the wake-up it owes: `Some(wake())` to run now; `None` when nothing
+/// changed or when the change waits for one of our writes in flight (`Digests::end_write`).
+fn event_wake<W>(
+    digests: &mut Digests<W>,
+    ev: CacheEvent,
+    key: &str,
+    digest: u64,
+    wake: impl FnOnce() -> W,
+) -> Option<W> {
     match ev {
         CacheEvent::Listed => {
             digests.record(key, digest);
-            false
+            None
         }
-        CacheEvent::Applied => digests.record(key, digest),
+        CacheEvent::Applied => digests.changed(key, digest, wake),
         CacheEvent::Deleted => {
-            digests.forget(key);
-            true
+            digests.deleted(key);
+            Some(wake())
         }
     }
 }
 
 /// A binding changed: its own reconciler looks; its owner (a Service, an IngressGroup) only when
 /// what it reads changed (spec, labels, owners, existence), never for the status and checkpoint
-/// annotations the binding reconciler writes after every sync.
+/// annotations the binding reconciler writes after every sync, nor for the owner's own apply.
 fn on_binding_event(t: &Triggers, ev: CacheEvent, o: &TargetGroupBinding) {
-    let owner_reads = t.matters(ev, o);
-    if ev == CacheEvent::Listed {
-        return;
-    }
-    t.send(ObjectRef::from_obj(o));
-    if !owner_reads {
-        return;
-    }
-    let ns = o.namespace().unwrap_or_default();
-    tracing::debug!(binding = %key_of(o), event = ?ev, "binding changed what its owner reads; waking the owner");
-    for owner in owner_services(o) {
-        t.send_service(ObjectRef::new(owner).within(&ns));
-    }
-    let ingress_labels = ingress_stack_labels(o);
-    if !ingress_labels.is_empty() {
-        t.send_ingress(IngressTrigger::Binding(ingress_labels));
+    // Built only when the event changed what the owner reads.
+    let wake_owners = || -> Wake {
+        let owners: Vec<String> = owner_services(o).into_iter().map(String::from).collect();
+        let ingress_labels = ingress_stack_labels(o);
+        let (t, key, ns) = (t.clone(), key_of(o), o.namespace().unwrap_or_default());
+        Box::new(move || {
+            tracing::debug!(binding = %key, event = ?ev, "binding changed what its owner reads; waking the owner");
+            for owner in owners {
+                t.send_service(ObjectRef::new(&owner).within(&ns));
+            }
+            if !ingress_labels.is_empty() {
+                t.send_ingress(IngressTrigger::Binding(ingress_labels));
+            }
+        })
+    };
+    t.wake_readers(ev, o, wake_owners);
+    if ev != CacheEvent::Listed {
+        t.send(ObjectRef::from_obj(o));
     }
 }
 
 /// A Service changed: the Service, the Ingresses with a backend on it and its bindings look, but
 /// only when what they read changed (`service_digest`): our own hostname in its status is not.
 fn on_service_event(t: &Triggers, tgbs: &Store<TargetGroupBinding>, ev: CacheEvent, s: &Service) {
-    if !t.matters(ev, s) {
-        return;
-    }
-    tracing::debug!(service = %key_of(s), event = ?ev, "Service changed what its readers read; waking them");
-    t.send_service(ObjectRef::from_obj(s));
-    let ns = s.namespace().unwrap_or_default();
-    t.send_ingress(IngressTrigger::Service { namespace: ns.clone(), name: s.name_any() });
-    for r in bindings_for_service(tgbs, &ns, &s.name_any()) {
-        t.send(r);
-    }
+    let wake = || -> Wake {
+        let (t, tgbs) = (t.clone(), tgbs.clone());
+        let (key, ns, name) = (key_of(s), s.namespace().unwrap_or_default(), s.name_any());
+        Box::new(move || {
+            tracing::debug!(service = %key, event = ?ev, "Service changed what its readers read; waking them");
+            t.send_service(ObjectRef::new(&name).within(&ns));
+            t.send_ingress(IngressTrigger::Service { namespace: ns.clone(), name: name.clone() });
+            for r in bindings_for_service(&tgbs, &ns, &name) {
+                t.send(r);
+            }
+        })
+    };
+    t.wake_readers(ev, s, wake);
 }
 
 /// An Ingress changed: its groups look, unless only its status (our hostname) moved.
 fn on_ingress_event(t: &Triggers, ev: CacheEvent, i: &Ingress) {
-    if t.matters(ev, i) {
-        tracing::debug!(ingress = %key_of(i), event = ?ev, "Ingress changed what its groups read; waking them");
-        t.send_ingress(IngressTrigger::Ingress(ObjectRef::from_obj(i)))
-    }
+    let wake = || -> Wake {
+        let (t, key, r) = (t.clone(), key_of(i), ObjectRef::from_obj(i));
+        Box::new(move || {
+            tracing::debug!(ingress = %key, event = ?ev, "Ingress changed what its groups read; waking them");
+            t.send_ingress(IngressTrigger::Ingress(r))
+        })
+    };
+    t.wake_readers(ev, i, wake);
 }
 
 /// Objects per list page of the pods watch (kube's default). A page of `bench/`-scene pods is

@@ -26,7 +26,7 @@ fn node(ready: &str, heartbeat: &str, labels: serde_json::Value, capacity_cpu: &
 
 #[test]
 fn a_heartbeat_triggers_nothing_and_a_real_change_does() {
-    let mut d = Digests::default();
+    let mut d: Digests = Digests::default();
     let base = node("True", "2026-11-27T12:00:00Z", json!({"pool": "web"}), "4");
     assert!(!node_event_matters(&mut d, CacheEvent::Listed, &base), "the initial list triggers nothing");
     let beat = node("True", "2026-11-27T12:05:00Z", json!({"pool": "web"}), "4");
@@ -114,13 +114,46 @@ fn a_binding_wakes_its_owner_only_when_what_the_owner_reads_changed() {
     on_binding_event(&w.t, CacheEvent::Deleted, &edited);
     assert_eq!(w.drain().1, vec!["Service.v1./web.shop"], "a deletion wakes it");
 
-    // The Service applies it again: its own write, seen before or after the watch event.
-    w.t.own_write(&base);
+    // The Service applies it again: its own write, answered before the watch event comes.
+    w.t.own_write(base.digest_key()).done(&base);
     on_binding_event(&w.t, CacheEvent::Applied, &base);
-    assert_eq!(w.drain().1, Vec::<String>::new(), "the owner's own apply does not wake it again");
+    let (b, s, _) = w.drain();
+    assert_eq!((b.len(), s), (1, vec![]), "the owner's own apply wakes the binding, not the owner");
+    // And once more, with the watch event before the write's answer.
+    let write = w.t.own_write(edited.digest_key());
     on_binding_event(&w.t, CacheEvent::Applied, &edited);
-    w.t.own_write(&edited);
-    assert_eq!(w.drain().1, vec!["Service.v1./web.shop"], "an event that came first wakes it once");
+    write.done(&edited);
+    let (b, s, _) = w.drain();
+    assert_eq!((b.len(), s), (1, vec![]), "an event that came first does not wake the owner either");
+}
+
+#[test]
+fn a_change_seen_during_an_own_write_that_is_not_the_write_wakes_the_owner_at_the_answer() {
+    let mut w = Woken::new();
+    let base = binding(|_| {});
+    on_binding_event(&w.t, CacheEvent::Listed, &base);
+    let applied = binding(|v| v["spec"]["serviceRef"]["port"] = json!(81));
+    let edited = binding(|v| v["spec"]["serviceRef"]["port"] = json!(82));
+
+    let write = w.t.own_write(applied.digest_key());
+    on_binding_event(&w.t, CacheEvent::Applied, &applied);
+    on_binding_event(&w.t, CacheEvent::Applied, &edited);
+    assert_eq!(w.drain().1, Vec::<String>::new(), "held while the write is in flight");
+    write.done(&applied);
+    assert_eq!(w.drain().1, vec!["Service.v1./web.shop"], "someone else's edit wakes the owner at the answer");
+
+    // A write that fails (dropped unanswered): what was seen meanwhile was not ours.
+    let write = w.t.own_write(base.digest_key());
+    on_binding_event(&w.t, CacheEvent::Applied, &base);
+    drop(write);
+    assert_eq!(w.drain().1, vec!["Service.v1./web.shop"]);
+
+    // A deletion during the write wakes at once.
+    let write = w.t.own_write(base.digest_key());
+    on_binding_event(&w.t, CacheEvent::Deleted, &base);
+    assert_eq!(w.drain().1, vec!["Service.v1./web.shop"]);
+    write.done(&base);
+    assert_eq!(w.drain().1, Vec::<String>::new());
 }
 
 #[test]
@@ -237,9 +270,10 @@ fn a_reconcilers_own_finalizer_write_wakes_nobody_and_anyone_elses_change_still_
     w.drain();
     // The Service reconciler added its finalizer and goes on in the same pass.
     let finalized = svc(|v| v["metadata"]["finalizers"] = json!(["service.k8s.aws/resources"]));
-    w.t.own_write(&finalized);
+    let write = w.t.own_write(finalized.digest_key());
     on_service_event(&w.t, &tgbs, CacheEvent::Applied, &finalized);
-    assert_eq!(w.drain(), (vec![], vec![], vec![]), "its own finalizer wakes nobody");
+    write.done(&finalized);
+    assert_eq!(w.drain(), (vec![], vec![], vec![]), "its own finalizer wakes nobody, its event seen first");
     let edited = svc(|v| {
         v["metadata"]["finalizers"] = json!(["service.k8s.aws/resources"]);
         v["metadata"]["annotations"]["service.beta.kubernetes.io/aws-load-balancer-scheme"] = json!("internet-facing");

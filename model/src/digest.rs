@@ -14,13 +14,32 @@ use std::hash::{Hash, Hasher};
 
 use crate::crd::TargetGroupBinding;
 
-/// Last digest per object key (`namespace/name`, or a node's name).
-#[derive(Debug, Default)]
-pub struct Digests {
+/// Last digest per object key (`namespace/name`, or a node's name), and the keys our own
+/// reconcilers are writing. `W` is what a held event would have woken (see [`Digests::changed`]).
+#[derive(Debug)]
+pub struct Digests<W = ()> {
     seen: HashMap<String, u64>,
+    writing: HashMap<String, Writing<W>>,
 }
 
-impl Digests {
+impl<W> Default for Digests<W> {
+    fn default() -> Self {
+        Self { seen: HashMap::new(), writing: HashMap::new() }
+    }
+}
+
+/// One of our writes of an object in flight. Its watch event may come before the write's answer,
+/// so a change seen meanwhile is held: it wakes only if it is not what the write produced.
+#[derive(Debug)]
+struct Writing<W> {
+    writers: u32,
+    /// The last changed digest an event showed during the write, and what it would have woken.
+    held: Option<(u64, W)>,
+    /// The object was deleted during the write (its digest is not recorded at the end).
+    gone: bool,
+}
+
+impl<W> Digests<W> {
     /// Records `digest` for `key`; `true` when it differs from the last one recorded (a key not
     /// seen before differs).
     pub fn record(&mut self, key: &str, digest: u64) -> bool {
@@ -37,9 +56,58 @@ impl Digests {
         }
     }
 
-    /// Forgets a deleted object.
-    pub fn forget(&mut self, key: &str) {
+    /// A watch event showed `digest` for `key`: `Some(wake())` when it changed what readers read
+    /// and no write of ours is in flight; `None` when unchanged, or when held for the write in
+    /// flight (then [`Digests::end_write`] decides).
+    pub fn changed(&mut self, key: &str, digest: u64, wake: impl FnOnce() -> W) -> Option<W> {
+        if !self.record(key, digest) {
+            return None;
+        }
+        match self.writing.get_mut(key) {
+            Some(w) => {
+                w.held = Some((digest, wake()));
+                None
+            }
+            None => Some(wake()),
+        }
+    }
+
+    /// The object was deleted (a deletion always wakes its readers, write in flight or not).
+    pub fn deleted(&mut self, key: &str) {
         self.seen.remove(key);
+        if let Some(w) = self.writing.get_mut(key) {
+            w.gone = true;
+            w.held = None;
+        }
+    }
+
+    /// One of our reconcilers is about to write `key`; end it with [`Digests::end_write`].
+    pub fn begin_write(&mut self, key: &str) {
+        let w = self.writing.entry(key.to_string()).or_insert(Writing { writers: 0, held: None, gone: false });
+        w.writers += 1;
+    }
+
+    /// Our write of `key` answered `written` (the digest of the object the API server returned;
+    /// `None`: the write failed). Returns what a change held meanwhile would have woken when that
+    /// change is not the write's own doing (or the write failed), which the caller wakes now.
+    /// Whichever comes first, the write's answer or its watch event, the other then finds the
+    /// digest unchanged; a change by anyone else still wakes, once.
+    pub fn end_write(&mut self, key: &str, written: Option<u64>) -> Option<W> {
+        let w = self.writing.get_mut(key)?;
+        w.writers = w.writers.saturating_sub(1);
+        if w.writers > 0 {
+            return None;
+        }
+        let w = self.writing.remove(key)?;
+        match (w.held, written) {
+            (Some((seen, _)), Some(written)) if seen == written => None,
+            (Some((_, wake)), _) => Some(wake),
+            (None, Some(written)) if !w.gone => {
+                self.record(key, written);
+                None
+            }
+            (None, _) => None,
+        }
     }
 
     pub fn len(&self) -> usize {

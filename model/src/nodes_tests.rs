@@ -321,7 +321,7 @@ fn owned_instance_targets_round_trip() {
 
 #[test]
 fn node_digests_change_only_with_the_facts() {
-    let mut d = crate::digest::Digests::default();
+    let mut d: crate::digest::Digests = crate::digest::Digests::default();
     fn record(d: &mut crate::digest::Digests, f: &NodeFacts) -> bool {
         d.record(&f.name, f.digest())
     }
@@ -344,7 +344,7 @@ fn node_digests_change_only_with_the_facts() {
     }
     assert!(record(&mut d, &node("b")), "another node is tracked on its own");
     assert_eq!(d.len(), 2);
-    d.forget("a");
+    d.deleted("a");
     assert!(record(&mut d, &node("a")), "a forgotten node is new again");
 }
 

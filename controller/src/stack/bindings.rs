@@ -11,6 +11,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::{Resource, ResourceExt};
 use lbc_model::crd::TargetGroupBinding;
+use lbc_model::digest::ReadDigest;
 use lbc_model::service::build::TargetGroupBindingTemplate;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -97,8 +98,9 @@ pub async fn sync(
         tgb.metadata.owner_references = owner.owner_ref.clone().map(|r| vec![r]);
         let body = serde_json::to_value(&tgb).map_err(|e| crate::error::Error::Internal(e.to_string()))?;
         let api: Api<TargetGroupBinding> = Api::namespaced(io.base.client.clone(), &t.namespace);
+        let write = io.base.triggers.own_write(tgb.digest_key());
         let applied = api.patch(&t.name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(body)).await?;
-        io.base.triggers.own_write(&applied);
+        write.done(&applied);
         tracing::info!(binding = %format!("{}/{}", t.namespace, t.name), target_group = %arn, "TargetGroupBinding applied");
     }
     let wanted: BTreeSet<(&str, &str)> = templates.iter().map(|t| (t.namespace.as_str(), t.name.as_str())).collect();

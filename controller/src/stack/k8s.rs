@@ -29,10 +29,11 @@ where
     let Some(finalizers) = finalizers_patch(obj.finalizers(), finalizer, present) else { return Ok(true) };
     base.ensure_leader()?;
     let body = json!({"metadata": {"finalizers": finalizers, "resourceVersion": obj.resource_version()}});
+    // The pass goes on with the finalizer in place; its watch event need not wake another.
+    let write = base.triggers.own_write(obj.digest_key());
     let patched = api(base, obj).patch(&obj.name_any(), &PatchParams::default(), &Patch::Merge(body)).await;
     let Some(patched) = patched.ok_if_gone()? else { return Ok(false) };
-    // The pass goes on with the finalizer in place; its watch event need not wake another.
-    base.triggers.own_write(&patched);
+    write.done(&patched);
     Ok(true)
 }
 

@@ -117,15 +117,77 @@ fn a_binding_digest_ignores_what_the_binding_reconciler_writes() {
 
 #[test]
 fn digests_record_changes_per_key_and_forget() {
-    let mut d = Digests::default();
+    let mut d: Digests = Digests::default();
     assert!(d.record("a", 1), "a new key is a change");
     assert!(!d.record("a", 1), "the same digest is not");
     assert!(d.record("a", 2));
     assert!(d.record("b", 2), "keys are independent");
     assert_eq!(d.len(), 2);
-    d.forget("a");
+    d.deleted("a");
     assert!(d.record("a", 2), "a forgotten key is new again");
     assert_eq!(key_of(&from(service())), "shop/web");
     assert_eq!(from(service()).digest_key(), "Service/shop/web", "one map holds every kind");
     assert_eq!(from(service()).read_digest(), service_digest(&from(service())));
+}
+
+/// What `changed` and `end_write` decide, as the wake-ups that ran, in every order of an own
+/// write's answer and its watch event.
+#[test]
+fn an_own_write_wakes_nobody_in_either_order_and_anyone_elses_change_wakes_once() {
+    let mut d: Digests<&str> = Digests::default();
+    assert_eq!(d.changed("k", 1, || "created"), Some("created"), "no write in flight: a change wakes now");
+    assert_eq!(d.changed("k", 1, || "again"), None, "the same digest does not");
+
+    // The answer comes first, then the event.
+    d.begin_write("k");
+    assert_eq!(d.end_write("k", Some(2)), None);
+    assert_eq!(d.changed("k", 2, || "ours, late"), None, "the event of our write finds it recorded");
+
+    // The event comes first, then the answer.
+    d.begin_write("k");
+    assert_eq!(d.changed("k", 3, || "ours, early"), None, "held while the write is in flight");
+    assert_eq!(d.end_write("k", Some(3)), None, "it was our write: nobody wakes");
+    assert_eq!(d.changed("k", 3, || "repeat"), None);
+
+    // Someone else's change seen during our write: it wakes once, at the answer.
+    d.begin_write("k");
+    assert_eq!(d.changed("k", 4, || "ours"), None);
+    assert_eq!(d.changed("k", 5, || "a user's edit"), None);
+    assert_eq!(d.end_write("k", Some(4)), Some("a user's edit"), "not our write: it wakes");
+    assert_eq!(d.changed("k", 5, || "repeat"), None, "and only once");
+
+    // Someone else's change first, our write's event last: what readers see is our write's.
+    d.begin_write("k");
+    assert_eq!(d.changed("k", 6, || "a user's edit"), None);
+    assert_eq!(d.changed("k", 7, || "ours"), None);
+    assert_eq!(d.end_write("k", Some(7)), None, "the last change seen is our own answer");
+
+    // The write failed: a change seen meanwhile was not ours.
+    d.begin_write("k");
+    assert_eq!(d.changed("k", 8, || "a user's edit"), None);
+    assert_eq!(d.end_write("k", None), Some("a user's edit"));
+    d.begin_write("k");
+    assert_eq!(d.end_write("k", None), None, "a failed write with nothing seen wakes nobody");
+    assert_eq!(d.changed("k", 8, || "repeat"), None, "and recorded nothing");
+}
+
+#[test]
+fn writes_of_one_key_decide_at_the_last_answer_and_a_deletion_is_never_recorded_back() {
+    let mut d: Digests<&str> = Digests::default();
+    d.record("k", 1);
+    d.begin_write("k");
+    d.begin_write("k");
+    assert_eq!(d.changed("k", 2, || "first write's"), None);
+    assert_eq!(d.end_write("k", Some(2)), None, "another write is still in flight");
+    assert_eq!(d.changed("k", 3, || "second write's"), None, "still held");
+    assert_eq!(d.end_write("k", Some(3)), None, "both were ours");
+    assert_eq!(d.end_write("k", Some(9)), None, "an unmatched end is ignored");
+
+    d.begin_write("k");
+    d.deleted("k");
+    assert_eq!(d.end_write("k", Some(4)), None);
+    assert!(d.is_empty(), "the deleted object's digest is not recorded back");
+    assert_eq!(d.changed("k", 4, || "created again"), Some("created again"));
+
+    assert_eq!(d.changed("other", 1, || "independent"), Some("independent"), "other keys are not held");
 }
