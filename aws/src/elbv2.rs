@@ -28,6 +28,25 @@ pub struct TargetGroupInfo {
     pub load_balancer_arns: Vec<String>,
 }
 
+impl TargetGroupInfo {
+    /// The target group `arn` that CreateTargetGroup just made from `tg` (no load balancer yet).
+    pub fn created(arn: &str, tg: &lbc_model::lb::TargetGroup) -> Self {
+        Self {
+            arn: arn.to_string(),
+            name: tg.name.clone(),
+            target_type: tg.target_type.clone(),
+            protocol: Some(tg.protocol.as_aws().to_string()),
+            port: Some(i32::from(tg.port)),
+            vpc_id: Some(tg.vpc_id.clone()),
+            ip_address_type: Some(
+                if tg.ip_address_type == lbc_model::lb::TgIpAddressType::Ipv6 { "ipv6" } else { "ipv4" }.into(),
+            ),
+            health_check_interval_seconds: i32::try_from(tg.health_check.interval_seconds).ok(),
+            load_balancer_arns: Vec::new(),
+        }
+    }
+}
+
 /// A registration as DescribeTargetHealth reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RegisteredTarget {

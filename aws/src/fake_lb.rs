@@ -366,19 +366,7 @@ impl LoadBalancers for FakeLoadBalancers {
         s.tgs.insert(arn.clone(), spec.clone());
         drop(s);
         if let Some(e) = &self.elbv2 {
-            e.add_target_group(TargetGroupInfo {
-                arn: arn.clone(),
-                name: tg.name.clone(),
-                target_type: tg.target_type.clone(),
-                protocol: Some(tg.protocol.as_aws().to_string()),
-                port: Some(i32::from(tg.port)),
-                vpc_id: Some(tg.vpc_id.clone()),
-                ip_address_type: Some(
-                    if tg.ip_address_type == lbc_model::lb::TgIpAddressType::Ipv6 { "ipv6" } else { "ipv4" }.into(),
-                ),
-                health_check_interval_seconds: Some(tg.health_check.interval_seconds as i32),
-                load_balancer_arns: Vec::new(),
-            });
+            e.add_target_group(TargetGroupInfo::created(&arn, tg));
         }
         Ok(Observed { id: arn, spec })
     }

@@ -164,6 +164,15 @@ impl Context {
         self.bindings.lock().expect("bindings lock").remove(key);
     }
 
+    /// A target group this process just created, with the tags it was created with: the binding
+    /// the stack applies next for it then reads neither the group nor its tags back.
+    pub fn learn_created_target_group(&self, info: TargetGroupInfo, tags: &lbc_model::lb::Tags) {
+        let cell = self.target_group_tags.lock().expect("tag cache").entry(info.arn.clone()).or_default().clone();
+        // A value already there was read from AWS: keep it.
+        let _ = cell.set(tags.clone());
+        self.target_groups.lock().expect("tg cache").insert(info.arn.clone(), info);
+    }
+
     /// Drops everything learnt of AWS per binding and target group (a new leadership term).
     pub fn forget_all(&self) {
         self.bindings.lock().expect("bindings lock").clear();

@@ -239,7 +239,11 @@ async fn deleting_the_last_members_deletes_the_alb_then_the_finalizers() {
     let next = t.reconcile(&[&a, &b]).await;
     assert_eq!(next, None);
     let (lb, net) = t.w.aws_writes();
-    assert_eq!(lb, vec!["DeleteListener", "DeleteLoadBalancer", "DeleteTargetGroup", "DeleteTargetGroup"]);
+    assert_eq!(
+        lb,
+        vec!["DeleteLoadBalancer", "DeleteTargetGroup", "DeleteTargetGroup"],
+        "its listeners go with the ALB"
+    );
     assert_eq!(net, vec!["DeleteSecurityGroup"], "the managed frontend group");
     assert_eq!(t.w.lbs.load_balancer_count() + t.w.lbs.target_group_count(), 0);
     let kube = t.w.kube();

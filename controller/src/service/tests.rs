@@ -140,6 +140,12 @@ async fn a_new_service_gets_the_finalizer_first_then_its_nlb_bindings_and_hostna
     assert!(spec["targetGroupARN"].as_str().unwrap().contains(":targetgroup/k8s-shop-web-"), "{spec}");
     assert_eq!(spec["targetType"], json!("ip"));
     assert_eq!(tgb.body["metadata"]["ownerReferences"][0]["uid"], json!("svc-uid"), "owned by the Service");
+    // The binding's first sync will read neither the group nor its owner tags back.
+    let arn = spec["targetGroupARN"].as_str().unwrap();
+    let known = t.w.base.target_groups.lock().unwrap().get(arn).cloned().expect("the created group is known");
+    assert_eq!((known.target_type.as_str(), known.port), ("ip", Some(8080)));
+    let cell = t.w.base.target_group_tags.lock().unwrap().get(arn).cloned().expect("its tags are known");
+    assert_eq!(cell.get().and_then(|t| t.get("service.k8s.aws/stack")).map(String::as_str), Some("shop/web"));
     let (kind, reason, _) = t.w.the_event();
     assert_eq!((kind.as_str(), reason.as_str()), ("Normal", "SuccessfullyReconciled"));
 }
@@ -217,12 +223,12 @@ async fn deletion_removes_bindings_then_the_stack_then_the_finalizer() {
     let reads: Vec<&String> = lb.iter().filter(|op| op.starts_with("Describe")).collect();
     assert_eq!(
         reads,
-        vec!["DescribeLoadBalancers", "DescribeLoadBalancerAttributes", "DescribeListeners", "DescribeTargetGroups"],
-        "a deletion reads what it deletes and the deletion protection, nothing else"
+        vec!["DescribeLoadBalancers", "DescribeLoadBalancerAttributes", "DescribeTargetGroups"],
+        "a deletion reads what it deletes and the deletion protection, nothing else (listeners go with the NLB)"
     );
     let writes = |ops: Vec<String>| ops.into_iter().filter(|op| !op.starts_with("Describe")).collect::<Vec<_>>();
     let (lb, net) = (writes(lb), writes(net));
-    assert_eq!(lb, vec!["DeleteListener", "DeleteLoadBalancer", "DeleteTargetGroup"]);
+    assert_eq!(lb, vec!["DeleteLoadBalancer", "DeleteTargetGroup"], "its listeners go with the load balancer");
     assert_eq!(net, vec!["DeleteSecurityGroup", "DeleteSecurityGroup"], "the frontend group and the backend one");
     let all = SecurityGroupQuery::Tags { vpc_id: None, tags: Tags::new() };
     assert!(t.w.net.security_groups(&all).await.unwrap().is_empty(), "no security group left");
@@ -232,8 +238,8 @@ async fn deletion_removes_bindings_then_the_stack_then_the_finalizer() {
     assert_eq!(kube[0].body["metadata"]["finalizers"], json!([]));
     assert_eq!(
         kube[0].aws_writes_before,
-        7 + 4,
-        "the finalizer goes after the 4 deletions (7 writes created the stack)"
+        7 + 3,
+        "the finalizer goes after the 3 deletions (7 writes created the stack)"
     );
     assert_eq!(t.w.event_reasons(), vec!["SuccessfullyDeleted"]);
 }
@@ -267,7 +273,7 @@ async fn a_service_no_longer_of_type_load_balancer_is_torn_down_and_its_status_c
     let action = t.reconcile(&cluster_ip).await.unwrap();
     assert_eq!(action, Action::await_change());
     let (lb, _) = t.w.aws_writes();
-    assert_eq!(lb, vec!["DeleteListener", "DeleteLoadBalancer", "DeleteTargetGroup"]);
+    assert_eq!(lb, vec!["DeleteLoadBalancer", "DeleteTargetGroup"], "its listeners go with the load balancer");
     let kube = t.w.kube();
     assert_eq!(lines(&kube), vec![format!("PATCH {SVC_PATH}/status"), format!("PATCH {SVC_PATH}")]);
     assert_eq!(kube[0].body["status"]["loadBalancer"]["ingress"], json!([]), "the hostname is cleared");

@@ -103,6 +103,8 @@ async fn run(io: &StackIo, step: &Step, listeners: &[Listener], r: &mut Resolved
         }
         Step::CreateTargetGroup { target_group } => {
             let created = lbs.create_target_group(target_group).await?;
+            let info = lbc_aws::elbv2::TargetGroupInfo::created(&created.id, &created.spec);
+            io.base.learn_created_target_group(info, &created.spec.tags);
             if !target_group.attributes.is_empty() {
                 lbs.modify_target_group_attributes(&created.id, &target_group.attributes).await?;
             }

@@ -16,9 +16,10 @@ pub async fn observe(io: &StackIo, stack_id: &str, desired: Option<&Stack>) -> R
     read(io, stack_id, desired, Depth::Full).await
 }
 
-/// What deleting the stack needs (`model::lb::diff::plan_delete`): the resources and the load
-/// balancer's attributes (deletion protection); not the listeners' attributes, tags and rules nor
-/// the target groups' attributes, which go with them.
+/// What deleting the stack needs (`model::lb::diff::plan_delete`): the load balancer with its
+/// attributes (deletion protection), the target groups and the security group; not the
+/// listeners and rules, which AWS deletes with the load balancer, nor the target groups'
+/// attributes.
 pub async fn for_deletion(io: &StackIo, stack_id: &str) -> Result<ObservedStack> {
     read(io, stack_id, None, Depth::ForDeletion).await
 }
@@ -44,8 +45,8 @@ async fn read(io: &StackIo, stack_id: &str, desired: Option<&Stack>, depth: Dept
     }
     if let Some(mut found) = lbs.into_iter().next() {
         found.lb.spec.attributes = io.lbs.load_balancer_attributes(&found.lb.id).await?;
-        let mut listeners = io.lbs.listeners(&found.lb.id).await?;
         if full {
+            let mut listeners = io.lbs.listeners(&found.lb.id).await?;
             for l in &mut listeners {
                 l.spec.attributes = io.lbs.listener_attributes(&l.id).await?;
             }
@@ -54,13 +55,13 @@ async fn read(io: &StackIo, stack_id: &str, desired: Option<&Stack>, depth: Dept
             for l in &mut listeners {
                 l.spec.tags = listener_tags.get(&l.id).cloned().unwrap_or_default();
             }
-        }
-        if full && found.lb.spec.lb_type == LbType::Application {
-            for l in &listeners {
-                out.rules.insert(l.id.clone(), io.lbs.rules(&l.id).await?);
+            if found.lb.spec.lb_type == LbType::Application {
+                for l in &listeners {
+                    out.rules.insert(l.id.clone(), io.lbs.rules(&l.id).await?);
+                }
             }
+            out.listeners = listeners;
         }
-        out.listeners = listeners;
         out.load_balancer = Some((found.lb, found.status));
     }
 

@@ -384,6 +384,22 @@ fn ready_condition(req: &Seen) -> (String, String) {
 // Main paths
 
 #[tokio::test(start_paused = true)]
+async fn a_target_group_this_process_created_is_not_read_back() {
+    let h = harness(cluster(binding(true), &[(1, "a", true, false), (2, "b", true, false)])).await;
+    let created =
+        TargetGroupInfo { arn: ARN.into(), name: "web".into(), target_type: "ip".into(), ..Default::default() };
+    // A Service's stack made it, with only the cluster tag a plain binding may find.
+    let tags = [(lbc_model::names::CLUSTER_TAG.to_string(), h.ctx.cfg.cluster_name.clone())].into();
+    h.ctx.learn_created_target_group(created, &tags);
+    h.reconcile(&binding(true)).await.unwrap();
+    assert_eq!(
+        h.aws(),
+        vec!["DescribeTargetHealth(0)", "RegisterTargets(2)"],
+        "no DescribeTargetGroups, no DescribeTags"
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn first_reconcile_only_adds_the_finalizer() {
     let h = harness(cluster(binding(false), &[(1, "a", true, false)])).await;
     let action = h.reconcile(&binding(false)).await.unwrap();

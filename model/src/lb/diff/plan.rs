@@ -189,15 +189,12 @@ fn is_true(attrs: &Attributes, key: &str) -> bool {
     attrs.get(key).is_some_and(|v| v.eq_ignore_ascii_case("true"))
 }
 
-/// Tear everything down: listeners → load balancer → target groups → security group (the last
-/// retried until the load balancer's network interfaces are released). `foreign` is ignored:
-/// those resources were never ours.
+/// Tear everything down: load balancer (AWS deletes its listeners and rules with it) → target
+/// groups → security group (the last retried until the load balancer's network interfaces are
+/// released). `foreign` is ignored: those resources were never ours.
 pub fn plan_delete(observed: &ObservedStack) -> Vec<Step> {
     let mut steps = Vec::new();
     if let Some((lb, _)) = &observed.load_balancer {
-        for l in &observed.listeners {
-            steps.push(Step::DeleteListener { arn: l.id.clone(), port: l.spec.port });
-        }
         if deletion_protected(observed) {
             steps.push(Step::ModifyLoadBalancerAttributes {
                 arn: lb.id.clone(),

@@ -521,8 +521,6 @@ fn deletion_order() {
     assert_eq!(
         summaries(&steps),
         vec![
-            "delete listener 80",
-            "delete listener 443",
             "delete load balancer k8s-ns-svc-abc",
             "delete target group k8s-ns-svc-80",
             "delete target group k8s-ns-svc-443",
@@ -540,7 +538,7 @@ fn deletion_order() {
     assert!(deletion_protected(&observed));
     let steps = plan_delete(&observed);
     assert_eq!(
-        summaries(&steps)[2..4],
+        summaries(&steps)[0..2],
         ["set load balancer attributes deletion_protection.enabled", "delete load balancer k8s-ns-svc-abc"]
     );
     let mut sim = Sim::new(observed);
