@@ -12,7 +12,7 @@ use lbc_model::lb::backend_sg::{BackendSgMode, desired, lookup_tags};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, Notify};
 
 /// Deleting waits for AWS to let go of the group (load balancer ENIs disappear minutes after
 /// DeleteLoadBalancer); give up after this long; the next Service deletion tries again. A fixed
@@ -29,6 +29,28 @@ pub struct BackendSecurityGroup {
     /// The Auto group's ID once known. Cleared when this process deletes it.
     known: Mutex<Option<String>>,
     releasing: AtomicBool,
+    rules_pass: Option<RulesPass>,
+}
+
+/// The backend-rules reconciler (`crate::networking`), when it runs: it revokes the rules that
+/// name the group as their source, without which EC2 refuses to delete it (DependencyViolation).
+#[derive(Clone)]
+pub struct RulesPass {
+    /// Asks for a pass.
+    pub wake: Arc<Notify>,
+    /// Notified (to waiters only) after every pass that succeeded.
+    pub done: Arc<Notify>,
+}
+
+impl RulesPass {
+    /// Asks for a pass and waits for one to finish, or for `at_most`.
+    async fn next(&self, at_most: Duration) {
+        let done = self.done.notified();
+        tokio::pin!(done);
+        done.as_mut().enable();
+        self.wake.notify_one();
+        let _ = tokio::time::timeout(at_most, done).await;
+    }
 }
 
 impl BackendSecurityGroup {
@@ -41,7 +63,14 @@ impl BackendSecurityGroup {
             default_tags,
             known: Mutex::new(None),
             releasing: AtomicBool::new(false),
+            rules_pass: None,
         }
+    }
+
+    /// Each release attempt first waits for the backend-rules pass to revoke what names the group.
+    pub fn with_rules_pass(mut self, pass: RulesPass) -> Self {
+        self.rules_pass = Some(pass);
+        self
     }
 
     pub fn mode(&self) -> &BackendSgMode {
@@ -98,14 +127,20 @@ impl BackendSecurityGroup {
     }
 
     /// Deletes the Auto group in the background once `still_needed` says no and AWS lets go of it
-    /// (`DependencyViolation` while load balancers or their ENIs still use it). At most one release
-    /// runs at a time; `still_needed` is asked again before every attempt.
+    /// (`DependencyViolation` while load balancers or their ENIs, or rules of other groups, still
+    /// use it). At most one release runs at a time; `still_needed` is asked again before every
+    /// attempt. With the backend-rules reconciler running, every attempt waits for its next pass
+    /// (at most [`RELEASE_INTERVAL`]), so the group goes right after the rules naming it.
     pub fn release_when_unused(self: &Arc<Self>, still_needed: impl Fn() -> bool + Send + 'static) {
         if self.mode != BackendSgMode::Auto || self.releasing.swap(true, Ordering::SeqCst) {
             return;
         }
         let this = self.clone();
         tokio::spawn(async move {
+            let pass = this.rules_pass.clone();
+            if let Some(p) = &pass {
+                p.next(RELEASE_INTERVAL).await;
+            }
             let group = this.clone();
             let attempt = move || {
                 let (this, needed) = (group.clone(), still_needed());
@@ -113,7 +148,15 @@ impl BackendSecurityGroup {
             };
             let released = attempt
                 .retry(ConstantBuilder::default().with_delay(RELEASE_INTERVAL).with_max_times(RELEASE_ATTEMPTS - 1))
-                .sleep(tokio::time::sleep)
+                .sleep(move |d| {
+                    let pass = pass.clone();
+                    async move {
+                        match pass {
+                            Some(p) => p.next(d).await,
+                            None => tokio::time::sleep(d).await,
+                        }
+                    }
+                })
                 .when(|e| matches!(e, Error::Aws(e) if e.kind == ErrorKind::InUse))
                 .notify(|e, _| tracing::debug!(error = %e, "backend security group still in use; retrying"))
                 .await;
@@ -232,6 +275,27 @@ mod tests {
         assert!(net.group(&id).is_none(), "deleted once AWS let go of it");
         tokio::time::sleep(RELEASE_INTERVAL * 10).await;
         assert_eq!(deletes(&net), 5, "nothing more after the deletion");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn with_the_rules_pass_each_attempt_waits_for_it_and_the_group_goes_right_after() {
+        let (net, sg, id) = group_in_use().await;
+        let pass = RulesPass { wake: Arc::new(Notify::new()), done: Arc::new(Notify::new()) };
+        let sg = Arc::new(Arc::into_inner(sg).unwrap().with_rules_pass(pass.clone()));
+        // The pass, once woken, takes a second and revokes what used the group (here: the ENI).
+        let (n, p) = (net.clone(), pass.clone());
+        tokio::spawn(async move {
+            p.wake.notified().await;
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            n.remove_network_interface("eni-lb");
+            p.done.notify_waiters();
+        });
+        sg.release_when_unused(|| false);
+        tokio::time::sleep(Duration::from_millis(999)).await;
+        assert_eq!(deletes(&net), 0, "no attempt before the pass finished");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        assert_eq!(deletes(&net), 1, "one attempt, right after the pass");
+        assert!(net.group(&id).is_none(), "and it succeeded: no DependencyViolation on the way");
     }
 
     #[tokio::test(start_paused = true)]

@@ -162,13 +162,17 @@ pub async fn run(args: Args, albc_only: Vec<lbc_model::compat::GivenFlag>) -> an
     ));
     let service_cfg = service_config(&args, gates)?;
     // One shared backend security group per cluster, for NLBs and ALBs alike.
-    let backend_sg = Arc::new(crate::backend_sg::BackendSecurityGroup::new(
+    let mut backend_sg = crate::backend_sg::BackendSecurityGroup::new(
         service_cfg.backend_sg.clone(),
         net.clone(),
         &service_cfg.cluster_name,
         &service_cfg.vpc_id,
         service_cfg.default_tags.clone(),
-    ));
+    );
+    if args.enable_backend_security_group_rules {
+        backend_sg = backend_sg.with_rules_pass(backend_rules.pass_signals());
+    }
+    let backend_sg = Arc::new(backend_sg);
     let aws = crate::stack::Adapters {
         lbs,
         net,

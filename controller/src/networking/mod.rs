@@ -80,6 +80,9 @@ pub struct BackendRules {
     cilium: Option<CiliumNodes>,
     /// Woken by binding-related watch events.
     trigger: Arc<Notify>,
+    /// Notified to its waiters after every pass that succeeded (the shared backend group's
+    /// release waits for the revokes, `crate::backend_sg::RulesPass`).
+    done: Arc<Notify>,
     eni_cache: Mutex<EniCache>,
     events: Mutex<EventMemory>,
     /// Failed passes in a row.
@@ -101,10 +104,16 @@ impl BackendRules {
             cfg,
             cilium,
             trigger,
+            done: Arc::new(Notify::new()),
             eni_cache: Mutex::new(EniCache::default()),
             events: Mutex::new(EventMemory::default()),
             failures,
         }
+    }
+
+    /// Who wakes a pass and who hears that one finished.
+    pub fn pass_signals(&self) -> crate::backend_sg::RulesPass {
+        crate::backend_sg::RulesPass { wake: self.trigger.clone(), done: self.done.clone() }
     }
 
     /// Runs passes until `shutdown` resolves (or the future is dropped on leadership loss).
@@ -161,6 +170,7 @@ impl BackendRules {
                     "backend security-group rules pass"
                 );
                 self.failures.lock().expect("failures").succeeded();
+                self.done.notify_waiters();
                 let idle = s.bindings == 0 && s.withheld_revokes == 0 && !s.unresolved;
                 (if s.unresolved { RETRY_UNRESOLVED } else { jittered(self.cfg.sync_period) }, idle)
             }

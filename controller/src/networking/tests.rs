@@ -6,6 +6,7 @@
 
 use super::*;
 use crate::stack::test_world::{CLUSTER, VPC, World, deleting};
+use futures::FutureExt;
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use lbc_aws::error::ErrorKind;
@@ -242,12 +243,19 @@ async fn a_throttled_write_fails_the_pass_and_it_is_retried_sooner() {
     let t = world().await;
     t.w.put(|c| &mut c.tgbs, binding("web-tg", &t.lb_sg));
     t.w.net.inject_fault("AuthorizeSecurityGroupIngress", ErrorKind::Throttled);
+    // The shared backend group's release waits to hear of a pass that succeeded.
+    let done = t.rules.pass_signals().done;
+    let heard = done.notified();
+    tokio::pin!(heard);
+    heard.as_mut().enable();
     let (next, _) = t.rules.logged_pass().await;
     assert!((RETRY_FAILED..=2 * RETRY_FAILED).contains(&next), "first failure: 10 s plus jitter, got {next:?}");
     assert!(t.ingress(&t.node_sg).is_empty());
+    assert!(heard.as_mut().now_or_never().is_none(), "a failed pass tells nobody it is done");
     let (next, _) = t.rules.logged_pass().await;
     assert!(next >= Duration::from_secs(600), "in sync: back to the sync period ({next:?})");
     assert_eq!(t.ingress(&t.node_sg).len(), 1);
+    assert!(heard.now_or_never().is_some(), "a pass that succeeded does");
 }
 
 #[tokio::test(start_paused = true)]
