@@ -38,17 +38,19 @@ pub struct BackendSecurityGroup {
 pub struct RulesPass {
     /// Asks for a pass.
     pub wake: Arc<Notify>,
-    /// Notified (to waiters only) after every pass that succeeded.
+    /// Notified (to waiters only) after every pass that succeeded, or found nothing to do.
     pub done: Arc<Notify>,
 }
 
 impl RulesPass {
-    /// Asks for a pass and waits for one to finish, or for `at_most`.
-    async fn next(&self, at_most: Duration) {
+    /// Waits for a pass to finish, or for `at_most`; `ask`: asks for one first.
+    async fn next(&self, at_most: Duration, ask: bool) {
         let done = self.done.notified();
         tokio::pin!(done);
         done.as_mut().enable();
-        self.wake.notify_one();
+        if ask {
+            self.wake.notify_one();
+        }
         let _ = tokio::time::timeout(at_most, done).await;
     }
 }
@@ -129,8 +131,9 @@ impl BackendSecurityGroup {
     /// Deletes the Auto group in the background once `still_needed` says no and AWS lets go of it
     /// (`DependencyViolation` while load balancers or their ENIs, or rules of other groups, still
     /// use it). At most one release runs at a time; `still_needed` is asked again before every
-    /// attempt. With the backend-rules reconciler running, every attempt waits for its next pass
-    /// (at most [`RELEASE_INTERVAL`]), so the group goes right after the rules naming it.
+    /// attempt. With the backend-rules reconciler running, the first attempt asks for a pass and
+    /// every attempt waits for the next one (at most [`RELEASE_INTERVAL`]), so the group goes
+    /// right after the rules naming it.
     pub fn release_when_unused(self: &Arc<Self>, still_needed: impl Fn() -> bool + Send + 'static) {
         if self.mode != BackendSgMode::Auto || self.releasing.swap(true, Ordering::SeqCst) {
             return;
@@ -138,8 +141,10 @@ impl BackendSecurityGroup {
         let this = self.clone();
         tokio::spawn(async move {
             let pass = this.rules_pass.clone();
+            // The first attempt comes after a pass that revoked what names the group; later ones
+            // (a load balancer's ENIs linger for minutes) ask for no pass of their own.
             if let Some(p) = &pass {
-                p.next(RELEASE_INTERVAL).await;
+                p.next(RELEASE_INTERVAL, true).await;
             }
             let group = this.clone();
             let attempt = move || {
@@ -152,7 +157,7 @@ impl BackendSecurityGroup {
                     let pass = pass.clone();
                     async move {
                         match pass {
-                            Some(p) => p.next(d).await,
+                            Some(p) => p.next(d, false).await,
                             None => tokio::time::sleep(d).await,
                         }
                     }
@@ -277,25 +282,54 @@ mod tests {
         assert_eq!(deletes(&net), 5, "nothing more after the deletion");
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn with_the_rules_pass_each_attempt_waits_for_it_and_the_group_goes_right_after() {
-        let (net, sg, id) = group_in_use().await;
+    /// A stand-in for the backend-rules reconciler: each wake is a pass of 1 s, counted.
+    fn rules_pass() -> (RulesPass, Arc<std::sync::atomic::AtomicUsize>) {
         let pass = RulesPass { wake: Arc::new(Notify::new()), done: Arc::new(Notify::new()) };
-        let sg = Arc::new(Arc::into_inner(sg).unwrap().with_rules_pass(pass.clone()));
-        // The pass, once woken, takes a second and revokes what used the group (here: the ENI).
-        let (n, p) = (net.clone(), pass.clone());
+        let passes = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (p, n) = (pass.clone(), passes.clone());
         tokio::spawn(async move {
-            p.wake.notified().await;
-            tokio::time::sleep(Duration::from_secs(1)).await;
+            loop {
+                p.wake.notified().await;
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                n.fetch_add(1, Ordering::SeqCst);
+                p.done.notify_waiters();
+            }
+        });
+        (pass, passes)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn with_the_rules_pass_the_first_attempt_waits_for_it_and_the_group_goes_right_after() {
+        let (net, sg, id) = group_in_use().await;
+        let (pass, passes) = rules_pass();
+        let sg = Arc::new(Arc::into_inner(sg).unwrap().with_rules_pass(pass));
+        // What the pass revokes (here: the ENI standing for a rule that names the group).
+        let n = net.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(900)).await;
             n.remove_network_interface("eni-lb");
-            p.done.notify_waiters();
         });
         sg.release_when_unused(|| false);
         tokio::time::sleep(Duration::from_millis(999)).await;
         assert_eq!(deletes(&net), 0, "no attempt before the pass finished");
         tokio::time::sleep(Duration::from_millis(2)).await;
-        assert_eq!(deletes(&net), 1, "one attempt, right after the pass");
+        assert_eq!((passes.load(Ordering::SeqCst), deletes(&net)), (1, 1), "one attempt, right after the pass");
         assert!(net.group(&id).is_none(), "and it succeeded: no DependencyViolation on the way");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn retries_wait_for_a_pass_or_the_interval_without_asking_for_passes() {
+        let (net, sg, id) = group_in_use().await;
+        let (pass, passes) = rules_pass();
+        let sg = Arc::new(Arc::into_inner(sg).unwrap().with_rules_pass(pass));
+        // The load balancer's ENI lingers: attempts at 1, 11 and 21 s are refused.
+        sg.release_when_unused(|| false);
+        tokio::time::sleep(Duration::from_secs(25)).await;
+        assert_eq!(deletes(&net), 3);
+        assert_eq!(passes.load(Ordering::SeqCst), 1, "only the first attempt asked for a pass");
+        net.remove_network_interface("eni-lb");
+        tokio::time::sleep(RELEASE_INTERVAL).await;
+        assert!(net.group(&id).is_none());
     }
 
     #[tokio::test(start_paused = true)]

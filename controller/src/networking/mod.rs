@@ -80,8 +80,9 @@ pub struct BackendRules {
     cilium: Option<CiliumNodes>,
     /// Woken by binding-related watch events.
     trigger: Arc<Notify>,
-    /// Notified to its waiters after every pass that succeeded (the shared backend group's
-    /// release waits for the revokes, `crate::backend_sg::RulesPass`).
+    /// Notified to its waiters after every pass that succeeded, and when a wake finds nothing
+    /// to do (the shared backend group's release waits for the revokes,
+    /// `crate::backend_sg::RulesPass`).
     done: Arc<Notify>,
     eni_cache: Mutex<EniCache>,
     events: Mutex<EventMemory>,
@@ -144,6 +145,8 @@ impl BackendRules {
                 let g = gather(&self.ctx.stores);
                 let now = Instant::now();
                 if g.bindings.is_empty() && g.incomplete.is_empty() && due > now {
+                    // Nothing of ours to revoke: as good as a pass for who waits on one.
+                    self.done.notify_waiters();
                     return Some(due - now);
                 }
             }

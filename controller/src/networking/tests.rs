@@ -159,6 +159,18 @@ async fn the_scheduled_reconciler_revokes_the_rule_when_the_target_group_goes() 
     assert_eq!(t.net_writes(), vec!["RevokeSecurityGroupIngress"], "a binding being deleted takes no part");
     assert!(t.ingress(&t.node_sg).is_empty());
 
+    // Nothing of ours is left: a wake makes no pass, but whoever waits for one (the shared
+    // backend group's release) hears that the rules are as the bindings want them.
+    let done = t.rules.pass_signals().done;
+    let heard = done.notified();
+    tokio::pin!(heard);
+    heard.as_mut().enable();
+    let calls_before = t.w.net.calls().len();
+    t.w.base.triggers.backend_rules.notify_one();
+    tokio::time::sleep(DEBOUNCE + Duration::from_millis(10)).await;
+    assert!(heard.now_or_never().is_some(), "told at once");
+    assert_eq!(t.w.net.calls().len(), calls_before, "without an AWS call");
+
     stop_tx.send(()).unwrap();
     runner.await.unwrap();
 }
