@@ -10,6 +10,9 @@
 #                  built only with ONLY=jaeger (e2e/scripts/build-jaeger.sh), into its own cache folder
 #   LBC_CACHE      cache root (default ~/.cache/aws-lb-controller)
 #
+# ONLY="..." picks what to build (default "etcd k8s kwok"); ONLY=node builds the real node's kubelet and
+# kube-scheduler (same source, same folder as the control plane; LBC_E2E_NODE=1 e2e/up asks for them).
+#
 # The wrapper modules under e2e/go/* are ours: k8s.io/kubernetes cannot be built with `go install`
 # because its go.mod points every staging module at ./staging; the wrapper replaces each one with its
 # published v0.X twin. `--regen` rewrites a wrapper's go.mod from the upstream go.mod (on version bumps).
@@ -31,8 +34,8 @@ have_version() { # binary, expected substring of its --version output
 }
 
 build_k8s() {
-  local dir="$HERE/go/k8s" minor sv
-  minor="$(echo "$KUBE_VERSION" | cut -d. -f2)"; sv="v0.${KUBE_VERSION#1.}"
+  local dir="$HERE/go/k8s" sv
+  sv="v0.${KUBE_VERSION#1.}"
   if have_version "$BIN/kube-apiserver" "v$KUBE_VERSION" && have_version "$BIN/kube-controller-manager" "v$KUBE_VERSION" \
      && [ -x "$BIN/kubectl" ]; then log "kubernetes v$KUBE_VERSION cached in $BIN"; return; fi
   cd "$dir"
@@ -56,20 +59,45 @@ package tools
 import (
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
 	_ "k8s.io/kubernetes/cmd/kubectl"
+	_ "k8s.io/kubernetes/cmd/kubelet"
 )
 GO
     go get "k8s.io/kubernetes@v$KUBE_VERSION"
     go mod tidy
   fi
-  local ld="-s -w"
+  log "building kube-apiserver, kube-controller-manager, kubectl v$KUBE_VERSION (first time: 20-40 min on 2 cores)"
+  go build -trimpath -ldflags "$(k8s_ldflags)" -o "$BIN/" k8s.io/kubernetes/cmd/kube-apiserver \
+    k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl
+  "$BIN/kube-apiserver" --version
+}
+
+k8s_ldflags() { # the version stamps `make` would set (clients and servers report v$KUBE_VERSION)
+  local ld="-s -w" minor p
+  minor="$(echo "$KUBE_VERSION" | cut -d. -f2)"
   for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
     ld="$ld -X $p.gitVersion=v$KUBE_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
   done
-  log "building kube-apiserver, kube-controller-manager, kubectl v$KUBE_VERSION (first time: 20-40 min on 2 cores)"
-  go build -trimpath -ldflags "$ld" -o "$BIN/" k8s.io/kubernetes/cmd/kube-apiserver \
-    k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl
-  "$BIN/kube-apiserver" --version
+  echo "$ld"
+}
+
+# kubelet and kube-scheduler of the same Kubernetes source, for the real node (LBC_E2E_NODE=1 e2e/up). Separate
+# from build_k8s so the default environment never pays for them; they share the wrapper module (whose tools.go
+# imports both, so go.mod/go.sum hold their dependencies) and the Go build cache with the control plane, so on top
+# of a built control plane only the kubelet's own packages (cadvisor, the kubelet tree) compile.
+# CGO_ENABLED=0 as for the others: upstream links the kubelet against libc only for the cgo DNS resolver and
+# os/user, neither of which this node uses (it resolves no names; uids are numeric).
+build_node() {
+  if have_version "$BIN/kubelet" "v$KUBE_VERSION" && have_version "$BIN/kube-scheduler" "v$KUBE_VERSION"; then
+    log "kubelet, kube-scheduler v$KUBE_VERSION cached in $BIN"; return
+  fi
+  cd "$HERE/go/k8s"
+  grep -q "k8s.io/kubernetes v$KUBE_VERSION\$" go.mod 2>/dev/null \
+    || { log "e2e/go/k8s/go.mod is not at kubernetes v$KUBE_VERSION: building the control plane first"; build_k8s; cd "$HERE/go/k8s"; }
+  log "building kubelet, kube-scheduler v$KUBE_VERSION (on top of a built control plane: ~10 min on 2 cores)"
+  go build -trimpath -ldflags "$(k8s_ldflags)" -o "$BIN/" k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-scheduler
+  "$BIN/kubelet" --version
 }
 
 build_etcd() {
