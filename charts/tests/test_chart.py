@@ -326,7 +326,6 @@ EXPECTED_CLUSTER_RULES = {
     ("", "namespaces"): {"list", "watch"},
     ("", "pods/status"): {"patch"},
     ("", "configmaps"): {"get", "create", "update", "delete"},
-    ("", "secrets"): {"get"},
     ("cilium.io", "ciliumnodes"): {"list", "watch"},
     ("events.k8s.io", "events"): {"create", "patch"},
 }
@@ -418,12 +417,12 @@ def test_doctor_hook_runs_the_deployments_command(helm, tmp_path, case):
     pod = one(hooks, "Pod")
     ann = pod["metadata"]["annotations"]
     assert ann["helm.sh/hook"] == "test" and ann["helm.sh/hook-delete-policy"] == "before-hook-creation"
-    # The ServiceAccount and its RBAC exist before the Pod and only until the test succeeds.
+    # The ServiceAccount and its RBAC exist before the Pod and only until the test ends, passed or failed.
     for d in hooks:
         if d["kind"] != "Pod":
             a = d["metadata"]["annotations"]
             assert a["helm.sh/hook-weight"] == "-1", d["metadata"]
-            assert a["helm.sh/hook-delete-policy"] == "before-hook-creation,hook-succeeded", d["metadata"]
+            assert a["helm.sh/hook-delete-policy"] == "before-hook-creation,hook-succeeded,hook-failed", d["metadata"]
     spec, dspec = pod["spec"], dep["spec"]["template"]["spec"]
     c, dc = spec["containers"][0], dspec["containers"][0]
     # The Deployment's flags, then the subcommand and the chart's webhook configuration name.
@@ -451,10 +450,10 @@ def test_doctor_hook_rbac_is_read_only_plus_the_dry_run_create(helm, tmp_path):
     role = one(hooks, "Role")
     assert role["metadata"]["namespace"] == "kube-system"
     assert rule_map(role) == {("", "configmaps", ("cilium-config",)): {"get"}}
-    lines = (CHART / "templates/tests/doctor.yaml").read_text().splitlines()
+    lines = (CHART / "templates/_doctor.tpl").read_text().splitlines()
     for i, line in enumerate(lines):
         if line.strip().startswith("- apiGroups:"):
-            assert lines[i - 1].strip().startswith("#"), f"tests/doctor.yaml:{i + 1}: rule without a comment saying why"
+            assert lines[i - 1].strip().startswith("#"), f"_doctor.tpl:{i + 1}: rule without a comment saying why"
 
 
 def test_doctor_hook_can_be_disabled(helm, tmp_path):
@@ -816,12 +815,12 @@ def test_chart_rbac_is_not_broader(scenario, e2e):
                ("patch", "ingresses.networking.k8s.io", None), ("patch", "ingresses.networking.k8s.io", None, "status"),
                ("patch", "services", None, "status"), ("watch", "ingressclasses.networking.k8s.io", ""),
                ("list", "ingressclassparams.elbv2.k8s.aws", ""), ("watch", "namespaces", ""),
-               ("get", f"{LEASE}/aws-load-balancer-controller-leader", None), ("create", LEASE, None),
-               ("get", "secrets", None)]
+               ("get", f"{LEASE}/aws-load-balancer-controller-leader", None), ("create", LEASE, None)]
     # ciliumnodes.cilium.io: the e2e cluster has no Cilium CRD, so `can-i` cannot resolve it; the
     # rendered rule is checked in test_rbac_rules (EXPECTED_CLUSTER_RULES).
+    # Secrets: not even `get` by default (clusterSecretsPermissions.allowAllSecrets: false).
     denied = [("delete", "pods", None), ("create", "pods", None), ("patch", "pods", None), ("update", "pods", None),
-              ("list", "secrets", ""), ("list", "secrets", None), ("watch", "secrets", None),
+              ("get", "secrets", None), ("list", "secrets", ""), ("list", "secrets", None), ("watch", "secrets", None),
               ("create", "secrets", None), ("update", "secrets", None), ("patch", "secrets", None),
               ("create", "pods", None, "exec"), ("get", "nodes", None, "proxy"), ("patch", "nodes", None),
               ("update", TGB, None), ("update", "services", None), ("update", "ingresses.networking.k8s.io", None),

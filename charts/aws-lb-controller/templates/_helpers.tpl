@@ -70,6 +70,20 @@ matchConditions:
 {{- end }}
 {{- end }}
 
+{{/* Failure policy of the Service and Ingress webhooks when none is set, from (list $ <policy with
+     matchConditions>): they see kinds every other controller creates too. With matchConditions
+     (Kubernetes >= 1.30) only LoadBalancer Services and Ingresses that may be ours reach them, so the
+     given policy (Fail) is safe; without, every Service or Ingress of the cluster would wait on this
+     controller: Ignore. */}}
+{{- define "lbc.sharedKindFailurePolicy" -}}
+{{- $ctx := index . 0 }}
+{{- if semverCompare ">=1.30-0" $ctx.Capabilities.KubeVersion.Version }}
+{{- index . 1 }}
+{{- else }}
+{{- "Ignore" }}
+{{- end }}
+{{- end }}
+
 {{- define "lbc.ingressClassParamsName" -}}
 {{- default .Values.ingressClass .Values.ingressClassParams.name -}}
 {{- end }}

@@ -1,0 +1,315 @@
+"""Chart defaults a security review passes, and the GitOps pieces (issue 31, items 5 and 6), rendered with helm:
+
+- Secrets: no cluster-wide `get` by default; `get` only in the namespaces of oidcSecrets (optionally by name);
+- priorityClassName system-cluster-critical by default;
+- one scrape: the pod's prometheus.io annotations only while no ServiceMonitor scrapes it;
+- Kubernetes < 1.30 (no webhook matchConditions): the Service and Ingress webhooks fail open unless told otherwise;
+- the optional NetworkPolicy: only the API server reaches the webhook port, only Prometheus the metrics port;
+- the CRDs survive `helm uninstall` and ArgoCD deletes/prunes;
+- doctor as an ArgoCD PostSync hook (opt-in): the helm test's pod, its ServiceAccount and RBAC deleted after the
+  run whatever the result; the doctor's pods never selected by the controller's Services, PDB or NetworkPolicy.
+Against the e2e API server (e2e/up): a server-side dry run of the new objects, and a real `helm test` and a real
+`helm install` whose doctor pod fails, after which the doctor's ServiceAccount and RBAC must be gone.
+"""
+import json
+import os
+import secrets
+import subprocess
+import time
+
+import pytest
+import yaml
+
+from test_chart import (BASE_VALUES, CHART, MATRIX, by_kind, deep_merge, e2e, helm, kubectl, one, render,  # noqa: F401
+                        rule_map, run)
+
+
+def pod_spec(docs):
+    return one(docs, "Deployment")["spec"]["template"]["spec"]
+
+
+def pod_meta(docs):
+    return one(docs, "Deployment")["spec"]["template"]["metadata"]
+
+
+def hooks_of(docs):
+    return {w["name"]: w for d in docs if d["kind"].endswith("WebhookConfiguration") for w in d["webhooks"]}
+
+
+def secret_rules(docs):
+    """{(kind, namespace): rules on Secrets} of every Role and ClusterRole rendered."""
+    out = {}
+    for d in docs:
+        if d["kind"] in ("Role", "ClusterRole"):
+            rules = [r for r in d["rules"] if "secrets" in r["resources"]]
+            if rules:
+                out[(d["kind"], d["metadata"].get("namespace"))] = rules
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Secrets
+
+def test_no_secret_access_by_default(helm, tmp_path):
+    docs = render(helm, tmp_path, {})
+    assert secret_rules(docs) == {}
+
+
+def test_all_secrets_only_when_asked(helm, tmp_path):
+    docs = render(helm, tmp_path, {"clusterSecretsPermissions": {"allowAllSecrets": True}})
+    assert secret_rules(docs) == {("ClusterRole", None): [
+        {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]}
+
+
+def test_oidc_secrets_only_in_their_namespaces(helm, tmp_path):
+    docs = render(helm, tmp_path, {"oidcSecrets": {"namespaces": ["shop", "auth", "shop"],
+                                                   "secretNames": ["oidc-client"]}})
+    rule = {"apiGroups": [""], "resources": ["secrets"], "resourceNames": ["oidc-client"], "verbs": ["get"]}
+    assert secret_rules(docs) == {("Role", "shop"): [rule], ("Role", "auth"): [rule]}
+    sa = one(docs, "ServiceAccount")["metadata"]
+    bindings = [b for b in by_kind(docs, "RoleBinding") if b["roleRef"]["name"].endswith("-oidc-secrets")]
+    assert sorted(b["metadata"]["namespace"] for b in bindings) == ["auth", "shop"]
+    for b in bindings:
+        assert b["subjects"] == [{"kind": "ServiceAccount", "name": sa["name"], "namespace": sa["namespace"]}]
+    # Without names: any Secret of those namespaces, still `get` only.
+    docs = render(helm, tmp_path, {"oidcSecrets": {"namespaces": ["shop"]}})
+    assert secret_rules(docs) == {("Role", "shop"): [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]}
+
+
+# ---------------------------------------------------------------------------------------------
+# priority, scraping
+
+def test_priority_class_by_default(helm, tmp_path):
+    assert pod_spec(render(helm, tmp_path, {}))["priorityClassName"] == "system-cluster-critical"
+    assert "priorityClassName" not in pod_spec(render(helm, tmp_path, {"priorityClassName": ""}))
+
+
+def test_one_scrape_path(helm, tmp_path):
+    docs = render(helm, tmp_path, {"podAnnotations": {"team": "net"}})
+    assert pod_meta(docs)["annotations"] == {"prometheus.io/scrape": "true", "prometheus.io/port": "8080", "team": "net"}
+    assert not by_kind(docs, "ServiceMonitor")
+    docs = render(helm, tmp_path, deep_merge(MATRIX["monitoring"], {"podAnnotations": {"team": "net"}}))
+    assert pod_meta(docs)["annotations"] == {"team": "net"}
+    assert one(docs, "ServiceMonitor")["spec"]["endpoints"][0]["port"] == "metrics"
+    assert "annotations" not in pod_meta(render(helm, tmp_path, MATRIX["monitoring"]))
+
+
+def test_pod_annotations_win_over_the_scrape_defaults(helm, tmp_path):
+    docs = render(helm, tmp_path, {"podAnnotations": {"prometheus.io/scrape": "false"}})
+    assert pod_meta(docs)["annotations"]["prometheus.io/scrape"] == "false"
+
+
+# ---------------------------------------------------------------------------------------------
+# webhooks without matchConditions (Kubernetes < 1.30)
+
+def render_at(helm, tmp_path, overrides, kube_version):
+    values = tmp_path / f"values-{secrets.token_hex(3)}.yaml"
+    values.write_text(yaml.safe_dump(deep_merge(BASE_VALUES, overrides)))
+    out = run([helm, "template", "lbc", CHART, "--kube-version", kube_version, "-n", "kube-system", "-f", values]).stdout
+    return [d for d in yaml.safe_load_all(out) if d]
+
+
+SHARED_KINDS = ("mservice.elbv2.k8s.aws", "vingress.elbv2.k8s.aws")
+OWN_KINDS = ("mtargetgroupbinding.elbv2.k8s.aws", "vtargetgroupbinding.elbv2.k8s.aws",
+             "vingressclassparams.elbv2.k8s.aws")
+
+
+def test_before_1_30_service_and_ingress_webhooks_fail_open(helm, tmp_path):
+    hooks = hooks_of(render_at(helm, tmp_path, {}, "1.29.0"))
+    for name in SHARED_KINDS:
+        # Nothing narrows them to our objects on such an API server...
+        assert "matchConditions" not in hooks[name], name
+        # ...so a controller outage must not refuse every Service or Ingress of the cluster.
+        assert hooks[name]["failurePolicy"] == "Ignore", name
+    for name in OWN_KINDS:
+        assert hooks[name]["failurePolicy"] == "Fail", name
+    assert hooks["mpod.elbv2.k8s.aws"]["failurePolicy"] == "Ignore"
+
+
+def test_from_1_30_matchconditions_keep_fail(helm, tmp_path):
+    hooks = hooks_of(render_at(helm, tmp_path, {}, "1.30.0"))
+    assert [c["name"] for c in hooks["mservice.elbv2.k8s.aws"]["matchConditions"]] == ["load-balancer-only"]
+    assert [c["name"] for c in hooks["vingress.elbv2.k8s.aws"]["matchConditions"]] == [
+        "may-be-ours", "spec-or-annotations-changed"]
+    for name in SHARED_KINDS + OWN_KINDS:
+        assert hooks[name]["failurePolicy"] == "Fail", name
+
+
+def test_explicit_failure_policies_are_kept_at_any_version(helm, tmp_path):
+    values = {"serviceMutatorWebhookConfig": {"failurePolicy": "Fail"},
+              "webhookConfig": {"ingressValdationFailurePolicy": "Fail"}}
+    for version in ("1.29.0", "1.34.0"):
+        hooks = hooks_of(render_at(helm, tmp_path, values, version))
+        assert [hooks[n]["failurePolicy"] for n in SHARED_KINDS] == ["Fail", "Fail"], version
+    # webhookConfig.failurePolicy still governs the Ingress webhook where matchConditions exist.
+    hooks = hooks_of(render_at(helm, tmp_path, {"webhookConfig": {"failurePolicy": "Ignore"}}, "1.34.0"))
+    assert hooks["vingress.elbv2.k8s.aws"]["failurePolicy"] == "Ignore"
+    assert hooks["mservice.elbv2.k8s.aws"]["failurePolicy"] == "Fail"
+
+
+# ---------------------------------------------------------------------------------------------
+# NetworkPolicy
+
+NP = {"networkPolicy": {"enabled": True, "apiServerCIDRs": ["10.0.1.10/32", "10.0.2.10/32"],
+                        "metrics": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
+                                    "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}}}}}
+
+
+def test_no_network_policy_by_default(helm, tmp_path):
+    assert not by_kind(render(helm, tmp_path, {}), "NetworkPolicy")
+
+
+def test_network_policy_lets_only_the_api_server_and_prometheus_in(helm, tmp_path):
+    docs = render(helm, tmp_path, NP)
+    np = one(docs, "NetworkPolicy")["spec"]
+    assert np["podSelector"] == one(docs, "Deployment")["spec"]["selector"]
+    assert np["policyTypes"] == ["Ingress"]
+    webhook, metrics = np["ingress"]
+    assert webhook == {"from": [{"ipBlock": {"cidr": "10.0.1.10/32"}}, {"ipBlock": {"cidr": "10.0.2.10/32"}}],
+                       "ports": [{"protocol": "TCP", "port": 9443}]}
+    assert metrics == {"from": [{"namespaceSelector": NP["networkPolicy"]["metrics"]["namespaceSelector"],
+                                 "podSelector": NP["networkPolicy"]["metrics"]["podSelector"]}],
+                       "ports": [{"protocol": "TCP", "port": 8080}]}
+    # The ports are the pod's: the webhook Service's targetPort and the metrics container port.
+    ports = {p["name"]: p["containerPort"] for p in pod_spec(docs)["containers"][0]["ports"]}
+    assert (ports["webhook"], ports["metrics"]) == (9443, 8080)
+
+
+def test_network_policy_follows_the_ports(helm, tmp_path):
+    docs = render(helm, tmp_path, deep_merge(NP, {"webhookBindPort": 10250, "metricsBindAddr": ":9090"}))
+    webhook, metrics = one(docs, "NetworkPolicy")["spec"]["ingress"]
+    assert webhook["ports"] == [{"protocol": "TCP", "port": 10250}]
+    assert metrics["ports"] == [{"protocol": "TCP", "port": 9090}]
+
+
+def test_network_policy_without_metrics_selectors_admits_no_scraper(helm, tmp_path):
+    values = {"networkPolicy": {"enabled": True, "apiServerCIDRs": ["10.0.1.10/32"]}}
+    np = one(render(helm, tmp_path, values), "NetworkPolicy")["spec"]
+    assert [r["ports"][0]["port"] for r in np["ingress"]] == [9443]
+    extra = {"from": [{"ipBlock": {"cidr": "10.9.0.0/16"}}], "ports": [{"protocol": "TCP", "port": 8080}]}
+    np = one(render(helm, tmp_path, deep_merge(values, {"networkPolicy": {"extraIngress": [extra]}})),
+             "NetworkPolicy")["spec"]
+    assert np["ingress"][-1] == extra
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"networkPolicy": {"enabled": True}}, "networkPolicy.apiServerCIDRs is empty with networkPolicy.enabled=true"),
+    ({"networkPolicy": {"enabled": True, "apiServerCIDRs": ["10.0.1.10"]}},
+     'networkPolicy.apiServerCIDRs: "10.0.1.10" is not a CIDR; expected an address with a prefix length'),
+    (deep_merge(NP, {"hostNetwork": True}), "networkPolicy.enabled=true with hostNetwork=true"),
+])
+def test_network_policy_bad_values_fail_with_a_message(helm, tmp_path, overrides, message):
+    p = render(helm, tmp_path, overrides, check=False)
+    assert p.returncode != 0 and message in p.stderr, p.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# CRDs
+
+def test_crds_are_kept_by_helm_and_argocd(helm, tmp_path):
+    crds = by_kind(render(helm, tmp_path, {}), "CustomResourceDefinition")
+    assert len(crds) == 2
+    for crd in crds:
+        a = crd["metadata"]["annotations"]
+        assert a["helm.sh/resource-policy"] == "keep"
+        assert set(a["argocd.argoproj.io/sync-options"].split(",")) == {"Delete=false", "Prune=false"}
+
+
+# ---------------------------------------------------------------------------------------------
+# doctor: helm test and the ArgoCD PostSync hook
+
+def doctor_objects(docs, hook_key, hook_value):
+    return [d for d in docs if hook_value in d["metadata"].get("annotations", {}).get(hook_key, "").split(",")]
+
+
+def test_post_sync_is_off_by_default(helm, tmp_path):
+    docs = render(helm, tmp_path, {}, tests=True)
+    assert not doctor_objects(docs, "argocd.argoproj.io/hook", "PostSync") and not by_kind(docs, "Job")
+
+
+@pytest.mark.parametrize("case", ["defaults", "credentials-vault", "credentials-file", "custom"])
+def test_post_sync_job_runs_the_helm_tests_pod(helm, tmp_path, case):
+    docs = render(helm, tmp_path, deep_merge(MATRIX[case], {"doctor": {"postSync": {"enabled": True}}}), tests=True)
+    post = doctor_objects(docs, "argocd.argoproj.io/hook", "PostSync")
+    test = doctor_objects(docs, "helm.sh/hook", "test")
+    job = one(post, "Job")
+    # The same pod as `helm test` (same command, image, credentials, ServiceAccount), run once.
+    assert job["spec"]["template"]["spec"] == one(test, "Pod")["spec"]
+    assert job["spec"]["backoffLimit"] == 0 and job["spec"]["activeDeadlineSeconds"] == 300
+    assert job["spec"]["template"]["spec"]["containers"][0]["args"][-2] == "doctor"
+    # The same ServiceAccount and RBAC, as hooks of their own.
+    strip = lambda d: {k: v for k, v in d.items() if k != "metadata"} | {"name": d["metadata"]["name"]}  # noqa: E731
+    assert sorted(map(json.dumps, map(strip, [d for d in post if d["kind"] != "Job"]))) == \
+        sorted(map(json.dumps, map(strip, [d for d in test if d["kind"] != "Pod"])))
+
+
+def test_post_sync_hook_lifetimes(helm, tmp_path):
+    docs = render(helm, tmp_path, {"doctor": {"postSync": {"enabled": True}}})
+    post = doctor_objects(docs, "argocd.argoproj.io/hook", "PostSync")
+    assert sorted(d["kind"] for d in post) == sorted(
+        ["ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Job"])
+    for d in post:
+        a = d["metadata"]["annotations"]
+        # Plain Helm runs the same objects after install and upgrade (ArgoCD ignores helm.sh/hook when it has its own).
+        assert a["helm.sh/hook"] == "post-install,post-upgrade"
+        if d["kind"] == "Job":
+            # After the RBAC (a later wave), kept until the next sync for its logs.
+            assert a["argocd.argoproj.io/sync-wave"] == "0" and a["helm.sh/hook-weight"] == "0"
+            assert a["argocd.argoproj.io/hook-delete-policy"] == "BeforeHookCreation"
+            assert a["helm.sh/hook-delete-policy"] == "before-hook-creation"
+        else:
+            # The RBAC that can create pods: gone when the sync ends, succeeded or failed.
+            assert a["argocd.argoproj.io/sync-wave"] == "-1" and a["helm.sh/hook-weight"] == "-1"
+            assert set(a["argocd.argoproj.io/hook-delete-policy"].split(",")) == {
+                "BeforeHookCreation", "HookSucceeded", "HookFailed"}
+            assert set(a["helm.sh/hook-delete-policy"].split(",")) == {
+                "before-hook-creation", "hook-succeeded", "hook-failed"}
+
+
+def test_helm_test_rbac_is_deleted_whatever_the_result(helm, tmp_path):
+    docs = render(helm, tmp_path, {}, tests=True)
+    for d in doctor_objects(docs, "helm.sh/hook", "test"):
+        if d["kind"] != "Pod":
+            assert set(d["metadata"]["annotations"]["helm.sh/hook-delete-policy"].split(",")) == {
+                "before-hook-creation", "hook-succeeded", "hook-failed"}, d["metadata"]
+
+
+def selects(selector, labels):
+    return all(labels.get(k) == v for k, v in selector.items())
+
+
+def test_doctor_pods_are_not_the_controllers(helm, tmp_path):
+    """The controller's Services, PDB and NetworkPolicy select name + instance: the doctor's pods must not match,
+    or the webhook Service would send admission requests to a pod that serves none."""
+    docs = render(helm, tmp_path, deep_merge(NP, {"doctor": {"postSync": {"enabled": True}}}), tests=True)
+    doctor_pods = [one(docs, "Pod")["metadata"]["labels"], one(docs, "Job")["spec"]["template"]["metadata"]["labels"]]
+    selectors = [s["spec"]["selector"] for s in by_kind(docs, "Service")]
+    selectors += [one(docs, "PodDisruptionBudget")["spec"]["selector"]["matchLabels"],
+                  one(docs, "NetworkPolicy")["spec"]["podSelector"]["matchLabels"]]
+    controller = pod_meta(docs)["labels"]
+    for sel in selectors:
+        assert selects(sel, controller), sel
+        for labels in doctor_pods:
+            assert not selects(sel, labels), (sel, labels)
+
+
+# ---------------------------------------------------------------------------------------------
+# against the e2e API server
+
+def test_server_dry_run_of_the_new_objects(helm, tmp_path, e2e):
+    ns = f"lbc-defaults-dry-{secrets.token_hex(3)}"
+    kubectl(e2e, "create", "namespace", ns)
+    try:
+        values = deep_merge(NP, {"doctor": {"postSync": {"enabled": True}},
+                                 "oidcSecrets": {"namespaces": [ns], "secretNames": ["oidc"]}})
+        docs = render(helm, tmp_path, values, release="dry", namespace=ns)
+        wanted = [d for d in docs if d["kind"] in ("NetworkPolicy", "Role", "RoleBinding", "ServiceAccount",
+                                                     "ClusterRole", "ClusterRoleBinding", "Deployment")
+                  and d["metadata"].get("namespace", ns) == ns]
+        # The Job's pod names the doctor's ServiceAccount, which a dry run does not create: apply it for real first.
+        sa = next(d for d in docs if d["kind"] == "ServiceAccount" and d["metadata"]["name"].endswith("-doctor"))
+        kubectl(e2e, "apply", "-f", "-", input=yaml.safe_dump(sa))
+        job = one(docs, "Job")
+        kubectl(e2e, "apply", "--dry-run=server", "-f", "-", input=yaml.safe_dump_all(wanted + [job]))
+    finally:
+        kubectl(e2e, "delete", "namespace", ns, "--wait=false", check=False)
