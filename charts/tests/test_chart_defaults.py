@@ -12,9 +12,9 @@ Against the e2e API server (e2e/up): a server-side dry run of the new objects, a
 `helm install` whose doctor pod fails, after which the doctor's ServiceAccount and RBAC must be gone.
 """
 import json
-import os
 import secrets
 import subprocess
+import sys
 import time
 
 import pytest
@@ -313,3 +313,87 @@ def test_server_dry_run_of_the_new_objects(helm, tmp_path, e2e):
         kubectl(e2e, "apply", "--dry-run=server", "-f", "-", input=yaml.safe_dump_all(wanted + [job]))
     finally:
         kubectl(e2e, "delete", "namespace", ns, "--wait=false", check=False)
+
+
+def helm_release(helm, tmp_path, e2e, ns, release, values, *args, background=False):
+    """`helm install|upgrade|test` against the e2e API server. The post-renderer keeps only the controller's
+    ServiceAccount of the release's own manifests (no webhook configuration may gate the shared cluster); Helm 3
+    does not post-render hooks, so the doctor's hooks reach the API server exactly as the chart renders them."""
+    post = tmp_path / "only-serviceaccounts"
+    post.write_text(f"#!{sys.executable}\n"
+                    "import sys, yaml\n"
+                    "docs = [d for d in yaml.safe_load_all(sys.stdin) if d and d['kind'] == 'ServiceAccount']\n"
+                    "sys.stdout.write(yaml.safe_dump_all(docs))\n")
+    post.chmod(0o755)
+    vf = tmp_path / f"values-{secrets.token_hex(3)}.yaml"
+    vf.write_text(yaml.safe_dump(deep_merge(BASE_VALUES, values)))
+    cmd = [helm, *args, "-n", ns, "-f", vf, "--post-renderer", post] if args[0] in ("install", "upgrade") else \
+        [helm, *args, "-n", ns]
+    if background:
+        return subprocess.Popen([str(c) for c in cmd], env=e2e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True)
+    return run(cmd, env=e2e, check=False)
+
+
+def fail_pod(e2e, ns, select, timeout=90):
+    """Plays the kubelet: the first pod matching `select` (kubectl -l) reports phase Failed. The pod itself never
+    runs: its nodeSelector matches no node."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        names = kubectl(e2e, "get", "pods", "-n", ns, "-l", select, "-o", "name").stdout.split()
+        if names:
+            kubectl(e2e, "patch", names[0], "-n", ns, "--subresource=status", "--type=merge",
+                    "-p", json.dumps({"status": {"phase": "Failed", "reason": "Error",
+                                                 "message": "doctor: 1 check failed (injected by the test)"}}))
+            return names[0]
+        time.sleep(1)
+    raise AssertionError(f"no pod matching {select} in {ns} after {timeout}s")
+
+
+def doctor_rbac_left(e2e, ns, name):
+    """The doctor's ServiceAccount and RBAC objects still present."""
+    left = []
+    for kind, where in (("serviceaccount", ns), ("clusterrole", None), ("clusterrolebinding", None),
+                        ("role", "kube-system"), ("rolebinding", "kube-system")):
+        args = ["get", kind, name, "--ignore-not-found", "-o", "name"] + (["-n", where] if where else [])
+        if kubectl(e2e, *args).stdout.strip():
+            left.append(kind)
+    return left
+
+
+def test_failed_doctor_runs_leave_no_rbac(helm, tmp_path, e2e):
+    """A real `helm test`, then a real `helm upgrade` with the PostSync Job as a post-upgrade hook, each with its
+    doctor pod failing: afterwards the doctor's ServiceAccount, ClusterRole(Binding) and Role(Binding) are gone
+    and the pod (or Job) that failed is kept for its log."""
+    suffix = secrets.token_hex(3)
+    ns, release = f"lbc-hooks-{suffix}", f"hooks-{suffix}"
+    name = f"{release}-aws-lb-controller-doctor"
+    values = {"nodeSelector": {"lbc-e2e/no-such-node": "true"}}
+    kubectl(e2e, "create", "namespace", ns)
+    try:
+        p = helm_release(helm, tmp_path, e2e, ns, release, values, "install", release, CHART, "--skip-crds")
+        assert p.returncode == 0, p.stdout + p.stderr
+
+        test = helm_release(helm, tmp_path, e2e, ns, release, values, "test", release, "--timeout", "120s",
+                            background=True)
+        pod = fail_pod(e2e, ns, "app.kubernetes.io/component=doctor")
+        out, _ = test.communicate(timeout=150)
+        assert test.returncode != 0 and "failed" in out, out
+        assert doctor_rbac_left(e2e, ns, name) == [], f"helm test failed and left the doctor's RBAC:\n{out}"
+        assert kubectl(e2e, "get", pod, "-n", ns, "-o", "jsonpath={.status.phase}").stdout == "Failed"
+
+        upgrade = helm_release(helm, tmp_path, e2e, ns, release, deep_merge(values, {"doctor": {"postSync": {
+            "enabled": True, "activeDeadlineSeconds": 120}}}), "upgrade", release, CHART, "--skip-crds",
+            "--timeout", "150s", background=True)
+        fail_pod(e2e, ns, f"job-name={name}")
+        out, _ = upgrade.communicate(timeout=180)
+        assert upgrade.returncode != 0 and "post-upgrade" in out, out
+        assert doctor_rbac_left(e2e, ns, name) == [], f"the failed post-upgrade hook left the doctor's RBAC:\n{out}"
+        conditions = json.loads(kubectl(e2e, "get", "job", name, "-n", ns, "-o", "json").stdout)["status"]["conditions"]
+        assert any(c["type"] == "Failed" and c["status"] == "True" for c in conditions), conditions
+    finally:
+        helm_release(helm, tmp_path, e2e, ns, release, {}, "uninstall", release, "--no-hooks", "--wait=false")
+        kubectl(e2e, "delete", "namespace", ns, "--wait=false", check=False)
+        for kind, where in (("clusterrole", None), ("clusterrolebinding", None), ("role", "kube-system"),
+                            ("rolebinding", "kube-system")):
+            kubectl(e2e, "delete", kind, name, "--ignore-not-found", *(["-n", where] if where else []), check=False)
