@@ -958,6 +958,8 @@ class App:
                 "outcome": "ok" if status < 400 else "error", "error_code": code, "http_status": status,
                 "duration_ms": round(duration_ms, 3), "injected": injected,
                 "access_key": access_key_of(environ),
+                # Set by the real node's forwarder (e2e/node/forward.py): the pod that made the call.
+                "forwarded_for": environ.get("HTTP_X_FORWARDED_FOR"),
             }
             STATE.calls.append(rec)
             verbose = STATE.settings["log_calls"]

@@ -331,6 +331,7 @@ def test_call_log(emu, aws):
     assert ok["target_ids"] == ["10.0.7.1:80", "10.0.7.2:80", "10.0.7.3:81"]
     assert ok["received"] <= ok["time"]
     assert ok["access_key"] == "testing" and err["access_key"] == "testing"  # the signing key ID, for rotation tests
+    assert ok["forwarded_for"] is None  # no forwarder in between
     assert [c["seq"] for c in out["calls"]] == list(range(last + 1, last + 4))
     assert out["last_seq"] == last + 3 and ok["time"] > time.time() - 60 and ok["duration_ms"] >= 0
     only = ctl(emu, "GET", f"calls?since={err['seq']}&operation=RegisterTargets&target_group_arn={tg}")[1]
@@ -340,6 +341,16 @@ def test_call_log(emu, aws):
         aws.elb.deregister_targets(TargetGroupArn=tg, Targets=[{"Id": "10.9.9.9", "Port": 80}])
     c = ctl(emu, "GET", f"calls?since={out['last_seq']}")[1]["calls"]
     assert [(x["operation"], x["error_code"]) for x in c] == [("DeregisterTargets", "InvalidTarget")]
+    # the real node's forwarder names the calling pod in X-Forwarded-For: recorded as sent
+    def from_pod(request, **_):
+        request.headers["X-Forwarded-For"] = "10.244.0.9"
+    aws.elb.meta.events.register("before-send.*.DescribeTargetHealth", from_pod)
+    try:
+        aws.elb.describe_target_health(TargetGroupArn=tg)
+    finally:
+        aws.elb.meta.events.unregister("before-send.*.DescribeTargetHealth", from_pod)
+    c = ctl(emu, "GET", f"calls?since={out['last_seq'] + 1}")[1]["calls"]
+    assert [(x["operation"], x["forwarded_for"]) for x in c] == [("DescribeTargetHealth", "10.244.0.9")]
     assert ctl(emu, "DELETE", "calls")[0] == 200
     assert ctl(emu, "GET", "calls")[1]["calls"] == []
 
