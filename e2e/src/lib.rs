@@ -14,6 +14,7 @@ pub mod controller;
 pub mod datapath;
 pub mod emulator;
 pub mod fixture;
+pub mod helm;
 pub mod instances;
 pub mod jaeger;
 pub mod kube_util;
