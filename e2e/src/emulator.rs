@@ -27,6 +27,10 @@ pub struct Call {
     /// Access key ID the request was signed with.
     #[serde(default)]
     pub access_key: Option<String>,
+    /// `X-Forwarded-For` of the request: the pod IP, for calls from the real node's pods (through its AWS
+    /// forwarder, `e2e/node/forward.py`); none for calls made on the host.
+    #[serde(default)]
+    pub forwarded_for: Option<String>,
 }
 
 /// The write operations among `calls` signed with `access_key` (one controller's, when several share the
