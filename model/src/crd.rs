@@ -186,7 +186,16 @@ pub struct TargetGroupBindingStatus {
     pub healthy_targets: Option<i32>,
 }
 
-/// Every CRD this controller serves, in the order the chart lists them.
+/// Annotations every CRD carries so that removing the chart never removes the CRDs, which would
+/// delete every TargetGroupBinding and, through their finalizers, deregister every target: Helm
+/// keeps a resource with `helm.sh/resource-policy: keep` (and never deletes `crds/` anyway);
+/// ArgoCD renders the CRDs as ordinary resources, so it is told not to delete them with the
+/// Application (`Delete=false`) nor prune them when they leave the rendered manifests
+/// (`Prune=false`).
+pub const KEEP_ANNOTATIONS: [(&str, &str); 2] =
+    [("helm.sh/resource-policy", "keep"), ("argocd.argoproj.io/sync-options", "Delete=false,Prune=false")];
+
+/// Every CRD this controller serves, in the order the chart lists them, with [`KEEP_ANNOTATIONS`].
 pub fn all() -> Vec<CustomResourceDefinition> {
     use kube::CustomResourceExt;
     // v1beta1 stored; v1alpha1 served as ALBC does (see [`v1alpha1`]).
@@ -194,7 +203,12 @@ pub fn all() -> Vec<CustomResourceDefinition> {
         kube::core::crd::merge_crds(vec![v1alpha1::TargetGroupBinding::crd(), TargetGroupBinding::crd()], "v1beta1")
             .expect("both TargetGroupBinding versions share group, kind and names");
     tgb.spec.versions.sort_by(|a, b| a.name.cmp(&b.name));
-    vec![IngressClassParams::crd(), tgb]
+    let mut crds = vec![IngressClassParams::crd(), tgb];
+    for crd in &mut crds {
+        let annotations = crd.metadata.annotations.get_or_insert_with(Default::default);
+        annotations.extend(KEEP_ANNOTATIONS.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    }
+    crds
 }
 
 /// The IAM role a binding's target-group calls are made as (`spec.iamRoleArnToAssume`, for a
@@ -288,6 +302,18 @@ mod tests {
         let back = serde_json::to_value(&tgb).unwrap();
         assert_eq!(back["spec"]["targetGroupARN"], tgb.spec.target_group_arn.clone().unwrap().as_str());
         assert_eq!(back["spec"]["networking"]["ingress"][0]["from"][0]["securityGroup"]["groupID"], "sg-1");
+    }
+
+    #[test]
+    fn every_crd_survives_helm_uninstall_and_argocd_deletes() {
+        for crd in all() {
+            let annotations = crd.metadata.annotations.clone().unwrap_or_default();
+            let name = crd.metadata.name.clone().unwrap_or_default();
+            assert_eq!(annotations.get("helm.sh/resource-policy").map(String::as_str), Some("keep"), "{name}");
+            let options = annotations.get("argocd.argoproj.io/sync-options").map(String::as_str).unwrap_or_default();
+            let options: Vec<&str> = options.split(',').map(str::trim).collect();
+            assert!(options.contains(&"Delete=false") && options.contains(&"Prune=false"), "{name}: {options:?}");
+        }
     }
 
     #[test]
