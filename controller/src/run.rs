@@ -392,8 +392,10 @@ fn spawn_webhook(
     let dir = std::path::PathBuf::from(&args.webhook_cert_dir);
     let cfg = lbc_webhook::ServeConfig {
         bind: std::net::SocketAddr::new(args.webhook_bind_host, args.webhook_bind_port),
-        cert_file: dir.join(&args.webhook_cert_file),
-        key_file: dir.join(&args.webhook_key_file),
+        source: lbc_webhook::CertSource::Files {
+            cert_file: dir.join(&args.webhook_cert_file),
+            key_file: dir.join(&args.webhook_key_file),
+        },
     };
     tokio::spawn(async move {
         match lbc_webhook::serve(cfg, lbc_webhook::router(state), wait_true(shutdown)).await {

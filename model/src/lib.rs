@@ -29,6 +29,8 @@
 //! - [`nodes`]: instance targets: node eligibility, node → instance, the instance-target diff.
 //! - [`compat`]: ALBC's feature gates and the ALBC flags without an equivalent here, and what each means.
 //! - [`text`]: cutting messages to a size limit at a character boundary.
+//! - [`webhook_cert`]: the controller-managed webhook CA and serving certificate: when to issue,
+//!   rotate and retire, which pair a replica serves, when a caBundle needs a patch.
 
 pub mod admission;
 pub mod annotations;
@@ -56,4 +58,5 @@ pub mod target;
 pub mod text;
 pub mod tg_ownership;
 pub mod throttle;
+pub mod webhook_cert;
 pub mod wire;

@@ -12,14 +12,14 @@
 //! The decisions themselves live in [`lbc_model::admission`]; this crate decodes requests,
 //! reads the controller's caches through [`ClusterView`] (never the API server), asks AWS
 //! about target groups, answers with JSON patches or denials, records [`WebhookMetrics`] and
-//! serves it all over TLS with certificate reload ([`serve`]).
+//! serves it all over TLS with a swappable certificate ([`serve`], [`ServingCert`]).
 //!
 //! Wiring (in the controller):
 //!
 //! ```ignore
 //! let state = Arc::new(WebhookState::new(cluster_view, elbv2, WebhookConfig::default()));
 //! metrics.with_registry(|r| state.metrics().register(r));
-//! let cfg = ServeConfig { bind, cert_file, key_file };
+//! let cfg = ServeConfig { bind, source: CertSource::Files { cert_file, key_file } };
 //! match lbc_webhook::serve(cfg, lbc_webhook::router(state), shutdown).await {
 //!     Err(ServeError::CertificateMissing { .. }) => warn!("webhook server off: no certificate"),
 //!     other => other?,
@@ -39,7 +39,10 @@ pub use handlers::{
     PATH_VALIDATE_TGB, router,
 };
 pub use metrics::WebhookMetrics;
-pub use serve::{CERT_RELOAD_INTERVAL, ServeConfig, ServeError, WebhookServer, serve};
+pub use serve::{
+    CERT_RELOAD_INTERVAL, CertSource, ServeConfig, ServeError, ServingCert, ServingPair, WebhookServer, fingerprint,
+    serve, validity_of,
+};
 pub use view::{ClusterView, StaticClusterView};
 
 use lbc_aws::assume_role::ElbV2ByRole;

@@ -1,29 +1,41 @@
 //! Serving the webhooks over TLS 1.2+ (rustls with the aws-lc-rs provider).
 //!
-//! The certificate and key are read from files and read again every
-//! [`CERT_RELOAD_INTERVAL`]; when either changed (cert-manager or a Secret volume rotating
-//! them) new handshakes use the new pair, without a restart and without dropping open
-//! connections. A pair that does not load (half-written, key not matching) is reported once
-//! and the previous pair stays in use. With no certificate at all, [`serve`] returns
-//! [`ServeError::CertificateMissing`] right away so the controller can keep running without
-//! its webhooks (outside a cluster, in development).
+//! The pair in service is held by a [`ServingCert`], which can be swapped at any time:
+//!
+//! - [`CertSource::Files`]: the certificate and key files are read again every
+//!   [`CERT_RELOAD_INTERVAL`] (cert-manager or a Secret volume rotating them). With no certificate
+//!   at all, [`WebhookServer::bind`] returns [`ServeError::CertificateMissing`] right away so the
+//!   controller can keep running without its webhooks (outside a cluster, in development).
+//! - [`CertSource::Managed`]: the caller installs pairs (the controller-managed mode: the
+//!   controller watches its Secret). The server listens at once and refuses handshakes until a
+//!   pair is installed.
+//!
+//! Either way a pair is only put in service when it may be served now
+//! ([`lbc_model::webhook_cert::swap`]): a half-written or expired pair never replaces a working
+//! one, and no handshake is ever completed with an expired certificate. When the pair changes,
+//! every open connection is told to go away (HTTP/2 GOAWAY, HTTP/1.1 `Connection: close` after
+//! the request in flight): requests in flight finish, and clients (the API server) handshake
+//! again, with the new certificate, for their next request.
 
 use axum::Router;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
+use jiff::Timestamp;
+use lbc_model::webhook_cert::{NotServing, Swap, Validity, serving, swap};
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
+use sha2::{Digest, Sha256};
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 use tokio::net::TcpListener;
+use tokio::sync::{mpsc, watch};
 use tokio_rustls::TlsAcceptor;
 use tracing::{debug, info, warn};
 
@@ -34,15 +46,23 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Longest a graceful stop waits for requests in flight.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
-/// Where to listen and where the certificate is.
+/// Where to listen and where the certificate comes from.
 #[derive(Clone, Debug)]
 pub struct ServeConfig {
-    /// `0.0.0.0:<--webhook-bind-port>` (9443 by default).
+    /// `<--webhook-bind-host>:<--webhook-bind-port>` (`0.0.0.0:9443` by default).
     pub bind: SocketAddr,
-    /// `<--webhook-cert-dir>/<--webhook-cert-file>`: PEM certificate chain, leaf first.
-    pub cert_file: PathBuf,
-    /// `<--webhook-cert-dir>/<--webhook-key-file>`: PEM private key (PKCS#8, PKCS#1 or SEC1).
-    pub key_file: PathBuf,
+    pub source: CertSource,
+}
+
+/// Where the served pair comes from.
+#[derive(Clone, Debug)]
+pub enum CertSource {
+    /// `<--webhook-cert-dir>/<--webhook-cert-file>` (PEM chain, leaf first) and
+    /// `<--webhook-cert-dir>/<--webhook-key-file>` (PEM key: PKCS#8, PKCS#1 or SEC1), re-read
+    /// every [`CERT_RELOAD_INTERVAL`].
+    Files { cert_file: PathBuf, key_file: PathBuf },
+    /// Pairs installed by the caller into this handle.
+    Managed(ServingCert),
 }
 
 /// Why the webhook server is not serving.
@@ -67,6 +87,139 @@ pub enum ServeError {
     Tls(String),
 }
 
+/// A certificate chain with its matching key, ready to serve.
+#[derive(Clone)]
+pub struct ServingPair {
+    key: Arc<CertifiedKey>,
+    validity: Validity,
+    fingerprint: String,
+}
+
+impl std::fmt::Debug for ServingPair {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServingPair").field("fingerprint", &self.fingerprint).field("validity", &self.validity).finish()
+    }
+}
+
+impl ServingPair {
+    /// Parses a PEM certificate chain (leaf first) and key and checks that they belong together.
+    pub fn from_pem(cert_pem: &[u8], key_pem: &[u8]) -> Result<Self, String> {
+        let provider = rustls::crypto::aws_lc_rs::default_provider();
+        Self::parse(cert_pem, key_pem, &provider)
+    }
+
+    fn parse(cert_pem: &[u8], key_pem: &[u8], provider: &CryptoProvider) -> Result<Self, String> {
+        let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(cert_pem)
+            .collect::<Result<_, _>>()
+            .map_err(|e| format!("certificate is not valid PEM: {e}"))?;
+        let Some(leaf) = chain.first() else {
+            return Err("certificate holds no PEM CERTIFICATE block".into());
+        };
+        let validity = validity_of(leaf)?;
+        let fingerprint = fingerprint(leaf);
+        let key =
+            PrivateKeyDer::from_pem_slice(key_pem).map_err(|e| format!("key holds no usable private key: {e}"))?;
+        let key = CertifiedKey::from_der(chain, key, provider)
+            .map_err(|e| format!("certificate and key do not work together: {e}"))?;
+        Ok(Self { key: Arc::new(key), validity, fingerprint })
+    }
+
+    pub fn validity(&self) -> Validity {
+        self.validity
+    }
+
+    /// SHA-256 of the leaf's DER, hex.
+    pub fn fingerprint(&self) -> &str {
+        &self.fingerprint
+    }
+}
+
+/// SHA-256 of a certificate's DER, lower-case hex (how certificates are named in logs and in
+/// [`lbc_model::webhook_cert`]).
+pub fn fingerprint(der: &[u8]) -> String {
+    hex::encode(Sha256::digest(der))
+}
+
+/// The validity window of a DER certificate.
+pub fn validity_of(der: &[u8]) -> Result<Validity, String> {
+    let (_, cert) =
+        x509_parser::parse_x509_certificate(der).map_err(|e| format!("certificate does not parse as X.509: {e}"))?;
+    let at = |t: x509_parser::time::ASN1Time| {
+        Timestamp::from_second(t.timestamp()).map_err(|e| format!("certificate validity out of range: {e}"))
+    };
+    Ok(Validity { not_before: at(cert.validity().not_before)?, not_after: at(cert.validity().not_after)? })
+}
+
+/// The pair in service, shared by the TLS server (every handshake) and whoever installs pairs.
+/// Cloning gives another handle to the same pair.
+#[derive(Clone)]
+pub struct ServingCert {
+    current: Arc<RwLock<Option<ServingPair>>>,
+    /// Bumped on every change: open connections are then told to go away.
+    generation: Arc<watch::Sender<u64>>,
+}
+
+impl Default for ServingCert {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for ServingCert {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("ServingCert").field(&self.current()).finish()
+    }
+}
+
+impl ServingCert {
+    /// No pair yet: handshakes fail until one is installed.
+    pub fn new() -> Self {
+        Self { current: Arc::new(RwLock::new(None)), generation: Arc::new(watch::channel(0).0) }
+    }
+
+    /// The pair in service.
+    pub fn current(&self) -> Option<ServingPair> {
+        self.current.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Offers `pair` (None: the source holds none) at `now`: it is put in service when it may be
+    /// served; else the pair in service stays while it is valid; else nothing is served. Returns
+    /// what happened. Installing the pair already in service changes nothing.
+    pub fn offer(&self, pair: Option<ServingPair>, now: Timestamp) -> Swap {
+        let mut current = self.current.write().unwrap_or_else(PoisonError::into_inner);
+        let decision = swap(pair.as_ref().map(|p| &p.validity), current.as_ref().map(|p| &p.validity), now);
+        let next = match decision {
+            Swap::Install => pair,
+            Swap::Keep => return Swap::Keep,
+            Swap::Clear => None,
+        };
+        let changed = next.as_ref().map(ServingPair::fingerprint) != current.as_ref().map(ServingPair::fingerprint);
+        *current = next;
+        drop(current);
+        if changed {
+            self.generation.send_modify(|g| *g += 1);
+        }
+        decision
+    }
+
+    /// Whether a valid pair is in service at `now` (readiness).
+    pub fn check(&self, now: Timestamp) -> Result<(), NotServing> {
+        serving(self.current().as_ref().map(|p| &p.validity), now)
+    }
+
+    fn resolve(&self) -> Option<Arc<CertifiedKey>> {
+        let current = self.current.read().unwrap_or_else(PoisonError::into_inner);
+        let pair = current.as_ref()?;
+        // Never an expired pair, even between two offers.
+        serving(Some(&pair.validity), Timestamp::now()).ok()?;
+        Some(pair.key.clone())
+    }
+
+    fn changes(&self) -> watch::Receiver<u64> {
+        self.generation.subscribe()
+    }
+}
+
 /// Serves `router` over TLS until `shutdown` completes, then stops accepting and waits (a
 /// bounded time) for requests in flight. Same as [`WebhookServer::bind`] then
 /// [`WebhookServer::run`].
@@ -78,50 +231,61 @@ pub async fn serve(
     WebhookServer::bind(cfg).await?.run(router, shutdown).await
 }
 
-/// A bound webhook listener with its certificate loaded.
+/// A bound webhook listener.
 pub struct WebhookServer {
     listener: TcpListener,
     acceptor: TlsAcceptor,
-    reloader: CertReloader,
+    serving: ServingCert,
+    reloader: Option<FileReloader>,
     local_addr: SocketAddr,
 }
 
 impl WebhookServer {
-    /// Loads the certificate and binds the port.
+    /// Binds the port; with [`CertSource::Files`], loads the pair first.
     pub async fn bind(cfg: ServeConfig) -> Result<Self, ServeError> {
-        let exists = |p: &Path| std::fs::metadata(p).is_ok();
-        if !exists(&cfg.cert_file) || !exists(&cfg.key_file) {
-            return Err(ServeError::CertificateMissing { cert_file: cfg.cert_file, key_file: cfg.key_file });
-        }
         let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-        let loaded = match read_pair(&cfg.cert_file, &cfg.key_file).await {
-            Ok((c, k)) => certified_key(&c, &k, &provider).map(|ck| (c, k, ck)),
-            Err(e) => Err(e),
+        let (serving, reloader) = match cfg.source {
+            CertSource::Managed(serving) => (serving, None),
+            CertSource::Files { cert_file, key_file } => {
+                let exists = |p: &Path| std::fs::metadata(p).is_ok();
+                if !exists(&cert_file) || !exists(&key_file) {
+                    return Err(ServeError::CertificateMissing { cert_file, key_file });
+                }
+                let loaded = match read_pair(&cert_file, &key_file).await {
+                    Ok((c, k)) => ServingPair::parse(&c, &k, &provider).map(|p| (c, k, p)),
+                    Err(e) => Err(e),
+                };
+                let (cert_pem, key_pem, pair) = loaded.map_err(|reason| ServeError::Certificate {
+                    cert_file: cert_file.clone(),
+                    key_file: key_file.clone(),
+                    reason,
+                })?;
+                let serving = ServingCert::new();
+                if serving.offer(Some(pair), Timestamp::now()) != Swap::Install {
+                    warn!(cert = %cert_file.display(), "webhook certificate is not valid now; handshakes fail until it is replaced");
+                }
+                let reloader = FileReloader {
+                    cert_file,
+                    key_file,
+                    provider: provider.clone(),
+                    serving: serving.clone(),
+                    current: (cert_pem, key_pem),
+                    last_error: None,
+                };
+                (serving, Some(reloader))
+            }
         };
-        let (cert_pem, key_pem, ck) = loaded.map_err(|reason| ServeError::Certificate {
-            cert_file: cfg.cert_file.clone(),
-            key_file: cfg.key_file.clone(),
-            reason,
-        })?;
-        let resolver = Arc::new(Resolver(RwLock::new(Arc::new(ck))));
-        let mut tls = rustls::ServerConfig::builder_with_provider(provider.clone())
+        let resolver = Arc::new(Resolver(serving.clone()));
+        let mut tls = rustls::ServerConfig::builder_with_provider(provider)
             .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
             .map_err(|e| ServeError::Tls(e.to_string()))?
             .with_no_client_auth()
-            .with_cert_resolver(resolver.clone());
+            .with_cert_resolver(resolver);
         tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         let listener =
             TcpListener::bind(cfg.bind).await.map_err(|source| ServeError::Bind { addr: cfg.bind, source })?;
         let local_addr = listener.local_addr().map_err(|source| ServeError::Bind { addr: cfg.bind, source })?;
-        let reloader = CertReloader {
-            cert_file: cfg.cert_file,
-            key_file: cfg.key_file,
-            provider,
-            resolver,
-            current: (cert_pem, key_pem),
-            last_error: None,
-        };
-        Ok(Self { listener, acceptor: TlsAcceptor::from(Arc::new(tls)), reloader, local_addr })
+        Ok(Self { listener, acceptor: TlsAcceptor::from(Arc::new(tls)), serving, reloader, local_addr })
     }
 
     /// The address actually bound (useful with port 0).
@@ -129,25 +293,39 @@ impl WebhookServer {
         self.local_addr
     }
 
+    /// The pair in service.
+    pub fn serving(&self) -> &ServingCert {
+        &self.serving
+    }
+
     /// Serves until `shutdown` completes.
     pub async fn run(self, router: Router, shutdown: impl Future<Output = ()> + Send) -> Result<(), ServeError> {
-        let Self { listener, acceptor, mut reloader, local_addr } = self;
-        info!(
-            addr = %local_addr,
-            cert = %reloader.cert_file.display(),
-            "webhook server listening (TLS 1.2+, certificate reloaded on change)"
-        );
+        let Self { listener, acceptor, serving, mut reloader, local_addr } = self;
+        match &reloader {
+            Some(r) => info!(
+                addr = %local_addr,
+                cert = %r.cert_file.display(),
+                "webhook server listening (TLS 1.2+, certificate files re-read on change)"
+            ),
+            None => info!(addr = %local_addr, "webhook server listening (TLS 1.2+, certificate from the controller)"),
+        }
         let mut builder = auto::Builder::new(TokioExecutor::new());
         builder.http1().timer(TokioTimer::new());
         builder.http2().timer(TokioTimer::new());
-        let graceful = GracefulShutdown::new();
+        // Connections stop (gracefully) when the server stops; each task holds a `done` sender.
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let (done_tx, mut done_rx) = mpsc::channel::<()>(1);
         let mut reload = tokio::time::interval(CERT_RELOAD_INTERVAL);
         reload.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         tokio::pin!(shutdown);
         loop {
             tokio::select! {
                 () = &mut shutdown => break,
-                _ = reload.tick() => reloader.check().await,
+                _ = reload.tick() => {
+                    if let Some(r) = reloader.as_mut() {
+                        r.check().await;
+                    }
+                }
                 accepted = listener.accept() => {
                     let (tcp, peer) = match accepted {
                         Ok(a) => a,
@@ -158,67 +336,97 @@ impl WebhookServer {
                             continue;
                         }
                     };
-                    let acceptor = acceptor.clone();
-                    let builder = builder.clone();
-                    let service = TowerToHyperService::new(router.clone());
-                    let watcher = graceful.watcher();
-                    tokio::spawn(async move {
-                        let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
-                            Ok(Ok(tls)) => tls,
-                            Ok(Err(e)) => {
-                                debug!(%peer, error = %e, "webhook TLS handshake failed");
-                                return;
-                            }
-                            Err(_) => {
-                                debug!(%peer, "webhook TLS handshake timed out");
-                                return;
-                            }
-                        };
-                        let conn = builder.serve_connection(TokioIo::new(tls), service).into_owned();
-                        if let Err(e) = watcher.watch(conn).await {
-                            debug!(%peer, error = %e, "webhook connection ended with an error");
-                        }
-                    });
+                    let conn = Conn {
+                        acceptor: acceptor.clone(),
+                        builder: builder.clone(),
+                        service: TowerToHyperService::new(router.clone()),
+                        // Subscribed before the handshake: a change during it still closes the connection.
+                        changes: serving.changes(),
+                        stop: stop_rx.clone(),
+                        _done: done_tx.clone(),
+                    };
+                    tokio::spawn(conn.serve(tcp, peer));
                 }
             }
         }
         drop(listener);
         info!("webhook server stopping: no new connections, waiting for requests in flight");
-        if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown()).await.is_err() {
+        let _ = stop_tx.send(true);
+        drop(done_tx);
+        if tokio::time::timeout(SHUTDOWN_GRACE, done_rx.recv()).await.is_err() {
             warn!("webhook server: requests still in flight after {SHUTDOWN_GRACE:?}, stopping anyway");
         }
         Ok(())
     }
 }
 
-/// Hands the current certificate to every handshake.
-#[derive(Debug)]
-struct Resolver(RwLock<Arc<CertifiedKey>>);
+/// One accepted connection.
+struct Conn {
+    acceptor: TlsAcceptor,
+    builder: auto::Builder<TokioExecutor>,
+    service: TowerToHyperService<Router>,
+    changes: watch::Receiver<u64>,
+    stop: watch::Receiver<bool>,
+    /// Dropped when the connection ends: the server's stop waits for all of them.
+    _done: mpsc::Sender<()>,
+}
 
-impl Resolver {
-    fn set(&self, ck: CertifiedKey) {
-        *self.0.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(ck);
+impl Conn {
+    async fn serve(self, tcp: tokio::net::TcpStream, peer: SocketAddr) {
+        let Self { acceptor, builder, service, mut changes, mut stop, _done } = self;
+        let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
+            Ok(Ok(tls)) => tls,
+            Ok(Err(e)) => {
+                debug!(%peer, error = %e, "webhook TLS handshake failed");
+                return;
+            }
+            Err(_) => {
+                debug!(%peer, "webhook TLS handshake timed out");
+                return;
+            }
+        };
+        let conn = builder.serve_connection(TokioIo::new(tls), service).into_owned();
+        tokio::pin!(conn);
+        let why = tokio::select! {
+            res = conn.as_mut() => {
+                if let Err(e) = res {
+                    debug!(%peer, error = %e, "webhook connection ended with an error");
+                }
+                return;
+            }
+            Ok(()) = changes.changed() => "certificate changed",
+            _ = stop.wait_for(|s| *s) => "server stopping",
+        };
+        debug!(%peer, why, "webhook connection: asking the client to go away after the requests in flight");
+        conn.as_mut().graceful_shutdown();
+        if let Err(e) = conn.await {
+            debug!(%peer, error = %e, "webhook connection ended with an error");
+        }
     }
 }
+
+/// Hands the pair in service to every handshake (none: the handshake fails).
+#[derive(Debug)]
+struct Resolver(ServingCert);
 
 impl ResolvesServerCert for Resolver {
     fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
-        Some(self.0.read().unwrap_or_else(PoisonError::into_inner).clone())
+        self.0.resolve()
     }
 }
 
-struct CertReloader {
+struct FileReloader {
     cert_file: PathBuf,
     key_file: PathBuf,
     provider: Arc<CryptoProvider>,
-    resolver: Arc<Resolver>,
-    /// PEM bytes of the pair in use.
+    serving: ServingCert,
+    /// PEM bytes of the pair last read.
     current: (Vec<u8>, Vec<u8>),
     /// Last reload error reported (each distinct error is logged once).
     last_error: Option<String>,
 }
 
-impl CertReloader {
+impl FileReloader {
     async fn check(&mut self) {
         let (cert, key) = match read_pair(&self.cert_file, &self.key_file).await {
             Ok(pair) => pair,
@@ -227,12 +435,17 @@ impl CertReloader {
         if (&cert, &key) == (&self.current.0, &self.current.1) {
             return;
         }
-        match certified_key(&cert, &key, &self.provider) {
-            Ok(ck) => {
-                self.resolver.set(ck);
-                self.current = (cert, key);
-                self.last_error = None;
-                info!(cert = %self.cert_file.display(), "webhook certificate reloaded");
+        match ServingPair::parse(&cert, &key, &self.provider) {
+            Ok(pair) => {
+                let fp = pair.fingerprint().to_string();
+                match self.serving.offer(Some(pair), Timestamp::now()) {
+                    Swap::Install => {
+                        self.current = (cert, key);
+                        self.last_error = None;
+                        info!(cert = %self.cert_file.display(), fingerprint = %fp, "webhook certificate reloaded");
+                    }
+                    _ => self.report(format!("certificate {fp} is not valid now")),
+                }
             }
             Err(e) => self.report(e),
         }
@@ -255,17 +468,4 @@ async fn read_pair(cert_file: &Path, key_file: &Path) -> Result<(Vec<u8>, Vec<u8
     let cert = tokio::fs::read(cert_file).await.map_err(|e| format!("cannot read {}: {e}", cert_file.display()))?;
     let key = tokio::fs::read(key_file).await.map_err(|e| format!("cannot read {}: {e}", key_file.display()))?;
     Ok((cert, key))
-}
-
-/// Parses a PEM certificate chain and key and checks that they belong together.
-fn certified_key(cert_pem: &[u8], key_pem: &[u8], provider: &CryptoProvider) -> Result<CertifiedKey, String> {
-    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(cert_pem)
-        .collect::<Result<_, _>>()
-        .map_err(|e| format!("certificate file is not valid PEM: {e}"))?;
-    if chain.is_empty() {
-        return Err("certificate file holds no PEM CERTIFICATE block".into());
-    }
-    let key =
-        PrivateKeyDer::from_pem_slice(key_pem).map_err(|e| format!("key file holds no usable private key: {e}"))?;
-    CertifiedKey::from_der(chain, key, provider).map_err(|e| format!("certificate and key do not work together: {e}"))
 }

@@ -1,13 +1,15 @@
-//! The TLS server: a self-signed certificate made here, a client that trusts it, and a
-//! rotation on disk picked up without a restart.
+//! The TLS server: a self-signed certificate made here, a client that trusts it, a rotation on
+//! disk picked up without a restart, and pairs installed by the caller (the controller-managed
+//! mode): swapped in, never served expired, open connections told to go away on a change.
 
 use axum::body::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
 use lbc_aws::fake::{FakeAccounts, FakeElbV2};
+use lbc_model::webhook_cert::{NotServing, Swap};
 use lbc_webhook::{
-    CERT_RELOAD_INTERVAL, PATH_MUTATE_POD, ServeConfig, ServeError, StaticClusterView, WebhookConfig, WebhookServer,
-    WebhookState, router,
+    CERT_RELOAD_INTERVAL, CertSource, PATH_MUTATE_POD, ServeConfig, ServeError, ServingCert, ServingPair,
+    StaticClusterView, WebhookConfig, WebhookServer, WebhookState, router,
 };
 use rustls::pki_types::{CertificateDer, ServerName};
 use std::net::SocketAddr;
@@ -34,7 +36,10 @@ impl TempDir {
         self.0.join("tls.key")
     }
     fn config(&self) -> ServeConfig {
-        ServeConfig { bind: "127.0.0.1:0".parse().unwrap(), cert_file: self.cert(), key_file: self.key() }
+        ServeConfig {
+            bind: "127.0.0.1:0".parse().unwrap(),
+            source: CertSource::Files { cert_file: self.cert(), key_file: self.key() },
+        }
     }
 }
 
@@ -174,14 +179,114 @@ async fn serves_tls_and_picks_up_a_rotated_certificate() {
     // A client that only trusts A is now refused...
     let refused = connect(addr, &fresh_a()).await.expect_err("certificate A still served");
     assert!(refused.to_string().contains("invalid peer certificate"), "{refused}");
-    // ...while the connection opened before the rotation keeps working.
-    assert_eq!(request(&mut kept, "GET", "/healthz", vec![]).await, (200, "ok".to_string()));
+    // ...and the idle connection opened before the rotation was closed by the server: the client's
+    // next request handshakes again and meets B.
+    closed_soon(&mut kept).await;
 
     // Graceful stop.
     stop_tx.send(()).unwrap();
     let result = tokio::time::timeout(Duration::from_secs(15), running).await.expect("server did not stop").unwrap();
     assert!(result.is_ok(), "{result:?}");
     assert!(TcpStream::connect(addr).await.is_err(), "still accepting after shutdown");
+}
+
+/// Waits (up to 5 s) until the server has closed the connection behind `sender`.
+async fn closed_soon(sender: &mut Sender) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !sender.is_closed() {
+        assert!(Instant::now() < deadline, "the server kept the connection open");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A pair valid from `from` to `to` seconds around now, for `localhost`.
+fn pair_valid(from: i64, to: i64) -> (ServingPair, Vec<u8>) {
+    let key = rcgen::KeyPair::generate().unwrap();
+    let mut params = rcgen::CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
+    params.not_before = time::OffsetDateTime::from_unix_timestamp(now + from).unwrap();
+    params.not_after = time::OffsetDateTime::from_unix_timestamp(now + to).unwrap();
+    let cert = params.self_signed(&key).unwrap();
+    let pair = ServingPair::from_pem(cert.pem().as_bytes(), key.serialize_pem().as_bytes()).unwrap();
+    (pair, cert.der().to_vec())
+}
+
+type H2Sender = hyper::client::conn::http2::SendRequest<Full<Bytes>>;
+
+async fn http2(tls: TlsStream<TcpStream>) -> (H2Sender, tokio::task::JoinHandle<()>) {
+    let (sender, conn) =
+        hyper::client::conn::http2::handshake(hyper_util::rt::TokioExecutor::new(), TokioIo::new(tls)).await.unwrap();
+    let task = tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    (sender, task)
+}
+
+#[tokio::test]
+async fn managed_pairs_swap_in_place_and_old_connections_go_away() {
+    let serving = ServingCert::new();
+    let cfg = ServeConfig { bind: "127.0.0.1:0".parse().unwrap(), source: CertSource::Managed(serving.clone()) };
+    let server = WebhookServer::bind(cfg).await.expect("listens without a certificate");
+    let addr = server.local_addr();
+    // A slow route: a request in flight across a swap.
+    let app = test_router().route(
+        "/slow",
+        axum::routing::get(|| async {
+            tokio::time::sleep(Duration::from_millis(800)).await;
+            "slow ok"
+        }),
+    );
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(server.run(app, async move {
+        let _ = stop_rx.await;
+    }));
+
+    // Nothing installed: not ready, and no handshake completes.
+    assert_eq!(serving.check(jiff::Timestamp::now()), Err(NotServing::NoCertificate));
+    let (pair_a, der_a) = pair_valid(-60, 3600);
+    let h2 = |der: &[u8]| client(der, &[&rustls::version::TLS13], &[b"h2"]);
+    assert!(connect(addr, &h2(&der_a)).await.is_err(), "a handshake without a certificate");
+
+    // A installed: served.
+    assert_eq!(serving.offer(Some(pair_a.clone()), jiff::Timestamp::now()), Swap::Install);
+    assert_eq!(serving.check(jiff::Timestamp::now()), Ok(()));
+    let tls = connect(addr, &h2(&der_a)).await.unwrap();
+    assert_eq!(peer_cert(&tls), der_a);
+    let (mut old, old_conn) = http2(tls).await;
+    let get = |path: &str| {
+        hyper::Request::builder().uri(format!("https://localhost{path}")).body(Full::new(Bytes::new())).unwrap()
+    };
+    let in_flight = tokio::spawn(old.send_request(get("/slow")));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    // An expired pair or none at all never replaces A.
+    let (expired, _) = pair_valid(-7200, -3600);
+    assert_eq!(serving.offer(Some(expired), jiff::Timestamp::now()), Swap::Keep);
+    assert_eq!(serving.offer(None, jiff::Timestamp::now()), Swap::Keep);
+    assert_eq!(serving.current().unwrap().fingerprint(), pair_a.fingerprint());
+
+    // B swapped in while the slow request is in flight: it completes on the old connection, which
+    // then closes (HTTP/2 GOAWAY); new handshakes get B.
+    let (pair_b, der_b) = pair_valid(-60, 3600);
+    assert_eq!(serving.offer(Some(pair_b), jiff::Timestamp::now()), Swap::Install);
+    let resp = in_flight.await.unwrap().expect("the request in flight completes");
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.into_body().collect().await.unwrap().to_bytes(), "slow ok");
+    tokio::time::timeout(Duration::from_secs(5), old_conn).await.expect("old connection closed by the server").unwrap();
+    assert!(old.send_request(get("/healthz")).await.is_err(), "no new request on the old connection");
+    assert_eq!(peer_cert(&connect(addr, &h2(&der_b)).await.unwrap()), der_b);
+
+    // A pair that expires while in service stops being served, and readiness says so.
+    let (short, der_short) = pair_valid(-60, 2);
+    assert_eq!(serving.offer(Some(short), jiff::Timestamp::now()), Swap::Install);
+    assert!(connect(addr, &h2(&der_short)).await.is_ok());
+    tokio::time::sleep(Duration::from_millis(3100)).await;
+    assert!(matches!(serving.check(jiff::Timestamp::now()), Err(NotServing::Expired(_))));
+    assert!(connect(addr, &h2(&der_short)).await.is_err(), "an expired certificate was served");
+
+    stop_tx.send(()).unwrap();
+    let result = tokio::time::timeout(Duration::from_secs(15), running).await.expect("server did not stop").unwrap();
+    assert!(result.is_ok(), "{result:?}");
 }
 
 #[tokio::test]
