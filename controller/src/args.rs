@@ -56,7 +56,11 @@ pub fn assess_albc(args: &Args, given: &[GivenFlag]) -> Result<(FeatureGates, Ve
 }
 
 #[derive(Parser, Debug, Clone)]
-#[command(name = "aws-lb-controller", version, about = "Keeps AWS NLB/ALB IP target groups in sync with pod IPs")]
+#[command(
+    name = "aws-lb-controller",
+    version = crate::build_info::LONG_VERSION,
+    about = "Keeps AWS NLB/ALB IP target groups in sync with pod IPs"
+)]
 pub struct Args {
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -195,6 +199,51 @@ pub struct Args {
 
     #[arg(long, default_value = "tls.key")]
     pub webhook_key_file: String,
+
+    /// Where the webhook serving certificate comes from: `files` (the files above: a Secret
+    /// volume, cert-manager, your own) or `controller` (the controller keeps a CA and serving
+    /// certificate in --webhook-cert-secret and sets the caBundle of its webhook configurations).
+    #[arg(long, value_enum, default_value_t = WebhookCertMode::Files)]
+    pub webhook_cert_mode: WebhookCertMode,
+
+    /// controller mode: the Secret holding the CA and serving certificate (created when missing).
+    #[arg(long, default_value = "")]
+    pub webhook_cert_secret: String,
+
+    /// controller mode: the namespace of --webhook-cert-secret.
+    #[arg(long, env = "POD_NAMESPACE", default_value = "")]
+    pub webhook_cert_secret_namespace: String,
+
+    /// controller mode: the serving certificate's names, comma-separated (the webhook Service's
+    /// DNS names; IP addresses are accepted too).
+    #[arg(long, default_value = "")]
+    pub webhook_cert_dns_names: String,
+
+    /// controller mode: the MutatingWebhookConfiguration whose webhooks get the CA bundle.
+    #[arg(long, default_value = "")]
+    pub mutating_webhook_configuration: String,
+
+    /// controller mode: the ValidatingWebhookConfiguration whose webhooks get the CA bundle.
+    #[arg(long, default_value = "")]
+    pub validating_webhook_configuration: String,
+
+    /// controller mode: lifetime of a CA (a new one is rolled in with a third of it left).
+    #[arg(long, default_value = "87600h", value_parser = parse_duration)]
+    pub webhook_cert_ca_lifetime: Duration,
+
+    /// controller mode: lifetime of a serving certificate (renewed from the same CA with a third left).
+    #[arg(long, default_value = "8760h", value_parser = parse_duration)]
+    pub webhook_cert_lifetime: Duration,
+
+    /// controller mode: how long every webhook must have trusted a new CA before a serving
+    /// certificate from it is served.
+    #[arg(long, hide = true, default_value = "60s", value_parser = parse_duration)]
+    pub webhook_cert_settle: Duration,
+
+    /// controller mode: how long after the serving certificate from the current CA was written
+    /// the older CAs leave the bundle.
+    #[arg(long, hide = true, default_value = "1h", value_parser = parse_duration)]
+    pub webhook_cert_retire_after: Duration,
 
     /// Inject readiness gates into new pods of labelled namespaces (pod webhook).
     #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool, action = clap::ArgAction::Set)]
@@ -492,6 +541,15 @@ fn default_cert_dir() -> String {
 fn parse_addr(s: &str) -> Result<SocketAddr, String> {
     let full = if s.starts_with(':') { format!("0.0.0.0{s}") } else { s.to_string() };
     full.parse().map_err(|_| format!("invalid address {s:?}: expected host:port or :port"))
+}
+
+/// `--webhook-cert-mode`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum WebhookCertMode {
+    /// The certificate and key files in `--webhook-cert-dir`, re-read on change.
+    Files,
+    /// A CA and serving certificate the controller keeps in a Secret.
+    Controller,
 }
 
 fn parse_duration_or_zero(s: &str) -> Result<Duration, String> {

@@ -4,6 +4,7 @@ mod admin;
 mod args;
 mod backend_sg;
 mod backoff;
+mod build_info;
 mod context;
 mod credentials;
 mod doctor;
@@ -46,6 +47,12 @@ async fn main() -> anyhow::Result<()> {
         None => {}
     }
     let telemetry = telemetry::init(&args)?;
+    tracing::info!(
+        version = build_info::VERSION,
+        revision = build_info::REVISION,
+        tree_state = build_info::TREE_STATE,
+        "aws-lb-controller starting"
+    );
     let res = run::run(args, albc_only).await;
     telemetry.shutdown().await;
     res

@@ -50,6 +50,22 @@ pub struct ResourceLabel {
     pub resource: &'static str,
 }
 
+/// `aws_lb_controller_build_info`'s labels: what this binary is ([`crate::build_info`]).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct BuildInfoLabels {
+    pub version: &'static str,
+    pub revision: &'static str,
+    pub tree_state: &'static str,
+    pub rustc: &'static str,
+}
+
+impl BuildInfoLabels {
+    fn of_this_binary() -> Self {
+        use crate::build_info::{REVISION, RUSTC, TREE_STATE, VERSION};
+        Self { version: VERSION, revision: REVISION, tree_state: TREE_STATE, rustc: RUSTC }
+    }
+}
+
 /// Exemplar of a histogram bucket: the trace of the observation (`--otlp-endpoint` set and the
 /// trace sampled), so Grafana links a slow bucket to its trace in Tempo.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -405,6 +421,13 @@ impl Metrics {
         m.aws.register(&mut r);
         m.albc.register(&mut r);
         r.register_collector(Box::new(process::ProcessCollector));
+        let build_info = Family::<BuildInfoLabels, Gauge>::default();
+        build_info.get_or_create(&BuildInfoLabels::of_this_binary()).set(1);
+        r.register(
+            "aws_lb_controller_build_info",
+            "Always 1; the labels say which build this process runs",
+            build_info,
+        );
         let a = r.sub_registry_with_prefix("awslbc");
         a.register("reconcile_duration_seconds", "Duration of one reconcile", m.reconcile_duration.clone());
         a.register("reconcile_errors", "Failed reconciles by error category", m.reconcile_errors.clone());
@@ -551,6 +574,19 @@ mod tests {
         // A controller ALBC lacks feeds only ours.
         m.reconcile_failed("backend-rules", "other");
         assert!(!m.encode().contains("awslbc_controller_reconcile_errors_total{controller=\"backend-rules\""));
+    }
+
+    #[test]
+    fn build_info_is_one_series_naming_this_build() {
+        use crate::build_info::{REVISION, RUSTC, TREE_STATE, VERSION};
+        let text = Metrics::new().encode();
+        let series: Vec<_> = text.lines().filter(|l| l.starts_with("aws_lb_controller_build_info")).collect();
+        let want = format!(
+            "aws_lb_controller_build_info{{version=\"{VERSION}\",revision=\"{REVISION}\",tree_state=\"{TREE_STATE}\",\
+             rustc=\"{RUSTC}\"}} 1"
+        );
+        assert_eq!(series, [want.as_str()], "in\n{text}");
+        assert!(text.contains("# TYPE aws_lb_controller_build_info gauge"), "{text}");
     }
 
     #[test]
