@@ -163,8 +163,21 @@ async def http_requests(reader: asyncio.StreamReader, writer: asyncio.StreamWrit
     return count
 
 
+CONNECTIONS: set[asyncio.Task] = set()
+
+
 def handler(kind: str, upstream: tuple[str, int]):
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        CONNECTIONS.add(task)
+        try:
+            await relay(reader, writer)
+        except asyncio.CancelledError:
+            writer.close()  # shutting down
+        finally:
+            CONNECTIONS.discard(task)
+
+    async def relay(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername") or ("?", 0)
         client = f"{peer[0]}:{peer[1]}"
         log(f"accept {kind} {client} -> {upstream[0]}:{upstream[1]}")
@@ -178,9 +191,11 @@ def handler(kind: str, upstream: tuple[str, int]):
             sent = asyncio.create_task(http_requests(reader, up_writer, str(peer[0])))
         else:
             sent = asyncio.create_task(pipe(reader, up_writer))
-        received = await pipe(up_reader, writer)
-        # The upstream closed: the client gets no more answers, so its side is done too.
-        sent.cancel()
+        try:
+            received = await pipe(up_reader, writer)
+        finally:
+            # The upstream closed (or we are stopping): the client gets no more answers, its side is done too.
+            sent.cancel()
         try:
             detail = await sent
             detail = f"{detail} requests" if kind == "http" else f"{detail} bytes up"
@@ -218,6 +233,9 @@ async def main() -> int:
     await stop.wait()
     for srv in servers:
         srv.close()
+    for task in list(CONNECTIONS):
+        task.cancel()
+    await asyncio.gather(*CONNECTIONS, return_exceptions=True)
     log("stopped")
     return 0
 

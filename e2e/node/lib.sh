@@ -435,10 +435,13 @@ node_running() { alive kubelet "$NODE_DIR/kubelet.yaml" || alive containerd "$NO
 # restart containers), then every container (runc), containerd and its shims, then the mounts (pod volumes,
 # network namespaces, container root filesystems) before anything under e2e/.run/node may be deleted.
 node_down() {
-  local name pid f id mnt left d k
+  local name pid f id mnt left d k v
   [ -d "$NODE_DIR" ] || return 0
   [ -s "$NODE_DIR/offset" ] && node_vars "$(cat "$NODE_DIR/offset")"
-  for name in kube-scheduler node-forward kubelet; do node_stop "$name"; done
+  # ~2 s each to exit, so at once (waiting for these jobs only: e2e/up's servers are background jobs too)
+  local stoppers=()
+  for name in kube-scheduler node-forward kubelet; do node_stop "$name" & stoppers+=($!); done
+  wait "${stoppers[@]}"
   if [ -d "$NODE_DIR/runc/k8s.io" ]; then
     for id in $(runc --root "$NODE_DIR/runc/k8s.io" list -q 2>/dev/null); do
       runc --root "$NODE_DIR/runc/k8s.io" delete --force "$id" >/dev/null 2>&1 || true

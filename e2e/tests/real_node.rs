@@ -238,3 +238,67 @@ async fn real_node_runs_a_deployment_that_reaches_the_api_server_and_aws() {
 
     kube_util::delete_namespace(&client, &ns).await;
 }
+
+/// The API server calls a webhook named by a Service on an endpoint of that Service (its EndpointSlices), not
+/// on its ClusterIP (`--enable-aggregator-routing`; nothing routes ClusterIPs here). The Service's only endpoint
+/// is the node's forwarder to the API server itself: the call reaches a TLS server whose certificate does not
+/// name the Service, so it fails with that certificate's names (a ClusterIP call would time out instead).
+#[tokio::test]
+#[ignore = "end-to-end: needs the local environment with its real node (LBC_E2E_NODE=1 e2e/up); e2e/test-all runs it"]
+async fn service_webhooks_are_called_on_their_endpoints() {
+    use base64::Engine as _;
+    use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
+    use k8s_openapi::api::core::v1::{ConfigMap, Service};
+    use k8s_openapi::api::discovery::v1::EndpointSlice;
+
+    let Some(env) = node_env("service_webhooks_are_called_on_their_endpoints") else {
+        return;
+    };
+    let client = kube_util::client(&env).await;
+    let ns = unique("node-hook");
+    kube_util::namespace(&client, &ns, &[]).await;
+    let api_port: i32 = env.get("LBC_NODE_API_URL").rsplit(':').next().and_then(|p| p.parse().ok()).expect("port");
+    let svc = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "hook", "namespace": ns},
+        "spec": {"ports": [{"name": "https", "port": 443, "targetPort": api_port}]}});
+    Api::<Service>::namespaced(client.clone(), &ns)
+        .create(&PostParams::default(), &serde_json::from_value(svc).unwrap())
+        .await
+        .expect("create Service hook");
+    let slice = json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"name": "hook-1", "namespace": ns, "labels": {"kubernetes.io/service-name": "hook"}},
+        "addressType": "IPv4", "ports": [{"name": "https", "port": api_port, "protocol": "TCP"}],
+        "endpoints": [{"addresses": [env.get("LBC_NODE_HOST_IP")], "conditions": {"ready": true}}]});
+    Api::<EndpointSlice>::namespaced(client.clone(), &ns)
+        .create(&PostParams::default(), &serde_json::from_value(slice).unwrap())
+        .await
+        .expect("create EndpointSlice hook-1");
+    let ca = std::fs::read(env.get("LBC_KUBE_CA_FILE")).expect("CA");
+    let hook = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": ns},
+        "webhooks": [{"name": "probe.lbc-e2e.local",
+            "clientConfig": {"service": {"namespace": ns, "name": "hook", "port": 443, "path": "/lbc-e2e-webhook"},
+                             "caBundle": base64::engine::general_purpose::STANDARD.encode(&ca)},
+            "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}],
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}},
+            "failurePolicy": "Fail", "sideEffects": "None", "admissionReviewVersions": ["v1"], "timeoutSeconds": 5}]});
+    let hooks: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
+    hooks.create(&PostParams::default(), &serde_json::from_value(hook).unwrap()).await.expect("create webhook");
+
+    // The configuration reaches the API server's webhook cache within a moment: until then creates pass.
+    let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
+    let mut n = 0;
+    let err = eventually("a ConfigMap create refused by the webhook", 30, || {
+        n += 1;
+        let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": format!("c{n}")}})).unwrap();
+        let configmaps = configmaps.clone();
+        async move { configmaps.create(&PostParams::default(), &cm).await.err().map(|e| e.to_string()) }
+    })
+    .await;
+    let _ = hooks.delete(&ns, &Default::default()).await;
+    kube_util::delete_namespace(&client, &ns).await;
+    assert!(err.contains("failed calling webhook \"probe.lbc-e2e.local\""), "{err}");
+    assert!(
+        err.contains("x509: certificate is valid for") && err.contains(&format!("not hook.{ns}.svc")),
+        "the webhook call did not reach the Service's endpoint (the API server's own certificate): {err}"
+    );
+}
