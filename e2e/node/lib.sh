@@ -342,10 +342,12 @@ node_build_images() {
       --compression none --out "$NODE_IMAGES/pause-$PAUSE_VERSION.tar" >/dev/null || die "packaging the pause image failed"
     rm -rf "$tmp"
   fi
-  probe_tag="$( { sha256sum /bin/busybox "$BIN/kubectl" | cut -d' ' -f1; (cd "$E2E/node/probe" && find . -type f | sort | xargs sha256sum); \
-    stat -c '%n %a' "$E2E"/node/probe/www/cgi-bin/*; } | sha256sum | cut -c1-12)"
+  probe_tag="$( { sha256sum /bin/busybox "$BIN/kubectl" | cut -d' ' -f1
+    cd "$E2E/node/probe" && find . -type f | sort | xargs sha256sum && find . | sort | xargs stat -c '%n %a'
+  } | sha256sum | cut -c1-12)"
   PROBE_IMAGE="lbc-e2e.local/node-probe:$probe_tag"
   if [ ! -s "$NODE_IMAGES/node-probe-$probe_tag.tar" ]; then
+    rm -f "$NODE_IMAGES"/node-probe-*.tar  # earlier versions (~60 MB each)
     tmp="$(mktemp -d)" && chmod 755 "$tmp"
     mkdir -p "$tmp/bin" "$tmp/www" "$tmp/tmp"
     cp /bin/busybox "$BIN/kubectl" "$tmp/bin/" && ln -s busybox "$tmp/bin/sh"
