@@ -17,7 +17,8 @@ pub struct ControllerProc {
     pub access_key: String,
 }
 
-fn free_port() -> u16 {
+/// A TCP port free on 127.0.0.1 right now.
+pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
 }
 
@@ -36,6 +37,61 @@ pub fn binary() -> PathBuf {
     bin
 }
 
+/// The ports a controller listens on.
+#[derive(Clone, Copy, Debug)]
+pub struct Ports {
+    pub metrics: u16,
+    pub health: u16,
+    pub webhook: u16,
+}
+
+/// The flags a test's controller runs with: this environment's cluster, region, VPC and AWS endpoints, namespace
+/// `ns` only, lease `lease` in it, `ports` on 127.0.0.1, then `extra` (a flag of `extra` replaces the default it
+/// names: clap refuses a flag twice).
+pub fn flags(env: &Env, ns: &str, lease: &str, ports: Ports, extra: &[&str]) -> Vec<String> {
+    // A test may pose as another cluster (`--cluster-name=` in `extra`).
+    let cluster = (!extra.iter().any(|a| a.starts_with("--cluster-name=")))
+        .then(|| format!("--cluster-name={}", env.get("LBC_CLUSTER_NAME")));
+    // Backend security-group rules are cluster-wide (every rule with our description on the shared
+    // node security group), so controllers of concurrent tests, each watching its own namespace,
+    // would revoke each other's rules: off unless a test asks for it.
+    let backend_rules = (!extra.iter().any(|a| a.starts_with("--enable-backend-security-group-rules")))
+        .then(|| "--enable-backend-security-group-rules=false".to_string());
+    // The shared backend security group is per cluster name, created and deleted by whichever
+    // controller needs it: off unless a test asks for it (and then poses as its own cluster).
+    let backend_sg = (!extra.iter().any(|a| a.starts_with("--enable-backend-security-group=")))
+        .then(|| "--enable-backend-security-group=false".to_string());
+    let defaults = [
+        format!("--aws-region={}", env.get("AWS_REGION")),
+        format!("--aws-vpc-id={}", env.get("LBC_VPC_ID")),
+        format!(
+            "--aws-api-endpoints=Elastic Load Balancing v2={e},EC2={e},STS={e},ACM={e},WAFV2={e}",
+            e = env.aws_endpoint()
+        ),
+        format!("--watch-namespace={ns}"),
+        format!("--metrics-bind-addr=127.0.0.1:{}", ports.metrics),
+        format!("--health-probe-bind-addr=127.0.0.1:{}", ports.health),
+        format!("--leader-election-id={lease}"),
+        format!("--leader-election-namespace={ns}"),
+        "--leader-election-lease-duration=6".into(),
+        "--targetgroupbinding-requeue-duration=1s".into(),
+        "--webhook-bind-host=127.0.0.1".into(),
+        format!("--webhook-bind-port={}", ports.webhook),
+        "--log-level=info,aws_lb_controller=debug".into(),
+    ];
+    let overridden = |d: &String| {
+        let name = d.split('=').next().unwrap_or_default();
+        extra.iter().any(|a| a.split('=').next() == Some(name))
+    };
+    cluster
+        .into_iter()
+        .chain(backend_rules)
+        .chain(backend_sg)
+        .chain(defaults.iter().filter(|d| !overridden(d)).cloned())
+        .chain(extra.iter().map(|a| a.to_string()))
+        .collect()
+}
+
 impl ControllerProc {
     /// Starts a controller for namespace `ns` with lease `lease` and extra flags.
     pub fn start(env: &Env, ns: &str, lease: &str, extra: &[&str]) -> Self {
@@ -44,51 +100,13 @@ impl ControllerProc {
 
     /// [`ControllerProc::start`] with extra environment variables.
     pub fn start_with_env(env: &Env, ns: &str, lease: &str, extra: &[&str], vars: &[(&str, String)]) -> Self {
-        let (metrics_port, health_port, webhook_port) = (free_port(), free_port(), free_port());
+        let ports = Ports { metrics: free_port(), health: free_port(), webhook: free_port() };
+        let (metrics_port, health_port, webhook_port) = (ports.metrics, ports.health, ports.webhook);
         let log = env.repo.join(format!("e2e/.run/logs/controller-{ns}-{metrics_port}.log"));
         let access_key = format!("E2ECTL{metrics_port}");
         let file = std::fs::File::create(&log).expect("controller log");
-        // A test may pose as another cluster (`--cluster-name=` in `extra`).
-        let cluster = (!extra.iter().any(|a| a.starts_with("--cluster-name=")))
-            .then(|| format!("--cluster-name={}", env.get("LBC_CLUSTER_NAME")));
-        // Backend security-group rules are cluster-wide (every rule with our description on the shared
-        // node security group), so controllers of concurrent tests, each watching its own namespace,
-        // would revoke each other's rules: off unless a test asks for it.
-        let backend_rules = (!extra.iter().any(|a| a.starts_with("--enable-backend-security-group-rules")))
-            .then_some("--enable-backend-security-group-rules=false");
-        // The shared backend security group is per cluster name, created and deleted by whichever
-        // controller needs it: off unless a test asks for it (and then poses as its own cluster).
-        let backend_sg = (!extra.iter().any(|a| a.starts_with("--enable-backend-security-group=")))
-            .then_some("--enable-backend-security-group=false");
-        // Defaults a test may override by passing the same flag in `extra` (clap refuses a flag twice).
-        let defaults = [
-            format!("--aws-region={}", env.get("AWS_REGION")),
-            format!("--aws-vpc-id={}", env.get("LBC_VPC_ID")),
-            format!(
-                "--aws-api-endpoints=Elastic Load Balancing v2={e},EC2={e},STS={e},ACM={e},WAFV2={e}",
-                e = env.aws_endpoint()
-            ),
-            format!("--watch-namespace={ns}"),
-            format!("--metrics-bind-addr=127.0.0.1:{metrics_port}"),
-            format!("--health-probe-bind-addr=127.0.0.1:{health_port}"),
-            format!("--leader-election-id={lease}"),
-            format!("--leader-election-namespace={ns}"),
-            "--leader-election-lease-duration=6".into(),
-            "--targetgroupbinding-requeue-duration=1s".into(),
-            "--webhook-bind-host=127.0.0.1".into(),
-            format!("--webhook-bind-port={webhook_port}"),
-            "--log-level=info,aws_lb_controller=debug".into(),
-        ];
-        let overridden = |d: &String| {
-            let name = d.split('=').next().unwrap_or_default();
-            extra.iter().any(|a| a.split('=').next() == Some(name))
-        };
         let child = Command::new(binary())
-            .args(cluster)
-            .args(backend_rules)
-            .args(backend_sg)
-            .args(defaults.iter().filter(|d| !overridden(d)))
-            .args(extra)
+            .args(flags(env, ns, lease, ports, extra))
             .envs(env.vars())
             .env("AWS_ACCESS_KEY_ID", &access_key)
             .envs(vars.iter().map(|(k, v)| (*k, v.as_str())))
