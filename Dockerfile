@@ -1,4 +1,3 @@
-# syntax=docker/dockerfile:1
 # The controller's image, for CI with a registry (docs/image.md):
 #   docker build -t REGISTRY/PROJECT/aws-lb-controller:0.1.0 \
 #     --build-arg REVISION="$(git rev-parse HEAD)" \

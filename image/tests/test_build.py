@@ -18,7 +18,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from conftest import IMAGE, ROOT, layer_file, layer_members, read_archive
+from image_support import IMAGE, ROOT, layer_file, layer_members, read_archive
 
 VERSION = tomllib.loads((ROOT / "Cargo.toml").read_text())["workspace"]["package"]["version"]
 TAG = "aws-lb-controller:pytest"

@@ -7,7 +7,7 @@ import struct
 from pathlib import Path
 
 import pytest
-from conftest import load
+from image_support import load
 
 check_libs = load("check_libs")
 TRUE = Path("/bin/true")

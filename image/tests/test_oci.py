@@ -10,7 +10,7 @@ import sys
 import tarfile
 
 import pytest
-from conftest import IMAGE, layer_file, layer_members, load, read_archive
+from image_support import IMAGE, layer_file, layer_members, load, read_archive
 
 oci = load("oci")
 
