@@ -12,6 +12,7 @@ Against the e2e API server (e2e/up): a server-side dry run of the new objects, a
 `helm install` whose doctor pod fails, after which the doctor's ServiceAccount and RBAC must be gone.
 """
 import json
+import re
 import secrets
 import subprocess
 import sys
@@ -397,3 +398,24 @@ def test_failed_doctor_runs_leave_no_rbac(helm, tmp_path, e2e):
         for kind, where in (("clusterrole", None), ("clusterrolebinding", None), ("role", "kube-system"),
                             ("rolebinding", "kube-system")):
             kubectl(e2e, "delete", kind, name, "--ignore-not-found", *(["-n", where] if where else []), check=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# the ArgoCD Application of docs/install.md
+
+def test_install_docs_application_fits_the_chart(helm, tmp_path):
+    text = (CHART.parents[1] / "docs/install.md").read_text()
+    apps = [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", text, re.S) if "kind: Application" in b]
+    assert len(apps) == 1, "docs/install.md: expected one ArgoCD Application"
+    app = apps[0]
+    assert app["apiVersion"] == "argoproj.io/v1alpha1" and app["spec"]["destination"]["namespace"] == "kube-system"
+    assert (CHART.parents[1] / app["spec"]["source"]["path"] / "Chart.yaml").exists()
+    assert "RespectIgnoreDifferences=true" in app["spec"]["syncPolicy"]["syncOptions"]
+    ignored = {(d["group"], d["kind"]): d["jqPathExpressions"] for d in app["spec"]["ignoreDifferences"]}
+    # Every webhook configuration the chart renders, and the field the cluster writes in them.
+    docs = render(helm, tmp_path, {}, release=app["spec"]["source"]["helm"]["releaseName"])
+    kinds = {("admissionregistration.k8s.io", d["kind"]) for d in docs if d["kind"].endswith("WebhookConfiguration")}
+    assert set(ignored) == kinds == {("admissionregistration.k8s.io", "MutatingWebhookConfiguration"),
+                                     ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration")}
+    assert all(v == [".webhooks[]?.clientConfig.caBundle"] for v in ignored.values())
+    assert all("clientConfig" in w for d in docs if d["kind"].endswith("WebhookConfiguration") for w in d["webhooks"])
