@@ -37,14 +37,25 @@ def hooks_of(docs):
     return {w["name"]: w for d in docs if d["kind"].endswith("WebhookConfiguration") for w in d["webhooks"]}
 
 
-def secret_rules(docs):
-    """{(kind, namespace): rules on Secrets} of every Role and ClusterRole rendered."""
+READ = {"get", "list", "watch"}
+
+
+def secret_reads(docs, exclude_named_in=None):
+    """{(kind, namespace): [(resourceNames or None, read verbs)]} of every rule that lets the controller read Secrets.
+    With exclude_named_in=NS, rules on named Secrets of NS (the chart's own, e.g. the webhook certificate's) are
+    left out: only access to Secrets the chart does not name counts."""
     out = {}
     for d in docs:
-        if d["kind"] in ("Role", "ClusterRole"):
-            rules = [r for r in d["rules"] if "secrets" in r["resources"]]
-            if rules:
-                out[(d["kind"], d["metadata"].get("namespace"))] = rules
+        if d["kind"] not in ("Role", "ClusterRole") or d["metadata"]["name"].endswith("-doctor"):
+            continue
+        ns = d["metadata"].get("namespace")
+        for r in d["rules"]:
+            verbs = set(r["verbs"]) & READ
+            if "secrets" not in r["resources"] or not verbs:
+                continue
+            if exclude_named_in and ns == exclude_named_in and r.get("resourceNames"):
+                continue
+            out.setdefault((d["kind"], ns), []).append((r.get("resourceNames"), verbs))
     return out
 
 
@@ -53,20 +64,21 @@ def secret_rules(docs):
 
 def test_no_secret_access_by_default(helm, tmp_path):
     docs = render(helm, tmp_path, {})
-    assert secret_rules(docs) == {}
+    assert secret_reads(docs, exclude_named_in="kube-system") == {}
+    # Nothing cluster-wide at all, named or not.
+    assert not [k for k in secret_reads(docs) if k[0] == "ClusterRole"]
 
 
 def test_all_secrets_only_when_asked(helm, tmp_path):
     docs = render(helm, tmp_path, {"clusterSecretsPermissions": {"allowAllSecrets": True}})
-    assert secret_rules(docs) == {("ClusterRole", None): [
-        {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]}
+    assert secret_reads(docs, exclude_named_in="kube-system") == {("ClusterRole", None): [(None, {"get"})]}
 
 
 def test_oidc_secrets_only_in_their_namespaces(helm, tmp_path):
     docs = render(helm, tmp_path, {"oidcSecrets": {"namespaces": ["shop", "auth", "shop"],
                                                    "secretNames": ["oidc-client"]}})
-    rule = {"apiGroups": [""], "resources": ["secrets"], "resourceNames": ["oidc-client"], "verbs": ["get"]}
-    assert secret_rules(docs) == {("Role", "shop"): [rule], ("Role", "auth"): [rule]}
+    want = [(["oidc-client"], {"get"})]
+    assert secret_reads(docs, exclude_named_in="kube-system") == {("Role", "shop"): want, ("Role", "auth"): want}
     sa = one(docs, "ServiceAccount")["metadata"]
     bindings = [b for b in by_kind(docs, "RoleBinding") if b["roleRef"]["name"].endswith("-oidc-secrets")]
     assert sorted(b["metadata"]["namespace"] for b in bindings) == ["auth", "shop"]
@@ -74,7 +86,7 @@ def test_oidc_secrets_only_in_their_namespaces(helm, tmp_path):
         assert b["subjects"] == [{"kind": "ServiceAccount", "name": sa["name"], "namespace": sa["namespace"]}]
     # Without names: any Secret of those namespaces, still `get` only.
     docs = render(helm, tmp_path, {"oidcSecrets": {"namespaces": ["shop"]}})
-    assert secret_rules(docs) == {("Role", "shop"): [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]}
+    assert secret_reads(docs, exclude_named_in="kube-system") == {("Role", "shop"): [(None, {"get"})]}
 
 
 # ---------------------------------------------------------------------------------------------
