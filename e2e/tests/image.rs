@@ -4,15 +4,15 @@
 //! - `--version` in a container: exits 0 and prints what the packaged binary prints;
 //! - the controller in a container the way the chart runs it (uid 65532 from the image, read-only root, the
 //!   webhook certificate mounted read-only under /tmp, host network to reach this environment's API server and
-//!   AWS emulator): `/readyz` answers 200 (the time from `ctr run` to it is printed), the process runs as
-//!   65532:65532 on a read-only root, the files it sees are exactly the image's (runtime mounts aside), the webhook
-//!   serves TLS, `aws_lb_controller_build_info` names the build, and a TargetGroupBinding is reconciled (its pods
-//!   registered in the emulator).
+//!   AWS emulator): `/readyz` answers 200 (the time from `ctr run` to it is printed, and the same binary's as a
+//!   process of this machine, for comparison), the process runs as 65532:65532 on a read-only root, the files it
+//!   sees are exactly the image's (runtime mounts aside), the webhook serves TLS, `aws_lb_controller_build_info`
+//!   names the build, and a TargetGroupBinding is reconciled (its pods registered in the emulator).
 //!
 //! The archive: `$LBC_IMAGE_ARCHIVE` when set, else `image/build --binary <the controller built beside this test>`.
 
 use lbc_e2e::Env;
-use lbc_e2e::controller::{Ports, binary, flags, free_port};
+use lbc_e2e::controller::{ControllerProc, Ports, binary, flags, free_port};
 use lbc_e2e::fixture::TgbScene;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -461,5 +461,22 @@ async fn image_runs_under_containerd_as_65532_with_a_read_only_root() {
     eprintln!("image: SIGTERM -> exited {:.2} s", stop.elapsed().as_secs_f64());
     ctd.remove("lbc-controller");
     drop(ctd);
+
+    // For comparison: the same binary started as a process of this machine, to the same /readyz.
+    let started = Instant::now();
+    let host_proc = ControllerProc::start(&env, &scene.ns, "lbc-e2e-leader-host", &[]);
+    while !host_proc.ready().await {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the host process never got ready: {}",
+            host_proc.log_text()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    eprintln!(
+        "image: for comparison, the same binary as a host process -> /readyz 200 {:.2} s",
+        started.elapsed().as_secs_f64()
+    );
+    host_proc.terminate();
     scene.cleanup().await;
 }
