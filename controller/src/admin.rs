@@ -24,6 +24,9 @@ pub struct Health {
     pub caches_synced: Arc<AtomicBool>,
     /// `None`: the SDK default chain, whose state is not observable.
     pub credentials: Option<CredentialStatus>,
+    /// The webhook pair in service, in the controller-managed mode (`--webhook-cert-mode=controller`):
+    /// not ready without a valid one, so the webhook Service only routes to replicas that can serve.
+    pub webhook_cert: Option<lbc_webhook::ServingCert>,
     /// Supervised tasks that ended although they should run for the life of the process.
     dead: Arc<Mutex<Vec<String>>>,
 }
@@ -37,6 +40,9 @@ impl Health {
     pub fn check(&self) -> Result<String, String> {
         if !self.caches_synced.load(Ordering::Acquire) {
             return Err("watch caches not synced yet".into());
+        }
+        if let Some(cert) = &self.webhook_cert {
+            cert.check(jiff::Timestamp::now()).map_err(|e| format!("not serving webhooks: {e}"))?;
         }
         match &self.credentials {
             Some(c) if !c.is_ready() => Ok(format!(

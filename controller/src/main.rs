@@ -24,6 +24,7 @@ mod stack;
 mod stores;
 mod telemetry;
 mod tgb;
+mod webhook_certs;
 mod webhook_view;
 
 use tracing_subscriber::EnvFilter;

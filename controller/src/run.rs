@@ -44,6 +44,7 @@ pub async fn run(args: Args, albc_only: Vec<lbc_model::compat::GivenFlag>) -> an
     // Flag values are checked before anything connects: a bad one stops the process with its message.
     service_config(&args, gates)?;
     backend_rules_config(&args)?;
+    let cert_cfg = crate::webhook_certs::CertsConfig::from_args(&args)?;
     // Only the leader writes: `leader_rx` closes the AWS write gate and the gated kube client.
     let (leader_tx, leader_rx) = watch::channel(false);
     let (client, writer) = kube_clients(&args, leader_rx.clone()).await?;
@@ -68,7 +69,10 @@ pub async fn run(args: Args, albc_only: Vec<lbc_model::compat::GivenFlag>) -> an
         async move { m.pick_top_talkers_forever().await }
     });
     let credentials = crate::credentials::start(&args, &metrics).await?;
-    let health = Health::new(credentials.as_ref().map(|c| c.status()));
+    let mut health = Health::new(credentials.as_ref().map(|c| c.status()));
+    // Controller-managed webhook certificate: the pair comes from the Secret watch, not from files.
+    let serving = cert_cfg.is_some().then(lbc_webhook::ServingCert::new);
+    health.webhook_cert = serving.clone();
     tokio::spawn(log_exit("health server", admin::serve_health(args.health_probe_bind_addr, health.clone())));
     let clients = Arc::new(
         build_clients(&ClientSettings {
@@ -119,6 +123,19 @@ pub async fn run(args: Args, albc_only: Vec<lbc_model::compat::GivenFlag>) -> an
         std::mem::forget(leader_tx);
         None
     };
+
+    if let (Some(cfg), Some(serving)) = (cert_cfg, &serving) {
+        crate::webhook_certs::start(
+            cfg,
+            &client,
+            &writer,
+            leader_rx.clone(),
+            serving.clone(),
+            &health,
+            &metrics,
+            shutdown_rx.clone(),
+        );
+    }
 
     // Events are writes too: a replica that does not lead publishes none.
     let recorder =
@@ -187,7 +204,7 @@ pub async fn run(args: Args, albc_only: Vec<lbc_model::compat::GivenFlag>) -> an
     ));
     let service_ctx = Arc::new(crate::service::ServiceCtx::new(ctx.clone(), &aws, service_cfg, backend_sg));
 
-    spawn_webhook(&args, &stores, &health, elb_roles, &metrics, shutdown_rx.clone());
+    spawn_webhook(&args, &stores, &health, elb_roles, &metrics, serving, shutdown_rx.clone());
 
     tokio::spawn(async move {
         shutdown_signal().await;
@@ -368,7 +385,8 @@ fn ingress_config(args: &Args, svc: &crate::service::ServiceConfig) -> crate::in
     }
 }
 
-/// Serves the admission webhooks on every replica (leader or not). Without a certificate the
+/// Serves the admission webhooks on every replica (leader or not), with the pair of `managed`
+/// (controller-managed mode) or from the certificate files. Without certificate files the
 /// controllers still run and the log says the webhook server is off.
 fn spawn_webhook(
     args: &Args,
@@ -376,6 +394,7 @@ fn spawn_webhook(
     health: &Health,
     elb: Arc<dyn ElbV2ByRole>,
     metrics: &Metrics,
+    managed: Option<lbc_webhook::ServingCert>,
     shutdown: watch::Receiver<bool>,
 ) {
     let view = crate::webhook_view::StoresView { stores: stores.clone(), synced: health.caches_synced.clone() };
@@ -390,13 +409,15 @@ fn spawn_webhook(
     let state = Arc::new(lbc_webhook::WebhookState::new(Arc::new(view), elb, config));
     metrics.with_registry(|r| state.metrics().register(r));
     let dir = std::path::PathBuf::from(&args.webhook_cert_dir);
-    let cfg = lbc_webhook::ServeConfig {
-        bind: std::net::SocketAddr::new(args.webhook_bind_host, args.webhook_bind_port),
-        source: lbc_webhook::CertSource::Files {
+    let source = match managed {
+        Some(serving) => lbc_webhook::CertSource::Managed(serving),
+        None => lbc_webhook::CertSource::Files {
             cert_file: dir.join(&args.webhook_cert_file),
             key_file: dir.join(&args.webhook_key_file),
         },
     };
+    let cfg =
+        lbc_webhook::ServeConfig { bind: std::net::SocketAddr::new(args.webhook_bind_host, args.webhook_bind_port), source };
     tokio::spawn(async move {
         match lbc_webhook::serve(cfg, lbc_webhook::router(state), wait_true(shutdown)).await {
             Ok(()) => {}
