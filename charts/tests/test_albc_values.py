@@ -49,6 +49,16 @@ CHART_FLAGS = [
     "--log-format=json",
 ]
 
+# Without webhookTLS or enableCertManager (ALBC's defaults) the controller manages the webhook certificate: these
+# flags instead of --webhook-cert-dir (release `lbc` in kube-system).
+_SVC = "lbc-aws-lb-controller-webhook"
+MANAGED_CERT_FLAGS = [
+    "--webhook-cert-mode=controller", "--webhook-cert-secret=lbc-aws-lb-controller-webhook-tls",
+    "--webhook-cert-secret-namespace=kube-system",
+    f"--webhook-cert-dns-names={_SVC},{_SVC}.kube-system,{_SVC}.kube-system.svc,{_SVC}.kube-system.svc.cluster.local",
+    f"--mutating-webhook-configuration={_SVC}", f"--validating-webhook-configuration={_SVC}",
+]
+
 # Maps of ALBC's values.yaml the user fills freely (selectors, probes, security contexts): leaves.
 FREE_FORM = {"podSecurityContext", "securityContext", "livenessProbe", "readinessProbe", "objectSelector",
              "ingressClassParams.spec", "controllerConfig.featureGates", "certManagement",
@@ -127,6 +137,7 @@ SUPPORTED = {"clusterName": "--cluster-name", "region": "--aws-region", "vpcId":
     "podAnnotations": "pod", "podLabels": "pod", "additionalLabels": "every object",
     "enableCertManager": "Certificate", "certManager.duration": "Certificate",
     "certManager.renewBefore": "Certificate", "certManager.revisionHistoryLimit": "Certificate",
+    "certManager.rootCert.duration": "root CA Certificate",
     "cluster.dnsDomain": "webhook certificate names", "ingressClassParams.create": "IngressClassParams",
     "ingressClassParams.name": "IngressClassParams", "ingressClassParams.spec": "IngressClassParams",
     "createIngressClassResource": "IngressClass", "webhookConfig.disableIngressValidation": "vingress webhook",
@@ -152,10 +163,7 @@ SUPPORTED = {"clusterName": "--cluster-name", "region": "--aws-region", "vpcId":
 # Keys ALBC's chart reads but only mentions in comments of its values.yaml (so not leaves above).
 COMMENTED = {"envSecretName": "container env (AWS keys)", "envFrom": "container", "creator": "labels",
              "certManager.issuerRef": "Certificate", "autoscaling.autoscaleBehavior": "HPA"}
-NOT_APPLICABLE = {
-    "certManager.rootCert.duration": "no intermediate root CA: the chart's self-signed Issuer (or "
-                                     "certManager.issuerRef) signs the serving certificate directly",
-}
+NOT_APPLICABLE: dict[str, str] = {}
 
 
 def albc_chart_text(name):
@@ -270,7 +278,7 @@ def test_defaults_keep_the_controllers_defaults(helm, tmp_path):
     assert args == ["--cluster-name=e2e-cluster", "--aws-region=us-east-1", "--aws-vpc-id=vpc-0123456789abcdef0",
                     "--ingress-class=alb", "--enable-service-mutator-webhook=true", *CHART_FLAGS[:4],
                     "--metrics-bind-addr=:8080", *CHART_FLAGS[4:5], "--webhook-bind-port=9443",
-                    *CHART_FLAGS[5:6], "--log-level=info", *CHART_FLAGS[6:]]
+                    *MANAGED_CERT_FLAGS, "--log-level=info", *CHART_FLAGS[6:]]
 
 
 @pytest.mark.parametrize("case", MATRIX)
@@ -289,7 +297,7 @@ def test_albc_defaults_render_no_albc_only_flag(helm, tmp_path, albc_defaults):
     assert args == ["--cluster-name=prod-meta", "--aws-region=ap-northeast-2",
                     "--ingress-class=alb", "--default-target-type=instance", "--enable-service-mutator-webhook=true",
                     *CHART_FLAGS[:4], "--metrics-bind-addr=:8080", *CHART_FLAGS[4:5], "--webhook-bind-port=9443",
-                    *CHART_FLAGS[5:]]
+                    *MANAGED_CERT_FLAGS, *CHART_FLAGS[6:]]
     # ALBC's default: no cluster-wide access to Secrets.
     assert ("", "secrets") not in {(g, r) for rule in one(docs, "ClusterRole")["rules"]
                                    for g in rule["apiGroups"] for r in rule["resources"]}

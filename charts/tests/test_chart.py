@@ -199,18 +199,21 @@ def test_template(helm, tmp_path, case):
         assert hooks[name]["matchConditions"][0]["name"] == "spec-changed"
     if "mservice.elbv2.k8s.aws" in hooks:
         assert hooks["mservice.elbv2.k8s.aws"]["matchConditions"][0]["name"] == "load-balancer-only"
+    # Certificates (modes in detail: test_webhook_certs.py): nothing generated at render time, so no caBundle.
+    assert all("caBundle" not in w["clientConfig"] for w in hooks.values())
     cert_manager = MATRIX[case].get("enableCertManager", False)
     if cert_manager:
-        cert = one(docs, "Certificate")
-        assert mut["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == f"kube-system/{cert['metadata']['name']}"
-        assert all("caBundle" not in w["clientConfig"] for w in hooks.values())
         issuer_ref = MATRIX[case]["certManager"]["issuerRef"] if "certManager" in MATRIX[case] else None
-        assert len(by_kind(docs, "Issuer")) == (0 if issuer_ref else 1)
+        inject = "serving-cert" if issuer_ref else "root-ca"
+        assert mut["metadata"]["annotations"]["cert-manager.io/inject-ca-from"].endswith(f"-{inject}")
+        assert len(by_kind(docs, "Issuer")) == (0 if issuer_ref else 2)
+        assert len(by_kind(docs, "Certificate")) == (1 if issuer_ref else 2)
         assert not by_kind(docs, "Secret")
     else:
+        # The controller fills its Secret: rendered empty.
         tls = one(docs, "Secret")
-        assert set(tls["data"]) == {"ca.crt", "tls.crt", "tls.key"}
-        assert all(w["clientConfig"]["caBundle"] == tls["data"]["ca.crt"] for w in hooks.values())
+        assert tls["metadata"]["name"].endswith("-webhook-tls") and "data" not in tls
+        assert "--webhook-cert-mode=controller" in args
         assert not by_kind(docs, "Certificate")
 
     # Ingress webhooks (ALBC's names, paths and Fail policy): only Ingresses that may be ours, only on
@@ -328,6 +331,11 @@ EXPECTED_CLUSTER_RULES = {
     ("", "configmaps"): {"get", "create", "update", "delete"},
     ("cilium.io", "ciliumnodes"): {"list", "watch"},
     ("events.k8s.io", "events"): {"create", "patch"},
+    # The controller-managed webhook certificate: caBundle of the chart's two configurations.
+    ("admissionregistration.k8s.io", "mutatingwebhookconfigurations", ("lbc-aws-lb-controller-webhook",)):
+        {"list", "watch", "patch"},
+    ("admissionregistration.k8s.io", "validatingwebhookconfigurations", ("lbc-aws-lb-controller-webhook",)):
+        {"list", "watch", "patch"},
 }
 
 
@@ -344,9 +352,14 @@ def rule_map(role):
 def test_rbac_rules_exact_and_commented(helm, tmp_path):
     docs = render(helm, tmp_path, {})
     assert rule_map(one(docs, "ClusterRole")) == EXPECTED_CLUSTER_RULES
-    assert rule_map(one(docs, "Role")) == {
-        ("coordination.k8s.io", "leases"): {"create"},
-        ("coordination.k8s.io", "leases", ("aws-load-balancer-controller-leader",)): {"get", "update"}}
+    roles = {d["metadata"]["name"]: rule_map(d) for d in by_kind(docs, "Role")}
+    assert roles == {
+        "lbc-aws-lb-controller-leader-election": {
+            ("coordination.k8s.io", "leases"): {"create"},
+            ("coordination.k8s.io", "leases", ("aws-load-balancer-controller-leader",)): {"get", "update"}},
+        # The controller-managed webhook certificate's Secret (rendered empty by the chart: no create).
+        "lbc-aws-lb-controller-webhook-cert": {
+            ("", "secrets", ("lbc-aws-lb-controller-webhook-tls",)): {"list", "watch", "update"}}}
     lines = (CHART / "templates/rbac.yaml").read_text().splitlines()
     for i, line in enumerate(lines):
         if line.strip().startswith("- apiGroups:"):

@@ -110,7 +110,16 @@
 {{- $args = append $args (printf "--metrics-bind-addr=%s" (.Values.metricsBindAddr | default (printf ":%s" (include "lbc.scalar" .Values.metricsService.port)))) }}
 {{- $args = append $args "--health-probe-bind-addr=:61779" }}
 {{- $args = append $args (printf "--webhook-bind-port=%s" (include "lbc.webhookPort" .)) }}
+{{- if eq (include "lbc.webhookCertMode" .) "controller" }}
+{{- $args = concat $args (list "--webhook-cert-mode=controller"
+  (printf "--webhook-cert-secret=%s" (include "lbc.managedCertSecret" .))
+  (printf "--webhook-cert-secret-namespace=%s" .Release.Namespace)
+  (printf "--webhook-cert-dns-names=%s" (include "lbc.webhookDNSNames" . | fromJsonArray | join ","))
+  (printf "--mutating-webhook-configuration=%s" (include "lbc.webhookConfigurationName" .))
+  (printf "--validating-webhook-configuration=%s" (include "lbc.webhookConfigurationName" .))) }}
+{{- else }}
 {{- $args = append $args "--webhook-cert-dir=/tmp/k8s-webhook-server/serving-certs" }}
+{{- end }}
 {{- with .Values.logLevel }}{{ $args = append $args (printf "--log-level=%s" .) }}{{ end }}
 {{- $args = append $args (printf "--log-format=%s" .Values.logFormat) }}
 {{- with .Values.tracing }}
@@ -163,6 +172,43 @@
 {{- $args = append $args (printf "--%s=%s" $k (include "lbc.scalar" $v)) }}
 {{- end }}
 {{- toYaml $args }}
+{{- end }}
+
+{{/* Where the webhook certificate comes from: `controller` (default: the controller keeps a CA and
+     serving certificate in the Secret lbc.managedCertSecret and sets caBundle), `files` (webhookTLS:
+     a Secret rendered from values, mounted) or `cert-manager` (enableCertManager: cert-manager writes
+     the Secret, mounted; cainjector sets caBundle). */}}
+{{- define "lbc.webhookCertMode" -}}
+{{- $own := .Values.webhookTLS | default dict }}
+{{- $given := or $own.caCert $own.cert $own.key }}
+{{- if and $given .Values.enableCertManager }}
+{{- fail "webhookTLS and enableCertManager are both set: keep one (webhookTLS: your own certificate; enableCertManager: cert-manager issues it; neither: the controller manages it)" }}
+{{- end }}
+{{- if $given }}
+{{- if not (and $own.caCert $own.cert $own.key) }}{{ fail "webhookTLS: set caCert, cert and key together" }}{{ end }}
+{{- "files" }}
+{{- else if .Values.enableCertManager }}
+{{- "cert-manager" }}
+{{- else }}
+{{- "controller" }}
+{{- end }}
+{{- end }}
+
+{{/* The Secret the controller fills in the controller-managed mode (rendered empty by the chart). */}}
+{{- define "lbc.managedCertSecret" -}}
+{{- printf "%s-webhook-tls" (include "lbc.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Both webhook configurations (mutating and validating) carry this name. */}}
+{{- define "lbc.webhookConfigurationName" -}}
+{{- printf "%s-webhook" (include "lbc.fullname" .) }}
+{{- end }}
+
+{{/* The webhook Service's DNS names (the serving certificate's names), as a JSON list. */}}
+{{- define "lbc.webhookDNSNames" -}}
+{{- $svc := include "lbc.webhookService" . }}
+{{- $ns := .Release.Namespace }}
+{{- toJson (list $svc (printf "%s.%s" $svc $ns) (printf "%s.%s.svc" $svc $ns) (printf "%s.%s.svc.%s" $svc $ns .Values.cluster.dnsDomain)) }}
 {{- end }}
 
 {{- define "lbc.webhookPort" -}}

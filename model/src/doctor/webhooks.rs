@@ -80,16 +80,19 @@ pub fn check(configs: &[ConfigInfo], dry_run: &DryRun, namespaces: &[NamespaceIn
                     object,
                     "no caBundle",
                     "the CA of the serving certificate in clientConfig.caBundle",
-                    "let the chart (or cert-manager's cainjector) fill in the caBundle: helm upgrade, or check the \
-                     cert-manager.io/inject-ca-from annotation",
+                    "controller-managed certificate (the chart's default): the leader sets it within seconds, so look \
+                     for 'set caBundle' or errors in the leader's log (RBAC patch on this configuration); cert-manager: \
+                     check the cert-manager.io/inject-ca-from annotation and cainjector; webhookTLS: helm upgrade",
                 ),
                 Tls::Rejected(e) => Verdict::fail(
                     CHECK,
                     object,
                     format!("caBundle does not verify the serving certificate: {e}"),
                     "a serving certificate signed by the caBundle's CA, valid for the webhook's host name",
-                    "the Secret and the caBundle come from different renders: helm upgrade with keepTLSSecret=false \
-                     (or let cert-manager re-inject), then restart the controller",
+                    "controller-managed certificate: the leader patches a caBundle that differs from its Secret back \
+                     within seconds, so a lasting mismatch means it is not running or may not patch (its log); \
+                     cert-manager: let cainjector re-inject; webhookTLS: webhookTLS.caCert must be the CA of \
+                     webhookTLS.cert",
                 ),
                 Tls::Unreachable(e) => Verdict::warn(
                     CHECK,
