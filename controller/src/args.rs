@@ -200,6 +200,12 @@ pub struct Args {
     #[arg(long, default_value = "tls.key")]
     pub webhook_key_file: String,
 
+    /// How long the webhook server keeps answering after SIGTERM: a terminating pod leaves the
+    /// webhook Service's endpoints a moment after it is told to stop, and the API server sends it
+    /// requests until then. Keep it below the pod's termination grace period.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub webhook_shutdown_delay: Duration,
+
     /// Where the webhook serving certificate comes from: `files` (the files above: a Secret
     /// volume, cert-manager, your own) or `controller` (the controller keeps a CA and serving
     /// certificate in --webhook-cert-secret and sets the caBundle of its webhook configurations).

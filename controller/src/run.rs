@@ -204,7 +204,7 @@ pub async fn run(args: Args, albc_only: Vec<lbc_model::compat::GivenFlag>) -> an
     ));
     let service_ctx = Arc::new(crate::service::ServiceCtx::new(ctx.clone(), &aws, service_cfg, backend_sg));
 
-    spawn_webhook(&args, &stores, &health, elb_roles, &metrics, serving, shutdown_rx.clone());
+    let webhook = spawn_webhook(&args, &stores, &health, elb_roles, &metrics, serving, shutdown_rx.clone());
 
     tokio::spawn(async move {
         shutdown_signal().await;
@@ -304,6 +304,8 @@ pub async fn run(args: Args, albc_only: Vec<lbc_model::compat::GivenFlag>) -> an
     if let Some(t) = leader_task {
         let _ = tokio::time::timeout(Duration::from_secs(5), t).await;
     }
+    // The webhook server answers until its drain ends (`--webhook-shutdown-delay`).
+    let _ = webhook.await;
     tracing::info!("stopped");
     Ok(())
 }
@@ -396,7 +398,7 @@ fn spawn_webhook(
     metrics: &Metrics,
     managed: Option<lbc_webhook::ServingCert>,
     shutdown: watch::Receiver<bool>,
-) {
+) -> tokio::task::JoinHandle<()> {
     let view = crate::webhook_view::StoresView { stores: stores.clone(), synced: health.caches_synced.clone() };
     let config = lbc_webhook::WebhookConfig {
         pod_readiness_gate_inject: args.enable_pod_readiness_gate_inject,
@@ -416,10 +418,20 @@ fn spawn_webhook(
             key_file: dir.join(&args.webhook_key_file),
         },
     };
-    let cfg =
-        lbc_webhook::ServeConfig { bind: std::net::SocketAddr::new(args.webhook_bind_host, args.webhook_bind_port), source };
+    let cfg = lbc_webhook::ServeConfig {
+        bind: std::net::SocketAddr::new(args.webhook_bind_host, args.webhook_bind_port),
+        source,
+    };
+    // After SIGTERM the pod is already leaving the Service's endpoints, but the API server may still
+    // pick it for a moment: keep answering for the drain delay, then stop.
+    let delay = args.webhook_shutdown_delay;
+    let drained = async move {
+        wait_true(shutdown).await;
+        tracing::info!(delay = ?delay, "shutdown: the webhook server keeps answering for the drain delay");
+        tokio::time::sleep(delay).await;
+    };
     tokio::spawn(async move {
-        match lbc_webhook::serve(cfg, lbc_webhook::router(state), wait_true(shutdown)).await {
+        match lbc_webhook::serve(cfg, lbc_webhook::router(state), drained).await {
             Ok(()) => {}
             Err(lbc_webhook::ServeError::CertificateMissing { cert_file, key_file }) => tracing::warn!(
                 cert = %cert_file.display(), key = %key_file.display(),
@@ -427,7 +439,7 @@ fn spawn_webhook(
             ),
             Err(e) => tracing::error!(error = %e, "webhook server stopped"),
         }
-    });
+    })
 }
 
 /// Two clients on one configuration: one for the watch caches and the election (reads, and the

@@ -78,6 +78,8 @@ pub fn flags(env: &Env, ns: &str, lease: &str, ports: Ports, extra: &[&str]) -> 
         "--webhook-bind-host=127.0.0.1".into(),
         format!("--webhook-bind-port={}", ports.webhook),
         "--log-level=info,aws_lb_controller=debug".into(),
+        // No Service endpoints to leave on 127.0.0.1: stop at once (the pod's drain is tested on the real node).
+        "--webhook-shutdown-delay=0s".into(),
     ];
     let overridden = |d: &String| {
         let name = d.split('=').next().unwrap_or_default();
