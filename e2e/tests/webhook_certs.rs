@@ -493,6 +493,22 @@ async fn controller_managed_certificates_rotate_without_failed_admissions() {
     scene.bundles_are(&final_bundle, "only our CA in the caBundles").await;
     load.both_answer("admissions after the upgrade").await;
 
+    // Each replica exports the notAfter of what it serves; the leader counts what it issued.
+    let not_after = key(&scene.secret().await.unwrap(), "tls.crt");
+    let want = not_after_of(&not_after);
+    for p in [&a, &b] {
+        let served = eventually("the served certificate's expiry in /metrics", 30, || async {
+            p.metric("awslbc_webhook_certificate_expiry_timestamp_seconds ").await.filter(|v| *v > 0.0)
+        })
+        .await;
+        assert_eq!(served as i64, want, "{}", p.log.display());
+    }
+    let mut issued = 0.0;
+    for p in [&a, &b] {
+        issued += p.metric("awslbc_webhook_certificate_issued_total{kind=\"serving\"} ").await.unwrap_or(0.0);
+    }
+    assert!(issued >= 1.0, "the leader counts the serving certificate it issued");
+
     load.stop.store(true, Ordering::Relaxed);
     let _ = load.gate.write().await;
     let (tgb_ok, pod_ok) = load.counts();
@@ -519,6 +535,13 @@ async fn controller_managed_certificates_rotate_without_failed_admissions() {
     for arn in [bound_arn, probe_arn] {
         let _ = elb.delete_target_group().target_group_arn(arn).send().await;
     }
+}
+
+/// notAfter (Unix seconds) of the first certificate of a PEM chain.
+fn not_after_of(pem: &[u8]) -> i64 {
+    let der = ders(pem).remove(0);
+    let (_, cert) = x509_parser::parse_x509_certificate(&der).expect("X.509");
+    cert.validity().not_after.timestamp()
 }
 
 /// A Secret as the old chart (or ALBC's) rendered it: an RSA CA and an RSA leaf for 127.0.0.1
