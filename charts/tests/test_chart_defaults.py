@@ -431,3 +431,35 @@ def test_install_docs_application_fits_the_chart(helm, tmp_path):
                                      ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration")}
     assert all(v == [".webhooks[]?.clientConfig.caBundle"] for v in ignored.values())
     assert all("clientConfig" in w for d in docs if d["kind"].endswith("WebhookConfiguration") for w in d["webhooks"])
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# watchNamespace confines every webhook that acts for the controller's objects to that namespace
+
+def webhooks_by_name(docs):
+    return {w["name"]: w for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+            for w in one(docs, kind)["webhooks"]}
+
+
+def test_watch_namespace_confines_the_service_and_binding_webhooks(helm, tmp_path):
+    only = {"matchLabels": {"kubernetes.io/metadata.name": "apps"}}
+    hooks = webhooks_by_name(render(helm, tmp_path, {"watchNamespace": "apps"}))
+    # A Service elsewhere given our class would be reconciled by nobody; bindings elsewhere are not ours to
+    # default or to block while we are down.
+    for name in ("mservice.elbv2.k8s.aws", "mtargetgroupbinding.elbv2.k8s.aws", "vtargetgroupbinding.elbv2.k8s.aws",
+                 "vingress.elbv2.k8s.aws"):
+        assert hooks[name]["namespaceSelector"] == only, name
+    # Without watchNamespace: no namespace restriction on them.
+    hooks = webhooks_by_name(render(helm, tmp_path, {}))
+    for name in ("mservice.elbv2.k8s.aws", "mtargetgroupbinding.elbv2.k8s.aws", "vtargetgroupbinding.elbv2.k8s.aws"):
+        assert "namespaceSelector" not in hooks[name], name
+
+
+def test_watch_namespace_keeps_the_service_webhooks_own_namespace_selectors(helm, tmp_path):
+    mine = [{"key": "team", "operator": "In", "values": ["a"]}]
+    hooks = webhooks_by_name(render(helm, tmp_path, {
+        "watchNamespace": "apps", "serviceMutatorWebhookConfig": {"namespaceSelectors": mine}}))
+    assert hooks["mservice.elbv2.k8s.aws"]["namespaceSelector"] == {
+        "matchExpressions": mine, "matchLabels": {"kubernetes.io/metadata.name": "apps"}}
+    hooks = webhooks_by_name(render(helm, tmp_path, {"serviceMutatorWebhookConfig": {"namespaceSelectors": mine}}))
+    assert hooks["mservice.elbv2.k8s.aws"]["namespaceSelector"] == {"matchExpressions": mine}
