@@ -16,7 +16,9 @@ const SOURCES: &[&str] = &["Cargo.toml", "Cargo.lock", "controller", "model", "a
 
 fn main() {
     println!("cargo:rerun-if-env-changed=LBC_GIT_REVISION");
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the controller crate sits in the workspace");
+    // Read when it runs, not compiled in: checkouts sharing a target directory share this script's binary.
+    let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let root = Path::new(&manifest_dir).parent().expect("the controller crate sits in the workspace");
     let (revision, tree_state, source) = match std::env::var("LBC_GIT_REVISION") {
         Ok(given) if !given.is_empty() => {
             let (revision, state) = from_env(&given).unwrap_or_else(|e| panic!("{e}"));
@@ -60,20 +62,19 @@ fn git(root: &Path, args: &[&str]) -> Option<String> {
 fn from_git(root: &Path) -> Option<(String, &'static str)> {
     let revision = git(root, &["rev-parse", "--short=12", "HEAD"])?;
     // Re-run when HEAD moves (a commit, a checkout) and when a source changes. Only existing paths: a missing
-    // one would re-run this script, and recompile the crate, on every build.
+    // one would re-run this script, and recompile the crate, on every build. Relative to the package (`../`):
+    // checkouts sharing a target directory share this script's run, and each must watch its own files.
     let mut watched = vec![git(root, &["rev-parse", "--git-path", "HEAD"])?];
     if let Some(head_ref) = git(root, &["symbolic-ref", "-q", "HEAD"]) {
         watched.push(git(root, &["rev-parse", "--git-path", &head_ref])?);
     }
     watched.push(git(root, &["rev-parse", "--git-path", "packed-refs"])?);
+    watched.extend(SOURCES.iter().map(|s| s.to_string()));
     for path in watched {
-        let path = root.join(path);
-        if path.exists() {
-            println!("cargo:rerun-if-changed={}", path.display());
+        if root.join(&path).exists() {
+            // Absolute stays absolute (a linked worktree's HEAD lives in the main checkout's .git).
+            println!("cargo:rerun-if-changed={}", Path::new("..").join(path).display());
         }
-    }
-    for source in SOURCES {
-        println!("cargo:rerun-if-changed={}", root.join(source).display());
     }
     let mut status = vec!["status", "--porcelain", "--untracked-files=normal", "--"];
     status.extend(SOURCES);

@@ -37,9 +37,10 @@ mod tests {
             assert!(REVISION_SOURCE == "env" || (REVISION_SOURCE == "none" && REVISION == "unknown"));
             return;
         }
-        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+        // At run time: a test binary built in another checkout sharing the target directory names that one.
+        let dir = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_string());
         let out = std::process::Command::new("git")
-            .args(["-C", root, "rev-parse", "--short=12", "HEAD"])
+            .args(["-C", &dir, "rev-parse", "--short=12", "HEAD"])
             .output()
             .expect("git runs (it ran at build time)");
         assert_eq!(REVISION, String::from_utf8_lossy(&out.stdout).trim(), "built from another commit: rebuild");
