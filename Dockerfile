@@ -2,11 +2,11 @@
 #   docker build -t REGISTRY/PROJECT/aws-lb-controller:0.1.0 \
 #     --build-arg REVISION="$(git rev-parse HEAD)" \
 #     --build-arg CREATED="$(TZ=UTC git show -s --date=format-local:%Y-%m-%dT%H:%M:%SZ --format=%cd HEAD)" \
-#     --build-arg SOURCE="$(git config --get remote.origin.url)" .
+#     --build-arg SOURCE=https://git.example.com/platform/aws-lb-controller .
 # The runtime is a distroless-style Debian 12 root filesystem: glibc, libgcc, CA certificates, tzdata, no shell,
 # uid/gid 65532. Its packages and assembly are image/packages.txt and image/rootfs.sh, the same the offline
 # `image/build` runs: both images hold the same files, user, entrypoint, environment and labels
-# (image/tests/test_equivalence.py checks this file against image/build).
+# (image/tests/test_build.py checks this file against image/build).
 ARG RUST_IMAGE=rust:1.95-bookworm
 ARG DEBIAN_IMAGE=debian:bookworm-slim
 
