@@ -199,6 +199,16 @@ struct Entry {
     link: String,
 }
 
+impl std::fmt::Display for Entry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}:{} {:04o} {} bytes", self.kind, self.uid, self.gid, self.mode, self.size)?;
+        if !self.link.is_empty() {
+            write!(f, " -> {}", self.link)?;
+        }
+        Ok(())
+    }
+}
+
 fn image_files(env: &Env, archive: &Path) -> BTreeMap<String, Entry> {
     let listing = run(Command::new("python3").arg(env.repo.join("image/ls.py")).arg(archive));
     let mut files = BTreeMap::new();
@@ -410,9 +420,9 @@ async fn image_runs_under_containerd_as_65532_with_a_read_only_root() {
     for (path, entry) in &seen {
         match want.get(path) {
             Some(w) if w == entry => {}
-            Some(w) => problems.push(format!("{path}: in the container {entry:?}, in the image {w:?}")),
+            Some(w) => problems.push(format!("{path}: in the container {entry}, in the image {w}")),
             None if mount_parents.contains(path) && entry.kind == "dir" => {}
-            None => problems.push(format!("{path}: in the container, not in the image ({entry:?})")),
+            None => problems.push(format!("{path}: in the container ({entry}), not in the image")),
         }
     }
     for path in want.keys() {
