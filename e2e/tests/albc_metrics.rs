@@ -301,9 +301,16 @@ async fn albc_families_are_served_with_albcs_types_and_labels() {
     .await;
     // An NLB Service: its binding is one ALBC's aws_target_group_info would show.
     nlb_service(&f).await;
-    let text = eventually("the NLB's binding in aws_target_group_info", 90, || async {
+    // The binding is applied inside the deploy stage, so its info series can show before that stage's duration
+    // is recorded: wait for both.
+    let text = eventually("the NLB's binding in aws_target_group_info and its deploy stage timed", 90, || async {
         let text = ctl.metrics().await;
-        text.lines().any(|l| l.starts_with("aws_target_group_info{")).then_some(text)
+        let info = text.lines().any(|l| l.starts_with("aws_target_group_info{"));
+        let deployed = text.lines().any(|l| {
+            l.starts_with("awslbc_controller_reconcile_stage_duration")
+                && l.contains("reconcile_stage=\"deploy_model\"")
+        });
+        (info && deployed).then_some(text)
     })
     .await;
 
