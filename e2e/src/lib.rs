@@ -20,6 +20,7 @@ pub mod jaeger;
 pub mod kube_util;
 pub mod prometheus;
 pub mod proxy;
+pub mod tenant;
 pub mod webhook;
 
 use std::collections::HashMap;

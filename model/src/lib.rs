@@ -55,6 +55,7 @@ pub mod poison;
 pub mod readiness;
 pub mod service;
 pub mod target;
+pub mod tenancy;
 pub mod text;
 pub mod tg_ownership;
 pub mod throttle;
