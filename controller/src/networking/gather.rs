@@ -112,15 +112,7 @@ fn node_targets(
 
 /// The binding a problem is about (`None`: about a security group, not one binding).
 pub fn problem_binding(p: &RuleProblem) -> Option<&str> {
-    match p {
-        RuleProblem::EniSecurityGroup { binding, .. }
-        | RuleProblem::UnresolvedEndpoints { binding, .. }
-        | RuleProblem::NamedPort { binding, .. }
-        | RuleProblem::InvalidPort { binding, .. }
-        | RuleProblem::InvalidCidr { binding, .. }
-        | RuleProblem::EmptyPeer { binding } => Some(binding),
-        RuleProblem::UndescribedSecurityGroup { .. } => None,
-    }
+    p.binding()
 }
 
 /// The Warning note per binding: every problem of that binding, one per line.

@@ -229,6 +229,8 @@ impl BackendRules {
                     .iter()
                     .map(|(ip, ports)| EndpointEni { ip: *ip, eni: enis.get(ip), named_ports: ports.clone() })
                     .collect(),
+                endpoints_known: true,
+                kept: None,
             })
             .collect();
         for reason in &gathered.incomplete {
@@ -244,6 +246,8 @@ impl BackendRules {
             bindings: &bindings,
             security_groups: &groups,
             complete: gathered.incomplete.is_empty(),
+            missing_peers: &BTreeSet::new(),
+            first_pass: false,
         };
         let plan = plan_backend_rules(&input);
         let mut summary = PassSummary {

@@ -22,8 +22,29 @@
 //!   never touch other rules. Security groups given as observed but receiving no rules are
 //!   garbage-collected: all our rules on them are revoked.
 //! - **Never act on incomplete knowledge.** Revokes (diff and GC) happen only when the caller
-//!   says it saw every binding and every endpoint, and every endpoint's ENI and SG resolved;
-//!   otherwise only authorizations go out (ALBC's `WithAuthorizeOnly(!computedForAllTGBs)`).
+//!   says it saw every binding ([`BackendRulesInput::complete`]); otherwise only authorizations go
+//!   out (ALBC's `WithAuthorizeOnly(!computedForAllTGBs)`).
+//! - **Fault isolation, per binding** (ALBC differs: there one bad binding fails or freezes the
+//!   whole pass). Each binding is judged on its own ([`BindingState`]):
+//!   - *Bad*: its spec is wrong (a named port one of its pods lacks, a port outside 0–65535, a
+//!     CIDR that does not parse, a peer with neither ipBlock nor securityGroup, a peer group the
+//!     caller knows does not exist, [`BackendRulesInput::missing_peers`]). Its rules are left out
+//!     (nothing of it is authorized), the problem names that binding, and the rules it had are
+//!     **kept**: a typo must not cut the traffic that worked before it. "The rules it had" are the
+//!     caller's memory of its last good pass ([`BindingRules::kept`]); on the first pass of a
+//!     process there is no memory, so every rule of ours on the binding's groups whose source is
+//!     one of its own peers is kept instead ([`BackendRulesInput::first_pass`]), and remembered.
+//!   - *Partial*: its spec is fine but some of its endpoints' groups are unknown (an endpoint
+//!     without a known ENI, an ENI whose group is ambiguous, or its endpoints unknown altogether,
+//!     [`BindingRules::endpoints_known`]). What is known is authorized; what it had is kept.
+//!   - *Good*: everything else; its rules are what it wants now.
+//!
+//!   Revokes then remove our rules no Good or Partial binding wants, except those a Bad or Partial
+//!   binding keeps (same protocol and source, overlapping ports). Nobody else waits: the other
+//!   bindings' rules are authorized and revoked as if the bad one did not exist.
+//! - **Owners.** Every desired rule lists the bindings that want it ([`BackendRulesPlan::owners`]),
+//!   so the caller can attribute a rule AWS refuses to those bindings only, and count each
+//!   namespace's share of a shared group's rule quota ([`BackendRulesPlan::rules_by_namespace`]).
 //!
 //! Rules are shared across bindings and the GC revokes every rule carrying our label, so two
 //! controllers (ALBC and this one, or two of ours) must never manage the same cluster (ALBC #2185).
@@ -63,6 +84,9 @@ pub struct EndpointEni<'a> {
     pub named_ports: BTreeMap<String, u16>,
 }
 
+/// Rules per security group: what a binding wants or keeps.
+pub type KeptRules = BTreeMap<String, BTreeSet<IngressRule>>;
+
 /// A TargetGroupBinding as far as backend rules care.
 #[derive(Clone, Debug)]
 pub struct BindingRules<'a> {
@@ -70,6 +94,13 @@ pub struct BindingRules<'a> {
     pub key: String,
     pub networking: Option<&'a TargetGroupBindingNetworking>,
     pub endpoints: Vec<EndpointEni<'a>>,
+    /// False when the caller could not list the binding's endpoints at all (its Service is
+    /// missing, its port does not resolve, an eligible node has no address): the binding is
+    /// Partial and keeps its rules.
+    pub endpoints_known: bool,
+    /// The rules this binding wanted at its last pass as a Good binding (the caller's memory,
+    /// [`BindingOutcome::remember`] of earlier passes); kept while it is Bad or Partial.
+    pub kept: Option<&'a KeptRules>,
 }
 
 /// Everything the plan is computed from.
@@ -87,33 +118,44 @@ pub struct BackendRulesInput<'a> {
     /// (ALBC: groups tagged `kubernetes.io/cluster/<cluster>` in the VPC, and groups it touched).
     pub security_groups: &'a [Observed<SecurityGroup>],
     /// The caller vouches that `bindings` is every binding and each lists every endpoint
-    /// (stores synced). Revokes happen only when this holds and nothing below failed.
+    /// (stores synced). Revokes happen only when this holds.
     pub complete: bool,
+    /// Peer security groups known not to exist (EC2 said so and no describe found them since):
+    /// a binding naming one is Bad.
+    pub missing_peers: &'a BTreeSet<String>,
+    /// The caller has no memory yet (first pass of the process): a Bad or Partial binding without
+    /// [`BindingRules::kept`] keeps our rules on its groups whose source is one of its peers.
+    pub first_pass: bool,
 }
 
-/// What stopped part of the computation; any of these withholds revokes.
+/// What stopped part of the computation, attributed to the binding concerned where there is one
+/// (see the module docs for what each does to that binding's rules).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum RuleProblem {
     #[error("TargetGroupBinding {binding}: {error}")]
     EniSecurityGroup { binding: String, error: Box<EniSgError> },
     #[error(
         "TargetGroupBinding {binding}: {count} endpoint(s) have no known ENI (first: {first}); expected an ENI for \
-         every endpoint IP, so security-group rules are only added, never removed, until then. Fix: pods need VPC \
+         every endpoint IP, so this binding's rules are only added, never removed, until then. Fix: pods need VPC \
          addresses on ENIs (Cilium in ENI mode; its CiliumNode status lists them) and the controller's role \
          ec2:DescribeNetworkInterfaces (docs/iam-policy.json)"
     )]
     UnresolvedEndpoints { binding: String, count: usize, first: IpAddr },
     #[error(
-        "TargetGroupBinding {binding}: spec.networking port {port:?} is not a named containerPort of pod {ip}; use a port number or a containerPort name every pod has"
+        "TargetGroupBinding {binding}: spec.networking port {port:?} is not a named containerPort of pod {ip} \
+         (its named ports: {known}); expected a port number or a containerPort name every pod of the Service has. \
+         Fix: correct the port in spec.networking. Until then this binding's rules are left out and the rules it \
+         had are kept"
     )]
-    NamedPort { binding: String, port: String, ip: IpAddr },
+    NamedPort { binding: String, port: String, ip: IpAddr, known: String },
     #[error(
         "TargetGroupBinding {binding}: spec.networking port {port} is outside 0-65535; set a port number within \
-         0-65535 or a containerPort name"
+         0-65535 or a containerPort name. Until then this binding's rules are left out and the rules it had are kept"
     )]
     InvalidPort { binding: String, port: i32 },
     #[error(
-        "TargetGroupBinding {binding}: spec.networking ipBlock {cidr:?} is not a CIDR like 10.0.0.0/16 or 2600:1f18::/56"
+        "TargetGroupBinding {binding}: spec.networking ipBlock {cidr:?} is not a CIDR like 10.0.0.0/16 or \
+         2600:1f18::/56; fix the cidr. Until then this binding's rules are left out and the rules it had are kept"
     )]
     InvalidCidr { binding: String, cidr: String },
     #[error(
@@ -122,11 +164,111 @@ pub enum RuleProblem {
     )]
     EmptyPeer { binding: String },
     #[error(
+        "TargetGroupBinding {binding}: spec.networking peer securityGroup.groupID {group:?} does not exist (EC2: \
+         InvalidGroup.NotFound); expected the ID of an existing security group of the VPC. Fix: correct the \
+         groupID or create the group. Until then this binding's rules are left out and the rules it had are kept"
+    )]
+    PeerNotFound { binding: String, group: String },
+    #[error("TargetGroupBinding {binding}: {rejection}")]
+    Rejected { binding: String, rejection: Box<Rejection> },
+    #[error(
         "security group {sg} should receive rules but was not described (deleted, or not fetched); expected it in \
          the VPC: recreate it or fix the binding or ENI tags that name it, and allow ec2:DescribeSecurityGroups \
          (docs/iam-policy.json)"
     )]
     UndescribedSecurityGroup { sg: String },
+}
+
+impl RuleProblem {
+    /// The binding (`namespace/name`) the problem is about; `None` for a security group's.
+    pub fn binding(&self) -> Option<&str> {
+        match self {
+            Self::EniSecurityGroup { binding, .. }
+            | Self::UnresolvedEndpoints { binding, .. }
+            | Self::NamedPort { binding, .. }
+            | Self::InvalidPort { binding, .. }
+            | Self::InvalidCidr { binding, .. }
+            | Self::EmptyPeer { binding }
+            | Self::PeerNotFound { binding, .. }
+            | Self::Rejected { binding, .. } => Some(binding),
+            Self::UndescribedSecurityGroup { .. } => None,
+        }
+    }
+
+    /// Whether the binding's own spec (or a rule made from it) is at fault: its rules are left
+    /// out, and it is told so in a status condition. The others are about the cluster's
+    /// infrastructure (ENIs, groups) and reported by events only.
+    pub fn is_spec_fault(&self) -> bool {
+        matches!(
+            self,
+            Self::NamedPort { .. }
+                | Self::InvalidPort { .. }
+                | Self::InvalidCidr { .. }
+                | Self::EmptyPeer { .. }
+                | Self::PeerNotFound { .. }
+                | Self::Rejected { .. }
+        )
+    }
+
+    /// A short CamelCase reason (status condition reason).
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::EniSecurityGroup { .. } => "AmbiguousEniSecurityGroup",
+            Self::UnresolvedEndpoints { .. } => "UnresolvedEndpoints",
+            Self::NamedPort { .. } => "NamedPortNotFound",
+            Self::InvalidPort { .. } => "InvalidPort",
+            Self::InvalidCidr { .. } => "InvalidCIDR",
+            Self::EmptyPeer { .. } => "EmptyPeer",
+            Self::PeerNotFound { .. } => "PeerSecurityGroupNotFound",
+            Self::Rejected { .. } => "RuleRejected",
+            Self::UndescribedSecurityGroup { .. } => "SecurityGroupNotDescribed",
+        }
+    }
+}
+
+/// A rule EC2 refused, and what to do about it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "EC2 refused its rule {rule} on security group {sg} ({code}: {message}); expected a rule EC2 accepts. Fix: \
+     {fix}. The other bindings' rules were applied; this binding's earlier rules are kept"
+)]
+pub struct Rejection {
+    pub sg: String,
+    /// [`describe_rule`].
+    pub rule: String,
+    pub code: String,
+    pub message: String,
+    pub fix: String,
+}
+
+/// A rule as people read it: `tcp 8080 from sg-0abc`, `udp 0-65535 from 10.0.0.0/16`.
+pub fn describe_rule(rule: &IngressRule) -> String {
+    let ports = match (rule.from_port, rule.to_port) {
+        (-1, _) => "all ports".to_string(),
+        (a, b) if a == b => a.to_string(),
+        (a, b) => format!("{a}-{b}"),
+    };
+    let source = match &rule.source {
+        RuleSource::Cidr(s) | RuleSource::Ipv6Cidr(s) | RuleSource::PrefixList(s) | RuleSource::SecurityGroup(s) => s,
+    };
+    format!("{} {ports} from {source}", rule.protocol)
+}
+
+/// How a binding fared in a pass (module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BindingState {
+    Good,
+    Partial,
+    Bad,
+}
+
+/// One binding's result.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BindingOutcome {
+    pub state: BindingState,
+    /// What the caller should pass back as [`BindingRules::kept`] next time: a Good binding's
+    /// rules now, a Partial one's kept rules plus what it wants now, a Bad one's kept rules.
+    pub remember: KeptRules,
 }
 
 /// Changes for one security group. Authorize before revoking: a widened range (80 → 80–8080)
@@ -145,10 +287,17 @@ pub struct BackendRulesPlan {
     pub changes: BTreeMap<String, SgRuleChanges>,
     /// Security-group ID → every rule we want there (for logs and status).
     pub desired: BTreeMap<String, Vec<IngressRule>>,
+    /// Security-group ID → desired rule → the bindings (`namespace/name`) that want it.
+    pub owners: BTreeMap<String, BTreeMap<IngressRule, BTreeSet<String>>>,
+    /// Namespace → how many (security group, rule) pairs its bindings want; a rule shared by two
+    /// namespaces counts for both. Every namespace with a binding taking part is listed.
+    pub rules_by_namespace: BTreeMap<String, usize>,
+    /// Every binding with `spec.networking`, by `namespace/name`.
+    pub bindings: BTreeMap<String, BindingOutcome>,
     pub problems: Vec<RuleProblem>,
-    /// Whether revokes were planned (knowledge complete).
+    /// Whether revokes were planned (the caller saw every binding).
     pub revokes_allowed: bool,
-    /// Revokes left out because knowledge was incomplete.
+    /// Revokes left out: knowledge incomplete, or a Bad or Partial binding keeps the rule.
     pub withheld_revokes: usize,
 }
 
@@ -177,13 +326,37 @@ pub fn plan_backend_rules(input: &BackendRulesInput<'_>) -> BackendRulesPlan {
     let observed: BTreeMap<&str, &SecurityGroup> =
         input.security_groups.iter().map(|o| (o.id.as_str(), &o.spec)).collect();
     let tags: BTreeMap<String, Tags> = observed.iter().map(|(id, sg)| (id.to_string(), sg.tags.clone())).collect();
-    let mut desired: BTreeMap<String, BTreeSet<Key>> = BTreeMap::new();
+    // sg → wanted key → owners.
+    let mut desired: BTreeMap<String, BTreeMap<Key, BTreeSet<String>>> = BTreeMap::new();
+    // sg → rules kept for Bad or Partial bindings.
+    let mut kept: BTreeMap<String, Vec<Key>> = BTreeMap::new();
     for binding in input.bindings {
-        if let Some(networking) = binding.networking {
-            for (sg, rules) in binding_rules(input, &tags, binding, networking, &mut plan.problems) {
-                desired.entry(sg).or_default().extend(rules);
+        let Some(networking) = binding.networking else { continue };
+        let judged = judge_binding(input, &tags, binding, networking);
+        plan.rules_by_namespace.entry(namespace_of(&binding.key).to_string()).or_default();
+        let mut remember: KeptRules = BTreeMap::new();
+        if judged.state != BindingState::Bad {
+            for (sg, keys) in &judged.rules {
+                for k in keys {
+                    desired.entry(sg.clone()).or_default().entry(k.clone()).or_default().insert(binding.key.clone());
+                }
+                remember.entry(sg.clone()).or_default().extend(keys.iter().map(rule_of));
             }
         }
+        if judged.state != BindingState::Good {
+            let had = match binding.kept {
+                Some(k) => k.clone(),
+                None if input.first_pass => own_source_rules(&observed, &judged),
+                None => KeptRules::new(),
+            };
+            for (sg, rules) in &had {
+                kept.entry(sg.clone()).or_default().extend(rules.iter().map(key_of));
+                remember.entry(sg.clone()).or_default().extend(rules.iter().cloned());
+            }
+        }
+        remember.retain(|_, rules| !rules.is_empty());
+        plan.problems.extend(judged.problems);
+        plan.bindings.insert(binding.key.clone(), BindingOutcome { state: judged.state, remember });
     }
     if input.restricted {
         desired = desired.into_iter().map(|(sg, keys)| (sg, collapse_group_sources(keys))).collect();
@@ -193,16 +366,20 @@ pub fn plan_backend_rules(input: &BackendRulesInput<'_>) -> BackendRulesPlan {
             plan.problems.push(RuleProblem::UndescribedSecurityGroup { sg: sg.clone() });
         }
     }
-    plan.revokes_allowed = input.complete && plan.problems.is_empty();
-    let empty = BTreeSet::new();
+    plan.revokes_allowed = input.complete;
+    let (empty, no_keep) = (BTreeMap::new(), Vec::new());
     for (sg_id, sg) in &observed {
         let want = desired.get(*sg_id).unwrap_or(&empty);
+        let keep = kept.get(*sg_id).unwrap_or(&no_keep);
         let have: BTreeSet<Key> = sg.ingress.iter().map(key_of).collect();
-        let authorize: Vec<IngressRule> = want.difference(&have).map(rule_of).collect();
+        let authorize: Vec<IngressRule> = want.keys().filter(|k| !have.contains(*k)).map(rule_of).collect();
         let mut revoke: Vec<IngressRule> =
-            sg.ingress.iter().filter(|r| is_managed_rule(r) && !want.contains(&key_of(r))).cloned().collect();
+            sg.ingress.iter().filter(|r| is_managed_rule(r) && !want.contains_key(&key_of(r))).cloned().collect();
         revoke.sort();
         revoke.dedup();
+        let before = revoke.len();
+        revoke.retain(|r| !keep.iter().any(|k| overlaps(k, &key_of(r))));
+        plan.withheld_revokes += before - revoke.len();
         if !plan.revokes_allowed {
             plan.withheld_revokes += revoke.len();
             revoke.clear();
@@ -211,21 +388,79 @@ pub fn plan_backend_rules(input: &BackendRulesInput<'_>) -> BackendRulesPlan {
             plan.changes.insert(sg_id.to_string(), SgRuleChanges { authorize, revoke });
         }
     }
-    plan.desired = desired.into_iter().map(|(sg, keys)| (sg, keys.iter().map(rule_of).collect())).collect();
+    for (sg, keys) in desired {
+        let mut owners = BTreeMap::new();
+        for (key, bindings) in keys {
+            let namespaces: BTreeSet<&str> = bindings.iter().map(|b| namespace_of(b)).collect();
+            for ns in namespaces {
+                *plan.rules_by_namespace.entry(ns.to_string()).or_default() += 1;
+            }
+            owners.insert(rule_of(&key), bindings);
+        }
+        plan.desired.insert(sg.clone(), owners.keys().cloned().collect());
+        plan.owners.insert(sg, owners);
+    }
     plan
 }
 
-/// The rules one binding wants, per security group; problems are appended to `problems`.
-/// Endpoints whose ENI or security group is unknown are skipped (their problem withholds
-/// revokes); a configuration error drops the whole binding.
-fn binding_rules(
+/// Of the revokes planned for `sg`, those none of `kept` overlaps (rules remembered for bindings
+/// whose new rules AWS just refused: such a binding keeps its old ones).
+pub fn spare_kept(sg: &str, revoke: &[IngressRule], kept: &[&KeptRules]) -> Vec<IngressRule> {
+    let keep: Vec<Key> = kept.iter().filter_map(|k| k.get(sg)).flatten().map(key_of).collect();
+    revoke.iter().filter(|r| !keep.iter().any(|k| overlaps(k, &key_of(r)))).cloned().collect()
+}
+
+/// Same protocol and source, and port ranges that overlap (`-1` = every port).
+fn overlaps(a: &Key, b: &Key) -> bool {
+    let range = |k: &Key| if k.1 == -1 { (0, 65535) } else { (k.1, k.2) };
+    let ((af, at), (bf, bt)) = (range(a), range(b));
+    a.0 == b.0 && a.3 == b.3 && af <= bt && bf <= at
+}
+
+/// The namespace of a `namespace/name` key.
+pub fn namespace_of(key: &str) -> &str {
+    key.split_once('/').map_or(key, |(ns, _)| ns)
+}
+
+/// One binding judged: its state, problems, the rules it wants per group (empty when Bad), the
+/// groups its known endpoints sit on and the sources its peers name.
+struct Judged {
+    state: BindingState,
+    problems: Vec<RuleProblem>,
+    rules: BTreeMap<String, BTreeSet<Key>>,
+    groups: BTreeSet<String>,
+    /// Whether every endpoint's group is known (else every group may be the binding's).
+    groups_known: bool,
+    sources: BTreeSet<RuleSource>,
+}
+
+/// First pass without memory: our rules on the binding's groups whose source is one of its peers.
+fn own_source_rules(observed: &BTreeMap<&str, &SecurityGroup>, judged: &Judged) -> KeptRules {
+    let mut out = KeptRules::new();
+    for (id, sg) in observed {
+        if judged.groups_known && !judged.groups.contains(*id) {
+            continue;
+        }
+        let own = sg.ingress.iter().filter(|r| is_managed_rule(r) && judged.sources.contains(&key_of(r).3));
+        let rules: BTreeSet<IngressRule> = own.map(|r| rule_of(&key_of(r))).collect();
+        if !rules.is_empty() {
+            out.insert(id.to_string(), rules);
+        }
+    }
+    out
+}
+
+/// Judges one binding: the rules it wants per security group and what is wrong with it.
+/// Endpoints whose ENI or group is unknown are skipped (the binding is Partial); a spec error
+/// makes it Bad and leaves every rule of it out.
+fn judge_binding(
     input: &BackendRulesInput<'_>,
     tags: &BTreeMap<String, Tags>,
     binding: &BindingRules<'_>,
     networking: &TargetGroupBindingNetworking,
-    problems: &mut Vec<RuleProblem>,
-) -> BTreeMap<String, BTreeSet<Key>> {
+) -> Judged {
     let key = &binding.key;
+    let mut problems = Vec::new();
     let mut by_sg: BTreeMap<String, Vec<&EndpointEni<'_>>> = BTreeMap::new();
     let mut unresolved = Vec::new();
     let mut eni_errors = BTreeMap::new();
@@ -248,24 +483,58 @@ fn binding_rules(
             first: *first,
         });
     }
+    let groups_known = binding.endpoints_known && unresolved.is_empty() && eni_errors.is_empty();
     problems.extend(
         eni_errors
             .into_values()
             .map(|error| RuleProblem::EniSecurityGroup { binding: key.clone(), error: Box::new(error) }),
     );
-    let mut computed = BTreeMap::new();
-    for (sg, endpoints) in by_sg {
-        match rules_for(key, networking, &endpoints) {
-            Ok(rules) => {
-                computed.insert(sg, rules);
-            }
-            Err(problem) => {
-                problems.push(problem);
-                return BTreeMap::new();
+    let sources = peer_sources(networking);
+    let mut spec_fault = peer_problem(key, networking, input.missing_peers);
+    let mut rules = BTreeMap::new();
+    if spec_fault.is_none() {
+        for (sg, endpoints) in &by_sg {
+            match rules_for(key, networking, endpoints) {
+                Ok(keys) => {
+                    rules.insert(sg.clone(), keys);
+                }
+                Err(problem) => {
+                    spec_fault = Some(problem);
+                    break;
+                }
             }
         }
     }
-    computed
+    let state = match (&spec_fault, groups_known) {
+        (Some(_), _) => BindingState::Bad,
+        (None, false) => BindingState::Partial,
+        (None, true) => BindingState::Good,
+    };
+    if let Some(p) = spec_fault {
+        problems.push(p);
+        rules.clear();
+    }
+    Judged { state, problems, rules, groups: by_sg.into_keys().collect(), groups_known, sources }
+}
+
+/// The sources of the binding's peers that parse.
+fn peer_sources(networking: &TargetGroupBindingNetworking) -> BTreeSet<RuleSource> {
+    networking.ingress.iter().flat_map(|r| &r.from).filter_map(|peer| source_of("", peer).ok()).collect()
+}
+
+/// The first peer that is wrong whatever the endpoints: unparsable, empty, or a missing group.
+fn peer_problem(
+    binding: &str,
+    networking: &TargetGroupBindingNetworking,
+    missing: &BTreeSet<String>,
+) -> Option<RuleProblem> {
+    networking.ingress.iter().flat_map(|r| &r.from).find_map(|peer| match source_of(binding, peer) {
+        Err(p) => Some(p),
+        Ok(RuleSource::SecurityGroup(g)) if missing.contains(&g) => {
+            Some(RuleProblem::PeerNotFound { binding: binding.to_string(), group: g })
+        }
+        Ok(_) => None,
+    })
 }
 
 fn rule_of(key: &Key) -> IngressRule {
@@ -322,27 +591,40 @@ fn port_ranges(
             .iter()
             .map(|ep| match ep.named_ports.get(name) {
                 Some(n) => Ok((i32::from(*n), i32::from(*n))),
-                None => Err(RuleProblem::NamedPort { binding: binding.to_string(), port: name.clone(), ip: ep.ip }),
+                None => Err(RuleProblem::NamedPort {
+                    binding: binding.to_string(),
+                    port: name.clone(),
+                    ip: ep.ip,
+                    known: match ep.named_ports.keys().map(String::as_str).collect::<Vec<_>>() {
+                        names if names.is_empty() => "none".to_string(),
+                        names => names.join(", "),
+                    },
+                }),
             })
             .collect(),
     }
 }
 
 /// ALBC's restricted mode: per (protocol, source group), one rule from the lowest to the highest
-/// port (a 0–0 rule counts as every port). CIDR-sourced rules are kept as they are.
-fn collapse_group_sources(keys: BTreeSet<Key>) -> BTreeSet<Key> {
-    let mut ranges: BTreeMap<(String, RuleSource), (i32, i32)> = BTreeMap::new();
-    let mut out = BTreeSet::new();
-    for (protocol, from, to, source) in keys {
+/// port (a 0–0 rule counts as every port), wanted by every binding that wanted a part of it.
+/// CIDR-sourced rules are kept as they are.
+fn collapse_group_sources(keys: BTreeMap<Key, BTreeSet<String>>) -> BTreeMap<Key, BTreeSet<String>> {
+    type Range = ((i32, i32), BTreeSet<String>);
+    let mut ranges: BTreeMap<(String, RuleSource), Range> = BTreeMap::new();
+    let mut out = BTreeMap::new();
+    for ((protocol, from, to, source), owners) in keys {
         if !matches!(source, RuleSource::SecurityGroup(_)) {
-            out.insert((protocol, from, to, source));
+            out.insert((protocol, from, to, source), owners);
             continue;
         }
         let (from, to) = if from == 0 && to == 0 { (0, 65535) } else { (from, to) };
-        let range = ranges.entry((protocol, source)).or_insert((from, to));
+        let (range, all) = ranges.entry((protocol, source)).or_insert(((from, to), BTreeSet::new()));
         *range = (range.0.min(from), range.1.max(to));
+        all.extend(owners);
     }
-    out.extend(ranges.into_iter().map(|((protocol, source), (from, to))| (protocol, from, to, source)));
+    let merged =
+        ranges.into_iter().map(|((protocol, source), ((from, to), owners))| ((protocol, from, to, source), owners));
+    out.extend(merged);
     out
 }
 

@@ -69,8 +69,10 @@ fn ep<'a>(addr: &str, eni: Option<&'a NetworkInterface>, ports: &[(&str, u16)]) 
 }
 
 fn binding<'a>(key: &str, n: Option<&'a TargetGroupBindingNetworking>, eps: Vec<EndpointEni<'a>>) -> BindingRules<'a> {
-    BindingRules { key: key.into(), networking: n, endpoints: eps }
+    BindingRules { key: key.into(), networking: n, endpoints: eps, endpoints_known: true, kept: None }
 }
+
+const NO_MISSING: &BTreeSet<String> = &BTreeSet::new();
 
 fn plan(bindings: &[BindingRules<'_>], sgs: &[Observed<SecurityGroup>], complete: bool) -> BackendRulesPlan {
     plan_with(bindings, sgs, complete, true, &Tags::new())
@@ -90,6 +92,27 @@ fn plan_with(
         bindings,
         security_groups: sgs,
         complete,
+        missing_peers: NO_MISSING,
+        first_pass: false,
+    })
+}
+
+/// Complete, restricted: with peers known missing, and whether this is the process's first pass.
+fn plan_isolated(
+    bindings: &[BindingRules<'_>],
+    sgs: &[Observed<SecurityGroup>],
+    missing_peers: &BTreeSet<String>,
+    first_pass: bool,
+) -> BackendRulesPlan {
+    plan_backend_rules(&BackendRulesInput {
+        cluster_name: CLUSTER,
+        required_tags: &Tags::new(),
+        restricted: true,
+        bindings,
+        security_groups: sgs,
+        complete: true,
+        missing_peers,
+        first_pass,
     })
 }
 
@@ -161,17 +184,25 @@ fn which_sg_of_a_multi_sg_eni() {
 }
 
 #[test]
-fn eni_sg_error_withholds_revokes_but_other_endpoints_still_get_rules() {
+fn eni_sg_error_keeps_that_bindings_rules_and_other_endpoints_still_get_rules() {
     let (good, bad) = (eni("eni-1", &["sg-node"]), eni("eni-2", &["sg-x", "sg-y"]));
     let n = lb_sg_rule(json!(80));
-    let b = [binding("shop/web", Some(&n), vec![ep("10.0.1.5", Some(&good), &[]), ep("10.0.2.5", Some(&bad), &[])])];
-    let stale = from_sg("sg-lb", 9000, 9000);
-    let sgs = [sg("sg-node", &[], vec![stale]), sg("sg-x", &[], vec![]), sg("sg-y", &[], vec![])];
+    let had = from_sg("sg-lb", 9000, 9000);
+    let stale = from_sg("sg-old", 9000, 9000);
+    let sgs = [sg("sg-node", &[], vec![had.clone(), stale.clone()]), sg("sg-x", &[], vec![]), sg("sg-y", &[], vec![])];
+    let memory: KeptRules = [("sg-node".to_string(), BTreeSet::from([had.clone()]))].into();
+    let mut b =
+        [binding("shop/web", Some(&n), vec![ep("10.0.1.5", Some(&good), &[]), ep("10.0.2.5", Some(&bad), &[])])];
+    b[0].kept = Some(&memory);
     let p = plan(&b, &sgs, true);
     assert!(matches!(&p.problems[..], [RuleProblem::EniSecurityGroup { binding, .. }] if binding == "shop/web"));
-    assert!(!p.revokes_allowed);
+    assert!(p.revokes_allowed);
+    assert_eq!(p.bindings["shop/web"].state, BindingState::Partial);
+    // What it had is kept; a rule nobody keeps or wants goes; the known endpoint gets its rule.
     assert_eq!(p.withheld_revokes, 1);
-    assert_eq!(p.changes["sg-node"], SgRuleChanges { authorize: vec![from_sg("sg-lb", 80, 80)], revoke: vec![] });
+    assert_eq!(p.changes["sg-node"], SgRuleChanges { authorize: vec![from_sg("sg-lb", 80, 80)], revoke: vec![stale] });
+    // Remembered for next time: what it had plus what it wants now.
+    assert_eq!(p.bindings["shop/web"].remember["sg-node"], BTreeSet::from([from_sg("sg-lb", 80, 80), had]));
 }
 
 #[test]
@@ -219,22 +250,29 @@ fn incomplete_knowledge_never_revokes() {
     let n = lb_sg_rule(json!(80));
     let stale = from_sg("sg-lb", 81, 81);
     let sgs = [sg("sg-node", &[], vec![stale.clone()]), sg("sg-gc", &[], vec![from_sg("sg-lb", 80, 80)])];
-    // Caller not sure it saw everything.
+    // Caller not sure it saw every binding: nothing revoked anywhere.
     let b = [binding("shop/web", Some(&n), vec![ep("10.0.1.5", Some(&e), &[])])];
     let p = plan(&b, &sgs, false);
     assert_eq!((p.revokes_allowed, p.withheld_revokes), (false, 2));
     assert_eq!(p.changes["sg-node"].authorize, vec![from_sg("sg-lb", 80, 80)]);
     assert!(p.changes.values().all(|c| c.revoke.is_empty()));
-    // An endpoint whose ENI is unknown.
-    let b = [binding("shop/web", Some(&n), vec![ep("10.0.1.5", Some(&e), &[]), ep("10.0.9.9", None, &[])])];
-    let p = plan(&b, &sgs, true);
-    assert!(matches!(&p.problems[..], [RuleProblem::UnresolvedEndpoints { count: 1, .. }]));
-    assert!(!p.revokes_allowed && p.changes.values().all(|c| c.revoke.is_empty()));
+    // An endpoint whose ENI is unknown: that binding keeps what it had (its source's rules on the
+    // first pass), the rest proceeds.
+    let mut b = [binding("shop/web", Some(&n), vec![ep("10.0.1.5", Some(&e), &[]), ep("10.0.9.9", None, &[])])];
+    let first = plan_isolated(&b, &sgs, NO_MISSING, true);
+    assert!(matches!(&first.problems[..], [RuleProblem::UnresolvedEndpoints { count: 1, .. }]));
+    assert!(first.revokes_allowed && first.changes.values().all(|c| c.revoke.is_empty()), "{:?}", first.changes);
+    assert_eq!(first.withheld_revokes, 2);
+    let memory = first.bindings["shop/web"].remember.clone();
+    assert_eq!(memory["sg-gc"], BTreeSet::from([from_sg("sg-lb", 80, 80)]), "an unknown ENI may sit on any group");
+    b[0].kept = Some(&memory);
+    assert_eq!(plan(&b, &sgs, true).changes, first.changes, "memory carries it over");
     // Complete: stale rule revoked, and the SG no longer used is garbage-collected.
     let b = [binding("shop/web", Some(&n), vec![ep("10.0.1.5", Some(&e), &[])])];
     let p = plan(&b, &sgs, true);
     assert_eq!(p.changes["sg-node"].revoke, vec![stale]);
     assert_eq!(p.changes["sg-gc"].revoke, vec![from_sg("sg-lb", 80, 80)]);
+    assert_eq!(p.bindings["shop/web"].state, BindingState::Good);
 }
 
 #[test]
@@ -272,11 +310,16 @@ fn ports_protocols_and_ranges() {
     // A named port a pod lacks, and an impossible number.
     for (ports, fragment) in [(json!([{"port": "grpc"}]), "\"grpc\""), (json!([{"port": 70000}]), "70000")] {
         let n = cidr(ports);
-        let b = [binding("ns/b", Some(&n), vec![ep("10.0.1.5", Some(&e), &named)])];
-        let p = plan(&b, &[sg("sg-node", &[], vec![from_cidr("tcp", "10.1.0.0/16", 1, 1)])], true);
+        let had = from_cidr("tcp", "10.1.0.0/16", 1, 1);
+        let memory: KeptRules = [("sg-node".to_string(), BTreeSet::from([had.clone()]))].into();
+        let mut b = [binding("ns/b", Some(&n), vec![ep("10.0.1.5", Some(&e), &named)])];
+        b[0].kept = Some(&memory);
+        let p = plan(&b, &[sg("sg-node", &[], vec![had.clone()])], true);
         assert!(p.problems[0].to_string().contains(fragment), "{}", p.problems[0]);
-        assert!(p.changes.values().all(|c| c.authorize.is_empty() && c.revoke.is_empty()));
-        assert_eq!(p.withheld_revokes, 1);
+        assert!(p.problems[0].is_spec_fault());
+        assert!(p.changes.is_empty(), "its rule is kept: {:?}", p.changes);
+        assert_eq!((p.withheld_revokes, p.bindings["ns/b"].state), (1, BindingState::Bad));
+        assert_eq!(p.bindings["ns/b"].remember, memory, "remembered as it was");
     }
 }
 
@@ -335,8 +378,9 @@ fn target_sg_not_described_is_reported() {
     let b = [binding("ns/b", Some(&n), vec![ep("10.0.1.5", Some(&e), &[])])];
     let p = plan(&b, &[sg("sg-other", &[], vec![from_sg("sg-lb", 80, 80)])], true);
     assert_eq!(p.problems, vec![RuleProblem::UndescribedSecurityGroup { sg: "sg-gone".into() }]);
-    assert!(p.changes.is_empty());
-    assert_eq!(p.withheld_revokes, 1);
+    // A group that could not be read stops nothing elsewhere: sg-other's rule no binding wants goes.
+    assert_eq!(p.changes["sg-other"], SgRuleChanges { authorize: vec![], revoke: vec![from_sg("sg-lb", 80, 80)] });
+    assert_eq!(p.withheld_revokes, 0);
 }
 
 fn random_networking(rng: &mut fastrand::Rng) -> TargetGroupBindingNetworking {
@@ -452,6 +496,38 @@ fn problem_messages_name_object_value_expectation_and_fix() {
             &["security group sg-gone", "not described", "expected it in the VPC", "recreate it"],
         ),
         (
+            RuleProblem::PeerNotFound { binding: "a/web".into(), group: "sg-0typo".into() },
+            &["TargetGroupBinding a/web", "\"sg-0typo\"", "does not exist", "expected the ID of an existing", "Fix:"],
+        ),
+        (
+            RuleProblem::NamedPort {
+                binding: "a/web".into(),
+                port: "htp".into(),
+                ip: "10.0.1.5".parse().unwrap(),
+                known: "http, metrics".into(),
+            },
+            &["TargetGroupBinding a/web", "\"htp\"", "10.0.1.5", "http, metrics", "expected a port number", "Fix:"],
+        ),
+        (
+            RuleProblem::Rejected {
+                binding: "a/web".into(),
+                rejection: Box::new(Rejection {
+                    sg: "sg-node".into(),
+                    rule: "tcp 80 from 10.0.0.0/8".into(),
+                    code: "RulesPerSecurityGroupLimitExceeded".into(),
+                    message: "The maximum number of rules per security group has been reached.".into(),
+                    fix: "free rules".into(),
+                }),
+            },
+            &[
+                "TargetGroupBinding a/web",
+                "tcp 80 from 10.0.0.0/8",
+                "sg-node",
+                "RulesPerSecurityGroupLimitExceeded",
+                "Fix: free rules",
+            ],
+        ),
+        (
             RuleProblem::InvalidCidr { binding: "a/web".into(), cidr: "10.0.0/8".into() },
             &["TargetGroupBinding a/web", "\"10.0.0/8\"", "not a CIDR like 10.0.0.0/16"],
         ),
@@ -462,4 +538,213 @@ fn problem_messages_name_object_value_expectation_and_fix() {
             assert!(msg.contains(part), "{part:?} missing from: {msg}");
         }
     }
+}
+
+/// The isolation table: a victim's good binding and one bad binding on the shared node group.
+/// Whatever is wrong with the bad one, the victim's new rule is authorized, the victim's rules
+/// are never revoked, a stale rule nobody keeps is still revoked, the bad binding's own earlier
+/// rule is kept, and the problem names the bad binding only.
+#[test]
+fn one_bad_binding_leaves_the_others_alone() {
+    let e = eni("eni-1", &["sg-node"]);
+    let victim = net(
+        json!({"ingress": [{"from": [{"securityGroup": {"groupID": "sg-victim-lb"}}], "ports": [{"port": 8080}]}]}),
+    );
+    let had = from_cidr("tcp", "10.50.0.0/16", 9090, 9090);
+    let victims_old = from_sg("sg-victim-lb", 8080, 8080);
+    let stale = from_sg("sg-gone", 7070, 7070);
+    let missing: BTreeSet<String> = ["sg-doesnotexist".to_string()].into();
+    // (spec of the bad binding, words its problem must contain)
+    let cases: Vec<(serde_json::Value, &[&str])> = vec![
+        (
+            json!([{"from": [{"securityGroup": {"groupID": "sg-doesnotexist"}}], "ports": [{"port": 9090}]}]),
+            &["attacker/bad", "\"sg-doesnotexist\"", "does not exist", "Fix: correct the groupID"],
+        ),
+        (
+            json!([{"from": [{"ipBlock": {"cidr": "10.50.0.0/16"}}], "ports": [{"port": "htp"}]}]),
+            &["attacker/bad", "\"htp\"", "10.0.1.9", "its named ports: http", "Fix: correct the port"],
+        ),
+        (
+            json!([{"from": [{"ipBlock": {"cidr": "10.50.0.0/166"}}], "ports": [{"port": 9090}]}]),
+            &["attacker/bad", "\"10.50.0.0/166\"", "not a CIDR like", "fix the cidr"],
+        ),
+        (
+            json!([{"from": [{"ipBlock": {"cidr": "10.50.0.0/16"}}], "ports": [{"port": 99999}]}]),
+            &["attacker/bad", "99999", "outside 0-65535"],
+        ),
+        (json!([{"from": [{}], "ports": [{"port": 9090}]}]), &["attacker/bad", "neither ipBlock nor securityGroup"]),
+    ];
+    for (spec, words) in cases {
+        let bad_net = net(json!({ "ingress": spec }));
+        let memory: KeptRules = [("sg-node".to_string(), BTreeSet::from([had.clone()]))].into();
+        let mut bindings = vec![
+            binding("victim/web", Some(&victim), vec![ep("10.0.1.5", Some(&e), &[])]),
+            binding("victim/new", Some(&victim), vec![ep("10.0.1.6", Some(&e), &[])]),
+            binding("attacker/bad", Some(&bad_net), vec![ep("10.0.1.9", Some(&e), &[("http", 8080)])]),
+        ];
+        bindings[2].kept = Some(&memory);
+        let victim_new =
+            net(json!({"ingress": [{"from": [{"ipBlock": {"cidr": "192.0.2.0/24"}}], "ports": [{"port": 443}]}]}));
+        bindings[1].networking = Some(&victim_new);
+        let sgs = [sg("sg-node", &[], vec![victims_old.clone(), had.clone(), stale.clone()])];
+        let p = plan_isolated(&bindings, &sgs, &missing, false);
+        let ch = &p.changes["sg-node"];
+        assert_eq!(
+            ch.authorize,
+            vec![from_cidr("tcp", "192.0.2.0/24", 443, 443)],
+            "{spec}: the victim's new rule lands"
+        );
+        assert_eq!(
+            ch.revoke,
+            vec![stale.clone()],
+            "{spec}: only the stale rule goes; the victim's and the bad one's stay"
+        );
+        assert_eq!(p.problems.len(), 1, "{spec}: {:?}", p.problems);
+        let msg = p.problems[0].to_string();
+        assert_eq!(p.problems[0].binding(), Some("attacker/bad"));
+        for w in words {
+            assert!(msg.contains(w), "{spec}: {w:?} missing from: {msg}");
+        }
+        assert_eq!(p.bindings["attacker/bad"].state, BindingState::Bad);
+        assert_eq!(p.bindings["victim/web"].state, BindingState::Good);
+        assert_eq!(p.rules_by_namespace, BTreeMap::from([("attacker".into(), 0), ("victim".into(), 2)]));
+    }
+}
+
+#[test]
+fn owners_and_namespace_counts_follow_the_collapsed_rules() {
+    let e = eni("eni-1", &["sg-node"]);
+    let (a, b) = (lb_sg_rule(json!(80)), lb_sg_rule(json!(8080)));
+    let c = net(json!({"ingress": [{"from": [{"ipBlock": {"cidr": "10.0.0.0/8"}}], "ports": [{"port": 22}]}]}));
+    let bindings = [
+        binding("team-a/web", Some(&a), vec![ep("10.0.1.5", Some(&e), &[])]),
+        binding("team-b/api", Some(&b), vec![ep("10.0.1.6", Some(&e), &[])]),
+        binding("team-b/ssh", Some(&c), vec![ep("10.0.1.7", Some(&e), &[])]),
+    ];
+    let p = plan(&bindings, &[sg("sg-node", &[], vec![])], true);
+    let owners = &p.owners["sg-node"];
+    assert_eq!(owners[&from_sg("sg-lb", 80, 8080)], BTreeSet::from(["team-a/web".into(), "team-b/api".into()]));
+    assert_eq!(owners[&from_cidr("tcp", "10.0.0.0/8", 22, 22)], BTreeSet::from(["team-b/ssh".into()]));
+    assert_eq!(p.rules_by_namespace, BTreeMap::from([("team-a".into(), 1), ("team-b".into(), 2)]));
+    // Exact rules: one each.
+    let p = plan_with(&bindings, &[sg("sg-node", &[], vec![])], true, false, &Tags::new());
+    assert_eq!(p.rules_by_namespace, BTreeMap::from([("team-a".into(), 1), ("team-b".into(), 2)]));
+    assert_eq!(p.owners["sg-node"].len(), 3);
+}
+
+#[test]
+fn a_fresh_bad_binding_keeps_nothing_after_the_first_pass() {
+    // A new binding naming the everybody's load-balancer group with a bad port must not freeze
+    // that group's rules: without memory (it was never good) it keeps nothing.
+    let e = eni("eni-1", &["sg-node"]);
+    let bad = lb_sg_rule(json!("nope"));
+    let b = [binding("attacker/bad", Some(&bad), vec![ep("10.0.1.9", Some(&e), &[])])];
+    let stale = from_sg("sg-lb", 8080, 8080);
+    let p = plan(&b, &[sg("sg-node", &[], vec![stale.clone()])], true);
+    assert_eq!(p.changes["sg-node"].revoke, vec![stale.clone()]);
+    assert!(p.bindings["attacker/bad"].remember.is_empty());
+    // First pass of a process: it keeps the rules from its own peers on its own groups.
+    let p = plan_isolated(
+        &b,
+        &[sg("sg-node", &[], vec![stale.clone()]), sg("sg-else", &[], vec![stale.clone()])],
+        NO_MISSING,
+        true,
+    );
+    assert_eq!(p.changes["sg-else"].revoke, vec![stale.clone()], "not its group");
+    assert!(!p.changes.contains_key("sg-node"));
+    assert_eq!(p.bindings["attacker/bad"].remember, KeptRules::from([("sg-node".into(), BTreeSet::from([stale]))]));
+}
+
+#[test]
+fn spare_kept_drops_revokes_overlapping_what_a_refused_binding_had() {
+    let had: KeptRules = [("sg-node".to_string(), BTreeSet::from([from_sg("sg-lb", 8080, 8080)]))].into();
+    let revoke = vec![from_sg("sg-lb", 80, 9000), from_sg("sg-lb", 9001, 9002), from_sg("sg-other", 8080, 8080)];
+    assert_eq!(spare_kept("sg-node", &revoke, &[&had]), revoke[1..].to_vec());
+    assert_eq!(spare_kept("sg-x", &revoke, &[&had]), revoke);
+    let mut all_ports = from_sg("sg-lb", -1, -1);
+    all_ports.protocol = "tcp".into();
+    assert!(spare_kept("sg-node", &[all_ports], &[&had]).is_empty());
+}
+
+/// Property: adding Bad bindings to any set of bindings never changes what the others get
+/// authorized, and only spares revokes (never adds one); every spared rule overlaps what a Bad
+/// binding keeps; no revoke ever removes a rule a Good or Partial binding wants.
+#[test]
+fn random_bad_bindings_never_change_the_others_plan() {
+    let mut rng = fastrand::Rng::with_seed(0x15_01a7e);
+    let e = [eni("eni-1", &["sg-1"]), eni("eni-2", &["sg-2"])];
+    let bad_specs = [
+        json!([{"from": [{"securityGroup": {"groupID": "sg-missing"}}], "ports": [{"port": 80}]}]),
+        json!([{"from": [{"securityGroup": {"groupID": "sg-lb"}}], "ports": [{"port": "nope"}]}]),
+        json!([{"from": [{"ipBlock": {"cidr": "10.0.0.0/99"}}], "ports": []}]),
+        json!([{"from": [{"securityGroup": {"groupID": "sg-lb"}}], "ports": [{"port": -4}]}]),
+    ];
+    let bad_nets: Vec<TargetGroupBindingNetworking> = bad_specs.iter().map(|s| net(json!({ "ingress": s }))).collect();
+    let missing: BTreeSet<String> = ["sg-missing".to_string()].into();
+    let (mut spared, mut checked) = (0, 0);
+    for round in 0..300 {
+        let nets: Vec<TargetGroupBindingNetworking> = (0..3).map(|_| random_networking(&mut rng)).collect();
+        let mut good: Vec<BindingRules<'_>> = nets
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let eps = (0..rng.usize(1..3))
+                    .map(|j| ep(&format!("10.0.{i}.{j}"), Some(&e[rng.usize(..2)]), &[("http", 8080)]))
+                    .collect();
+                binding(&format!("ns{i}/b"), Some(n), eps)
+            })
+            .collect();
+        let memories: Vec<KeptRules> = (0..2)
+            .map(|_| {
+                let rules = (0..rng.usize(0..3)).map(|_| from_sg("sg-lb", 80, rng.i32(80..83))).collect();
+                [(format!("sg-{}", rng.u32(1..3)), rules)].into()
+            })
+            .collect();
+        let sgs: Vec<Observed<SecurityGroup>> = ["sg-1", "sg-2"]
+            .iter()
+            .map(|id| {
+                let rules = (0..rng.usize(0..5))
+                    .map(|_| {
+                        foreign(from_sg("sg-lb", 80, rng.i32(80..84)), [Some(RULE_DESCRIPTION), None][rng.usize(..2)])
+                    })
+                    .collect();
+                sg(id, &[], rules)
+            })
+            .collect();
+        let input = |bindings: &[BindingRules<'_>]| plan_isolated(bindings, &sgs, &missing, false);
+        // Bindings that are Bad by spec in the random set too are fine: compare with and without
+        // the extra bad ones only.
+        let without = input(&good);
+        for (k, m) in memories.iter().enumerate() {
+            let mut b = binding(&format!("bad{k}/b"), Some(&bad_nets[rng.usize(..bad_nets.len())]), vec![]);
+            b.endpoints = vec![ep(&format!("10.9.{k}.1"), Some(&e[rng.usize(..2)]), &[])];
+            b.kept = Some(m);
+            good.push(b);
+        }
+        let with = input(&good);
+        for id in ["sg-1", "sg-2"] {
+            let (w, wo) = (
+                with.changes.get(id).cloned().unwrap_or_default(),
+                without.changes.get(id).cloned().unwrap_or_default(),
+            );
+            assert_eq!(w.authorize, wo.authorize, "round {round}: authorizations changed on {id}");
+            assert!(w.revoke.iter().all(|r| wo.revoke.contains(r)), "round {round}: a revoke was added on {id}");
+            for r in wo.revoke.iter().filter(|r| !w.revoke.contains(r)) {
+                spared += 1;
+                assert!(
+                    memories.iter().any(|m| spare_kept(id, std::slice::from_ref(r), &[m]).is_empty()),
+                    "round {round}"
+                );
+            }
+            let wanted = with.desired.get(id).cloned().unwrap_or_default();
+            for r in &w.revoke {
+                checked += 1;
+                assert!(!wanted.iter().any(|d| key_of(d) == key_of(r)), "round {round}: revoked a wanted rule");
+            }
+        }
+        for k in 0..memories.len() {
+            assert_eq!(with.bindings[&format!("bad{k}/b")].state, BindingState::Bad, "round {round}");
+        }
+    }
+    assert!(spared > 20 && checked > 20, "{spared} {checked}");
 }
