@@ -174,6 +174,17 @@ pub struct Args {
     #[arg(long, default_value = "")]
     pub watch_namespace: String,
 
+    /// Tenancy mode (docs/security.md): `compatible` (every manifest the upstream controller
+    /// accepts works; what the strict mode would refuse is reported as an exposure) or `strict`
+    /// (only what the tenancy policy grants).
+    #[arg(long, default_value = "compatible")]
+    pub tenancy_mode: lbc_model::tenancy::TenancyMode,
+
+    /// The tenancy policy, JSON (the chart renders `tenancy.policy` into a ConfigMap mounted here;
+    /// docs/security.md). Empty: no grants. An unusable policy stops the start with every problem named.
+    #[arg(long, default_value = "")]
+    pub tenancy_policy_file: String,
+
     /// Prometheus metrics listen address.
     #[arg(long, default_value = "0.0.0.0:8080", value_parser = parse_addr)]
     pub metrics_bind_addr: SocketAddr,
@@ -205,6 +216,35 @@ pub struct Args {
     /// requests until then. Keep it below the pod's termination grace period.
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
     pub webhook_shutdown_delay: Duration,
+
+    /// Largest admission request body accepted, in bytes (refused with 413 before any parsing).
+    /// Default 3 MiB: the API server's own request limit; every AdmissionReview of an object it
+    /// accepted is smaller.
+    #[arg(long, default_value_t = lbc_webhook::limits::DEFAULT_MAX_BODY_BYTES, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1024..))]
+    pub webhook_max_body_bytes: usize,
+
+    /// Admission requests answered at once; beyond it a request is refused at once with 503
+    /// (never queued) and the API server applies the webhook's failurePolicy.
+    #[arg(long, default_value_t = lbc_webhook::limits::DEFAULT_MAX_CONCURRENT_REQUESTS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub webhook_max_concurrent_requests: usize,
+
+    /// Longest time one admission request may take (body read included) before it is answered
+    /// with 504; keep it below the webhook configurations' timeoutSeconds (the chart renders
+    /// timeoutSeconds - 2 s).
+    #[arg(long, default_value = "8s", value_parser = parse_duration)]
+    pub webhook_request_timeout: Duration,
+
+    /// PEM file of the CA(s) that sign the API server's webhook client certificate: when set,
+    /// the webhook server completes a TLS handshake only with a client presenting a certificate
+    /// chained to it (the API server's AdmissionConfiguration, docs/webhooks.md). Empty: no
+    /// client certificate asked for.
+    #[arg(long, default_value = "")]
+    pub webhook_client_ca_file: String,
+
+    /// The webhook's own client-side AWS rate limits (`--aws-api-throttle` syntax), before its
+    /// defaults `Elastic Load Balancing v2:.*=4:20,STS:.*=2:10`; apart from the reconcilers' buckets.
+    #[arg(long, default_value = "")]
+    pub webhook_aws_api_throttle: String,
 
     /// Where the webhook serving certificate comes from: `files` (the files above: a Secret
     /// volume, cert-manager, your own) or `controller` (the controller keeps a CA and serving
@@ -432,6 +472,19 @@ pub struct Args {
 }
 
 impl Args {
+    /// `--tenancy-mode` with the policy of `--tenancy-policy-file`, checked.
+    pub fn tenancy(&self) -> anyhow::Result<lbc_model::tenancy::Tenancy> {
+        let path = self.tenancy_policy_file.as_str();
+        let text = if path.is_empty() {
+            String::new()
+        } else {
+            std::fs::read_to_string(path)
+                .map_err(|e| anyhow::anyhow!("--tenancy-policy-file {path}: cannot read it: {e}"))?
+        };
+        let source = if path.is_empty() { "(none)" } else { path };
+        Ok(lbc_model::tenancy::Tenancy::parse(self.tenancy_mode, &text, source)?)
+    }
+
     /// Which Ingresses are ours and which annotations are disabled (`lbc_model::ingress::select`).
     pub fn ingress_select_config(&self) -> lbc_model::ingress::SelectConfig {
         lbc_model::ingress::SelectConfig {

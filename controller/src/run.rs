@@ -12,7 +12,7 @@ use anyhow::{Context as _, bail};
 use kube::Client;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::runtime::events::{Recorder, Reporter};
-use lbc_aws::assume_role::{ElbV2ByRole, SdkElbV2ByRole};
+use lbc_aws::assume_role::{ElbV2ByRole, RoleCacheLimits, SdkElbV2ByRole};
 use lbc_aws::call::{CallRunner, CallTimeouts, WriteGate};
 use lbc_aws::config::{ClientSettings, Endpoints, build_clients};
 use lbc_aws::ec2::SdkEc2;
@@ -38,6 +38,8 @@ pub async fn run(args: Args, albc_only: Vec<lbc_model::compat::GivenFlag>) -> an
     }
     // ALBC's gates and ALBC-only flags: each one not honoured is said once here, or stops the start.
     let (gates, albc_warnings) = crate::args::assess_albc(&args, &albc_only).map_err(anyhow::Error::msg)?;
+    let tenancy = Arc::new(args.tenancy()?);
+    tracing::info!(mode = %tenancy.mode(), policy = %args.tenancy_policy_file, "tenancy (docs/security.md)");
     for w in &albc_warnings {
         tracing::warn!(target: "albc_compat", "{w}");
     }
@@ -45,6 +47,9 @@ pub async fn run(args: Args, albc_only: Vec<lbc_model::compat::GivenFlag>) -> an
     service_config(&args, gates)?;
     backend_rules_config(&args)?;
     let cert_cfg = crate::webhook_certs::CertsConfig::from_args(&args)?;
+    if !args.webhook_client_ca_file.is_empty() {
+        lbc_webhook::client_ca_roots(std::path::Path::new(&args.webhook_client_ca_file))?;
+    }
     // Only the leader writes: `leader_rx` closes the AWS write gate and the gated kube client.
     let (leader_tx, leader_rx) = watch::channel(false);
     let (client, writer) = kube_clients(&args, leader_rx.clone()).await?;
@@ -52,17 +57,27 @@ pub async fn run(args: Args, albc_only: Vec<lbc_model::compat::GivenFlag>) -> an
 
     let endpoints = Endpoints::parse(&args.aws_api_endpoints)?;
     let rules = lbc_model::throttle::parse_rules(&args.aws_api_throttle)?;
+    let webhook_rules =
+        lbc_model::throttle::parse_rules(&format!("{},{}", args.webhook_aws_api_throttle, lbc_webhook::AWS_THROTTLE))
+            .map_err(|e| anyhow::anyhow!("--webhook-aws-api-throttle: {e}"))?;
     let gate: WriteGate = {
         let leader = leader_rx.clone();
         Arc::new(move || *leader.borrow())
     };
+    let timeouts = CallTimeouts { attempt: args.aws_api_attempt_timeout, operation: args.aws_api_operation_timeout };
     let runner = CallRunner::with(
         Throttler::new(rules),
         metrics.aws.clone(),
         args.aws_max_retries,
-        CallTimeouts { attempt: args.aws_api_attempt_timeout, operation: args.aws_api_operation_timeout },
-        Some(gate),
+        timeouts,
+        Some(gate.clone()),
     );
+    // The webhook's AWS calls: buckets and metrics of their own (`awslbc_webhook_aws_api_*`), so that
+    // requests anyone can send never spend the reconcilers' budget.
+    let webhook_aws = lbc_aws::metrics::AwsMetrics::default();
+    metrics.with_registry(|r| webhook_aws.register(r.sub_registry_with_prefix("awslbc_webhook")));
+    let webhook_runner =
+        CallRunner::with(Throttler::new(webhook_rules), webhook_aws, args.aws_max_retries, timeouts, Some(gate));
     tokio::spawn(log_exit("metrics server", admin::serve_metrics(args.metrics_bind_addr, metrics.clone())));
     tokio::spawn({
         let m = metrics.clone();
@@ -84,7 +99,14 @@ pub async fn run(args: Args, albc_only: Vec<lbc_model::compat::GivenFlag>) -> an
     );
     let elb: Arc<dyn lbc_aws::elbv2::ElbV2> = Arc::new(SdkElbV2::new(clients.elbv2.clone(), runner.clone()));
     // Bindings with spec.iamRoleArnToAssume (target groups of another account), webhook included.
-    let elb_roles: Arc<dyn ElbV2ByRole> = Arc::new(SdkElbV2ByRole::new(elb.clone(), clients.clone(), runner.clone()));
+    let elb_roles: Arc<dyn ElbV2ByRole> =
+        Arc::new(SdkElbV2ByRole::new(elb.clone(), clients.clone(), runner.clone(), RoleCacheLimits::RECONCILERS));
+    let webhook_elb: Arc<dyn ElbV2ByRole> = Arc::new(SdkElbV2ByRole::new(
+        Arc::new(SdkElbV2::new(clients.elbv2.clone(), webhook_runner.clone())),
+        clients.clone(),
+        webhook_runner,
+        RoleCacheLimits::WEBHOOK,
+    ));
     let ec2 = Arc::new(SdkEc2::new(clients.ec2.clone(), runner.clone()));
     let lbs: Arc<dyn lbc_aws::lb::LoadBalancers> =
         Arc::new(SdkLoadBalancers::new(clients.elbv2.clone(), runner.clone()));
@@ -199,12 +221,12 @@ pub async fn run(args: Args, albc_only: Vec<lbc_model::compat::GivenFlag>) -> an
         ctx.clone(),
         &aws,
         acm,
-        ingress_config(&args, &service_cfg),
+        ingress_config(&args, &service_cfg, tenancy.clone()),
         backend_sg.clone(),
     ));
     let service_ctx = Arc::new(crate::service::ServiceCtx::new(ctx.clone(), &aws, service_cfg, backend_sg));
 
-    let webhook = spawn_webhook(&args, &stores, &health, elb_roles, &metrics, serving, shutdown_rx.clone());
+    let webhook = spawn_webhook(&args, &stores, &health, webhook_elb, &metrics, serving, shutdown_rx.clone());
 
     tokio::spawn(async move {
         shutdown_signal().await;
@@ -366,7 +388,11 @@ fn default_target_type(args: &Args) -> lbc_model::crd::TargetType {
     args.default_target_type.into()
 }
 
-fn ingress_config(args: &Args, svc: &crate::service::ServiceConfig) -> crate::ingress::IngressConfig {
+fn ingress_config(
+    args: &Args,
+    svc: &crate::service::ServiceConfig,
+    tenancy: Arc<lbc_model::tenancy::Tenancy>,
+) -> crate::ingress::IngressConfig {
     crate::ingress::IngressConfig {
         cluster_name: svc.cluster_name.clone(),
         vpc_id: svc.vpc_id.clone(),
@@ -384,6 +410,7 @@ fn ingress_config(args: &Args, svc: &crate::service::ServiceConfig) -> crate::in
             .required_secrets_label
             .split_once('=')
             .map(|(k, v)| (k.trim().to_string(), v.trim().to_string())),
+        tenancy,
     }
 }
 
@@ -421,6 +448,15 @@ fn spawn_webhook(
     let cfg = lbc_webhook::ServeConfig {
         bind: std::net::SocketAddr::new(args.webhook_bind_host, args.webhook_bind_port),
         source,
+        limits: lbc_webhook::Limits {
+            max_body_bytes: args.webhook_max_body_bytes,
+            max_concurrent_requests: args.webhook_max_concurrent_requests,
+            request_timeout: args.webhook_request_timeout,
+            ..Default::default()
+        },
+        client_ca_file: (!args.webhook_client_ca_file.is_empty())
+            .then(|| std::path::PathBuf::from(&args.webhook_client_ca_file)),
+        metrics: state.metrics().clone(),
     };
     // After SIGTERM the pod is already leaving the Service's endpoints, but the API server may still
     // pick it for a moment: keep answering for the drain delay, then stop.
@@ -546,7 +582,7 @@ mod tests {
             lbc_model::crd::TargetType::Ip
         );
         let svc = service_config(&args, Default::default()).unwrap();
-        assert_eq!(ingress_config(&args, &svc).default_target_type, lbc_model::crd::TargetType::Ip);
+        assert_eq!(ingress_config(&args, &svc, Default::default()).default_target_type, lbc_model::crd::TargetType::Ip);
         let args = Args::parse_from(["aws-lb-controller", "--cluster-name=c"]);
         assert_eq!(
             service_config(&args, Default::default()).unwrap().select.default_target_type,

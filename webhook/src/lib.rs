@@ -19,7 +19,7 @@
 //! ```ignore
 //! let state = Arc::new(WebhookState::new(cluster_view, elbv2, WebhookConfig::default()));
 //! metrics.with_registry(|r| state.metrics().register(r));
-//! let cfg = ServeConfig { bind, source: CertSource::Files { cert_file, key_file } };
+//! let cfg = ServeConfig::new(bind, CertSource::Files { cert_file, key_file }, state.metrics().clone());
 //! match lbc_webhook::serve(cfg, lbc_webhook::router(state), shutdown).await {
 //!     Err(ServeError::CertificateMissing { .. }) => warn!("webhook server off: no certificate"),
 //!     other => other?,
@@ -27,6 +27,7 @@
 //! ```
 
 mod handlers;
+pub mod limits;
 pub mod metrics;
 mod review;
 #[cfg(test)]
@@ -38,10 +39,11 @@ pub use handlers::{
     PATH_MUTATE_POD, PATH_MUTATE_SERVICE, PATH_MUTATE_TGB, PATH_VALIDATE_INGRESS, PATH_VALIDATE_INGRESS_CLASS_PARAMS,
     PATH_VALIDATE_TGB, router,
 };
+pub use limits::Limits;
 pub use metrics::WebhookMetrics;
 pub use serve::{
-    CERT_RELOAD_INTERVAL, CertSource, ServeConfig, ServeError, ServingCert, ServingPair, WebhookServer, fingerprint,
-    serve, validity_of,
+    CERT_RELOAD_INTERVAL, CertSource, ServeConfig, ServeError, ServingCert, ServingPair, WebhookServer,
+    client_ca_roots, fingerprint, serve, validity_of,
 };
 pub use view::{ClusterView, StaticClusterView};
 
@@ -52,6 +54,13 @@ use lbc_model::crd::TargetGroupBindingSpec;
 use lbc_model::ingress::SelectConfig;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// The webhook's own client-side AWS budget (`--aws-api-throttle` syntax), apart from the
+/// reconcilers' buckets: requests anyone can send must never slow the reconcilers' calls down.
+/// A TargetGroupBinding admission needs one to three ELBv2 reads (and one `sts:AssumeRole` per
+/// new role), so 4/s with a burst of 20 admits a burst of a few bindings at once; STS gets
+/// 2/s, burst 10. `--webhook-aws-api-throttle` entries come before these.
+pub const AWS_THROTTLE: &str = "Elastic Load Balancing v2:.*=4:20,STS:.*=2:10";
 
 /// Behaviour switches (controller flags and chart values).
 #[derive(Clone, Debug)]
@@ -119,6 +128,8 @@ impl WebhookState {
     /// The ELBv2 client a binding's target group is read with: as the role of
     /// `spec.iamRoleArnToAssume` when set (a target group of another account), as ALBC's webhook does.
     pub(crate) fn elbv2(&self, spec: &TargetGroupBindingSpec) -> Arc<dyn ElbV2> {
-        self.elbv2.client(spec.role_to_assume().as_ref())
+        let client = self.elbv2.client(spec.role_to_assume().as_ref());
+        self.metrics.role_clients.set(i64::try_from(self.elbv2.cached_roles()).unwrap_or(i64::MAX));
+        client
     }
 }

@@ -4,6 +4,7 @@
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use std::time::Duration;
@@ -31,6 +32,14 @@ pub struct FailureLabels {
     pub error_category: &'static str,
 }
 
+/// Labels of the refusal counter.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RefusalLabels {
+    /// Which limit refused (see [`crate::limits`]): `body_too_large`, `decode_too_large`,
+    /// `overloaded`, `decode_budget`, `deadline`, `too_many_connections`, `client_certificate`.
+    pub reason: &'static str,
+}
+
 fn latency() -> Histogram {
     // 0.5 ms .. ~16 s: cache-only webhooks answer in well under a millisecond, the
     // TargetGroupBinding ones wait on AWS.
@@ -50,6 +59,28 @@ pub struct WebhookMetrics {
     /// `awslbc_webhook_validation_failure_total{webhook_name,error_category}`: validating
     /// webhooks that refused or could not decide.
     pub validation_failures: Family<FailureLabels, Counter>,
+    /// `awslbc_webhook_refused_total{reason}`: requests and connections refused by a limit of the
+    /// server before any handler saw them.
+    pub refused: Family<RefusalLabels, Counter>,
+    /// `awslbc_webhook_requests_in_flight`: requests admitted by the limits and not yet answered.
+    pub in_flight: Gauge,
+    /// `awslbc_webhook_role_clients`: ELBv2 clients of assumed roles the webhook holds.
+    pub role_clients: Gauge,
+}
+
+impl std::fmt::Debug for WebhookMetrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebhookMetrics").field("in_flight", &self.in_flight.get()).finish_non_exhaustive()
+    }
+}
+
+/// Counts one request in flight until dropped.
+pub(crate) struct InFlight(Gauge);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
 }
 
 impl Default for WebhookMetrics {
@@ -59,6 +90,9 @@ impl Default for WebhookMetrics {
             duration: Family::new_with_constructor(latency),
             mutation_failures: Family::default(),
             validation_failures: Family::default(),
+            refused: Family::default(),
+            in_flight: Gauge::default(),
+            role_clients: Gauge::default(),
         }
     }
 }
@@ -79,6 +113,27 @@ impl WebhookMetrics {
             "Validating webhook requests refused or failed, by reason",
             self.validation_failures.clone(),
         );
+        r.register(
+            "refused",
+            "Requests and connections refused by a limit of the webhook server, by reason",
+            self.refused.clone(),
+        );
+        r.register("requests_in_flight", "Webhook requests being answered", self.in_flight.clone());
+        r.register(
+            "role_clients",
+            "AWS clients of assumed roles (spec.iamRoleArnToAssume) the webhook holds",
+            self.role_clients.clone(),
+        );
+    }
+
+    /// One refusal by the limit named `reason`.
+    pub fn refused(&self, reason: &'static str) {
+        self.refused.get_or_create(&RefusalLabels { reason }).inc();
+    }
+
+    pub(crate) fn in_flight_guard(&self) -> InFlight {
+        self.in_flight.inc();
+        InFlight(self.in_flight.clone())
     }
 
     pub(crate) fn observe(

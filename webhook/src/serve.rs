@@ -16,7 +16,14 @@
 //! every open connection is told to go away (HTTP/2 GOAWAY, HTTP/1.1 `Connection: close` after
 //! the request in flight): requests in flight finish, and clients (the API server) handshake
 //! again, with the new certificate, for their next request.
+//!
+//! Every request passes the [`crate::limits`] first (body size, concurrency, decode memory,
+//! deadline), connections are capped, and with [`ServeConfig::client_ca_file`] only clients
+//! presenting a certificate chained to that CA complete the handshake (the API server, configured
+//! through its AdmissionConfiguration: docs/webhooks.md).
 
+use crate::limits::{Guard, Limits};
+use crate::metrics::WebhookMetrics;
 use axum::Router;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
@@ -26,7 +33,8 @@ use lbc_model::webhook_cert::{NotServing, Swap, Validity, serving, swap};
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use rustls::server::{ClientHello, ResolvesServerCert};
+use rustls::server::danger::ClientCertVerifier;
+use rustls::server::{ClientHello, ResolvesServerCert, WebPkiClientVerifier};
 use rustls::sign::CertifiedKey;
 use sha2::{Digest, Sha256};
 use std::future::Future;
@@ -35,7 +43,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 use tokio::net::TcpListener;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 use tokio_rustls::TlsAcceptor;
 use tracing::{debug, info, warn};
 
@@ -45,13 +53,32 @@ pub const CERT_RELOAD_INTERVAL: Duration = Duration::from_secs(2);
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Longest a graceful stop waits for requests in flight.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+/// Longest a client may take to send a request's headers (HTTP/1.1).
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// Requests one HTTP/2 connection may have open at once (the limits apply across connections).
+const MAX_STREAMS_PER_CONNECTION: u32 = 64;
 
-/// Where to listen and where the certificate comes from.
+/// Where to listen, where the certificate comes from, and what a caller may cost.
 #[derive(Clone, Debug)]
 pub struct ServeConfig {
     /// `<--webhook-bind-host>:<--webhook-bind-port>` (`0.0.0.0:9443` by default).
     pub bind: SocketAddr,
     pub source: CertSource,
+    /// Body size, concurrency, decode memory, deadline and connection limits.
+    pub limits: Limits,
+    /// `--webhook-client-ca-file`: when set, a client must present a certificate chained to one
+    /// of the PEM certificates in this file (read at start); when unset, no client certificate
+    /// is asked for.
+    pub client_ca_file: Option<PathBuf>,
+    /// Where refusals are counted (the webhook's metrics: [`crate::WebhookState::metrics`]).
+    pub metrics: WebhookMetrics,
+}
+
+impl ServeConfig {
+    /// Default limits, no client certificate asked for.
+    pub fn new(bind: SocketAddr, source: CertSource, metrics: WebhookMetrics) -> Self {
+        Self { bind, source, limits: Limits::default(), client_ca_file: None, metrics }
+    }
 }
 
 /// Where the served pair comes from.
@@ -85,6 +112,13 @@ pub enum ServeError {
     /// rustls refused the configuration.
     #[error("webhook TLS configuration: {0}")]
     Tls(String),
+    /// `--webhook-client-ca-file` cannot be used.
+    #[error(
+        "--webhook-client-ca-file {}: {reason}; expected a PEM file of the CA certificates that sign the API \
+         server's webhook client certificate (docs/webhooks.md)",
+        path.display()
+    )]
+    ClientCa { path: PathBuf, reason: String },
 }
 
 /// A certificate chain with its matching key, ready to serve.
@@ -238,6 +272,9 @@ pub struct WebhookServer {
     serving: ServingCert,
     reloader: Option<FileReloader>,
     local_addr: SocketAddr,
+    limits: Limits,
+    metrics: WebhookMetrics,
+    client_auth: bool,
 }
 
 impl WebhookServer {
@@ -276,16 +313,29 @@ impl WebhookServer {
             }
         };
         let resolver = Arc::new(Resolver(serving.clone()));
-        let mut tls = rustls::ServerConfig::builder_with_provider(provider)
+        let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
             .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
-            .map_err(|e| ServeError::Tls(e.to_string()))?
-            .with_no_client_auth()
-            .with_cert_resolver(resolver);
+            .map_err(|e| ServeError::Tls(e.to_string()))?;
+        let client_auth = cfg.client_ca_file.is_some();
+        let builder = match &cfg.client_ca_file {
+            None => builder.with_no_client_auth(),
+            Some(path) => builder.with_client_cert_verifier(client_verifier(path, provider)?),
+        };
+        let mut tls = builder.with_cert_resolver(resolver);
         tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         let listener =
             TcpListener::bind(cfg.bind).await.map_err(|source| ServeError::Bind { addr: cfg.bind, source })?;
         let local_addr = listener.local_addr().map_err(|source| ServeError::Bind { addr: cfg.bind, source })?;
-        Ok(Self { listener, acceptor: TlsAcceptor::from(Arc::new(tls)), serving, reloader, local_addr })
+        Ok(Self {
+            listener,
+            acceptor: TlsAcceptor::from(Arc::new(tls)),
+            serving,
+            reloader,
+            local_addr,
+            limits: cfg.limits,
+            metrics: cfg.metrics,
+            client_auth,
+        })
     }
 
     /// The address actually bound (useful with port 0).
@@ -300,18 +350,23 @@ impl WebhookServer {
 
     /// Serves until `shutdown` completes.
     pub async fn run(self, router: Router, shutdown: impl Future<Output = ()> + Send) -> Result<(), ServeError> {
-        let Self { listener, acceptor, serving, mut reloader, local_addr } = self;
-        match &reloader {
-            Some(r) => info!(
-                addr = %local_addr,
-                cert = %r.cert_file.display(),
-                "webhook server listening (TLS 1.2+, certificate files re-read on change)"
-            ),
-            None => info!(addr = %local_addr, "webhook server listening (TLS 1.2+, certificate from the controller)"),
-        }
+        let Self { listener, acceptor, serving, mut reloader, local_addr, limits, metrics, client_auth } = self;
+        let cert = reloader.as_ref().map(|r| r.cert_file.display().to_string());
+        info!(
+            addr = %local_addr,
+            cert = cert.as_deref().unwrap_or("from the controller"),
+            client_certificate = if client_auth { "required" } else { "not asked for" },
+            max_body_bytes = limits.max_body_bytes,
+            max_concurrent_requests = limits.max_concurrent_requests,
+            request_timeout = ?limits.request_timeout,
+            "webhook server listening (TLS 1.2+)"
+        );
+        let guard = Guard::new(limits, metrics.clone());
+        let router = router.layer(axum::middleware::from_fn_with_state(guard, crate::limits::admit));
+        let connections = Arc::new(Semaphore::new(limits.max_connections.max(1)));
         let mut builder = auto::Builder::new(TokioExecutor::new());
-        builder.http1().timer(TokioTimer::new());
-        builder.http2().timer(TokioTimer::new());
+        builder.http1().timer(TokioTimer::new()).header_read_timeout(HEADER_READ_TIMEOUT);
+        builder.http2().timer(TokioTimer::new()).max_concurrent_streams(MAX_STREAMS_PER_CONNECTION);
         // Connections stop (gracefully) when the server stops; each task holds a `done` sender.
         let (stop_tx, stop_rx) = watch::channel(false);
         let (done_tx, mut done_rx) = mpsc::channel::<()>(1);
@@ -336,6 +391,13 @@ impl WebhookServer {
                             continue;
                         }
                     };
+                    let Ok(slot) = connections.clone().try_acquire_owned() else {
+                        // Closed at once: the client's next attempt may find a free slot.
+                        metrics.refused("too_many_connections");
+                        debug!(%peer, max = limits.max_connections, "webhook connection refused: too many open");
+                        drop(tcp);
+                        continue;
+                    };
                     let conn = Conn {
                         acceptor: acceptor.clone(),
                         builder: builder.clone(),
@@ -343,6 +405,8 @@ impl WebhookServer {
                         // Subscribed before the handshake: a change during it still closes the connection.
                         changes: serving.changes(),
                         stop: stop_rx.clone(),
+                        metrics: metrics.clone(),
+                        _slot: slot,
                         _done: done_tx.clone(),
                     };
                     tokio::spawn(conn.serve(tcp, peer));
@@ -367,17 +431,25 @@ struct Conn {
     service: TowerToHyperService<Router>,
     changes: watch::Receiver<u64>,
     stop: watch::Receiver<bool>,
+    metrics: WebhookMetrics,
+    /// One of the server's connection slots, held while the connection is open.
+    _slot: OwnedSemaphorePermit,
     /// Dropped when the connection ends: the server's stop waits for all of them.
     _done: mpsc::Sender<()>,
 }
 
 impl Conn {
     async fn serve(self, tcp: tokio::net::TcpStream, peer: SocketAddr) {
-        let Self { acceptor, builder, service, mut changes, mut stop, _done } = self;
+        let Self { acceptor, builder, service, mut changes, mut stop, metrics, _slot, _done } = self;
         let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
             Ok(Ok(tls)) => tls,
             Ok(Err(e)) => {
-                debug!(%peer, error = %e, "webhook TLS handshake failed");
+                if client_certificate_refused(&e) {
+                    metrics.refused("client_certificate");
+                    debug!(%peer, error = %e, "webhook TLS handshake refused: no valid client certificate");
+                } else {
+                    debug!(%peer, error = %e, "webhook TLS handshake failed");
+                }
                 return;
             }
             Err(_) => {
@@ -403,6 +475,41 @@ impl Conn {
             debug!(%peer, error = %e, "webhook connection ended with an error");
         }
     }
+}
+
+/// Whether a handshake failed because the client presented no certificate, or one the
+/// `--webhook-client-ca-file` CA did not sign.
+fn client_certificate_refused(e: &std::io::Error) -> bool {
+    matches!(
+        e.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>()),
+        Some(rustls::Error::NoCertificatesPresented | rustls::Error::InvalidCertificate(_))
+    )
+}
+
+/// The CA certificates of a `--webhook-client-ca-file`, or why they cannot be used (checked at
+/// start, before anything connects).
+pub fn client_ca_roots(path: &Path) -> Result<rustls::RootCertStore, ServeError> {
+    let err = |reason: String| ServeError::ClientCa { path: path.to_path_buf(), reason };
+    let pem = std::fs::read(path).map_err(|e| err(format!("cannot be read: {e}")))?;
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(&pem) {
+        let cert = cert.map_err(|e| err(format!("is not valid PEM: {e}")))?;
+        roots.add(cert).map_err(|e| err(format!("holds a certificate that is not a usable CA: {e}")))?;
+    }
+    if roots.is_empty() {
+        return Err(err("holds no PEM CERTIFICATE block".into()));
+    }
+    Ok(roots)
+}
+
+/// A verifier that requires a client certificate chained to the CAs in `path`.
+fn client_verifier(path: &Path, provider: Arc<CryptoProvider>) -> Result<Arc<dyn ClientCertVerifier>, ServeError> {
+    WebPkiClientVerifier::builder_with_provider(Arc::new(client_ca_roots(path)?), provider).build().map_err(|e| {
+        ServeError::ClientCa {
+            path: path.to_path_buf(),
+            reason: format!("cannot verify client certificates with it: {e}"),
+        }
+    })
 }
 
 /// Hands the pair in service to every handshake (none: the handshake fails).

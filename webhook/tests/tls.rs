@@ -9,7 +9,7 @@ use lbc_aws::fake::{FakeAccounts, FakeElbV2};
 use lbc_model::webhook_cert::{NotServing, Swap};
 use lbc_webhook::{
     CERT_RELOAD_INTERVAL, CertSource, PATH_MUTATE_POD, ServeConfig, ServeError, ServingCert, ServingPair,
-    StaticClusterView, WebhookConfig, WebhookServer, WebhookState, router,
+    StaticClusterView, WebhookConfig, WebhookMetrics, WebhookServer, WebhookState, router,
 };
 use rustls::pki_types::{CertificateDer, ServerName};
 use std::net::SocketAddr;
@@ -36,10 +36,11 @@ impl TempDir {
         self.0.join("tls.key")
     }
     fn config(&self) -> ServeConfig {
-        ServeConfig {
-            bind: "127.0.0.1:0".parse().unwrap(),
-            source: CertSource::Files { cert_file: self.cert(), key_file: self.key() },
-        }
+        ServeConfig::new(
+            "127.0.0.1:0".parse().unwrap(),
+            CertSource::Files { cert_file: self.cert(), key_file: self.key() },
+            WebhookMetrics::default(),
+        )
     }
 }
 
@@ -225,7 +226,11 @@ async fn http2(tls: TlsStream<TcpStream>) -> (H2Sender, tokio::task::JoinHandle<
 #[tokio::test]
 async fn managed_pairs_swap_in_place_and_old_connections_go_away() {
     let serving = ServingCert::new();
-    let cfg = ServeConfig { bind: "127.0.0.1:0".parse().unwrap(), source: CertSource::Managed(serving.clone()) };
+    let cfg = ServeConfig::new(
+        "127.0.0.1:0".parse().unwrap(),
+        CertSource::Managed(serving.clone()),
+        WebhookMetrics::default(),
+    );
     let server = WebhookServer::bind(cfg).await.expect("listens without a certificate");
     let addr = server.local_addr();
     // A slow route: a request in flight across a swap.
