@@ -421,6 +421,20 @@ impl Tenancy {
         )
     }
 
+    /// May an Ingress of `namespace` be ours through the legacy `kubernetes.io/ingress.class`
+    /// annotation? It names no IngressClass, so no IngressClassParams (the admin's
+    /// namespaceSelector, scheme, group) apply to it.
+    pub fn legacy_class_annotation(&self, namespace: &str, ingress: &str) -> Verdict {
+        self.deny(
+            "ingress-class-annotation",
+            format!(
+                "Ingress {namespace}/{ingress} is selected by the kubernetes.io/ingress.class annotation, which bypasses \
+                 the IngressClassParams (namespaceSelector, scheme, group) the cluster admin set on the IngressClass. \
+                 Fix: remove the annotation and set spec.ingressClassName"
+            ),
+        )
+    }
+
     fn deny(&self, kind: &'static str, detail: String) -> Verdict {
         match self.mode {
             TenancyMode::Compatible => Verdict::Exposed(Exposure { kind, detail }),

@@ -81,13 +81,17 @@ async fn gather(ctx: &IngressCtx, g: &GroupId) -> Gathered {
     for ing in ctx.io.base.stores.ingresses.state() {
         let holds = finalizer_groups(&ing).contains(g);
         let implicit = GroupId::Implicit { namespace: ing.namespace().unwrap_or_default(), name: ing.name_any() };
-        match look(&ing, &classes, &ctx.cfg.select) {
+        match look(&ing, &classes, &ctx.cfg.select, &ctx.cfg.tenancy) {
             Looked::Ours(c) if group_of(&c).as_ref() == Some(g) => {
                 by_key.insert((c.namespace.clone(), c.name.clone()), ing.clone());
                 candidates.push(*c);
             }
             Looked::Invalid(msg) if holds || implicit == *g => invalid.push((ing.clone(), msg)),
             Looked::Frozen(reason) if holds => frozen.push((ing.clone(), reason)),
+            Looked::Refused { group, reason } if holds || group == *g => {
+                let msg = format!("{reason}; this Ingress is left out of IngressGroup {}", group.stack_id());
+                ctx.reporter.warn_once(&ctx.io.base, &reference(&ing), TENANCY_REFUSED, &msg).await;
+            }
             Looked::NotOurs(Some(reason)) if holds || implicit == *g => {
                 let msg = format!("{reason}; this Ingress is left out of its IngressGroup");
                 ctx.reporter.warn_once(&ctx.io.base, &reference(&ing), "InvalidIngressClass", &msg).await;
@@ -318,6 +322,8 @@ impl StackOwner for GroupOwner<'_> {
 
 /// Event reason of a frozen group's Warnings.
 const GROUP_FROZEN: &str = "GroupFrozen";
+/// The strict tenancy mode refused what an Ingress chose (its group, a group-wide setting, the legacy class annotation).
+const TENANCY_REFUSED: &str = "TenancyRefused";
 
 /// A holder's class or params are gone: a Warning on every Ingress of the group and on the
 /// classes they name (when they exist); nothing else is written, in AWS or on the Ingresses.

@@ -27,11 +27,13 @@ use kube::ResourceExt;
 use lbc_aws::acm::Acm;
 use lbc_model::crd::TargetType;
 use lbc_model::ingress::keys as k;
+use lbc_model::ingress::tenancy::{OwnChoices, verdicts as tenancy_verdicts};
 use lbc_model::ingress::{
     Candidate, ClassSnapshot, GroupId, Membership, SelectConfig, Selection, apply_params, group_of, membership, select,
 };
 use lbc_model::lb::Tags;
 use lbc_model::lb::tags::INGRESS_TAG_PREFIX;
+use lbc_model::tenancy::{Tenancy, Verdict};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -64,6 +66,8 @@ pub struct IngressConfig {
     pub wafv2: bool,
     /// `--required-secrets-label` as (key, value): Secrets without it are not used.
     pub required_secrets_label: Option<(String, String)>,
+    /// `--tenancy-mode` and the policy: who may join which IngressGroup and set its group-wide settings.
+    pub tenancy: Arc<Tenancy>,
 }
 
 /// What the Ingress reconciler shares.
@@ -117,11 +121,16 @@ pub(crate) enum Looked {
     Frozen(String),
     /// Ours, but its annotations do not parse or its IngressClassParams cannot be honoured.
     Invalid(String),
+    /// Ours, but the tenancy policy refuses what it chose (strict mode): left out of `group`.
+    Refused {
+        group: GroupId,
+        reason: String,
+    },
     Ours(Box<Candidate>),
 }
 
 /// Selection, annotations and IngressClassParams of one Ingress.
-pub(crate) fn look(ing: &Ingress, classes: &ClassSnapshot, cfg: &SelectConfig) -> Looked {
+pub(crate) fn look(ing: &Ingress, classes: &ClassSnapshot, cfg: &SelectConfig, tenancy: &Tenancy) -> Looked {
     let selection = select(ing, &classes.view(), cfg);
     let holds = !finalizer_groups(ing).is_empty();
     if let Membership::Frozen { reason } = membership(&selection, holds, ing.metadata.deletion_timestamp.is_some()) {
@@ -138,16 +147,33 @@ pub(crate) fn look(ing: &Ingress, classes: &ClassSnapshot, cfg: &SelectConfig) -
         Err(e) => return Looked::Invalid(e.to_string()),
     };
     let params_name = params.as_deref().map(|p| p.name_any()).unwrap_or_default();
-    let settings = match apply_params(&settings, params.as_deref().map(|p| &p.spec), &params_name) {
+    let applied = match apply_params(&settings, params.as_deref().map(|p| &p.spec), &params_name) {
         Ok(s) => s,
         Err(e) => return Looked::Invalid(e),
     };
-    Looked::Ours(Box::new(Candidate {
-        namespace: ns,
-        name: ing.name_any(),
-        deleting: ing.metadata.deletion_timestamp.is_some(),
-        settings,
-    }))
+    let name = ing.name_any();
+    let choices = OwnChoices {
+        namespace: &ns,
+        name: &name,
+        via_class_annotation: ing.annotations().contains_key(k::INGRESS_CLASS_ANNOTATION),
+        own: &settings,
+        group_from_params: params.as_deref().is_some_and(|p| p.spec.group.is_some()),
+    };
+    let mut refusals = Vec::new();
+    for verdict in tenancy_verdicts(tenancy, &choices) {
+        match verdict {
+            Verdict::Refused(r) => refusals.push(r.detail),
+            // The upstream's trust model, kept in compatible mode; `doctor` lists these.
+            Verdict::Exposed(e) => tracing::debug!(kind = e.kind, detail = %e.detail, "tenancy exposure"),
+            Verdict::Allowed => {}
+        }
+    }
+    let candidate =
+        Candidate { namespace: ns, name, deleting: ing.metadata.deletion_timestamp.is_some(), settings: applied };
+    if let (false, Some(group)) = (refusals.is_empty(), group_of(&candidate)) {
+        return Looked::Refused { group, reason: refusals.join("; ") };
+    }
+    Looked::Ours(Box::new(candidate))
 }
 
 /// The groups whose finalizer an Ingress carries.
@@ -165,10 +191,12 @@ pub(crate) fn finalizer_groups(ing: &Ingress) -> Vec<GroupId> {
 }
 
 /// The groups an Ingress is in or still holds (finalizer): both need a pass when it changes.
-fn groups_of_ingress(ing: &Ingress, classes: &ClassSnapshot, cfg: &SelectConfig) -> Vec<GroupId> {
+fn groups_of_ingress(ing: &Ingress, classes: &ClassSnapshot, cfg: &SelectConfig, tenancy: &Tenancy) -> Vec<GroupId> {
     let mut out = finalizer_groups(ing);
-    let now = match look(ing, classes, cfg) {
+    let now = match look(ing, classes, cfg, tenancy) {
         Looked::Ours(c) => group_of(&c),
+        // The group it asks to join reports the refusal.
+        Looked::Refused { group, .. } => Some(group),
         // Frozen: the finalizer groups above are the ones it is in.
         Looked::Frozen(_) => None,
         // Its group is unknown; the pass of its implicit group reports the problem.
@@ -205,19 +233,20 @@ fn uses_service(ing: &Ingress, name: &str) -> bool {
 }
 
 /// The groups a watch event concerns.
-pub(crate) fn groups_of_trigger(stores: &Stores, cfg: &SelectConfig, t: &IngressTrigger) -> BTreeSet<GroupId> {
+pub(crate) fn groups_of_trigger(stores: &Stores, cfg: &IngressConfig, t: &IngressTrigger) -> BTreeSet<GroupId> {
     let classes = classes(stores);
+    let (tenancy, cfg) = (&cfg.tenancy, &cfg.select);
     let mut out = BTreeSet::new();
     match t {
         IngressTrigger::Ingress(r) => {
             if let Some(ing) = stores.ingresses.get(r) {
-                out.extend(groups_of_ingress(&ing, &classes, cfg));
+                out.extend(groups_of_ingress(&ing, &classes, cfg, tenancy));
             }
         }
         IngressTrigger::Service { namespace, name } => {
             for ing in stores.ingresses.state() {
                 if ing.namespace().as_deref() == Some(namespace.as_str()) && uses_service(&ing, name) {
-                    out.extend(groups_of_ingress(&ing, &classes, cfg));
+                    out.extend(groups_of_ingress(&ing, &classes, cfg, tenancy));
                 }
             }
         }
@@ -235,7 +264,7 @@ pub(crate) fn groups_of_trigger(stores: &Stores, cfg: &SelectConfig, t: &Ingress
         }
         IngressTrigger::All => {
             for ing in stores.ingresses.state() {
-                out.extend(groups_of_ingress(&ing, &classes, cfg));
+                out.extend(groups_of_ingress(&ing, &classes, cfg, tenancy));
             }
         }
     }
@@ -253,7 +282,7 @@ pub async fn run(ctx: Arc<IngressCtx>, concurrency: u16, stop: impl std::future:
     let requests = {
         let ctx = ctx.clone();
         tokio_stream::wrappers::UnboundedReceiverStream::new(rx).flat_map(move |t| {
-            let groups = groups_of_trigger(&ctx.io.base.stores, &ctx.cfg.select, &t);
+            let groups = groups_of_trigger(&ctx.io.base.stores, &ctx.cfg, &t);
             futures::stream::iter(groups.into_iter().map(|g| crate::schedule::request(g, Duration::ZERO)))
         })
     };

@@ -87,6 +87,7 @@ fn world_with(change: impl FnOnce(&mut IngressConfig)) -> T {
         gates: Default::default(),
         wafv2: false,
         required_secrets_label: None,
+        tenancy: Default::default(),
     };
     change(&mut cfg);
     let backend_sg = Arc::new(BackendSecurityGroup::new(BackendSgMode::Auto, w.net.clone(), CLUSTER, VPC, Tags::new()));
@@ -360,7 +361,7 @@ async fn a_new_ingress_naming_a_missing_class_is_left_alone_with_a_warning() {
     let a = ingress("a", &[]);
     t.w.put(|c| &mut c.ingresses, a.clone());
     let trigger = IngressTrigger::Ingress(kube::runtime::reflector::ObjectRef::from_obj(&a));
-    let groups: Vec<GroupId> = groups_of_trigger(&t.w.base.stores, &t.ctx.cfg.select, &trigger).into_iter().collect();
+    let groups: Vec<GroupId> = groups_of_trigger(&t.w.base.stores, &t.ctx.cfg, &trigger).into_iter().collect();
     assert_eq!(groups, vec![GroupId::Implicit { namespace: NS.into(), name: "a".into() }], "its own group reports it");
     for g in &groups {
         assert_eq!(reconcile(&t.ctx, g).await, None);
@@ -403,7 +404,7 @@ async fn a_group_order_out_of_range_is_a_warning_naming_the_value_and_the_range(
     // The groups a watch event on `a` concerns: its group is unknown, its own implicit one
     // reports the problem.
     let trigger = IngressTrigger::Ingress(kube::runtime::reflector::ObjectRef::from_obj(&a));
-    let groups = groups_of_trigger(&t.w.base.stores, &t.ctx.cfg.select, &trigger);
+    let groups = groups_of_trigger(&t.w.base.stores, &t.ctx.cfg, &trigger);
     let implicit = GroupId::Implicit { namespace: NS.into(), name: "a".into() };
     assert_eq!(groups.into_iter().collect::<Vec<_>>(), vec![implicit.clone()]);
     assert_eq!(reconcile(&t.ctx, &implicit).await, None, "fixed by an edit of the Ingress");
@@ -468,4 +469,45 @@ async fn an_instance_mode_backend_gets_a_node_port_target_group_and_an_instance_
     assert_eq!(b["serviceRef"], json!({"name": "a", "port": 80}));
     assert_eq!(b["networking"]["ingress"][0]["ports"], json!([{"protocol": "TCP", "port": 30080}]));
     assert!(t.w.events().iter().all(|e| e.0 != "Warning"), "{:?}", t.w.events());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tenancy (docs/security.md)
+
+/// Ingress `b` of namespace `other` joining group `shared` first in order with a catch-all path.
+fn intruder() -> Ingress {
+    let mut b = ingress("b", &[(k::GROUP_ORDER, "-1000")]);
+    b.metadata.namespace = Some("other".into());
+    b
+}
+
+fn tenancy_world(mode: lbc_model::tenancy::TenancyMode) -> T {
+    let policy = r#"{"ingressGroups": [{"group": "shared", "namespaces": ["shop"], "owner": "shop"}]}"#;
+    world_with(|c| c.tenancy = Arc::new(Tenancy::parse(mode, policy, "test").unwrap()))
+}
+
+#[tokio::test(start_paused = true)]
+async fn strict_tenancy_leaves_out_a_member_of_an_ungranted_namespace_and_deploys_the_others() {
+    let t = tenancy_world(lbc_model::tenancy::TenancyMode::Strict);
+    t.reconcile(&[&ingress("a", &[]), &intruder()]).await;
+    let paths = t.routed_paths().await;
+    assert_eq!(paths.len(), 1, "only the granted member is routed: {paths:?}");
+    assert!(paths[0].contains("/a"), "{paths:?}");
+    let reasons = t.w.event_reasons();
+    assert!(reasons.contains(&"TenancyRefused".to_string()), "{reasons:?}");
+    assert!(reasons.contains(&"SuccessfullyReconciled".to_string()), "the granted member is deployed: {reasons:?}");
+    let touched: Vec<String> =
+        t.w.kube().iter().filter(|r| r.path.contains("/namespaces/other/ingresses/")).map(Seen::line).collect();
+    assert!(touched.is_empty(), "the refused Ingress gets no finalizer and no status: {touched:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn compatible_tenancy_keeps_the_upstream_behaviour_for_the_same_scene() {
+    let t = tenancy_world(lbc_model::tenancy::TenancyMode::Compatible);
+    t.reconcile(&[&ingress("a", &[]), &intruder()]).await;
+    let reasons = t.w.event_reasons();
+    assert!(!reasons.contains(&"TenancyRefused".to_string()), "{reasons:?}");
+    let paths = t.routed_paths().await;
+    assert_eq!(paths.len(), 2, "both members routed, as the upstream does: {paths:?}");
+    assert!(paths[0].contains("/b"), "the order -1000 member first: {paths:?}");
 }

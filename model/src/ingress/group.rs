@@ -111,6 +111,13 @@ fn exclusive(s: &IngressSettings) -> Vec<(&'static str, String)> {
     out
 }
 
+/// The group-wide settings (annotation suffixes) `s` sets: they apply to every member's load balancer.
+pub fn group_wide_settings(s: &IngressSettings) -> Vec<&'static str> {
+    let mut keys: Vec<&'static str> = exclusive(s).into_iter().map(|(k, _)| k).collect();
+    keys.dedup();
+    keys
+}
+
 fn sorted(mut v: Vec<String>) -> String {
     v.sort();
     v.join(",")

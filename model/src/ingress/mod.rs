@@ -42,6 +42,7 @@ pub mod replacement;
 pub mod rules;
 pub mod select;
 mod snapshot;
+pub mod tenancy;
 
 pub use annotation_fields::valid_group_name;
 pub use annotations::{BackendSettings, IngressSettings, parse_annotations, parse_service_annotations};
