@@ -62,6 +62,9 @@ pub struct BindingState {
     pub mismatch_reported: Vec<String>,
     /// When this binding last sent a target write (pacing, `lbc_model::pacing`).
     pub last_write: Option<Instant>,
+    /// `status.ownedTargets` as this process last wrote it; `None` = trust the cached object
+    /// (the cache can lag our own patches).
+    pub owned_written: Option<Vec<String>>,
 }
 
 /// Shared reconcile context.

@@ -184,6 +184,13 @@ pub struct TargetGroupBindingStatus {
     /// Of those, how many AWS reported healthy at the last health read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub healthy_targets: Option<i32>,
+    /// The targets this binding registered (`ip:port`, or `instance-id:port` in instance mode),
+    /// kept for bindings that may deregister only their own targets (`multiClusterTargetGroup:
+    /// true`). Written by the controller only: tenants with the built-in `admin` or `edit` roles
+    /// cannot write the status subresource. Absent: no record yet (the upstream controller's
+    /// `aws-lbc-targets-<binding>` ConfigMap is then read once, to adopt what it tracked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owned_targets: Option<Vec<String>>,
 }
 
 /// Annotations every CRD carries so that removing the chart never removes the CRDs, which would

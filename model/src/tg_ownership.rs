@@ -15,6 +15,7 @@ use crate::crd::TargetGroupBinding;
 use crate::lb::Tags;
 use crate::lb::tags::{INGRESS_TAG_PREFIX, SERVICE_TAG_PREFIX, stack_tag_key};
 use crate::names::CLUSTER_TAG;
+use std::collections::BTreeSet;
 
 /// The stack a binding belongs to: `(tag prefix, stack ID)`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -113,6 +114,43 @@ pub fn foreign_by_tags(cluster: &str, tgb: &TargetGroupBinding, arn: &str, tags:
         return Some(foreign("another stack", &key, found, expected));
     }
     None
+}
+
+/// What a binding takes over from the upstream controller's record of its targets (ConfigMap
+/// `aws-lbc-targets-<binding>` in the binding's own namespace), read once, when the binding has
+/// no record of ours yet.
+///
+/// The ConfigMap lives where the binding's tenant can write it, so it is evidence, not proof: an
+/// entry is adopted only when it is registered in the target group now AND is one of this
+/// binding's own endpoints now. A forged entry (another team's `ip:port`) is therefore never
+/// adopted, and since only adopted or self-registered targets are ever deregistered, a forged
+/// ConfigMap can never cause a deregistration. What the upstream registered for endpoints that
+/// went away before the adoption stays in the target group and is reported
+/// ([`Adoption::left_alone`]) for the owner to remove by hand.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Adoption<T> {
+    /// The record this binding starts from.
+    pub owned: BTreeSet<T>,
+    /// Recorded and registered, but not an endpoint of this binding: not adopted.
+    pub left_alone: BTreeSet<T>,
+}
+
+/// `recorded ∩ registered ∩ endpoints` is adopted; `recorded ∩ registered − endpoints` is left
+/// alone (see [`Adoption`]).
+pub fn adopt_upstream_record<T: Ord + Clone>(
+    recorded: &BTreeSet<T>,
+    registered: &BTreeSet<T>,
+    endpoints: &BTreeSet<T>,
+) -> Adoption<T> {
+    let mut out = Adoption { owned: BTreeSet::new(), left_alone: BTreeSet::new() };
+    for t in recorded.intersection(registered) {
+        if endpoints.contains(t) {
+            out.owned.insert(t.clone());
+        } else {
+            out.left_alone.insert(t.clone());
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -283,5 +321,95 @@ mod tests {
         let e =
             foreign_by_tags("prod", &tgb(&[], None, false), ARN, &tags(&[("elbv2.k8s.aws/cluster", "dev")])).unwrap();
         assert!(e.to_string().contains("expects elbv2.k8s.aws/cluster=\"prod\" (this cluster)"), "{e}");
+    }
+
+    fn set(xs: &[&str]) -> BTreeSet<String> {
+        xs.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn adoption_table() {
+        // (case, recorded, registered, endpoints, adopted, left alone)
+        #[allow(clippy::type_complexity)] // a table of cases reads best as tuples
+        let cases: Vec<(&str, &[&str], &[&str], &[&str], &[&str], &[&str])> = vec![
+            ("nothing recorded", &[], &["a:80"], &["a:80"], &[], &[]),
+            (
+                "upstream's live endpoints adopted",
+                &["a:80", "b:80"],
+                &["a:80", "b:80"],
+                &["a:80", "b:80"],
+                &["a:80", "b:80"],
+                &[],
+            ),
+            ("recorded but no longer registered", &["a:80", "b:80"], &["a:80"], &["a:80"], &["a:80"], &[]),
+            (
+                "forged: another team's target",
+                &["a:80", "victim:80"],
+                &["a:80", "victim:80"],
+                &["a:80"],
+                &["a:80"],
+                &["victim:80"],
+            ),
+            (
+                "forged: same port, other IP",
+                &["victim:8080"],
+                &["victim:8080", "a:8080"],
+                &["a:8080"],
+                &[],
+                &["victim:8080"],
+            ),
+            ("stale upstream target left alone", &["gone:80"], &["gone:80"], &["a:80"], &[], &["gone:80"]),
+            ("endpoint registered but not recorded", &[], &["a:80"], &["a:80"], &[], &[]),
+        ];
+        for (what, rec, reg, eps, want_owned, want_left) in cases {
+            let got = adopt_upstream_record(&set(rec), &set(reg), &set(eps));
+            assert_eq!(got.owned, set(want_owned), "{what}: adopted");
+            assert_eq!(got.left_alone, set(want_left), "{what}: left alone");
+        }
+    }
+
+    mod props {
+        use super::super::*;
+        use crate::net::VpcCidrs;
+        use crate::plan::{PlanInput, plan};
+        use crate::target::{HealthState, Target};
+        use proptest::prelude::*;
+        use std::collections::BTreeMap;
+
+        fn targets() -> impl Strategy<Value = BTreeSet<Target>> {
+            proptest::collection::btree_set((0u8..12, 0u16..3), 0..10)
+                .prop_map(|s| s.into_iter().map(|(i, p)| Target::new([10, 0, 0, i].into(), 80 + p)).collect())
+        }
+
+        proptest! {
+            /// Whatever a tenant writes into the ConfigMap, the adopted record holds only this
+            /// binding's own registered endpoints, so the first plan built on it deregisters nothing
+            /// that is not this binding's, and nothing at all while every endpoint is desired.
+            #[test]
+            fn a_forged_record_never_causes_a_deregistration(
+                forged in targets(), registered in targets(), endpoints in targets()
+            ) {
+                let a = adopt_upstream_record(&forged, &registered, &endpoints);
+                prop_assert!(a.owned.is_subset(&endpoints) && a.owned.is_subset(&registered));
+                prop_assert!(a.left_alone.is_disjoint(&endpoints) && a.left_alone.is_subset(&registered));
+                prop_assert_eq!(a.owned.len() + a.left_alone.len(), forged.intersection(&registered).count());
+                let states: BTreeMap<Target, HealthState> =
+                    registered.iter().map(|t| (*t, HealthState::Healthy)).collect();
+                let vpc = VpcCidrs::default();
+                let p = plan(&PlanInput {
+                    desired: endpoints.clone(),
+                    registered: &states,
+                    owned: Some(&a.owned),
+                    vpc: &vpc,
+                    allow_outside_vpc: false,
+                    live_endpoints: endpoints.len(),
+                    wanted_port: "80",
+                    slice_ports: &[],
+                })
+                .expect("nothing of ours is wiped");
+                prop_assert!(p.deregister.is_empty(), "deregistered {:?}", p.deregister);
+                prop_assert_eq!(p.foreign_kept, registered.difference(&endpoints).count());
+            }
+        }
     }
 }

@@ -36,8 +36,11 @@ pub(super) async fn cleanup(tgb: Arc<TargetGroupBinding>, ctx: &Context) -> Resu
         match listed {
             Ok(_) if instance_mode => {}
             Ok(all) => {
-                let owned =
-                    if tgb.spec.is_multi_cluster() { Some(status::read_owned_targets(ctx, &tgb).await?) } else { None };
+                let owned = if tgb.spec.is_multi_cluster() {
+                    Some(deletable_record(ctx, &tgb, &key, &status::IP_RECORD).await)
+                } else {
+                    None
+                };
                 let ours = deletion_targets(all.iter().map(|r| (r.target, r.health.state)), owned.as_ref());
                 for b in batches(&ours, ctx.cfg.batch_size) {
                     match elb.deregister_targets(arn, b).await {
@@ -75,4 +78,27 @@ pub(super) async fn cleanup(tgb: Arc<TargetGroupBinding>, ctx: &Context) -> Resu
     ctx.metrics.forget_binding(&crate::metrics::TgbLabels { namespace: ns.clone(), name: tgb.name_any() });
     ctx.forget(&key);
     Ok(Action::await_change())
+}
+
+/// On deletion, the targets a binding that may deregister only its own registered: its record,
+/// or none at all (after a Warning) when it never made one, as ALBC does without its ConfigMap.
+pub(super) async fn deletable_record<T>(
+    ctx: &Context,
+    tgb: &TargetGroupBinding,
+    key: &ObjectRef<TargetGroupBinding>,
+    codec: &status::RecordCodec<T>,
+) -> std::collections::BTreeSet<T> {
+    if let Some(owned) = status::recorded_targets(ctx, tgb, key, codec) {
+        return owned;
+    }
+    let msg = format!(
+        "TargetGroupBinding {}/{} has no record of the targets it registered (status.ownedTargets), so its deletion \
+         deregisters nothing from target group {}: it may deregister only its own targets. Deregister leftovers by \
+         hand if there are any",
+        tgb.namespace().unwrap_or_default(),
+        tgb.name_any(),
+        tgb.spec.target_group_arn.as_deref().unwrap_or_default()
+    );
+    ctx.event(&kube::Resource::object_ref(tgb, &()), true, "NoTargetRecord", msg).await;
+    Default::default()
 }

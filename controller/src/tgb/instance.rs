@@ -109,8 +109,13 @@ pub(super) async fn sync(tgb: &Arc<TargetGroupBinding>, ctx: &Context) -> Result
     let elb = ctx.elb_for(tgb);
     let current = elb.describe_instance_targets(&arn).await?;
     let states: Vec<(InstanceTarget, HealthState)> = current.iter().map(|(t, h)| (t.clone(), h.state)).collect();
-    let owned =
-        if tgb.spec.is_multi_cluster() { Some(status::read_owned_instance_targets(ctx, tgb).await?) } else { None };
+    let owned = if tgb.spec.is_multi_cluster() {
+        let current: BTreeSet<InstanceTarget> =
+            states.iter().filter(|(_, s)| !s.is_draining()).map(|(t, _)| t.clone()).collect();
+        Some(status::owned_targets(ctx, tgb, &key, &status::INSTANCE_RECORD, &current, &desired).await?)
+    } else {
+        None
+    };
     let plan = instance_plan(&desired, &states, owned.as_ref());
     if !plan.is_empty() {
         // A crash mid-change must not leave a checkpoint claiming the old set is in place.
@@ -120,7 +125,8 @@ pub(super) async fn sync(tgb: &Arc<TargetGroupBinding>, ctx: &Context) -> Result
     if let Some(owned) = owned.as_ref().filter(|_| !plan.register.is_empty()) {
         // Recorded before it is registered: a crash in between leaves no target no cluster claims.
         ctx.ensure_leader()?;
-        status::write_owned_instance_targets(ctx, tgb, &owned.iter().chain(&plan.register).cloned().collect()).await?;
+        let next = owned.iter().chain(&plan.register).cloned().collect();
+        status::write_owned(ctx, tgb, &key, &status::INSTANCE_RECORD, &next).await?;
     }
     for b in plan.deregister.chunks(ctx.cfg.batch_size) {
         ctx.ensure_leader()?;
@@ -135,7 +141,7 @@ pub(super) async fn sync(tgb: &Arc<TargetGroupBinding>, ctx: &Context) -> Result
         for t in &plan.deregister {
             next.remove(t);
         }
-        status::write_owned_instance_targets(ctx, tgb, &next).await?;
+        status::write_owned(ctx, tgb, &key, &status::INSTANCE_RECORD, &next).await?;
     }
     if !plan.is_empty() {
         tracing::info!(
@@ -257,8 +263,11 @@ fn replaced(reported: &mut Vec<String>, now: Vec<String>) -> bool {
 /// the caller to report).
 pub(super) async fn deregister_all(ctx: &Context, tgb: &TargetGroupBinding, arn: &str) -> Result<()> {
     let elb = ctx.elb_for(tgb);
-    let owned =
-        if tgb.spec.is_multi_cluster() { Some(status::read_owned_instance_targets(ctx, tgb).await?) } else { None };
+    let owned = if tgb.spec.is_multi_cluster() {
+        Some(super::cleanup::deletable_record(ctx, tgb, &ObjectRef::from_obj(tgb), &status::INSTANCE_RECORD).await)
+    } else {
+        None
+    };
     let ours: Vec<InstanceTarget> = elb
         .describe_instance_targets(arn)
         .await?

@@ -400,19 +400,24 @@ async fn multi_cluster_instance_targets_are_recorded_before_writing_and_only_the
         kube.iter().map(Seen::line).collect::<Vec<_>>(),
         [
             format!("GET {cm}/aws-lbc-targets-web"),
+            format!("PATCH {TGB_PATH}/status"),
+            format!("PATCH {TGB_PATH}/status"),
             format!("PUT {cm}/aws-lbc-targets-web"),
             format!("POST {cm}"),
             format!("PUT {cm}/aws-lbc-targets-web"),
             format!("PATCH {TGB_PATH}/status"),
             format!("PATCH {TGB_PATH}"),
         ],
-        "owned set read, recorded with the planned registrations before them (created on first use), then again \
-         after; status and checkpoint"
+        "no record: ALBC's ConfigMap read once, the (empty) adoption recorded; the planned registrations recorded \
+         before them (status, and the ConfigMap created on first use), the ConfigMap again after; status and \
+         checkpoint"
     );
     let ours = "i-0000000000000000a:30080,i-0000000000000000b:30080,i-0000000000000000c:30080";
-    assert_eq!(kube[2].body["data"]["targets"], json!(ours), "recorded before RegisterTargets");
-    assert_eq!(kube[2].body["metadata"]["ownerReferences"][0]["name"], json!("web"), "owned by the binding");
-    assert_eq!(kube[3].body["data"]["targets"], json!(ours));
+    let listed: Vec<&str> = ours.split(',').collect();
+    assert_eq!(kube[2].body["status"]["ownedTargets"], json!(listed), "recorded before RegisterTargets");
+    assert_eq!(kube[4].body["data"]["targets"], json!(ours), "ALBC's ConfigMap kept for a rollback");
+    assert_eq!(kube[4].body["metadata"]["ownerReferences"][0]["name"], json!("web"), "owned by the binding");
+    assert_eq!(kube[5].body["data"]["targets"], json!(ours));
 
     // A node of ours leaves: deregistered and dropped from the record; the foreign one stays.
     h.set_node(node("n1", "10.0.1.10", false, &[], None));
@@ -427,11 +432,8 @@ async fn multi_cluster_instance_targets_are_recorded_before_writing_and_only_the
     assert_eq!(h.instance_targets(), ["i-0ffffffffffffffff:30080"], "only this cluster's targets deregistered");
     assert_eq!(
         h.kube_lines(),
-        [
-            format!("GET {cm}/aws-lbc-targets-web"),
-            format!("DELETE {cm}/aws-lbc-targets-web"),
-            format!("PATCH {TGB_PATH}")
-        ]
+        [format!("DELETE {cm}/aws-lbc-targets-web"), format!("PATCH {TGB_PATH}")],
+        "the record is the status's: the ConfigMap is not read again"
     );
 }
 

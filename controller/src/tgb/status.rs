@@ -1,4 +1,5 @@
-//! Status, conditions, the checkpoint annotation and the multi-cluster ConfigMap of a binding.
+//! Status, conditions, the checkpoint annotation and the record of the targets a binding
+//! registered (`status.ownedTargets`, mirrored to ALBC's multi-cluster ConfigMap).
 //! Every write happens only on a real change, so a healthy steady state costs no API calls.
 
 use crate::context::Context;
@@ -20,6 +21,7 @@ use lbc_model::names::{CHECKPOINT_ANNOTATION, CHECKPOINT_TIMESTAMP_ANNOTATION, m
 use lbc_model::nodes::{InstanceTarget, owned_instance_targets_value, parse_owned_instance_targets};
 use lbc_model::plan::Plan;
 use lbc_model::target::{Target, TargetHealth};
+use lbc_model::tg_ownership::adopt_upstream_record;
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -212,21 +214,84 @@ fn ignore_not_found<T>(r: Result<T, kube::Error>) -> Result<()> {
     }
 }
 
-/// Multi-cluster: targets this binding registered, from ConfigMap `aws-lbc-targets-<name>`
-/// (key `targets`, comma-separated `ip:port`, as ALBC keeps it).
-pub(super) async fn read_owned_targets(ctx: &Context, tgb: &TargetGroupBinding) -> Result<BTreeSet<Target>> {
-    Ok(parse_owned_targets(&read_owned_raw(ctx, tgb).await?))
+/// How one kind of target reads from and writes to a record (comma-separated, as ALBC keeps its
+/// ConfigMap): `ip:port` in ip mode, `instance-id:port` in instance mode.
+pub(super) struct RecordCodec<T> {
+    pub parse: fn(&str) -> BTreeSet<T>,
+    pub value: fn(&BTreeSet<T>) -> String,
 }
 
-/// Multi-cluster in instance mode: the same ConfigMap, entries `<instance id>:<port>`.
-pub(super) async fn read_owned_instance_targets(
+pub(super) const IP_RECORD: RecordCodec<Target> =
+    RecordCodec { parse: parse_owned_targets, value: owned_targets_value };
+pub(super) const INSTANCE_RECORD: RecordCodec<InstanceTarget> =
+    RecordCodec { parse: parse_owned_instance_targets, value: owned_instance_targets_value };
+
+/// `status.ownedTargets` as far as we know: our own last write until the cache shows it, then
+/// the cached object. `None`: the binding has no record of ours yet.
+fn recorded_entries(
     ctx: &Context,
     tgb: &TargetGroupBinding,
-) -> Result<BTreeSet<InstanceTarget>> {
-    Ok(parse_owned_instance_targets(&read_owned_raw(ctx, tgb).await?))
+    key: &ObjectRef<TargetGroupBinding>,
+) -> Option<Vec<String>> {
+    let cached = tgb.status.as_ref().and_then(|s| s.owned_targets.clone());
+    ctx.with_state(key, |s| match s.owned_written.take() {
+        Some(written) if Some(&written) != cached.as_ref() => {
+            s.owned_written = Some(written.clone());
+            Some(written)
+        }
+        _ => cached,
+    })
 }
 
-async fn read_owned_raw(ctx: &Context, tgb: &TargetGroupBinding) -> Result<String> {
+/// The targets this binding registered, from its record (`status.ownedTargets`, which only the
+/// controller can write); `None` when it has none yet.
+pub(super) fn recorded_targets<T>(
+    ctx: &Context,
+    tgb: &TargetGroupBinding,
+    key: &ObjectRef<TargetGroupBinding>,
+    codec: &RecordCodec<T>,
+) -> Option<BTreeSet<T>> {
+    recorded_entries(ctx, tgb, key).map(|e| (codec.parse)(&e.join(",")))
+}
+
+/// The targets this binding may deregister: its record, or, when it has none yet, what it takes
+/// over from the upstream controller's ConfigMap (read this once;
+/// [`lbc_model::tg_ownership::adopt_upstream_record`]: only entries that are registered and
+/// are this binding's endpoints now), recorded at once. `registered` and `endpoints` are the
+/// target group's registrations and the binding's desired targets now.
+pub(super) async fn owned_targets<T: Ord + Clone + std::fmt::Display>(
+    ctx: &Context,
+    tgb: &TargetGroupBinding,
+    key: &ObjectRef<TargetGroupBinding>,
+    codec: &RecordCodec<T>,
+    registered: &BTreeSet<T>,
+    endpoints: &BTreeSet<T>,
+) -> Result<BTreeSet<T>> {
+    if let Some(owned) = recorded_targets(ctx, tgb, key, codec) {
+        return Ok(owned);
+    }
+    let recorded = (codec.parse)(&read_upstream_record(ctx, tgb).await?);
+    let adoption = adopt_upstream_record(&recorded, registered, endpoints);
+    if !adoption.left_alone.is_empty() {
+        let shown: Vec<String> = adoption.left_alone.iter().take(10).map(ToString::to_string).collect();
+        let more = adoption.left_alone.len().saturating_sub(10);
+        let more = if more > 0 { format!(" (and {more} more)") } else { String::new() };
+        let msg = format!(
+            "ConfigMap {}/{} lists target(s) {}{more} that are registered in the target group but are not endpoints              of TargetGroupBinding {}/{} now: they were NOT taken over, so this binding never deregisters them.              The ConfigMap is writable by the namespace, so only its entries that are this binding's own endpoints              are trusted. If they are leftovers of this binding, deregister them by hand",
+            tgb.namespace().unwrap_or_default(),
+            multicluster_configmap_name(&tgb.name_any()),
+            shown.join(", "),
+            tgb.namespace().unwrap_or_default(),
+            tgb.name_any()
+        );
+        ctx.event(&tgb.object_ref(&()), true, "RecordEntriesNotAdopted", msg).await;
+    }
+    write_record(ctx, tgb, key, &(codec.value)(&adoption.owned)).await?;
+    Ok(adoption.owned)
+}
+
+/// The upstream controller's record: ConfigMap `aws-lbc-targets-<name>`, key `targets`.
+async fn read_upstream_record(ctx: &Context, tgb: &TargetGroupBinding) -> Result<String> {
     let cms: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &tgb.namespace().unwrap_or_default());
     let Some(cm) = cms.get_opt(&multicluster_configmap_name(&tgb.name_any())).await? else {
         return Ok(String::new());
@@ -234,20 +299,37 @@ async fn read_owned_raw(ctx: &Context, tgb: &TargetGroupBinding) -> Result<Strin
     Ok(cm.data.and_then(|mut d| d.remove("targets")).unwrap_or_default())
 }
 
-pub(super) async fn write_owned_targets(
+/// Records `targets` as this binding's own: `status.ownedTargets`, and for a multi-cluster
+/// binding also ALBC's ConfigMap, so the upstream controller finds it after a rollback.
+pub(super) async fn write_owned<T>(
     ctx: &Context,
     tgb: &TargetGroupBinding,
-    targets: &BTreeSet<Target>,
+    key: &ObjectRef<TargetGroupBinding>,
+    codec: &RecordCodec<T>,
+    targets: &BTreeSet<T>,
 ) -> Result<()> {
-    write_owned_raw(ctx, tgb, owned_targets_value(targets)).await
+    let value = (codec.value)(targets);
+    write_record(ctx, tgb, key, &value).await?;
+    if tgb.spec.is_multi_cluster() {
+        write_owned_raw(ctx, tgb, value).await?;
+    }
+    Ok(())
 }
 
-pub(super) async fn write_owned_instance_targets(
+async fn write_record(
     ctx: &Context,
     tgb: &TargetGroupBinding,
-    targets: &BTreeSet<InstanceTarget>,
+    key: &ObjectRef<TargetGroupBinding>,
+    value: &str,
 ) -> Result<()> {
-    write_owned_raw(ctx, tgb, owned_instance_targets_value(targets)).await
+    let entries: Vec<String> = value.split(',').filter(|e| !e.is_empty()).map(str::to_string).collect();
+    if recorded_entries(ctx, tgb, key).as_ref() == Some(&entries) {
+        return Ok(());
+    }
+    let body = json!({"status": {"ownedTargets": entries}});
+    ignore_not_found(api(ctx, tgb).patch_status(&tgb.name_any(), &PatchParams::default(), &Patch::Merge(body)).await)?;
+    ctx.with_state(key, |s| s.owned_written = Some(entries));
+    Ok(())
 }
 
 async fn write_owned_raw(ctx: &Context, tgb: &TargetGroupBinding, value: String) -> Result<()> {

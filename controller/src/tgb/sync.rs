@@ -186,8 +186,13 @@ async fn prepare(
     };
     let states: BTreeMap<Target, HealthState> = registered.iter().map(|(t, h)| (*t, h.state)).collect();
 
-    let owned = if tgb.spec.is_multi_cluster() { Some(status::read_owned_targets(ctx, &tgb).await?) } else { None };
     let desired_set: BTreeSet<Target> = desired.targets.keys().copied().collect();
+    let owned = if tgb.spec.is_multi_cluster() {
+        let current: BTreeSet<Target> = states.iter().filter(|(_, s)| !s.is_draining()).map(|(t, _)| *t).collect();
+        Some(status::owned_targets(ctx, &tgb, key, &status::IP_RECORD, &current, &desired_set).await?)
+    } else {
+        None
+    };
     let input = PlanInput {
         desired: desired_set,
         registered: &states,
@@ -641,7 +646,7 @@ async fn execute(
         // Multi-cluster: record what we are about to register before registering it, so a crash
         // in between can never leave targets no cluster claims.
         let next = owned_after(owned, plan.register.iter().chain(&plan.register_any_az), []);
-        status::write_owned_targets(ctx, tgb, &next).await?;
+        status::write_owned(ctx, tgb, key, &status::IP_RECORD, &next).await?;
     }
     let register = async {
         if let (Some(since), false) = (dirty_since, plan.register.is_empty() && plan.register_any_az.is_empty()) {
@@ -688,7 +693,7 @@ async fn execute(
     });
     if let Some(owned) = owned {
         let next = owned_after(owned, &registered.done, &deregistered.done);
-        status::write_owned_targets(ctx, tgb, &next).await?;
+        status::write_owned(ctx, tgb, key, &status::IP_RECORD, &next).await?;
     }
     tracing::info!(
         binding = %key, target_group = arn,

@@ -660,16 +660,21 @@ async fn multi_cluster_records_its_targets_before_writing_and_deletes_only_its_o
         kube.iter().map(Seen::line).collect::<Vec<_>>(),
         vec![
             format!("GET {cm}/aws-lbc-targets-web"),
+            format!("PATCH {TGB_PATH}/status"),
+            format!("PATCH {TGB_PATH}/status"),
             format!("PUT {cm}/aws-lbc-targets-web"),
             format!("POST {cm}"),
             format!("PUT {cm}/aws-lbc-targets-web"),
             format!("PATCH {TGB_PATH}/status"),
         ],
-        "owned set read, recorded with the planned registration before it (created on first use), then again after"
+        "no record: ALBC's ConfigMap read once, the (empty) adoption recorded in the status; the planned \
+         registration recorded before it (status, and the ConfigMap created on first use), the ConfigMap again after"
     );
-    assert_eq!(kube[2].body["data"]["targets"], json!("10.0.1.1:8080"), "recorded before RegisterTargets");
-    assert_eq!(kube[2].body["metadata"]["ownerReferences"][0]["name"], json!("web"), "owned by the binding");
-    assert_eq!(kube[3].body["data"]["targets"], json!("10.0.1.1:8080"));
+    assert_eq!(kube[1].body["status"]["ownedTargets"], json!([]), "nothing to adopt");
+    assert_eq!(kube[2].body["status"]["ownedTargets"], json!(["10.0.1.1:8080"]), "recorded before RegisterTargets");
+    assert_eq!(kube[4].body["data"]["targets"], json!("10.0.1.1:8080"), "ALBC's ConfigMap kept for a rollback");
+    assert_eq!(kube[4].body["metadata"]["ownerReferences"][0]["name"], json!("web"), "owned by the binding");
+    assert_eq!(kube[5].body["data"]["targets"], json!("10.0.1.1:8080"));
 
     let gone = deleting(tgb);
     h.reconcile(&gone).await.unwrap();
@@ -677,12 +682,39 @@ async fn multi_cluster_records_its_targets_before_writing_and_deletes_only_its_o
     assert_eq!(h.registered(), vec!["10.0.1.9:8080"], "only this cluster's target deregistered");
     assert_eq!(
         h.kube_lines(),
-        vec![
-            format!("GET {cm}/aws-lbc-targets-web"),
-            format!("DELETE {cm}/aws-lbc-targets-web"),
-            format!("PATCH {TGB_PATH}")
-        ]
+        vec![format!("DELETE {cm}/aws-lbc-targets-web"), format!("PATCH {TGB_PATH}")],
+        "the record is the status's: the ConfigMap is not read again"
     );
+}
+
+/// Issue 32: the ConfigMap is in the tenant's namespace. A forged one listing another team's
+/// target (registered in the shared group) is read once, its foreign entry is not adopted (a
+/// Warning names it), and neither a sync nor the deletion ever deregisters it.
+#[tokio::test(start_paused = true)]
+async fn a_forged_multi_cluster_configmap_never_deregisters_another_teams_target() {
+    let mut tgb = binding(true);
+    tgb.spec.multi_cluster_target_group = Some(true);
+    let h = harness(cluster(tgb.clone(), &[(1, "a", true, false), (2, "b", true, false)])).await;
+    h.elb.register_targets(ARN, &[t(1), t(9)], None).await.unwrap();
+    let forged = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "aws-lbc-targets-web", "namespace": NS},
+        "data": {"targets": "10.0.1.1:8080,10.0.1.9:8080"}});
+    h.server.lock().unwrap().configmaps.insert("aws-lbc-targets-web".into(), forged);
+    h.aws();
+
+    h.reconcile(&tgb).await.unwrap();
+    assert_eq!(h.registered(), vec!["10.0.1.1:8080", "10.0.1.2:8080", "10.0.1.9:8080"], "nothing deregistered");
+    let kube = h.kube();
+    assert_eq!(kube[1].line(), format!("PATCH {TGB_PATH}/status"));
+    assert_eq!(kube[1].body["status"]["ownedTargets"], json!(["10.0.1.1:8080"]), "only our own endpoint adopted");
+    assert_eq!(kube[2].body["status"]["ownedTargets"], json!(["10.0.1.1:8080", "10.0.1.2:8080"]));
+    assert!(h.events().contains(&"RecordEntriesNotAdopted".to_string()), "the foreign entry is reported");
+
+    // The binding goes: its own targets are deregistered, the forged entry's never.
+    let gone = deleting(tgb);
+    h.reconcile(&gone).await.unwrap();
+    assert_eq!(h.registered(), vec!["10.0.1.9:8080"], "the other team's target survives the deletion");
+    assert!(!h.kube_lines().iter().any(|l| l.starts_with("GET")), "the ConfigMap is read only once");
 }
 
 #[tokio::test(start_paused = true)]

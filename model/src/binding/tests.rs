@@ -50,6 +50,7 @@ fn status(cond: Condition, observed: Option<i64>, counts: Option<(i32, i32)>) ->
         conditions: vec![cond],
         registered_targets: counts.map(|c| c.0),
         healthy_targets: counts.map(|c| c.1),
+        owned_targets: None,
     }
 }
 
