@@ -309,6 +309,70 @@ impl AwsError {
     }
 }
 
+/// Why EC2 refused a batch of ingress rules because of the rules themselves, so the rest of the
+/// batch is worth sending without the culprits ([`AwsError::rule_rejection`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RuleRejection {
+    /// A rule names a source security group that does not exist (`InvalidGroup.NotFound` naming
+    /// a group other than the one being changed): every rule from that source is refused.
+    SourceGroupNotFound(String),
+    /// A rule EC2 cannot accept as written (`InvalidPermission.Malformed`,
+    /// `InvalidParameterValue`, a malformed group ID, ...). Which one is not said: split.
+    Malformed,
+    /// The group holds as many rules as its quota allows (`RulesPerSecurityGroupLimitExceeded`).
+    QuotaExceeded,
+}
+
+impl RuleRejection {
+    /// What the operator does about it (for the problem reported on the binding).
+    pub fn fix(&self) -> &'static str {
+        match self {
+            Self::SourceGroupNotFound(_) => {
+                "correct securityGroup.groupID in spec.networking or create that group in the VPC"
+            }
+            Self::Malformed => "correct the peer (ipBlock.cidr, securityGroup.groupID) and ports in spec.networking",
+            Self::QuotaExceeded => {
+                "the shared security group is full: remove rules (awslbc_backend_sg_rules shows each namespace's \
+                 share), keep restricted rules on (no --disable-restricted-sg-rules), or raise the account's \
+                 rules-per-security-group quota"
+            }
+        }
+    }
+}
+
+impl AwsError {
+    /// Whether this error from `AuthorizeSecurityGroupIngress` on `group_id` blames the rules sent
+    /// (split the batch and send the others) rather than the group, the caller or AWS (stop and
+    /// retry the pass later). A missing `group_id` itself is not the rules' fault.
+    pub fn rule_rejection(&self, group_id: &str) -> Option<RuleRejection> {
+        match self.code.as_deref()? {
+            "InvalidGroup.NotFound" => {
+                let named = quoted_group_ids(&self.message);
+                named.into_iter().find(|g| g != group_id).map(RuleRejection::SourceGroupNotFound)
+            }
+            "RulesPerSecurityGroupLimitExceeded" => Some(RuleRejection::QuotaExceeded),
+            "InvalidPermission.Malformed"
+            | "InvalidParameterValue"
+            | "InvalidParameter"
+            | "InvalidGroupId.Malformed"
+            | "InvalidParameterCombination" => Some(RuleRejection::Malformed),
+            _ => None,
+        }
+    }
+}
+
+/// Security-group IDs (`sg-...`) quoted in an EC2 message ("The security group 'sg-0abc' does not
+/// exist").
+fn quoted_group_ids(message: &str) -> Vec<String> {
+    message
+        .split(['\'', '"'])
+        .skip(1)
+        .step_by(2)
+        .filter(|s| s.starts_with("sg-") && s[3..].chars().all(|c| c.is_ascii_alphanumeric()) && s.len() > 3)
+        .map(str::to_string)
+        .collect()
+}
+
 /// HTTP status of a raw response (implemented for the SDK's response type).
 pub trait HttpStatus {
     fn status_code(&self) -> u16;
@@ -344,6 +408,42 @@ fn source_chain(e: &dyn std::error::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rule_rejections_blame_the_rules_not_the_group() {
+        let e = |code: &str, msg: &str| AwsError {
+            kind: ErrorKind::from_code(Some(code), Some(400)),
+            service: "ec2",
+            operation: "AuthorizeSecurityGroupIngress",
+            code: Some(code.into()),
+            message: msg.into(),
+            status: Some(400),
+        };
+        let cases = [
+            (
+                e("InvalidGroup.NotFound", "The security group 'sg-0peer' does not exist"),
+                Some(RuleRejection::SourceGroupNotFound("sg-0peer".into())),
+            ),
+            // The group being changed is gone: not the rules' fault.
+            (e("InvalidGroup.NotFound", "The security group 'sg-0node' does not exist"), None),
+            (e("InvalidGroup.NotFound", "The security group does not exist"), None),
+            (e("InvalidPermission.Malformed", "Unsupported IP protocol \"tcpx\""), Some(RuleRejection::Malformed)),
+            (e("InvalidParameterValue", "CIDR block 10.0.0.0/99 is malformed"), Some(RuleRejection::Malformed)),
+            (
+                e(
+                    "RulesPerSecurityGroupLimitExceeded",
+                    "The maximum number of rules per security group has been reached.",
+                ),
+                Some(RuleRejection::QuotaExceeded),
+            ),
+            (e("RequestLimitExceeded", "slow down"), None),
+            (e("UnauthorizedOperation", "no"), None),
+        ];
+        for (err, want) in cases {
+            assert_eq!(err.rule_rejection("sg-0node"), want, "{err}");
+        }
+        assert!(RuleRejection::QuotaExceeded.fix().contains("awslbc_backend_sg_rules"));
+    }
 
     #[test]
     fn classification_table() {

@@ -20,6 +20,11 @@ struct State {
     enis: Vec<NetworkInterface>,
     calls: Vec<(&'static str, String)>,
     faults: VecDeque<(&'static str, ErrorKind)>,
+    /// Refuse rules naming a source group that does not exist, as EC2 does (off by default: some
+    /// tests plant rules from groups long gone).
+    check_sources: bool,
+    /// Rules per group before `RulesPerSecurityGroupLimitExceeded` (`None`: no limit).
+    rule_quota: Option<usize>,
 }
 
 /// In-memory EC2 networking.
@@ -56,6 +61,18 @@ impl FakeNetworking {
 
     pub fn calls(&self) -> Vec<(&'static str, String)> {
         self.state.lock().unwrap().calls.clone()
+    }
+
+    /// From now on, AuthorizeSecurityGroupIngress refuses the whole batch with
+    /// `InvalidGroup.NotFound` naming the first source group that does not exist, as EC2 does.
+    pub fn reject_unknown_sources(&self) {
+        self.state.lock().unwrap().check_sources = true;
+    }
+
+    /// From now on, a group holds at most `n` ingress rules; a batch that would exceed it is
+    /// refused whole with `RulesPerSecurityGroupLimitExceeded`.
+    pub fn set_rule_quota(&self, n: usize) {
+        self.state.lock().unwrap().rule_quota = Some(n);
     }
 
     pub fn inject_fault(&self, operation: &'static str, kind: ErrorKind) {
@@ -158,15 +175,30 @@ impl Networking for FakeNetworking {
     async fn authorize_ingress(&self, group_id: &str, rules: &[IngressRule]) -> Result<(), AwsError> {
         const OP: &str = "AuthorizeSecurityGroupIngress";
         let mut s = self.enter(OP, group_id)?;
-        let g = s.groups.get_mut(group_id).ok_or_else(|| group_missing(OP, group_id))?;
-        for r in rules {
-            // Same permission (description aside) = already there.
-            if !g.ingress.iter().any(|x| {
-                x.protocol == r.protocol && x.from_port == r.from_port && x.to_port == r.to_port && x.source == r.source
-            }) {
-                g.ingress.push(r.clone());
+        if !s.groups.contains_key(group_id) {
+            return Err(group_missing(OP, group_id));
+        }
+        if s.check_sources {
+            let unknown = rules.iter().find_map(|r| match &r.source {
+                RuleSource::SecurityGroup(src) if !s.groups.contains_key(src) => Some(src.clone()),
+                _ => None,
+            });
+            if let Some(src) = unknown {
+                return Err(group_missing(OP, &src));
             }
         }
+        let quota = s.rule_quota;
+        let g = s.groups.get_mut(group_id).expect("checked above");
+        // Same permission (description aside) = already there.
+        let same = |x: &IngressRule, r: &IngressRule| {
+            x.protocol == r.protocol && x.from_port == r.from_port && x.to_port == r.to_port && x.source == r.source
+        };
+        let new: Vec<&IngressRule> = rules.iter().filter(|r| !g.ingress.iter().any(|x| same(x, r))).collect();
+        if quota.is_some_and(|q| g.ingress.len() + new.len() > q) {
+            let msg = "The maximum number of rules per security group has been reached.".to_string();
+            return Err(error(ErrorKind::Invalid, OP, "RulesPerSecurityGroupLimitExceeded", msg));
+        }
+        g.ingress.extend(new.into_iter().cloned());
         g.ingress.sort();
         Ok(())
     }

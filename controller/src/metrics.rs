@@ -46,6 +46,11 @@ pub struct RuleChangeLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct NamespaceLabels {
+    pub namespace: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ResourceLabel {
     pub resource: &'static str,
 }
@@ -223,6 +228,8 @@ pub struct Metrics {
     pub cache_relists: Family<ResourceLabel, Counter>,
     pub backend_rule_changes: Family<RuleChangeLabels, Counter>,
     pub backend_rule_problems: Gauge,
+    /// Backend security-group rules each namespace's bindings want (its share of the quota).
+    pub backend_rules_by_namespace: Family<NamespaceLabels, Gauge>,
     pub aws: AwsMetrics,
     /// ALBC's families not shared with ours; fed only through the methods below.
     pub albc: AlbcMetrics,
@@ -413,6 +420,7 @@ impl Metrics {
             cache_relists: Family::default(),
             backend_rule_changes: Family::default(),
             backend_rule_problems: Gauge::default(),
+            backend_rules_by_namespace: Family::default(),
             aws: AwsMetrics::default(),
             albc: AlbcMetrics::default(),
             registry: Default::default(),
@@ -500,6 +508,12 @@ impl Metrics {
             "backend_sg_rule_problems",
             "Problems of the last backend security-group rules pass (unknown ENIs, ambiguous ENI groups, bad ports)",
             m.backend_rule_problems.clone(),
+        );
+        a.register(
+            "backend_sg_rules",
+            "Backend security-group rules (security group, rule) the namespace's TargetGroupBindings want; a rule \
+             several namespaces want counts for each: who fills a shared group's rule quota",
+            m.backend_rules_by_namespace.clone(),
         );
         *m.registry.lock().expect("registry lock") = Some(r);
         m

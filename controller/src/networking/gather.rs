@@ -1,6 +1,6 @@
 //! Glue between the caches and `lbc_model::lb::backend_rules`: which bindings take part, their
-//! endpoint IPs (pod IPs; for instance-mode bindings the eligible nodes' InternalIPs), and which
-//! problems to report on which binding (without repeating them).
+//! endpoint IPs (pod IPs; for instance-mode bindings the eligible nodes' InternalIPs) and whether
+//! those are all known, and which problems to report on which binding (without repeating them).
 
 use crate::stores::Stores;
 use kube::ResourceExt;
@@ -23,13 +23,16 @@ pub struct BindingTargets {
     /// `namespace/name`.
     pub key: String,
     pub endpoints: BTreeMap<IpAddr, BTreeMap<String, u16>>,
+    /// False when some endpoints could not be listed (Service missing, port not resolved, a node
+    /// without an address): the binding keeps its earlier rules (`EndpointsKnown` in the model).
+    pub endpoints_known: bool,
 }
 
 /// Every binding with `spec.networking`, and whether each one's endpoints are fully known.
 #[derive(Default)]
 pub struct Gathered {
     pub bindings: Vec<BindingTargets>,
-    /// Why knowledge is incomplete (revokes are withheld): `namespace/name: reason`.
+    /// Why a binding's endpoints are not all known (it keeps its rules): `namespace/name: reason`.
     pub incomplete: Vec<String>,
 }
 
@@ -51,8 +54,10 @@ pub fn gather(stores: &Stores) -> Gathered {
     for tgb in tgbs {
         let key = binding_key(&tgb);
         let ns = tgb.namespace().unwrap_or_default();
+        let unknown = |tgb, key| BindingTargets { tgb, key, endpoints: BTreeMap::new(), endpoints_known: false };
         let Some(svc) = stores.service(&ns, &tgb.spec.service_ref.name) else {
             out.incomplete.push(format!("{key}: Service {} not found", tgb.spec.service_ref.name));
+            out.bindings.push(unknown(tgb, key));
             continue;
         };
         if tgb.spec.effective_target_type() == TargetType::Instance {
@@ -63,6 +68,7 @@ pub fn gather(stores: &Stores) -> Gathered {
             Ok(p) => p.clone(),
             Err(e) => {
                 out.incomplete.push(format!("{key}: {e}"));
+                out.bindings.push(unknown(tgb, key));
                 continue;
             }
         };
@@ -81,7 +87,7 @@ pub fn gather(stores: &Stores) -> Gathered {
             let ports = pod.as_ref().and_then(|p| stores.pod(&ns, &p.name)).map(|p| p.named_container_ports());
             endpoints.entry(target.ip).or_default().extend(ports.unwrap_or_default());
         }
-        out.bindings.push(BindingTargets { tgb, key, endpoints });
+        out.bindings.push(BindingTargets { tgb, key, endpoints, endpoints_known: true });
     }
     out
 }
@@ -89,7 +95,7 @@ pub fn gather(stores: &Stores) -> Gathered {
 /// Instance mode: the targets are the eligible nodes, and their primary ENI is the one holding
 /// the node's InternalIP (the address the instance lookup uses too), so the rules open the
 /// NodePort on the security groups of those ENIs. A node without an InternalIP makes the
-/// binding's knowledge incomplete (revokes are withheld).
+/// binding's endpoints incomplete (it keeps its rules).
 fn node_targets(
     stores: &Stores,
     tgb: Arc<TargetGroupBinding>,
@@ -99,15 +105,19 @@ fn node_targets(
     let nodes: Vec<NodeFacts> = stores.nodes.state().iter().map(|n| NodeFacts::of(n)).collect();
     let by_name: BTreeMap<&str, &NodeFacts> = nodes.iter().map(|n| (n.name.as_str(), n)).collect();
     let mut endpoints: BTreeMap<IpAddr, BTreeMap<String, u16>> = BTreeMap::new();
+    let mut endpoints_known = true;
     for name in eligible_locators(&nodes, tgb.spec.node_selector.as_ref()).keys() {
         match by_name.get(name.as_str()).and_then(|n| n.internal_ip) {
             Some(ip) => {
                 endpoints.entry(ip).or_default();
             }
-            None => incomplete.push(format!("{key}: node {name} has no InternalIP address")),
+            None => {
+                incomplete.push(format!("{key}: node {name} has no InternalIP address"));
+                endpoints_known = false;
+            }
         }
     }
-    BindingTargets { tgb, key, endpoints }
+    BindingTargets { tgb, key, endpoints, endpoints_known }
 }
 
 /// The binding a problem is about (`None`: about a security group, not one binding).

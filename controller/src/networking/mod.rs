@@ -11,13 +11,26 @@
 //! - one pass: bindings with `spec.networking` and their endpoint IPs from the caches → ENIs
 //!   (CiliumNode cache, then `DescribeNetworkInterfaces` by IP through the [`EniCache`]) → the
 //!   ENIs' security groups plus every group of the VPC tagged `kubernetes.io/cluster/<cluster>`
-//!   (garbage collection) → `plan_backend_rules` → authorize, then revoke, per group, with the
-//!   leader check before each write. Revokes only happen when every binding and endpoint resolved.
-//! - problems (an ENI with several security groups none of which is tagged, unknown ENIs, bad
-//!   ports) become Warning events on the bindings concerned, repeated at most once per sync period.
+//!   (garbage collection) → `plan_backend_rules` → authorize on every group, then revoke, with
+//!   the leader check before each write.
+//! - fault isolation: each binding is judged on its own (`lbc_model::lb::backend_rules`): a
+//!   binding whose spec is wrong gets nothing new and keeps what it had (remembered here, per
+//!   binding, from its last good pass); the others proceed. When EC2 refuses a batch because of
+//!   some of its rules (a peer group that does not exist, a malformed rule, the group's rule
+//!   quota), the rest of the batch is sent without them ([`BackendRules::authorize`]): a healthy
+//!   pass makes one AuthorizeSecurityGroupIngress per group with new rules, as before. A peer
+//!   group EC2 called missing is remembered, so the next passes leave its bindings out without
+//!   asking EC2 to refuse again, and looked for in the pass's DescribeSecurityGroups until it
+//!   exists. A binding whose new rules were refused keeps its old ones in that pass's revokes.
+//! - problems become Warning events on the bindings concerned (repeated at most once per sync
+//!   period) and, for a binding whose spec is at fault, the status condition
+//!   `BackendSecurityGroupRules` ([`status`]); nobody else's status changes.
+//! - `awslbc_backend_sg_rules{namespace}` counts the rules each namespace's bindings want, to see
+//!   who fills a shared group's rule quota.
 
 mod cilium;
 mod gather;
+pub mod status;
 #[cfg(test)]
 mod tests;
 
@@ -28,14 +41,19 @@ use crate::context::{Context, jittered};
 use crate::error::Result;
 use gather::{EventMemory, gather, notes_by_binding};
 use kube::Resource;
+use lbc_aws::error::RuleRejection;
 use lbc_aws::net::{Networking, SecurityGroupQuery};
 use lbc_model::cilium::EniIndex;
-use lbc_model::lb::backend_rules::{BackendRulesInput, BindingRules, EndpointEni, RuleProblem, plan_backend_rules};
+use lbc_model::lb::backend_rules::{
+    BackendRulesInput, BindingRules, EndpointEni, KeptRules, Rejection, RuleProblem, describe_rule, plan_backend_rules,
+    spare_kept,
+};
 use lbc_model::lb::eni_lookup::{EniCache, plan_eni_lookups, resolve};
 use lbc_model::lb::subnets::cluster_tag;
-use lbc_model::lb::{NetworkInterface, Observed, SecurityGroup, Tags};
+use lbc_model::lb::{IngressRule, NetworkInterface, Observed, RuleSource, SecurityGroup, Tags};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -69,6 +87,8 @@ pub struct PassSummary {
     pub authorized: usize,
     pub revoked: usize,
     pub withheld_revokes: usize,
+    /// Rules EC2 refused (their bindings were told; the other rules were applied).
+    pub refused: usize,
     pub problems: usize,
     pub unresolved: bool,
 }
@@ -88,6 +108,15 @@ pub struct BackendRules {
     events: Mutex<EventMemory>,
     /// Failed passes in a row.
     failures: Mutex<Failures>,
+    /// Per binding (`namespace/name`), the rules it had at its last good pass: kept while it is
+    /// bad (`lbc_model::lb::backend_rules`, "Fault isolation").
+    memory: Mutex<BTreeMap<String, KeptRules>>,
+    /// Whether `memory` has been filled by a pass (else the first pass seeds it from AWS).
+    remembered: AtomicBool,
+    /// Peer groups EC2 said do not exist; described again every pass until they do.
+    missing_peers: Mutex<BTreeSet<String>>,
+    /// Namespaces with a `awslbc_backend_sg_rules` series.
+    namespaces_counted: Mutex<BTreeSet<String>>,
 }
 
 impl BackendRules {
@@ -109,6 +138,10 @@ impl BackendRules {
             eni_cache: Mutex::new(EniCache::default()),
             events: Mutex::new(EventMemory::default()),
             failures,
+            memory: Mutex::default(),
+            remembered: AtomicBool::new(false),
+            missing_peers: Mutex::default(),
+            namespaces_counted: Mutex::default(),
         }
     }
 
@@ -217,6 +250,8 @@ impl BackendRules {
         };
 
         let groups = self.security_groups(enis.values()).await?;
+        let memory = self.memory.lock().expect("memory").clone();
+        let missing_peers = self.missing_peers.lock().expect("missing peers").clone();
 
         let bindings: Vec<BindingRules<'_>> = gathered
             .bindings
@@ -229,14 +264,14 @@ impl BackendRules {
                     .iter()
                     .map(|(ip, ports)| EndpointEni { ip: *ip, eni: enis.get(ip), named_ports: ports.clone() })
                     .collect(),
-                endpoints_known: true,
-                kept: None,
+                endpoints_known: b.endpoints_known,
+                kept: memory.get(&b.key),
             })
             .collect();
         for reason in &gathered.incomplete {
             tracing::debug!(
                 reason,
-                "backend security-group rules: a binding's endpoints are unknown; revokes withheld"
+                "backend security-group rules: a binding's endpoints are unknown; it keeps its rules"
             );
         }
         let input = BackendRulesInput {
@@ -245,28 +280,80 @@ impl BackendRules {
             restricted: self.cfg.restricted,
             bindings: &bindings,
             security_groups: &groups,
-            complete: gathered.incomplete.is_empty(),
-            missing_peers: &BTreeSet::new(),
-            first_pass: false,
+            complete: true,
+            missing_peers: &missing_peers,
+            first_pass: !self.remembered.load(Ordering::Relaxed),
         };
         let plan = plan_backend_rules(&input);
         let mut summary = PassSummary {
             bindings: bindings.len(),
             withheld_revokes: plan.withheld_revokes,
-            problems: plan.problems.len(),
             unresolved: plan.problems.iter().any(|p| matches!(p, RuleProblem::UnresolvedEndpoints { .. })),
             ..Default::default()
         };
-        self.report(&gathered.bindings, &plan.problems).await;
+        self.count_by_namespace(&plan.rules_by_namespace);
 
+        // Authorize everywhere first, splitting around rules EC2 refuses; then revoke, sparing
+        // what a binding whose new rules were refused had before.
+        let mut problems = plan.problems.clone();
+        let mut refused_bindings = BTreeSet::new();
         let mut first_error = None;
-        for (sg, changes) in &plan.changes {
-            let result = self.apply(sg, &changes.authorize, &changes.revoke, &mut summary).await;
-            if let Err(e) = result {
-                tracing::warn!(security_group = %sg, error = %e, "could not change backend security-group rules");
+        for (sg, changes) in plan.changes.iter().filter(|(_, c)| !c.authorize.is_empty()) {
+            match self.authorize(sg, &changes.authorize).await {
+                Ok(outcome) => {
+                    summary.authorized += outcome.landed;
+                    for refusal in outcome.refused {
+                        let owners =
+                            plan.owners.get(sg).and_then(|o| o.get(&refusal.rule)).cloned().unwrap_or_default();
+                        tracing::warn!(security_group = %sg, rule = %describe_rule(&refusal.rule), ?owners, error = %refusal.error, "EC2 refused a backend ingress rule; the others were applied");
+                        summary.refused += 1;
+                        if let RuleRejection::SourceGroupNotFound(g) = &refusal.why {
+                            self.missing_peers.lock().expect("missing peers").insert(g.clone());
+                        }
+                        for binding in owners {
+                            problems.push(refusal.problem(&binding, sg));
+                            refused_bindings.insert(binding);
+                        }
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(security_group = %sg, error = %e, "could not authorize backend security-group rules");
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        let kept: Vec<&KeptRules> = refused_bindings.iter().filter_map(|b| memory.get(b)).collect();
+        for (sg, changes) in plan.changes.iter().filter(|(_, c)| !c.revoke.is_empty()) {
+            if first_error.as_ref().is_some_and(|e: &crate::error::Error| e.is_not_leader()) {
+                break;
+            }
+            let revoke = spare_kept(sg, &changes.revoke, &kept);
+            summary.withheld_revokes += changes.revoke.len() - revoke.len();
+            if let Err(e) = self.revoke(sg, &revoke, &mut summary).await {
+                tracing::warn!(security_group = %sg, error = %e, "could not revoke backend security-group rules");
                 first_error.get_or_insert(e);
             }
         }
+
+        // Remember what each binding had: a binding refused this pass keeps its old memory.
+        {
+            let mut m = self.memory.lock().expect("memory");
+            let mut next = BTreeMap::new();
+            for (key, outcome) in plan.bindings {
+                let rules = match refused_bindings.contains(&key) {
+                    true => memory.get(&key).cloned().unwrap_or_default(),
+                    false => outcome.remember,
+                };
+                if !rules.is_empty() {
+                    next.insert(key, rules);
+                }
+            }
+            *m = next;
+        }
+        self.remembered.store(true, Ordering::Relaxed);
+
+        summary.problems = problems.len();
+        self.report(&gathered.bindings, &problems).await;
         match first_error {
             Some(e) => Err(e),
             None => Ok(summary),
@@ -274,7 +361,9 @@ impl BackendRules {
     }
 
     /// The ENIs' groups plus every group of the VPC with the cluster tag (so rules on groups no
-    /// binding uses any more are garbage-collected).
+    /// binding uses any more are garbage-collected). Peer groups EC2 said do not exist are looked
+    /// for in the same call (only while there are any): found, they are forgotten as missing and
+    /// their bindings' rules go out again; only the ENIs' and tagged groups are returned.
     async fn security_groups<'a>(
         &self,
         enis: impl Iterator<Item = &'a NetworkInterface>,
@@ -283,12 +372,18 @@ impl BackendRules {
             SecurityGroupQuery::TagKey { vpc_id: self.cfg.vpc_id.clone(), key: cluster_tag(&self.cfg.cluster_name) };
         let mut by_id: BTreeMap<String, Observed<SecurityGroup>> =
             self.net.security_groups(&query).await?.into_iter().map(|g| (g.id.clone(), g)).collect();
-        let missing: Vec<String> = enis
-            .flat_map(|e| e.security_groups.iter().cloned())
+        let tagged: BTreeSet<String> = by_id.keys().cloned().collect();
+        let eni_groups: BTreeSet<String> = enis.flat_map(|e| e.security_groups.iter().cloned()).collect();
+        let peers = self.missing_peers.lock().expect("missing peers").clone();
+        let missing: Vec<String> = eni_groups
+            .iter()
+            .chain(&peers)
+            .filter(|id| !by_id.contains_key(*id))
+            .cloned()
             .collect::<BTreeSet<_>>()
             .into_iter()
-            .filter(|id| !by_id.contains_key(id))
             .collect();
+        self.missing_peers.lock().expect("missing peers").retain(|g| !by_id.contains_key(g));
         if missing.is_empty() {
             return Ok(by_id.into_values().collect());
         }
@@ -307,52 +402,92 @@ impl BackendRules {
             }
             Err(e) => return Err(e.into()),
         }
-        Ok(by_id.into_values().collect())
+        let mut missing_peers = self.missing_peers.lock().expect("missing peers");
+        missing_peers.retain(|g| !by_id.contains_key(g));
+        Ok(by_id.into_values().filter(|g| tagged.contains(&g.id) || eni_groups.contains(&g.id)).collect())
     }
 
-    async fn apply(
-        &self,
-        sg: &str,
-        authorize: &[lbc_model::lb::IngressRule],
-        revoke: &[lbc_model::lb::IngressRule],
-        summary: &mut PassSummary,
-    ) -> Result<()> {
-        if !authorize.is_empty() {
+    /// Authorizes `rules` on `sg`: one call when EC2 takes them all (the healthy case). When EC2
+    /// refuses the batch because of some rules ([`lbc_aws::error::AwsError::rule_rejection`]), the
+    /// rest is sent without them: the rules from a source group EC2 says does not exist are set
+    /// aside at once (one more call per missing group), any other refusal is narrowed down by
+    /// halving the batch (about 2·log2(n) more calls per refused rule). Anything else (throttling,
+    /// the group itself gone, access denied) stops and fails the pass, as before.
+    async fn authorize(&self, sg: &str, rules: &[IngressRule]) -> Result<Authorized> {
+        let mut out = Authorized::default();
+        let mut todo = vec![rules.to_vec()];
+        while let Some(batch) = todo.pop() {
+            if batch.is_empty() {
+                continue;
+            }
             self.ctx.ensure_leader()?;
-            self.net.authorize_ingress(sg, authorize).await?;
-            tracing::info!(security_group = sg, rules = ?authorize, "authorized backend ingress rules");
-            self.count("authorize", authorize.len());
-            summary.authorized += authorize.len();
+            let error = match self.net.authorize_ingress(sg, &batch).await {
+                Ok(()) => {
+                    tracing::info!(security_group = sg, rules = ?batch, "authorized backend ingress rules");
+                    self.count("authorize", batch.len());
+                    out.landed += batch.len();
+                    continue;
+                }
+                Err(e) => e,
+            };
+            let Some(why) = error.rule_rejection(sg) else { return Err(error.into()) };
+            let culprits: Vec<IngressRule> = match &why {
+                RuleRejection::SourceGroupNotFound(g) => batch
+                    .iter()
+                    .filter(|r| matches!(&r.source, RuleSource::SecurityGroup(s) if s == g))
+                    .cloned()
+                    .collect(),
+                _ => Vec::new(),
+            };
+            if !culprits.is_empty() {
+                todo.push(batch.into_iter().filter(|r| !culprits.contains(r)).collect());
+                out.refused.extend(culprits.into_iter().map(|rule| Refusal {
+                    rule,
+                    why: why.clone(),
+                    error: error.clone(),
+                }));
+            } else if batch.len() > 1 {
+                let (head, tail) = batch.split_at(batch.len() / 2);
+                todo.push(tail.to_vec());
+                todo.push(head.to_vec());
+            } else {
+                out.refused.push(Refusal { rule: batch[0].clone(), why, error });
+            }
         }
-        if !revoke.is_empty() {
-            self.ctx.ensure_leader()?;
-            let mut stale = 0;
-            match self.net.revoke_ingress(sg, revoke).await {
-                Ok(()) => {}
-                // A rule whose source group was deleted fails the whole call: revoke one by one
-                // and skip those AWS no longer knows.
-                Err(e) if e.kind == lbc_aws::error::ErrorKind::NotFound && revoke.len() > 1 => {
-                    for rule in revoke {
-                        self.ctx.ensure_leader()?;
-                        match self.net.revoke_ingress(sg, std::slice::from_ref(rule)).await {
-                            Err(e) if e.kind == lbc_aws::error::ErrorKind::NotFound => {
-                                stale += usize::from(not_revoked(sg, std::slice::from_ref(rule), &e))
-                            }
-                            other => other?,
+        Ok(out)
+    }
+
+    async fn revoke(&self, sg: &str, revoke: &[IngressRule], summary: &mut PassSummary) -> Result<()> {
+        if revoke.is_empty() {
+            return Ok(());
+        }
+        self.ctx.ensure_leader()?;
+        let mut stale = 0;
+        match self.net.revoke_ingress(sg, revoke).await {
+            Ok(()) => {}
+            // A rule whose source group was deleted fails the whole call: revoke one by one
+            // and skip those AWS no longer knows.
+            Err(e) if e.kind == lbc_aws::error::ErrorKind::NotFound && revoke.len() > 1 => {
+                for rule in revoke {
+                    self.ctx.ensure_leader()?;
+                    match self.net.revoke_ingress(sg, std::slice::from_ref(rule)).await {
+                        Err(e) if e.kind == lbc_aws::error::ErrorKind::NotFound => {
+                            stale += usize::from(not_revoked(sg, std::slice::from_ref(rule), &e))
                         }
+                        other => other?,
                     }
                 }
-                Err(e) if e.kind == lbc_aws::error::ErrorKind::NotFound => {
-                    stale += usize::from(not_revoked(sg, revoke, &e))
-                }
-                Err(e) => return Err(e.into()),
             }
-            if stale < revoke.len() {
-                tracing::info!(security_group = sg, rules = ?revoke, "revoked backend ingress rules no binding needs");
+            Err(e) if e.kind == lbc_aws::error::ErrorKind::NotFound => {
+                stale += usize::from(not_revoked(sg, revoke, &e))
             }
-            self.count("revoke", revoke.len() - stale);
-            summary.revoked += revoke.len() - stale;
+            Err(e) => return Err(e.into()),
         }
+        if stale < revoke.len() {
+            tracing::info!(security_group = sg, rules = ?revoke, "revoked backend ingress rules no binding needs");
+        }
+        self.count("revoke", revoke.len() - stale);
+        summary.revoked += revoke.len() - stale;
         Ok(())
     }
 
@@ -361,7 +496,22 @@ impl BackendRules {
         self.ctx.metrics.backend_rule_changes.get_or_create(&labels).inc_by(n as u64);
     }
 
-    /// Problems → gauge, logs and Warning events on the bindings concerned.
+    /// `awslbc_backend_sg_rules{namespace}`: each namespace's share of the rules; namespaces
+    /// whose bindings left are removed.
+    fn count_by_namespace(&self, counts: &BTreeMap<String, usize>) {
+        let family = &self.ctx.metrics.backend_rules_by_namespace;
+        let mut seen = self.namespaces_counted.lock().expect("namespaces");
+        for gone in seen.difference(&counts.keys().cloned().collect()) {
+            family.remove(&crate::metrics::NamespaceLabels { namespace: gone.clone() });
+        }
+        for (namespace, n) in counts {
+            family.get_or_create(&crate::metrics::NamespaceLabels { namespace: namespace.clone() }).set(*n as i64);
+        }
+        *seen = counts.keys().cloned().collect();
+    }
+
+    /// Problems → gauge, logs, Warning events on the bindings concerned, and the status
+    /// condition of bindings whose spec is at fault (or was, and is fixed).
     async fn report(&self, bindings: &[gather::BindingTargets], problems: &[RuleProblem]) {
         self.ctx.metrics.backend_rule_problems.set(problems.len() as i64);
         for p in problems.iter().filter(|p| gather::problem_binding(p).is_none()) {
@@ -374,8 +524,69 @@ impl BackendRules {
         );
         for (key, note) in due {
             if let Some(b) = bindings.iter().find(|b| b.key == key) {
-                self.ctx.event(&b.tgb.object_ref(&()), true, "BackendSecurityGroupRules", note).await;
+                self.ctx.event(&b.tgb.object_ref(&()), true, status::CONDITION, note).await;
             }
+        }
+        if self.ctx.ensure_leader().is_err() {
+            return;
+        }
+        let faults = spec_faults(problems);
+        for b in bindings {
+            let fault = faults.get(&b.key).map(|(reason, message)| (*reason, message.as_str()));
+            status::write(&self.ctx, &b.tgb, fault).await;
+        }
+    }
+}
+
+/// Per binding, the reason of its first spec problem and every spec problem's text.
+fn spec_faults(problems: &[RuleProblem]) -> BTreeMap<String, (&'static str, String)> {
+    let mut out: BTreeMap<String, (&'static str, String)> = BTreeMap::new();
+    for p in problems.iter().filter(|p| p.is_spec_fault()) {
+        let Some(binding) = p.binding() else { continue };
+        match out.get_mut(binding) {
+            Some((_, message)) => {
+                message.push('\n');
+                message.push_str(&p.to_string());
+            }
+            None => {
+                out.insert(binding.to_string(), (p.reason(), p.to_string()));
+            }
+        }
+    }
+    out
+}
+
+/// What [`BackendRules::authorize`] did on one group.
+#[derive(Default)]
+struct Authorized {
+    landed: usize,
+    refused: Vec<Refusal>,
+}
+
+/// A rule EC2 refused, and why.
+struct Refusal {
+    rule: IngressRule,
+    why: RuleRejection,
+    error: lbc_aws::error::AwsError,
+}
+
+impl Refusal {
+    /// The problem reported on `binding`, one of the rule's owners.
+    fn problem(&self, binding: &str, sg: &str) -> RuleProblem {
+        match &self.why {
+            RuleRejection::SourceGroupNotFound(group) => {
+                RuleProblem::PeerNotFound { binding: binding.to_string(), group: group.clone() }
+            }
+            why => RuleProblem::Rejected {
+                binding: binding.to_string(),
+                rejection: Box::new(Rejection {
+                    sg: sg.to_string(),
+                    rule: describe_rule(&self.rule),
+                    code: self.error.code.clone().unwrap_or_default(),
+                    message: self.error.message.clone(),
+                    fix: why.fix().to_string(),
+                }),
+            },
         }
     }
 }

@@ -218,36 +218,48 @@ async fn an_eni_with_several_untagged_groups_is_reported_and_not_written() {
     assert!(t.w.events().is_empty());
 }
 
+/// Plants, on the node group, a rule of ours from the binding's own source on a port it no
+/// longer asks for (`own`) and one from a source no binding names (`stale`); returns both.
+async fn own_and_stale(t: &T) -> (IngressRule, IngressRule) {
+    let own = rule(&RuleSource::SecurityGroup(t.lb_sg.clone()), 9090, RULE_DESCRIPTION);
+    let stale = rule(&RuleSource::SecurityGroup("sg-gone-lb".into()), 9090, RULE_DESCRIPTION);
+    t.w.net.authorize_ingress(&t.node_sg, &[own.clone(), stale.clone()]).await.unwrap();
+    (own, stale)
+}
+
 #[tokio::test(start_paused = true)]
-async fn an_endpoint_without_a_known_eni_withholds_revokes_and_retries_soon() {
+async fn an_endpoint_without_a_known_eni_keeps_its_bindings_rules_and_retries_soon() {
     let t = world().await;
-    // Our stale rule would be revoked, but one endpoint's ENI is unknown: knowledge is incomplete.
-    let stale = RuleSource::SecurityGroup("sg-gone-lb".into());
-    t.w.net.authorize_ingress(&t.node_sg, &[rule(&stale, 9090, RULE_DESCRIPTION)]).await.unwrap();
+    // One endpoint's ENI is unknown: the binding keeps what it had (first pass: the rules from its
+    // own peers), a rule nobody names still goes.
+    let (own, stale) = own_and_stale(&t).await;
     t.w.slices.put(NS, "web-abc", SliceInfo::of(&slice(&[5, 6])));
     t.w.put(|c| &mut c.tgbs, binding("web-tg", &t.lb_sg));
     t.w.aws();
     let (next, idle) = t.rules.logged_pass().await;
     assert_eq!((next, idle), (RETRY_UNRESOLVED, false), "looked at again soon");
-    assert_eq!(t.net_writes(), vec!["AuthorizeSecurityGroupIngress"], "authorizations only");
-    assert_eq!(t.ingress(&t.node_sg).len(), 2, "the stale rule is kept while knowledge is incomplete");
+    assert_eq!(t.net_writes(), vec!["AuthorizeSecurityGroupIngress", "RevokeSecurityGroupIngress"]);
+    let ingress = t.ingress(&t.node_sg);
+    assert!(ingress.contains(&own) && !ingress.contains(&stale), "{ingress:?}");
+    // Remembered: the next pass changes nothing while the ENI stays unknown.
+    t.rules.pass().await.unwrap();
+    assert!(t.net_writes().is_empty());
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_binding_whose_service_is_missing_withholds_revokes() {
+async fn a_binding_whose_service_is_missing_keeps_its_rules_and_stops_no_one() {
     let t = world().await;
-    let stale = RuleSource::SecurityGroup("sg-gone-lb".into());
-    t.w.net.authorize_ingress(&t.node_sg, &[rule(&stale, 9090, RULE_DESCRIPTION)]).await.unwrap();
+    let (own, stale) = own_and_stale(&t).await;
     t.w.put(|c| &mut c.tgbs, binding("web-tg", &t.lb_sg));
     let mut ghost = binding("ghost-tg", &t.lb_sg);
     ghost.spec.service_ref.name = "ghost".into();
     t.w.put(|c| &mut c.tgbs, ghost);
     t.w.aws();
     let s = t.rules.pass().await.unwrap();
-    assert_eq!((s.authorized, s.revoked), (1, 0), "{s:?}");
-    assert!(s.withheld_revokes > 0, "{s:?}");
-    assert_eq!(t.net_writes(), vec!["AuthorizeSecurityGroupIngress"]);
-    assert_eq!(t.ingress(&t.node_sg).len(), 2, "the stale rule stays while a binding's endpoints are unknown");
+    assert_eq!((s.authorized, s.revoked, s.withheld_revokes), (1, 1, 1), "{s:?}");
+    assert_eq!(t.net_writes(), vec!["AuthorizeSecurityGroupIngress", "RevokeSecurityGroupIngress"]);
+    let ingress = t.ingress(&t.node_sg);
+    assert!(ingress.contains(&own) && !ingress.contains(&stale), "{ingress:?}");
 }
 
 #[tokio::test(start_paused = true)]
@@ -338,19 +350,21 @@ async fn instance_targets_open_the_node_port_on_the_eligible_nodes_groups_only()
 }
 
 #[tokio::test(start_paused = true)]
-async fn an_eligible_node_without_an_internal_ip_withholds_revokes() {
+async fn an_eligible_node_without_an_internal_ip_keeps_its_bindings_rules() {
     let t = world().await;
-    let stale = RuleSource::SecurityGroup("sg-gone-lb".into());
-    t.w.net.authorize_ingress(&t.node_sg, &[rule(&stale, 9090, RULE_DESCRIPTION)]).await.unwrap();
+    let (own, stale) = own_and_stale(&t).await;
     let mut bare = node("edge-2", 22, true, &[("role", "edge")]);
     bare.status.as_mut().unwrap().addresses = None;
     t.w.put(|c| &mut c.nodes, bare);
     t.w.put(|c| &mut c.tgbs, instance_binding(&t.lb_sg));
     t.w.aws();
     let s = t.rules.pass().await.unwrap();
-    assert_eq!((s.authorized, s.revoked), (0, 0), "{s:?}");
-    assert!(s.withheld_revokes > 0, "{s:?}");
-    assert_eq!(t.ingress(&t.node_sg).len(), 1, "the stale rule stays while a node's address is unknown");
+    assert_eq!((s.authorized, s.revoked, s.withheld_revokes), (0, 1, 1), "{s:?}");
+    assert_eq!(
+        t.ingress(&t.node_sg),
+        vec![own],
+        "its own rule stays while a node's address is unknown; {stale:?} goes"
+    );
 }
 
 #[test]
@@ -368,4 +382,160 @@ fn a_revoke_refused_because_the_rules_source_group_is_gone_is_reported_stale_not
     assert!(!not_revoked("sg-0nodes", std::slice::from_ref(&stale), &e("The specified rule does not exist")));
     let cidr = rule(&RuleSource::Cidr("10.0.0.0/8".into()), 22, "ssh");
     assert!(!not_revoked("sg-0nodes", &[cidr], &gone_source));
+}
+
+/// A tenant's binding in namespace `ns` with one ready endpoint at 10.0.1.`ip` (on the shared
+/// node group) and this networking.
+fn tenant_binding(t: &T, ns: &str, name: &str, ip: u8, networking: serde_json::Value) -> TargetGroupBinding {
+    eni(&t.w, &format!("eni-{ns}-{ip}"), ip, &[&t.node_sg]);
+    let mut svc = service();
+    svc.metadata.namespace = Some(ns.into());
+    t.w.put(|c| &mut c.services, svc);
+    let mut sl = slice(&[ip]);
+    sl.metadata.namespace = Some(ns.into());
+    t.w.slices.put(ns, "web-abc", SliceInfo::of(&sl));
+    let mut b = binding(name, &t.lb_sg);
+    b.metadata.namespace = Some(ns.into());
+    b.spec.networking = Some(serde_json::from_value(networking).unwrap());
+    b
+}
+
+fn from_group(group: &str, port: serde_json::Value) -> serde_json::Value {
+    json!({"ingress": [{"from": [{"securityGroup": {"groupID": group}}], "ports": [{"protocol": "TCP", "port": port}]}]})
+}
+
+/// Status patches since the last look, as (binding path, our condition).
+fn condition_writes(t: &T) -> Vec<(String, serde_json::Value)> {
+    t.w.kube()
+        .into_iter()
+        .filter(|r| r.path.ends_with("/status"))
+        .map(|r| {
+            let ours = r.body["status"]["conditions"]
+                .as_array()
+                .and_then(|l| l.iter().find(|c| c["type"] == status::CONDITION).cloned())
+                .unwrap_or_default();
+            (r.path.clone(), ours)
+        })
+        .collect()
+}
+
+/// What the binding's watch shows after our status write.
+fn with_condition(mut b: TargetGroupBinding, condition: serde_json::Value) -> TargetGroupBinding {
+    let c = serde_json::from_value(condition).unwrap();
+    b.status = Some(lbc_model::crd::TargetGroupBindingStatus { conditions: vec![c], ..Default::default() });
+    b
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_binding_naming_a_missing_peer_group_delays_nobody() {
+    let t = world().await;
+    t.w.net.reject_unknown_sources();
+    let victim = tenant_binding(&t, "victim", "web", 5, from_group(&t.lb_sg, json!(8080)));
+    let bad = tenant_binding(&t, "attacker", "evil", 7, from_group("sg-0doesnotexist", json!(9090)));
+    t.w.put(|c| &mut c.tgbs, victim);
+    t.w.put(|c| &mut c.tgbs, bad.clone());
+    t.w.aws();
+    t.w.kube();
+
+    let s = t.rules.pass().await.unwrap();
+    assert_eq!((s.authorized, s.refused, s.revoked), (1, 1, 0), "{s:?}");
+    // The batch of both is refused, then the victim's rule goes alone: one call more, no pass more.
+    assert_eq!(t.net_writes(), vec!["AuthorizeSecurityGroupIngress", "AuthorizeSecurityGroupIngress"]);
+    assert_eq!(t.ingress(&t.node_sg), vec![rule(&RuleSource::SecurityGroup(t.lb_sg.clone()), 8080, RULE_DESCRIPTION)]);
+    let (kind, reason, note) = t.w.the_event();
+    assert_eq!((kind.as_str(), reason.as_str()), ("Warning", status::CONDITION));
+    for part in ["attacker/evil", "\"sg-0doesnotexist\"", "does not exist", "Fix:"] {
+        assert!(note.contains(part), "{part:?} missing from {note}");
+    }
+    let writes = condition_writes(&t);
+    assert_eq!(writes.len(), 1, "only the bad binding's status: {writes:?}");
+    assert!(writes[0].0.contains("/namespaces/attacker/targetgroupbindings/evil/status"), "{writes:?}");
+    assert_eq!(
+        (writes[0].1["status"].as_str(), writes[0].1["reason"].as_str()),
+        (Some("False"), Some("PeerSecurityGroupNotFound"))
+    );
+
+    // Next pass: the missing group is looked for (a read), the bad binding is left out up front:
+    // no refused call, no status write (the condition is as wanted).
+    t.w.put(|c| &mut c.tgbs, with_condition(bad.clone(), writes[0].1.clone()));
+    let s = t.rules.pass().await.unwrap();
+    assert_eq!((s.authorized, s.refused, s.problems), (0, 0, 1), "{s:?}");
+    let (_, net) = t.w.aws();
+    assert!(net.iter().all(|op| op.starts_with("Describe")), "reads only: {net:?}");
+    assert!(condition_writes(&t).is_empty());
+    // Each namespace's share of the group's rules; the bad binding holds none.
+    let metrics = t.w.base.metrics.encode();
+    assert!(metrics.contains("awslbc_backend_sg_rules{namespace=\"victim\"} 1"), "{metrics}");
+    assert!(metrics.contains("awslbc_backend_sg_rules{namespace=\"attacker\"} 0"), "{metrics}");
+
+    // Fixed: its rule lands and its condition turns True; the victim's status is never written.
+    let mut fixed = with_condition(bad, writes[0].1.clone());
+    fixed.spec.networking = Some(serde_json::from_value(from_group(&t.lb_sg, json!(9090))).unwrap());
+    t.w.put(|c| &mut c.tgbs, fixed);
+    let s = t.rules.pass().await.unwrap();
+    assert_eq!((s.authorized, s.refused, s.problems), (1, 0, 0), "{s:?}");
+    let writes = condition_writes(&t);
+    assert_eq!(writes.len(), 1, "{writes:?}");
+    assert!(writes[0].0.contains("/attacker/"), "{writes:?}");
+    assert_eq!((writes[0].1["status"].as_str(), writes[0].1["reason"].as_str()), (Some("True"), Some(status::APPLIED)));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_typo_keeps_the_bindings_rule_and_freezes_no_revoke() {
+    let t = world().await;
+    let web = tenant_binding(&t, "victim", "web", 5, from_group(&t.lb_sg, json!(8080)));
+    t.w.put(|c| &mut c.tgbs, web.clone());
+    t.w.aws();
+    t.rules.pass().await.unwrap();
+    let its_rule = rule(&RuleSource::SecurityGroup(t.lb_sg.clone()), 8080, RULE_DESCRIPTION);
+    assert_eq!(t.ingress(&t.node_sg), vec![its_rule.clone()]);
+
+    // A stale rule of ours appears (a binding deleted while the controller was down), and the
+    // tenant mistypes the port name.
+    let stale = rule(&RuleSource::SecurityGroup("sg-gone-lb".into()), 7070, RULE_DESCRIPTION);
+    t.w.net.authorize_ingress(&t.node_sg, std::slice::from_ref(&stale)).await.unwrap();
+    let mut typo = web;
+    typo.spec.networking = Some(serde_json::from_value(from_group(&t.lb_sg, json!("htp"))).unwrap());
+    t.w.put(|c| &mut c.tgbs, typo);
+    t.w.aws();
+    t.w.kube();
+    let s = t.rules.pass().await.unwrap();
+    assert_eq!((s.authorized, s.revoked, s.withheld_revokes), (0, 1, 1), "{s:?}");
+    assert_eq!(t.ingress(&t.node_sg), vec![its_rule], "its rule is kept, the stale one still goes");
+    let (_, _, note) = t.w.the_event();
+    assert!(note.contains("\"htp\"") && note.contains("victim/web") && note.contains("Fix:"), "{note}");
+    let writes = condition_writes(&t);
+    assert_eq!(writes.len(), 1);
+    assert_eq!(writes[0].1["reason"], "NamedPortNotFound");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_full_group_takes_the_rules_that_fit_and_names_the_one_that_did_not() {
+    let t = world().await;
+    t.w.net.set_rule_quota(2);
+    for (i, (ns, cidr)) in
+        [("team-a", "10.1.0.0/16"), ("team-b", "10.2.0.0/16"), ("team-c", "10.3.0.0/16")].iter().enumerate()
+    {
+        let n = json!({"ingress": [{"from": [{"ipBlock": {"cidr": cidr}}], "ports": [{"port": 8080}]}]});
+        let b = tenant_binding(&t, ns, "web", 5 + i as u8, n);
+        t.w.put(|c| &mut c.tgbs, b);
+    }
+    t.w.aws();
+    let s = t.rules.pass().await.unwrap();
+    assert_eq!((s.authorized, s.refused), (2, 1), "{s:?}");
+    // 3 refused → [1] lands, [2, 3] refused → [2] lands, [3] refused.
+    assert_eq!(t.net_writes().len(), 5);
+    assert_eq!(t.ingress(&t.node_sg).len(), 2);
+    let events = t.w.events();
+    assert_eq!(events.len(), 1, "{events:?}");
+    let note = &events[0].2;
+    for part in [
+        "team-c/web",
+        "tcp 8080 from 10.3.0.0/16",
+        &t.node_sg,
+        "RulesPerSecurityGroupLimitExceeded",
+        "awslbc_backend_sg_rules",
+    ] {
+        assert!(note.contains(part), "{part:?} missing from {note}");
+    }
 }
