@@ -29,6 +29,7 @@ pub mod credentials;
 pub mod doctor;
 pub mod ec2;
 pub mod elbv2;
+pub mod elbv2_refused;
 pub mod error;
 #[cfg(any(test, feature = "fake"))]
 pub mod fake;

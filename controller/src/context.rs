@@ -11,6 +11,7 @@ use lbc_aws::elbv2::{ElbV2, TargetGroupInfo};
 use lbc_model::crd::TargetGroupBinding;
 use lbc_model::net::VpcCidrs;
 use lbc_model::target::{Target, TargetHealth};
+use lbc_model::tenancy::Verdict;
 use lbc_model::text::{EVENT_NOTE_MAX, truncate};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -32,6 +33,8 @@ pub struct TgbConfig {
     /// How often a binding is verified against AWS even when nothing changed.
     pub sync_period: Duration,
     pub max_backoff: Duration,
+    /// `--tenancy-mode` and the policy: which roles a namespace's bindings may assume.
+    pub tenancy: Arc<lbc_model::tenancy::Tenancy>,
 }
 
 /// What this process knows about one binding between reconciles. Lost on restart on purpose:
@@ -97,11 +100,19 @@ pub struct Context {
 
 impl Context {
     /// The ELBv2 client of a binding's target group: as the role of `spec.iamRoleArnToAssume`
-    /// when set (a target group of another account), else the controller's own.
+    /// when set (a target group of another account), else the controller's own. A role the strict
+    /// tenancy mode refuses to the binding's namespace gets a client that never calls AWS and
+    /// fails every operation with the refusal, which the binding's error path reports on it.
     pub fn elb_for(&self, tgb: &TargetGroupBinding) -> Arc<dyn ElbV2> {
-        match tgb.spec.role_to_assume() {
-            None => self.elb.clone(),
-            Some(role) => self.elb_roles.client(Some(&role)),
+        let Some(role) = tgb.spec.role_to_assume() else { return self.elb.clone() };
+        let (ns, name) = (tgb.metadata.namespace.as_deref().unwrap_or_default(), tgb.metadata.name.as_deref());
+        match self.cfg.tenancy.assume_role(ns, name.unwrap_or_default(), &role.role_arn) {
+            Verdict::Refused(r) => Arc::new(lbc_aws::elbv2_refused::RefusedElbV2::new(r.detail)),
+            Verdict::Exposed(e) => {
+                tracing::debug!(kind = e.kind, detail = %e.detail, "tenancy exposure");
+                self.elb_roles.client(Some(&role))
+            }
+            Verdict::Allowed => self.elb_roles.client(Some(&role)),
         }
     }
 
@@ -218,4 +229,54 @@ impl Context {
 /// `d` plus up to +50% jitter, so periodic work spreads out instead of arriving in one wave.
 pub fn jittered(d: Duration) -> Duration {
     d + d.mul_f64(fastrand::f64() * 0.5)
+}
+
+#[cfg(test)]
+mod tenancy_tests {
+    use super::*;
+    use crate::stack::test_world::World;
+    use lbc_aws::fake::{FakeAccounts, FakeElbV2};
+    use lbc_model::tenancy::{Tenancy, TenancyMode};
+
+    const ARN: &str = "arn:aws:elasticloadbalancing:eu-west-1:444455556666:targetgroup/web/0123456789abcdef";
+    const ROLE: &str = "arn:aws:iam::444455556666:role/lbc/team-a/registrar";
+
+    fn binding(ns: &str) -> TargetGroupBinding {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "elbv2.k8s.aws/v1beta1", "kind": "TargetGroupBinding",
+            "metadata": {"name": "web", "namespace": ns},
+            "spec": {"targetGroupARN": ARN, "serviceRef": {"name": "web", "port": 80}, "iamRoleArnToAssume": ROLE},
+        }))
+        .unwrap()
+    }
+
+    /// The world's context with this tenancy and role accounts the test can inspect.
+    fn world(mode: TenancyMode) -> (World, Arc<FakeAccounts>) {
+        let mut w = World::new();
+        let policy = format!(r#"{{"assumeRoles": [{{"namespaces": ["team-a"], "roleArns": ["{ROLE}"]}}]}}"#);
+        let accounts = Arc::new(FakeAccounts::new(Arc::new(FakeElbV2::default())));
+        let ctx = Arc::get_mut(&mut w.base).expect("the test world's context is not shared yet");
+        ctx.cfg.tenancy = Arc::new(Tenancy::parse(mode, &policy, "test").unwrap());
+        ctx.elb_roles = accounts.clone();
+        (w, accounts)
+    }
+
+    #[tokio::test]
+    async fn strict_mode_never_assumes_a_role_the_namespace_is_not_granted() {
+        let (w, accounts) = world(TenancyMode::Strict);
+        let e = w.base.elb_for(&binding("team-b")).describe_target_group(ARN).await.unwrap_err();
+        assert!(e.message.contains("team-b/web") && e.message.contains(ROLE), "{e}");
+        assert!(e.message.contains("tenancy.policy.assumeRoles"), "names the fix: {e}");
+        assert!(accounts.asked().is_empty(), "no client (no credentials) asked for the refused role");
+        // The granted namespace gets the role's client.
+        let _ = w.base.elb_for(&binding("team-a")).describe_target_group(ARN).await;
+        assert_eq!(accounts.asked().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn compatible_mode_assumes_any_role_as_the_upstream_does() {
+        let (w, accounts) = world(TenancyMode::Compatible);
+        let _ = w.base.elb_for(&binding("team-b")).describe_target_group(ARN).await;
+        assert_eq!(accounts.asked().len(), 1, "the upstream's trust model in compatible mode");
+    }
 }

@@ -40,6 +40,12 @@ pub async fn run(args: Args, albc_only: Vec<lbc_model::compat::GivenFlag>) -> an
     let (gates, albc_warnings) = crate::args::assess_albc(&args, &albc_only).map_err(anyhow::Error::msg)?;
     let tenancy = Arc::new(args.tenancy()?);
     tracing::info!(mode = %tenancy.mode(), policy = %args.tenancy_policy_file, "tenancy (docs/security.md)");
+    if tenancy.mode() == lbc_model::tenancy::TenancyMode::Strict {
+        tracing::warn!(
+            "strict tenancy confines spec.iamRoleArnToAssume and IngressGroups; untagged target groups, \
+             spec.networking and the validating webhooks are not confined yet (docs/security.md)"
+        );
+    }
     for w in &albc_warnings {
         tracing::warn!(target: "albc_compat", "{w}");
     }
@@ -180,6 +186,7 @@ pub async fn run(args: Args, albc_only: Vec<lbc_model::compat::GivenFlag>) -> an
             health_poll_floor: Duration::from_secs(1),
             sync_period: args.sync_period,
             max_backoff: args.targetgroupbinding_max_exponential_backoff_delay,
+            tenancy: tenancy.clone(),
         },
         leader: leader_rx.clone(),
         bindings: Default::default(),

@@ -120,6 +120,13 @@
 {{- else }}
 {{- $args = append $args "--webhook-cert-dir=/tmp/k8s-webhook-server/serving-certs" }}
 {{- end }}
+{{- with .Values.tenancy }}
+{{- if not (has .mode (list "compatible" "strict")) }}
+{{- fail (printf "tenancy.mode=%v is not a mode: expected compatible (every manifest the upstream controller accepts works) or strict (only what tenancy.policy grants); docs/security.md" .mode) }}
+{{- end }}
+{{- if ne .mode "compatible" }}{{ $args = append $args (printf "--tenancy-mode=%s" .mode) }}{{ end }}
+{{- if .policy }}{{ $args = append $args "--tenancy-policy-file=/etc/aws-lb-controller/tenancy/policy.json" }}{{ end }}
+{{- end }}
 {{- with .Values.logLevel }}{{ $args = append $args (printf "--log-level=%s" .) }}{{ end }}
 {{- $args = append $args (printf "--log-format=%s" .Values.logFormat) }}
 {{- with .Values.tracing }}

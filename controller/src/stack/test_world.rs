@@ -402,6 +402,7 @@ pub fn context_with_instances(
             health_poll_floor: Duration::from_secs(1),
             sync_period: Duration::from_secs(600),
             max_backoff: Duration::from_secs(60),
+            tenancy: Default::default(),
         },
         leader,
         bindings: Default::default(),
