@@ -79,10 +79,18 @@ pub async fn run(args: Args, albc_only: Vec<lbc_model::compat::GivenFlag>) -> an
         Some(gate.clone()),
     );
     // The webhook's AWS calls: buckets and metrics of their own (`awslbc_webhook_aws_api_*`), so that
-    // requests anyone can send never spend the reconcilers' budget.
+    // requests anyone can send never spend the reconcilers' budget. Calls as assumed roles (roles the
+    // requests name) get buckets apart from calls as the controller's own identity.
     let webhook_aws = lbc_aws::metrics::AwsMetrics::default();
     metrics.with_registry(|r| webhook_aws.register(r.sub_registry_with_prefix("awslbc_webhook")));
-    let webhook_runner =
+    let webhook_runner = CallRunner::with(
+        Throttler::new(webhook_rules.clone()),
+        webhook_aws.clone(),
+        args.aws_max_retries,
+        timeouts,
+        Some(gate.clone()),
+    );
+    let webhook_roles_runner =
         CallRunner::with(Throttler::new(webhook_rules), webhook_aws, args.aws_max_retries, timeouts, Some(gate));
     tokio::spawn(log_exit("metrics server", admin::serve_metrics(args.metrics_bind_addr, metrics.clone())));
     tokio::spawn({
@@ -108,9 +116,9 @@ pub async fn run(args: Args, albc_only: Vec<lbc_model::compat::GivenFlag>) -> an
     let elb_roles: Arc<dyn ElbV2ByRole> =
         Arc::new(SdkElbV2ByRole::new(elb.clone(), clients.clone(), runner.clone(), RoleCacheLimits::RECONCILERS));
     let webhook_elb: Arc<dyn ElbV2ByRole> = Arc::new(SdkElbV2ByRole::new(
-        Arc::new(SdkElbV2::new(clients.elbv2.clone(), webhook_runner.clone())),
+        Arc::new(SdkElbV2::new(clients.elbv2.clone(), webhook_runner)),
         clients.clone(),
-        webhook_runner,
+        webhook_roles_runner,
         RoleCacheLimits::WEBHOOK,
     ));
     let ec2 = Arc::new(SdkEc2::new(clients.ec2.clone(), runner.clone()));

@@ -1,0 +1,441 @@
+//! The webhook under attack: any pod of the cluster can reach the webhook Service's port, so an
+//! attacker here is a plain TLS client of the controller's webhook port (what such a pod can do),
+//! flooding it with (a) oversized bodies and JSON built to blow up when decoded, and (b) many
+//! concurrent crafted TargetGroupBinding reviews, each naming another `iamRoleArnToAssume`, while
+//! the real kube-apiserver keeps sending its own admission calls (dry-run creates of Pods and
+//! TargetGroupBindings) and a real binding is created and reconciled.
+//!
+//! Asserted: the controller process's peak RSS (VmHWM) stays below the chart's memory limit
+//! (`resources.limits.memory` in charts/aws-lb-controller/values.yaml); every admission call of the
+//! API server is answered (0 failures); the attacker is refused by the limits (counted by reason);
+//! the webhook holds at most its bounded number of role clients; the webhook's AWS calls are
+//! counted in its own series (`awslbc_webhook_aws_api_*`) and none of the attacker's roles reached
+//! the reconcilers' (`aws_api_*` shows no `sts:AssumeRole`); and the binding created during the
+//! flood registers its targets.
+//!
+//! The attacker uses fewer connections than `--webhook-max-concurrent-requests` (32): with more, its
+//! requests would hold every slot and the API server's calls would be refused too (answered with 503,
+//! the webhook's failurePolicy applies). Closing that needs `--webhook-client-ca-file`, which
+//! refuses such clients at the TLS handshake (webhook/tests/limits.rs, docs/webhooks.md).
+
+use k8s_openapi::api::admissionregistration::v1::{MutatingWebhookConfiguration, ValidatingWebhookConfiguration};
+use k8s_openapi::api::core::v1::Pod;
+use kube::Client;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use lbc_e2e::controller::ControllerProc;
+use lbc_e2e::emulator::Emulator;
+use lbc_e2e::webhook::{webhook, write_cert};
+use lbc_e2e::{Env, albc, aws, eventually, kube_util, unique};
+use lbc_model::crd::TargetGroupBinding;
+use serde_json::json;
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const GATE: &str = "target-health.elbv2.k8s.aws/web";
+/// How long the attack lasts.
+const FLOOD: Duration = Duration::from_secs(40);
+/// Attacker connections sending oversized bodies, and sending crafted binding reviews: 4 + 16,
+/// below the 32 requests the webhook answers at once.
+const OVERSIZED_CLIENTS: usize = 4;
+const REVIEW_CLIENTS: usize = 16;
+
+/// `resources.limits.memory` of the chart's values, in bytes.
+fn chart_memory_limit(env: &Env) -> u64 {
+    let path = env.repo.join("charts/aws-lb-controller/values.yaml");
+    let text = std::fs::read_to_string(&path).expect("values.yaml");
+    let mut section = Vec::<String>::new();
+    for line in text.lines() {
+        let trimmed = line.trim_start();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let depth = (line.len() - trimmed.len()) / 2;
+        section.truncate(depth);
+        let Some((key, value)) = trimmed.split_once(':') else { continue };
+        if section == ["resources", "limits"] && key == "memory" {
+            return parse_quantity(value.trim()).unwrap_or_else(|| panic!("resources.limits.memory {value:?}"));
+        }
+        section.push(key.to_string());
+    }
+    panic!("{} sets no resources.limits.memory: the overload test measures against it", path.display())
+}
+
+fn parse_quantity(q: &str) -> Option<u64> {
+    let q = q.trim_matches('"');
+    let units =
+        [("Ki", 1u64 << 10), ("Mi", 1 << 20), ("Gi", 1 << 30), ("K", 1000), ("M", 1_000_000), ("G", 1_000_000_000)];
+    for (suffix, mult) in units {
+        if let Some(n) = q.strip_suffix(suffix) {
+            return n.parse::<u64>().ok().map(|n| n * mult);
+        }
+    }
+    q.parse().ok()
+}
+
+/// The pid of the controller listening on `metrics_port` (its command line names the port).
+fn controller_pid(metrics_port: u16) -> u32 {
+    let want = format!("--metrics-bind-addr=127.0.0.1:{metrics_port}");
+    for entry in std::fs::read_dir("/proc").expect("/proc") {
+        let Ok(entry) = entry else { continue };
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
+        if cmdline.split(|b| *b == 0).any(|a| a == want.as_bytes()) {
+            return pid;
+        }
+    }
+    panic!("no process with {want} in its command line")
+}
+
+/// A `/proc/<pid>/status` field in bytes (`VmHWM`, `VmRSS`).
+fn status_kib(pid: u32, field: &str) -> u64 {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("controller status");
+    let line = text.lines().find(|l| l.starts_with(&format!("{field}:"))).expect("field");
+    line.split_whitespace().nth(1).and_then(|v| v.parse::<u64>().ok()).expect("kB value") * 1024
+}
+
+/// A crafted review of a binding naming role `i` and a target group of its account.
+fn crafted_review(ns: &str, i: u64) -> Vec<u8> {
+    let account = 100_000_000_000 + (i % 900_000_000_000);
+    json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {
+            "uid": format!("00000000-0000-4000-8000-{i:012}"),
+            "kind": {"group": "elbv2.k8s.aws", "version": "v1beta1", "kind": "TargetGroupBinding"},
+            "resource": {"group": "elbv2.k8s.aws", "version": "v1beta1", "resource": "targetgroupbindings"},
+            "name": format!("attack-{i}"), "namespace": ns, "operation": "CREATE",
+            "userInfo": {"username": "system:serviceaccount:attacker:default"},
+            "object": {
+                "apiVersion": "elbv2.k8s.aws/v1beta1", "kind": "TargetGroupBinding",
+                "metadata": {"name": format!("attack-{i}"), "namespace": ns},
+                "spec": {
+                    "serviceRef": {"name": "web", "port": 80},
+                    "targetGroupARN": format!("arn:aws:elasticloadbalancing:us-east-1:{account}:targetgroup/t{i}/{i:016x}"),
+                    "targetType": "ip",
+                    "iamRoleArnToAssume": format!("arn:aws:iam::{account}:role/attack-{i}"),
+                    "assumeRoleExternalId": format!("x-{i}"),
+                }
+            },
+            "oldObject": null, "dryRun": false,
+        }
+    })
+    .to_string()
+    .into_bytes()
+}
+
+/// JSON just under the body limit whose decoded form would be ~100 times larger.
+fn dense_json() -> Vec<u8> {
+    let mut s = String::from("[");
+    while s.len() < 3 * 1024 * 1024 - 16 {
+        s.push_str("{\"\":0},");
+    }
+    s.push_str("{}]");
+    s.into_bytes()
+}
+
+#[derive(Default)]
+struct Tally {
+    sent: AtomicU64,
+    by_status: Mutex<std::collections::BTreeMap<String, u64>>,
+}
+
+impl Tally {
+    fn add(&self, outcome: String) {
+        self.sent.fetch_add(1, Ordering::Relaxed);
+        *self.by_status.lock().unwrap().entry(outcome).or_default() += 1;
+    }
+}
+
+/// The API server's side: dry-run creates of bindings and pods through kube, one after the other,
+/// each timed.
+struct Legit {
+    latencies: Mutex<Vec<Duration>>,
+    failures: Mutex<Vec<String>>,
+}
+
+async fn legit_loop(client: Client, ns: String, tg_arn: String, stop: Arc<AtomicBool>, out: Arc<Legit>) {
+    let tgbs: Api<TargetGroupBinding> = Api::namespaced(client.clone(), &ns);
+    let pods: Api<Pod> = Api::namespaced(client, &ns);
+    let dry = PostParams { dry_run: true, ..Default::default() };
+    let mut i = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        i += 1;
+        let tgb: TargetGroupBinding = serde_json::from_value(json!({
+            "apiVersion": "elbv2.k8s.aws/v1beta1", "kind": "TargetGroupBinding",
+            "metadata": {"name": format!("probe-{i}"), "namespace": &ns},
+            "spec": {"targetGroupARN": &tg_arn, "serviceRef": {"name": "web", "port": 80}},
+        }))
+        .unwrap();
+        let started = Instant::now();
+        let res = tgbs.create(&dry, &tgb).await;
+        out.latencies.lock().unwrap().push(started.elapsed());
+        match res {
+            Ok(b) if b.spec.target_type.is_some() => {}
+            Ok(b) => out.failures.lock().unwrap().push(format!("binding {i}: not mutated: {:?}", b.spec)),
+            Err(e) => out.failures.lock().unwrap().push(format!("binding {i}: {e}")),
+        }
+        let pod: Pod = serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": format!("probe-{i}"), "namespace": &ns, "labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "c", "image": "probe"}]},
+        }))
+        .unwrap();
+        let started = Instant::now();
+        let res = pods.create(&dry, &pod).await;
+        out.latencies.lock().unwrap().push(started.elapsed());
+        match res {
+            Ok(p) => {
+                let gated =
+                    p.spec.and_then(|s| s.readiness_gates).is_some_and(|g| g.iter().any(|g| g.condition_type == GATE));
+                if !gated {
+                    out.failures.lock().unwrap().push(format!("pod {i}: no readiness gate"));
+                }
+            }
+            Err(e) => out.failures.lock().unwrap().push(format!("pod {i}: {e}")),
+        }
+    }
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+#[tokio::test]
+#[ignore = "end-to-end: needs the local environment (e2e/up); e2e/test-all runs it with --include-ignored"]
+async fn webhook_flood_stays_within_memory_and_the_api_server_is_answered() {
+    let Some(env) = Env::require("webhook_flood_stays_within_memory_and_the_api_server_is_answered") else { return };
+    let limit = chart_memory_limit(&env);
+    let client = kube_util::client(&env).await;
+    let elb = aws::elbv2(&env).await;
+    let emu = Emulator::new(env.aws_endpoint());
+    let id = unique("whflood");
+    let ns = format!("{id}-apps");
+    let cert_dir = env.repo.join(format!("e2e/.run/{id}-certs"));
+    let ca = write_cert(&cert_dir);
+    kube_util::namespace(
+        &client,
+        &ns,
+        &[("elbv2.k8s.aws/pod-readiness-gate-inject", "enabled"), ("lbc-e2e/webhook-test", &id)],
+    )
+    .await;
+    env.pods(&["service", &ns, "web", "--port", "80", "--target-port", "8080"]);
+    // The gates' binding, the target group the probes name (a different one: a target group is bound
+    // once), and the one bound during the flood.
+    let gate_tg = aws::create_ip_target_group(&env, &elb, &unique("whf-gate"), 8080).await;
+    let probe_tg = aws::create_ip_target_group(&env, &elb, &unique("whf-probe"), 8080).await;
+    let web_tg = aws::create_ip_target_group(&env, &elb, &unique("whf-web"), 8080).await;
+
+    let ctl = ControllerProc::start(
+        &env,
+        &ns,
+        &format!("{id}-leader"),
+        &[&format!("--webhook-cert-dir={}", cert_dir.display())],
+    );
+    eventually("controller ready", 30, || async { ctl.ready().await.then_some(()) }).await;
+    let pid = controller_pid(ctl.metrics_port);
+    let port = ctl.webhook_port;
+    let mwc_name = format!("{id}-mutating");
+    let vwc_name = format!("{id}-validating");
+    let mwcs: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
+    let vwcs: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
+    let mwc = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": mwc_name},
+        "webhooks": [webhook("mpod.elbv2.k8s.aws", port, "/mutate-v1-pod", &ca, &id, "Fail", ("", "v1", "pods")),
+                     webhook("mtargetgroupbinding.elbv2.k8s.aws", port, "/mutate-elbv2-k8s-aws-v1beta1-targetgroupbinding", &ca, &id, "Fail", ("elbv2.k8s.aws", "v1beta1", "targetgroupbindings"))]});
+    mwcs.patch(&mwc_name, &PatchParams::apply("e2e").force(), &Patch::Apply(mwc)).await.unwrap();
+    let vwc = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": vwc_name},
+        "webhooks": [webhook("vtargetgroupbinding.elbv2.k8s.aws", port, "/validate-elbv2-k8s-aws-v1beta1-targetgroupbinding", &ca, &id, "Fail", ("elbv2.k8s.aws", "v1beta1", "targetgroupbindings"))]});
+    vwcs.patch(&vwc_name, &PatchParams::apply("e2e").force(), &Patch::Apply(vwc)).await.unwrap();
+
+    // A binding of the Service the probe pods belong to, so that they get a readiness gate; then the pods
+    // the flood-time binding will register (created before it: they carry no gate of it).
+    kube_util::create_binding(&client, &ns, "web", "web", 80, &gate_tg).await;
+    ctl.settled(
+        "targetGroupBinding",
+        "the probe binding",
+        kube_util::poke(&Api::<TargetGroupBinding>::namespaced(client.clone(), &ns), "web"),
+    )
+    .await;
+    env.pods(&["create", &ns, "backend", "--replicas", "2", "--port", "8080"]);
+    env.pods(&["service", &ns, "backend", "--port", "80", "--target-port", "8080"]);
+    let rss_before = status_kib(pid, "VmRSS");
+    let mark = emu.mark().await;
+
+    // The attack.
+    let stop = Arc::new(AtomicBool::new(false));
+    let attacker = reqwest::Client::builder()
+        .add_root_certificate(reqwest::Certificate::from_pem(ca.as_bytes()).unwrap())
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap();
+    let base = format!("https://127.0.0.1:{port}");
+    let oversized = Arc::new(Tally::default());
+    let reviews = Arc::new(Tally::default());
+    // Made once and shared by every send (a static slice is sent without a copy).
+    let big: &'static [u8] = Vec::leak(vec![b' '; 4 * 1024 * 1024]);
+    let dense: &'static [u8] = Vec::leak(dense_json());
+    let mut tasks = Vec::new();
+    for k in 0..OVERSIZED_CLIENTS {
+        let (http, url, stop, tally) =
+            (attacker.clone(), format!("{base}/mutate-v1-pod"), stop.clone(), oversized.clone());
+        let body = if k % 2 == 0 { big } else { dense };
+        tasks.push(tokio::spawn(async move {
+            while !stop.load(Ordering::Relaxed) {
+                let outcome = match http.post(&url).header("content-type", "application/json").body(body).send().await {
+                    Ok(r) => r.status().as_u16().to_string(),
+                    Err(_) => "connection error".to_string(),
+                };
+                tally.add(outcome);
+            }
+        }));
+    }
+    let counter = Arc::new(AtomicU64::new(0));
+    for k in 0..REVIEW_CLIENTS {
+        let path = if k % 2 == 0 {
+            "/validate-elbv2-k8s-aws-v1beta1-targetgroupbinding"
+        } else {
+            "/mutate-elbv2-k8s-aws-v1beta1-targetgroupbinding"
+        };
+        let (http, url, stop, tally, counter, ns) =
+            (attacker.clone(), format!("{base}{path}"), stop.clone(), reviews.clone(), counter.clone(), ns.clone());
+        tasks.push(tokio::spawn(async move {
+            while !stop.load(Ordering::Relaxed) {
+                let i = counter.fetch_add(1, Ordering::Relaxed);
+                let outcome = match http
+                    .post(&url)
+                    .header("content-type", "application/json")
+                    .body(crafted_review(&ns, i))
+                    .send()
+                    .await
+                {
+                    Ok(r) => r.status().as_u16().to_string(),
+                    Err(_) => "connection error".to_string(),
+                };
+                tally.add(outcome);
+            }
+        }));
+    }
+    // The API server's own admission calls, all through the flood.
+    let legit = Arc::new(Legit { latencies: Mutex::default(), failures: Mutex::default() });
+    let legit_task =
+        tokio::spawn(legit_loop(client.clone(), ns.clone(), probe_tg.clone(), stop.clone(), legit.clone()));
+    let sampler = {
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            let mut peak = 0;
+            while !stop.load(Ordering::Relaxed) {
+                peak = peak.max(status_kib(pid, "VmRSS"));
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            peak
+        })
+    };
+
+    // A binding created mid-flood (through the webhooks) registers its targets.
+    tokio::time::sleep(FLOOD / 4).await;
+    let created_at = Instant::now();
+    kube_util::create_binding(&client, &ns, "backend", "backend", 80, &web_tg).await;
+    let want: BTreeSet<String> = env.pod_ips(&ns, "backend").into_iter().map(|ip| format!("{ip}:8080")).collect();
+    assert_eq!(want.len(), 2, "backend pods have IPs");
+    eventually("the binding created during the flood registers its targets", 60, || async {
+        (aws::registered(&elb, &web_tg).await == want).then_some(())
+    })
+    .await;
+    let registered_after = created_at.elapsed();
+    let rest = FLOOD.saturating_sub(FLOOD / 4 + registered_after);
+    tokio::time::sleep(rest).await;
+    stop.store(true, Ordering::Relaxed);
+    for t in tasks {
+        let _ = t.await;
+    }
+    legit_task.await.unwrap();
+    let peak_rss = rss_before.max(sampler.await.unwrap());
+    let hwm = status_kib(pid, "VmHWM");
+
+    let metrics = ctl.metrics().await;
+    // (+ 0.0: an empty sum is -0.)
+    let sum = |prefix: &str| albc::sum_lines(&metrics, prefix) + 0.0;
+    let refused = |reason: &str| sum(&format!("awslbc_webhook_refused_total{{reason=\"{reason}\"}}"));
+    let role_clients = sum("awslbc_webhook_role_clients ");
+    let webhook_sts = sum("awslbc_webhook_aws_api_calls_total{service=\"STS\",");
+    let webhook_elb = sum("awslbc_webhook_aws_api_calls_total{service=\"Elastic Load Balancing v2\",");
+    let reconciler_sts = sum("aws_api_calls_total{service=\"STS\",");
+    let (calls, _) = emu.calls(mark, None).await;
+    let assumed = calls
+        .iter()
+        .filter(|c| c.operation == "AssumeRole" && c.access_key.as_deref() == Some(&ctl.access_key))
+        .count();
+
+    let mut lat = legit.latencies.lock().unwrap().clone();
+    lat.sort();
+    let failures = legit.failures.lock().unwrap().clone();
+    eprintln!(
+        "[webhook flood] {:?}: peak RSS (VmHWM) {:.1} MiB of the chart's {:.0} MiB limit (VmRSS before {:.1} MiB, sampled peak {:.1} MiB)",
+        FLOOD,
+        hwm as f64 / 1048576.0,
+        limit as f64 / 1048576.0,
+        rss_before as f64 / 1048576.0,
+        peak_rss as f64 / 1048576.0
+    );
+    eprintln!(
+        "[webhook flood] attacker: {} oversized/dense bodies {:?}, {} crafted binding reviews {:?}",
+        oversized.sent.load(Ordering::Relaxed),
+        oversized.by_status.lock().unwrap(),
+        reviews.sent.load(Ordering::Relaxed),
+        reviews.by_status.lock().unwrap()
+    );
+    eprintln!(
+        "[webhook flood] refused: body_too_large {} decode_too_large {} overloaded {} decode_budget {} deadline {} too_many_connections {}",
+        refused("body_too_large"),
+        refused("decode_too_large"),
+        refused("overloaded"),
+        refused("decode_budget"),
+        refused("deadline"),
+        refused("too_many_connections")
+    );
+    eprintln!(
+        "[webhook flood] API server admission calls: {} answered, {} failed; latency p50 {:?} p99 {:?} max {:?}",
+        lat.len(),
+        failures.len(),
+        percentile(&lat, 0.5),
+        percentile(&lat, 0.99),
+        lat.last().copied().unwrap_or_default()
+    );
+    eprintln!(
+        "[webhook flood] webhook AWS calls: STS {webhook_sts}, ELBv2 {webhook_elb} (emulator: {assumed} AssumeRole); reconcilers' STS calls {reconciler_sts}; role clients held {role_clients}; flood-time binding registered in {registered_after:?}"
+    );
+
+    assert!(hwm < limit, "peak RSS {hwm} bytes is not below the chart's memory limit {limit}");
+    assert!(
+        failures.is_empty(),
+        "{} of the API server's admission calls failed during the flood, the first: {:?}",
+        failures.len(),
+        &failures[..failures.len().min(3)]
+    );
+    assert!(lat.len() >= 20, "too few admission calls to prove anything: {}", lat.len());
+    assert!(
+        refused("body_too_large") > 0.0 && refused("decode_too_large") > 0.0,
+        "oversized bodies refused by the limits"
+    );
+    assert!(
+        reviews.sent.load(Ordering::Relaxed) >= 50,
+        "the crafted reviews flowed: {:?}",
+        reviews.by_status.lock().unwrap()
+    );
+    assert!(role_clients <= 64.0, "role clients held: {role_clients}");
+    assert!(
+        webhook_sts > 0.0 && assumed > 0,
+        "the crafted reviews made the webhook assume roles, counted in its own series"
+    );
+    assert_eq!(reconciler_sts, 0.0, "the attacker's roles never reached the reconcilers' AWS budget");
+
+    mwcs.delete(&mwc_name, &DeleteParams::default()).await.unwrap();
+    vwcs.delete(&vwc_name, &DeleteParams::default()).await.unwrap();
+    ctl.terminate();
+    kube_util::delete_namespace(&client, &ns).await;
+}
