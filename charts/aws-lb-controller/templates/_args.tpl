@@ -120,6 +120,14 @@
 {{- else }}
 {{- $args = append $args "--webhook-cert-dir=/tmp/k8s-webhook-server/serving-certs" }}
 {{- end }}
+{{- with .Values.webhookServer }}
+{{- with .maxBodyBytes }}{{ $args = append $args (printf "--webhook-max-body-bytes=%s" (include "lbc.scalar" .)) }}{{ end }}
+{{- with .maxConcurrentRequests }}{{ $args = append $args (printf "--webhook-max-concurrent-requests=%s" (include "lbc.scalar" .)) }}{{ end }}
+{{- if .clientCAConfigMap }}{{ $args = append $args (printf "--webhook-client-ca-file=/etc/aws-lb-controller/webhook-client-ca/%s" .clientCAKey) }}{{ end }}
+{{- end }}
+{{- /* The webhook answers (504) before the API server gives up on it; 8 s, the controller's default, for 10 s. */}}
+{{- $timeout := int .Values.webhookConfig.timeoutSeconds }}
+{{- if ne $timeout 10 }}{{ $args = append $args (printf "--webhook-request-timeout=%ds" (max 1 (sub $timeout 2))) }}{{ end }}
 {{- with .Values.tenancy }}
 {{- if not (has .mode (list "compatible" "strict")) }}
 {{- fail (printf "tenancy.mode=%v is not a mode: expected compatible (every manifest the upstream controller accepts works) or strict (only what tenancy.policy grants); docs/security.md" .mode) }}
