@@ -128,6 +128,15 @@ def policies():
     return found
 
 
+def test_assume_role_is_confined_to_the_documented_role_path():
+    """Not every role of every account: only roles made for the controller (docs/iam.md)."""
+    statements = json.loads(POLICY.read_text())["Statement"]
+    resources = [r for st in statements if "sts:AssumeRole" in st["Action"]
+                 for r in ([st["Resource"]] if isinstance(st["Resource"], str) else st["Resource"])]
+    assert resources == ["arn:aws:iam::*:role/aws-lb-controller/*"], resources
+    assert "role/aws-lb-controller/" in (REPO / "docs/iam.md").read_text()
+
+
 def test_the_chart_carries_no_second_policy():
     copies = [name for name, p in policies() if p is None]
     assert not copies, f"IAM actions in {copies}: the chart must not carry its own policy (docs/iam-policy.json is " \
