@@ -13,10 +13,12 @@
 //! the reconcilers' (`aws_api_*` shows no `sts:AssumeRole`); and the binding created during the
 //! flood registers its targets.
 //!
-//! The attacker uses fewer connections than `--webhook-max-concurrent-requests` (32): with more, its
-//! requests would hold every slot and the API server's calls would be refused too (answered with 503,
-//! the webhook's failurePolicy applies). Closing that needs `--webhook-client-ca-file`, which
-//! refuses such clients at the TLS handshake (webhook/tests/limits.rs, docs/webhooks.md).
+//! Without a client CA, the attacker uses fewer connections than `--webhook-max-concurrent-requests`
+//! (32): with more, its requests would hold every slot and the API server's calls would be refused
+//! too (503 at once; the webhook's failurePolicy applies). With `--webhook-client-ca-file` (the
+//! second test: e2e/up makes the API server present a client certificate signed by the CA in
+//! `LBC_WEBHOOK_CLIENT_CA_FILE`), twice that many attacker connections are refused at the TLS
+//! handshake and the API server's calls are still all answered.
 
 use k8s_openapi::api::admissionregistration::v1::{MutatingWebhookConfiguration, ValidatingWebhookConfiguration};
 use k8s_openapi::api::core::v1::Pod;
@@ -40,6 +42,8 @@ const FLOOD: Duration = Duration::from_secs(40);
 /// below the 32 requests the webhook answers at once.
 const OVERSIZED_CLIENTS: usize = 4;
 const REVIEW_CLIENTS: usize = 16;
+/// With a client CA: attacker connections sending crafted reviews, twice the concurrency limit.
+const REVIEW_CLIENTS_ABOVE_THE_LIMIT: usize = 60;
 
 /// `resources.limits.memory` of the chart's values, in bytes.
 fn chart_memory_limit(env: &Env) -> u64 {
@@ -208,6 +212,22 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 #[ignore = "end-to-end: needs the local environment (e2e/up); e2e/test-all runs it with --include-ignored"]
 async fn webhook_flood_stays_within_memory_and_the_api_server_is_answered() {
     let Some(env) = Env::require("webhook_flood_stays_within_memory_and_the_api_server_is_answered") else { return };
+    flood(&env, false).await;
+}
+
+#[tokio::test]
+#[ignore = "end-to-end: needs the local environment (e2e/up); e2e/test-all runs it with --include-ignored"]
+async fn with_a_client_ca_the_flood_is_refused_at_the_handshake() {
+    let Some(env) = Env::require("with_a_client_ca_the_flood_is_refused_at_the_handshake") else { return };
+    flood(&env, true).await;
+}
+
+/// The flood and its assertions; `client_ca`: the controller requires the API server's client
+/// certificate, and the attacker (without one) uses twice the concurrency limit.
+async fn flood(env: &Env, client_ca: bool) {
+    let env = env.clone();
+    let tag = if client_ca { "[webhook flood, client CA]" } else { "[webhook flood]" };
+    let review_clients = if client_ca { REVIEW_CLIENTS_ABOVE_THE_LIMIT } else { REVIEW_CLIENTS };
     let limit = chart_memory_limit(&env);
     let client = kube_util::client(&env).await;
     let elb = aws::elbv2(&env).await;
@@ -229,12 +249,18 @@ async fn webhook_flood_stays_within_memory_and_the_api_server_is_answered() {
     let probe_tg = aws::create_ip_target_group(&env, &elb, &unique("whf-probe"), 8080).await;
     let web_tg = aws::create_ip_target_group(&env, &elb, &unique("whf-web"), 8080).await;
 
-    let ctl = ControllerProc::start(
-        &env,
-        &ns,
-        &format!("{id}-leader"),
-        &[&format!("--webhook-cert-dir={}", cert_dir.display())],
-    );
+    let mut flags = vec![format!("--webhook-cert-dir={}", cert_dir.display())];
+    if client_ca {
+        let ca_file = env.get("LBC_WEBHOOK_CLIENT_CA_FILE");
+        assert!(
+            std::path::Path::new(ca_file).is_file(),
+            "LBC_WEBHOOK_CLIENT_CA_FILE={ca_file:?} is not a file: run e2e/up (it makes the API server present a \
+             webhook client certificate)"
+        );
+        flags.push(format!("--webhook-client-ca-file={ca_file}"));
+    }
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let ctl = ControllerProc::start(&env, &ns, &format!("{id}-leader"), &flags);
     eventually("controller ready", 30, || async { ctl.ready().await.then_some(()) }).await;
     let pid = controller_pid(ctl.metrics_port);
     let port = ctl.webhook_port;
@@ -295,7 +321,7 @@ async fn webhook_flood_stays_within_memory_and_the_api_server_is_answered() {
         }));
     }
     let counter = Arc::new(AtomicU64::new(0));
-    for k in 0..REVIEW_CLIENTS {
+    for k in 0..review_clients {
         let path = if k % 2 == 0 {
             "/validate-elbv2-k8s-aws-v1beta1-targetgroupbinding"
         } else {
@@ -375,7 +401,7 @@ async fn webhook_flood_stays_within_memory_and_the_api_server_is_answered() {
     lat.sort();
     let failures = legit.failures.lock().unwrap().clone();
     eprintln!(
-        "[webhook flood] {:?}: peak RSS (VmHWM) {:.1} MiB of the chart's {:.0} MiB limit (VmRSS before {:.1} MiB, sampled peak {:.1} MiB)",
+        "{tag} {:?}: peak RSS (VmHWM) {:.1} MiB of the chart's {:.0} MiB limit (VmRSS before {:.1} MiB, sampled peak {:.1} MiB)",
         FLOOD,
         hwm as f64 / 1048576.0,
         limit as f64 / 1048576.0,
@@ -383,14 +409,15 @@ async fn webhook_flood_stays_within_memory_and_the_api_server_is_answered() {
         peak_rss as f64 / 1048576.0
     );
     eprintln!(
-        "[webhook flood] attacker: {} oversized/dense bodies {:?}, {} crafted binding reviews {:?}",
+        "{tag} attacker: {} oversized/dense bodies {:?}, {} crafted binding reviews {:?}",
         oversized.sent.load(Ordering::Relaxed),
         oversized.by_status.lock().unwrap(),
         reviews.sent.load(Ordering::Relaxed),
         reviews.by_status.lock().unwrap()
     );
     eprintln!(
-        "[webhook flood] refused: body_too_large {} decode_too_large {} overloaded {} decode_budget {} deadline {} too_many_connections {}",
+        "{tag} refused: client_certificate {} body_too_large {} decode_too_large {} overloaded {} decode_budget {} deadline {} too_many_connections {}",
+        refused("client_certificate"),
         refused("body_too_large"),
         refused("decode_too_large"),
         refused("overloaded"),
@@ -399,7 +426,7 @@ async fn webhook_flood_stays_within_memory_and_the_api_server_is_answered() {
         refused("too_many_connections")
     );
     eprintln!(
-        "[webhook flood] API server admission calls: {} answered, {} failed; latency p50 {:?} p99 {:?} max {:?}",
+        "{tag} API server admission calls: {} answered, {} failed; latency p50 {:?} p99 {:?} max {:?}",
         lat.len(),
         failures.len(),
         percentile(&lat, 0.5),
@@ -407,7 +434,7 @@ async fn webhook_flood_stays_within_memory_and_the_api_server_is_answered() {
         lat.last().copied().unwrap_or_default()
     );
     eprintln!(
-        "[webhook flood] webhook AWS calls: STS {webhook_sts}, ELBv2 {webhook_elb} (emulator: {assumed} AssumeRole); reconcilers' STS calls {reconciler_sts}; role clients held {role_clients}; flood-time binding registered in {registered_after:?}"
+        "{tag} webhook AWS calls: STS {webhook_sts}, ELBv2 {webhook_elb} (emulator: {assumed} AssumeRole); reconcilers' STS calls {reconciler_sts}; role clients held {role_clients}; flood-time binding registered in {registered_after:?}"
     );
 
     assert!(hwm < limit, "peak RSS {hwm} bytes is not below the chart's memory limit {limit}");
@@ -418,21 +445,41 @@ async fn webhook_flood_stays_within_memory_and_the_api_server_is_answered() {
         &failures[..failures.len().min(3)]
     );
     assert!(lat.len() >= 20, "too few admission calls to prove anything: {}", lat.len());
-    assert!(
-        refused("body_too_large") > 0.0 && refused("decode_too_large") > 0.0,
-        "oversized bodies refused by the limits"
-    );
+    assert_eq!(reconciler_sts, 0.0, "the attacker's roles never reached the reconcilers' AWS budget");
     assert!(
         reviews.sent.load(Ordering::Relaxed) >= 50,
         "the crafted reviews flowed: {:?}",
         reviews.by_status.lock().unwrap()
     );
-    assert!(role_clients <= 64.0, "role clients held: {role_clients}");
-    assert!(
-        webhook_sts > 0.0 && assumed > 0,
-        "the crafted reviews made the webhook assume roles, counted in its own series"
-    );
-    assert_eq!(reconciler_sts, 0.0, "the attacker's roles never reached the reconcilers' AWS budget");
+    if client_ca {
+        // Nothing of the attacker's got past the handshake: no body read, no role assumed.
+        let answered: u64 = [&oversized, &reviews]
+            .iter()
+            .map(|t| {
+                t.by_status
+                    .lock()
+                    .unwrap()
+                    .iter()
+                    .filter(|(k, _)| *k != "connection error")
+                    .map(|(_, n)| n)
+                    .sum::<u64>()
+            })
+            .sum();
+        assert_eq!(answered, 0, "an attacker without a client certificate got an HTTP answer");
+        assert!(refused("client_certificate") > 0.0, "handshakes refused and counted");
+        assert_eq!(refused("body_too_large") + refused("decode_too_large"), 0.0, "no attacker body was read");
+        assert!(webhook_sts == 0.0 && assumed == 0, "no role assumed for the attacker");
+    } else {
+        assert!(
+            refused("body_too_large") > 0.0 && refused("decode_too_large") > 0.0,
+            "oversized bodies refused by the limits"
+        );
+        assert!(role_clients <= 64.0, "role clients held: {role_clients}");
+        assert!(
+            webhook_sts > 0.0 && assumed > 0,
+            "the crafted reviews made the webhook assume roles, counted in its own series"
+        );
+    }
 
     mwcs.delete(&mwc_name, &DeleteParams::default()).await.unwrap();
     vwcs.delete(&vwc_name, &DeleteParams::default()).await.unwrap();
