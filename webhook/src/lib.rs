@@ -57,9 +57,11 @@ use std::time::Duration;
 
 /// The webhook's own client-side AWS budget (`--aws-api-throttle` syntax), apart from the
 /// reconcilers' buckets: requests anyone can send must never slow the reconcilers' calls down.
-/// A TargetGroupBinding admission needs one to three ELBv2 reads (and one `sts:AssumeRole` per
-/// new role), so 4/s with a burst of 20 admits a burst of a few bindings at once; STS gets
-/// 2/s, burst 10. `--webhook-aws-api-throttle` entries come before these.
+/// The controller keeps two sets of these buckets, one for calls as its own identity and one for
+/// calls as roles the requests name, so that reviews naming roles cannot spend the budget of
+/// ordinary bindings. A TargetGroupBinding admission needs one to three ELBv2 reads (and one
+/// `sts:AssumeRole` per new role), so 4/s with a burst of 20 admits a burst of a few bindings at
+/// once; STS gets 2/s, burst 10. `--webhook-aws-api-throttle` entries come before these.
 pub const AWS_THROTTLE: &str = "Elastic Load Balancing v2:.*=4:20,STS:.*=2:10";
 
 /// Behaviour switches (controller flags and chart values).
