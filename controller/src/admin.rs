@@ -22,6 +22,9 @@ use std::sync::{Arc, Mutex};
 #[derive(Clone, Default)]
 pub struct Health {
     pub caches_synced: Arc<AtomicBool>,
+    /// SIGTERM received: not ready any more, so the pod's endpoints stop being `serving` and the API
+    /// server stops routing admission requests here while the webhook server drains.
+    pub stopping: Arc<AtomicBool>,
     /// `None`: the SDK default chain, whose state is not observable.
     pub credentials: Option<CredentialStatus>,
     /// The webhook pair in service, in the controller-managed mode (`--webhook-cert-mode=controller`):
@@ -38,6 +41,9 @@ impl Health {
 
     /// `Err(reason)` when not ready; `Ok(note)` otherwise, the note being the probe's body.
     pub fn check(&self) -> Result<String, String> {
+        if self.stopping.load(Ordering::Acquire) {
+            return Err("shutting down: draining webhook requests".into());
+        }
         if !self.caches_synced.load(Ordering::Acquire) {
             return Err("watch caches not synced yet".into());
         }
@@ -150,6 +156,9 @@ mod tests {
         source.wait_ready(std::time::Duration::from_secs(5)).await.expect("keys read");
         assert_eq!(h.check(), Ok("ok".to_string()));
         assert!(!format!("{:?}", h.check()).contains("s3cr3t"));
+        // SIGTERM: not ready, whatever else holds, so the endpoints stop routing here.
+        h.stopping.store(true, Ordering::Release);
+        assert_eq!(h.check().unwrap_err(), "shutting down: draining webhook requests");
         let _ = std::fs::remove_dir_all(dir);
     }
 

@@ -211,9 +211,10 @@ pub struct Args {
     #[arg(long, default_value = "tls.key")]
     pub webhook_key_file: String,
 
-    /// How long the webhook server keeps answering after SIGTERM: a terminating pod leaves the
-    /// webhook Service's endpoints a moment after it is told to stop, and the API server sends it
-    /// requests until then. Keep it below the pod's termination grace period.
+    /// How long the webhook server keeps answering after SIGTERM at least: a terminating pod leaves
+    /// the webhook Service's endpoints a moment after it is told to stop, and the API server sends it
+    /// requests until then. It answers longer while requests keep arriving (at most 10 s more,
+    /// `lbc_model::drain`); keep the total below the pod's termination grace period. 0: no drain.
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
     pub webhook_shutdown_delay: Duration,
 

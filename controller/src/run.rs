@@ -243,9 +243,11 @@ pub async fn run(args: Args, albc_only: Vec<lbc_model::compat::GivenFlag>) -> an
 
     let webhook = spawn_webhook(&args, &stores, &health, webhook_elb, &metrics, serving, shutdown_rx.clone());
 
+    let stopping = health.stopping.clone();
     tokio::spawn(async move {
         shutdown_signal().await;
         tracing::info!("shutdown requested; finishing in-flight work");
+        stopping.store(true, Ordering::Release);
         let _ = shutdown_tx.send(true);
     });
 
@@ -474,15 +476,33 @@ fn spawn_webhook(
         metrics: state.metrics().clone(),
     };
     // After SIGTERM the pod is already leaving the Service's endpoints, but the API server may still
-    // pick it for a moment: keep answering for the drain delay, then stop.
+    // pick it for a while: keep answering for the drain delay and while requests keep arriving
+    // (`lbc_model::drain`), then stop.
     let delay = args.webhook_shutdown_delay;
-    let drained = async move {
-        wait_true(shutdown).await;
-        tracing::info!(delay = ?delay, "shutdown: the webhook server keeps answering for the drain delay");
-        tokio::time::sleep(delay).await;
+    let last_request: Arc<std::sync::Mutex<Option<tokio::time::Instant>>> = Arc::default();
+    let drained = {
+        let last_request = last_request.clone();
+        async move {
+            wait_true(shutdown).await;
+            tracing::info!(delay = ?delay, "shutdown: the webhook server keeps answering while the API server still calls it");
+            let stopped = tokio::time::Instant::now();
+            loop {
+                let since_request = last_request.lock().expect("last request").map(|t| t.elapsed());
+                if lbc_model::drain::drained(stopped.elapsed(), since_request, delay) {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+            }
+            tracing::info!(after = ?stopped.elapsed(), "shutdown: webhook drain over");
+        }
     };
+    let router =
+        lbc_webhook::router(state).layer(axum::middleware::from_fn(move |req, next: axum::middleware::Next| {
+            *last_request.lock().expect("last request") = Some(tokio::time::Instant::now());
+            next.run(req)
+        }));
     tokio::spawn(async move {
-        match lbc_webhook::serve(cfg, lbc_webhook::router(state), drained).await {
+        match lbc_webhook::serve(cfg, router, drained).await {
             Ok(()) => {}
             Err(lbc_webhook::ServeError::CertificateMissing { cert_file, key_file }) => tracing::warn!(
                 cert = %cert_file.display(), key = %key_file.display(),

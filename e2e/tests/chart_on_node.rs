@@ -243,7 +243,11 @@ async fn chart_installed_on_a_real_node_upgrades_rolls_back_and_uninstalls_clean
     let report = client_loop.stop().await;
     eprintln!("[chart] admission requests during upgrade and rollback: {report:?}");
     assert!(report.sent >= 50, "the admission client made too few requests to prove anything: {report:?}");
-    assert!(report.failures.is_empty(), "failed admission requests: {report:?}");
+    assert!(
+        report.failures.is_empty(),
+        "failed admission requests: {report:?}\nwhat the API server logged about the pod webhook:\n{}",
+        apiserver_lines(&env, "mpod.elbv2.k8s.aws")
+    );
 
     // No AWS write from a pod that did not hold the Lease at that moment.
     let (calls, _) = emu.calls(mark_install, None).await;
@@ -528,7 +532,10 @@ impl AdmissionClient {
                                 .and_then(|s| s.readiness_gates)
                                 .is_some_and(|g| g.iter().any(|g| g.condition_type == GATE));
                             if !gated {
-                                failures.lock().unwrap().push(format!("pod {i}: no readiness gate injected"));
+                                failures
+                                    .lock()
+                                    .unwrap()
+                                    .push(format!("pod {i} at {}: no readiness gate injected", jiff::Timestamp::now()));
                             }
                         }
                         Err(e) => failures.lock().unwrap().push(format!("pod {i}: {e}")),
@@ -545,6 +552,14 @@ impl AdmissionClient {
         let _ = self.task.await;
         AdmissionReport { sent: self.sent.load(Ordering::Relaxed), failures: self.failures.lock().unwrap().clone() }
     }
+}
+
+/// The API server's warnings and errors naming `what` (a webhook failing open logs only there).
+fn apiserver_lines(env: &Env, what: &str) -> String {
+    let log = std::path::Path::new(env.get("LBC_E2E_ROOT")).join("logs/kube-apiserver.log");
+    let text = std::fs::read_to_string(&log).unwrap_or_else(|e| format!("cannot read {}: {e}", log.display()));
+    let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with('I') && l.contains(what)).collect();
+    lines[lines.len().saturating_sub(20)..].join("\n")
 }
 
 /// Leaves nothing behind when the test fails half-way: the release uninstalled (its cluster-scoped webhooks

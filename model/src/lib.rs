@@ -41,6 +41,7 @@ pub mod compat;
 pub mod crd;
 pub mod digest;
 pub mod doctor;
+pub mod drain;
 pub mod endpoints;
 pub mod ingress;
 pub mod lb;
