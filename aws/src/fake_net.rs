@@ -123,6 +123,9 @@ impl Networking for FakeNetworking {
             SecurityGroupQuery::Ids(ids) => {
                 ids.iter().map(|id| s.groups.get_key_value(id).map(obs).ok_or_else(|| group_missing(OP, id))).collect()
             }
+            SecurityGroupQuery::Existing(ids) => {
+                Ok(ids.iter().filter_map(|id| s.groups.get_key_value(id).map(obs)).collect())
+            }
             SecurityGroupQuery::Names { vpc_id, names } => Ok(s
                 .groups
                 .iter()

@@ -30,6 +30,9 @@ pub enum SubnetQuery {
 pub enum SecurityGroupQuery {
     /// These group IDs; an unknown ID fails with `NotFound`.
     Ids(Vec<String>),
+    /// Those of these group IDs that exist (EC2 filter `group-id`): an unknown ID is left out, so
+    /// one call answers for any number of IDs that may be missing.
+    Existing(Vec<String>),
     /// Groups of a VPC whose `Name` tag *or* group name is one of these (ALBC accepts both).
     Names { vpc_id: String, names: Vec<String> },
     /// Groups carrying all of these tags, optionally within one VPC.

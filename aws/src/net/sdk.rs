@@ -247,6 +247,10 @@ impl Networking for SdkNetworking {
         let found = match query {
             SecurityGroupQuery::Ids(ids) if ids.is_empty() => Vec::new(),
             SecurityGroupQuery::Ids(ids) => self.describe_groups(Some(ids.clone()), Vec::new()).await?,
+            SecurityGroupQuery::Existing(ids) if ids.is_empty() => Vec::new(),
+            SecurityGroupQuery::Existing(ids) => {
+                self.describe_groups(None, vec![filter("group-id", ids.iter().map(String::as_str))]).await?
+            }
             SecurityGroupQuery::Names { vpc_id, names } => {
                 // EC2 ANDs filters: Name tag and group name need one call each.
                 let mut all = Vec::new();

@@ -20,8 +20,10 @@
 //!   quota), the rest of the batch is sent without them ([`BackendRules::authorize`]): a healthy
 //!   pass makes one AuthorizeSecurityGroupIngress per group with new rules, as before. A peer
 //!   group EC2 called missing is remembered, so the next passes leave its bindings out without
-//!   asking EC2 to refuse again, and looked for in the pass's DescribeSecurityGroups until it
-//!   exists. A binding whose new rules were refused keeps its old ones in that pass's revokes.
+//!   asking EC2 to refuse again, and looked for until it exists (one more DescribeSecurityGroups
+//!   with a `group-id` filter per pass, only while some are missing; forgotten once no binding
+//!   names it). A binding whose new rules were refused keeps its old
+//!   ones in that pass's revokes.
 //! - problems become Warning events on the bindings concerned (repeated at most once per sync
 //!   period) and, for a binding whose spec is at fault, the status condition
 //!   `BackendSecurityGroupRules` ([`status`]); nobody else's status changes.
@@ -249,6 +251,15 @@ impl BackendRules {
             all_ips.iter().filter_map(|ip| resolve(*ip, &index, &cache, now).map(|e| (*ip, e.clone()))).collect()
         };
 
+        // Forget missing peer groups no binding names any more (deleted or fixed bindings).
+        let named: BTreeSet<String> = gathered
+            .bindings
+            .iter()
+            .filter_map(|b| b.tgb.spec.networking.as_ref())
+            .flat_map(|n| n.ingress.iter().flat_map(|r| &r.from))
+            .filter_map(|p| p.security_group.as_ref().map(|g| g.group_id.trim().to_string()))
+            .collect();
+        self.missing_peers.lock().expect("missing peers").retain(|g| named.contains(g));
         let groups = self.security_groups(enis.values()).await?;
         let memory = self.memory.lock().expect("memory").clone();
         let missing_peers = self.missing_peers.lock().expect("missing peers").clone();
@@ -362,8 +373,8 @@ impl BackendRules {
 
     /// The ENIs' groups plus every group of the VPC with the cluster tag (so rules on groups no
     /// binding uses any more are garbage-collected). Peer groups EC2 said do not exist are looked
-    /// for in the same call (only while there are any): found, they are forgotten as missing and
-    /// their bindings' rules go out again; only the ENIs' and tagged groups are returned.
+    /// for with one more call (only while there are any): those found are forgotten as missing,
+    /// and their bindings' rules go out again.
     async fn security_groups<'a>(
         &self,
         enis: impl Iterator<Item = &'a NetworkInterface>,
@@ -372,18 +383,20 @@ impl BackendRules {
             SecurityGroupQuery::TagKey { vpc_id: self.cfg.vpc_id.clone(), key: cluster_tag(&self.cfg.cluster_name) };
         let mut by_id: BTreeMap<String, Observed<SecurityGroup>> =
             self.net.security_groups(&query).await?.into_iter().map(|g| (g.id.clone(), g)).collect();
-        let tagged: BTreeSet<String> = by_id.keys().cloned().collect();
-        let eni_groups: BTreeSet<String> = enis.flat_map(|e| e.security_groups.iter().cloned()).collect();
-        let peers = self.missing_peers.lock().expect("missing peers").clone();
-        let missing: Vec<String> = eni_groups
-            .iter()
-            .chain(&peers)
-            .filter(|id| !by_id.contains_key(*id))
-            .cloned()
+        let peers: Vec<String> = self.missing_peers.lock().expect("missing peers").iter().cloned().collect();
+        if !peers.is_empty() {
+            let found = self.net.security_groups(&SecurityGroupQuery::Existing(peers)).await?;
+            let mut missing = self.missing_peers.lock().expect("missing peers");
+            for g in found {
+                missing.remove(&g.id);
+            }
+        }
+        let missing: Vec<String> = enis
+            .flat_map(|e| e.security_groups.iter().cloned())
             .collect::<BTreeSet<_>>()
             .into_iter()
+            .filter(|id| !by_id.contains_key(id))
             .collect();
-        self.missing_peers.lock().expect("missing peers").retain(|g| !by_id.contains_key(g));
         if missing.is_empty() {
             return Ok(by_id.into_values().collect());
         }
@@ -402,9 +415,7 @@ impl BackendRules {
             }
             Err(e) => return Err(e.into()),
         }
-        let mut missing_peers = self.missing_peers.lock().expect("missing peers");
-        missing_peers.retain(|g| !by_id.contains_key(g));
-        Ok(by_id.into_values().filter(|g| tagged.contains(&g.id) || eni_groups.contains(&g.id)).collect())
+        Ok(by_id.into_values().collect())
     }
 
     /// Authorizes `rules` on `sg`: one call when EC2 takes them all (the healthy case). When EC2
