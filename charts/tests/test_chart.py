@@ -194,9 +194,11 @@ def test_template(helm, tmp_path, case):
     paths = {w["clientConfig"]["service"]["path"] for w in hooks.values()}
     assert {"/mutate-v1-pod", "/mutate-elbv2-k8s-aws-v1beta1-targetgroupbinding",
             "/validate-elbv2-k8s-aws-v1beta1-targetgroupbinding"} <= paths
-    # Kubernetes >= 1.30: metadata-only TGB updates (finalizer) and non-LoadBalancer Services skip the webhook.
-    for name in ("mtargetgroupbinding.elbv2.k8s.aws", "vtargetgroupbinding.elbv2.k8s.aws"):
-        assert hooks[name]["matchConditions"][0]["name"] == "spec-changed"
+    # Kubernetes >= 1.30: metadata-only TGB updates (finalizer) and non-LoadBalancer Services skip the webhook;
+    # label changes still reach the validating one (stack labels of another namespace are refused).
+    assert hooks["mtargetgroupbinding.elbv2.k8s.aws"]["matchConditions"][0]["name"] == "spec-changed"
+    vtgb = hooks["vtargetgroupbinding.elbv2.k8s.aws"]["matchConditions"][0]
+    assert vtgb["name"] == "spec-or-labels-changed" and "labels" in vtgb["expression"]
     if "mservice.elbv2.k8s.aws" in hooks:
         assert hooks["mservice.elbv2.k8s.aws"]["matchConditions"][0]["name"] == "load-balancer-only"
     # Certificates (modes in detail: test_webhook_certs.py): nothing generated at render time, so no caBundle.

@@ -8,8 +8,8 @@
 
 use aws_sdk_elasticloadbalancingv2 as elbv2;
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
-use kube::api::{Api, DeleteParams, PostParams};
 use kube::Client;
+use kube::api::{Api, DeleteParams, PostParams};
 use lbc_e2e::controller::ControllerProc;
 use lbc_e2e::emulator::{Emulator, writes};
 use lbc_e2e::fixture::TgbScene;
@@ -18,6 +18,10 @@ use lbc_e2e::{aws, eventually, kube_util, unique};
 use lbc_model::crd::TargetGroupBinding;
 use serde_json::json;
 use std::collections::BTreeSet;
+
+/// One attack at a time: some need a controller that watches every namespace (a tenant's
+/// objects and its victim's are in different namespaces), which would see the other tests' objects.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// The victim: a team's pods registered in its target group by a controller watching its
 /// namespace; and the attacker's controller watching the attacker's namespace (same cluster name).
@@ -62,50 +66,7 @@ impl Scene {
         K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>,
         <K as kube::Resource>::DynamicType: Default,
     {
-        Api::namespaced(self.tenant.client.clone(), &self.tenant.namespace)
-    }
-
-    /// As the tenant: a Service `name` (80 → 8080) selecting no pod at all.
-    async fn tenant_service(&self, name: &str) {
-        let svc: Service = serde_json::from_value(json!({
-            "metadata": {"name": name},
-            "spec": {"selector": {"app": format!("{name}-no-pods")}, "ports": [{"port": 80, "targetPort": 8080}]},
-        }))
-        .expect("Service");
-        self.tenant_api::<Service>()
-            .create(&PostParams::default(), &svc)
-            .await
-            .expect("the tenant creates its Service");
-    }
-
-    /// As the tenant: a binding `name` of its Service `name` to `arn`, with `spec` merged in.
-    async fn tenant_binding(&self, name: &str, arn: &str, spec: serde_json::Value) -> TargetGroupBinding {
-        let mut body = json!({
-            "apiVersion": "elbv2.k8s.aws/v1beta1", "kind": "TargetGroupBinding",
-            "metadata": {"name": name},
-            "spec": {"serviceRef": {"name": name, "port": 80}, "targetGroupARN": arn, "targetType": "ip"},
-        });
-        if let (Some(base), Some(extra)) = (body["spec"].as_object_mut(), spec.as_object()) {
-            base.extend(extra.clone());
-        }
-        let tgb: TargetGroupBinding = serde_json::from_value(body).expect("binding");
-        self.tenant_api::<TargetGroupBinding>()
-            .create(&PostParams::default(), &tgb)
-            .await
-            .expect("the tenant creates its binding")
-    }
-
-    /// Waits until the controller has reconciled the tenant's binding `name` (its Ready condition
-    /// set for the current generation); returns the binding.
-    async fn reconciled(&self, name: &str) -> TargetGroupBinding {
-        let api = self.tenant_api::<TargetGroupBinding>();
-        eventually(&format!("the tenant's binding {name} reconciled"), 60, || async {
-            let b = api.get_opt(name).await.ok()??;
-            let st = b.status.as_ref()?;
-            let ready = st.conditions.iter().find(|c| c.type_ == "Ready")?;
-            (ready.observed_generation == b.metadata.generation).then_some(b.clone())
-        })
-        .await
+        tenant_api(&self.tenant)
     }
 
     /// As the tenant: deletes binding `name` and waits until it is gone (its finalizer ran).
@@ -137,6 +98,63 @@ impl Scene {
     }
 }
 
+fn tenant_api<K>(tenant: &Tenant) -> Api<K>
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+    <K as kube::Resource>::DynamicType: Default,
+{
+    Api::namespaced(tenant.client.clone(), &tenant.namespace)
+}
+
+/// As the tenant: a Service `name` (80 → 8080) selecting no pod at all.
+async fn tenant_service(tenant: &Tenant, name: &str) {
+    let svc: Service = serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {"selector": {"app": format!("{name}-no-pods")}, "ports": [{"port": 80, "targetPort": 8080}]},
+    }))
+    .expect("Service");
+    tenant_api::<Service>(tenant).create(&PostParams::default(), &svc).await.expect("the tenant creates its Service");
+}
+
+/// As the tenant: a binding `name` of its Service `name` to `arn`, with `metadata` and `spec`
+/// merged in.
+async fn tenant_binding(
+    tenant: &Tenant,
+    name: &str,
+    arn: &str,
+    metadata: serde_json::Value,
+    spec: serde_json::Value,
+) -> TargetGroupBinding {
+    let mut body = json!({
+        "apiVersion": "elbv2.k8s.aws/v1beta1", "kind": "TargetGroupBinding",
+        "metadata": {"name": name},
+        "spec": {"serviceRef": {"name": name, "port": 80}, "targetGroupARN": arn, "targetType": "ip"},
+    });
+    for (part, extra) in [("metadata", metadata), ("spec", spec)] {
+        if let (Some(base), Some(extra)) = (body[part].as_object_mut(), extra.as_object()) {
+            base.extend(extra.clone());
+        }
+    }
+    let tgb: TargetGroupBinding = serde_json::from_value(body).expect("binding");
+    tenant_api::<TargetGroupBinding>(tenant)
+        .create(&PostParams::default(), &tgb)
+        .await
+        .expect("the tenant creates its binding")
+}
+
+/// Waits until the controller has reconciled the tenant's binding `name` (its Ready condition set
+/// for the current generation); returns the binding.
+async fn reconciled(tenant: &Tenant, name: &str) -> TargetGroupBinding {
+    let api = tenant_api::<TargetGroupBinding>(tenant);
+    eventually(&format!("the tenant's binding {name} reconciled"), 60, || async {
+        let b = api.get_opt(name).await.ok()??;
+        let st = b.status.as_ref()?;
+        let ready = st.conditions.iter().find(|c| c.type_ == "Ready")?;
+        (ready.observed_generation == b.metadata.generation).then_some(b.clone())
+    })
+    .await
+}
+
 /// Finding "ConfigMap spoofing": a multi-cluster binding's record of "the targets this binding
 /// registered" was read from ConfigMap `aws-lbc-targets-<binding>` in the tenant's own namespace.
 /// The tenant binds the victim's target group with `multiClusterTargetGroup: true` (a Service
@@ -147,8 +165,9 @@ impl Scene {
 #[tokio::test]
 #[ignore = "end-to-end: needs the local environment (e2e/up); e2e/test-all runs it with --include-ignored"]
 async fn a_forged_multi_cluster_configmap_deregisters_nothing_of_the_victims() {
+    let _serial = SERIAL.lock().await;
     let Some(s) = Scene::new("attack_configmap").await else { return };
-    s.tenant_service("web").await;
+    tenant_service(&s.tenant, "web").await;
     let forged: ConfigMap = serde_json::from_value(json!({
         "metadata": {"name": "aws-lbc-targets-web"},
         "data": {"targets": s.targets.iter().cloned().collect::<Vec<_>>().join(",")},
@@ -168,11 +187,63 @@ async fn a_forged_multi_cluster_configmap_deregisters_nothing_of_the_victims() {
 
     let mark = s.emu().mark().await;
     let ctl = s.attacker_controller();
-    s.tenant_binding("web", &s.victim.arn, json!({"multiClusterTargetGroup": true})).await;
-    let b = s.reconciled("web").await;
+    tenant_binding(&s.tenant, "web", &s.victim.arn, json!({}), json!({"multiClusterTargetGroup": true})).await;
+    let b = reconciled(&s.tenant, "web").await;
     s.victim_untouched(&ctl, mark, "after the sync").await;
     let record = b.status.and_then(|st| st.owned_targets);
     assert_eq!(record, Some(vec![]), "nothing of the forged ConfigMap adopted");
+
+    s.tenant_deletes_binding("web").await;
+    s.victim_untouched(&ctl, mark, "after the binding's deletion").await;
+    ctl.terminate();
+    s.cleanup().await;
+}
+
+/// Finding "stack ownership by labels": the tenant labels its own binding
+/// `service.k8s.aws/stack-namespace=<victim>,service.k8s.aws/stack-name=web` and names the
+/// victim stack's target group (tagged `service.k8s.aws/stack=<victim>/web`, as a Service's NLB
+/// target group is). The labels made the binding the victim stack's: the tag check passed and its
+/// sync deregistered the victim's targets. Now labels never reach another namespace's stack: the
+/// binding is refused the target group (`TargetGroupNotOwned`), with no AWS write. (The same
+/// rule keeps the victim Service's teardown from waiting for, or deleting, such a binding:
+/// `lbc_model::tg_ownership::stack_owns`, table-tested.)
+#[tokio::test]
+#[ignore = "end-to-end: needs the local environment (e2e/up); e2e/test-all runs it with --include-ignored"]
+async fn spoofed_stack_labels_do_not_reach_the_victims_target_group() {
+    let _serial = SERIAL.lock().await;
+    let Some(s) = Scene::new("attack_stack_labels").await else { return };
+    // The victim's binding is its Service stack's, its target group tagged as such.
+    let victim_ns = s.victim.ns.clone();
+    let cluster = s.victim.env.get("LBC_CLUSTER_NAME").to_string();
+    let tag = |k: &str, v: &str| elbv2::types::Tag::builder().key(k).value(v).build();
+    s.elb()
+        .add_tags()
+        .resource_arns(&s.victim.arn)
+        .tags(tag("elbv2.k8s.aws/cluster", &cluster))
+        .tags(tag("service.k8s.aws/stack", &format!("{victim_ns}/web")))
+        .send()
+        .await
+        .expect("AddTags");
+    let stack_labels = json!({"service.k8s.aws/stack-namespace": victim_ns, "service.k8s.aws/stack-name": "web"});
+    Api::<TargetGroupBinding>::namespaced(s.admin().clone(), &victim_ns)
+        .patch(
+            "web",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"metadata": {"labels": stack_labels}})),
+        )
+        .await
+        .expect("label the victim's binding");
+
+    tenant_service(&s.tenant, "web").await;
+    let mark = s.emu().mark().await;
+    let ctl = s.attacker_controller();
+    let b = tenant_binding(&s.tenant, "web", &s.victim.arn, json!({"labels": stack_labels}), json!({})).await;
+    assert!(b.metadata.labels.is_some_and(|l| l.len() == 2), "the tenant may label its own binding");
+    let b = reconciled(&s.tenant, "web").await;
+    s.victim_untouched(&ctl, mark, "after the sync").await;
+    let ready = b.status.unwrap_or_default().conditions.into_iter().find(|c| c.type_ == "Ready").expect("Ready");
+    assert_eq!((ready.status.as_str(), ready.reason.as_str()), ("False", "TargetGroupNotOwned"), "{}", ready.message);
+    assert!(ready.message.contains(&format!("{victim_ns}/web")), "{}", ready.message);
 
     s.tenant_deletes_binding("web").await;
     s.victim_untouched(&ctl, mark, "after the binding's deletion").await;

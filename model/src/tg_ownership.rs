@@ -27,26 +27,89 @@ pub struct BindingStack {
 /// The stack of a binding, from ALBC's stack labels (`<prefix>/stack-namespace` +
 /// `<prefix>/stack-name`, or `<prefix>/stack` for an explicit IngressGroup) or, for a Service,
 /// its owner reference. `None` for a binding a user wrote.
+///
+/// Labels are the tenant's to write, so they count only where they cannot reach another
+/// namespace's stack: `stack-namespace` must be the binding's own namespace (ALBC makes a
+/// Service's or an implicit IngressGroup's bindings in that namespace), and labels naming a
+/// Service other than the one a Service owner reference names are ignored. An explicit
+/// IngressGroup spans namespaces; any namespace may join one in the compatible mode, so its label
+/// is taken as membership (the strict mode's group policy is what confines it).
 pub fn binding_stack(tgb: &TargetGroupBinding) -> Option<BindingStack> {
+    let ns = tgb.metadata.namespace.as_deref().unwrap_or_default();
+    let owner_service =
+        tgb.metadata.owner_references.iter().flatten().find(|r| r.kind == "Service" && r.api_version == "v1");
     let labels = tgb.metadata.labels.as_ref();
     let label = |k: String| labels.and_then(|l| l.get(&k)).filter(|v| !v.is_empty());
     for prefix in [SERVICE_TAG_PREFIX, INGRESS_TAG_PREFIX] {
-        if let (Some(ns), Some(name)) =
+        if let (Some(stack_ns), Some(name)) =
             (label(format!("{prefix}/stack-namespace")), label(format!("{prefix}/stack-name")))
         {
-            return Some(BindingStack { prefix, id: format!("{ns}/{name}") });
+            let service_elsewhere = prefix == SERVICE_TAG_PREFIX && owner_service.is_some_and(|r| &r.name != name);
+            if stack_ns == ns && !service_elsewhere {
+                return Some(BindingStack { prefix, id: format!("{ns}/{name}") });
+            }
+            continue;
         }
         if let Some(group) = label(stack_tag_key(prefix)) {
             return Some(BindingStack { prefix, id: group.clone() });
         }
     }
+    owner_service.map(|r| BindingStack { prefix: SERVICE_TAG_PREFIX, id: format!("{ns}/{}", r.name) })
+}
+
+/// Stack labels on `tgb` that name another namespace's stack (`<prefix>/stack-namespace` other
+/// than the binding's namespace): the message the validating webhook denies with. Such labels
+/// never make the binding a stack's ([`binding_stack`], [`stack_owns`]); refusing them says so at
+/// once instead of leaving a binding that silently belongs to nobody's stack.
+pub fn foreign_stack_labels(tgb: &TargetGroupBinding) -> Option<String> {
     let ns = tgb.metadata.namespace.as_deref().unwrap_or_default();
-    tgb.metadata
-        .owner_references
-        .iter()
-        .flatten()
-        .find(|r| r.kind == "Service" && r.api_version == "v1")
-        .map(|r| BindingStack { prefix: SERVICE_TAG_PREFIX, id: format!("{ns}/{}", r.name) })
+    let labels = tgb.metadata.labels.as_ref()?;
+    [SERVICE_TAG_PREFIX, INGRESS_TAG_PREFIX].into_iter().find_map(|prefix| {
+        let key = format!("{prefix}/stack-namespace");
+        let found = labels.get(&key).filter(|v| !v.is_empty() && v.as_str() != ns)?;
+        Some(format!(
+            "TargetGroupBinding {ns}/{} carries label {key}={found:?}, but a Service's or an Ingress's binding is \
+             always in that stack's own namespace ({ns:?} here), so labels cannot make it another namespace's. \
+             Fix: remove the labels {key} and {prefix}/stack-name (a binding you write belongs to no stack), or set \
+             {key}={ns:?}",
+            tgb.metadata.name.as_deref().unwrap_or_default()
+        ))
+    })
+}
+
+/// A stack that owns TargetGroupBindings: a Service (namespace, name, UID) or an IngressGroup
+/// (implicit: namespace and name; explicit: its name only), with ALBC's stack labels.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StackOwner {
+    /// ALBC's stack labels, every one of which its bindings carry.
+    pub labels: std::collections::BTreeMap<String, String>,
+    /// The namespace every binding of the stack is in; `None` for an explicit IngressGroup.
+    pub namespace: Option<String>,
+    /// `(kind, uid)` of the object set as the bindings' owner reference (a Service's).
+    pub owner: Option<(String, String)>,
+}
+
+/// Whether `stack` owns `tgb`: what its sync may update or delete and what its teardown waits
+/// for. Never by labels alone across namespaces: a binding in another namespace than a Service's
+/// or an implicit group's never belongs to it, whatever its labels, and a binding whose owner
+/// reference names another object of the owner's kind is that object's. In its namespace, the
+/// owner reference (by UID) or every stack label (bindings ALBC made carry labels only) counts.
+pub fn stack_owns(stack: &StackOwner, tgb: &TargetGroupBinding) -> bool {
+    let ns = tgb.metadata.namespace.as_deref().unwrap_or_default();
+    if stack.namespace.as_deref().is_some_and(|n| n != ns) {
+        return false;
+    }
+    let refs = tgb.metadata.owner_references.as_deref().unwrap_or_default();
+    if let Some((kind, uid)) = &stack.owner {
+        if refs.iter().any(|r| &r.kind == kind && &r.uid == uid) {
+            return true;
+        }
+        if refs.iter().any(|r| &r.kind == kind) {
+            return false;
+        }
+    }
+    let labels = tgb.metadata.labels.as_ref();
+    !stack.labels.is_empty() && stack.labels.iter().all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v))
 }
 
 /// A target group that belongs to someone else.
@@ -158,6 +221,7 @@ mod tests {
     use super::*;
     use crate::crd::TargetGroupBindingSpec;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+    use std::collections::BTreeMap;
 
     const ARN: &str = "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/tg/0123456789abcdef";
 
@@ -200,6 +264,93 @@ mod tests {
         let implicit = [("ingress.k8s.aws/stack-namespace", "shop"), ("ingress.k8s.aws/stack-name", "site")];
         assert_eq!(binding_stack(&tgb(&implicit, None, false)).unwrap().id, "shop/site");
         assert_eq!(binding_stack(&tgb(&[("app", "web")], None, false)), None);
+        // Spoofed labels: another namespace's stack, or another Service than the owner reference's.
+        let elsewhere = [("service.k8s.aws/stack-namespace", "victim"), ("service.k8s.aws/stack-name", "web")];
+        assert_eq!(binding_stack(&tgb(&elsewhere, None, false)), None);
+        let elsewhere = [("ingress.k8s.aws/stack-namespace", "victim"), ("ingress.k8s.aws/stack-name", "site")];
+        assert_eq!(binding_stack(&tgb(&elsewhere, None, false)), None);
+        assert_eq!(binding_stack(&tgb(&svc_labels, Some("api"), false)).unwrap().id, "shop/api");
+    }
+
+    #[test]
+    fn foreign_stack_labels_are_named() {
+        let spoof = [("service.k8s.aws/stack-namespace", "victim"), ("service.k8s.aws/stack-name", "web")];
+        let msg = foreign_stack_labels(&tgb(&spoof, None, false)).expect("refused");
+        for needle in ["shop/web", "service.k8s.aws/stack-namespace=\"victim\"", "(\"shop\" here)", "Fix:"] {
+            assert!(msg.contains(needle), "{needle}: {msg}");
+        }
+        let ing = [("ingress.k8s.aws/stack-namespace", "victim"), ("ingress.k8s.aws/stack-name", "site")];
+        assert!(foreign_stack_labels(&tgb(&ing, None, false)).unwrap().contains("ingress.k8s.aws/stack-name"));
+        let own = [("service.k8s.aws/stack-namespace", "shop"), ("service.k8s.aws/stack-name", "web")];
+        assert_eq!(foreign_stack_labels(&tgb(&own, None, false)), None);
+        assert_eq!(foreign_stack_labels(&tgb(&[("ingress.k8s.aws/stack", "team-a")], None, false)), None);
+        assert_eq!(foreign_stack_labels(&tgb(&[], None, false)), None);
+    }
+
+    #[test]
+    fn stack_ownership_table() {
+        let svc_labels: BTreeMap<String, String> =
+            [("service.k8s.aws/stack-namespace", "shop"), ("service.k8s.aws/stack-name", "web")]
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+        let service = StackOwner {
+            labels: svc_labels.clone(),
+            namespace: Some("shop".into()),
+            owner: Some(("Service".into(), "uid-web".into())),
+        };
+        let group = StackOwner {
+            labels: [("ingress.k8s.aws/stack".to_string(), "team-a".to_string())].into(),
+            namespace: None,
+            owner: None,
+        };
+        let with = |ns: &str, labels: &[(&str, &str)], owner: Option<(&str, &str)>| {
+            let mut b = tgb(labels, None, false);
+            b.metadata.namespace = Some(ns.into());
+            b.metadata.owner_references = owner.map(|(kind, uid)| {
+                vec![OwnerReference {
+                    api_version: "v1".into(),
+                    kind: kind.into(),
+                    name: "x".into(),
+                    uid: uid.into(),
+                    ..Default::default()
+                }]
+            });
+            b
+        };
+        let labels = [("service.k8s.aws/stack-namespace", "shop"), ("service.k8s.aws/stack-name", "web")];
+        let cases: Vec<(&str, &StackOwner, TargetGroupBinding, bool)> = vec![
+            ("ours: owner reference by UID", &service, with("shop", &[], Some(("Service", "uid-web"))), true),
+            ("ALBC's: every stack label, no owner reference", &service, with("shop", &labels, None), true),
+            ("labels and our owner reference", &service, with("shop", &labels, Some(("Service", "uid-web"))), true),
+            ("spoof: the labels from another namespace", &service, with("attacker", &labels, None), false),
+            (
+                "spoof: another namespace even with our UID",
+                &service,
+                with("attacker", &labels, Some(("Service", "uid-web"))),
+                false,
+            ),
+            (
+                "labels, but another Service's owner reference",
+                &service,
+                with("shop", &labels, Some(("Service", "uid-api"))),
+                false,
+            ),
+            ("some labels only", &service, with("shop", &labels[..1], None), false),
+            ("a plain binding", &service, with("shop", &[], None), false),
+            (
+                "explicit group member, any namespace",
+                &group,
+                with("team-b", &[("ingress.k8s.aws/stack", "team-a")], None),
+                true,
+            ),
+            ("another group", &group, with("team-b", &[("ingress.k8s.aws/stack", "team-b")], None), false),
+        ];
+        for (what, stack, b, want) in cases {
+            assert_eq!(stack_owns(stack, &b), want, "{what}");
+        }
+        let no_labels = StackOwner { labels: BTreeMap::new(), namespace: Some("shop".into()), owner: None };
+        assert!(!stack_owns(&no_labels, &with("shop", &[], None)), "no labels to match: owns nothing");
     }
 
     #[test]
@@ -281,6 +432,14 @@ mod tests {
                 Some("ingress.k8s.aws/stack"),
             ),
             ("stack binding, untagged target group", &svc, None, false, vec![], None),
+            (
+                "spoofed labels of another namespace's stack",
+                &[("service.k8s.aws/stack-namespace", "victim"), ("service.k8s.aws/stack-name", "web")],
+                None,
+                false,
+                vec![ours, ("service.k8s.aws/stack", "victim/web")],
+                Some("service.k8s.aws/stack"),
+            ),
             (
                 "multi-cluster binding shares another cluster's group",
                 &[],

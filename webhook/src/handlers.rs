@@ -25,7 +25,7 @@ use lbc_model::admission::{
     validate_tgb_update,
 };
 use lbc_model::crd::{IngressClassParams, TargetGroupBinding, TargetGroupBindingSpec};
-use lbc_model::tg_ownership::foreign_by_tags;
+use lbc_model::tg_ownership::{foreign_by_tags, foreign_stack_labels};
 use serde::de::DeserializeOwned;
 use std::future::Future;
 use std::sync::Arc;
@@ -370,17 +370,33 @@ async fn tgb_validation(s: &WebhookState, req: AdmissionRequest<TargetGroupBindi
         Operation::Update => req.old_object.as_ref(),
         _ => None,
     };
-    // Never block metadata-only updates: the controller adds and removes its finalizer with
-    // them, and a binding whose target group is gone must still be deletable.
-    if old.is_some_and(|o| o.spec == new.spec) || new.metadata.deletion_timestamp.is_some() {
+    if new.metadata.deletion_timestamp.is_some() {
         return Decision::allow();
     }
-    let mut violations = validate_tgb_spec(&new.spec);
+    let ns = req.namespace.as_deref().or(new.metadata.namespace.as_deref()).unwrap_or_default();
+    // Stack labels naming another namespace's stack, on create or when the labels change (a
+    // label-only update included): never a stack's binding, said at once.
+    let labels_changed = old.is_none_or(|o| o.metadata.labels != new.metadata.labels);
+    let mut labelled = new.clone();
+    labelled.metadata.namespace = Some(ns.to_string());
+    let label_violation = labels_changed
+        .then(|| foreign_stack_labels(&labelled))
+        .flatten()
+        .map(|m| Violation::new("metadata.labels", "foreign_stack_labels", m));
+    // Never block other metadata-only updates: the controller adds and removes its finalizer
+    // with them, and a binding whose target group is gone must still be deletable.
+    if old.is_some_and(|o| o.spec == new.spec) {
+        return match label_violation {
+            Some(v) => deny(&[v]),
+            None => Decision::allow(),
+        };
+    }
+    let mut violations: Vec<Violation> = label_violation.into_iter().collect();
+    violations.extend(validate_tgb_spec(&new.spec));
     if let Some(old) = old {
         violations.extend(validate_tgb_update(&old.spec, &new.spec));
     }
     let mut warnings = Vec::new();
-    let ns = req.namespace.as_deref().or(new.metadata.namespace.as_deref()).unwrap_or_default();
     let name = new.metadata.name.as_deref().unwrap_or(&req.name);
     if s.cluster().synced() {
         let all = s.cluster().all_bindings();

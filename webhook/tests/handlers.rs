@@ -753,14 +753,39 @@ async fn tgb_validator_denies_foreign_target_groups() {
         &["service.k8s.aws/stack=\"other/api\"", "belongs to another stack"],
     );
 
-    // The binding of the stack that made it (ALBC's stack labels): admitted.
+    // The binding of the stack that made it (ALBC's stack labels, in the stack's namespace): admitted.
+    h.aws.set_tags(ARN, &[("elbv2.k8s.aws/cluster", "prod"), ("service.k8s.aws/stack", "shop/api")]);
     let mut own = defaulted_tgb();
     set(
         &mut own,
         "/request/object/metadata/labels",
-        json!({"service.k8s.aws/stack-namespace": "other", "service.k8s.aws/stack-name": "api"}),
+        json!({"service.k8s.aws/stack-namespace": "shop", "service.k8s.aws/stack-name": "api"}),
     );
     assert_unchanged(&h.post(PATH_VALIDATE_TGB, &own).await);
+    // The same labels in another namespace than the stack's: denied, naming the label (issue 32).
+    let mut spoofed = defaulted_tgb();
+    set(
+        &mut spoofed,
+        "/request/object/metadata/labels",
+        json!({"service.k8s.aws/stack-namespace": "other", "service.k8s.aws/stack-name": "api"}),
+    );
+    assert_denied(
+        &h.post(PATH_VALIDATE_TGB, &spoofed).await,
+        403,
+        &["service.k8s.aws/stack-namespace=\"other\"", "(\"shop\" here)", "Fix:"],
+    );
+    // ...also when only the labels change (an update whose spec is the same).
+    let mut relabel = spoofed.clone();
+    relabel["request"]["operation"] = json!("UPDATE");
+    relabel["request"]["oldObject"] = defaulted_tgb()["request"]["object"].clone();
+    assert_denied(&h.post(PATH_VALIDATE_TGB, &relabel).await, 403, &["service.k8s.aws/stack-namespace"]);
+    // A label-only update that leaves the stack labels alone is never blocked (finalizers, deletion).
+    let mut finalizer = defaulted_tgb();
+    finalizer["request"]["operation"] = json!("UPDATE");
+    finalizer["request"]["oldObject"] = defaulted_tgb()["request"]["object"].clone();
+    set(&mut finalizer, "/request/object/metadata/finalizers", json!(["elbv2.k8s.aws/resources"]));
+    assert_unchanged(&h.post(PATH_VALIDATE_TGB, &finalizer).await);
+    h.aws.set_tags(ARN, &[("elbv2.k8s.aws/cluster", "prod"), ("service.k8s.aws/stack", "other/api")]);
 
     // A multi-cluster binding may share it (it only deregisters what it registered).
     let mut multi = defaulted_tgb();

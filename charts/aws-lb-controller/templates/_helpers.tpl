@@ -70,6 +70,16 @@ matchConditions:
 {{- end }}
 {{- end }}
 
+{{/* The validating binding webhook also sees label-only updates: stack labels naming another
+     namespace's stack are refused (docs/security.md). */}}
+{{- define "lbc.tgbValidateMatchConditions" -}}
+{{- if semverCompare ">=1.30-0" .Capabilities.KubeVersion.Version }}
+matchConditions:
+  - name: spec-or-labels-changed
+    expression: "request.operation != 'UPDATE' || object.spec != oldObject.spec || object.metadata.?labels.orValue({}) != oldObject.metadata.?labels.orValue({})"
+{{- end }}
+{{- end }}
+
 {{/* Failure policy of the Service and Ingress webhooks when none is set, from (list $ <policy with
      matchConditions>): they see kinds every other controller creates too. With matchConditions
      (Kubernetes >= 1.30) only LoadBalancer Services and Ingresses that may be ours reach them, so the

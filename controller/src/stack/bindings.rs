@@ -3,7 +3,9 @@
 //! (`lbc_model::lb::tags` prefix + `stack-namespace`/`stack-name` for a Service or an implicit
 //! IngressGroup, `stack` for an explicit group), by which they are found again, and for a Service
 //! an owner reference, so the TargetGroupBinding controller (and ALBC tooling) sees them like any
-//! other binding.
+//! other binding. Labels alone never reach across namespaces (`lbc_model::tg_ownership::stack_owns`):
+//! a tenant labelling its own binding with another namespace's stack neither gets it updated or
+//! deleted by that stack nor holds that stack's teardown.
 
 use super::StackIo;
 use crate::error::{OkIfGone, Result};
@@ -12,7 +14,9 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::{Resource, ResourceExt};
 use lbc_model::crd::TargetGroupBinding;
 use lbc_model::digest::ReadDigest;
+use lbc_model::names::TGB_FINALIZER;
 use lbc_model::service::build::TargetGroupBindingTemplate;
+use lbc_model::tg_ownership::{StackOwner, stack_owns};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -25,6 +29,8 @@ pub struct BindingOwner {
     pub labels: BTreeMap<String, String>,
     /// Set on every binding (a Service's; an IngressGroup spans namespaces and has none, as in ALBC).
     pub owner_ref: Option<OwnerReference>,
+    /// Which bindings are the stack's ([`lbc_model::tg_ownership::stack_owns`]).
+    stack: StackOwner,
 }
 
 impl BindingOwner {
@@ -38,17 +44,16 @@ impl BindingOwner {
             ]),
             None => BTreeMap::from([(format!("{prefix}/stack"), name.to_string())]),
         };
-        Self { labels, owner_ref }
+        let stack = StackOwner {
+            labels: labels.clone(),
+            namespace: namespace.map(str::to_string),
+            owner: owner_ref.as_ref().map(|r| (r.kind.clone(), r.uid.clone())),
+        };
+        Self { labels, owner_ref, stack }
     }
 
     fn owns(&self, t: &TargetGroupBinding) -> bool {
-        let labels = t.labels();
-        let labelled = self.labels.iter().all(|(k, v)| labels.get(k) == Some(v));
-        let by_ref = self
-            .owner_ref
-            .as_ref()
-            .is_some_and(|o| t.owner_references().iter().any(|r| r.uid == o.uid && r.kind == o.kind));
-        labelled || by_ref
+        stack_owns(&self.stack, t)
     }
 }
 
@@ -123,14 +128,17 @@ fn covers(have: &lbc_model::crd::TargetGroupBindingSpec, want: &lbc_model::crd::
     w.iter().all(|(k, v)| v.is_null() || h.get(k) == Some(v))
 }
 
-/// Deletes every owned binding; `true` once none is left in the cache (their finalizers have
-/// deregistered the targets), so target groups can go.
+/// Deletes every owned binding; `true` once none left in the cache still carries our finalizer
+/// (its cleanup has deregistered the targets), so target groups can go. A binding some other
+/// finalizer keeps after ours is gone does not hold the stack's teardown.
 pub async fn delete_all(io: &StackIo, owner: &BindingOwner) -> Result<bool> {
     let current = owned(io, owner);
     for c in current.iter().filter(|c| c.meta().deletion_timestamp.is_none()) {
         delete(io, c).await?;
     }
-    Ok(current.is_empty())
+    Ok(current
+        .iter()
+        .all(|c| c.meta().deletion_timestamp.is_some() && !c.finalizers().iter().any(|f| f == TGB_FINALIZER)))
 }
 
 async fn delete(io: &StackIo, t: &TargetGroupBinding) -> Result<()> {
