@@ -299,3 +299,21 @@ async fn an_unusable_client_ca_file_stops_the_start_with_its_reason() {
     let missing = lbc_webhook::client_ca_roots(Path::new("/nonexistent/ca.crt")).unwrap_err().to_string();
     assert!(missing.contains("cannot be read"), "{missing}");
 }
+
+#[tokio::test]
+async fn a_pod_review_near_the_etcd_limit_fits_the_default_limits_and_is_answered() {
+    // 1.5 MiB of environment variables in the fixture's pod: the largest Pod etcd stores.
+    let mut review: serde_json::Value = serde_json::from_slice(&fixture("pod-create.json")).unwrap();
+    let env: Vec<serde_json::Value> = (0..25_500)
+        .map(|i| serde_json::json!({"name": format!("SETTING_{i:06}"), "value": format!("value-{i:06}-abcdefghij")}))
+        .collect();
+    review["request"]["object"]["spec"]["containers"][0]["env"] = serde_json::Value::Array(env);
+    let body = serde_json::to_vec(&review).unwrap();
+    assert!(body.len() > 1_400_000 && body.len() < 1_700_000, "{} bytes", body.len());
+    let defaults = Limits::default();
+    let cost = decode_cost(&body);
+    assert!(cost < defaults.decode_budget_bytes / 2, "{cost} bytes to decode {} bytes", body.len());
+    eprintln!("a {} byte Pod review: decode cost {} MiB", body.len(), cost >> 20);
+    let server = start(Limits { max_body_bytes: defaults.max_body_bytes, ..limits() }, None).await;
+    assert_eq!(server.post(PATH_MUTATE_POD, body).await.0, 200);
+}
