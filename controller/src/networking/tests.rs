@@ -128,9 +128,12 @@ impl T {
 async fn a_new_target_groups_binding_gets_its_rule_on_the_pods_group_once() {
     let t = world().await;
     t.w.put(|c| &mut c.tgbs, binding("web-tg", &t.lb_sg));
+    t.w.net.reject_unknown_sources();
     let s = t.rules.pass().await.unwrap();
     assert_eq!((s.bindings, s.authorized, s.revoked, s.problems), (1, 1, 0, 0));
-    assert_eq!(t.net_writes(), vec!["AuthorizeSecurityGroupIngress"]);
+    // A healthy pass: one read of the ENIs, one of the cluster's groups, one write per group.
+    let (_, calls) = t.w.aws();
+    assert_eq!(calls, ["DescribeNetworkInterfaces", "DescribeSecurityGroups", "AuthorizeSecurityGroupIngress"]);
     let from_lb = RuleSource::SecurityGroup(t.lb_sg.clone());
     assert_eq!(t.ingress(&t.node_sg), vec![rule(&from_lb, 8080, RULE_DESCRIPTION)]);
     assert!(t.ingress(&t.lb_sg).is_empty(), "the source group is not written");
