@@ -346,14 +346,15 @@ impl BackendRules {
             }
         }
 
-        // Remember what each binding had: a binding refused this pass keeps its old memory.
+        // Remember what each binding had: a binding refused this pass keeps its old memory (none:
+        // what it asked for, of which only rules EC2 took can exist).
         {
             let mut m = self.memory.lock().expect("memory");
             let mut next = BTreeMap::new();
             for (key, outcome) in plan.bindings {
-                let rules = match refused_bindings.contains(&key) {
-                    true => memory.get(&key).cloned().unwrap_or_default(),
-                    false => outcome.remember,
+                let rules = match (refused_bindings.contains(&key), memory.get(&key)) {
+                    (true, Some(old)) => old.clone(),
+                    _ => outcome.remember,
                 };
                 if !rules.is_empty() {
                     next.insert(key, rules);

@@ -542,3 +542,25 @@ async fn a_full_group_takes_the_rules_that_fit_and_names_the_one_that_did_not() 
         assert!(note.contains(part), "{part:?} missing from {note}");
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_binding_refused_for_one_peer_keeps_the_rule_of_its_other_peer() {
+    let t = world().await;
+    t.w.net.reject_unknown_sources();
+    // Peers: an existing group and one that does not exist. The first pass learns that from EC2
+    // (the batch is refused, the good peer's rule goes alone); from then on the binding is Bad, and
+    // the rule that landed is kept, not revoked.
+    let two = json!({"ingress": [{"from": [{"securityGroup": {"groupID": t.lb_sg}}, {"securityGroup": {"groupID": "sg-0ghost"}}],
+                                  "ports": [{"port": 8080}]}]});
+    t.w.put(|c| &mut c.tgbs, tenant_binding(&t, "team", "two-peers", 7, two));
+    t.w.aws();
+    let s = t.rules.pass().await.unwrap();
+    assert_eq!((s.authorized, s.refused), (1, 1), "{s:?}");
+    let kept = vec![rule(&RuleSource::SecurityGroup(t.lb_sg.clone()), 8080, RULE_DESCRIPTION)];
+    assert_eq!(t.ingress(&t.node_sg), kept);
+    t.w.aws();
+    let s = t.rules.pass().await.unwrap();
+    assert_eq!((s.authorized, s.revoked, s.withheld_revokes), (0, 0, 1), "{s:?}");
+    assert!(t.net_writes().is_empty());
+    assert_eq!(t.ingress(&t.node_sg), kept);
+}
