@@ -96,7 +96,11 @@ pub fn validate_ingress(
 
 /// ALBC's checks of an IngressClassParams, each violation naming the field, the value and the fix.
 pub fn validate_ingress_class_params(spec: &IngressClassParamsSpec) -> Vec<Violation> {
-    let mut v = Vec::new();
+    let mut v: Vec<Violation> =
+        crate::lb::tags::reserved_tag_problem(spec.tags.iter().map(|t| t.key.as_str()), "spec.tags")
+            .map(|m| Violation::new("spec.tags", "reserved_tag", m))
+            .into_iter()
+            .collect();
     for (i, cidr) in spec.inbound_cidrs.iter().enumerate() {
         if let Some(problem) = cidr_problem(cidr) {
             v.push(Violation::new(

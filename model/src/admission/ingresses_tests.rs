@@ -233,3 +233,16 @@ fn class_params_names_and_ports() {
     assert_eq!(fields, ["spec.group.name", "spec.loadBalancerName", "spec.sslRedirectPort", "spec.listeners"]);
     assert!(validate_ingress_class_params(&IngressClassParamsSpec::default()).is_empty());
 }
+
+/// Issue 32: IngressClassParams tags may not carry an ownership prefix (ours or the upstream's).
+#[test]
+fn ingress_class_params_tags_with_an_ownership_prefix_are_denied() {
+    use crate::crd::ingress_class_params::KeyValue;
+    let kv = |k: &str| KeyValue { key: k.into(), value: "v".into() };
+    let spec = IngressClassParamsSpec { tags: vec![kv("team"), kv("service.k8s.aws/stack")], ..Default::default() };
+    let v = validate_ingress_class_params(&spec);
+    assert_eq!(v.iter().map(|v| v.field).collect::<Vec<_>>(), ["spec.tags"]);
+    assert!(v[0].message.contains("\"service.k8s.aws/stack\" (prefix \"service.k8s.aws/\") in spec.tags"), "{}", v[0]);
+    let fine = IngressClassParamsSpec { tags: vec![kv("team"), kv("kubernetes.io/owner")], ..Default::default() };
+    assert!(validate_ingress_class_params(&fine).is_empty());
+}

@@ -4,7 +4,7 @@
 //! key names and accepted values, never in how a value is read or reported.
 
 use super::{Reader, Unsupported};
-use crate::lb::tags::reserved_tag_keys;
+use crate::lb::tags::{reserved_tag_prefix, reserved_tag_problem};
 use crate::lb::{Protocol, Tags};
 
 /// Where health checks go, as the annotation says it.
@@ -131,22 +131,15 @@ pub(crate) fn valid_success_codes(raw: &str, (min, max): (u16, u16)) -> bool {
         })
 }
 
-/// A user tag map (`key=value,…`) minus the keys the controller owns for `tag_prefix`; each clash
-/// is reported in `unsupported` so the user learns why the tag did not stick.
-pub(crate) fn user_tags(
-    r: &mut Reader<'_>,
-    suffix: &str,
-    tag_prefix: &str,
-    unsupported: &mut Vec<Unsupported>,
-) -> Tags {
+/// A user tag map (`key=value,…`) minus every key with an ownership prefix, ours or the upstream
+/// controller's, of any stack kind ([`reserved_tag_problem`]): they are named in `unsupported`
+/// (a Warning) so the user learns why those tags did not stick.
+pub(crate) fn user_tags(r: &mut Reader<'_>, suffix: &str, unsupported: &mut Vec<Unsupported>) -> Tags {
     let mut tags = r.map(suffix).unwrap_or_default();
-    for key in reserved_tag_keys(tag_prefix) {
-        if tags.remove(&key).is_some() {
-            unsupported.push(Unsupported {
-                key: r.key(suffix),
-                reason: format!("tag {key} is set by the controller and cannot be overridden"),
-            });
-        }
+    let annotation = r.key(suffix);
+    if let Some(reason) = reserved_tag_problem(tags.keys().map(String::as_str), &format!("annotation {annotation}")) {
+        tags.retain(|key, _| reserved_tag_prefix(key).is_none());
+        unsupported.push(Unsupported { key: annotation, reason });
     }
     tags
 }

@@ -19,7 +19,6 @@ use super::keys::{self as k, PREFIX};
 use crate::annotations::fields::{HealthCheckKeys, HealthCheckSettings, health_check, user_tags};
 use crate::annotations::{AnnotationErrors, Reader, Unsupported};
 use crate::crd::TargetType;
-use crate::lb::tags::INGRESS_TAG_PREFIX;
 use crate::lb::{Attributes, LbIpAddressType, Protocol, Scheme, Tags};
 
 /// `auth-type`.
@@ -214,7 +213,7 @@ pub(super) fn backend(r: &mut Reader<'_>, unsupported: &mut Vec<Unsupported>) ->
             session_cookie: r.string(k::AUTH_SESSION_COOKIE),
             session_timeout_seconds: r.int(k::AUTH_SESSION_TIMEOUT, 1, 604_800).map(u64::from),
         },
-        tags: user_tags(r, k::TAGS, INGRESS_TAG_PREFIX, unsupported),
+        tags: user_tags(r, k::TAGS, unsupported),
         multi_cluster_target_group: r.bool(k::MULTI_CLUSTER_TARGET_GROUP),
         target_node_labels: r.map(k::TARGET_NODE_LABELS),
     }

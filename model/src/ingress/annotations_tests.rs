@@ -139,6 +139,13 @@ fn unsupported_and_unknown_are_listed() {
     let reserved = ok(&[(k::TAGS, "elbv2.k8s.aws/cluster=x,team=a")]);
     assert_eq!(reserved.backend.tags.len(), 1);
     assert_eq!(reserved.unsupported.len(), 1);
+    // Issue 32: an Ingress may not put a Service stack's (or any controller's) tag on its resources.
+    let injected = ok(&[(k::TAGS, "service.k8s.aws/stack=victim/web,service.k8s.aws/resource=x,team=a")]);
+    assert_eq!(injected.backend.tags.keys().collect::<Vec<_>>(), ["team"]);
+    assert_eq!(injected.unsupported.len(), 1);
+    assert_eq!(injected.unsupported[0].key, full_key(k::TAGS));
+    let reason = &injected.unsupported[0].reason;
+    assert!(reason.contains("\"service.k8s.aws/resource\" (prefix") && reason.contains("\"service.k8s.aws/stack\""));
 }
 
 #[test]

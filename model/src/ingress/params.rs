@@ -28,7 +28,9 @@ pub fn apply_params(
 
 /// Fields of the params that cannot be honoured as written, each with its fix.
 fn refusals(p: &IngressClassParamsSpec) -> Vec<String> {
-    let mut out = Vec::new();
+    let keys = p.tags.iter().map(|t| t.key.as_str());
+    let mut out: Vec<String> =
+        crate::lb::tags::reserved_tag_problem(keys, "IngressClassParams spec.tags").into_iter().collect();
     if let Some(pool) = p.ipam_configuration.as_ref().and_then(|c| c.ipv4_ipam_pool_id.as_deref()) {
         out.push(format!(
             "spec.ipamConfiguration.ipv4IPAMPoolId is {pool:?}, but this controller does not assign load-balancer \
@@ -238,6 +240,14 @@ mod tests {
         let ok = IngressClassParamsSpec::default;
         let tags = |k: &str| -> BTreeMap<String, Vec<String>> { [(k.to_string(), vec![])].into() };
         let cases: Vec<(&str, IngressClassParamsSpec, &str)> = vec![
+            (
+                "a Service stack's tag among the tags",
+                IngressClassParamsSpec {
+                    tags: vec![KeyValue { key: "service.k8s.aws/stack".into(), value: "victim/web".into() }],
+                    ..ok()
+                },
+                "tag \"service.k8s.aws/stack\" (prefix \"service.k8s.aws/\") in IngressClassParams spec.tags",
+            ),
             (
                 "ipam",
                 IngressClassParamsSpec {

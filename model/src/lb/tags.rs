@@ -72,10 +72,34 @@ pub fn resource_tags(t: &Tracking<'_>, default_tags: &Tags, additional: &Tags) -
     tags
 }
 
-/// Keys a user may not set through an annotation because the controller owns them; a clash
-/// is reported (rather than silently dropped) so the user learns why the tag did not stick.
-pub fn reserved_tag_keys(prefix: &str) -> [String; 3] {
-    [CLUSTER_TAG.to_string(), stack_tag_key(prefix), resource_tag_key(prefix)]
+/// Tag key prefixes that mark AWS resources as a controller's (ours and the upstream's: its
+/// Service, Ingress and Gateway stacks and its cluster tag). Stacks find their resources by tag,
+/// so a user tag with one of these prefixes could put a tenant's resources inside another stack's
+/// tag query, whose plan would then delete them: user tags (annotations, IngressClassParams) may
+/// not use them.
+pub const OWNERSHIP_TAG_PREFIXES: [&str; 5] =
+    ["elbv2.k8s.aws/", "service.k8s.aws/", "ingress.k8s.aws/", "gateway.k8s.aws.nlb/", "gateway.k8s.aws.alb/"];
+
+/// The ownership prefix `key` starts with, if any ([`OWNERSHIP_TAG_PREFIXES`]).
+pub fn reserved_tag_prefix(key: &str) -> Option<&'static str> {
+    OWNERSHIP_TAG_PREFIXES.into_iter().find(|p| key.starts_with(p))
+}
+
+/// Why the user tags set in `source` are refused, naming each key with an ownership prefix
+/// among `keys` and its prefix; `None` when none has one. Only those tags are left out.
+pub fn reserved_tag_problem<'a>(keys: impl IntoIterator<Item = &'a str>, source: &str) -> Option<String> {
+    let refused: Vec<String> =
+        keys.into_iter().filter_map(|k| reserved_tag_prefix(k).map(|p| format!("{k:?} (prefix {p:?})"))).collect();
+    if refused.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "tag {} in {source} uses a prefix that marks AWS resources as a load balancer controller's stack or cluster: \
+         user tags may not use {} (such a tag could put these resources inside another stack's tag query, whose \
+         owner would then delete them). The tag is not applied, the other tags are; remove it from {source}",
+        refused.join(", "),
+        OWNERSHIP_TAG_PREFIXES.join(", ")
+    ))
 }
 
 /// Tags of the cluster-wide backend security group.
@@ -125,6 +149,35 @@ mod tests {
         assert_eq!(stack_tags(SERVICE_TAG_PREFIX, "c", "a/b").len(), 2);
         let b = backend_security_group_tags("prod", &tags(&[("elbv2.k8s.aws/resource", "no")]));
         assert_eq!(b["elbv2.k8s.aws/resource"], "backend-sg");
-        assert!(reserved_tag_keys(SERVICE_TAG_PREFIX).contains(&"elbv2.k8s.aws/cluster".to_string()));
+    }
+
+    #[test]
+    fn ownership_prefixes_are_reserved_in_user_tags() {
+        // (key, refused)
+        let cases = [
+            ("elbv2.k8s.aws/cluster", true),
+            ("elbv2.k8s.aws/anything", true),
+            ("service.k8s.aws/stack", true),
+            ("service.k8s.aws/resource", true),
+            ("ingress.k8s.aws/stack", true),
+            ("ingress.k8s.aws/cluster", true),
+            ("gateway.k8s.aws.alb/stack", true),
+            ("gateway.k8s.aws.nlb/resource", true),
+            ("team", false),
+            ("kubernetes.io/cluster/prod", false),
+            ("ingress.k8s.aws", false),
+            ("my.ingress.k8s.aws/stack", false),
+            ("Service.k8s.aws/stack", false),
+        ];
+        for (key, refused) in cases {
+            let problem = reserved_tag_problem([key, "team"], "annotation a/b");
+            assert_eq!(problem.is_some(), refused, "{key}");
+            if let Some(p) = problem {
+                let named = format!("{key:?} (prefix {:?})", reserved_tag_prefix(key).unwrap());
+                assert!(p.contains(&named) && p.contains("annotation a/b") && !p.contains("\"team\""), "{p}");
+            }
+        }
+        let both = reserved_tag_problem(["ingress.k8s.aws/stack", "elbv2.k8s.aws/x"], "s").unwrap();
+        assert!(both.contains("\"ingress.k8s.aws/stack\" (prefix") && both.contains("\"elbv2.k8s.aws/x\" (prefix"));
     }
 }

@@ -17,7 +17,6 @@ pub use crate::annotations::Unsupported;
 pub use crate::annotations::fields::{HealthCheckPortSetting, HealthCheckSettings};
 use crate::annotations::fields::{health_check, minimum_capacity, user_tags};
 use crate::annotations::{AnnotationErrors, Reader};
-use crate::lb::tags::SERVICE_TAG_PREFIX;
 use crate::lb::{Attributes, LbIpAddressType, Protocol, Scheme, Tags};
 
 /// A subnet named by the `subnets` annotation: an ID (`subnet-…`) or the value of its `Name` tag.
@@ -158,7 +157,7 @@ pub fn parse_annotations(annotations: &BTreeMap<String, String>) -> Result<NlbSe
     s.proxy_protocol_ports = r
         .checked_list(k::PROXY_PROTOCOL_PER_TARGET_GROUP, "Service port numbers", |x| x.parse::<u16>().ok())
         .map(|v| v.into_iter().collect());
-    s.additional_tags = user_tags(&mut r, k::ADDITIONAL_TAGS, SERVICE_TAG_PREFIX, &mut s.unsupported);
+    s.additional_tags = user_tags(&mut r, k::ADDITIONAL_TAGS, &mut s.unsupported);
     s.health_check = health_check(&mut r, &HEALTH_CHECK_KEYS);
     s.ssl_certificates = r.list(k::SSL_CERT).unwrap_or_default();
     s.ssl_ports = r.list(k::SSL_PORTS).unwrap_or_default();

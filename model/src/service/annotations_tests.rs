@@ -215,7 +215,7 @@ fn unsupported_and_unknown_are_reported_not_ignored() {
         (k::ENABLE_PREFIX_FOR_IPV6_SOURCE_NAT, "on"),
         (k::BACKEND_PROTOCOL, "http"),
         ("actions.TCP-80", "{}"),
-        (k::ADDITIONAL_TAGS, "elbv2.k8s.aws/cluster=other,team=a"),
+        (k::ADDITIONAL_TAGS, "elbv2.k8s.aws/cluster=other,team=a,ingress.k8s.aws/stack=victim,service.k8s.aws/x=y"),
         ("aws-load-balancer-helthcheck-path", "/x"),
         ("aws-load-balancer-connection-idle-timeout", "60"),
     ]);
@@ -235,7 +235,17 @@ fn unsupported_and_unknown_are_reported_not_ignored() {
         w.iter()
             .any(|m| m.starts_with("unknown annotation service.beta.kubernetes.io/aws-load-balancer-helthcheck-path"))
     );
-    assert!(w.iter().any(|m| m.contains("elbv2.k8s.aws/cluster is set by the controller")));
+    // Every ownership prefix, ours and the upstream's of any stack kind, is refused in user tags,
+    // each key named with its prefix.
+    let refused = w.iter().find(|m| m.contains("uses a prefix that marks")).expect("the refused tags named");
+    for (key, prefix) in [
+        ("elbv2.k8s.aws/cluster", "elbv2.k8s.aws/"),
+        ("ingress.k8s.aws/stack", "ingress.k8s.aws/"),
+        ("service.k8s.aws/x", "service.k8s.aws/"),
+    ] {
+        assert!(refused.contains(&format!("{key:?} (prefix {prefix:?})")), "{key}: {refused}");
+    }
+    assert!(refused.contains("The tag is not applied, the other tags are") && !refused.contains("\"team\""));
     // Other prefixes are not ours to judge.
     assert!(ok(&[]).unknown.is_empty());
     let foreign = parse_annotations(&BTreeMap::from([("example.com/x".to_string(), "y".to_string())])).unwrap();
