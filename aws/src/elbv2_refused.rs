@@ -4,7 +4,7 @@
 //! no credentials of that role are ever requested.
 
 use crate::elbv2::{ElbV2, RegisteredTarget, TargetGroupInfo};
-use crate::error::{AwsError, ErrorKind};
+use crate::error::{AwsError, ErrorKind, REFUSED_BY_TENANCY_POLICY};
 use async_trait::async_trait;
 use lbc_model::nodes::InstanceTarget;
 use lbc_model::target::{Target, TargetHealth};
@@ -22,7 +22,9 @@ impl RefusedElbV2 {
     }
 
     fn refuse<T>(&self, operation: &'static str) -> Result<T, AwsError> {
-        Err(AwsError::new(ErrorKind::AccessDenied, SERVICE, operation, self.reason.clone()))
+        let mut e = AwsError::new(ErrorKind::AccessDenied, SERVICE, operation, self.reason.clone());
+        e.code = Some(REFUSED_BY_TENANCY_POLICY.into());
+        Err(e)
     }
 }
 
@@ -97,6 +99,8 @@ mod tests {
         ];
         for e in errors {
             assert!(e.message.contains("not granted"), "{e}");
+            assert!(!e.to_string().contains("IAM policy"), "not blamed on the IAM policy: {e}");
+            assert!(e.to_string().contains("(RefusedByTenancyPolicy)"), "{e}");
             assert!(!e.kind.is_retryable(), "a refusal is not retried at once: {e:?}");
         }
     }

@@ -233,6 +233,10 @@ impl AwsError {
     }
 }
 
+/// The code of an [`ErrorKind::AccessDenied`] this controller made itself: the strict tenancy mode
+/// refused the call before it was sent (`crate::elbv2_refused`).
+pub const REFUSED_BY_TENANCY_POLICY: &str = "RefusedByTenancyPolicy";
+
 impl fmt::Display for AwsError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} {} failed", self.service, self.operation)?;
@@ -241,7 +245,8 @@ impl fmt::Display for AwsError {
         }
         write!(f, ": {}", self.message)?;
         let hint = match self.kind {
-            ErrorKind::AccessDenied => {
+            // AWS's denial, not a refusal of ours before any call (the strict tenancy mode's).
+            ErrorKind::AccessDenied if self.code.as_deref() != Some(REFUSED_BY_TENANCY_POLICY) => {
                 " — the controller's IAM policy lacks this action; compare it with docs/iam-policy.json"
             }
             ErrorKind::Credentials => {

@@ -177,7 +177,7 @@ pub struct Args {
     /// Tenancy mode (docs/security.md): `compatible` (every manifest the upstream controller
     /// accepts works; what the strict mode would refuse is reported as an exposure) or `strict`
     /// (only what the tenancy policy grants).
-    #[arg(long, default_value = "compatible")]
+    #[arg(long, default_value = "compatible", value_parser = parse_tenancy_mode())]
     pub tenancy_mode: lbc_model::tenancy::TenancyMode,
 
     /// The tenancy policy, JSON (the chart renders `tenancy.policy` into a ConfigMap mounted here;
@@ -470,6 +470,13 @@ pub struct Args {
     /// Path to a kubeconfig (in-cluster config or $KUBECONFIG when empty).
     #[arg(long, env = "KUBECONFIG", default_value = "")]
     pub kubeconfig: String,
+}
+
+/// `--tenancy-mode`'s values, listed for `--help` and shell completion.
+fn parse_tenancy_mode() -> impl clap::builder::TypedValueParser<Value = lbc_model::tenancy::TenancyMode> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(["compatible", "strict"])
+        .map(|v| v.parse::<lbc_model::tenancy::TenancyMode>().expect("every listed value is a mode"))
 }
 
 impl Args {

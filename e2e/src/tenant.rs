@@ -27,6 +27,11 @@ impl Tenant {
     /// to a Role over `elbv2.k8s.aws` TargetGroupBindings, and a client holding a one-hour token.
     pub async fn create(admin: &Client, env: &Env, namespace: &str, labels: &[(&str, &str)]) -> Tenant {
         crate::kube_util::namespace(admin, namespace, labels).await;
+        Self::join(admin, env, namespace).await
+    }
+
+    /// The tenant of an existing namespace (one a test's workload already runs in).
+    pub async fn join(admin: &Client, env: &Env, namespace: &str) -> Tenant {
         let sa = "team";
         let sas = Api::<ServiceAccount>::namespaced(admin.clone(), namespace);
         let obj = ServiceAccount {
