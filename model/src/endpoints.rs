@@ -287,6 +287,27 @@ where
     out
 }
 
+/// Takes out of `desired` the targets no known pod stands behind: an endpoint without a Pod
+/// target reference, or whose pod `known_pod` (by name, in the binding's namespace) does not
+/// know. Returned sorted, for the Warning that names them.
+///
+/// As the upstream controller: an EndpointSlice is writable by anyone who may write slices in the
+/// namespace, and an endpoint there may name any address (another team's pod, a database), so only
+/// endpoints backed by a pod of the binding's namespace become targets. Not applied to a Service
+/// without a selector, whose slices are the Service owner's own list of addresses (the documented
+/// way to put other addresses behind a load balancer).
+pub fn without_pods(desired: &mut DesiredTargets, known_pod: impl Fn(&str) -> bool) -> Vec<Target> {
+    let mut out = Vec::new();
+    desired.targets.retain(|t, pod| {
+        let keep = pod.as_ref().is_some_and(|p| known_pod(&p.name));
+        if !keep {
+            out.push(*t);
+        }
+        keep
+    });
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -655,5 +676,39 @@ mod tests {
         assert_eq!(d.stats.seen, 0, "no slice of the family carries the port");
         assert_eq!(d.stats.wanted_port, "80 (\"web\")");
         assert_eq!(d.stats.slice_ports, ["8080 (\"http\")", "9000 (\"admin\")"]);
+    }
+
+    #[test]
+    fn endpoints_without_a_known_pod_are_taken_out() {
+        let port = ServicePort { name: Some("http".into()), port: 80, ..Default::default() };
+        let mut forged = slice("IPv4", &[(Some("http"), 8080)], &[]);
+        forged.endpoints = vec![
+            // No target reference at all (a hand-written slice).
+            Endpoint { addresses: vec!["10.0.9.9".into()], ..Default::default() },
+            // A reference of another kind.
+            Endpoint {
+                addresses: vec!["10.0.9.8".into()],
+                target_ref: Some(ObjectReference {
+                    kind: Some("Node".into()),
+                    name: Some("n".into()),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+        ];
+        let real = slice(
+            "IPv4",
+            &[(Some("http"), 8080)],
+            &[("10.0.1.1", "a", Some(true), None), ("10.0.1.2", "ghost", Some(true), None)],
+        );
+        let ready = PodInfo::from_pod(&pod("a", &[("ContainersReady", "True"), ("Ready", "True")], &[]));
+        let pods: HashMap<&str, PodInfo> = [("a", ready)].into();
+        let mut d = run(&port, TargetGroupIpAddressType::Ipv4, &[forged, real], &pods, NodeReadiness::Ready);
+        assert_eq!(ips(&d), ["10.0.1.1:8080", "10.0.1.2:8080", "10.0.9.8:8080", "10.0.9.9:8080"], "before");
+        let out = without_pods(&mut d, |n| pods.contains_key(n));
+        assert_eq!(ips(&d), ["10.0.1.1:8080"], "only the endpoint of a known pod stays");
+        let out: Vec<String> = out.iter().map(Target::to_string).collect();
+        assert_eq!(out, ["10.0.1.2:8080", "10.0.9.8:8080", "10.0.9.9:8080"], "the others are named");
+        assert_eq!(d.stats.live(), 4, "they still count as live endpoints for the refuse-to-wipe guard");
     }
 }

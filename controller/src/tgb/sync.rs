@@ -14,7 +14,7 @@ use lbc_aws::throttle::Permit;
 use lbc_model::binding::{NextSync, is_ready, next_sync, owned_after, pending_gates};
 use lbc_model::checkpoint::checkpoint;
 use lbc_model::crd::{TargetGroupBinding, TargetType};
-use lbc_model::endpoints::{DesiredTargets, EndpointInputs, desired_targets, resolve_service_port};
+use lbc_model::endpoints::{DesiredTargets, EndpointInputs, desired_targets, resolve_service_port, without_pods};
 use lbc_model::names::readiness_gate_condition;
 use lbc_model::net::VpcCidrs;
 use lbc_model::plan::{PlanInput, batches, plan};
@@ -136,7 +136,10 @@ async fn prepare(
     };
 
     let gate = readiness_gate_condition(&tgb.name_any());
-    let desired = compute_desired(ctx, &ns, &svc, &svc_port, &tgb, &gate);
+    let mut desired = compute_desired(ctx, &ns, &svc, &svc_port, &tgb, &gate);
+    let has_selector = svc.spec.as_ref().and_then(|s| s.selector.as_ref()).is_some_and(|s| !s.is_empty());
+    let without_pod =
+        if has_selector { without_pods(&mut desired, |n| ctx.stores.pod(&ns, n).is_some()) } else { Vec::new() };
     let cp = checkpoint(&arn, tgb.metadata.generation.unwrap_or(0), desired.targets.keys());
     let pending_gates = !pending_gates(&desired).is_empty();
     let now = Instant::now();
@@ -166,6 +169,9 @@ async fn prepare(
         return Ok(Prepared::Done(Action::await_change()));
     }
     let vpc = vpc_cidrs(ctx, &tgb, &tg).await?;
+    if !without_pod.is_empty() && pass == Pass::First {
+        report_endpoints_without_pods(ctx, &tgb, &svc, &arn, &without_pod).await;
+    }
 
     // Registered targets: our cache, or one DescribeTargetHealth when unknown or due for
     // verification (drift: targets added or removed out of band).
@@ -206,7 +212,14 @@ async fn prepare(
     let labels = crate::metrics::TgbLabels { namespace: ns.clone(), name: tgb.name_any() };
     ctx.metrics.binding_seen(&labels);
     let plan = match plan(&input) {
-        Ok(p) => p,
+        Ok(mut p) => {
+            // Never registered either way; still reported as outside the VPC (never silently).
+            let outside = without_pod.iter().map(|t| t.ip).filter(|ip| !vpc.is_empty() && !vpc.contains(ip));
+            p.outside_vpc.extend(outside);
+            p.outside_vpc.sort();
+            p.outside_vpc.dedup();
+            p
+        }
         Err(refusal) => {
             ctx.metrics.deregister_all_refused.get_or_create(&labels).inc();
             let msg = format!("TargetGroupBinding {ns}/{} (target group {arn}): {refusal}", tgb.name_any());
@@ -597,6 +610,30 @@ async fn vpc_cidrs(ctx: &Context, tgb: &TargetGroupBinding, tg: &TargetGroupInfo
         return Ok(VpcCidrs::default());
     }
     ctx.vpc_cidrs(&vpc_id).await
+}
+
+/// Endpoints of the Service's EndpointSlices that no known pod of the namespace stands behind,
+/// left out of the target group ([`lbc_model::endpoints::without_pods`]).
+async fn report_endpoints_without_pods(
+    ctx: &Context,
+    tgb: &TargetGroupBinding,
+    svc: &Service,
+    arn: &str,
+    targets: &[Target],
+) {
+    let shown: Vec<String> = targets.iter().take(10).map(Target::to_string).collect();
+    let more = if targets.len() > 10 { format!(" (and {} more)", targets.len() - 10) } else { String::new() };
+    let ns = svc.namespace().unwrap_or_default();
+    let msg = format!(
+        "endpoint(s) {}{more} in the EndpointSlices of Service {ns}/{} were NOT registered in target group {arn}: no \
+         pod of namespace {ns} stands behind them (no Pod targetRef, or a pod this controller does not know). Only \
+         the endpoints of the namespace's own pods are registered, as the upstream controller does: EndpointSlices \
+         are writable by anyone who may write them in the namespace. To put other addresses behind a load balancer, \
+         use a Service without a selector and list them in its EndpointSlices",
+        shown.join(", "),
+        svc.name_any()
+    );
+    ctx.event(&tgb.object_ref(&()), true, "EndpointsWithoutPod", msg).await;
 }
 
 async fn report_overlay_ips(
