@@ -69,6 +69,17 @@ impl Scene {
         tenant_api(&self.tenant)
     }
 
+    /// The note of the first Warning of `reason` in the tenant's namespace (waits for it).
+    async fn tenant_warning(&self, reason: &str) -> String {
+        let events: Api<k8s_openapi::api::events::v1::Event> =
+            Api::namespaced(self.admin().clone(), &self.tenant.namespace);
+        eventually(&format!("the {reason} Warning"), 30, || async {
+            let list = events.list(&Default::default()).await.ok()?;
+            list.items.into_iter().find(|e| e.reason.as_deref() == Some(reason)).and_then(|e| e.note)
+        })
+        .await
+    }
+
     /// As the tenant: deletes binding `name` and waits until it is gone (its finalizer ran).
     async fn tenant_deletes_binding(&self, name: &str) {
         let api = self.tenant_api::<TargetGroupBinding>();
@@ -364,16 +375,37 @@ async fn a_forged_endpoint_without_a_pod_is_not_registered() {
     tenant_binding(&s.tenant, "web", &own_tg, json!({}), json!({})).await;
     reconciled(&s.tenant, "web").await;
     assert_eq!(aws::registered(s.elb(), &own_tg).await, BTreeSet::new(), "the victim's pod IP is not registered");
-    let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(s.admin().clone(), &ns);
-    let note = eventually("the EndpointsWithoutPod Warning", 30, || async {
-        let list = events.list(&Default::default()).await.ok()?;
-        list.items.into_iter().find(|e| e.reason.as_deref() == Some("EndpointsWithoutPod")).and_then(|e| e.note)
-    })
-    .await;
+    let note = s.tenant_warning("EndpointsWithoutPod").await;
     assert!(note.contains(&format!("{victim_ip}:8080")) && note.contains(&format!("{ns}/web")), "{note}");
     let (calls, _) = s.emu().calls(mark, Some(&own_tg)).await;
     assert_eq!(writes(&calls, &ctl.access_key), Vec::<String>::new(), "no target write at all");
     s.victim_untouched(&ctl, mark, "after the sync").await;
+    ctl.terminate();
+    s.cleanup().await;
+}
+
+/// Finding "target-group takeover": a plain binding may name a target group without ownership
+/// tags (Terraform's) that no binding of its namespace names: upstream users rely on that, so it
+/// stays allowed in the compatible mode. But the binding deregistered every target it did not want,
+/// the group owner's included, on its first sync and again on its deletion. Now such a binding
+/// deregisters only the targets it registered itself (its `status.ownedTargets`): the owner's
+/// targets are reported (`ForeignTargetsPresent`) and kept through the sync and the deletion.
+#[tokio::test]
+#[ignore = "end-to-end: needs the local environment (e2e/up); e2e/test-all runs it with --include-ignored"]
+async fn a_binding_on_an_untagged_group_never_deregisters_the_owners_targets() {
+    let _serial = SERIAL.lock().await;
+    let Some(s) = Scene::new("attack_untagged_group").await else { return };
+    tenant_service(&s.tenant, "web").await;
+    let mark = s.emu().mark().await;
+    let ctl = s.attacker_controller();
+    tenant_binding(&s.tenant, "web", &s.victim.arn, json!({}), json!({})).await;
+    reconciled(&s.tenant, "web").await;
+    s.victim_untouched(&ctl, mark, "after the sync").await;
+    let note = s.tenant_warning("ForeignTargetsPresent").await;
+    assert!(s.targets.iter().all(|t| note.contains(t.as_str())), "{note}");
+
+    s.tenant_deletes_binding("web").await;
+    s.victim_untouched(&ctl, mark, "after the binding's deletion").await;
     ctl.terminate();
     s.cleanup().await;
 }

@@ -179,6 +179,16 @@ pub fn foreign_by_tags(cluster: &str, tgb: &TargetGroupBinding, arn: &str, tags:
     None
 }
 
+/// Whether a target group carries none of the ownership tags (no `elbv2.k8s.aws/cluster`, no
+/// Service or Ingress stack tag): made by Terraform, the console, another tool. Any binding may
+/// use one in the compatible mode (upstream users bind such groups), but such a binding only ever
+/// deregisters the targets it registered itself (its record, `status.ownedTargets`), exactly as a
+/// multi-cluster binding: the group's other targets are its owner's, reported and left alone.
+pub fn untagged(tags: &Tags) -> bool {
+    !tags.contains_key(CLUSTER_TAG)
+        && [SERVICE_TAG_PREFIX, INGRESS_TAG_PREFIX].iter().all(|p| !tags.contains_key(&stack_tag_key(p)))
+}
+
 /// What a binding takes over from the upstream controller's record of its targets (ConfigMap
 /// `aws-lbc-targets-<binding>` in the binding's own namespace), read once, when the binding has
 /// no record of ours yet.
@@ -484,6 +494,21 @@ mod tests {
 
     fn set(xs: &[&str]) -> BTreeSet<String> {
         xs.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn untagged_target_groups() {
+        let cases: [(&[(&str, &str)], bool); 6] = [
+            (&[], true),
+            (&[("team", "platform"), ("Name", "tf-web")], true),
+            (&[("elbv2.k8s.aws/cluster", "prod")], false),
+            (&[("service.k8s.aws/stack", "shop/web")], false),
+            (&[("ingress.k8s.aws/stack", "team-a")], false),
+            (&[("ingress.k8s.aws/resource", "x")], true),
+        ];
+        for (kv, want) in cases {
+            assert_eq!(untagged(&tags(kv)), want, "{kv:?}");
+        }
     }
 
     #[test]

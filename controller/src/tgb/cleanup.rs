@@ -36,7 +36,7 @@ pub(super) async fn cleanup(tgb: Arc<TargetGroupBinding>, ctx: &Context) -> Resu
         match listed {
             Ok(_) if instance_mode => {}
             Ok(all) => {
-                let owned = if tgb.spec.is_multi_cluster() {
+                let owned = if super::sync::records_own_targets(ctx, &tgb, arn) {
                     Some(deletable_record(ctx, &tgb, &key, &status::IP_RECORD).await)
                 } else {
                     None

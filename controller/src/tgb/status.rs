@@ -37,15 +37,20 @@ async fn write_status(ctx: &Context, tgb: &TargetGroupBinding, want: &ReadyStatu
     }
     let generation = tgb.metadata.generation;
     let transition = ready_transition(tgb, want).unwrap_or_else(|| Time(jiff::Timestamp::now()));
-    let mut body = json!({
-        "status": {
-            "observedGeneration": generation,
-            "conditions": [{
-                "type": READY, "status": want.status(), "reason": want.reason, "message": want.message,
-                "lastTransitionTime": transition, "observedGeneration": generation,
-            }],
-        }
-    });
+    // A merge patch replaces the whole list: the conditions other writers own (the networking pass's
+    // `BackendSecurityGroupRules`) go back as they are.
+    let mut conditions: Vec<serde_json::Value> = tgb
+        .status
+        .iter()
+        .flat_map(|s| s.conditions.iter())
+        .filter(|c| c.type_ != READY)
+        .filter_map(|c| serde_json::to_value(c).ok())
+        .collect();
+    conditions.push(json!({
+        "type": READY, "status": want.status(), "reason": want.reason, "message": want.message,
+        "lastTransitionTime": transition, "observedGeneration": generation,
+    }));
+    let mut body = json!({"status": {"observedGeneration": generation, "conditions": conditions}});
     if let Some((r, h)) = want.counts {
         body["status"]["registeredTargets"] = json!(r);
         body["status"]["healthyTargets"] = json!(h);
@@ -270,12 +275,28 @@ pub(super) async fn owned_targets<T: Ord + Clone + std::fmt::Display>(
     if let Some(owned) = recorded_targets(ctx, tgb, key, codec) {
         return Ok(owned);
     }
-    let recorded = (codec.parse)(&read_upstream_record(ctx, tgb).await?);
+    // ALBC keeps a record (its ConfigMap) for multi-cluster bindings only; a binding on an
+    // untagged target group starts from its own endpoints that are registered.
+    let multi = tgb.spec.is_multi_cluster();
+    let recorded = if multi { (codec.parse)(&read_upstream_record(ctx, tgb).await?) } else { registered.clone() };
     let adoption = adopt_upstream_record(&recorded, registered, endpoints);
-    if !adoption.left_alone.is_empty() {
-        let shown: Vec<String> = adoption.left_alone.iter().take(10).map(ToString::to_string).collect();
-        let more = adoption.left_alone.len().saturating_sub(10);
-        let more = if more > 0 { format!(" (and {more} more)") } else { String::new() };
+    let shown: Vec<String> = adoption.left_alone.iter().take(10).map(ToString::to_string).collect();
+    let more = adoption.left_alone.len().saturating_sub(10);
+    let more = if more > 0 { format!(" (and {more} more)") } else { String::new() };
+    if !multi && !adoption.left_alone.is_empty() {
+        let msg = format!(
+            "target group {} of TargetGroupBinding {}/{} carries no ownership tags and already holds target(s) {}{more} \
+             that are not this binding's endpoints: foreign targets present. This binding never deregisters them (it \
+             deregisters only the targets it registers itself, recorded in its status.ownedTargets). If they are \
+             leftovers of this binding, deregister them by hand; if they are another owner's, bind a target group of \
+             your own",
+            tgb.spec.target_group_arn.as_deref().unwrap_or_default(),
+            tgb.namespace().unwrap_or_default(),
+            tgb.name_any(),
+            shown.join(", ")
+        );
+        ctx.event(&tgb.object_ref(&()), true, "ForeignTargetsPresent", msg).await;
+    } else if !adoption.left_alone.is_empty() {
         let msg = format!(
             "ConfigMap {}/{} lists target(s) {}{more} that are registered in the target group but are not endpoints              of TargetGroupBinding {}/{} now: they were NOT taken over, so this binding never deregisters them.              The ConfigMap is writable by the namespace, so only its entries that are this binding's own endpoints              are trusted. If they are leftovers of this binding, deregister them by hand",
             tgb.namespace().unwrap_or_default(),

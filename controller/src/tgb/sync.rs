@@ -193,7 +193,7 @@ async fn prepare(
     let states: BTreeMap<Target, HealthState> = registered.iter().map(|(t, h)| (*t, h.state)).collect();
 
     let desired_set: BTreeSet<Target> = desired.targets.keys().copied().collect();
-    let owned = if tgb.spec.is_multi_cluster() {
+    let owned = if records_own_targets(ctx, &tgb, &arn) {
         let current: BTreeSet<Target> = states.iter().filter(|(_, s)| !s.is_draining()).map(|(t, _)| *t).collect();
         Some(status::owned_targets(ctx, &tgb, key, &status::IP_RECORD, &current, &desired_set).await?)
     } else {
@@ -532,6 +532,17 @@ pub(super) async fn foreign_owner(
     Ok(foreign_by_tags(&ctx.cfg.cluster_name, tgb, arn, tags))
 }
 
+/// Whether the binding may deregister only the targets it registered (its record): a
+/// multi-cluster binding, or one on a target group without ownership tags
+/// ([`lbc_model::tg_ownership::untagged`]; its tags as [`foreign_owner`] read them).
+pub(super) fn records_own_targets(ctx: &Context, tgb: &TargetGroupBinding, arn: &str) -> bool {
+    if tgb.spec.is_multi_cluster() {
+        return true;
+    }
+    let known = ctx.target_group_tags.lock().expect("tag cache").get(arn).cloned();
+    known.and_then(|c| c.get().map(lbc_model::tg_ownership::untagged)).unwrap_or(false)
+}
+
 fn tag_cell(ctx: &Context, arn: &str) -> Arc<tokio::sync::OnceCell<lbc_model::lb::Tags>> {
     ctx.target_group_tags.lock().expect("tag cache").entry(arn.to_string()).or_default().clone()
 }
@@ -729,7 +740,11 @@ async fn execute(
         }
     });
     if let Some(owned) = owned {
-        let next = owned_after(owned, &registered.done, &deregistered.done);
+        // What was planned stays recorded, registered or refused: a refused target is not
+        // registered, so it is never deregistered on the record's account, and a record that
+        // does not flip between retries costs no status write per retry.
+        let planned = owned_after(owned, plan.register.iter().chain(&plan.register_any_az), []);
+        let next = owned_after(&planned, [], &deregistered.done);
         status::write_owned(ctx, tgb, key, &status::IP_RECORD, &next).await?;
     }
     tracing::info!(

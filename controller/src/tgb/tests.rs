@@ -235,6 +235,9 @@ async fn harness(c: Cluster) -> Harness {
         leader_rx,
         instances.clone(),
     );
+    // This cluster's target group (a binding on a group without ownership tags deregisters only
+    // what it registered: `untagged_group_*` below).
+    elb.set_tags(ARN, &[(lbc_model::names::CLUSTER_TAG, &ctx.cfg.cluster_name)]);
     Harness { ctx, elb, server, leader, slices, nodes: Mutex::new(nodes_w), instances }
 }
 
@@ -815,4 +818,47 @@ async fn a_binding_that_just_wrote_is_held_while_few_bindings_write_and_the_buck
     // Two seconds after the writes, nobody counts as writing any more.
     tokio::time::advance(Duration::from_secs(2)).await;
     assert_eq!(h.ctx.write_hold(&key, empty, false), Duration::ZERO);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_ready_write_keeps_the_conditions_other_writers_own() {
+    let mut b = binding(true);
+    b.status = Some(
+        serde_json::from_value(json!({"conditions": [{
+        "type": "BackendSecurityGroupRules", "status": "False", "reason": "PeerNotFound",
+        "message": "security group sg-0missing does not exist", "lastTransitionTime": "2026-11-28T10:00:00Z"}]}))
+        .unwrap(),
+    );
+    let h = harness(cluster(b.clone(), &[(1, "a", false, false)])).await;
+    h.reconcile(&b).await.unwrap();
+    let kube = h.kube();
+    let status = kube.iter().find(|r| r.path == format!("{TGB_PATH}/status")).expect("a status write");
+    let types: Vec<&str> =
+        status.body["status"]["conditions"].as_array().unwrap().iter().filter_map(|c| c["type"].as_str()).collect();
+    assert_eq!(types, ["BackendSecurityGroupRules", "Ready"], "the networking pass's condition is not dropped");
+    assert_eq!(status.body["status"]["conditions"][0]["reason"], json!("PeerNotFound"));
+}
+
+/// Issue 32: a plain binding on a target group without ownership tags (Terraform's) deregisters
+/// only what it registered. The group's owner's target is reported (ForeignTargetsPresent), kept
+/// by the first sync, by later syncs and by the binding's deletion.
+#[tokio::test(start_paused = true)]
+async fn untagged_group_keeps_its_owners_targets_through_sync_and_deletion() {
+    let tgb = binding(true);
+    let h = harness(cluster(tgb.clone(), &[(1, "a", true, false)])).await;
+    h.elb.set_tags(ARN, &[("team", "platform")]);
+    h.elb.register_targets(ARN, &[t(9)], None).await.unwrap();
+    h.aws();
+
+    h.reconcile(&tgb).await.unwrap();
+    assert_eq!(h.registered(), vec!["10.0.1.1:8080", "10.0.1.9:8080"], "the owner's target kept");
+    assert!(!h.aws().iter().any(|c| c.starts_with("DeregisterTargets")), "no deregistration");
+    let kube = h.kube();
+    assert!(!kube.iter().any(|r| r.path.contains("configmaps")), "no ConfigMap for a plain binding");
+    let records: Vec<&Value> = kube.iter().filter_map(|r| r.body["status"].get("ownedTargets")).collect();
+    assert_eq!(records, [&json!([]), &json!(["10.0.1.1:8080"])], "adopted nothing, then recorded before writing");
+    assert!(h.events().contains(&"ForeignTargetsPresent".to_string()));
+
+    h.reconcile(&deleting(tgb)).await.unwrap();
+    assert_eq!(h.registered(), vec!["10.0.1.9:8080"], "deletion deregisters only this binding's target");
 }
