@@ -474,35 +474,14 @@ fn spawn_webhook(
         client_ca_file: (!args.webhook_client_ca_file.is_empty())
             .then(|| std::path::PathBuf::from(&args.webhook_client_ca_file)),
         metrics: state.metrics().clone(),
+        shutdown_delay: args.webhook_shutdown_delay,
     };
-    // After SIGTERM the pod is already leaving the Service's endpoints, but the API server may still
-    // pick it for a while: keep answering for the drain delay and while requests keep arriving
-    // (`lbc_model::drain`), then stop.
-    let delay = args.webhook_shutdown_delay;
-    let last_request: Arc<std::sync::Mutex<Option<tokio::time::Instant>>> = Arc::default();
-    let drained = {
-        let last_request = last_request.clone();
-        async move {
-            wait_true(shutdown).await;
-            tracing::info!(delay = ?delay, "shutdown: the webhook server keeps answering while the API server still calls it");
-            let stopped = tokio::time::Instant::now();
-            loop {
-                let since_request = last_request.lock().expect("last request").map(|t| t.elapsed());
-                if lbc_model::drain::drained(stopped.elapsed(), since_request, delay) {
-                    break;
-                }
-                tokio::time::sleep(std::time::Duration::from_millis(250)).await;
-            }
-            tracing::info!(after = ?stopped.elapsed(), "shutdown: webhook drain over");
-        }
-    };
-    let router =
-        lbc_webhook::router(state).layer(axum::middleware::from_fn(move |req, next: axum::middleware::Next| {
-            *last_request.lock().expect("last request") = Some(tokio::time::Instant::now());
-            next.run(req)
-        }));
+    // After SIGTERM the server keeps answering while the API server still calls it
+    // (`--webhook-shutdown-delay`, `lbc_webhook::drain`).
+    let router = lbc_webhook::router(state);
+    let stop = wait_true(shutdown);
     tokio::spawn(async move {
-        match lbc_webhook::serve(cfg, router, drained).await {
+        match lbc_webhook::serve(cfg, router, stop).await {
             Ok(()) => {}
             Err(lbc_webhook::ServeError::CertificateMissing { cert_file, key_file }) => tracing::warn!(
                 cert = %cert_file.display(), key = %key_file.display(),

@@ -26,6 +26,7 @@
 //! }
 //! ```
 
+pub mod drain;
 mod handlers;
 pub mod limits;
 pub mod metrics;

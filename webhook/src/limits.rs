@@ -49,8 +49,9 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(8);
 /// bodies (32 × 3 MiB), their decodes and the controller's caches stay below the chart's 512 MiB
 /// memory limit. A 1.5 MiB Pod of ordinary JSON (25,000 environment variables) needs about 55 MiB.
 pub const DEFAULT_DECODE_BUDGET_BYTES: usize = 192 * 1024 * 1024;
-/// Connections open at most. The API server keeps a few (HTTP/2 multiplexes); each costs tens
-/// of KiB of TLS and HTTP buffers.
+/// Connections open at most. The API server calls Service webhooks over HTTP/1.1 and pools its
+/// connections (one per concurrent request, up to 25 kept idle); each costs tens of KiB of TLS and
+/// HTTP buffers.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
 
 /// The bounds of the webhook server (see the module documentation).

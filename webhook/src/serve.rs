@@ -22,6 +22,7 @@
 //! presenting a certificate chained to that CA complete the handshake (the API server, configured
 //! through its AdmissionConfiguration: docs/webhooks.md).
 
+use crate::drain::Drain;
 use crate::limits::{Guard, Limits};
 use crate::metrics::WebhookMetrics;
 use axum::Router;
@@ -72,12 +73,16 @@ pub struct ServeConfig {
     pub client_ca_file: Option<PathBuf>,
     /// Where refusals are counted (the webhook's metrics: [`crate::WebhookState::metrics`]).
     pub metrics: WebhookMetrics,
+    /// `--webhook-shutdown-delay`: after the stop signal, answer at least this long and while
+    /// requests keep arriving, closing each HTTP/1.1 connection after its answer ([`crate::drain`]);
+    /// zero stops at once (a process no Service routes to).
+    pub shutdown_delay: Duration,
 }
 
 impl ServeConfig {
     /// Default limits, no client certificate asked for.
     pub fn new(bind: SocketAddr, source: CertSource, metrics: WebhookMetrics) -> Self {
-        Self { bind, source, limits: Limits::default(), client_ca_file: None, metrics }
+        Self { bind, source, limits: Limits::default(), client_ca_file: None, metrics, shutdown_delay: Duration::ZERO }
     }
 }
 
@@ -254,8 +259,8 @@ impl ServingCert {
     }
 }
 
-/// Serves `router` over TLS until `shutdown` completes, then stops accepting and waits (a
-/// bounded time) for requests in flight. Same as [`WebhookServer::bind`] then
+/// Serves `router` over TLS until `shutdown` completes, drains ([`ServeConfig::shutdown_delay`]),
+/// then stops accepting and waits (a bounded time) for requests in flight. Same as [`WebhookServer::bind`] then
 /// [`WebhookServer::run`].
 pub async fn serve(
     cfg: ServeConfig,
@@ -275,6 +280,7 @@ pub struct WebhookServer {
     limits: Limits,
     metrics: WebhookMetrics,
     client_auth: bool,
+    shutdown_delay: Duration,
 }
 
 impl WebhookServer {
@@ -335,6 +341,7 @@ impl WebhookServer {
             limits: cfg.limits,
             metrics: cfg.metrics,
             client_auth,
+            shutdown_delay: cfg.shutdown_delay,
         })
     }
 
@@ -348,9 +355,19 @@ impl WebhookServer {
         &self.serving
     }
 
-    /// Serves until `shutdown` completes.
+    /// Serves until `shutdown` completes and the drain after it ends ([`crate::drain`]).
     pub async fn run(self, router: Router, shutdown: impl Future<Output = ()> + Send) -> Result<(), ServeError> {
-        let Self { listener, acceptor, serving, mut reloader, local_addr, limits, metrics, client_auth } = self;
+        let Self {
+            listener,
+            acceptor,
+            serving,
+            mut reloader,
+            local_addr,
+            limits,
+            metrics,
+            client_auth,
+            shutdown_delay,
+        } = self;
         let cert = reloader.as_ref().map(|r| r.cert_file.display().to_string());
         info!(
             addr = %local_addr,
@@ -362,7 +379,15 @@ impl WebhookServer {
             "webhook server listening (TLS 1.2+)"
         );
         let guard = Guard::new(limits, metrics.clone());
-        let router = router.layer(axum::middleware::from_fn_with_state(guard, crate::limits::admit));
+        let drain = Drain::default();
+        // The drain's mark goes outermost: refusals count as traffic and close their connection too.
+        let router = router
+            .layer(axum::middleware::from_fn_with_state(guard, crate::limits::admit))
+            .layer(axum::middleware::from_fn_with_state(drain.clone(), crate::drain::mark));
+        let shutdown = async move {
+            shutdown.await;
+            drain.run(shutdown_delay).await;
+        };
         let connections = Arc::new(Semaphore::new(limits.max_connections.max(1)));
         let mut builder = auto::Builder::new(TokioExecutor::new());
         builder.http1().timer(TokioTimer::new()).header_read_timeout(HEADER_READ_TIMEOUT);

@@ -294,6 +294,75 @@ async fn managed_pairs_swap_in_place_and_old_connections_go_away() {
     assert!(result.is_ok(), "{result:?}");
 }
 
+/// Posts a pod review; returns the status and whether the answer closes the connection.
+async fn post_pod(sender: &mut Sender) -> (u16, bool) {
+    let req = hyper::Request::builder()
+        .method("POST")
+        .uri(PATH_MUTATE_POD)
+        .header("host", "localhost")
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(pod_review())))
+        .unwrap();
+    let resp = sender.send_request(req).await.expect("answered");
+    let close = resp.headers().get("connection").is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"close"));
+    let status = resp.status().as_u16();
+    resp.into_body().collect().await.unwrap();
+    (status, close)
+}
+
+/// The API server calls webhooks over HTTP/1.1 and reuses pooled connections to a replica that
+/// has begun to stop: the replica must keep answering and close each such connection right after
+/// an answer, never while the client may be writing its next request on it.
+#[tokio::test]
+async fn a_stopping_server_answers_and_closes_each_http1_connection_after_its_answer() {
+    let dir = TempDir::new("drain");
+    let (cert, key, der) = self_signed();
+    install(&dir, &cert, &key);
+    let cfg = ServeConfig { shutdown_delay: Duration::from_secs(1), ..dir.config() };
+    let server = WebhookServer::bind(cfg).await.unwrap();
+    let addr = server.local_addr();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(server.run(test_router(), async move {
+        let _ = stop_rx.await;
+    }));
+    let http11 = client(&der, &[&rustls::version::TLS13], &[b"http/1.1"]);
+
+    // Before the stop: connections are kept open between requests (two pooled, idle).
+    let mut pooled_a = http1(connect(addr, &http11).await.unwrap()).await;
+    let mut pooled_b = http1(connect(addr, &http11).await.unwrap()).await;
+    assert_eq!(post_pod(&mut pooled_a).await, (200, false));
+    assert_eq!(post_pod(&mut pooled_b).await, (200, false));
+
+    // The stop: new connections are still accepted and answered, each closed after its answer.
+    stop_tx.send(()).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let mut fresh = http1(connect(addr, &http11).await.expect("still accepting while draining")).await;
+        let (status, close) = post_pod(&mut fresh).await;
+        assert_eq!(status, 200);
+        if close {
+            closed_soon(&mut fresh).await;
+            break;
+        }
+        assert!(Instant::now() < deadline, "no answer closed its connection after the stop");
+    }
+
+    // A connection pooled before the stop is answered, then closed by the server.
+    assert_eq!(post_pod(&mut pooled_a).await, (200, true));
+    closed_soon(&mut pooled_a).await;
+    assert_eq!(post_pod(&mut pooled_b).await, (200, true));
+    let last_answer = Instant::now();
+    closed_soon(&mut pooled_b).await;
+    assert!(!running.is_finished(), "stopped while requests were still arriving");
+
+    // No more requests: the server stops after the quiet spell, and not before it.
+    let result = tokio::time::timeout(Duration::from_secs(15), running).await.expect("server did not stop").unwrap();
+    assert!(result.is_ok(), "{result:?}");
+    let quiet = last_answer.elapsed();
+    assert!(quiet >= lbc_model::drain::QUIET - Duration::from_millis(200), "stopped after only {quiet:?} of quiet");
+    assert!(TcpStream::connect(addr).await.is_err(), "still accepting after the drain");
+}
+
 #[tokio::test]
 async fn missing_certificate_is_a_distinct_error() {
     let dir = TempDir::new("missing");
