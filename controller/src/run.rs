@@ -42,8 +42,8 @@ pub async fn run(args: Args, albc_only: Vec<lbc_model::compat::GivenFlag>) -> an
     tracing::info!(mode = %tenancy.mode(), policy = %args.tenancy_policy_file, "tenancy (docs/security.md)");
     if tenancy.mode() == lbc_model::tenancy::TenancyMode::Strict {
         tracing::warn!(
-            "strict tenancy confines spec.iamRoleArnToAssume and IngressGroups; untagged target groups, \
-             spec.networking and the validating webhooks are not confined yet (docs/security.md)"
+            "strict tenancy confines roles, target groups, spec.networking and IngressGroups; the Ingress webhook \
+             does not apply the policy yet (refusals show on the Ingress after admission; docs/security.md)"
         );
     }
     for w in &albc_warnings {
@@ -241,7 +241,7 @@ pub async fn run(args: Args, albc_only: Vec<lbc_model::compat::GivenFlag>) -> an
     ));
     let service_ctx = Arc::new(crate::service::ServiceCtx::new(ctx.clone(), &aws, service_cfg, backend_sg));
 
-    let webhook = spawn_webhook(&args, &stores, &health, webhook_elb, &metrics, serving, shutdown_rx.clone());
+    let webhook = spawn_webhook(&args, &ctx, &health, webhook_elb, &metrics, serving, shutdown_rx.clone());
 
     let stopping = health.stopping.clone();
     tokio::spawn(async move {
@@ -436,20 +436,21 @@ fn ingress_config(
 /// controllers still run and the log says the webhook server is off.
 fn spawn_webhook(
     args: &Args,
-    stores: &Stores,
+    ctx: &Context,
     health: &Health,
     elb: Arc<dyn ElbV2ByRole>,
     metrics: &Metrics,
     managed: Option<lbc_webhook::ServingCert>,
     shutdown: watch::Receiver<bool>,
 ) -> tokio::task::JoinHandle<()> {
-    let view = crate::webhook_view::StoresView { stores: stores.clone(), synced: health.caches_synced.clone() };
+    let view = crate::webhook_view::StoresView { stores: ctx.stores.clone(), synced: health.caches_synced.clone() };
     let config = lbc_webhook::WebhookConfig {
         pod_readiness_gate_inject: args.enable_pod_readiness_gate_inject,
         service_mutator: args.enable_service_mutator_webhook,
         load_balancer_class: args.load_balancer_class.clone(),
         ingress: args.ingress_select_config(),
         cluster_name: args.cluster_name.clone(),
+        tenancy: ctx.cfg.tenancy.clone(),
         ..Default::default()
     };
     let state = Arc::new(lbc_webhook::WebhookState::new(Arc::new(view), elb, config));

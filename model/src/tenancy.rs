@@ -295,8 +295,9 @@ impl Tenancy {
         &self.policy
     }
 
-    /// May a binding in `namespace` write to target group `arn` (`name`, `tags`) that carries none
-    /// of our ownership tags? Tag-owned target groups are decided by `tg_ownership`, not here.
+    /// May a binding in `namespace` write to target group `arn` (`name`, `tags`) that our ownership
+    /// tags do not give it (none at all, or another owner's group shared through
+    /// `spec.multiClusterTargetGroup`)? Tag-owned groups are decided by `tg_ownership`, not here.
     pub fn untagged_target_group(
         &self,
         namespace: &str,
@@ -317,10 +318,11 @@ impl Tenancy {
         self.deny(
             "untagged-target-group",
             format!(
-                "TargetGroupBinding {namespace}/{binding} names target group {arn}, which carries no ownership tag of \
-                 this controller and is not granted to namespace {namespace} by the tenancy policy. Fix: the cluster \
-                 admin adds it to tenancy.policy.targetGroups (by arn, name or tags) for {namespace}, or the binding \
-                 names a target group made for it"
+                "TargetGroupBinding {namespace}/{binding} names target group {arn}, which no ownership tag of this \
+                 controller gives to the binding (the group carries none, or spec.multiClusterTargetGroup shares \
+                 another owner's group) and which the tenancy policy does not grant to namespace {namespace}. Fix: \
+                 the cluster admin adds it to tenancy.policy.targetGroups (by arn, name or tags) for {namespace}, or \
+                 the binding names a target group made for it"
             ),
         )
     }

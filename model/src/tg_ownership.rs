@@ -15,6 +15,7 @@ use crate::crd::TargetGroupBinding;
 use crate::lb::Tags;
 use crate::lb::tags::{INGRESS_TAG_PREFIX, SERVICE_TAG_PREFIX, stack_tag_key};
 use crate::names::CLUSTER_TAG;
+use crate::tenancy::{Exposure, Refusal, Tenancy, Verdict};
 use std::collections::BTreeSet;
 
 /// The stack a binding belongs to: `(tag prefix, stack ID)`.
@@ -139,6 +140,65 @@ pub fn foreign_by_tags(cluster: &str, tgb: &TargetGroupBinding, arn: &str, tags:
     if tgb.spec.is_multi_cluster() {
         return None;
     }
+    foreign_tags(cluster, tgb, arn, tags)
+}
+
+/// Why a binding may not write to a target group.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum NotOurs {
+    /// Its tags name another cluster or stack.
+    #[error(transparent)]
+    Foreign(Box<ForeignTargetGroup>),
+    /// The strict tenancy mode does not grant it to the binding's namespace.
+    #[error(transparent)]
+    NotGranted(#[from] Refusal),
+}
+
+impl From<ForeignTargetGroup> for NotOurs {
+    fn from(f: ForeignTargetGroup) -> Self {
+        Self::Foreign(Box::new(f))
+    }
+}
+
+impl NotOurs {
+    /// The binding's status condition reason.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::Foreign(_) => "TargetGroupNotOwned",
+            Self::NotGranted(_) => "TargetGroupNotGranted",
+        }
+    }
+}
+
+/// May `tgb` write to target group `arn` carrying `tags`? The tags decide first
+/// ([`foreign_by_tags`]). A group they do not give to the binding (no ownership tag at all, or
+/// another owner's group shared through `spec.multiClusterTargetGroup`) is then the tenancy
+/// policy's to grant ([`Tenancy::untagged_target_group`]): the strict mode refuses it unless
+/// granted; the compatible mode allows it and returns the exposure.
+pub fn target_group_access(
+    cluster: &str,
+    tenancy: &Tenancy,
+    tgb: &TargetGroupBinding,
+    arn: &str,
+    tags: &Tags,
+) -> Result<Option<Exposure>, NotOurs> {
+    if let Some(foreign) = foreign_by_tags(cluster, tgb, arn, tags) {
+        return Err(foreign.into());
+    }
+    if !untagged(tags) && foreign_tags(cluster, tgb, arn, tags).is_none() {
+        return Ok(None);
+    }
+    let ns = tgb.metadata.namespace.as_deref().unwrap_or_default();
+    let name = tgb.metadata.name.as_deref().unwrap_or_default();
+    match tenancy.untagged_target_group(ns, name, arn, tags) {
+        Verdict::Allowed => Ok(None),
+        Verdict::Exposed(e) => Ok(Some(e)),
+        Verdict::Refused(r) => Err(r.into()),
+    }
+}
+
+/// [`foreign_by_tags`] whatever `spec.multiClusterTargetGroup` says.
+fn foreign_tags(cluster: &str, tgb: &TargetGroupBinding, arn: &str, tags: &Tags) -> Option<ForeignTargetGroup> {
     let binding = format!(
         "{}/{}",
         tgb.metadata.namespace.as_deref().unwrap_or_default(),
@@ -508,6 +568,48 @@ mod tests {
         ];
         for (kv, want) in cases {
             assert_eq!(untagged(&tags(kv)), want, "{kv:?}");
+        }
+    }
+
+    #[test]
+    fn target_group_access_table() {
+        use crate::tenancy::TenancyMode;
+        let policy = r#"{"targetGroups": [{"namespaces": ["shop"], "names": ["tg"]}]}"#;
+        let other_policy = r#"{"targetGroups": [{"namespaces": ["other"], "names": ["tg"]}]}"#;
+        let svc_stack = tags(&[("elbv2.k8s.aws/cluster", "c1"), ("service.k8s.aws/stack", "shop/web")]);
+        let other_cluster = tags(&[("elbv2.k8s.aws/cluster", "c2")]);
+        let terraform = tags(&[("team", "shop")]);
+        // (binding labels, owner Service, multi-cluster, tags, mode, policy) → Ok(exposed) or Err(reason)
+        type Row<'a> = (Option<&'a str>, bool, &'a Tags, TenancyMode, &'a str, Result<bool, &'a str>);
+        let rows: &[Row<'_>] = &[
+            // Tag-owned by the binding's own stack: no tenancy question, whatever the mode.
+            (Some("web"), false, &svc_stack, TenancyMode::Strict, "{}", Ok(false)),
+            (Some("web"), true, &svc_stack, TenancyMode::Strict, "{}", Ok(false)),
+            // Another cluster's: foreign without multi-cluster, in both modes.
+            (None, false, &other_cluster, TenancyMode::Compatible, policy, Err("TargetGroupNotOwned")),
+            (None, false, &other_cluster, TenancyMode::Strict, policy, Err("TargetGroupNotOwned")),
+            // Shared through multi-cluster: the upstream's trust in compatible mode, the grant in strict.
+            (None, true, &other_cluster, TenancyMode::Compatible, "{}", Ok(true)),
+            (None, true, &other_cluster, TenancyMode::Strict, "{}", Err("TargetGroupNotGranted")),
+            (None, true, &other_cluster, TenancyMode::Strict, policy, Ok(false)),
+            // Untagged (Terraform, the console): granted by the policy, or exposed / refused.
+            (None, false, &terraform, TenancyMode::Compatible, "{}", Ok(true)),
+            (None, false, &terraform, TenancyMode::Compatible, policy, Ok(false)),
+            (None, false, &terraform, TenancyMode::Strict, policy, Ok(false)),
+            (None, false, &terraform, TenancyMode::Strict, other_policy, Err("TargetGroupNotGranted")),
+            (None, false, &terraform, TenancyMode::Strict, "{}", Err("TargetGroupNotGranted")),
+        ];
+        for (i, (owner, multi, tg_tags, mode, policy, want)) in rows.iter().enumerate() {
+            let tenancy = Tenancy::parse(*mode, policy, "test").unwrap();
+            let got = target_group_access("c1", &tenancy, &tgb(&[], *owner, *multi), ARN, tg_tags);
+            match (got, want) {
+                (Ok(e), Ok(exposed)) => assert_eq!(e.is_some(), *exposed, "row {i}: exposure {e:?}"),
+                (Err(e), Err(reason)) => {
+                    assert_eq!(e.reason(), *reason, "row {i}: {e}");
+                    assert!(e.to_string().contains(ARN) && e.to_string().contains("Fix"), "row {i}: {e}");
+                }
+                (got, want) => panic!("row {i}: got {got:?}, want {want:?}"),
+            }
         }
     }
 

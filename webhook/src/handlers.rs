@@ -19,13 +19,13 @@ use lbc_aws::elbv2::TargetGroupInfo;
 use lbc_aws::error::ErrorKind;
 use lbc_model::admission::{
     AdmissionOp, GateBinding, TargetGroupFacts, TargetGroupLookup, Violation, default_load_balancer_class,
-    denial_message, foreign_target_group, namespace_injection_enabled, plan_readiness_gates,
-    target_group_fields_changed, target_group_not_found, tgb_defaults, tgb_lookup, validate_ingress,
-    validate_ingress_class_params, validate_tgb_against_target_group, validate_tgb_spec, validate_tgb_unique,
-    validate_tgb_update,
+    denial_message, namespace_injection_enabled, not_our_target_group, plan_readiness_gates,
+    target_group_fields_changed, target_group_not_found, tenancy_violations, tgb_defaults, tgb_lookup,
+    validate_ingress, validate_ingress_class_params, validate_tgb_against_target_group, validate_tgb_spec,
+    validate_tgb_unique, validate_tgb_update,
 };
 use lbc_model::crd::{IngressClassParams, TargetGroupBinding, TargetGroupBindingSpec};
-use lbc_model::tg_ownership::{foreign_by_tags, foreign_stack_labels};
+use lbc_model::tg_ownership::{foreign_stack_labels, target_group_access};
 use serde::de::DeserializeOwned;
 use std::future::Future;
 use std::sync::Arc;
@@ -285,7 +285,8 @@ async fn describe(
     }
 }
 
-/// Whether the target group belongs to another cluster or stack (one DescribeTags call).
+/// Whether the target group belongs to another cluster or stack, or is not granted by the strict
+/// tenancy mode (one DescribeTags call).
 async fn owner_violation(s: &WebhookState, tgb: &TargetGroupBinding, arn: &str) -> Result<Option<Violation>, Decision> {
     let timeout = s.config().aws_timeout;
     let tags = match tokio::time::timeout(timeout, s.elbv2(&tgb.spec).target_group_tags(arn)).await {
@@ -312,7 +313,8 @@ async fn owner_violation(s: &WebhookState, tgb: &TargetGroupBinding, arn: &str) 
         Ok(Ok(None)) => return Ok(None),
         Ok(Ok(Some(tags))) => tags,
     };
-    Ok(foreign_by_tags(&s.config().cluster_name, tgb, arn, &tags).map(|e| foreign_target_group(&e)))
+    let cfg = s.config();
+    Ok(target_group_access(&cfg.cluster_name, &cfg.tenancy, tgb, arn, &tags).err().map(|e| not_our_target_group(&e)))
 }
 
 fn deny(v: &[Violation]) -> Decision {
@@ -337,6 +339,16 @@ async fn tgb_mutation(s: &WebhookState, req: AdmissionRequest<TargetGroupBinding
     // Metadata-only updates (finalizers, annotations, deletion) are not ours to touch.
     if old.is_some_and(|o| *o == new.spec) || new.metadata.deletion_timestamp.is_some() {
         return Decision::allow();
+    }
+    // A role the strict tenancy mode refuses is never assumed, not even to describe.
+    let ns = req.namespace.as_deref().or(new.metadata.namespace.as_deref()).unwrap_or_default();
+    let name = new.metadata.name.as_deref().unwrap_or(&req.name);
+    let refused: Vec<Violation> = tenancy_violations(&s.config().tenancy, ns, name, &new.spec)
+        .into_iter()
+        .filter(|v| v.field == "spec.iamRoleArnToAssume")
+        .collect();
+    if !refused.is_empty() {
+        return deny(&refused);
     }
     let lookup = tgb_lookup(&new.spec, old);
     let tg = match describe(s, &new.spec, &lookup).await {
@@ -393,11 +405,12 @@ async fn tgb_validation(s: &WebhookState, req: AdmissionRequest<TargetGroupBindi
     }
     let mut violations: Vec<Violation> = label_violation.into_iter().collect();
     violations.extend(validate_tgb_spec(&new.spec));
+    let name = new.metadata.name.as_deref().unwrap_or(&req.name);
+    violations.extend(tenancy_violations(&s.config().tenancy, ns, name, &new.spec));
     if let Some(old) = old {
         violations.extend(validate_tgb_update(&old.spec, &new.spec));
     }
     let mut warnings = Vec::new();
-    let name = new.metadata.name.as_deref().unwrap_or(&req.name);
     if s.cluster().synced() {
         let all = s.cluster().all_bindings();
         let refs: Vec<&TargetGroupBinding> = all.iter().map(Arc::as_ref).collect();

@@ -87,6 +87,9 @@ pub struct WebhookConfig {
     /// `--cluster-name`: a target group tagged `elbv2.k8s.aws/cluster` with another value is
     /// another cluster's (empty: not compared).
     pub cluster_name: String,
+    /// `--tenancy-mode` and the policy: the strict mode's refusals of a TargetGroupBinding's
+    /// role, `spec.networking` sources and target group are said at admission.
+    pub tenancy: Arc<lbc_model::tenancy::Tenancy>,
 }
 
 impl Default for WebhookConfig {
@@ -98,6 +101,7 @@ impl Default for WebhookConfig {
             aws_timeout: Duration::from_secs(5),
             ingress: SelectConfig::default(),
             cluster_name: String::new(),
+            tenancy: Arc::default(),
         }
     }
 }

@@ -797,6 +797,54 @@ async fn tgb_validator_denies_foreign_target_groups() {
     assert_denied(&h.post(PATH_VALIDATE_TGB, &defaulted_tgb()).await, 500, &["could not read the tags", ARN]);
 }
 
+/// The strict tenancy mode denies at admission what the policy does not grant: a role (never
+/// assumed, not even to describe the target group), a `spec.networking` source, an untagged
+/// target group.
+#[tokio::test]
+async fn strict_tenancy_denies_what_the_policy_does_not_grant() {
+    use lbc_model::tenancy::{Tenancy, TenancyMode};
+    const ROLE: &str = "arn:aws:iam::222222222222:role/aws-lb-controller/team-b";
+    let policy = r#"{"targetGroups": [{"namespaces": ["shop"], "names": ["web"]}],
+                     "networking": [{"namespaces": ["shop"], "cidrs": ["10.0.0.0/8"]}]}"#;
+    let tenancy = Arc::new(Tenancy::parse(TenancyMode::Strict, policy, "test").unwrap());
+    let h = Harness::with_config(
+        StaticClusterView::default(),
+        WebhookConfig { cluster_name: "prod".into(), tenancy, ..Default::default() },
+    );
+    // Terraform's group, granted to the namespace by name: admitted.
+    h.aws.set_tags(ARN, &[("team", "storefront")]);
+    assert_unchanged(&h.post(PATH_VALIDATE_TGB, &defaulted_tgb()).await);
+
+    // A role the policy does not grant: denied by the mutator and the validator, never assumed.
+    let mut with_role = defaulted_tgb();
+    set(&mut with_role, "/request/object/spec/iamRoleArnToAssume", json!(ROLE));
+    for path in [PATH_MUTATE_TGB, PATH_VALIDATE_TGB] {
+        assert_denied(&h.post(path, &with_role).await, 403, &["shop/web-tg", ROLE, "tenancy.policy.assumeRoles"]);
+    }
+    assert!(h.accounts.asked().iter().all(Option::is_none), "a refused role was assumed: {:?}", h.accounts.asked());
+
+    // A source outside the namespace's networking grant: denied; one inside it: admitted.
+    let with_source = |cidr: &str| {
+        let mut r = defaulted_tgb();
+        let networking = json!({"ingress": [{"from": [{"ipBlock": {"cidr": cidr}}], "ports": [{"port": 8080}]}]});
+        set(&mut r, "/request/object/spec/networking", networking);
+        r
+    };
+    assert_denied(
+        &h.post(PATH_VALIDATE_TGB, &with_source("0.0.0.0/0")).await,
+        403,
+        &["shop/web-tg", "ipBlock 0.0.0.0/0", "ports 8080-8080", "tenancy.policy.networking"],
+    );
+    assert_unchanged(&h.post(PATH_VALIDATE_TGB, &with_source("10.1.0.0/16")).await);
+
+    // An untagged group the policy does not grant to the namespace: denied once its tags are read.
+    h.aws.add_target_group(tg_info(ARN2, "api", "ip"));
+    h.aws.set_tags(ARN2, &[("team", "payments")]);
+    let mut other = defaulted_tgb();
+    set(&mut other, "/request/object/spec/targetGroupARN", json!(ARN2));
+    assert_denied(&h.post(PATH_VALIDATE_TGB, &other).await, 403, &["shop/web-tg", ARN2, "tenancy.policy.targetGroups"]);
+}
+
 #[tokio::test]
 async fn tgb_validator_warns_while_cache_loads() {
     let view = StaticClusterView { not_synced: true, ..Default::default() };

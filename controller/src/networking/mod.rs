@@ -294,8 +294,13 @@ impl BackendRules {
             complete: true,
             missing_peers: &missing_peers,
             first_pass: !self.remembered.load(Ordering::Relaxed),
+            tenancy: &self.ctx.cfg.tenancy,
         };
         let plan = plan_backend_rules(&input);
+        for e in &plan.exposures {
+            // The compatible mode's upstream trust model, allowed as in the upstream: debug only.
+            tracing::debug!(kind = e.kind, detail = %e.detail, "tenancy exposure");
+        }
         let mut summary = PassSummary {
             bindings: bindings.len(),
             withheld_revokes: plan.withheld_revokes,

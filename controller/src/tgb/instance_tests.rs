@@ -75,6 +75,7 @@ async fn instance_harness(nodes: Vec<Node>, node_port: Option<u16>) -> Harness {
         pods: vec![],
         nodes,
         others: vec![],
+        tenancy: Arc::default(),
     };
     let h = harness(c).await;
     set_target_group_type(&h, "instance");

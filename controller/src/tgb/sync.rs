@@ -21,7 +21,8 @@ use lbc_model::plan::{PlanInput, batches, plan};
 use lbc_model::pod::NodeReadiness;
 use lbc_model::poison::{Isolation, Rejected, is_poison};
 use lbc_model::target::{HealthState, Target, TargetHealth};
-use lbc_model::tg_ownership::{ForeignTargetGroup, foreign_by_tags};
+use lbc_model::tenancy::TenancyMode;
+use lbc_model::tg_ownership::{NotOurs, target_group_access};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use tokio::time::Instant;
@@ -283,8 +284,8 @@ pub(super) async fn usable_target_group(
         return Ok(false);
     }
     // Another cluster's or stack's target group: no write, not even a registration read.
-    if let Some(foreign) = foreign_owner(ctx, tgb, arn).await? {
-        status::set_not_ready(ctx, tgb, "TargetGroupNotOwned", &foreign.to_string()).await?;
+    if let Some(not_ours) = foreign_owner(ctx, tgb, arn).await? {
+        status::set_not_ready(ctx, tgb, not_ours.reason(), &not_ours.to_string()).await?;
         return Ok(false);
     }
     Ok(true)
@@ -478,22 +479,21 @@ pub(super) async fn target_group(
     }
 }
 
-/// Whether the target group belongs to another cluster or stack
-/// ([`lbc_model::tg_ownership::foreign_by_tags`]). Its tags are read once per ARN and
+/// Whether the target group belongs to another cluster or stack, or is one the strict tenancy
+/// mode does not grant ([`lbc_model::tg_ownership::target_group_access`]). Its tags are read once
+/// per ARN and
 /// process; concurrent first reads wait for the one in flight. The first read also fetches the
 /// tags of the other groups the bindings name that are not known yet, up to one DescribeTags
 /// call's ARNs (a cold start or a failover reads 10 groups' tags in one call, not 10).
-pub(super) async fn foreign_owner(
-    ctx: &Context,
-    tgb: &TargetGroupBinding,
-    arn: &str,
-) -> Result<Option<ForeignTargetGroup>> {
-    if tgb.spec.is_multi_cluster() {
+pub(super) async fn foreign_owner(ctx: &Context, tgb: &TargetGroupBinding, arn: &str) -> Result<Option<NotOurs>> {
+    // The upstream's trust: a multi-cluster binding writes whatever the group's tags say (no
+    // read); the strict mode reads them, for the policy to grant the group.
+    if tgb.spec.is_multi_cluster() && ctx.cfg.tenancy.mode() == TenancyMode::Compatible {
         return Ok(None);
     }
     let cell = tag_cell(ctx, arn);
     if let Some(tags) = cell.get() {
-        return Ok(foreign_by_tags(&ctx.cfg.cluster_name, tgb, arn, tags));
+        return Ok(access(ctx, tgb, arn, tags));
     }
     // Single flight across groups: the concurrent first syncs of a cold start wait for one
     // batched read instead of each reading every group's tags.
@@ -529,7 +529,19 @@ pub(super) async fn foreign_owner(
             })
         })
         .await?;
-    Ok(foreign_by_tags(&ctx.cfg.cluster_name, tgb, arn, tags))
+    Ok(access(ctx, tgb, arn, tags))
+}
+
+fn access(ctx: &Context, tgb: &TargetGroupBinding, arn: &str, tags: &lbc_model::lb::Tags) -> Option<NotOurs> {
+    match target_group_access(&ctx.cfg.cluster_name, &ctx.cfg.tenancy, tgb, arn, tags) {
+        Ok(None) => None,
+        Ok(Some(e)) => {
+            // The compatible mode's upstream trust model, allowed as in the upstream: debug only.
+            tracing::debug!(kind = e.kind, detail = %e.detail, "tenancy exposure");
+            None
+        }
+        Err(not_ours) => Some(not_ours),
+    }
 }
 
 /// Whether the binding may deregister only the targets it registered (its record): a
@@ -548,9 +560,11 @@ fn tag_cell(ctx: &Context, arn: &str) -> Arc<tokio::sync::OnceCell<lbc_model::lb
 }
 
 /// The other ARNs the cached bindings name whose tags are not known, read as the same role and
-/// checked for ownership (not multi-cluster), at most one DescribeTags call's worth with `arn`.
+/// checked for ownership (not multi-cluster, unless strict), at most one DescribeTags call's worth
+/// with `arn`.
 fn uncached_tag_arns(ctx: &Context, tgb: &TargetGroupBinding, arn: &str) -> Vec<String> {
-    let named = other_named_arns(ctx, tgb, arn, |t| !t.spec.is_multi_cluster());
+    let strict = ctx.cfg.tenancy.mode() == TenancyMode::Strict;
+    let named = other_named_arns(ctx, tgb, arn, |t| strict || !t.spec.is_multi_cluster());
     let known = ctx.target_group_tags.lock().expect("tag cache");
     named
         .into_iter()
@@ -578,8 +592,9 @@ fn other_named_arns(
         .collect()
 }
 
-/// On deletion: `true` (after an Event) when the target group is another cluster's or stack's,
-/// whose targets a deleted binding must not deregister either. A vanished group is not foreign.
+/// On deletion: `true` (after an Event) when the target group is another cluster's or stack's
+/// (or not granted by the strict tenancy mode), whose targets a deleted binding must not
+/// deregister either. A vanished group is not foreign.
 pub(super) async fn foreign_on_delete(ctx: &Context, tgb: &TargetGroupBinding, arn: &str) -> Result<bool> {
     let foreign = match foreign_owner(ctx, tgb, arn).await {
         Err(Error::Aws(e)) if e.kind == lbc_aws::error::ErrorKind::NotFound => None,
@@ -587,7 +602,7 @@ pub(super) async fn foreign_on_delete(ctx: &Context, tgb: &TargetGroupBinding, a
     };
     let Some(foreign) = foreign else { return Ok(false) };
     let msg = format!("{foreign}. The binding is deleted without deregistering anything");
-    ctx.event(&tgb.object_ref(&()), true, "TargetGroupNotOwned", msg).await;
+    ctx.event(&tgb.object_ref(&()), true, foreign.reason(), msg).await;
     Ok(true)
 }
 

@@ -174,6 +174,7 @@ struct Cluster {
     nodes: Vec<Node>,
     /// More bindings in the cache (not served by the mocked API server).
     others: Vec<TargetGroupBinding>,
+    tenancy: Arc<lbc_model::tenancy::Tenancy>,
 }
 
 async fn harness(c: Cluster) -> Harness {
@@ -227,7 +228,7 @@ async fn harness(c: Cluster) -> Harness {
     let instances = Arc::new(lbc_aws::fake_instances::FakeInstances::default());
     let ec2 = FakeEc2::default();
     ec2.vpcs.lock().unwrap().insert("vpc-1".into(), vec!["10.0.0.0/16".into()]);
-    let ctx = crate::stack::test_world::context_with_instances(
+    let mut ctx = crate::stack::test_world::context_with_instances(
         client,
         stores,
         elb.clone(),
@@ -235,6 +236,7 @@ async fn harness(c: Cluster) -> Harness {
         leader_rx,
         instances.clone(),
     );
+    Arc::get_mut(&mut ctx).expect("a new context").cfg.tenancy = c.tenancy;
     // This cluster's target group (a binding on a group without ownership tags deregisters only
     // what it registered: `untagged_group_*` below).
     elb.set_tags(ARN, &[(lbc_model::names::CLUSTER_TAG, &ctx.cfg.cluster_name)]);
@@ -354,7 +356,15 @@ fn t(ip: u8) -> Target {
 }
 
 fn cluster(tgb: TargetGroupBinding, eps: &[Ep]) -> Cluster {
-    Cluster { tgb, service: Some(service()), slices: vec![slice(eps)], pods: vec![], nodes: vec![], others: vec![] }
+    Cluster {
+        tgb,
+        service: Some(service()),
+        slices: vec![slice(eps)],
+        pods: vec![],
+        nodes: vec![],
+        others: vec![],
+        tenancy: Arc::default(),
+    }
 }
 
 /// When an action requeues (kube's `Action` shows it only through `Debug`).
@@ -861,4 +871,38 @@ async fn untagged_group_keeps_its_owners_targets_through_sync_and_deletion() {
 
     h.reconcile(&deleting(tgb)).await.unwrap();
     assert_eq!(h.registered(), vec!["10.0.1.9:8080"], "deletion deregisters only this binding's target");
+}
+
+#[tokio::test(start_paused = true)]
+async fn strict_tenancy_writes_only_to_untagged_groups_the_policy_grants() {
+    use lbc_model::tenancy::{Tenancy, TenancyMode};
+    let strict = |policy: &str| Arc::new(Tenancy::parse(TenancyMode::Strict, policy, "test").unwrap());
+    // Terraform's group (no ownership tag), granted to another namespace only: nothing written,
+    // not even a registration read, and the binding says why.
+    let mut c = cluster(binding(true), &[(1, "a", true, false)]);
+    c.tenancy = strict(r#"{"targetGroups": [{"namespaces": ["other"], "names": ["web"]}]}"#);
+    let h = harness(c).await;
+    h.elb.set_tags(ARN, &[("team", "platform")]);
+    h.elb.register_targets(ARN, &[t(9)], None).await.unwrap();
+    h.aws();
+    h.reconcile(&binding(true)).await.unwrap();
+    assert_eq!(h.aws(), vec!["DescribeTargetGroups(0)", "DescribeTags(0)"]);
+    let kube = h.kube();
+    assert_eq!(ready_condition(&kube[0]), ("False".into(), "TargetGroupNotGranted".into()));
+    let msg = kube[0].body["status"]["conditions"][0]["message"].as_str().unwrap_or_default().to_string();
+    assert!(msg.contains("shop/web") && msg.contains("tenancy.policy.targetGroups"), "{msg}");
+    // Deleting it deregisters nothing either.
+    h.reconcile(&deleting(binding(true))).await.unwrap();
+    assert!(!h.aws().iter().any(|c| c.starts_with("DeregisterTargets")));
+    assert_eq!(h.registered(), vec!["10.0.1.9:8080"]);
+    assert!(h.events().contains(&"TargetGroupNotGranted".to_string()));
+
+    // Granted to this namespace by name: the binding registers its pods, and leaves the owner's.
+    let mut c = cluster(binding(true), &[(1, "a", true, false)]);
+    c.tenancy = strict(r#"{"targetGroups": [{"namespaces": ["shop"], "names": ["web"]}]}"#);
+    let h = harness(c).await;
+    h.elb.set_tags(ARN, &[("team", "platform")]);
+    h.elb.register_targets(ARN, &[t(9)], None).await.unwrap();
+    h.reconcile(&binding(true)).await.unwrap();
+    assert_eq!(h.registered(), vec!["10.0.1.1:8080", "10.0.1.9:8080"]);
 }

@@ -18,6 +18,7 @@ mod ingresses;
 mod pods;
 mod services;
 mod tgb_defaults;
+mod tgb_tenancy;
 mod tgb_validation;
 
 pub use ingresses::{Verdict, validate_ingress, validate_ingress_class_params};
@@ -27,8 +28,9 @@ pub use tgb_defaults::{
     SpecDefault, TargetGroupFacts, TargetGroupLookup, apply_defaults, parse_ip_address_type, parse_protocol,
     parse_target_type, tgb_defaults, tgb_lookup,
 };
+pub use tgb_tenancy::tenancy_violations;
 pub use tgb_validation::{
-    foreign_target_group, is_target_group_arn, target_group_fields_changed, target_group_not_found,
+    is_target_group_arn, not_our_target_group, target_group_fields_changed, target_group_not_found,
     validate_tgb_against_target_group, validate_tgb_spec, validate_tgb_unique, validate_tgb_update,
 };
 

@@ -318,10 +318,14 @@ pub fn validate_tgb_against_target_group(spec: &TargetGroupBindingSpec, tg: &Tar
     v
 }
 
-/// The violation for a target group another cluster or stack owns
-/// ([`crate::tg_ownership::foreign_by_tags`]).
-pub fn foreign_target_group(e: &crate::tg_ownership::ForeignTargetGroup) -> Violation {
-    Violation::new("spec.targetGroupARN", "foreign_target_group", e.to_string())
+/// The violation for a target group another cluster or stack owns, or the strict tenancy mode
+/// does not grant ([`crate::tg_ownership::target_group_access`]).
+pub fn not_our_target_group(e: &crate::tg_ownership::NotOurs) -> Violation {
+    let category = match e {
+        crate::tg_ownership::NotOurs::Foreign(_) => "foreign_target_group",
+        crate::tg_ownership::NotOurs::NotGranted(_) => "target_group_not_granted",
+    };
+    Violation::new("spec.targetGroupARN", category, e.to_string())
 }
 
 /// The violation for a target group AWS does not know.

@@ -42,6 +42,12 @@
 //!   Revokes then remove our rules no Good or Partial binding wants, except those a Bad or Partial
 //!   binding keeps (same protocol and source, overlapping ports). Nobody else waits: the other
 //!   bindings' rules are authorized and revoked as if the bad one did not exist.
+//! - **Tenancy** ([`BackendRulesInput::tenancy`], `crate::tenancy`): each rule a binding wants
+//!   (source, ports) is checked against the namespace's `networking` grants. The strict mode leaves
+//!   a rule it refuses out of what is wanted (so one applied before the grant was withdrawn is
+//!   revoked), reports it on that binding ([`RuleProblem::NotGranted`]), and applies the binding's
+//!   granted rules; the compatible mode applies it and lists the exposure
+//!   ([`BackendRulesPlan::exposures`]).
 //! - **Owners.** Every desired rule lists the bindings that want it ([`BackendRulesPlan::owners`]),
 //!   so the caller can attribute a rule AWS refuses to those bindings only, and count each
 //!   namespace's share of a shared group's rule quota ([`BackendRulesPlan::rules_by_namespace`]).
@@ -51,6 +57,7 @@
 
 use super::{IngressRule, NetworkInterface, Observed, RuleSource, SecurityGroup, Tags};
 use crate::crd::{NetworkingPeer, NetworkingProtocol, TargetGroupBindingNetworking};
+use crate::tenancy::{Exposure, NetworkSource, Tenancy, Verdict};
 use ipnet::IpNet;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use regex::Regex;
@@ -126,6 +133,8 @@ pub struct BackendRulesInput<'a> {
     /// The caller has no memory yet (first pass of the process): a Bad or Partial binding without
     /// [`BindingRules::kept`] keeps our rules on its groups whose source is one of its peers.
     pub first_pass: bool,
+    /// `--tenancy-mode` and the policy's `networking` grants.
+    pub tenancy: &'a Tenancy,
 }
 
 /// What stopped part of the computation, attributed to the binding concerned where there is one
@@ -171,6 +180,9 @@ pub enum RuleProblem {
     PeerNotFound { binding: String, group: String },
     #[error("TargetGroupBinding {binding}: {rejection}")]
     Rejected { binding: String, rejection: Box<Rejection> },
+    /// The strict tenancy mode refuses one of the binding's rules (its other rules apply).
+    #[error("{detail}. Until then that rule is left out (revoked if it was applied); the binding's other rules apply")]
+    NotGranted { binding: String, detail: String },
     #[error(
         "security group {sg} should receive rules but was not described (deleted, or not fetched); expected it in \
          the VPC: recreate it or fix the binding or ENI tags that name it, and allow ec2:DescribeSecurityGroups \
@@ -190,7 +202,8 @@ impl RuleProblem {
             | Self::InvalidCidr { binding, .. }
             | Self::EmptyPeer { binding }
             | Self::PeerNotFound { binding, .. }
-            | Self::Rejected { binding, .. } => Some(binding),
+            | Self::Rejected { binding, .. }
+            | Self::NotGranted { binding, .. } => Some(binding),
             Self::UndescribedSecurityGroup { .. } => None,
         }
     }
@@ -207,6 +220,7 @@ impl RuleProblem {
                 | Self::EmptyPeer { .. }
                 | Self::PeerNotFound { .. }
                 | Self::Rejected { .. }
+                | Self::NotGranted { .. }
         )
     }
 
@@ -221,6 +235,7 @@ impl RuleProblem {
             Self::EmptyPeer { .. } => "EmptyPeer",
             Self::PeerNotFound { .. } => "PeerSecurityGroupNotFound",
             Self::Rejected { .. } => "RuleRejected",
+            Self::NotGranted { .. } => "NotGrantedByTenancyPolicy",
             Self::UndescribedSecurityGroup { .. } => "SecurityGroupNotDescribed",
         }
     }
@@ -299,6 +314,9 @@ pub struct BackendRulesPlan {
     pub revokes_allowed: bool,
     /// Revokes left out: knowledge incomplete, or a Bad or Partial binding keeps the rule.
     pub withheld_revokes: usize,
+    /// Compatible tenancy mode: rules applied that the strict mode would refuse, one per binding,
+    /// source and port range.
+    pub exposures: Vec<Exposure>,
 }
 
 /// (protocol, from, to, source): a rule without its description.
@@ -350,12 +368,18 @@ pub fn plan_backend_rules(input: &BackendRulesInput<'_>) -> BackendRulesPlan {
                 None => KeptRules::new(),
             };
             for (sg, rules) in &had {
-                kept.entry(sg.clone()).or_default().extend(rules.iter().map(key_of));
-                remember.entry(sg.clone()).or_default().extend(rules.iter().cloned());
+                // A rule the policy refuses is never kept, whatever the binding had.
+                let granted =
+                    rules.iter().filter(|r| !tenancy_verdict(input.tenancy, &binding.key, &key_of(r)).is_refused());
+                for rule in granted {
+                    kept.entry(sg.clone()).or_default().push(key_of(rule));
+                    remember.entry(sg.clone()).or_default().insert(rule.clone());
+                }
             }
         }
         remember.retain(|_, rules| !rules.is_empty());
         plan.problems.extend(judged.problems);
+        plan.exposures.extend(judged.exposures);
         plan.bindings.insert(binding.key.clone(), BindingOutcome { state: judged.state, remember });
     }
     if input.restricted {
@@ -432,6 +456,7 @@ struct Judged {
     /// Whether every endpoint's group is known (else every group may be the binding's).
     groups_known: bool,
     sources: BTreeSet<RuleSource>,
+    exposures: Vec<Exposure>,
 }
 
 /// First pass without memory: our rules on the binding's groups whose source is one of its peers.
@@ -514,7 +539,53 @@ fn judge_binding(
         problems.push(p);
         rules.clear();
     }
-    Judged { state, problems, rules, groups: by_sg.into_keys().collect(), groups_known, sources }
+    let (refused, exposures) = apply_tenancy(input.tenancy, key, &mut rules);
+    problems.extend(refused);
+    Judged { state, problems, rules, groups: by_sg.into_keys().collect(), groups_known, sources, exposures }
+}
+
+/// Checks each wanted rule (source, ports) against the tenancy policy: a refused one is dropped
+/// from `rules` and reported once per source and port range, an exposed one is kept and listed.
+fn apply_tenancy(
+    tenancy: &Tenancy,
+    binding: &str,
+    rules: &mut BTreeMap<String, BTreeSet<Key>>,
+) -> (Vec<RuleProblem>, Vec<Exposure>) {
+    let mut refused = BTreeMap::new();
+    let mut exposed = BTreeMap::new();
+    for keys in rules.values_mut() {
+        keys.retain(|key| match tenancy_verdict(tenancy, binding, key) {
+            Verdict::Allowed => true,
+            Verdict::Exposed(e) => {
+                exposed.entry((key.1, key.2, key.3.clone())).or_insert(e);
+                true
+            }
+            Verdict::Refused(r) => {
+                refused.entry((key.1, key.2, key.3.clone())).or_insert(r.detail);
+                false
+            }
+        });
+    }
+    let problems =
+        refused.into_values().map(|detail| RuleProblem::NotGranted { binding: binding.to_string(), detail }).collect();
+    (problems, exposed.into_values().collect())
+}
+
+/// What the tenancy policy says of `binding` (`namespace/name`) wanting the rule `key`.
+fn tenancy_verdict(tenancy: &Tenancy, binding: &str, (_, from, to, source): &Key) -> Verdict {
+    let Some(peer) = network_source(source) else { return Verdict::Allowed };
+    let (namespace, name) = binding.split_once('/').unwrap_or(("", binding));
+    let ports = (u16::try_from(*from).unwrap_or(0), u16::try_from(*to).unwrap_or(u16::MAX));
+    tenancy.networking_source(namespace, name, &peer, ports.0, ports.1)
+}
+
+/// A rule's source as the tenancy policy names it (`None`: not a source a binding can ask for).
+fn network_source(source: &RuleSource) -> Option<NetworkSource> {
+    match source {
+        RuleSource::Cidr(c) | RuleSource::Ipv6Cidr(c) => c.parse::<IpNet>().ok().map(NetworkSource::Cidr),
+        RuleSource::SecurityGroup(id) => Some(NetworkSource::SecurityGroup(id.clone())),
+        RuleSource::PrefixList(_) => None,
+    }
 }
 
 /// The sources of the binding's peers that parse.

@@ -94,6 +94,7 @@ fn plan_with(
         complete,
         missing_peers: NO_MISSING,
         first_pass: false,
+        tenancy: &Tenancy::default(),
     })
 }
 
@@ -104,6 +105,21 @@ fn plan_isolated(
     missing_peers: &BTreeSet<String>,
     first_pass: bool,
 ) -> BackendRulesPlan {
+    plan_complete(bindings, sgs, missing_peers, first_pass, &Tenancy::default())
+}
+
+/// Complete, restricted, under this tenancy.
+fn plan_tenancy(bindings: &[BindingRules<'_>], sgs: &[Observed<SecurityGroup>], tenancy: &Tenancy) -> BackendRulesPlan {
+    plan_complete(bindings, sgs, NO_MISSING, false, tenancy)
+}
+
+fn plan_complete(
+    bindings: &[BindingRules<'_>],
+    sgs: &[Observed<SecurityGroup>],
+    missing_peers: &BTreeSet<String>,
+    first_pass: bool,
+    tenancy: &Tenancy,
+) -> BackendRulesPlan {
     plan_backend_rules(&BackendRulesInput {
         cluster_name: CLUSTER,
         required_tags: &Tags::new(),
@@ -113,6 +129,7 @@ fn plan_isolated(
         complete: true,
         missing_peers,
         first_pass,
+        tenancy,
     })
 }
 
@@ -747,4 +764,79 @@ fn random_bad_bindings_never_change_the_others_plan() {
         }
     }
     assert!(spared > 20 && checked > 20, "{spared} {checked}");
+}
+
+/// team-a may open 10.0.0.0/8 on 80-8080 and sg-0aaa on any port; nothing else.
+const NETWORKING_POLICY: &str = r#"{"networking": [
+    {"namespaces": ["team-a"], "cidrs": ["10.0.0.0/8"], "ports": ["80-8080"]},
+    {"namespaces": ["team-a"], "securityGroups": ["sg-0aaa"]}
+]}"#;
+
+#[test]
+fn strict_tenancy_leaves_out_only_the_refused_rules_and_revokes_them_if_applied() {
+    use crate::tenancy::TenancyMode;
+    let e = eni("eni-1", &["sg-node"]);
+    let asks = net(json!({"ingress": [
+        {"from": [{"ipBlock": {"cidr": "10.1.0.0/16"}}, {"ipBlock": {"cidr": "0.0.0.0/0"}}], "ports": [{"port": 80}]},
+        {"from": [{"securityGroup": {"groupID": "sg-0aaa"}}, {"securityGroup": {"groupID": "sg-0bbb"}}], "ports": [{"port": 8443}]},
+        {"from": [{"ipBlock": {"cidr": "10.2.0.0/16"}}], "ports": []}
+    ]}));
+    let other = lb_sg_rule(json!(9090));
+    let applied_before = from_cidr("tcp", "0.0.0.0/0", 80, 80);
+    let sgs = [sg("sg-node", &[], vec![applied_before.clone()])];
+    let b = [
+        binding("team-a/web", Some(&asks), vec![ep("10.0.1.5", Some(&e), &[])]),
+        binding("team-b/api", Some(&other), vec![ep("10.0.1.6", Some(&e), &[])]),
+    ];
+
+    let strict = Tenancy::parse(TenancyMode::Strict, NETWORKING_POLICY, "test").unwrap();
+    let p = plan_tenancy(&b, &sgs, &strict);
+    let ch = &p.changes["sg-node"];
+    assert_eq!(
+        ch.authorize,
+        vec![from_cidr("tcp", "10.1.0.0/16", 80, 80), from_sg("sg-0aaa", 8443, 8443)],
+        "only team-a's granted rules; team-b (nothing granted) gets none"
+    );
+    assert_eq!(ch.revoke, vec![applied_before], "a refused rule applied before is revoked");
+    let refused: Vec<String> = p.problems.iter().map(ToString::to_string).collect();
+    assert_eq!(refused.len(), 4, "0.0.0.0/0, sg-0bbb, 10.2.0.0/16 on all ports, team-b's sg-lb: {refused:#?}");
+    for (words, binding) in [
+        (["team-a/web", "ipBlock 0.0.0.0/0", "ports 80-80"], "team-a/web"),
+        (["team-a/web", "security group sg-0bbb", "ports 8443-8443"], "team-a/web"),
+        (["team-a/web", "ipBlock 10.2.0.0/16", "ports 0-65535"], "team-a/web"),
+        (["team-b/api", "security group sg-lb", "ports 9090-9090"], "team-b/api"),
+    ] {
+        let p = p.problems.iter().find(|p| words.iter().all(|w| p.to_string().contains(w)));
+        let p = p.unwrap_or_else(|| panic!("no refusal with {words:?} in {refused:#?}"));
+        assert_eq!((p.binding(), p.reason(), p.is_spec_fault()), (Some(binding), "NotGrantedByTenancyPolicy", true));
+        assert!(p.to_string().contains("Fix: the cluster admin adds"), "{p}");
+    }
+    assert_eq!(p.bindings["team-a/web"].state, BindingState::Good, "its granted rules apply");
+    assert!(p.exposures.is_empty());
+
+    // The compatible mode applies everything and lists what the strict mode would refuse.
+    let compatible = Tenancy::parse(TenancyMode::Compatible, NETWORKING_POLICY, "test").unwrap();
+    let p = plan_tenancy(&b, &sgs, &compatible);
+    assert!(p.problems.is_empty(), "{:?}", p.problems);
+    assert_eq!(p.changes["sg-node"].authorize.len(), 5);
+    assert_eq!(p.exposures.len(), 4, "{:#?}", p.exposures);
+    assert!(p.exposures.iter().all(|e| e.kind == "networking-source"));
+}
+
+#[test]
+fn strict_tenancy_never_keeps_a_refused_rule_for_a_bad_binding() {
+    use crate::tenancy::TenancyMode;
+    let e = eni("eni-1", &["sg-node"]);
+    // Bad now (a named port its pod lacks); it had a granted and a refused rule.
+    let bad = net(json!({"ingress": [{"from": [{"ipBlock": {"cidr": "10.1.0.0/16"}}], "ports": [{"port": "htp"}]}]}));
+    let (granted, refused) = (from_cidr("tcp", "10.1.0.0/16", 80, 80), from_cidr("tcp", "0.0.0.0/0", 80, 80));
+    let memory: KeptRules = [("sg-node".to_string(), BTreeSet::from([granted.clone(), refused.clone()]))].into();
+    let mut b = [binding("team-a/web", Some(&bad), vec![ep("10.0.1.5", Some(&e), &[("http", 80)])])];
+    b[0].kept = Some(&memory);
+    let sgs = [sg("sg-node", &[], vec![granted.clone(), refused.clone()])];
+    let strict = Tenancy::parse(TenancyMode::Strict, NETWORKING_POLICY, "test").unwrap();
+    let p = plan_tenancy(&b, &sgs, &strict);
+    assert_eq!(p.bindings["team-a/web"].state, BindingState::Bad);
+    assert_eq!(p.changes["sg-node"], SgRuleChanges { authorize: vec![], revoke: vec![refused] });
+    assert_eq!(p.bindings["team-a/web"].remember["sg-node"], BTreeSet::from([granted]));
 }
