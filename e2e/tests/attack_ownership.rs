@@ -1,7 +1,7 @@
 //! Issue 32, ownership: a namespace tenant (its own namespace, the built-in `admin` role there, a
 //! real ServiceAccount token: `lbc_e2e::tenant`) attacks another team's target group, load
 //! balancer or stack through the objects it may write. Each test runs the attack with the
-//! controller in its default (drop-in) mode and asserts, from the AWS emulator's call log, that the
+//! controller in its default (drop-in) mode (the last one: in the strict mode) and asserts, from the AWS emulator's call log, that the
 //! controller made no write to the victim's resources and that the victim's targets are unchanged.
 //! Each waits for proof that the controller handled the attacker's objects (a status, an event)
 //! before it asserts that nothing happened.
@@ -57,7 +57,11 @@ impl Scene {
 
     /// A controller for the attacker's namespace.
     fn attacker_controller(&self) -> ControllerProc {
-        ControllerProc::start(&self.victim.env, &self.tenant.namespace, "lbc-e2e-leader", &[])
+        self.attacker_controller_with(&[])
+    }
+
+    fn attacker_controller_with(&self, extra: &[&str]) -> ControllerProc {
+        ControllerProc::start(&self.victim.env, &self.tenant.namespace, "lbc-e2e-leader", extra)
     }
 
     /// The tenant's own API handle for kind `K` in its namespace.
@@ -407,5 +411,46 @@ async fn a_binding_on_an_untagged_group_never_deregisters_the_owners_targets() {
     s.tenant_deletes_binding("web").await;
     s.victim_untouched(&ctl, mark, "after the binding's deletion").await;
     ctl.terminate();
+    s.cleanup().await;
+}
+
+/// The strict mode closes the takeover entirely: a target group our tags do not give the binding
+/// is bound only where the tenancy policy grants it to the binding's namespace. Here the policy
+/// grants the victim's group to the victim's namespace only: the tenant's binding is refused
+/// (Ready=False `TargetGroupNotGranted`), and the attacker's controller neither writes to the group
+/// nor reads its registrations, through the sync and the binding's deletion.
+#[tokio::test]
+#[ignore = "end-to-end: needs the local environment (e2e/up); e2e/test-all runs it with --include-ignored"]
+async fn strict_mode_refuses_an_untagged_group_the_namespace_is_not_granted() {
+    let _serial = SERIAL.lock().await;
+    let Some(s) = Scene::new("attack_strict_untagged").await else { return };
+    tenant_service(&s.tenant, "web").await;
+    let policy = json!({"targetGroups": [{"namespaces": [&s.victim.ns], "arns": [&s.victim.arn]}]});
+    let policy_file = std::env::temp_dir().join(format!("{}-tenancy.json", s.tenant.namespace));
+    std::fs::write(&policy_file, policy.to_string()).expect("policy file");
+    let file_flag = format!("--tenancy-policy-file={}", policy_file.display());
+    let mark = s.emu().mark().await;
+    let ctl = s.attacker_controller_with(&["--tenancy-mode=strict", &file_flag]);
+    tenant_binding(&s.tenant, "web", &s.victim.arn, json!({}), json!({})).await;
+    let b = reconciled(&s.tenant, "web").await;
+    let ready = b.status.iter().flat_map(|st| &st.conditions).find(|c| c.type_ == "Ready").expect("Ready");
+    assert_eq!((ready.status.as_str(), ready.reason.as_str()), ("False", "TargetGroupNotGranted"), "{ready:?}");
+    let tenant_binding_name = format!("{}/web", s.tenant.namespace);
+    for needle in [s.victim.arn.as_str(), tenant_binding_name.as_str(), "tenancy.policy.targetGroups"] {
+        assert!(ready.message.contains(needle), "{needle:?} missing from: {}", ready.message);
+    }
+    s.victim_untouched(&ctl, mark, "after the sync").await;
+    let (calls, _) = s.emu().calls(mark, Some(&s.victim.arn)).await;
+    let health_reads: Vec<&str> = calls
+        .iter()
+        .filter(|c| c.access_key.as_deref() == Some(ctl.access_key.as_str()) && c.operation == "DescribeTargetHealth")
+        .map(|c| c.operation.as_str())
+        .collect();
+    assert!(health_reads.is_empty(), "the refused binding read the victim's registrations: {health_reads:?}");
+
+    s.tenant_deletes_binding("web").await;
+    s.victim_untouched(&ctl, mark, "after the binding's deletion").await;
+    ctl.terminate();
+    let _ = std::fs::remove_file(&policy_file);
     s.cleanup().await;
 }

@@ -210,7 +210,7 @@ async fn doctor_names_a_sealed_vault() {
         assert!(r.with(check, "ok").is_empty() && r.with(check, "warn").is_empty(), "{check}:\n{}", r.text);
     }
     // The cluster-side checks ran.
-    for check in ["conflicts", "nodes", "crds", "throttle"] {
+    for check in ["conflicts", "nodes", "crds", "throttle", "tenancy"] {
         assert!(!r.with(check, "ok").is_empty(), "{check} ran:\n{}", r.text);
     }
     let _ = std::fs::remove_file(token);

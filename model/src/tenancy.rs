@@ -287,6 +287,11 @@ impl Tenancy {
         Self::new(mode, policy, source_name)
     }
 
+    /// The same policy in the strict mode: what it would refuse (doctor's exposures).
+    pub fn as_strict(&self) -> Tenancy {
+        Tenancy { mode: TenancyMode::Strict, ..self.clone() }
+    }
+
     pub fn mode(&self) -> TenancyMode {
         self.mode
     }

@@ -15,7 +15,7 @@ use kube::api::{Api, ListParams, ObjectMeta, PostParams};
 use kube::{Client, Resource, ResourceExt};
 use lbc_model::crd::TargetGroupBinding;
 use lbc_model::doctor::not_run::Blocker;
-use lbc_model::doctor::{Verdict, conflicts, crds, nodes, pod_ips, subnets::Demand, throttle, webhooks};
+use lbc_model::doctor::{Verdict, conflicts, crds, nodes, pod_ips, subnets::Demand, tenancy, throttle, webhooks};
 use lbc_model::names::{READINESS_GATE_INJECT_LABEL, READINESS_GATE_PREFIX};
 use lbc_model::net::VpcCidrs;
 use serde::de::DeserializeOwned;
@@ -46,6 +46,7 @@ pub struct Cluster {
     webhook_configs: Vec<webhooks::ConfigInfo>,
     dry_run: webhooks::DryRun,
     namespaces: Vec<webhooks::NamespaceInfo>,
+    bindings: Vec<tenancy::BindingInfo>,
 }
 
 impl Cluster {
@@ -80,6 +81,18 @@ impl Cluster {
             let rules = lbc_model::throttle::parse_rules(&args.aws_api_throttle).unwrap_or_default();
             out.push(throttle::check(&rules, &self.targets_per_group, args.targetgroupbinding_batch_size));
         }
+        if runs(tenancy::CHECK) {
+            match args.tenancy() {
+                Ok(policy) => out.extend(tenancy::check(&policy, &self.bindings)),
+                Err(e) => out.push(Verdict::fail(
+                    tenancy::CHECK,
+                    "--tenancy-policy-file",
+                    format!("{e:#}"),
+                    "a tenancy policy the controller can load",
+                    "fix the policy (chart: tenancy.policy) as the message says; the controller refuses to start with it",
+                )),
+            }
+        }
         out
     }
 }
@@ -87,7 +100,7 @@ impl Cluster {
 /// The checks whose input a read of `what` feeds: a failed read leaves them not run.
 fn needed_by(what: &str) -> &'static [&'static str] {
     match what {
-        "TargetGroupBindings" => &[pod_ips::CHECK, webhooks::CHECK, throttle::CHECK, nodes::CHECK],
+        "TargetGroupBindings" => &[pod_ips::CHECK, webhooks::CHECK, throttle::CHECK, nodes::CHECK, tenancy::CHECK],
         "Services" => &[pod_ips::CHECK, conflicts::CHECK, throttle::CHECK, webhooks::CHECK, nodes::CHECK],
         "Ingresses" | "IngressClasses" => &[pod_ips::CHECK, throttle::CHECK, nodes::CHECK],
         "EndpointSlices" => &[pod_ips::CHECK, throttle::CHECK],
@@ -403,6 +416,14 @@ pub async fn gather(client: &Client, args: &Args, d: &DoctorArgs) -> Cluster {
         webhook_configs,
         dry_run,
         namespaces: per_ns.into_values().collect(),
+        bindings: bindings
+            .into_iter()
+            .map(|b| tenancy::BindingInfo {
+                namespace: b.namespace().unwrap_or_default(),
+                name: b.name_any(),
+                spec: b.spec,
+            })
+            .collect(),
     }
 }
 

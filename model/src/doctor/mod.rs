@@ -14,6 +14,7 @@ pub mod not_run;
 pub mod permissions;
 pub mod pod_ips;
 pub mod subnets;
+pub mod tenancy;
 pub mod throttle;
 pub mod webhooks;
 

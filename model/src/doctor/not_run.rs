@@ -5,7 +5,7 @@
 use super::{Status, Verdict};
 
 /// The checks of the issue, in report order.
-pub const CHECKS: [&str; 10] = [
+pub const CHECKS: [&str; 11] = [
     super::cluster_tag::CHECK,
     super::subnets::CHECK,
     super::pod_ips::CHECK,
@@ -16,6 +16,7 @@ pub const CHECKS: [&str; 10] = [
     super::webhooks::CHECK,
     super::crds::CHECK,
     super::throttle::CHECK,
+    super::tenancy::CHECK,
 ];
 
 /// The checks that need AWS keys.
@@ -29,6 +30,7 @@ const NEEDS_KUBE: &[&str] = &[
     super::webhooks::CHECK,
     super::crds::CHECK,
     super::throttle::CHECK,
+    super::tenancy::CHECK,
 ];
 
 /// Something doctor could not get, the checks that need it, and what to do about it.
@@ -122,6 +124,7 @@ fn subject(check: &str) -> &'static str {
         "webhooks" => "webhook configurations and readiness gates",
         "crds" => "CustomResourceDefinitions",
         "throttle" => "Elastic Load Balancing v2 RegisterTargets bucket",
+        "tenancy" => "TargetGroupBindings against the tenancy policy",
         _ => "unknown check",
     }
 }
@@ -169,7 +172,7 @@ mod tests {
         let sealed = "Vault at http://127.0.0.1:8200 is sealed";
         let mut present =
             vec![Verdict::fail("credentials", "--aws-credentials-source=vault", sealed, "keys", "unseal")];
-        present.extend(["conflicts", "nodes", "webhooks", "crds", "throttle"].map(ok));
+        present.extend(["conflicts", "nodes", "webhooks", "crds", "throttle", "tenancy"].map(ok));
         let added = not_run(&present, &[Blocker::credentials(sealed)]);
         assert_eq!(checks_of(&added), ["cluster-tag", "subnet-roles", "pod-ips", "permissions"]);
         for v in &added {
