@@ -41,9 +41,9 @@ pub async fn run(args: Args, albc_only: Vec<lbc_model::compat::GivenFlag>) -> an
     let tenancy = Arc::new(args.tenancy()?);
     tracing::info!(mode = %tenancy.mode(), policy = %args.tenancy_policy_file, "tenancy (docs/security.md)");
     if tenancy.mode() == lbc_model::tenancy::TenancyMode::Strict {
-        tracing::warn!(
-            "strict tenancy confines roles, target groups, spec.networking and IngressGroups; the Ingress webhook \
-             does not apply the policy yet (refusals show on the Ingress after admission; docs/security.md)"
+        tracing::info!(
+            "strict tenancy: roles, target groups, spec.networking and IngressGroups are confined to the policy's \
+             grants (docs/security.md)"
         );
     }
     for w in &albc_warnings {

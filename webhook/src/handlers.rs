@@ -484,7 +484,8 @@ fn ingress_decision(s: &WebhookState, req: AdmissionRequest<Ingress>) -> Decisio
     let mut new = new.clone();
     new.metadata.namespace = Some(ns.clone());
     let classes = s.cluster().ingress_classes(&ns);
-    let verdict = validate_ingress(op, &new, req.old_object.as_ref(), &classes.view(), &s.config().ingress);
+    let cfg = s.config();
+    let verdict = validate_ingress(op, &new, req.old_object.as_ref(), &classes.view(), &cfg.ingress, &cfg.tenancy);
     if verdict.violations.is_empty() {
         Decision::Allow { warnings: verdict.warnings }
     } else {

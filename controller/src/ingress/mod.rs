@@ -163,7 +163,7 @@ pub(crate) fn look(ing: &Ingress, classes: &ClassSnapshot, cfg: &SelectConfig, t
     for verdict in tenancy_verdicts(tenancy, &choices) {
         match verdict {
             Verdict::Refused(r) => refusals.push(r.detail),
-            // The upstream's trust model, kept in compatible mode; `doctor` lists these.
+            // The upstream's trust model, kept in compatible mode: debug only.
             Verdict::Exposed(e) => tracing::debug!(kind = e.kind, detail = %e.detail, "tenancy exposure"),
             Verdict::Allowed => {}
         }

@@ -11,6 +11,10 @@
 //! exist is admitted with a warning (it may belong to a controller installed later), where ALBC
 //! refuses it.
 //!
+//! In the strict tenancy mode it also refuses what the policy does not grant the Ingress's
+//! namespace (`crate::ingress::tenancy`: joining a group, group-wide settings, the legacy class
+//! annotation); the Ingress reconciler applies the same policy whatever admission said.
+//!
 //! [`validate_ingress_class_params`] checks what ALBC's validator checks (inbound CIDRs; subnet
 //! `ids` xor `tags`, no duplicates) plus what ALBC's CRD schema enforces and ours does not
 //! (group name, load balancer name length, ports).
@@ -22,8 +26,11 @@ use k8s_openapi::api::networking::v1::Ingress;
 
 use super::{AdmissionOp, Violation};
 use crate::crd::IngressClassParamsSpec;
+use crate::ingress::keys::INGRESS_CLASS_ANNOTATION;
 use crate::ingress::select::disabled_annotation_use;
+use crate::ingress::tenancy::{OwnChoices, verdicts as tenancy_verdicts};
 use crate::ingress::{ClassView, SelectConfig, Selection, parse_annotations, select, valid_group_name};
+use crate::tenancy::{Tenancy, Verdict as TenancyVerdict};
 
 /// What the Ingress validator answers: denied when `violations` is not empty.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -49,6 +56,7 @@ pub fn validate_ingress(
     old: Option<&Ingress>,
     view: &ClassView<'_>,
     cfg: &SelectConfig,
+    tenancy: &Tenancy,
 ) -> Verdict {
     let old = old.filter(|_| op == AdmissionOp::Update);
     let mut out = Verdict::default();
@@ -56,7 +64,7 @@ pub fn validate_ingress(
         return out;
     }
     let ns = new.metadata.namespace.as_deref().unwrap_or("default");
-    match select(new, view, cfg) {
+    let params = match select(new, view, cfg) {
         Selection::NotOurs { .. } => return out,
         Selection::Misconfigured { reason } => {
             if let Some(name) = class_name(new).filter(|n| !view.classes.contains_key(*n)) {
@@ -73,8 +81,8 @@ pub fn validate_ingress(
             ));
             return out;
         }
-        Selection::Ours { .. } => {}
-    }
+        Selection::Ours { params, .. } => params,
+    };
     if let Some(m) = disabled_annotation_use(new, old, cfg) {
         out.violations.push(Violation::new("metadata.annotations", "disabled_annotation", m));
     }
@@ -88,6 +96,18 @@ pub fn validate_ingress(
             }
             for k in &s.unknown {
                 out.warnings.push(format!("annotation {k} is unknown to aws-lb-controller and is ignored"));
+            }
+            let choices = OwnChoices {
+                namespace: ns,
+                name: new.metadata.name.as_deref().unwrap_or_default(),
+                via_class_annotation: annotations.contains_key(INGRESS_CLASS_ANNOTATION),
+                own: &s,
+                group_from_params: params.as_deref().is_some_and(|p| p.spec.group.is_some()),
+            };
+            for v in tenancy_verdicts(tenancy, &choices) {
+                if let TenancyVerdict::Refused(r) = v {
+                    out.violations.push(Violation::new("metadata.annotations", "tenancy_refused", r.detail));
+                }
             }
         }
     }

@@ -73,7 +73,7 @@ impl World {
 fn check(new: &Ingress, old: Option<&Ingress>, cfg: &SelectConfig) -> Verdict {
     let w = World::new();
     let op = if old.is_some() { AdmissionOp::Update } else { AdmissionOp::Create };
-    validate_ingress(op, new, old, &w.view(), cfg)
+    validate_ingress(op, new, old, &w.view(), cfg, &Tenancy::default())
 }
 
 fn messages(v: &Verdict) -> Vec<&str> {
@@ -130,7 +130,14 @@ fn missing_class_is_a_warning_missing_params_a_denial() {
 
     let mut w = World::new();
     w.params.clear();
-    let v = validate_ingress(AdmissionOp::Create, &ing("a", Some("team"), &[]), None, &w.view(), &Default::default());
+    let v = validate_ingress(
+        AdmissionOp::Create,
+        &ing("a", Some("team"), &[]),
+        None,
+        &w.view(),
+        &Default::default(),
+        &Tenancy::default(),
+    );
     assert!(messages(&v)[0].contains("IngressClassParams team-params of IngressClass team does not exist"));
 }
 
@@ -245,4 +252,36 @@ fn ingress_class_params_tags_with_an_ownership_prefix_are_denied() {
     assert!(v[0].message.contains("\"service.k8s.aws/stack\" (prefix \"service.k8s.aws/\") in spec.tags"), "{}", v[0]);
     let fine = IngressClassParamsSpec { tags: vec![kv("team"), kv("kubernetes.io/owner")], ..Default::default() };
     assert!(validate_ingress_class_params(&fine).is_empty());
+}
+
+#[test]
+fn strict_tenancy_refuses_at_admission_what_the_policy_does_not_grant() {
+    use crate::tenancy::TenancyMode;
+    let policy = r#"{"ingressGroups": [{"group": "shared", "namespaces": ["a", "b"], "owner": "a"}]}"#;
+    let strict = Tenancy::parse(TenancyMode::Strict, policy, "test").unwrap();
+    let compatible = Tenancy::parse(TenancyMode::Compatible, policy, "test").unwrap();
+    let w = World::new();
+    let run =
+        |t: &Tenancy, i: &Ingress| validate_ingress(AdmissionOp::Create, i, None, &w.view(), &Default::default(), t);
+    let group = "alb.ingress.kubernetes.io/group.name";
+    let scheme = "alb.ingress.kubernetes.io/scheme";
+    // (Ingress, words of each refusal in strict mode)
+    let rows: Vec<(Ingress, Vec<&str>)> = vec![
+        (ing("b", Some("alb"), &[(group, "shared")]), vec![]),
+        (ing("a", Some("alb"), &[(group, "shared"), (scheme, "internet-facing")]), vec![]),
+        (ing("b", Some("alb"), &[(group, "shared"), (scheme, "internet-facing")]), vec!["b/web", scheme, "owner"]),
+        (ing("c", Some("alb"), &[(group, "shared")]), vec!["c/web", "\"shared\"", "tenancy.policy.ingressGroups"]),
+        (ing("c", Some("alb"), &[(group, "other")]), vec!["c/web", "\"other\"", "does not list"]),
+        (ing("b", None, &[("kubernetes.io/ingress.class", "alb")]), vec!["b/web", "spec.ingressClassName"]),
+    ];
+    for (i, (ingress, words)) in rows.iter().enumerate() {
+        let v = run(&strict, ingress);
+        assert_eq!(v.violations.is_empty(), words.is_empty(), "row {i}: {:?}", v.violations);
+        let msg = messages(&v).join(" | ");
+        for w in words {
+            assert!(msg.contains(w), "row {i}: {w:?} missing from {msg}");
+        }
+        assert!(v.violations.iter().all(|x| x.category == "tenancy_refused"), "row {i}: {:?}", v.violations);
+        assert!(run(&compatible, ingress).violations.is_empty(), "row {i}: compatible mode refuses nothing");
+    }
 }
