@@ -96,9 +96,28 @@ pub struct Context {
     pub vpcs: Mutex<HashMap<String, Arc<OnceCell<VpcCidrs>>>>,
     /// Node → EC2 instance by private IP, for instance targets of nodes without a providerID.
     pub instances: Arc<lbc_aws::instances::InstanceIdCache>,
+    /// The refreshing credential source (Vault, file), when one is configured: readiness gates
+    /// wait while its keys cannot be refreshed and are about to expire
+    /// ([`lbc_model::readiness::gate_may_open`]).
+    pub credentials: Option<lbc_aws::credentials::CredentialStatus>,
 }
 
 impl Context {
+    /// How long the AWS keys last when the last refresh failed (zero: expired); `None` while they
+    /// refresh normally or no refreshing source is configured.
+    pub fn unrefreshable_keys_left(&self) -> Option<std::time::Duration> {
+        use lbc_aws::credentials::Health;
+        let state = self.credentials.as_ref()?.state();
+        match state.health {
+            Health::Expired => Some(std::time::Duration::ZERO),
+            // Keys without a known expiry (a credentials file without one) never run out.
+            Health::Degraded => {
+                state.expires_at.map(|t| t.duration_since(std::time::SystemTime::now()).unwrap_or_default())
+            }
+            Health::Healthy | Health::Initializing => None,
+        }
+    }
+
     /// The ELBv2 client of a binding's target group: as the role of `spec.iamRoleArnToAssume`
     /// when set (a target group of another account), else the controller's own. A role the strict
     /// tenancy mode refuses to the binding's namespace gets a client that never calls AWS and

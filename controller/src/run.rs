@@ -205,6 +205,7 @@ pub async fn run(args: Args, albc_only: Vec<lbc_model::compat::GivenFlag>) -> an
         instances: Arc::new(lbc_aws::instances::InstanceIdCache::new(Arc::new(
             lbc_aws::instances::SdkInstanceLookup::new(clients.ec2.clone(), runner.clone()),
         ))),
+        credentials: credentials.as_ref().map(|c| c.status()),
     });
 
     let backend_rules = Arc::new(crate::networking::BackendRules::new(

@@ -101,8 +101,35 @@ pub fn health_poll_due(
     soonest.max(since_last_poll.map_or(Duration::ZERO, |p| floor.saturating_sub(p)))
 }
 
+/// How long the AWS keys must still last, when they can no longer be refreshed, for a readiness
+/// gate to turn True.
+pub const GATE_KEYS_MARGIN: Duration = Duration::from_secs(30);
+
+/// Whether a readiness gate may turn True now. `unrefreshable_keys_left`: `None` while the
+/// credentials refresh normally (or never expire); `Some(left)` when the last refresh failed and
+/// the keys in hand expire in `left`.
+///
+/// A gate turning True lets the rollout delete an old pod, whose target must then be
+/// deregistered before the pod stops serving: an AWS write. Keys about to expire with no refresh
+/// possible (Vault sealed or unreachable) would let the rollout delete a pod the controller can
+/// no longer deregister, and its traffic would fail. So the gate waits: the rollout stalls
+/// (safely: the old pods keep serving) until the credentials recover.
+pub fn gate_may_open(unrefreshable_keys_left: Option<Duration>) -> bool {
+    unrefreshable_keys_left.is_none_or(|left| left >= GATE_KEYS_MARGIN)
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_gate_waits_while_unrefreshable_keys_are_about_to_expire() {
+        use super::{Duration, GATE_KEYS_MARGIN, gate_may_open};
+        assert!(gate_may_open(None), "refreshing normally");
+        assert!(gate_may_open(Some(Duration::from_secs(3600))), "an outage with an hour of keys left");
+        assert!(gate_may_open(Some(GATE_KEYS_MARGIN)));
+        assert!(!gate_may_open(Some(GATE_KEYS_MARGIN - Duration::from_millis(1))));
+        assert!(!gate_may_open(Some(Duration::ZERO)), "expired");
+    }
+
     use super::*;
 
     fn th(state: HealthState, reason: Option<&str>, desc: Option<&str>) -> TargetHealth {

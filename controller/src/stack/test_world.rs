@@ -411,6 +411,7 @@ pub fn context_with_instances(
         target_group_tags: Default::default(),
         vpcs: Default::default(),
         instances: Arc::new(lbc_aws::instances::InstanceIdCache::new(instances)),
+        credentials: None,
     })
 }
 

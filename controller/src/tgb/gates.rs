@@ -14,7 +14,7 @@ use lbc_aws::elbv2::TargetGroupInfo;
 use lbc_model::binding::{GatePatch, gate_condition, gate_patch, pending_gates, settling_targets};
 use lbc_model::crd::TargetGroupBinding;
 use lbc_model::endpoints::DesiredTargets;
-use lbc_model::readiness::{GateCondition, health_poll_due, health_poll_interval};
+use lbc_model::readiness::{GateCondition, gate_may_open, health_poll_due, health_poll_interval};
 use lbc_model::target::{HealthState, Target};
 use serde_json::json;
 use std::collections::HashSet;
@@ -104,10 +104,19 @@ pub(super) async fn update(
     }
 
     let mut still_pending = 0;
+    let keys_left = ctx.unrefreshable_keys_left();
+    let mut held = 0;
     for (t, pod_name) in &pending {
         let health = ctx.with_state(key, |s| s.registered.as_ref().and_then(|r| r.get(t).cloned()));
         let unregistered = lost.iter().find(|(l, _)| l == t).map(|(_, h)| h);
         let cond = gate_condition(unregistered, health.as_ref(), fresh.contains(t));
+        if cond.status == "True" && !gate_may_open(keys_left) {
+            // Left as it is: the old pod this gate would let the rollout delete could not be
+            // deregistered once the keys run out.
+            held += 1;
+            still_pending += 1;
+            continue;
+        }
         if cond.status != "True" {
             still_pending += 1;
         }
@@ -128,6 +137,17 @@ pub(super) async fn update(
             ctx.metrics.readiness_gate_ready(&ns, &key.name, secs);
             ctx.metrics.registered_to_healthy.observe(secs);
         }
+    }
+    if held > 0 {
+        tracing::warn!(
+            binding = %key,
+            gates = held,
+            keys_left = ?keys_left,
+            "readiness gates held: the AWS credentials cannot be refreshed and expire within {:?}, so a pod the \
+             rollout would remove could not be deregistered; the rollout waits until the credentials recover \
+             (see /readyz and aws_credentials_expiry_timestamp_seconds)",
+            lbc_model::readiness::GATE_KEYS_MARGIN
+        );
     }
     let poll_in = if lost.is_empty() { ctx.with_state(key, |s| wait(s)) } else { Duration::ZERO };
     let settling = ctx.with_state(key, |s| settling(s).len());

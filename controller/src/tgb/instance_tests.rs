@@ -76,6 +76,7 @@ async fn instance_harness(nodes: Vec<Node>, node_port: Option<u16>) -> Harness {
         nodes,
         others: vec![],
         tenancy: Arc::default(),
+        credentials: None,
     };
     let h = harness(c).await;
     set_target_group_type(&h, "instance");

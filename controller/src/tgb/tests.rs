@@ -175,6 +175,7 @@ struct Cluster {
     /// More bindings in the cache (not served by the mocked API server).
     others: Vec<TargetGroupBinding>,
     tenancy: Arc<lbc_model::tenancy::Tenancy>,
+    credentials: Option<lbc_aws::credentials::CredentialStatus>,
 }
 
 async fn harness(c: Cluster) -> Harness {
@@ -236,7 +237,9 @@ async fn harness(c: Cluster) -> Harness {
         leader_rx,
         instances.clone(),
     );
-    Arc::get_mut(&mut ctx).expect("a new context").cfg.tenancy = c.tenancy;
+    let fresh = Arc::get_mut(&mut ctx).expect("a new context");
+    fresh.cfg.tenancy = c.tenancy;
+    fresh.credentials = c.credentials;
     // This cluster's target group (a binding on a group without ownership tags deregisters only
     // what it registered: `untagged_group_*` below).
     elb.set_tags(ARN, &[(lbc_model::names::CLUSTER_TAG, &ctx.cfg.cluster_name)]);
@@ -364,6 +367,7 @@ fn cluster(tgb: TargetGroupBinding, eps: &[Ep]) -> Cluster {
         nodes: vec![],
         others: vec![],
         tenancy: Arc::default(),
+        credentials: None,
     }
 }
 
@@ -905,4 +909,60 @@ async fn strict_tenancy_writes_only_to_untagged_groups_the_policy_grants() {
     h.elb.register_targets(ARN, &[t(9)], None).await.unwrap();
     h.reconcile(&binding(true)).await.unwrap();
     assert_eq!(h.registered(), vec!["10.0.1.1:8080", "10.0.1.9:8080"]);
+}
+
+/// A gate turning True lets the rollout delete an old pod, whose deregistration needs AWS keys:
+/// while the keys cannot be refreshed and expire within the margin, the gate waits.
+#[tokio::test(start_paused = true)]
+async fn gates_wait_while_the_keys_cannot_be_refreshed_and_are_about_to_expire() {
+    use lbc_aws::credentials::{CredentialMetrics, FileConfig, Health, file};
+    let dir = std::env::temp_dir().join(format!("lbc-gate-keys-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("credentials");
+    let write = |secs: i64| {
+        let expires = jiff::Timestamp::now() + jiff::SignedDuration::from_secs(secs);
+        let text =
+            format!("[default]\naws_access_key_id = AKID{secs}\naws_secret_access_key = s\nexpiration = {expires}\n");
+        std::fs::write(&path, text).unwrap();
+    };
+    let until = |status: lbc_aws::credentials::CredentialStatus, want: Health| async move {
+        for _ in 0..500 {
+            if status.state().health == want {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("credentials never {want:?}: {:?}", status.state());
+    };
+    write(20);
+    let mut cfg = FileConfig::new(&path);
+    cfg.poll_interval = Duration::from_millis(20);
+    let source = file::start(cfg, CredentialMetrics::default());
+    source.wait_ready(Duration::from_secs(5)).await.expect("keys read");
+    // The source can no longer refresh: the keys in hand last 20 s more.
+    std::fs::write(&path, "not a credentials file").unwrap();
+    until(source.status(), Health::Degraded).await;
+
+    let mut c = cluster(binding(true), &[(1, "a", false, false)]);
+    c.pods = vec![gated_pod("a", 1, None)];
+    c.credentials = Some(source.status());
+    let h = harness(c).await;
+    h.elb.set_initial_state(HealthState::Initial);
+    h.reconcile(&binding(true)).await.unwrap();
+    h.elb.set_health(ARN, t(1), HealthState::Healthy);
+    h.kube();
+    tokio::time::advance(Duration::from_secs(5)).await;
+    h.reconcile(&binding(true)).await.unwrap();
+    let pod_patch = format!("PATCH /api/v1/namespaces/{NS}/pods/a/status");
+    assert!(!h.kube_lines().contains(&pod_patch), "the gate turned True with keys about to run out");
+
+    // The source recovers: the gate turns True at the next poll.
+    write(3600);
+    until(source.status(), Health::Healthy).await;
+    tokio::time::advance(Duration::from_secs(5)).await;
+    h.reconcile(&binding(true)).await.unwrap();
+    let kube = h.kube();
+    let patch = kube.iter().find(|r| r.line() == pod_patch).expect("the pod's gate patched");
+    assert_eq!(patch.body["status"]["conditions"][0]["status"], json!("True"));
+    let _ = std::fs::remove_dir_all(dir);
 }
