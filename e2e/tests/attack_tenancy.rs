@@ -20,8 +20,11 @@ async fn strict_mode_never_assumes_a_role_the_tenants_namespace_is_not_granted()
     let role = format!("arn:aws:iam::222222222222:role/aws-lb-controller/{}", unique("victim"));
     let victim_tg =
         format!("arn:aws:elasticloadbalancing:us-east-1:222222222222:targetgroup/{}/0123456789abcdef", unique("v"));
-    let policy = serde_json::json!({"assumeRoles": [{"namespaces": ["team-granted"],
-        "roleArns": ["arn:aws:iam::222222222222:role/aws-lb-controller/*"]}]});
+    // The namespace's own target group (made by the test, without ownership tags) is granted to it.
+    let policy = serde_json::json!({
+        "assumeRoles": [{"namespaces": ["team-granted"], "roleArns": ["arn:aws:iam::222222222222:role/aws-lb-controller/*"]}],
+        "targetGroups": [{"namespaces": [&f.ns], "arns": [&f.arn]}],
+    });
     let policy_file = std::env::temp_dir().join(format!("{}-tenancy.json", f.ns));
     std::fs::write(&policy_file, policy.to_string()).unwrap();
 
