@@ -110,7 +110,7 @@ pub fn watch_records<K, R>(
     cfg: watcher::Config,
     mut decode: impl FnMut(K) -> R + Send + 'static,
     metrics: Metrics,
-    on_change: impl Fn(&str, &R) + Send + 'static,
+    on_change: impl Fn(&str, &str, &R) + Send + 'static,
 ) -> (Records<R>, JoinHandle<()>)
 where
     K: Resource + Clone + serde::de::DeserializeOwned + Debug + Send + Sync + 'static,
@@ -143,12 +143,12 @@ where
                                     for (n, r) in objs {
                                         if now.get(ns).is_none_or(|m| !m.contains_key(n)) {
                                             gone += 1;
-                                            on_change(ns, r);
+                                            on_change(ns, n, r);
                                         }
                                     }
                                 }
                                 for (ns, objs) in now.iter() {
-                                    objs.values().for_each(|r| on_change(ns, r));
+                                    objs.iter().for_each(|(n, r)| on_change(ns, n, r));
                                 }
                                 drop(now);
                                 metrics
@@ -169,12 +169,12 @@ where
                         watcher::Event::Apply(o) => {
                             let (k, r) = (key(&o), Arc::new(decode(o)));
                             insert(&mut map.write().expect("records lock"), k.clone(), r.clone());
-                            on_change(&k.0, &r);
+                            on_change(&k.0, &k.1, &r);
                         }
                         watcher::Event::Delete(o) => {
                             let (k, r) = (key(&o), decode(o));
                             remove(&mut map.write().expect("records lock"), &k);
-                            on_change(&k.0, &r);
+                            on_change(&k.0, &k.1, &r);
                         }
                     }
                     metrics.set_cache_objects(name, reader.len());

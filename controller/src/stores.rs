@@ -22,7 +22,7 @@ use lbc_model::names::SERVICE_NAME_LABEL;
 use lbc_model::nodes::NodeFacts;
 use lbc_model::pod::{PodInfo, trim_node};
 use lbc_model::wire::{EndpointSliceWire, PodWire};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -91,9 +91,42 @@ pub struct Triggers {
     digests: Arc<Mutex<Digests<Wake>>>,
     /// Wakes the cluster-wide backend security-group rules pass (`crate::networking`).
     pub backend_rules: Arc<tokio::sync::Notify>,
+    /// Pods (namespace, name) that EndpointSlices name but the pods cache does not hold yet, and
+    /// the bindings that left their endpoints out: the pod's arrival wakes them.
+    waiting_pods: Arc<Mutex<WaitingPods>>,
 }
 
+/// (namespace, pod name) → the bindings waiting for that pod.
+type WaitingPods = HashMap<(String, String), HashSet<ObjectRef<TargetGroupBinding>>>;
+
+/// Pods waited for at most (a forged `targetRef` naming a pod that never comes stays until then).
+const MAX_WAITING_PODS: usize = 10_000;
+
 impl Triggers {
+    /// `binding` left out endpoints whose pods (`names`, in `ns`) this process has not seen yet:
+    /// after a relist the EndpointSlices cache can be ahead of the pods cache, and a pod's arrival
+    /// is otherwise no reason to look at a binding again.
+    pub fn wait_for_pods(&self, binding: &ObjectRef<TargetGroupBinding>, ns: &str, names: &[String]) {
+        let mut waiting = self.waiting_pods.lock().expect("waiting pods lock");
+        for name in names {
+            let key = (ns.to_string(), name.clone());
+            if waiting.len() >= MAX_WAITING_PODS && !waiting.contains_key(&key) {
+                tracing::debug!(namespace = ns, pod = %name, "too many pods waited for; this one is not");
+                continue;
+            }
+            waiting.entry(key).or_default().insert(binding.clone());
+        }
+    }
+
+    /// The bindings that waited for pod `ns/name`, now seen (no longer waited for).
+    pub fn pod_seen(&self, ns: &str, name: &str) -> Vec<ObjectRef<TargetGroupBinding>> {
+        let mut waiting = self.waiting_pods.lock().expect("waiting pods lock");
+        if waiting.is_empty() {
+            return Vec::new();
+        }
+        waiting.remove(&(ns.to_string(), name.to_string())).map(|b| b.into_iter().collect()).unwrap_or_default()
+    }
+
     /// Installs (leader) or removes (follower) the controller's trigger channel.
     pub fn set_sender(&self, s: Option<UnboundedSender<ObjectRef<TargetGroupBinding>>>) {
         *self.sender.lock().expect("trigger lock") = s;
@@ -553,7 +586,7 @@ impl Stores {
             watch_config(Some(SERVICE_NAME_LABEL)).page_size(SLICE_PAGE_SIZE),
             SliceInfo::from_wire,
             metrics.clone(),
-            move |ns, s| {
+            move |ns, _, s| {
                 let Some(svc) = s.service.as_deref() else { return };
                 // A terminating endpoint is a target on its way out: its deregistration is never paced.
                 let removal = s.endpoints.iter().any(|e| e.terminating);
@@ -571,9 +604,12 @@ impl Stores {
             watch_config(None).page_size(POD_PAGE_SIZE),
             pod_decoder(),
             metrics.clone(),
-            move |ns, p| {
+            move |ns, pod, p| {
                 for name in bindings_gating(p.gates().iter().map(|g| &*g.condition_type)) {
                     t.send(tgb_ref(ns, name));
+                }
+                for r in t.pod_seen(ns, pod) {
+                    t.send(r);
                 }
             },
         );

@@ -139,8 +139,23 @@ async fn prepare(
     let gate = readiness_gate_condition(&tgb.name_any());
     let mut desired = compute_desired(ctx, &ns, &svc, &svc_port, &tgb, &gate);
     let has_selector = svc.spec.as_ref().and_then(|s| s.selector.as_ref()).is_some_and(|s| !s.is_empty());
-    let without_pod =
-        if has_selector { without_pods(&mut desired, |n| ctx.stores.pod(&ns, n).is_some()) } else { Vec::new() };
+    let without_pod = if has_selector {
+        // Endpoints naming a pod the cache does not hold yet (it can lag the slices after a
+        // relist): the pod's arrival wakes this binding.
+        let unseen: Vec<String> = desired
+            .targets
+            .values()
+            .flatten()
+            .filter(|p| ctx.stores.pod(&ns, &p.name).is_none())
+            .map(|p| p.name.clone())
+            .collect();
+        if !unseen.is_empty() {
+            ctx.triggers.wait_for_pods(key, &ns, &unseen);
+        }
+        without_pods(&mut desired, |n| ctx.stores.pod(&ns, n).is_some())
+    } else {
+        Vec::new()
+    };
     let cp = checkpoint(&arn, tgb.metadata.generation.unwrap_or(0), desired.targets.keys());
     let pending_gates = !pending_gates(&desired).is_empty();
     let now = Instant::now();

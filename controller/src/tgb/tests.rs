@@ -146,7 +146,7 @@ async fn pod_records(pods: Vec<Value>) -> crate::records::Records<PodInfo> {
         watcher::Config::default(),
         PodInfo::from_wire,
         crate::metrics::Metrics::new(),
-        |_, _| {},
+        |_, _, _| {},
     );
     records.wait_until_ready().await;
     records
@@ -965,4 +965,23 @@ async fn gates_wait_while_the_keys_cannot_be_refreshed_and_are_about_to_expire()
     let patch = kube.iter().find(|r| r.line() == pod_patch).expect("the pod's gate patched");
     assert_eq!(patch.body["status"]["conditions"][0]["status"], json!("True"));
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// After a relist the EndpointSlices cache can hold endpoints of pods the pods cache does not
+/// hold yet. Such endpoints are left out (only known pods are registered), and the binding waits
+/// for those pods: their arrival in the pods cache wakes it (`Triggers::pod_seen`).
+#[tokio::test(start_paused = true)]
+async fn endpoints_of_pods_not_seen_yet_wait_for_the_pods() {
+    let mut c = cluster(binding(true), &[(1, "a", true, false), (2, "b", true, false)]);
+    let mut svc = service();
+    svc.spec.as_mut().unwrap().selector = Some([("app".to_string(), "web".to_string())].into());
+    c.service = Some(svc);
+    c.pods = vec![gated_pod("a", 1, Some("True"))];
+    let h = harness(c).await;
+    h.reconcile(&binding(true)).await.unwrap();
+    assert_eq!(h.registered(), vec!["10.0.1.1:8080"], "only the known pod's endpoint");
+    let waiting = h.ctx.triggers.pod_seen(NS, "b");
+    assert_eq!(waiting, vec![ObjectRef::from_obj(&binding(true))], "pod b's arrival wakes the binding");
+    assert!(h.ctx.triggers.pod_seen(NS, "b").is_empty(), "once");
+    assert!(h.ctx.triggers.pod_seen(NS, "a").is_empty(), "a known pod is not waited for");
 }
