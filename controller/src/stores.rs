@@ -137,7 +137,7 @@ impl Triggers {
         }
     }
 
-    fn send(&self, r: ObjectRef<TargetGroupBinding>) {
+    pub(crate) fn send(&self, r: ObjectRef<TargetGroupBinding>) {
         self.send_change(r, None);
     }
 

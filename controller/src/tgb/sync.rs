@@ -151,6 +151,10 @@ async fn prepare(
             .collect();
         if !unseen.is_empty() {
             ctx.triggers.wait_for_pods(key, &ns, &unseen);
+            // A pod that arrived between the look above and the wait woke nobody: look again.
+            if unseen.iter().any(|n| ctx.stores.pod(&ns, n).is_some()) {
+                ctx.triggers.send(key.clone());
+            }
         }
         without_pods(&mut desired, |n| ctx.stores.pod(&ns, n).is_some())
     } else {
