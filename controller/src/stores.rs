@@ -208,8 +208,8 @@ impl Triggers {
         OwnWrite { triggers: self.clone(), key: Some(key) }
     }
 
-    fn end_own_write(&self, key: &str, written: Option<u64>) {
-        let wake = self.digests.lock().expect("digests").end_write(key, written);
+    fn end_own_write(&self, key: &str, written: Option<u64>, version: Option<&str>) {
+        let wake = self.digests.lock().expect("digests").end_write_at(key, written, version);
         if let Some(wake) = wake {
             tracing::debug!(object = %key, "a change seen during our own write was not ours; waking its readers");
             wake();
@@ -220,7 +220,8 @@ impl Triggers {
     /// object's readers when what they read changed (`lbc_model::digest`).
     fn wake_readers<K: ReadDigest>(&self, ev: CacheEvent, o: &K, wake: impl FnOnce() -> Wake) {
         let key = o.digest_key();
-        let now = event_wake(&mut self.digests.lock().expect("digests"), ev, &key, o.read_digest(), wake);
+        let version = o.meta().resource_version.as_deref();
+        let now = event_wake(&mut self.digests.lock().expect("digests"), ev, &key, (o.read_digest(), version), wake);
         // Outside the lock: a wake sends on channels and may look at other stores.
         if let Some(wake) = now {
             wake();
@@ -245,7 +246,8 @@ impl OwnWrite {
     /// The API server answered with `written`.
     pub fn done<K: ReadDigest>(mut self, written: &K) {
         if let Some(key) = self.key.take() {
-            self.triggers.end_own_write(&key, Some(written.read_digest()));
+            let version = written.meta().resource_version.as_deref();
+            self.triggers.end_own_write(&key, Some(written.read_digest()), version);
         }
     }
 }
@@ -254,7 +256,7 @@ impl Drop for OwnWrite {
     /// Not answered (an error, a cancelled pass): nothing of ours to recognise.
     fn drop(&mut self) {
         if let Some(key) = self.key.take() {
-            self.triggers.end_own_write(&key, None);
+            self.triggers.end_own_write(&key, None, None);
         }
     }
 }
@@ -293,7 +295,7 @@ pub fn node_event_matters(digests: &mut Digests, ev: CacheEvent, node: &Node) ->
 /// object of the initial list is only recorded, a deletion always matters, a change matters when
 /// the digest differs from the one last recorded (a status-only write does not).
 pub fn event_matters(digests: &mut Digests, ev: CacheEvent, key: &str, digest: u64) -> bool {
-    event_wake(digests, ev, key, digest, || ()).is_some()
+    event_wake(digests, ev, key, (digest, None), || ()).is_some()
 }
 
 /// [`event_matters`], with the wake-up it owes: `Some(wake())` to run now; `None` when nothing
@@ -302,7 +304,7 @@ fn event_wake<W>(
     digests: &mut Digests<W>,
     ev: CacheEvent,
     key: &str,
-    digest: u64,
+    (digest, version): (u64, Option<&str>),
     wake: impl FnOnce() -> W,
 ) -> Option<W> {
     match ev {
@@ -310,7 +312,7 @@ fn event_wake<W>(
             digests.record(key, digest);
             None
         }
-        CacheEvent::Applied => digests.changed(key, digest, wake),
+        CacheEvent::Applied => digests.changed_at(key, digest, version, wake),
         CacheEvent::Deleted => {
             digests.deleted(key);
             Some(wake())

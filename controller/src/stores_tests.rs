@@ -156,6 +156,32 @@ fn a_change_seen_during_an_own_write_that_is_not_the_write_wakes_the_owner_at_th
     assert_eq!(w.drain().1, Vec::<String>::new());
 }
 
+/// A write that leaves what the owner reads as it was (a status write) answers with the object
+/// as stored, which already holds a change someone made meanwhile: the answer's digest then equals
+/// the held change's, yet the change is not ours. Resource versions tell them apart.
+#[test]
+fn a_change_folded_into_the_answer_of_our_own_write_still_wakes_the_owner() {
+    let mut w = Woken::new();
+    let at = |rv: &str, port: i64| {
+        binding(|v| {
+            v["metadata"]["resourceVersion"] = json!(rv);
+            v["spec"]["serviceRef"]["port"] = json!(port);
+        })
+    };
+    on_binding_event(&w.t, CacheEvent::Listed, &at("10", 80));
+    let write = w.t.own_write(at("10", 80).digest_key());
+    on_binding_event(&w.t, CacheEvent::Applied, &at("11", 81));
+    assert_eq!(w.drain().1, Vec::<String>::new(), "held while the write is in flight");
+    write.done(&at("12", 81));
+    assert_eq!(w.drain().1, vec!["Service.v1./web.shop"], "someone else's edit (rv 11) wakes the owner");
+
+    // The write's own change, its event first: no wake.
+    let write = w.t.own_write(at("12", 81).digest_key());
+    on_binding_event(&w.t, CacheEvent::Applied, &at("13", 82));
+    write.done(&at("13", 82));
+    assert_eq!(w.drain().1, Vec::<String>::new(), "our own change (rv 13) does not wake the owner");
+}
+
 #[test]
 fn an_ingress_stack_binding_wakes_its_group_on_spec_changes_only() {
     let mut w = Woken::new();

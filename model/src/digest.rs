@@ -35,6 +35,8 @@ struct Writing<W> {
     writers: u32,
     /// The last changed digest an event showed during the write, and what it would have woken.
     held: Option<(u64, W)>,
+    /// The resource versions of the changes held (`None` where the caller gave none).
+    held_versions: Vec<Option<String>>,
     /// The object was deleted during the write (its digest is not recorded at the end).
     gone: bool,
 }
@@ -60,12 +62,20 @@ impl<W> Digests<W> {
     /// and no write of ours is in flight; `None` when unchanged, or when held for the write in
     /// flight (then [`Digests::end_write`] decides).
     pub fn changed(&mut self, key: &str, digest: u64, wake: impl FnOnce() -> W) -> Option<W> {
+        self.changed_at(key, digest, None, wake)
+    }
+
+    /// [`Digests::changed`] for the object at resource version `version`: with versions, a
+    /// change held during a write is dropped only when it is the write's own version
+    /// ([`Digests::end_write_at`]).
+    pub fn changed_at(&mut self, key: &str, digest: u64, version: Option<&str>, wake: impl FnOnce() -> W) -> Option<W> {
         if !self.record(key, digest) {
             return None;
         }
         match self.writing.get_mut(key) {
             Some(w) => {
                 w.held = Some((digest, wake()));
+                w.held_versions.push(version.map(str::to_string));
                 None
             }
             None => Some(wake()),
@@ -83,7 +93,12 @@ impl<W> Digests<W> {
 
     /// One of our reconcilers is about to write `key`; end it with [`Digests::end_write`].
     pub fn begin_write(&mut self, key: &str) {
-        let w = self.writing.entry(key.to_string()).or_insert(Writing { writers: 0, held: None, gone: false });
+        let w = self.writing.entry(key.to_string()).or_insert(Writing {
+            writers: 0,
+            held: None,
+            held_versions: Vec::new(),
+            gone: false,
+        });
         w.writers += 1;
     }
 
@@ -93,13 +108,24 @@ impl<W> Digests<W> {
     /// Whichever comes first, the write's answer or its watch event, the other then finds the
     /// digest unchanged; a change by anyone else still wakes, once.
     pub fn end_write(&mut self, key: &str, written: Option<u64>) -> Option<W> {
+        self.end_write_at(key, written, None)
+    }
+
+    /// [`Digests::end_write`] for a write answered at resource version `version`. With versions,
+    /// a held change is the write's own only when every change held has that version: a write
+    /// that leaves the digest as it was (a status write) answers with an object that already
+    /// holds a change someone made meanwhile, whose digest then equals the answer's.
+    pub fn end_write_at(&mut self, key: &str, written: Option<u64>, version: Option<&str>) -> Option<W> {
         let w = self.writing.get_mut(key)?;
         w.writers = w.writers.saturating_sub(1);
         if w.writers > 0 {
             return None;
         }
         let w = self.writing.remove(key)?;
+        let versioned = version.is_some() && w.held_versions.iter().all(Option::is_some);
+        let all_ours = w.held_versions.iter().all(|v| v.as_deref() == version);
         match (w.held, written) {
+            (Some((_, wake)), Some(_)) if versioned && !all_ours => Some(wake),
             (Some((seen, _)), Some(written)) if seen == written => None,
             (Some((_, wake)), _) => Some(wake),
             (None, Some(written)) if !w.gone => {
