@@ -90,3 +90,26 @@ pub async fn token_client(env: &Env, token: &str) -> Client {
     cfg.auth_info = kube::config::AuthInfo { token: Some(token.to_string().into()), ..Default::default() };
     Client::try_from(cfg).expect("kube client with the tenant's token")
 }
+
+/// A tenancy policy written where `--tenancy-policy-file` reads it; the file goes with the value.
+pub struct PolicyFile(std::path::PathBuf);
+
+impl PolicyFile {
+    /// Writes `policy` (JSON) to a file named after `tag` (a namespace: unique per test).
+    pub fn new(tag: &str, policy: &serde_json::Value) -> Self {
+        let path = std::env::temp_dir().join(format!("{tag}-tenancy.json"));
+        std::fs::write(&path, policy.to_string()).expect("tenancy policy file");
+        Self(path)
+    }
+
+    /// `--tenancy-policy-file=<path>`.
+    pub fn flag(&self) -> String {
+        format!("--tenancy-policy-file={}", self.0.display())
+    }
+}
+
+impl Drop for PolicyFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}

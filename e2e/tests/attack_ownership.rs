@@ -13,7 +13,7 @@ use kube::api::{Api, DeleteParams, PostParams};
 use lbc_e2e::controller::ControllerProc;
 use lbc_e2e::emulator::{Emulator, writes};
 use lbc_e2e::fixture::TgbScene;
-use lbc_e2e::tenant::Tenant;
+use lbc_e2e::tenant::{PolicyFile, Tenant};
 use lbc_e2e::{aws, eventually, kube_util, unique};
 use lbc_model::crd::TargetGroupBinding;
 use serde_json::json;
@@ -105,6 +105,15 @@ impl Scene {
             self.victim.arn
         );
         assert_eq!(aws::registered(self.elb(), &self.victim.arn).await, self.targets, "{when}: the victim's targets");
+    }
+
+    /// As the tenant: deletes binding `web`; then the victim's targets are still untouched by
+    /// `ctl`, which is stopped, and the scene is cleaned up.
+    async fn tenant_deletes_binding_and_finishes(self, ctl: ControllerProc, mark: u64) {
+        self.tenant_deletes_binding("web").await;
+        self.victim_untouched(&ctl, mark, "after the binding's deletion").await;
+        ctl.terminate();
+        self.cleanup().await;
     }
 
     async fn cleanup(self) {
@@ -208,10 +217,7 @@ async fn a_forged_multi_cluster_configmap_deregisters_nothing_of_the_victims() {
     let record = b.status.and_then(|st| st.owned_targets);
     assert_eq!(record, Some(vec![]), "nothing of the forged ConfigMap adopted");
 
-    s.tenant_deletes_binding("web").await;
-    s.victim_untouched(&ctl, mark, "after the binding's deletion").await;
-    ctl.terminate();
-    s.cleanup().await;
+    s.tenant_deletes_binding_and_finishes(ctl, mark).await;
 }
 
 /// Finding "stack ownership by labels": the tenant labels its own binding
@@ -260,10 +266,7 @@ async fn spoofed_stack_labels_do_not_reach_the_victims_target_group() {
     assert_eq!((ready.status.as_str(), ready.reason.as_str()), ("False", "TargetGroupNotOwned"), "{}", ready.message);
     assert!(ready.message.contains(&format!("{victim_ns}/web")), "{}", ready.message);
 
-    s.tenant_deletes_binding("web").await;
-    s.victim_untouched(&ctl, mark, "after the binding's deletion").await;
-    ctl.terminate();
-    s.cleanup().await;
+    s.tenant_deletes_binding_and_finishes(ctl, mark).await;
 }
 
 /// Finding "tag injection": a tenant's Service tags (`additional-resource-tags`) set another
@@ -408,10 +411,7 @@ async fn a_binding_on_an_untagged_group_never_deregisters_the_owners_targets() {
     let note = s.tenant_warning("ForeignTargetsPresent").await;
     assert!(s.targets.iter().all(|t| note.contains(t.as_str())), "{note}");
 
-    s.tenant_deletes_binding("web").await;
-    s.victim_untouched(&ctl, mark, "after the binding's deletion").await;
-    ctl.terminate();
-    s.cleanup().await;
+    s.tenant_deletes_binding_and_finishes(ctl, mark).await;
 }
 
 /// The strict mode closes the takeover entirely: a target group our tags do not give the binding
@@ -426,9 +426,8 @@ async fn strict_mode_refuses_an_untagged_group_the_namespace_is_not_granted() {
     let Some(s) = Scene::new("attack_strict_untagged").await else { return };
     tenant_service(&s.tenant, "web").await;
     let policy = json!({"targetGroups": [{"namespaces": [&s.victim.ns], "arns": [&s.victim.arn]}]});
-    let policy_file = std::env::temp_dir().join(format!("{}-tenancy.json", s.tenant.namespace));
-    std::fs::write(&policy_file, policy.to_string()).expect("policy file");
-    let file_flag = format!("--tenancy-policy-file={}", policy_file.display());
+    let policy_file = PolicyFile::new(&s.tenant.namespace, &policy);
+    let file_flag = policy_file.flag();
     let mark = s.emu().mark().await;
     let ctl = s.attacker_controller_with(&["--tenancy-mode=strict", &file_flag]);
     tenant_binding(&s.tenant, "web", &s.victim.arn, json!({}), json!({})).await;
@@ -448,9 +447,5 @@ async fn strict_mode_refuses_an_untagged_group_the_namespace_is_not_granted() {
         .collect();
     assert!(health_reads.is_empty(), "the refused binding read the victim's registrations: {health_reads:?}");
 
-    s.tenant_deletes_binding("web").await;
-    s.victim_untouched(&ctl, mark, "after the binding's deletion").await;
-    ctl.terminate();
-    let _ = std::fs::remove_file(&policy_file);
-    s.cleanup().await;
+    s.tenant_deletes_binding_and_finishes(ctl, mark).await;
 }

@@ -6,7 +6,7 @@
 use k8s_openapi::api::core::v1::Event;
 use kube::api::{Api, ListParams, PostParams};
 use lbc_e2e::fixture::TgbScene;
-use lbc_e2e::tenant::Tenant;
+use lbc_e2e::tenant::{PolicyFile, Tenant};
 use lbc_e2e::unique;
 use lbc_model::crd::TargetGroupBinding;
 
@@ -25,8 +25,7 @@ async fn strict_mode_never_assumes_a_role_the_tenants_namespace_is_not_granted()
         "assumeRoles": [{"namespaces": ["team-granted"], "roleArns": ["arn:aws:iam::222222222222:role/aws-lb-controller/*"]}],
         "targetGroups": [{"namespaces": [&f.ns], "arns": [&f.arn]}],
     });
-    let policy_file = std::env::temp_dir().join(format!("{}-tenancy.json", f.ns));
-    std::fs::write(&policy_file, policy.to_string()).unwrap();
+    let policy_file = PolicyFile::new(&f.ns, &policy);
 
     // The tenant binds its own Service to the victim's target group through the role.
     let steal: TargetGroupBinding = serde_json::from_value(serde_json::json!({
@@ -42,7 +41,7 @@ async fn strict_mode_never_assumes_a_role_the_tenants_namespace_is_not_granted()
         .expect("the tenant may create bindings in its own namespace");
 
     let mark = f.emu.mark().await;
-    let file_flag = format!("--tenancy-policy-file={}", policy_file.display());
+    let file_flag = policy_file.flag();
     let ctl = f.controller(&["--tenancy-mode=strict", &file_flag]);
     // The controller reconciled: the namespace's own binding is registered...
     f.wait_targets("the tenant's binding to its own target group registered", &f.expected("web")).await;
@@ -81,6 +80,5 @@ async fn strict_mode_never_assumes_a_role_the_tenants_namespace_is_not_granted()
     eprintln!("[attack] strict mode refused the role on binding steal: {refusal}");
 
     ctl.terminate();
-    let _ = std::fs::remove_file(&policy_file);
     f.cleanup().await;
 }

@@ -12,7 +12,7 @@ use kube::Client;
 use kube::api::{Api, DeleteParams, PostParams};
 use lbc_e2e::controller::ControllerProc;
 use lbc_e2e::emulator::{Call, Emulator};
-use lbc_e2e::tenant::Tenant;
+use lbc_e2e::tenant::{PolicyFile, Tenant};
 use lbc_e2e::{Env, aws, eventually, kube_util, unique};
 use lbc_model::crd::TargetGroupBinding;
 use serde_json::{Value, json};
@@ -424,9 +424,8 @@ async fn strict_tenancy_opens_only_what_the_policy_grants_on_the_shared_group() 
     env.pods(&["create", &ns, "web", "--replicas", "1", "--port", "8080"]);
     env.pods(&["service", &ns, "web", "--port", "80", "--target-port", "8080"]);
     let policy = json!({"networking": [{"namespaces": [&ns], "cidrs": ["10.77.0.0/16"], "ports": ["8080"]}]});
-    let policy_file = std::env::temp_dir().join(format!("{ns}-tenancy.json"));
-    std::fs::write(&policy_file, policy.to_string()).expect("policy file");
-    let file_flag = format!("--tenancy-policy-file={}", policy_file.display());
+    let policy_file = PolicyFile::new(&ns, &policy);
+    let file_flag = policy_file.flag();
     let mark = emu.mark().await;
     let ctl = ControllerProc::start(
         &env,
@@ -461,6 +460,5 @@ async fn strict_tenancy_opens_only_what_the_policy_grants_on_the_shared_group() 
     tgbs.delete("web", &DeleteParams::default()).await.expect("delete binding");
     wait_rules(&env, &node_sg, "the granted rule revoked with its binding", |r| !r.contains(&granted)).await;
     ctl.terminate();
-    let _ = std::fs::remove_file(&policy_file);
     kube_util::delete_namespace(&admin, &ns).await;
 }
