@@ -28,6 +28,10 @@ mod freeze;
 #[path = "ingress_alb/params.rs"]
 mod params;
 
+/// Security annotations that cannot be applied fail closed (issue 33).
+#[path = "ingress_alb/fail_closed.rs"]
+mod fail_closed;
+
 /// The group test's controller watches every namespace: the tests of this file run one at a time
 /// so no two controllers reconcile the same Ingress.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());

@@ -170,10 +170,17 @@ async fn pass(ctx: &IngressCtx, g: &GroupId, gathered: &Gathered) -> Result<Opti
             .settings
             .unsupported
             .iter()
+            .filter(|u| !u.fails_closed())
             .map(|u| format!("annotation {} is not applied: {}", u.key, u.reason))
             .chain(c.settings.unknown.iter().map(|u| format!("annotation {u} is unknown and ignored")))
             .collect();
         ctx.reporter.warn_list_once(&ctx.io.base, &reference(ing), "UnsupportedAnnotation", &notes).await;
+        // A protection that cannot be applied keeps the whole group as it is (`refusals`).
+        let closed = c.settings.fail_closed();
+        if !closed.is_empty() {
+            blocked_members.push((ing.clone(), format!("Ingress {}: {}", key_of(ing), closed.join("; "))));
+            continue;
+        }
         let spec = ing.spec.clone().unwrap_or_default();
         let mut discovered_certificates = vec![];
         if let Some(hosts) = certificate_discovery_hosts(&c.settings, &spec) {

@@ -394,6 +394,34 @@ async fn conflicting_exclusive_annotations_are_refused_with_both_values() {
     );
 }
 
+/// A protection that cannot be applied holds the group as it is (`lbc_model::annotations::
+/// refusals`): another member's change waits too, nothing is written, the member hears why; once
+/// the annotation is gone the held change is applied.
+#[tokio::test(start_paused = true)]
+async fn a_fail_closed_annotation_holds_the_whole_group_as_it_is() {
+    let t = world();
+    let host = t.created(&[&ingress("a", &[]), &ingress("b", &[])]).await;
+    let reordered = settled(ingress("a", &[(k::GROUP_ORDER, "10")]), &host);
+    let jwt = settled(ingress("b", &[(k::JWT_VALIDATION, r#"{"issuer":"https://idp.example.com"}"#)]), &host);
+    let next = t.reconcile(&[&reordered, &jwt]).await;
+    assert_eq!(next, None, "fixed by an edit of the Ingress");
+    assert_eq!(t.w.aws_writes(), (vec![], vec![]), "the ALB stays exactly as it was");
+    let events = t.w.events();
+    let [(kind, reason, note)] = &events[..] else { panic!("one Warning, for b: {events:?}") };
+    assert_eq!((kind.as_str(), reason.as_str()), ("Warning", crate::stack::FAILED_BUILD));
+    assert!(
+        note.contains("shop/b")
+            && note.contains("alb.ingress.kubernetes.io/jwt-validation")
+            && note.contains("nothing is created or changed in AWS"),
+        "names the Ingress, the annotation and the consequence: {note}"
+    );
+
+    let next = t.reconcile(&[&reordered, &settled(ingress("b", &[]), &host)]).await;
+    assert!(within(next, 600, 900), "{next:?}");
+    let (lb, _) = t.w.aws_writes();
+    assert!(!lb.is_empty(), "the held reorder is applied once the annotation is gone");
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_group_order_out_of_range_is_a_warning_naming_the_value_and_the_range() {
     let t = world();

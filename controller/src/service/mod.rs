@@ -166,6 +166,10 @@ async fn reconcile_inner(svc: &Service, ctx: &ServiceCtx) -> Result<Option<Durat
     let settings = parse_annotations(&svc.annotations().clone())
         .map_err(|errors| blocked(FAILED_BUILD, &format!("invalid annotations, nothing changed in AWS: {errors}")))?;
     ctx.reporter.warn_list_once(&ctx.io.base, &reference(svc), "UnsupportedAnnotation", &settings.warnings()).await;
+    let closed = settings.fail_closed();
+    if !closed.is_empty() {
+        return Err(blocked(FAILED_BUILD, &format!("nothing changed in AWS: {}", closed.join("; "))));
+    }
     if !crate::stack::set_finalizer(&ctx.io.base, svc, SERVICE_FINALIZER, true).await? {
         return Ok(None);
     }

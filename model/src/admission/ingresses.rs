@@ -91,9 +91,11 @@ pub fn validate_ingress(
     match parse_annotations(annotations, ns) {
         Err(e) => out.violations.push(Violation::new("metadata.annotations", "invalid_annotation", e.to_string())),
         Ok(s) => {
-            for u in &s.unsupported {
+            for u in s.unsupported.iter().filter(|u| !u.fails_closed()) {
                 out.warnings.push(format!("annotation {} is not supported by aws-lb-controller: {}", u.key, u.reason));
             }
+            // Admitted (ALBC admits it too), but its IngressGroup is held as it is: say so now.
+            out.warnings.extend(s.fail_closed());
             for k in &s.unknown {
                 out.warnings.push(format!("annotation {k} is unknown to aws-lb-controller and is ignored"));
             }

@@ -189,6 +189,19 @@ fn unknown_and_unsupported_annotations_are_warnings() {
     assert!(v.warnings.iter().any(|w| w.contains("alb.ingress.kubernetes.io/shceme")), "{:?}", v.warnings);
 }
 
+/// Admitted as ALBC admits it, but the warning says the group is held, not that the annotation
+/// is merely ignored.
+#[test]
+fn a_fail_closed_annotation_is_admitted_with_a_warning_that_nothing_deploys() {
+    let ann = [("alb.ingress.kubernetes.io/jwt-validation", "{}"), ("alb.ingress.kubernetes.io/dry-run-plan", "x")];
+    let v = check(&ing("a", Some("alb"), &ann), None, &Default::default());
+    assert!(v.violations.is_empty(), "{:?}", v.violations);
+    let jwt: Vec<&String> = v.warnings.iter().filter(|w| w.contains("jwt-validation")).collect();
+    assert_eq!(jwt.len(), 1, "{:?}", v.warnings);
+    assert!(jwt[0].contains("nothing is created or changed in AWS while it is present"), "{jwt:?}");
+    assert!(v.warnings.iter().any(|w| w.contains("dry-run-plan is not supported")), "{:?}", v.warnings);
+}
+
 #[test]
 fn class_params_cidrs_are_checked_with_hints() {
     let spec = IngressClassParamsSpec {

@@ -139,7 +139,7 @@ pub(crate) fn user_tags(r: &mut Reader<'_>, suffix: &str, unsupported: &mut Vec<
     let annotation = r.key(suffix);
     if let Some(reason) = reserved_tag_problem(tags.keys().map(String::as_str), &format!("annotation {annotation}")) {
         tags.retain(|key, _| reserved_tag_prefix(key).is_none());
-        unsupported.push(Unsupported { key: annotation, reason });
+        unsupported.push(Unsupported::degrade(annotation, reason));
     }
     tags
 }
@@ -153,15 +153,6 @@ pub(crate) fn minimum_capacity(r: &mut Reader<'_>, suffix: &str) -> Option<u32> 
         _ => {
             r.fail(r.key(suffix), raw, "\"CapacityUnits=N\" with N a whole number (0 resets)");
             None
-        }
-    }
-}
-
-/// Records `reason` for every listed suffix that is present: known, but not acted on.
-pub(crate) fn note_unsupported(r: &mut Reader<'_>, unsupported: &mut Vec<Unsupported>, notes: &[(&str, &str)]) {
-    for (suffix, reason) in notes {
-        if r.raw(suffix).is_some() {
-            unsupported.push(Unsupported { key: r.key(suffix), reason: reason.to_string() });
         }
     }
 }

@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 pub mod fields;
+pub mod refusals;
 
 /// One invalid annotation value.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -41,11 +42,24 @@ impl fmt::Display for AnnotationErrors {
 
 impl std::error::Error for AnnotationErrors {}
 
-/// A known annotation (or value) the controller does not act on (yet); reported as a warning.
+/// A known annotation (or value) the controller does not act on (yet); reported as a Warning,
+/// and, when it [fails closed](refusals::Refusal::FailClosed), keeping its stack as it is.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Unsupported {
     pub key: String,
     pub reason: String,
+    pub refusal: refusals::Refusal,
+}
+
+impl Unsupported {
+    /// Not applied; the rest is deployed without it.
+    pub fn degrade(key: impl Into<String>, reason: impl Into<String>) -> Self {
+        Self { key: key.into(), reason: reason.into(), refusal: refusals::Refusal::Degrade }
+    }
+
+    pub fn fails_closed(&self) -> bool {
+        self.refusal == refusals::Refusal::FailClosed
+    }
 }
 
 /// Reads annotations by suffix under one prefix, remembering which keys were looked at (so the

@@ -6,9 +6,10 @@ use std::collections::BTreeMap;
 use ipnet::IpNet;
 
 use super::actions::{parse_action, parse_conditions, parse_listen_ports};
-use super::annotations::{IngressSettings, UNSUPPORTED, backend};
+use super::annotations::{IngressSettings, backend};
 use super::keys::{self as k, PREFIX};
-use crate::annotations::fields::{minimum_capacity, note_unsupported};
+use crate::annotations::fields::minimum_capacity;
+use crate::annotations::refusals;
 use crate::annotations::{AnnotationErrors, Reader};
 use crate::lb::{LbIpAddressType, Protocol, Scheme};
 
@@ -120,13 +121,7 @@ pub fn parse_annotations(
             Err(e) => r.fail(key, raw, format!("a JSON list of conditions ({e})")),
         }
     }
-    note_unsupported(&mut r, &mut s.unsupported, UNSUPPORTED);
-    for family in [k::TRANSFORMS_PREFIX, k::TARGET_CONTROL_PORT_PREFIX, k::FRONTEND_NLB_FAMILY] {
-        for (key, _, _) in r.family(family) {
-            let reason = format!("{family}* annotations are not implemented yet");
-            s.unsupported.push(crate::annotations::Unsupported { key, reason });
-        }
-    }
+    refusals::note_refused(&mut r, &mut s.unsupported, refusals::INGRESS);
     s.unknown = r.unknown(|_| true);
     r.finish(s)
 }

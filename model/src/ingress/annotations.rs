@@ -5,10 +5,11 @@
 //! scheme, ipv4, `[{"HTTP":80}]` or `[{"HTTPS":443}]`, health-check numbers) are applied when the
 //! stack is built, because some depend on other values (certificates, gRPC).
 //!
-//! Known but not implemented: frontend NLB, transforms, JWT validation, mutual TLS, target
-//! control port, ACM certificate creation, WAF Classic, Shield, IPAM, customer-owned IPv4 pools,
-//! the dry-run plan, instance-target node labels → `unsupported`, with the reason. Other keys of
-//! our prefix → `unknown`. Deviation: ALBC silently ignores both.
+//! Known but not implemented (`crate::annotations::refusals::INGRESS`: frontend NLB, transforms,
+//! JWT validation, mutual TLS, target control port, ACM certificate creation, WAF Classic, Shield,
+//! IPAM, customer-owned IPv4 pools, the dry-run plan) → `unsupported`, with the reason and whether
+//! the group fails closed on it. Other keys of our prefix → `unknown`. Deviation: ALBC silently
+//! ignores unknown keys.
 
 use std::collections::BTreeMap;
 
@@ -102,6 +103,14 @@ pub struct IngressSettings {
     pub unknown: Vec<String>,
 }
 
+impl IngressSettings {
+    /// Why the group must stay as it is: this Ingress's refused annotations that protect the load
+    /// balancer ([`crate::annotations::refusals`]), one Warning text each; empty when it may be deployed.
+    pub fn fail_closed(&self) -> Vec<String> {
+        crate::annotations::refusals::fail_closed_notes(&self.unsupported)
+    }
+}
+
 impl BackendSettings {
     /// The Service's annotations win over the Ingress's, field by field (tags are merged, the
     /// Service's value winning per key).
@@ -159,20 +168,6 @@ const HEALTH_CHECK_KEYS: HealthCheckKeys = HealthCheckKeys {
     code_ranges: &[(200, 499), (0, 99)],
     codes_hint: "HTTP codes from 200 to 499 or gRPC codes from 0 to 99, e.g. \"200\", \"200-299\" or \"0,12\"",
 };
-
-pub(super) const UNSUPPORTED: &[(&str, &str)] = &[
-    (k::CUSTOMER_OWNED_IPV4_POOL, "Outposts customer-owned IPv4 pools are not implemented yet"),
-    (k::WAF_ACL_ID, "WAF Classic is not supported; use wafv2-acl-arn"),
-    (k::WEB_ACL_ID, "WAF Classic is not supported; use wafv2-acl-arn"),
-    (k::SHIELD_ADVANCED_PROTECTION, "Shield Advanced protection is not implemented yet"),
-    (k::IPAM_IPV4_POOL_ID, "IPAM pools are not implemented yet"),
-    (k::JWT_VALIDATION, "JWT validation actions are not implemented yet"),
-    (k::MUTUAL_AUTHENTICATION, "mutual TLS is not implemented yet"),
-    (k::CREATE_ACM_CERT, "ACM certificate creation is not supported; name certificates with certificate-arn"),
-    (k::ACM_PCA_ARN, "ACM certificate creation is not supported"),
-    (k::DRY_RUN_PLAN, "the dry-run plan annotation is not written by this controller"),
-    (k::ENABLE_FRONTEND_NLB, "a frontend NLB in front of the ALB is not implemented yet"),
-];
 
 /// The backend (Ingress,Service-located) annotations.
 pub(super) fn backend(r: &mut Reader<'_>, unsupported: &mut Vec<Unsupported>) -> BackendSettings {

@@ -135,6 +135,9 @@ fn unsupported_and_unknown_are_listed() {
     let keys: Vec<&str> = s.unsupported.iter().map(|u| u.key.as_str()).collect();
     assert_eq!(keys.len(), 6, "{keys:?}");
     assert!(s.unsupported.iter().all(|u| !u.reason.is_empty()));
+    let closed: Vec<&str> = s.unsupported.iter().filter(|u| u.fails_closed()).map(|u| u.key.as_str()).collect();
+    assert_eq!(closed, [full_key(k::JWT_VALIDATION), full_key(k::WAF_ACL_ID)], "the security-relevant ones");
+    assert_eq!(s.fail_closed().len(), 2);
     assert_eq!(s.unknown, [full_key("healthcheck-pth")]);
     let reserved = ok(&[(k::TAGS, "elbv2.k8s.aws/cluster=x,team=a")]);
     assert_eq!(reserved.backend.tags.len(), 1);

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use super::annotations::{BackendProtocol, NlbSettings};
 use super::keys::{self as k, full_key};
 use crate::annotations::fields::HealthCheckKeys;
-use crate::annotations::fields::note_unsupported;
+use crate::annotations::refusals;
 use crate::annotations::{Reader, Unsupported, parse_go_bool};
 use crate::lb::{Attributes, Protocol};
 
@@ -80,12 +80,12 @@ pub(super) fn backend_protocol(r: &mut Reader<'_>, unsupported: &mut Vec<Unsuppo
         None | Some("tcp") => BackendProtocol::Tcp,
         Some("ssl") => BackendProtocol::Ssl,
         Some(v @ ("http" | "https")) => {
-            unsupported.push(Unsupported {
-                key: full_key(k::BACKEND_PROTOCOL),
-                reason: format!(
+            unsupported.push(Unsupported::degrade(
+                full_key(k::BACKEND_PROTOCOL),
+                format!(
                     "{v:?} only applies to Classic Load Balancers; the NLB uses tcp (use \"ssl\" for TLS to targets)"
                 ),
-            });
+            ));
             BackendProtocol::Tcp
         }
         Some(v) => {
@@ -134,41 +134,15 @@ pub(super) fn prefixed_annotations(r: &mut Reader<'_>, annotations: &BTreeMap<St
     }
 }
 
-/// Known annotations this controller does not act on (yet).
+/// Known annotations this controller does not act on (yet): [`refusals::SERVICE`].
 pub(super) fn unsupported_annotations(r: &mut Reader<'_>, unsupported: &mut Vec<Unsupported>) {
-    note_unsupported(
-        r,
-        unsupported,
-        &[
-            (k::QUIC_ENABLED_PORTS, "QUIC listeners are not implemented yet"),
-            (k::SOURCE_NAT_IPV6_PREFIXES, "IPv6 source-NAT prefixes are not implemented yet"),
-            (k::EIP_ALLOCATIONS_DISCOVERY_TAGS, "Elastic IP discovery by tags is not implemented yet"),
-            (k::QUIC_ENABLED_CONTAINERS, "a pod annotation; it has no effect on a Service"),
-        ],
-    );
+    refusals::note_refused(r, unsupported, refusals::SERVICE);
     if let Some(v) = r.raw(k::ENABLE_PREFIX_FOR_IPV6_SOURCE_NAT) {
         if v == "on" {
-            unsupported.push(Unsupported {
-                key: full_key(k::ENABLE_PREFIX_FOR_IPV6_SOURCE_NAT),
-                reason: format!("IPv6 source-NAT prefixes are {NOT_YET}"),
-            });
+            let reason = format!("IPv6 source-NAT prefixes are {NOT_YET}");
+            unsupported.push(Unsupported::degrade(full_key(k::ENABLE_PREFIX_FOR_IPV6_SOURCE_NAT), reason));
         } else if v != "off" {
             r.fail(full_key(k::ENABLE_PREFIX_FOR_IPV6_SOURCE_NAT), v, "\"on\" or \"off\"");
         }
     }
-}
-
-/// `service.beta.kubernetes.io/actions.*` keys (custom listener actions): not implemented yet.
-pub(super) fn action_annotations(annotations: &BTreeMap<String, String>) -> Vec<Unsupported> {
-    let prefix = full_key(k::ACTIONS_PREFIX);
-    annotations
-        .keys()
-        .filter(|key| key.starts_with(&prefix))
-        .map(|key| Unsupported {
-            key: key.clone(),
-            reason: "custom listener actions (weighted forwarding to other Services) are not implemented yet; \
-                     the listener forwards to this Service's own target group"
-                .into(),
-        })
-        .collect()
 }

@@ -9,8 +9,8 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use ipnet::IpNet;
 
 use super::annotation_fields::{
-    ALPN_POLICIES, HEALTH_CHECK_KEYS, action_annotations, backend_protocol, load_balancer_attributes,
-    prefixed_annotations, tg_attributes, unsupported_annotations, valid_name,
+    ALPN_POLICIES, HEALTH_CHECK_KEYS, backend_protocol, load_balancer_attributes, prefixed_annotations, tg_attributes,
+    unsupported_annotations, valid_name,
 };
 use super::keys::{self as k, PREFIX, full_key};
 pub use crate::annotations::Unsupported;
@@ -106,17 +106,24 @@ pub struct NlbSettings {
 }
 
 impl NlbSettings {
-    /// One operator-ready sentence per ignored annotation, for Warning events.
+    /// One operator-ready sentence per ignored annotation, for Warning events: every one of annotations not applied, except those that fail closed ([`Self::fail_closed`]).
     pub fn warnings(&self) -> Vec<String> {
         let mut out: Vec<String> = self
             .unsupported
             .iter()
+            .filter(|u| !u.fails_closed())
             .map(|u| format!("annotation {} is not supported by this controller and is ignored: {}", u.key, u.reason))
             .collect();
         out.extend(self.unknown.iter().map(|key| {
             format!("unknown annotation {key}: not an AWS Load Balancer Controller Service annotation (typo?); ignored")
         }));
         out
+    }
+
+    /// Why the stack must stay as it is: the refused annotations that protect it
+    /// ([`crate::annotations::refusals`]), one Warning text each; empty when it may be deployed.
+    pub fn fail_closed(&self) -> Vec<String> {
+        crate::annotations::refusals::fail_closed_notes(&self.unsupported)
     }
 }
 
@@ -185,7 +192,6 @@ pub fn parse_annotations(annotations: &BTreeMap<String, String>) -> Result<NlbSe
     s.target_node_labels = r.map(k::TARGET_NODE_LABELS);
     prefixed_annotations(&mut r, annotations, &mut s);
     unsupported_annotations(&mut r, &mut s.unsupported);
-    s.unsupported.extend(action_annotations(annotations));
     s.unknown = r.unknown(|suffix| suffix.starts_with(k::AWS_LB_FAMILY));
     r.finish(s)
 }
