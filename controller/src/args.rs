@@ -721,10 +721,12 @@ mod tests {
             parse(&["--max-targets-per-target-group=1000", "--globalaccelerator-max-concurrent-reconciles=2"]).unwrap();
         assert_eq!(given.len(), 2);
         assert!(parse(&["--enable-endpoint-slices=2"]).is_err());
-        let (a, given) = parse(&["--enable-shield", "--feature-gates=ALBSingleSubnet=true,Nope=false"]).unwrap();
+        let (a, given) = parse(&["--enable-shield", "--feature-gates=ALBSingleSubnet=true"]).unwrap();
         let (gates, warnings) = assess_albc(&a, &given).unwrap();
         assert!(gates.alb_single_subnet);
-        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        let (a, given) = parse(&["--feature-gates=ALBSingleSubnet=true,Nope=false"]).unwrap();
+        assert!(assess_albc(&a, &given).unwrap_err().contains("unknown gate \"Nope\""), "refused, as ALBC does");
         let (a, given) = parse(&["--feature-gates=ALBSingleSubnet"]).unwrap();
         assert!(assess_albc(&a, &given).unwrap_err().contains("has no '='"));
         assert!(parse(&["--required-secrets-label=novalue"]).is_err());

@@ -120,8 +120,9 @@ pub fn assess_gates(given: &[(String, bool)]) -> (FeatureGates, Vec<Finding>) {
         let Some(gate) = GATES.iter().find(|g| g.name == name) else {
             let near = GATES.iter().find(|g| g.name.eq_ignore_ascii_case(name));
             let hint = near.map(|g| format!(" (did you mean {}?)", g.name)).unwrap_or_default();
-            findings.push(Finding::Warning(format!(
-                "--feature-gates: unknown gate {name:?}{hint}: it has no effect; ALBC's gates are {}",
+            // ALBC refuses to start on an unknown gate ("unknown feature"): a typo never passes.
+            findings.push(Finding::Fatal(format!(
+                "--feature-gates: unknown gate {name:?}{hint}; ALBC's gates are {}",
                 GATES.iter().map(|g| g.name).collect::<Vec<_>>().join(", ")
             )));
             continue;
@@ -224,9 +225,10 @@ mod tests {
     }
 
     #[test]
-    fn unknown_gates_are_named_with_a_hint() {
+    fn unknown_gates_are_refused_named_with_a_hint() {
         let (g, f) = assess_gates(&given(&[("albsinglesubnet", true), ("NoSuchGate", false)]));
         assert_eq!(g, FeatureGates::default());
+        assert!(f.iter().all(|f| matches!(f, Finding::Fatal(_))), "{f:?}");
         assert!(f[0].message().contains("did you mean ALBSingleSubnet?"), "{}", f[0].message());
         assert!(
             f[1].message().contains("unknown gate \"NoSuchGate\"") && f[1].message().contains("ListenerRulesTagging")
