@@ -1,7 +1,7 @@
 //! Check 6: another load-balancer controller acting on the same objects. The cloud-controller-
 //! manager's service controller takes every `type: LoadBalancer` Service without
 //! `spec.loadBalancerClass` (its finalizer `service.kubernetes.io/load-balancer-cleanup`, an
-//! `*.elb.amazonaws.com` hostname in status); ALBC, still installed, answers the same annotations,
+//! `*.elb.amazonaws.com` hostname in status without our finalizer); ALBC, still installed, answers the same annotations,
 //! CRDs and webhooks as we do.
 
 use super::{Verdict, list};
@@ -29,7 +29,11 @@ pub fn check(services: &[ServiceInfo], our_class: &str, albc: &[String]) -> Vec<
         let elb_host: Vec<&String> = s.hostnames.iter().filter(|h| h.ends_with(".elb.amazonaws.com")).collect();
         let classless = s.load_balancer_class.as_deref().unwrap_or("").is_empty();
         let ours = s.load_balancer_class.as_deref() == Some(our_class);
-        if !(ccm_finalizer || (classless && !elb_host.is_empty())) {
+        // A classless Service our controller built (`aws-load-balancer-type: external`, ALBC's most
+        // common pattern) carries our finalizer and an ELB hostname too: not the CCM's without its finalizer.
+        let built_by_us = s.finalizers.iter().any(|f| f == crate::service::keys::SERVICE_FINALIZER);
+        let ccm_host = classless && !elb_host.is_empty() && !built_by_us;
+        if !ccm_finalizer && !ccm_host {
             continue;
         }
         let mut found = vec![match &s.load_balancer_class {
@@ -129,6 +133,20 @@ mod tests {
                 "spec.loadBalancerClass service.k8s.aws/nlb",
             ),
             ("classless pending", vec![svc(None, &[], &[])], vec![], vec![Status::Ok], "no ALBC"),
+            (
+                "classless, built by us (aws-load-balancer-type: external)",
+                vec![svc(None, &["service.k8s.aws/resources"], &[host])],
+                vec![],
+                vec![Status::Ok],
+                "no ALBC",
+            ),
+            (
+                "classless, ours and the CCM's",
+                vec![svc(None, &["service.k8s.aws/resources", CCM_FINALIZER], &[host])],
+                vec![],
+                vec![Status::Fail],
+                CCM_FINALIZER,
+            ),
             ("other class with hostname", vec![svc(Some("other"), &[], &[host])], vec![], vec![Status::Ok], "no ALBC"),
             (
                 "albc",
