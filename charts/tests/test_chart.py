@@ -279,6 +279,7 @@ def test_template(helm, tmp_path, case):
         token = vols["vault-token"]["projected"]["sources"][0]["serviceAccountToken"]
         assert token == {"path": "token", "audience": "vault", "expirationSeconds": 3600}
         assert vols["vault-ca"]["configMap"]["name"] == "vault-ca"
+        assert "--vault-insecure-http=true" not in args, "plain HTTP to Vault only when asked for"
     if creds != "secret":
         assert not {"AWS_ACCESS_KEY_ID", "AWS_SHARED_CREDENTIALS_FILE"} & set(env)
     if creds not in ("file", "vault"):
@@ -484,6 +485,15 @@ def test_doctor_hook_vault_auth_role(helm, tmp_path):
     assert "--vault-auth-role=lbc-doctor" in args and "--vault-auth-role=aws-load-balancer-controller" in dargs
     assert [a for a in args if not a.startswith("--vault-auth-role=")][:-2] == \
         [a for a in dargs if not a.startswith("--vault-auth-role=")]
+
+
+def test_vault_insecure_http_is_rendered_only_when_asked_for(helm, tmp_path):
+    lab = deep_merge(MATRIX["credentials-vault"],
+                     {"awsCredentials": {"vault": {"address": "http://bao.lab:8200", "insecureHttp": True}}})
+    hooks, dep = doctor_hook(helm, tmp_path, lab)
+    for args in (dep["spec"]["template"]["spec"]["containers"][0]["args"],
+                 one(hooks, "Pod")["spec"]["containers"][0]["args"]):
+        assert {"--vault-address=http://bao.lab:8200", "--vault-insecure-http=true"} <= set(args), args
 
 
 # ---------------------------------------------------------------------------------------------

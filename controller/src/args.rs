@@ -158,6 +158,11 @@ pub struct Args {
     #[arg(long, default_value = "")]
     pub vault_role_arn: String,
 
+    /// Accept an `http://` Vault address on another host than this one: the ServiceAccount token
+    /// and the AWS keys then cross the network in clear text (a lab without TLS only).
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool, action = clap::ArgAction::Set)]
+    pub vault_insecure_http: bool,
+
     /// Shared-credentials file kept fresh by something else (`--aws-credentials-source=file`).
     #[arg(long, default_value = "")]
     pub aws_credentials_file: String,

@@ -75,6 +75,7 @@ fn vault_config(args: &Args) -> anyhow::Result<VaultConfig> {
     cfg.credential_type = kind;
     cfg.ttl = (!args.vault_ttl.is_zero()).then_some(args.vault_ttl);
     cfg.role_arn = non_empty(&args.vault_role_arn);
+    cfg.insecure_http = args.vault_insecure_http;
     Ok(cfg)
 }
 

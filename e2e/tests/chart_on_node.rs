@@ -212,6 +212,7 @@ async fn chart_installed_on_a_real_node_upgrades_rolls_back_and_uninstalls_clean
 
     // ---- helm upgrade to a new image tag, then rollback, while a client calls the webhooks --------------------
     // Its dry-run bindings name the unbound target group (the first one is bound: they would be refused).
+    let mark_admission = emu.mark().await;
     let client_loop = AdmissionClient::start(client.clone(), &apps, &other_tg);
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), &system);
     let started = std::time::Instant::now();
@@ -242,11 +243,19 @@ async fn chart_installed_on_a_real_node_upgrades_rolls_back_and_uninstalls_clean
     .await;
     let report = client_loop.stop().await;
     eprintln!("[chart] admission requests during upgrade and rollback: {report:?}");
-    assert!(report.sent >= 50, "the admission client made too few requests to prove anything: {report:?}");
+    let webhook_calls = || async { slowest_webhook_calls(&emu.calls(mark_admission, None).await.0) };
+    assert!(
+        report.sent >= 50,
+        "the admission client made too few requests to prove anything: {report:?}\nthe webhooks' slowest AWS calls \
+         in the emulator:\n{}",
+        webhook_calls().await
+    );
     assert!(
         report.failures.is_empty(),
-        "failed admission requests: {report:?}\nwhat the API server logged about the pod webhook:\n{}",
-        apiserver_lines(&env, "mpod.elbv2.k8s.aws")
+        "failed admission requests: {report:?}\nwhat the API server logged about the pod webhook:\n{}\nthe \
+         webhooks' slowest AWS calls in the emulator:\n{}",
+        apiserver_lines(&env, "mpod.elbv2.k8s.aws"),
+        webhook_calls().await
     );
 
     // No AWS write from a pod that did not hold the Lease at that moment.
@@ -323,8 +332,10 @@ fn values_file(env: &Env, system: &str, apps: &str, vault_role: &str, tag: &str)
         "createIngressClassResource": false,
         "nodeSelector": {label_key: label_value},
         "awsApiEndpoints": format!("Elastic Load Balancing v2={aws},EC2={aws},STS={aws},ACM={aws},WAFV2={aws}"),
+        // The lab's OpenBao listens on plain HTTP at the node's gateway: accepted only when asked for.
         "awsCredentials": {"source": "vault", "vault": {
-            "address": env.get("LBC_NODE_BAO_URL"), "authRole": vault_role, "secretsRole": "lbc"}},
+            "address": env.get("LBC_NODE_BAO_URL"), "authRole": vault_role, "secretsRole": "lbc",
+            "insecureHttp": true}},
         // No kube-proxy here: the in-cluster client goes to the API server's forwarder on the node's gateway.
         "env": {"KUBERNETES_SERVICE_HOST": api_host, "KUBERNETES_SERVICE_PORT": api_port},
         "dnsPolicy": "Default",
@@ -552,6 +563,35 @@ impl AdmissionClient {
         let _ = self.task.await;
         AdmissionReport { sent: self.sent.load(Ordering::Relaxed), failures: self.failures.lock().unwrap().clone() }
     }
+}
+
+/// The TargetGroupBinding webhook's AWS calls (DescribeTargetGroups, DescribeTags) made from the node's pods, the
+/// ten slowest to answer, with when each arrived: whether an admission that waited on AWS waited on the emulator
+/// or before its request reached it.
+fn slowest_webhook_calls(calls: &[Call]) -> String {
+    let mut mine: Vec<&Call> = calls
+        .iter()
+        .filter(|c| {
+            c.forwarded_for.is_some() && matches!(c.operation.as_str(), "DescribeTags" | "DescribeTargetGroups")
+        })
+        .collect();
+    let count = mine.len();
+    mine.sort_by(|a, b| (b.time - b.received).total_cmp(&(a.time - a.received)));
+    let lines: Vec<String> = mine
+        .iter()
+        .take(10)
+        .map(|c| {
+            format!(
+                "  {} from {} received at {:.3}, answered in {:.3}s ({})",
+                c.operation,
+                c.forwarded_for.as_deref().unwrap_or("?"),
+                c.received,
+                c.time - c.received,
+                c.outcome
+            )
+        })
+        .collect();
+    format!("{count} calls; slowest:\n{}", lines.join("\n"))
 }
 
 /// The API server's warnings and errors naming `what` (a webhook failing open logs only there).

@@ -76,6 +76,9 @@ pub struct VaultConfig {
     /// few seconds to be accepted everywhere in AWS). `None`: 10 s for `creds`, 0 for `sts`.
     pub new_key_delay: Option<Duration>,
     pub timing: Timing,
+    /// Accept `http://` to another host (`--vault-insecure-http`): the token and the keys cross
+    /// the network in clear text. Loopback addresses are always accepted.
+    pub insecure_http: bool,
 }
 
 impl VaultConfig {
@@ -94,6 +97,7 @@ impl VaultConfig {
             role_arn: None,
             new_key_delay: None,
             timing: Timing::default(),
+            insecure_http: false,
         }
     }
 
@@ -109,6 +113,20 @@ impl VaultConfig {
     }
 }
 
+/// The host of an `http://` address that is not this machine (`None` for https:// and loopback).
+fn plaintext_remote_host(address: &str) -> Option<String> {
+    let rest = address.strip_prefix("http://")?;
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or_default(),
+        None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
+    };
+    let loopback =
+        host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
+    (!loopback).then(|| host.to_string())
+}
+
 /// A [`VaultConfig`] that cannot work (checked before anything is started).
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error("invalid Vault credentials configuration: {0}")]
@@ -119,6 +137,14 @@ pub fn start(mut cfg: VaultConfig, metrics: CredentialMetrics) -> Result<Credent
     cfg.address = cfg.address.trim().trim_end_matches('/').to_string();
     if !(cfg.address.starts_with("http://") || cfg.address.starts_with("https://")) {
         return Err(InvalidConfig(format!("address {:?} must start with http:// or https://", cfg.address)));
+    }
+    if let Some(host) = plaintext_remote_host(&cfg.address).filter(|_| !cfg.insecure_http) {
+        return Err(InvalidConfig(format!(
+            "address {:?} is plain HTTP to {host}: the ServiceAccount token and the AWS keys would cross the network \
+             in clear text; use https:// (with --vault-ca-bundle for a private CA), or --vault-insecure-http for a \
+             lab without TLS",
+            cfg.address
+        )));
     }
     cfg.auth_mount = cfg.auth_mount.trim().trim_matches('/').to_string();
     cfg.secrets_mount = cfg.secrets_mount.trim().trim_matches('/').to_string();

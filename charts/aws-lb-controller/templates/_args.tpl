@@ -171,6 +171,7 @@
   "--vault-token-path=/var/run/secrets/vault/token") }}
 {{- with $vault.roleArn }}{{ $args = append $args (printf "--vault-role-arn=%s" .) }}{{ end }}
 {{- with $vault.namespace }}{{ $args = append $args (printf "--vault-namespace=%s" .) }}{{ end }}
+{{- if $vault.insecureHttp }}{{ $args = append $args "--vault-insecure-http=true" }}{{ end }}
 {{- if $vault.caBundleConfigMap }}
 {{- $args = append $args (printf "--vault-ca-bundle=/etc/aws-lb-controller/vault-ca/%s" $vault.caBundleKey) }}
 {{- end }}

@@ -586,6 +586,24 @@ async fn config_is_validated_before_start() {
     assert_eq!(CredentialType::parse("x"), None);
 }
 
+/// Plain HTTP carries the ServiceAccount token and the AWS keys in clear text: refused to another
+/// host unless asked for, always accepted on this one.
+#[tokio::test]
+async fn plain_http_to_another_host_is_refused_unless_asked_for() {
+    for remote in ["http://vault:8200", "http://10.0.0.5:8200/", "http://user@vault.example", "http://[fd00::1]:8200"] {
+        let mut c = VaultConfig::new(remote, "lbc", "lbc");
+        let e = start(c.clone(), CredentialMetrics::default()).unwrap_err().0;
+        assert!(e.contains("clear text") && e.contains("--vault-insecure-http") && e.contains("https://"), "{e}");
+        c.insecure_http = true;
+        assert!(start(c, CredentialMetrics::default()).is_ok(), "{remote}: accepted when asked for");
+    }
+    for local in ["http://127.0.0.1:8200", "http://localhost:8200", "http://[::1]:8200", "https://vault:8200"] {
+        assert!(start(VaultConfig::new(local, "lbc", "lbc"), CredentialMetrics::default()).is_ok(), "{local}");
+    }
+    assert_eq!(plaintext_remote_host("http://127.0.0.9/v1"), None);
+    assert_eq!(plaintext_remote_host("http://bao.lab:8200/x").as_deref(), Some("bao.lab"));
+}
+
 #[test]
 fn claims_come_from_the_jwt_payload() {
     let c = Claims::parse(&fake_jwt());
