@@ -170,12 +170,18 @@ impl ControllerProc {
                 return;
             }
             if tokio::time::Instant::now() > deadline {
+                // The log goes with the environment when e2e/test-all tears it down: its end is kept here.
+                let text = self.log_text();
+                let tail: Vec<&str> = text.lines().rev().take(LOG_TAIL_LINES).collect();
+                let tail: Vec<&str> = tail.into_iter().rev().collect();
                 panic!(
                     "timed out after {secs}s waiting for a {} reconcile that started after {what}: finished/running \
-                     {seen:?}, needed more than {} finished (log {})",
+                     {seen:?}, needed more than {} finished (log {}); its last {} lines:\n{}",
                     mark.controller,
                     mark.bound,
-                    self.log.display()
+                    self.log.display(),
+                    tail.len(),
+                    tail.join("\n")
                 );
             }
             tokio::time::sleep(std::time::Duration::from_millis(100)).await;
@@ -226,6 +232,9 @@ pub fn reconcile_counts(metrics: &str, controller: &str) -> Option<(f64, f64)> {
     let running = metrics.lines().find(|l| l.starts_with(&active))?.rsplit(' ').next()?.parse().ok()?;
     Some((crate::albc::sum_lines(metrics, &total), running))
 }
+
+/// Lines of the controller's log a failed wait prints.
+const LOG_TAIL_LINES: usize = 80;
 
 /// See [`ControllerProc::reconcile_mark`].
 #[derive(Clone, Copy, Debug)]

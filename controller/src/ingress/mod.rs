@@ -296,7 +296,10 @@ pub async fn run(ctx: Arc<IngressCtx>, concurrency: u16, stop: impl std::future:
 
 /// One pass over a group; the delay before the next one (`None`: only on change).
 async fn reconcile(ctx: &IngressCtx, g: &GroupId) -> Option<Duration> {
-    if !ctx.io.base.is_leader() {
+    let leader = ctx.io.base.is_leader();
+    // Pairs with the wake-up lines of `crate::stores`: a trigger sent and never run shows here.
+    tracing::debug!(group = %g.stack_id(), leader, "IngressGroup reconcile triggered");
+    if !leader {
         return None;
     }
     let (ns, name) = match g {

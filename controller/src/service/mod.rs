@@ -122,13 +122,22 @@ pub async fn run(
         .reconcile_on(UnboundedReceiverStream::new(rx))
         .graceful_shutdown_on(stop)
         .run(reconcile, error_policy, ctx.clone())
-        .for_each(|_| futures::future::ready(()))
+        .for_each(|res| {
+            // Failed reconciles are logged by `error_policy`.
+            if let Err(kube::runtime::controller::Error::ObjectNotFound(r)) = res {
+                tracing::debug!(service = %r, "Service gone before its reconcile");
+            }
+            futures::future::ready(())
+        })
         .await;
     ctx.io.base.triggers.set_service_sender(None);
 }
 
 async fn reconcile(svc: Arc<Service>, ctx: Arc<ServiceCtx>) -> Result<Action> {
-    if !ctx.io.base.is_leader() {
+    let leader = ctx.io.base.is_leader();
+    // Pairs with the wake-up lines of `crate::stores`: a trigger sent and never run shows here.
+    tracing::debug!(service = %ObjectRef::from_obj(svc.as_ref()), leader, "Service reconcile triggered");
+    if !leader {
         return Ok(Action::await_change());
     }
     let timer =
