@@ -12,6 +12,7 @@ pub mod aws;
 pub mod bao;
 pub mod controller;
 pub mod datapath;
+pub mod doc_paths;
 pub mod emulator;
 pub mod fixture;
 pub mod helm;
