@@ -492,75 +492,85 @@ struct AdmissionReport {
     failures: Vec<String>,
 }
 
-/// Calls the webhooks through the API server every 100 ms until stopped: a dry-run TargetGroupBinding create
-/// (mutating + validating, failurePolicy Fail) and a dry-run pod create in the opted-in namespace (its gate must
-/// be injected: the pod webhook fails open, so a missing gate is how its failure shows).
+/// Calls the webhooks through the API server until stopped, from [`CLIENT_LOOPS`] loops at once, each pausing
+/// 100 ms between rounds: a dry-run TargetGroupBinding create (mutating + validating, failurePolicy Fail) and a
+/// dry-run pod create in the opted-in namespace (its gate must be injected: the pod webhook fails open, so a
+/// missing gate is how its failure shows). Several loops: one round takes about a second through the node's
+/// webhook path, and one loop alone sent 44–66 requests over the two rollouts, too close to the proof's floor.
 struct AdmissionClient {
     stop: Arc<AtomicBool>,
     sent: Arc<AtomicU64>,
     failures: Arc<Mutex<Vec<String>>>,
-    task: tokio::task::JoinHandle<()>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
 }
+
+const CLIENT_LOOPS: usize = 3;
 
 impl AdmissionClient {
     fn start(client: Client, apps: &str, tg_arn: &str) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let sent = Arc::new(AtomicU64::new(0));
         let failures = Arc::new(Mutex::new(Vec::new()));
-        let task = {
-            let (stop, sent, failures) = (stop.clone(), sent.clone(), failures.clone());
-            let tgbs: Api<TargetGroupBinding> = Api::namespaced(client.clone(), apps);
-            let pods: Api<Pod> = Api::namespaced(client.clone(), apps);
-            let (apps, tg_arn) = (apps.to_string(), tg_arn.to_string());
-            tokio::spawn(async move {
-                let dry = PostParams { dry_run: true, ..Default::default() };
-                let mut i = 0u64;
-                while !stop.load(Ordering::Relaxed) {
-                    i += 1;
-                    let tgb: TargetGroupBinding = serde_json::from_value(json!({
-                        "apiVersion": "elbv2.k8s.aws/v1beta1", "kind": "TargetGroupBinding",
-                        "metadata": {"name": format!("probe-{i}"), "namespace": &apps},
-                        "spec": {"targetGroupARN": &tg_arn, "serviceRef": {"name": "web", "port": 80}},
-                    }))
-                    .unwrap();
-                    sent.fetch_add(1, Ordering::Relaxed);
-                    match tgbs.create(&dry, &tgb).await {
-                        Ok(b) if b.spec.target_type.is_some() => {}
-                        Ok(b) => failures.lock().unwrap().push(format!("binding {i}: not mutated: {:?}", b.spec)),
-                        Err(e) => failures.lock().unwrap().push(format!("binding {i}: {e}")),
-                    }
-                    let pod: Pod = serde_json::from_value(json!({
+        let tasks: Vec<_> = (0..CLIENT_LOOPS)
+            .map(|l| {
+                let (stop, sent, failures) = (stop.clone(), sent.clone(), failures.clone());
+                let tgbs: Api<TargetGroupBinding> = Api::namespaced(client.clone(), apps);
+                let pods: Api<Pod> = Api::namespaced(client.clone(), apps);
+                let (apps, tg_arn) = (apps.to_string(), tg_arn.to_string());
+                tokio::spawn(async move {
+                    let dry = PostParams { dry_run: true, ..Default::default() };
+                    let mut i = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        i += 1;
+                        let tgb: TargetGroupBinding = serde_json::from_value(json!({
+                            "apiVersion": "elbv2.k8s.aws/v1beta1", "kind": "TargetGroupBinding",
+                            "metadata": {"name": format!("probe-{l}-{i}"), "namespace": &apps},
+                            "spec": {"targetGroupARN": &tg_arn, "serviceRef": {"name": "web", "port": 80}},
+                        }))
+                        .unwrap();
+                        sent.fetch_add(1, Ordering::Relaxed);
+                        match tgbs.create(&dry, &tgb).await {
+                            Ok(b) if b.spec.target_type.is_some() => {}
+                            Ok(b) => {
+                                failures.lock().unwrap().push(format!("binding {l}-{i}: not mutated: {:?}", b.spec))
+                            }
+                            Err(e) => failures.lock().unwrap().push(format!("binding {l}-{i}: {e}")),
+                        }
+                        let pod: Pod = serde_json::from_value(json!({
                         "apiVersion": "v1", "kind": "Pod",
-                        "metadata": {"name": format!("probe-{i}"), "namespace": &apps, "labels": {"app": "web"}},
+                        "metadata": {"name": format!("probe-{l}-{i}"), "namespace": &apps, "labels": {"app": "web"}},
                         "spec": {"nodeName": "lbc-e2e-node-a", "containers": [{"name": "c", "image": "probe"}]},
                     }))
                     .unwrap();
-                    sent.fetch_add(1, Ordering::Relaxed);
-                    match pods.create(&dry, &pod).await {
-                        Ok(p) => {
-                            let gated = p
-                                .spec
-                                .and_then(|s| s.readiness_gates)
-                                .is_some_and(|g| g.iter().any(|g| g.condition_type == GATE));
-                            if !gated {
-                                failures
-                                    .lock()
-                                    .unwrap()
-                                    .push(format!("pod {i} at {}: no readiness gate injected", jiff::Timestamp::now()));
+                        sent.fetch_add(1, Ordering::Relaxed);
+                        match pods.create(&dry, &pod).await {
+                            Ok(p) => {
+                                let gated = p
+                                    .spec
+                                    .and_then(|s| s.readiness_gates)
+                                    .is_some_and(|g| g.iter().any(|g| g.condition_type == GATE));
+                                if !gated {
+                                    failures.lock().unwrap().push(format!(
+                                        "pod {l}-{i} at {}: no readiness gate injected",
+                                        jiff::Timestamp::now()
+                                    ));
+                                }
                             }
+                            Err(e) => failures.lock().unwrap().push(format!("pod {l}-{i}: {e}")),
                         }
-                        Err(e) => failures.lock().unwrap().push(format!("pod {i}: {e}")),
+                        tokio::time::sleep(Duration::from_millis(100)).await;
                     }
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                }
+                })
             })
-        };
-        Self { stop, sent, failures, task }
+            .collect();
+        Self { stop, sent, failures, tasks }
     }
 
     async fn stop(self) -> AdmissionReport {
         self.stop.store(true, Ordering::Relaxed);
-        let _ = self.task.await;
+        for t in self.tasks {
+            let _ = t.await;
+        }
         AdmissionReport { sent: self.sent.load(Ordering::Relaxed), failures: self.failures.lock().unwrap().clone() }
     }
 }
