@@ -172,8 +172,8 @@ impl ControllerProc {
             if tokio::time::Instant::now() > deadline {
                 // The log goes with the environment when e2e/test-all tears it down: its end is kept here.
                 let text = self.log_text();
-                let tail: Vec<&str> = text.lines().rev().take(LOG_TAIL_LINES).collect();
-                let tail: Vec<&str> = tail.into_iter().rev().collect();
+                let lines: Vec<&str> = text.lines().collect();
+                let tail = &lines[lines.len().saturating_sub(LOG_TAIL_LINES)..];
                 panic!(
                     "timed out after {secs}s waiting for a {} reconcile that started after {what}: finished/running \
                      {seen:?}, needed more than {} finished (log {}); its last {} lines:\n{}",

@@ -10,7 +10,7 @@ const GENERATED: &[&str] = &["e2e/.run", "bench/results"];
 const NOT_PATHS: &[(&str, &str)] = &[("aws/config/root", "a Vault path (the AWS secrets engine's root config)")];
 
 /// Every Markdown file of the repository, outside build outputs and generated directories.
-pub fn markdown_files(root: &Path) -> Vec<PathBuf> {
+fn markdown_files(root: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut dirs = vec![root.to_path_buf()];
     while let Some(dir) = dirs.pop() {
@@ -38,7 +38,7 @@ pub fn markdown_files(root: &Path) -> Vec<PathBuf> {
 /// The repository paths named in backticks in `text` (`path`, `path/`, `path::item`): words made
 /// of path characters with a `/`, whose first segment is one of `top` (the repository's top-level
 /// entries), minus generated directories and [`NOT_PATHS`].
-pub fn named_paths(text: &str, top: &[String]) -> Vec<String> {
+fn named_paths(text: &str, top: &[String]) -> Vec<String> {
     let mut out = Vec::new();
     for (i, span) in text.split('`').enumerate() {
         if i % 2 == 0 {

@@ -12,7 +12,8 @@ pub mod aws;
 pub mod bao;
 pub mod controller;
 pub mod datapath;
-pub mod doc_paths;
+#[cfg(test)]
+mod doc_paths;
 pub mod emulator;
 pub mod fixture;
 pub mod helm;

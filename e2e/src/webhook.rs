@@ -38,3 +38,37 @@ pub fn webhook(
         "namespaceSelector": {"matchLabels": {"lbc-e2e/webhook-test": test_label}},
     })
 }
+
+/// A dry-run admission probe for the TargetGroupBinding webhooks (mutating + validating): a binding of Service
+/// `web` port 80 to `tg_arn`.
+pub fn probe_binding(ns: &str, name: &str, tg_arn: &str) -> lbc_model::crd::TargetGroupBinding {
+    serde_json::from_value(json!({
+        "apiVersion": "elbv2.k8s.aws/v1beta1", "kind": "TargetGroupBinding",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"targetGroupARN": tg_arn, "serviceRef": {"name": "web", "port": 80}},
+    }))
+    .expect("probe binding")
+}
+
+/// A dry-run admission probe for the pod webhook: a pod of `app: web` (in an opted-in namespace its readiness
+/// gate must be injected), on `node` when given.
+pub fn probe_pod(ns: &str, name: &str, node: Option<&str>) -> k8s_openapi::api::core::v1::Pod {
+    let mut spec = json!({"containers": [{"name": "c", "image": "probe"}]});
+    if let Some(n) = node {
+        spec["nodeName"] = json!(n);
+    }
+    serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": ns, "labels": {"app": "web"}},
+        "spec": spec,
+    }))
+    .expect("probe pod")
+}
+
+/// Whether the pod webhook injected the readiness gate of Service `web` ([`crate::fixture::GATE`]).
+pub fn gate_injected(pod: &k8s_openapi::api::core::v1::Pod) -> bool {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.readiness_gates.as_ref())
+        .is_some_and(|g| g.iter().any(|g| g.condition_type == crate::fixture::GATE))
+}

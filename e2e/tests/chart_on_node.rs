@@ -17,6 +17,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 use lbc_e2e::emulator::{Call, Emulator};
 use lbc_e2e::helm::{Helm, IMAGE_REPOSITORY, import_controller_image};
+use lbc_e2e::webhook::{gate_injected, probe_binding, probe_pod};
 use lbc_e2e::{Env, aws, eventually, kube_util, unique};
 use lbc_model::crd::TargetGroupBinding;
 use serde_json::json;
@@ -522,40 +523,22 @@ impl AdmissionClient {
                     let mut i = 0u64;
                     while !stop.load(Ordering::Relaxed) {
                         i += 1;
-                        let tgb: TargetGroupBinding = serde_json::from_value(json!({
-                            "apiVersion": "elbv2.k8s.aws/v1beta1", "kind": "TargetGroupBinding",
-                            "metadata": {"name": format!("probe-{l}-{i}"), "namespace": &apps},
-                            "spec": {"targetGroupARN": &tg_arn, "serviceRef": {"name": "web", "port": 80}},
-                        }))
-                        .unwrap();
+                        let name = format!("probe-{l}-{i}");
                         sent.fetch_add(1, Ordering::Relaxed);
-                        match tgbs.create(&dry, &tgb).await {
+                        match tgbs.create(&dry, &probe_binding(&apps, &name, &tg_arn)).await {
                             Ok(b) if b.spec.target_type.is_some() => {}
                             Ok(b) => {
                                 failures.lock().unwrap().push(format!("binding {l}-{i}: not mutated: {:?}", b.spec))
                             }
                             Err(e) => failures.lock().unwrap().push(format!("binding {l}-{i}: {e}")),
                         }
-                        let pod: Pod = serde_json::from_value(json!({
-                        "apiVersion": "v1", "kind": "Pod",
-                        "metadata": {"name": format!("probe-{l}-{i}"), "namespace": &apps, "labels": {"app": "web"}},
-                        "spec": {"nodeName": "lbc-e2e-node-a", "containers": [{"name": "c", "image": "probe"}]},
-                    }))
-                    .unwrap();
                         sent.fetch_add(1, Ordering::Relaxed);
-                        match pods.create(&dry, &pod).await {
-                            Ok(p) => {
-                                let gated = p
-                                    .spec
-                                    .and_then(|s| s.readiness_gates)
-                                    .is_some_and(|g| g.iter().any(|g| g.condition_type == GATE));
-                                if !gated {
-                                    failures.lock().unwrap().push(format!(
-                                        "pod {l}-{i} at {}: no readiness gate injected",
-                                        jiff::Timestamp::now()
-                                    ));
-                                }
-                            }
+                        match pods.create(&dry, &probe_pod(&apps, &name, Some("lbc-e2e-node-a"))).await {
+                            Ok(p) if gate_injected(&p) => {}
+                            Ok(_) => failures
+                                .lock()
+                                .unwrap()
+                                .push(format!("pod {l}-{i} at {}: no readiness gate injected", jiff::Timestamp::now())),
                             Err(e) => failures.lock().unwrap().push(format!("pod {l}-{i}: {e}")),
                         }
                         tokio::time::sleep(Duration::from_millis(100)).await;

@@ -26,7 +26,7 @@ use kube::Client;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use lbc_e2e::controller::ControllerProc;
 use lbc_e2e::emulator::Emulator;
-use lbc_e2e::webhook::{webhook, write_cert};
+use lbc_e2e::webhook::{gate_injected, probe_binding, probe_pod, webhook, write_cert};
 use lbc_e2e::{Env, albc, aws, eventually, kube_util, unique};
 use lbc_model::crd::TargetGroupBinding;
 use serde_json::json;
@@ -35,7 +35,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-const GATE: &str = "target-health.elbv2.k8s.aws/web";
 /// How long the attack lasts.
 const FLOOD: Duration = Duration::from_secs(40);
 /// Attacker connections sending oversized bodies, and sending crafted binding reviews: 4 + 16,
@@ -176,37 +175,21 @@ async fn legit_loop(client: Client, ns: String, tg_arn: String, stop: Arc<Atomic
     let mut i = 0u64;
     while !stop.load(Ordering::Relaxed) {
         i += 1;
-        let tgb: TargetGroupBinding = serde_json::from_value(json!({
-            "apiVersion": "elbv2.k8s.aws/v1beta1", "kind": "TargetGroupBinding",
-            "metadata": {"name": format!("probe-{i}"), "namespace": &ns},
-            "spec": {"targetGroupARN": &tg_arn, "serviceRef": {"name": "web", "port": 80}},
-        }))
-        .unwrap();
+        let name = format!("probe-{i}");
         let started = Instant::now();
-        let res = tgbs.create(&dry, &tgb).await;
+        let res = tgbs.create(&dry, &probe_binding(&ns, &name, &tg_arn)).await;
         out.record("binding", started.elapsed());
         match res {
             Ok(b) if b.spec.target_type.is_some() => {}
             Ok(b) => out.failures.lock().unwrap().push(format!("binding {i}: not mutated: {:?}", b.spec)),
             Err(e) => out.failures.lock().unwrap().push(format!("binding {i}: {e}")),
         }
-        let pod: Pod = serde_json::from_value(json!({
-            "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": format!("probe-{i}"), "namespace": &ns, "labels": {"app": "web"}},
-            "spec": {"containers": [{"name": "c", "image": "probe"}]},
-        }))
-        .unwrap();
         let started = Instant::now();
-        let res = pods.create(&dry, &pod).await;
+        let res = pods.create(&dry, &probe_pod(&ns, &name, None)).await;
         out.record("pod", started.elapsed());
         match res {
-            Ok(p) => {
-                let gated =
-                    p.spec.and_then(|s| s.readiness_gates).is_some_and(|g| g.iter().any(|g| g.condition_type == GATE));
-                if !gated {
-                    out.failures.lock().unwrap().push(format!("pod {i}: no readiness gate"));
-                }
-            }
+            Ok(p) if gate_injected(&p) => {}
+            Ok(_) => out.failures.lock().unwrap().push(format!("pod {i}: no readiness gate")),
             Err(e) => out.failures.lock().unwrap().push(format!("pod {i}: {e}")),
         }
     }
