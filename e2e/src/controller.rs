@@ -170,18 +170,12 @@ impl ControllerProc {
                 return;
             }
             if tokio::time::Instant::now() > deadline {
-                // The log goes with the environment when e2e/test-all tears it down: its end is kept here.
-                let text = self.log_text();
-                let lines: Vec<&str> = text.lines().collect();
-                let tail = &lines[lines.len().saturating_sub(LOG_TAIL_LINES)..];
                 panic!(
                     "timed out after {secs}s waiting for a {} reconcile that started after {what}: finished/running \
-                     {seen:?}, needed more than {} finished (log {}); its last {} lines:\n{}",
+                     {seen:?}, needed more than {} finished; {}",
                     mark.controller,
                     mark.bound,
-                    self.log.display(),
-                    tail.len(),
-                    tail.join("\n")
+                    self.log_tail(LOG_TAIL_LINES),
                 );
             }
             tokio::time::sleep(std::time::Duration::from_millis(100)).await;
@@ -220,6 +214,15 @@ impl ControllerProc {
 
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// The log's last `lines` lines with its path, for a failure message: the log goes with the
+    /// environment when e2e/test-all tears it down.
+    pub fn log_tail(&self, lines: usize) -> String {
+        let text = self.log_text();
+        let all: Vec<&str> = text.lines().collect();
+        let tail = &all[all.len().saturating_sub(lines)..];
+        format!("the last {} lines of {}:\n{}", tail.len(), self.log.display(), tail.join("\n"))
     }
 }
 

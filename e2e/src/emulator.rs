@@ -44,6 +44,20 @@ pub fn writes(calls: &[Call], access_key: &str) -> Vec<String> {
         .collect()
 }
 
+/// The write calls `access_key` made, one line each with the target group and target count, for an
+/// assertion message that says which target group a surprise write touched.
+pub fn write_details(calls: &[Call], access_key: &str) -> Vec<String> {
+    calls
+        .iter()
+        .filter(|c| c.access_key.as_deref() == Some(access_key))
+        .filter(|c| !["Describe", "List", "Get"].iter().any(|read| c.operation.starts_with(read)))
+        .map(|c| {
+            let tg = c.target_group_arn.as_deref().unwrap_or("-");
+            format!("{} tg={tg} targets={:?} at {:.3}", c.operation, c.targets, c.received)
+        })
+        .collect()
+}
+
 impl Emulator {
     pub fn new(endpoint: &str) -> Self {
         Self { base: format!("{}/_awsemu", endpoint.trim_end_matches('/')), http: reqwest::Client::new() }

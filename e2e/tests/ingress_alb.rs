@@ -402,9 +402,16 @@ async fn a_group_of_two_namespaces_shares_one_alb_in_group_order() {
     .await;
     eventually("hostname of third", 60, || f.hostname(&ns1, "third")).await;
     f.settled(&ctl, &ns1, "third", "third's hostname").await;
-    let mut written = f.writes_since(mark, &ctl).await;
+    let (calls, _) = f.emu.calls(mark, None).await;
+    let mut written = emulator::writes(&calls, &ctl.access_key);
     written.sort();
-    assert_eq!(written, ["CreateRule", "CreateTargetGroup", "RegisterTargets"], "only the joining member's parts");
+    assert_eq!(
+        written,
+        ["CreateRule", "CreateTargetGroup", "RegisterTargets"],
+        "only the joining member's parts: {:#?}\ncontroller log:\n{}",
+        emulator::write_details(&calls, &ctl.access_key),
+        ctl.log_tail(60)
+    );
 
     // The first member leaves the group: only its rule and target group go.
     let tg_first = f.target_group_of_service(&tgs, &ns2, "svc-b").await;

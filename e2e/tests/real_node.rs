@@ -166,8 +166,12 @@ async fn real_node_runs_a_deployment_that_reaches_the_api_server_and_aws() {
         (pods.len() == 2 && pods.iter().all(ready)).then_some(pods)
     })
     .await;
-    let dep = deployments.get("probe").await.expect("get Deployment");
-    assert_eq!(dep.status.and_then(|s| s.ready_replicas), Some(2), "Deployment probe: readyReplicas");
+    // The Deployment's status follows its pods' (the deployment controller writes it after them).
+    eventually("Deployment probe: readyReplicas 2", 60, || async {
+        let dep = deployments.get("probe").await.ok()?;
+        (dep.status.and_then(|s| s.ready_replicas) == Some(2)).then_some(())
+    })
+    .await;
 
     for pod in &pods {
         let name = pod.name_any();

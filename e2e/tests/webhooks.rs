@@ -289,15 +289,19 @@ async fn ingress_webhooks_enforce_class_params_and_annotations() {
         }
     };
 
-    // Valid: admitted (retried while the API server starts calling the new webhook).
-    eventually("valid Ingress admitted", 30, || async {
-        let ing = ingress("valid", "team", json!({"alb.ingress.kubernetes.io/scheme": "internal"}));
-        ingresses.create(&PostParams::default(), &ing).await.ok()
+    // Namespace outside the class's IngressClassParams namespaceSelector. The first denial also proves the
+    // API server calls the new webhook: until its configuration cache has it, the create is admitted
+    // (then deleted and retried).
+    let msg = eventually("the outside Ingress denied by our webhook", 30, || async {
+        match ingresses.create(&PostParams::default(), &ingress("outside", "other", json!({}))).await {
+            Err(e) => Some(e.to_string()),
+            Ok(_) => {
+                ingresses.delete("outside", &Default::default()).await.expect("delete the admitted probe");
+                None
+            }
+        }
     })
     .await;
-
-    // Namespace outside the class's IngressClassParams namespaceSelector.
-    let msg = denial("outside", "other", json!({})).await;
     assert!(
         msg.contains("vingress.elbv2.k8s.aws")
             && msg.contains(&format!(
@@ -305,6 +309,10 @@ async fn ingress_webhooks_enforce_class_params_and_annotations() {
             )),
         "{msg}"
     );
+
+    // Valid: admitted by the webhook that denied the one above.
+    let ing = ingress("valid", "team", json!({"alb.ingress.kubernetes.io/scheme": "internal"}));
+    ingresses.create(&PostParams::default(), &ing).await.expect("a valid Ingress is admitted");
 
     // Invalid annotation value: the message names the annotation, the value and what is accepted.
     let msg = denial("bad", "team", json!({"alb.ingress.kubernetes.io/scheme": "sideways"})).await;
