@@ -18,7 +18,7 @@
 //! - [`waf`]: WAFv2 web ACL associations of load balancers.
 //! - [`fake`], [`fake_lb`], [`fake_net`], [`fake_acm`], [`fake_waf`], [`fake_instances`]: in-memory
 //!   ELBv2/EC2/ACM/WAFv2 for unit tests (WAFv2 behaviour itself is tested against the emulator:
-//!   e2e/tests/ingress_alb.rs).
+//!   e2e/tests/e2e/ingress_alb.rs).
 
 pub mod acm;
 pub mod assume_role;

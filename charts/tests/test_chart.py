@@ -935,7 +935,7 @@ def test_queried_metrics_exist(helm, tmp_path, scenario):
 @pytest.mark.parametrize("case", [*MATRIX, "albc-values"])
 def test_doctor_hook_args_parse_in_the_binary(helm, tmp_path, controller_bin, case):
     """The test Pod's command parses: the controller's flags before `doctor`, doctor's after it
-    (e2e/tests/doctor.rs runs it for real against the local environment)."""
+    (e2e/tests/e2e/doctor.rs runs it for real against the local environment)."""
     if case == "albc-values":
         values = yaml.safe_load((REPO / "charts/tests/albc-values.yaml").read_text())
         values.pop("image", None)

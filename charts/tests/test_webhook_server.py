@@ -26,7 +26,7 @@ def test_defaults_render_no_limit_flags_and_keep_a_memory_limit(helm, tmp_path):
               "--webhook-client-ca-file"):
         assert not flags(args, f), f"{f}: the controller's default applies"
     assert not [v for v in pod(docs).get("volumes") or [] if v["name"] == "webhook-client-ca"]
-    # webhook/src/limits.rs sizes its defaults for this limit; e2e/tests/webhook_overload.rs measures against it.
+    # webhook/src/limits.rs sizes its defaults for this limit; e2e/tests/e2e/webhook_overload.rs measures against it.
     assert pod(docs)["containers"][0]["resources"]["limits"]["memory"] == "512Mi"
     hooks = [w for d in docs if d["kind"].endswith("WebhookConfiguration") for w in d["webhooks"]]
     assert hooks and all(w["timeoutSeconds"] == 10 for w in hooks), "the 8 s default deadline is 2 s below"

@@ -323,7 +323,7 @@ port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
 # imagePullPolicy Never (or IfNotPresent: the tags never change content).
 #   PAUSE_IMAGE  the sandbox image: Kubernetes' own pause.c from the k8s.io/kubernetes module (the same source as
 #                the node's binaries), compiled statically as its Makefile does, run as 65535 as upstream's image.
-#   PROBE_IMAGE  for e2e/tests/real_node.rs: Debian's static busybox (httpd serving e2e/node/probe/www, whose CGI
+#   PROBE_IMAGE  for e2e/tests/e2e/real_node.rs: Debian's static busybox (httpd serving e2e/node/probe/www, whose CGI
 #                scripts report the token, uid and read-only root, and call the API server and the AWS
 #                emulator) and the environment's own kubectl (static), tagged by a digest of its inputs.
 NODE_IMAGES="${LBC_CACHE:-$HOME/.cache/aws-lb-controller}/node-images"

@@ -2,7 +2,7 @@
 # Runs the real ALBC (built by ../shared/peers/build-albc.sh) against the local environment (after e2e/up), lets it
 # reconcile an annotated IP-mode NLB Service (which makes it create a TargetGroupBinding and register the pods), scrapes
 # its /metrics and writes the families it exports as "name type label,label,..." lines (sorted) to OUT (default
-# e2e/albc-metrics-families.txt). e2e/tests/albc_metrics.rs compares that list with what our controller exports.
+# e2e/albc-metrics-families.txt). e2e/tests/e2e/albc_metrics.rs compares that list with what our controller exports.
 #
 #   e2e/scripts/albc-metrics.sh [OUT]        env: ALBC_BIN (default: the cached build), ALBC_METRICS_WAIT (seconds
 #                                            to keep ALBC running after the NLB is ready; default 200, enough for its

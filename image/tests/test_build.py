@@ -4,7 +4,7 @@ The Dockerfile cannot be built here (no base image can be pulled), so it is chec
 image/build writes: the same package list and assembly script, the same user, entrypoint, binary path, working
 directory, environment and labels, and the crate's version. The offline build is built for real, twice, around a
 stand-in binary (a C program that answers --version like the controller; the controller itself is packaged and run
-by e2e/tests/image.rs): the two archives must be byte-identical.
+by e2e/tests/e2e/image.rs): the two archives must be byte-identical.
 """
 
 from __future__ import annotations

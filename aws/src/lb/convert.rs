@@ -99,7 +99,7 @@ fn uint(n: Option<i32>) -> u32 {
 /// `ForwardConfig` whose groups carry a weight (1 for a single unweighted group) and an explicit
 /// stickiness setting, no `TargetGroupArn`. ALBC compares its desired actions with what AWS
 /// reports in that form, so a load balancer written this way is one ALBC adopts without a
-/// ModifyListener/ModifyRule (rollback to ALBC proven in e2e/tests/adoption.rs). NLBs accept it
+/// ModifyListener/ModifyRule (rollback to ALBC proven in e2e/tests/e2e/adoption.rs). NLBs accept it
 /// since they support weighted target groups.
 pub fn action(a: &Action, order: Option<i32>) -> Result<sdk::Action, String> {
     let b = sdk::Action::builder().set_order(order);

@@ -3,7 +3,7 @@
 //! `leader_election_master_status`) with ALBC's names, types, label names and label values, so
 //! dashboards and alerts written for ALBC keep working after the swap. They are not a second
 //! bookkeeping: [`super::Metrics`]'s recording methods feed them from the same events as ours.
-//! docs/metrics.md maps each; e2e/tests/albc_metrics.rs checks them against a scrape of ALBC.
+//! docs/metrics.md maps each; e2e/tests/e2e/albc_metrics.rs checks them against a scrape of ALBC.
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;

@@ -1,6 +1,6 @@
 //! The manager's writes against a mocked API server (tower-test): what it creates, what it
 //! patches, and that a lost race (AlreadyExists, Conflict) is not an error. The whole loop runs
-//! against a real API server in e2e/tests/webhook_certs.rs.
+//! against a real API server in e2e/tests/e2e/webhook_certs.rs.
 
 use super::*;
 use clap::Parser;
