@@ -125,6 +125,9 @@ impl ErrorKind {
             | "InvalidSecurityGroup"
             | "InvalidScheme"
             | "CertificateNotFound"
+            // A listener naming a trust store that does not exist (DescribeTrustStores' own answer
+            // is read as "not found" by `LoadBalancers::trust_store_arns`).
+            | "TrustStoreNotFound"
             | "AllocationIdNotFound"
             | "AvailabilityZoneNotSupported"
             | "IncompatibleProtocols"

@@ -9,8 +9,8 @@ use crate::fake::FakeElbV2;
 use crate::lb::{FoundLoadBalancer, LoadBalancers, require_target_group_arns, tags_match};
 use async_trait::async_trait;
 use lbc_model::lb::{
-    Action, Attributes, HealthCheck, LbIpAddressType, LbType, Listener, LoadBalancer, LoadBalancerStatus, Observed,
-    Rule, SubnetMapping, Tags, TargetGroup, TargetGroupRef,
+    Action, Attributes, HealthCheck, LbIpAddressType, LbType, Listener, LoadBalancer, LoadBalancerStatus, MtlsMode,
+    Observed, Protocol, Rule, SubnetMapping, Tags, TargetGroup, TargetGroupRef,
 };
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -30,6 +30,8 @@ struct State {
     rules: BTreeMap<String, (String, Rule)>,
     /// load balancer ARN → reserved capacity units.
     capacity: BTreeMap<String, u32>,
+    /// trust store name → ARN.
+    trust_stores: BTreeMap<String, String>,
     calls: Vec<(&'static str, String)>,
     faults: VecDeque<(&'static str, ErrorKind)>,
 }
@@ -92,6 +94,15 @@ impl FakeLoadBalancers {
         self.state.lock().unwrap().faults.push_back((operation, kind));
     }
 
+    /// Adds a trust store (in AWS made from a CA bundle in S3); returns its ARN.
+    pub fn add_trust_store(&self, name: &str) -> String {
+        let mut s = self.state.lock().unwrap();
+        let arn =
+            format!("arn:aws:elasticloadbalancing:us-east-1:123456789012:truststore/{name}/{}", Self::next_id(&mut s));
+        s.trust_stores.insert(name.to_string(), arn.clone());
+        arn
+    }
+
     /// Sets a load balancer's state (`provisioning`, `active`, `failed`).
     pub fn set_state(&self, arn: &str, state: &str) {
         if let Some(lb) = self.state.lock().unwrap().lbs.get_mut(arn) {
@@ -124,6 +135,28 @@ impl FakeLoadBalancers {
     fn next_id(s: &mut State) -> String {
         s.seq += 1;
         format!("{:016x}", 0x5eed_0000_0000_0000u64 + s.seq)
+    }
+
+    /// AWS: mutual TLS on TLS/HTTPS listeners only; `verify` names an existing trust store.
+    fn check_mtls(s: &State, op: &'static str, l: &Listener) -> Result<(), AwsError> {
+        let Some(m) = &l.mutual_authentication else { return Ok(()) };
+        if !matches!(l.protocol, Protocol::Https | Protocol::Tls) && m.mode != MtlsMode::Off {
+            return Err(error(
+                ErrorKind::Invalid,
+                op,
+                "InvalidConfigurationRequest",
+                "mutual authentication needs an HTTPS or TLS listener".into(),
+            ));
+        }
+        match (&m.trust_store_arn, m.mode) {
+            (Some(arn), MtlsMode::Verify) if !s.trust_stores.values().any(|a| a == arn) => {
+                Err(error(ErrorKind::Invalid, op, "TrustStoreNotFound", format!("Trust store '{arn}' not found")))
+            }
+            (None, MtlsMode::Verify) => {
+                Err(error(ErrorKind::Invalid, op, "ValidationError", "verify needs a TrustStoreArn".into()))
+            }
+            _ => Ok(()),
+        }
     }
 
     fn check_forwards(s: &State, op: &'static str, l: &Listener) -> Result<(), AwsError> {
@@ -235,6 +268,17 @@ impl LoadBalancers for FakeLoadBalancers {
     async fn target_group_attributes(&self, arn: &str) -> Result<Attributes, AwsError> {
         let s = self.enter("DescribeTargetGroupAttributes", arn)?;
         s.tgs.get(arn).map(|t| t.attributes.clone()).ok_or_else(|| tg_missing("DescribeTargetGroupAttributes"))
+    }
+
+    async fn trust_store_arns(&self, names: &[String]) -> Result<BTreeMap<String, String>, AwsError> {
+        let mut out = BTreeMap::new();
+        for name in names {
+            let s = self.enter("DescribeTrustStores", name)?;
+            if let Some(arn) = s.trust_stores.get(name) {
+                out.insert(name.clone(), arn.clone());
+            }
+        }
+        Ok(out)
     }
 
     async fn listener_attributes(&self, arn: &str) -> Result<Attributes, AwsError> {
@@ -414,6 +458,7 @@ impl LoadBalancers for FakeLoadBalancers {
         const OP: &str = "CreateListener";
         let mut s = self.enter(OP, load_balancer_arn)?;
         Self::check_forwards(&s, OP, listener)?;
+        Self::check_mtls(&s, OP, listener)?;
         if !s.lbs.contains_key(load_balancer_arn) {
             return Err(lb_missing(OP));
         }
@@ -438,8 +483,11 @@ impl LoadBalancers for FakeLoadBalancers {
         const OP: &str = "ModifyListener";
         let mut s = self.enter(OP, arn)?;
         Self::check_forwards(&s, OP, listener)?;
+        Self::check_mtls(&s, OP, listener)?;
         let (_, l) = s.listeners.get_mut(arn).ok_or_else(|| listener_missing(OP))?;
         let (attributes, tags) = (std::mem::take(&mut l.attributes), std::mem::take(&mut l.tags));
+        // Not sent: AWS keeps the listener's mutual TLS.
+        let mutual_authentication = listener.mutual_authentication.clone().or(l.mutual_authentication.take());
         // The certificate given replaces the default one; attached SNI certificates stay.
         let mut certificates = std::mem::take(&mut l.certificates);
         match (listener.certificates.first(), certificates.is_empty()) {
@@ -447,7 +495,7 @@ impl LoadBalancers for FakeLoadBalancers {
             (Some(c), false) => certificates[0] = c.clone(),
             (None, _) => {}
         }
-        *l = Listener { attributes, tags, certificates, rules: Vec::new(), ..listener.clone() };
+        *l = Listener { attributes, tags, certificates, mutual_authentication, rules: Vec::new(), ..listener.clone() };
         Ok(())
     }
 

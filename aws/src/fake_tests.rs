@@ -57,6 +57,7 @@ fn listener(port: u16, tg: TargetGroupRef) -> Listener {
         certificates: vec![],
         ssl_policy: None,
         alpn_policy: None,
+        mutual_authentication: None,
         default_actions: vec![Action::Forward {
             target_groups: vec![WeightedTargetGroup { target_group: tg, weight: None }],
             stickiness_seconds: None,

@@ -39,6 +39,7 @@ import acm_patches  # next to this file
 import dataplane_views  # next to this file
 import lb_extras_patches  # next to this file
 import listener_patches  # next to this file
+import mtls_patches  # next to this file
 import wafv2_patches  # next to this file
 
 LOG = logging.getLogger("awsemu")
@@ -997,6 +998,7 @@ def main(argv: list[str] | None = None) -> None:
     install_elbv2_patches()
     install_lb_patches()
     listener_patches.install()
+    mtls_patches.install()
     lb_extras_patches.install()
     acm_patches.install()
     wafv2_patches.install()

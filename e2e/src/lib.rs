@@ -106,6 +106,20 @@ impl Env {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
 
+    /// Creates the ELBv2 trust store `name` in the emulator as a user would in AWS (a CA bundle in
+    /// S3, then CreateTrustStore; `e2e/scripts/trust_store.py`) and returns its ARN.
+    pub fn trust_store(&self, name: &str) -> String {
+        let python = std::path::Path::new(self.get("LBC_VENV")).join("bin/python");
+        let out = Command::new(python)
+            .arg(self.repo.join("e2e/scripts/trust_store.py"))
+            .arg(name)
+            .envs(&self.vars)
+            .output()
+            .expect("running e2e/scripts/trust_store.py");
+        assert!(out.status.success(), "trust_store.py {name} failed: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
     /// Pod IPs of a set, sorted.
     pub fn pod_ips(&self, ns: &str, set: &str) -> Vec<String> {
         let mut v: Vec<String> =

@@ -4,8 +4,8 @@ use super::FoundLoadBalancer;
 use aws_sdk_elasticloadbalancingv2::types as sdk;
 use lbc_model::lb::{
     Action, Attributes, HealthCheck, HealthCheckPort, LbIpAddressType, LbType, Listener, LoadBalancer,
-    LoadBalancerStatus, Observed, Protocol, Scheme, SubnetMapping, Tags, TargetGroup, TargetGroupRef, TgIpAddressType,
-    WeightedTargetGroup,
+    LoadBalancerStatus, MtlsMode, MutualAuthentication, Observed, Protocol, Scheme, SubnetMapping, Tags, TargetGroup,
+    TargetGroupRef, TgIpAddressType, WeightedTargetGroup,
 };
 
 pub fn protocol(p: Protocol) -> sdk::ProtocolEnum {
@@ -325,12 +325,41 @@ pub fn listener_from(l: &sdk::Listener) -> Observed<Listener> {
         certificates,
         ssl_policy: l.ssl_policy().map(str::to_string),
         alpn_policy: l.alpn_policy().first().cloned(),
+        mutual_authentication: l.mutual_authentication().and_then(mutual_authentication_from),
         default_actions: l.default_actions().iter().filter_map(action_from).collect(),
         attributes: Attributes::new(),
         tags: Tags::new(),
         rules: Vec::new(),
     };
     Observed { id: l.listener_arn().unwrap_or_default().to_string(), spec }
+}
+
+/// A listener's mutual TLS as AWS reports it; `None` for a mode this controller does not know
+/// (read as off, so a wanted setting is applied over it).
+pub fn mutual_authentication_from(m: &sdk::MutualAuthenticationAttributes) -> Option<MutualAuthentication> {
+    Some(MutualAuthentication {
+        mode: MtlsMode::from_aws(m.mode()?)?,
+        trust_store_arn: m.trust_store_arn().map(str::to_string),
+        ignore_client_certificate_expiry: m.ignore_client_certificate_expiry(),
+        advertise_trust_store_ca_names: m
+            .advertise_trust_store_ca_names()
+            .map(|a| *a == sdk::AdvertiseTrustStoreCaNamesEnum::On),
+    })
+}
+
+/// The request's `MutualAuthentication`: the fields `verify` alone takes only in that mode.
+pub fn mutual_authentication(m: &MutualAuthentication) -> sdk::MutualAuthenticationAttributes {
+    let verify = m.mode == MtlsMode::Verify;
+    let advertise = m
+        .advertise_trust_store_ca_names
+        .filter(|_| verify)
+        .map(|on| if on { sdk::AdvertiseTrustStoreCaNamesEnum::On } else { sdk::AdvertiseTrustStoreCaNamesEnum::Off });
+    sdk::MutualAuthenticationAttributes::builder()
+        .mode(m.mode.as_aws())
+        .set_trust_store_arn(m.trust_store_arn.clone().filter(|_| verify))
+        .set_ignore_client_certificate_expiry(m.ignore_client_certificate_expiry.filter(|_| verify))
+        .set_advertise_trust_store_ca_names(advertise)
+        .build()
 }
 
 /// `default` first, then the non-default certificates DescribeListenerCertificates reported,

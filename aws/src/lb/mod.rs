@@ -94,6 +94,9 @@ pub trait LoadBalancers: Send + Sync {
     async fn load_balancer_attributes(&self, arn: &str) -> Result<Attributes, AwsError>;
     async fn target_group_attributes(&self, arn: &str) -> Result<Attributes, AwsError>;
     async fn listener_attributes(&self, arn: &str) -> Result<Attributes, AwsError>;
+    /// Trust store name → ARN for the `names` that exist (one DescribeTrustStores each: AWS fails
+    /// the whole call when one name is unknown); unknown names are left out.
+    async fn trust_store_arns(&self, names: &[String]) -> Result<BTreeMap<String, String>, AwsError>;
 
     /// Creates a load balancer with its subnets, security groups and tags; attributes are not
     /// applied (call [`Self::modify_load_balancer_attributes`]).

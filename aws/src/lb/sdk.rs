@@ -198,6 +198,34 @@ impl LoadBalancers for SdkLoadBalancers {
         Ok(Some(cv::target_group_from(&tg, tags)))
     }
 
+    async fn trust_store_arns(&self, names: &[String]) -> Result<BTreeMap<String, String>, AwsError> {
+        const OP: &str = "DescribeTrustStores";
+        let mut out = BTreeMap::new();
+        for name in names {
+            let answer = self
+                .runner
+                .run(SVC, OP, || async {
+                    self.client.describe_trust_stores().names(name).send().await.map_err(err(OP))
+                })
+                .await;
+            match answer {
+                Ok(o) => {
+                    let arn = o
+                        .trust_stores()
+                        .iter()
+                        .find(|t| t.name() == Some(name.as_str()))
+                        .and_then(|t| t.trust_store_arn());
+                    if let Some(arn) = arn {
+                        out.insert(name.clone(), arn.to_string());
+                    }
+                }
+                Err(e) if e.code.as_deref() == Some("TrustStoreNotFound") => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(out)
+    }
+
     async fn listeners(&self, load_balancer_arn: &str) -> Result<Vec<Observed<Listener>>, AwsError> {
         const OP: &str = "DescribeListeners";
         let mut out = all_pages(|marker| async move {
@@ -448,6 +476,8 @@ impl LoadBalancers for SdkLoadBalancers {
                 let req =
                     req.set_certificates(default_certificate(listener)).set_ssl_policy(listener.ssl_policy.clone());
                 let req = req.set_alpn_policy(listener.alpn_policy.clone().map(|p| vec![p]));
+                let req = req
+                    .set_mutual_authentication(listener.mutual_authentication.as_ref().map(cv::mutual_authentication));
                 let req = req.set_default_actions(Some(actions.clone()));
                 req.set_tags(non_empty(cv::tags(&listener.tags))).send().await.map_err(err(OP))
             })
@@ -469,6 +499,8 @@ impl LoadBalancers for SdkLoadBalancers {
                 let req =
                     req.set_certificates(default_certificate(listener)).set_ssl_policy(listener.ssl_policy.clone());
                 let req = req.set_alpn_policy(listener.alpn_policy.clone().map(|p| vec![p]));
+                let req = req
+                    .set_mutual_authentication(listener.mutual_authentication.as_ref().map(cv::mutual_authentication));
                 req.set_default_actions(Some(actions.clone())).send().await.map_err(err(OP))
             })
             .await

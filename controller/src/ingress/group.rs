@@ -27,23 +27,26 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::networking::v1::Ingress;
 use kube::{Resource, ResourceExt};
 use lbc_model::ingress::keys as k;
-use lbc_model::ingress::oidc;
 use lbc_model::ingress::{
     BuildContext, Candidate, GroupId, GroupPlan, IngressKey, Member, MergeConfig, ServiceView, Services,
     build_group_stack, certificate_discovery_hosts, conflicts, group_of, members, parse_service_annotations,
     plan_group, replacement_veto,
 };
+use lbc_model::ingress::{mtls, oidc};
 use lbc_model::lb::backend_sg::release_allowed;
 use lbc_model::lb::build::{BuildError, BuiltStack, ContextNeeds, ExistingLoadBalancer};
 use lbc_model::lb::diff::ReplaceReason;
 use lbc_model::lb::tags::INGRESS_TAG_PREFIX;
 use lbc_model::text::{EVENT_NOTE_MAX, truncate};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 /// How soon a group blocked by a missing or incomplete OIDC Secret looks again (Secrets are not
 /// watched; one GET per pass).
 const SECRET_RETRY: Duration = Duration::from_secs(60);
+/// How soon a group whose trust store was not found looks again (trust stores are in AWS, not watched).
+const TRUST_STORE_RETRY: Duration = Duration::from_secs(60);
 
 fn reference(ing: &Ingress) -> ObjectReference {
     ing.object_ref(&())
@@ -171,8 +174,9 @@ async fn pass(ctx: &IngressCtx, g: &GroupId, gathered: &Gathered) -> Result<Opti
             .unsupported
             .iter()
             .filter(|u| !u.fails_closed())
-            .map(|u| format!("annotation {} is not applied: {}", u.key, u.reason))
+            .map(|u| u.note())
             .chain(c.settings.unknown.iter().map(|u| format!("annotation {u} is unknown and ignored")))
+            .chain(mtls::unused_entries(&c.settings))
             .collect();
         ctx.reporter.warn_list_once(&ctx.io.base, &reference(ing), "UnsupportedAnnotation", &notes).await;
         // A protection that cannot be applied keeps the whole group as it is (`refusals`).
@@ -207,7 +211,33 @@ async fn pass(ctx: &IngressCtx, g: &GroupId, gathered: &Gathered) -> Result<Opti
         return Ok(discovery_retry);
     }
 
-    let merge_cfg = MergeConfig { default_ssl_policy: ctx.cfg.default_ssl_policy.clone() };
+    // Trust stores `mutual-authentication` names by name (not ARN): a missing one is looked for
+    // again soon, the user is likely creating it.
+    let names = mtls::trust_store_names(members.iter().map(|m| &m.settings.mutual_authentication));
+    let trust_store_arns = if names.is_empty() {
+        BTreeMap::new()
+    } else {
+        let names: Vec<String> = names.into_iter().collect();
+        let found = ctx.io.lbs.trust_store_arns(&names).await?;
+        let missing: Vec<&String> = names.iter().filter(|n| !found.contains_key(*n)).collect();
+        if !missing.is_empty() {
+            let list: Vec<String> = missing.iter().map(|n| format!("{n:?}")).collect();
+            let reason = nothing_changed(format!(
+                "trust store {} of annotation {}/{} not found in this account and region; create it, or name an \
+                 existing trust store by its name or ARN",
+                list.join(", "),
+                k::PREFIX,
+                k::MUTUAL_AUTHENTICATION
+            ));
+            return Err(Error::Blocked {
+                event: FAILED_BUILD,
+                reason,
+                retry: Retry::After(TRUST_STORE_RETRY.min(ctx.cfg.sync_period)),
+            });
+        }
+        found
+    };
+    let merge_cfg = MergeConfig { default_ssl_policy: ctx.cfg.default_ssl_policy.clone(), trust_store_arns };
     let group_plan = plan_group(&members, &services, &merge_cfg).map_err(|errors| {
         let list: Vec<String> = errors.iter().map(ToString::to_string).collect();
         blocked(nothing_changed(list.join("; ")))

@@ -422,6 +422,64 @@ async fn a_fail_closed_annotation_holds_the_whole_group_as_it_is() {
     assert!(!lb.is_empty(), "the held reorder is applied once the annotation is gone");
 }
 
+/// The mutual TLS of the group's listener on `port`, as the fake AWS holds it.
+async fn listener_mtls(t: &T, port: u16) -> Option<lbc_model::lb::MutualAuthentication> {
+    let tags = Tags::from([("ingress.k8s.aws/stack".to_string(), GROUP.to_string())]);
+    let [lb] = t.w.lbs.find_load_balancers(&tags).await.unwrap().try_into().expect("one ALB");
+    let listeners = t.w.lbs.listeners(&lb.lb.id).await.unwrap();
+    t.w.aws();
+    listeners.into_iter().find(|l| l.spec.port == port).expect("the listener").spec.mutual_authentication
+}
+
+#[tokio::test(start_paused = true)]
+async fn mutual_tls_names_a_trust_store_waits_for_it_and_follows_changes() {
+    let t = world();
+    let https = |mtls: &'static str| {
+        ingress(
+            "a",
+            &[
+                (k::LISTEN_PORTS, r#"[{"HTTPS": 443}]"#),
+                (k::CERTIFICATE_ARN, "arn:aws:acm:us-east-1:123456789012:certificate/c1"),
+                (k::MUTUAL_AUTHENTICATION, mtls),
+            ],
+        )
+    };
+    let verify = https(r#"[{"port": 443, "mode": "verify", "trustStore": "partners"}]"#);
+    // The trust store does not exist yet: nothing is created, a Warning names it, a look again soon.
+    let next = t.reconcile(&[&verify]).await;
+    assert_eq!(next, Some(Duration::from_secs(60)), "trust stores are in AWS, not watched");
+    assert_eq!(t.w.aws_writes(), (vec![], vec![]), "no ALB without its mutual TLS");
+    let (kind, reason, note) = &t.w.the_event();
+    assert_eq!((kind.as_str(), reason.as_str()), ("Warning", crate::stack::FAILED_BUILD));
+    assert!(
+        note.contains("\"partners\"") && note.contains("alb.ingress.kubernetes.io/mutual-authentication"),
+        "{note}"
+    );
+
+    // Created: the listener verifies client certificates against the store, by ARN.
+    let arn = t.w.lbs.add_trust_store("partners");
+    t.reconcile(&[&verify]).await;
+    let host = t.w.settle_first_pass();
+    let want = lbc_model::lb::MutualAuthentication {
+        mode: lbc_model::lb::MtlsMode::Verify,
+        trust_store_arn: Some(arn),
+        ignore_client_certificate_expiry: Some(false),
+        advertise_trust_store_ca_names: None,
+    };
+    assert_eq!(listener_mtls(&t, 443).await, Some(want));
+    t.reconcile(&[&settled(verify, &host)]).await;
+    assert_eq!(t.w.aws_writes(), (vec![], vec![]), "settled: no write");
+
+    // Passthrough: one ModifyListener.
+    let pass = settled(https(r#"[{"port": 443, "mode": "passthrough"}]"#), &host);
+    t.reconcile(&[&pass]).await;
+    assert_eq!(t.w.aws_writes().0, ["ModifyListener"]);
+    let got = listener_mtls(&t, 443).await.expect("set");
+    assert_eq!((got.mode, got.trust_store_arn), (lbc_model::lb::MtlsMode::Passthrough, None));
+    t.reconcile(&[&pass]).await;
+    assert_eq!(t.w.aws_writes(), (vec![], vec![]), "settled again");
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_group_order_out_of_range_is_a_warning_naming_the_value_and_the_range() {
     let t = world();

@@ -32,6 +32,10 @@ mod params;
 #[path = "ingress_alb/fail_closed.rs"]
 mod fail_closed;
 
+/// `mutual-authentication` on the group's HTTPS listeners (issue 33).
+#[path = "ingress_alb/mtls.rs"]
+mod mtls;
+
 /// The group test's controller watches every namespace: the tests of this file run one at a time
 /// so no two controllers reconcile the same Ingress.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());

@@ -92,7 +92,7 @@ pub fn validate_ingress(
         Err(e) => out.violations.push(Violation::new("metadata.annotations", "invalid_annotation", e.to_string())),
         Ok(s) => {
             for u in s.unsupported.iter().filter(|u| !u.fails_closed()) {
-                out.warnings.push(format!("annotation {} is not supported by aws-lb-controller: {}", u.key, u.reason));
+                out.warnings.push(u.note());
             }
             // Admitted (ALBC admits it too), but its IngressGroup is held as it is: say so now.
             out.warnings.extend(s.fail_closed());

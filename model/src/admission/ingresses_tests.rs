@@ -199,7 +199,7 @@ fn a_fail_closed_annotation_is_admitted_with_a_warning_that_nothing_deploys() {
     let jwt: Vec<&String> = v.warnings.iter().filter(|w| w.contains("jwt-validation")).collect();
     assert_eq!(jwt.len(), 1, "{:?}", v.warnings);
     assert!(jwt[0].contains("nothing is created or changed in AWS while it is present"), "{jwt:?}");
-    assert!(v.warnings.iter().any(|w| w.contains("dry-run-plan is not supported")), "{:?}", v.warnings);
+    assert!(v.warnings.iter().any(|w| w.contains("dry-run-plan is not applied")), "{:?}", v.warnings);
 }
 
 #[test]
@@ -297,4 +297,18 @@ fn strict_tenancy_refuses_at_admission_what_the_policy_does_not_grant() {
         assert!(v.violations.iter().all(|x| x.category == "tenancy_refused"), "row {i}: {:?}", v.violations);
         assert!(run(&compatible, ingress).violations.is_empty(), "row {i}: compatible mode refuses nothing");
     }
+}
+
+/// The admission webhook refuses a `mutual-authentication` value ALBC would refuse at reconcile,
+/// with the reason, before anything reaches AWS.
+#[test]
+fn mutual_tls_values_are_checked_at_admission() {
+    let key = "alb.ingress.kubernetes.io/mutual-authentication";
+    let ok = [(key, r#"[{"port": 443, "mode": "verify", "trustStore": "partners"}]"#)];
+    let v = check(&ing("a", Some("alb"), &ok), None, &Default::default());
+    assert!(v.violations.is_empty() && v.warnings.is_empty(), "{v:?}");
+    let bad = [(key, r#"[{"port": 443, "mode": "verify"}]"#)];
+    let v = check(&ing("a", Some("alb"), &bad), None, &Default::default());
+    let msgs: Vec<String> = v.violations.iter().map(|v| v.to_string()).collect();
+    assert!(msgs.iter().any(|m| m.contains(key) && m.contains("needs a trustStore")), "{msgs:?}");
 }

@@ -60,6 +60,11 @@ impl Unsupported {
     pub fn fails_closed(&self) -> bool {
         self.refusal == refusals::Refusal::FailClosed
     }
+
+    /// The Warning text for an annotation deployed without (admission and reconcile say the same).
+    pub fn note(&self) -> String {
+        format!("annotation {} is not applied: {}", self.key, self.reason)
+    }
 }
 
 /// Reads annotations by suffix under one prefix, remembering which keys were looked at (so the

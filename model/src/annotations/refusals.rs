@@ -50,7 +50,6 @@ use Refusal::{Degrade, FailClosed};
 
 /// `alb.ingress.kubernetes.io/*` annotations refused on an Ingress.
 pub const INGRESS: &[Refused] = &[
-    exact(ing::MUTUAL_AUTHENTICATION, FailClosed, "mutual TLS is not implemented yet"),
     exact(ing::JWT_VALIDATION, FailClosed, "JWT validation actions are not implemented yet"),
     exact(ing::WAF_ACL_ID, FailClosed, "WAF Classic is not supported; use wafv2-acl-arn"),
     exact(ing::WEB_ACL_ID, FailClosed, "WAF Classic is not supported; use wafv2-acl-arn"),

@@ -9,7 +9,6 @@ fn every_refusal_has_its_decision() {
     assert_eq!(
         ingress,
         vec![
-            ("mutual-authentication", false, FailClosed),
             ("jwt-validation", false, FailClosed),
             ("waf-acl-id", false, FailClosed),
             ("web-acl-id", false, FailClosed),

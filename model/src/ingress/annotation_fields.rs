@@ -8,6 +8,7 @@ use ipnet::IpNet;
 use super::actions::{parse_action, parse_conditions, parse_listen_ports};
 use super::annotations::{IngressSettings, backend};
 use super::keys::{self as k, PREFIX};
+use super::mtls::parse_mutual_authentication;
 use crate::annotations::fields::minimum_capacity;
 use crate::annotations::refusals;
 use crate::annotations::{AnnotationErrors, Reader};
@@ -33,14 +34,14 @@ pub fn parse_annotations(
     namespace: &str,
 ) -> Result<IngressSettings, AnnotationErrors> {
     let mut r = Reader::new(annotations, PREFIX);
-    let mut s = IngressSettings::default();
-    s.group_name = r.raw(k::GROUP_NAME).and_then(|v| {
+    let group_name = r.raw(k::GROUP_NAME).and_then(|v| {
         let ok = valid_group_name(v);
         if !ok {
             r.fail(r.key(k::GROUP_NAME), v, GROUP_NAME_HINT);
         }
         ok.then(|| v.to_string())
     });
+    let mut s = IngressSettings { group_name, ..Default::default() };
     s.group_order = r.raw(k::GROUP_ORDER).and_then(|v| match v.trim().parse::<i32>() {
         Ok(n) if (-1000..=1000).contains(&n) => Some(n),
         _ => {
@@ -85,6 +86,16 @@ pub fn parse_annotations(
         });
     s.certificate_arns = r.list(k::CERTIFICATE_ARN).unwrap_or_default();
     s.ssl_policy = r.string(k::SSL_POLICY).filter(|p| !p.is_empty());
+    if let Some(raw) = r.raw(k::MUTUAL_AUTHENTICATION) {
+        match parse_mutual_authentication(raw) {
+            Ok(m) => s.mutual_authentication = m,
+            Err(e) => r.fail(
+                r.key(k::MUTUAL_AUTHENTICATION),
+                raw,
+                format!("a JSON list of {{\"port\", \"mode\", \"trustStore\"}} entries ({e})"),
+            ),
+        }
+    }
     s.minimum_capacity_units = minimum_capacity(&mut r, k::MINIMUM_CAPACITY);
     s.use_regex_path_match = r.bool(k::USE_REGEX_PATH_MATCH).unwrap_or(false);
     s.backend = backend(&mut r, &mut s.unsupported);

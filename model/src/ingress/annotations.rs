@@ -6,7 +6,7 @@
 //! stack is built, because some depend on other values (certificates, gRPC).
 //!
 //! Known but not implemented (`crate::annotations::refusals::INGRESS`: frontend NLB, transforms,
-//! JWT validation, mutual TLS, target control port, ACM certificate creation, WAF Classic, Shield,
+//! JWT validation, target control port, ACM certificate creation, WAF Classic, Shield,
 //! IPAM, customer-owned IPv4 pools, the dry-run plan) → `unsupported`, with the reason and whether
 //! the group fails closed on it. Other keys of our prefix → `unknown`. Deviation: ALBC silently
 //! ignores unknown keys.
@@ -90,6 +90,8 @@ pub struct IngressSettings {
     pub security_group_prefix_lists: Option<Vec<String>>,
     pub certificate_arns: Vec<String>,
     pub ssl_policy: Option<String>,
+    /// `mutual-authentication`, by listen port (applied to HTTPS ports only).
+    pub mutual_authentication: BTreeMap<u16, super::mtls::MtlsSetting>,
     pub minimum_capacity_units: Option<u32>,
     /// `listener-attributes.<PROTOCOL>-<port>`.
     pub listener_attributes: BTreeMap<(Protocol, u16), Attributes>,

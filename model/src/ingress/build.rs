@@ -537,6 +537,7 @@ fn listeners(b: &mut Build<'_>, plan: &GroupPlan, tg_names: &BTreeMap<&TargetGro
             certificates: if https { cfg.certificates.clone() } else { Vec::new() },
             ssl_policy: if https { cfg.ssl_policy.clone().or(Some(b.ctx.default_ssl_policy.clone())) } else { None },
             alpn_policy: None,
+            mutual_authentication: if https { cfg.mutual_authentication.clone() } else { None },
             default_actions,
             attributes: cfg.attributes.clone(),
             tags,

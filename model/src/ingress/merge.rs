@@ -23,7 +23,8 @@
 //! params have already replaced that member's attributes (`apply_params`), so members sharing
 //! params agree and only members with different params or annotations conflict. `ssl-redirect`
 //! disagreements are [`super::conflicts`] (exclusive annotation); here the first member's wins.
-//! Mutual TLS is not modelled (the annotation is reported as unsupported).
+//! `mutual-authentication` must agree like `ssl-policy`, compared after trust store names are
+//! resolved (a name and its ARN agree), as ALBC compares them.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -32,7 +33,7 @@ use ipnet::IpNet;
 use k8s_openapi::api::networking::v1::IngressSpec;
 
 use super::annotations::IngressSettings;
-use crate::lb::{Attributes, Protocol};
+use crate::lb::{Attributes, MutualAuthentication, Protocol};
 
 /// ALBC's `--default-ssl-policy`.
 pub const DEFAULT_SSL_POLICY: &str = "ELBSecurityPolicy-2016-08";
@@ -65,11 +66,14 @@ pub struct Member {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MergeConfig {
     pub default_ssl_policy: String,
+    /// Trust store name → ARN, for the names `mutual-authentication` uses
+    /// ([`super::mtls::trust_store_names`]), as DescribeTrustStores answered.
+    pub trust_store_arns: BTreeMap<String, String>,
 }
 
 impl Default for MergeConfig {
     fn default() -> Self {
-        Self { default_ssl_policy: DEFAULT_SSL_POLICY.into() }
+        Self { default_ssl_policy: DEFAULT_SSL_POLICY.into(), trust_store_arns: BTreeMap::new() }
     }
 }
 
@@ -82,6 +86,8 @@ pub struct ListenerConfig {
     pub certificates: Vec<String>,
     /// HTTPS only.
     pub ssl_policy: Option<String>,
+    /// HTTPS only: `None` leaves the listener's mutual TLS as it is.
+    pub mutual_authentication: Option<MutualAuthentication>,
     /// Sources the frontend security group admits to this port.
     pub inbound_cidrs_v4: Vec<IpNet>,
     pub inbound_cidrs_v6: Vec<IpNet>,
@@ -217,6 +223,8 @@ fn merge_port(
 ) -> ListenerConfig {
     let mut protocol = Agree::new("protocol");
     let mut policy = Agree::new(format!("{}/ssl-policy", super::keys::PREFIX));
+    let mtls_key = format!("{}/{}", super::keys::PREFIX, super::keys::MUTUAL_AUTHENTICATION);
+    let mut mtls = Agree::new(mtls_key.clone());
     let mut cidrs = Agree::new(format!("{}/inbound-cidrs", super::keys::PREFIX));
     let mut lists = Agree::new(format!("{}/security-group-prefix-lists", super::keys::PREFIX));
     let mut attrs: BTreeMap<String, Agree<String>> = BTreeMap::new();
@@ -234,6 +242,16 @@ fn merge_port(
         if https {
             if let Some(p) = &s.ssl_policy {
                 policy.offer(&m.key, p.clone(), port, Clone::clone, errs);
+            }
+            match s.mutual_authentication.get(&port).map(|t| t.resolve(&cfg.trust_store_arns)) {
+                Some(Ok(t)) => mtls.offer(&m.key, t, port, ToString::to_string, errs),
+                Some(Err(name)) => errs.push(GroupError::Invalid {
+                    ingress: m.key.to_string(),
+                    location: format!("annotation {mtls_key}, port {port}"),
+                    problem: format!("trust store {name:?} was not found"),
+                    fix: "create it, or name an existing trust store by its name or ARN".into(),
+                }),
+                None => {}
             }
             let own = if s.certificate_arns.is_empty() { &m.discovered_certificates } else { &s.certificate_arns };
             for (j, c) in own.iter().enumerate() {
@@ -272,6 +290,7 @@ fn merge_port(
         protocol: proto,
         certificates,
         ssl_policy: if https { Some(policy.value().unwrap_or_else(|| cfg.default_ssl_policy.clone())) } else { None },
+        mutual_authentication: mtls.value(),
         inbound_cidrs_v4: v4,
         inbound_cidrs_v6: v6,
         prefix_lists,

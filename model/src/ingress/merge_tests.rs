@@ -58,7 +58,7 @@ fn single_ingress_defaults() {
     assert_eq!((l.port, l.protocol), (443, Protocol::Https));
     assert_eq!(l.ssl_policy.as_deref(), Some(DEFAULT_SSL_POLICY));
     assert_eq!(l.certificates, ["arn:c"]);
-    let custom = MergeConfig { default_ssl_policy: "ELBSecurityPolicy-TLS13-1-2-2021-06".into() };
+    let custom = MergeConfig { default_ssl_policy: "ELBSecurityPolicy-TLS13-1-2-2021-06".into(), ..Default::default() };
     let m = merge(&[member("a/x", &[("certificate-arn", "arn:c")], simple())], &custom).unwrap();
     assert_eq!(m.listeners[0].ssl_policy.as_deref(), Some("ELBSecurityPolicy-TLS13-1-2-2021-06"));
 }
@@ -185,4 +185,51 @@ fn agreeing_or_partial_settings_merge() {
     let only_lists = ok(&[member("a/x", &[("security-group-prefix-lists", "pl-1")], simple())]);
     assert!(only_lists.listeners[0].inbound_cidrs_v4.is_empty(), "prefix lists alone: no 0.0.0.0/0");
     assert!(ok(&[]).listeners.is_empty());
+}
+
+#[test]
+fn mutual_tls_merges_per_https_port_after_names_resolve() {
+    let ports = r#"[{"HTTP":80},{"HTTPS":443}]"#;
+    let by_name = r#"[{"port": 443, "mode": "verify", "trustStore": "ts"}]"#;
+    let by_arn = r#"[{"port": 443, "mode": "verify", "trustStore": "arn:ts/1"}]"#;
+    let cfg =
+        MergeConfig { trust_store_arns: BTreeMap::from([("ts".into(), "arn:ts/1".into())]), ..Default::default() };
+    let a = member(
+        "a/x",
+        &[("listen-ports", ports), ("certificate-arn", "arn:c"), ("mutual-authentication", by_name)],
+        simple(),
+    );
+    let b = member("a/y", &[("listen-ports", ports), ("mutual-authentication", by_arn)], simple());
+    let quiet = member("a/z", &[("listen-ports", ports)], simple());
+    let m = merge(&[a.clone(), b, quiet.clone()], &cfg).unwrap_or_else(|e| panic!("{e:?}"));
+    let https = m.listeners.iter().find(|l| l.port == 443).unwrap();
+    let want = MutualAuthentication {
+        mode: crate::lb::MtlsMode::Verify,
+        trust_store_arn: Some("arn:ts/1".into()),
+        ignore_client_certificate_expiry: Some(false),
+        advertise_trust_store_ca_names: None,
+    };
+    assert_eq!(https.mutual_authentication, Some(want), "a name and its ARN agree");
+    assert_eq!(m.listeners.iter().find(|l| l.port == 80).unwrap().mutual_authentication, None, "HTTP ports have none");
+    // No member asks: the listener's own is left as it is.
+    let m = merge(std::slice::from_ref(&quiet), &cfg).unwrap();
+    assert!(m.listeners.iter().all(|l| l.mutual_authentication.is_none()));
+
+    // Different settings on one port conflict, naming both Ingresses and values.
+    let pass = member(
+        "a/p",
+        &[("listen-ports", ports), ("mutual-authentication", r#"[{"port": 443, "mode": "passthrough"}]"#)],
+        simple(),
+    );
+    let e = merge(&[a.clone(), pass], &cfg).expect_err("conflict");
+    let text = e.iter().map(ToString::to_string).collect::<Vec<_>>().join(" | ");
+    assert!(
+        text.contains("alb.ingress.kubernetes.io/mutual-authentication")
+            && text.contains("a/x has verify with trust store arn:ts/1")
+            && text.contains("a/p has passthrough"),
+        "{text}"
+    );
+    // A name DescribeTrustStores did not find: the group is not built.
+    let e = merge(&[a], &MergeConfig::default()).expect_err("unresolved");
+    assert!(e.iter().any(|e| e.to_string().contains("trust store \"ts\" was not found")), "{e:?}");
 }

@@ -34,6 +34,7 @@ pub mod group;
 pub mod keys;
 pub mod membership;
 pub mod merge;
+pub mod mtls;
 pub mod oidc;
 mod optimize;
 pub mod params;

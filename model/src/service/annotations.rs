@@ -108,12 +108,8 @@ pub struct NlbSettings {
 impl NlbSettings {
     /// One operator-ready sentence per ignored annotation, for Warning events: every one of annotations not applied, except those that fail closed ([`Self::fail_closed`]).
     pub fn warnings(&self) -> Vec<String> {
-        let mut out: Vec<String> = self
-            .unsupported
-            .iter()
-            .filter(|u| !u.fails_closed())
-            .map(|u| format!("annotation {} is not supported by this controller and is ignored: {}", u.key, u.reason))
-            .collect();
+        let mut out: Vec<String> =
+            self.unsupported.iter().filter(|u| !u.fails_closed()).map(Unsupported::note).collect();
         out.extend(self.unknown.iter().map(|key| {
             format!("unknown annotation {key}: not an AWS Load Balancer Controller Service annotation (typo?); ignored")
         }));

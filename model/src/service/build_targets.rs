@@ -91,6 +91,7 @@ pub(crate) fn build(b: &mut Ctx<'_>, sg: &SgMode) -> Targets {
             ssl_policy: tls
                 .then(|| b.s.ssl_negotiation_policy.clone().unwrap_or_else(|| b.c.default_ssl_policy.clone())),
             alpn_policy: if tls { b.s.alpn_policy.clone() } else { None },
+            mutual_authentication: None,
             default_actions: vec![Action::Forward {
                 target_groups: vec![WeightedTargetGroup {
                     target_group: TargetGroupRef::Name(tg.name.clone()),

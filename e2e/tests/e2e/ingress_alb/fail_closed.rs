@@ -24,15 +24,14 @@ async fn a_protection_that_cannot_be_applied_holds_the_alb_as_it_is() {
         }
     };
 
-    // New: mutual TLS asked for, not implemented: no ALB at all.
-    let mtls = r#"[{"port": 443, "mode": "verify", "trustStore": "arn:aws:elasticloadbalancing:us-east-1:123456789012:truststore/ts/1"}]"#;
+    // New: a WAF Classic ACL asked for, not supported: no ALB at all.
     let mark = f.emu.mark().await;
-    let ing = ingress("web", vec![path("/a", "svc-a")], &[("mutual-authentication", mtls)]);
+    let ing = ingress("web", vec![path("/a", "svc-a")], &[("waf-acl-id", "0123abcd-web-acl")]);
     f.ingresses(&ns).create(&PostParams::default(), &ing).await.expect("create ingress");
-    let note = held("mutual-authentication").await;
+    let note = held("waf-acl-id").await;
     assert!(note.contains("nothing is created or changed in AWS") && note.contains("remove it"), "{note}");
     f.settled(&ctl, &ns, "web", "the FailedBuildModel Warning").await;
-    assert_eq!(f.writes_since(mark, &ctl).await, Vec::<String>::new(), "no load balancer without mTLS");
+    assert_eq!(f.writes_since(mark, &ctl).await, Vec::<String>::new(), "no load balancer without its WAF ACL");
     assert_eq!(f.stack_arns(&stack).await, (vec![], vec![]));
     assert_eq!(f.hostname(&ns, "web").await, None);
 
@@ -42,7 +41,7 @@ async fn a_protection_that_cannot_be_applied_holds_the_alb_as_it_is() {
         let api = f.ingresses(&ns);
         async move { api.patch("web", &PatchParams::default(), &Patch::Merge(patch)).await.unwrap() }
     };
-    set("mutual-authentication", None).await;
+    set("waf-acl-id", None).await;
     eventually("hostname", 90, || f.hostname(&ns, "web")).await;
     let (lbs, _) = f.stack_arns(&stack).await;
     let before = f.rules(&lbs[0]).await;

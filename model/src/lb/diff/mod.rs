@@ -62,7 +62,7 @@ pub use plan::{deletion_protected, plan, plan_delete};
 
 use super::{
     Action, Attributes, HealthCheck, IngressRule, LbIpAddressType, LbType, Listener, LoadBalancer, LoadBalancerStatus,
-    Observed, Protocol, Rule, Scheme, SecurityGroup, SubnetMapping, Tags, TargetGroup,
+    MutualAuthentication, Observed, Protocol, Rule, Scheme, SecurityGroup, SubnetMapping, Tags, TargetGroup,
 };
 #[cfg(doc)]
 use super::{Stack, TargetGroupRef};
@@ -182,6 +182,7 @@ pub struct ListenerChange {
     pub default_certificate: Option<String>,
     pub ssl_policy: Option<String>,
     pub alpn_policy: Option<String>,
+    pub mutual_authentication: Option<MutualAuthentication>,
     pub default_actions: Option<Vec<Action>>,
 }
 

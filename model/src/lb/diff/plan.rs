@@ -292,6 +292,13 @@ fn listener_steps(
     if want.alpn_policy.is_some() && want.alpn_policy != obs.alpn_policy {
         change.alpn_policy = want.alpn_policy.clone();
     }
+    // Mutual TLS only exists on TLS/HTTPS listeners; `None` wanted leaves the listener's as it is.
+    if tls
+        && let Some(m) = &want.mutual_authentication
+        && !m.satisfied_by(obs.mutual_authentication.as_ref())
+    {
+        change.mutual_authentication = Some(m.clone());
+    }
     // Without the OIDC client secret, which AWS never returns; a rotated one shows in the digest tag.
     let comparable = |l: &Listener| -> (Vec<Action>, Option<String>) {
         let actions = tgs.normalize_actions(&l.default_actions).iter().map(Action::without_secrets).collect();

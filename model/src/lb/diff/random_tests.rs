@@ -4,7 +4,7 @@
 
 use super::testkit::*;
 use super::*;
-use crate::lb::{HealthCheckPort, Stack, TgIpAddressType};
+use crate::lb::{HealthCheckPort, MtlsMode, Stack, TgIpAddressType};
 
 fn pick<'a, T>(rng: &mut fastrand::Rng, items: &'a [T]) -> &'a T {
     &items[rng.usize(..items.len())]
@@ -49,6 +49,17 @@ fn random_tg(rng: &mut fastrand::Rng) -> TargetGroup {
     }
 }
 
+fn random_mtls(rng: &mut fastrand::Rng) -> MutualAuthentication {
+    let mode = *pick(rng, &MtlsMode::ALL);
+    let verify = mode == MtlsMode::Verify;
+    MutualAuthentication {
+        mode,
+        trust_store_arn: verify.then(|| pick(rng, &["arn:ts/a", "arn:ts/b"]).to_string()),
+        ignore_client_certificate_expiry: if verify { rng.bool().then(|| rng.bool()) } else { None },
+        advertise_trust_store_ca_names: if verify { rng.bool().then(|| rng.bool()) } else { None },
+    }
+}
+
 fn random_listener(rng: &mut fastrand::Rng, port: u16, tgs: &[TargetGroup]) -> Listener {
     let tls = rng.bool();
     let certs = ["arn:cert/a", "arn:cert/b", "arn:cert/c"];
@@ -63,6 +74,7 @@ fn random_listener(rng: &mut fastrand::Rng, port: u16, tgs: &[TargetGroup]) -> L
         l.certificates = c.into_iter().take(n).collect();
         l.ssl_policy = rng.bool().then(|| pick(rng, &["p1", "p2"]).to_string());
         l.alpn_policy = rng.bool().then(|| pick(rng, &["HTTP2Preferred", "None"]).to_string());
+        l.mutual_authentication = rng.bool().then(|| random_mtls(rng));
     }
     l
 }

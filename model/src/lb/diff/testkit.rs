@@ -57,6 +57,7 @@ pub fn listener(port: u16, tg_name: &str) -> Listener {
         certificates: vec![],
         ssl_policy: None,
         alpn_policy: None,
+        mutual_authentication: None,
         default_actions: forward(tg_name),
         attributes: Attributes::new(),
         tags: tags(&[("service.k8s.aws/stack", "ns/svc")]),
@@ -313,6 +314,7 @@ impl Sim {
                         l.certificates.clear();
                         l.ssl_policy = None;
                         l.alpn_policy = None;
+                        l.mutual_authentication = None;
                     }
                 }
                 if let Some(c) = &change.default_certificate {
@@ -328,6 +330,9 @@ impl Sim {
                 }
                 if let Some(p) = &change.alpn_policy {
                     l.alpn_policy = Some(p.clone());
+                }
+                if let Some(m) = &change.mutual_authentication {
+                    l.mutual_authentication = Some(m.clone());
                 }
                 if let Some(a) = actions {
                     l.default_actions = a;
