@@ -1,12 +1,13 @@
 //! Kubernetes helpers: a client for the e2e apiserver, per-test namespaces, bindings.
 
 use crate::Env;
-use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::api::core::v1::{Namespace, Pod, Service, ServicePort, ServiceSpec};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::api::{Api, DeleteParams, ObjectMeta, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, ResourceExt};
 use lbc_model::crd::{ServiceReference, TargetGroupBinding, TargetGroupBindingSpec, TargetType};
+use std::collections::BTreeMap;
 
 pub async fn client(env: &Env) -> Client {
     let kc = Kubeconfig::read_from(env.get("KUBECONFIG")).expect("kubeconfig");
@@ -87,4 +88,29 @@ where
     api.patch(name, &kube::api::PatchParams::default(), &kube::api::Patch::Merge(patch))
         .await
         .unwrap_or_else(|e| panic!("poke {name}: {e}"));
+}
+
+/// Service `name` selecting the pods of `set` (`lbc-e2e/set`, as `e2e/pods` labels them), port
+/// `http` 80 → 8080/TCP; `type_` e.g. `LoadBalancer` (`None`: ClusterIP).
+pub fn backend_service(name: &str, set: &str, type_: Option<&str>, annotations: BTreeMap<String, String>) -> Service {
+    Service {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            annotations: (!annotations.is_empty()).then_some(annotations),
+            ..Default::default()
+        },
+        spec: Some(ServiceSpec {
+            type_: type_.map(str::to_string),
+            selector: Some(BTreeMap::from([("lbc-e2e/set".to_string(), set.to_string())])),
+            ports: Some(vec![ServicePort {
+                name: Some("http".into()),
+                port: 80,
+                target_port: Some(IntOrString::Int(8080)),
+                protocol: Some("TCP".into()),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        }),
+        status: None,
+    }
 }

@@ -435,33 +435,14 @@ async fn albc_families_are_served_with_albcs_types_and_labels() {
 }
 
 async fn nlb_service(f: &TgbScene) {
-    use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
-    use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-    use kube::api::{Api, ObjectMeta, PostParams};
+    use k8s_openapi::api::core::v1::Service;
+    use kube::api::{Api, PostParams};
     let ann = "service.beta.kubernetes.io";
-    let svc = Service {
-        metadata: ObjectMeta {
-            name: Some("nlb".into()),
-            annotations: Some(BTreeMap::from([
-                (format!("{ann}/aws-load-balancer-type"), "external".to_string()),
-                (format!("{ann}/aws-load-balancer-nlb-target-type"), "ip".to_string()),
-            ])),
-            ..Default::default()
-        },
-        spec: Some(ServiceSpec {
-            type_: Some("LoadBalancer".into()),
-            selector: Some(BTreeMap::from([("lbc-e2e/set".to_string(), "web".to_string())])),
-            ports: Some(vec![ServicePort {
-                name: Some("http".into()),
-                port: 80,
-                target_port: Some(IntOrString::Int(8080)),
-                protocol: Some("TCP".into()),
-                ..Default::default()
-            }]),
-            ..Default::default()
-        }),
-        status: None,
-    };
+    let annotations = BTreeMap::from([
+        (format!("{ann}/aws-load-balancer-type"), "external".to_string()),
+        (format!("{ann}/aws-load-balancer-nlb-target-type"), "ip".to_string()),
+    ]);
+    let svc = lbc_e2e::kube_util::backend_service("nlb", "web", Some("LoadBalancer"), annotations);
     Api::<Service>::namespaced(f.client.clone(), &f.ns)
         .create(&PostParams::default(), &svc)
         .await

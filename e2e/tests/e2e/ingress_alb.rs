@@ -3,12 +3,11 @@
 //! emulator's call log, counting only this controller's calls (its access key).
 
 use aws_sdk_elasticloadbalancingv2 as elbv2;
-use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
+use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::networking::v1::{
     HTTPIngressPath, HTTPIngressRuleValue, Ingress, IngressBackend, IngressClass, IngressClassSpec, IngressRule,
     IngressServiceBackend, IngressSpec, IngressTLS, ServiceBackendPort,
 };
-use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use lbc_e2e::controller::ControllerProc;
@@ -60,21 +59,7 @@ fn ns_name(test: &str) -> String {
 }
 
 fn service(name: &str, set: &str) -> Service {
-    Service {
-        metadata: ObjectMeta { name: Some(name.into()), ..Default::default() },
-        spec: Some(ServiceSpec {
-            selector: Some(BTreeMap::from([("lbc-e2e/set".to_string(), set.to_string())])),
-            ports: Some(vec![ServicePort {
-                name: Some("http".into()),
-                port: 80,
-                target_port: Some(IntOrString::Int(8080)),
-                protocol: Some("TCP".into()),
-                ..Default::default()
-            }]),
-            ..Default::default()
-        }),
-        status: None,
-    }
+    kube_util::backend_service(name, set, None, BTreeMap::new())
 }
 
 fn path(p: &str, svc: &str) -> HTTPIngressPath {

@@ -3,10 +3,9 @@
 //! emulator. Each update is checked against the emulator's call log: only the expected writes.
 
 use aws_sdk_elasticloadbalancingv2 as elbv2;
-use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
-use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use k8s_openapi::api::core::v1::Service;
 use kube::Client;
-use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use lbc_e2e::controller::ControllerProc;
 use lbc_e2e::emulator::{self, Emulator};
 use lbc_e2e::{Env, aws, eventually, kube_util, unique};
@@ -47,22 +46,7 @@ fn nlb_service(name: &str, annotations: &[(&str, &str)]) -> Service {
     for (k, v) in annotations {
         ann.insert(format!("{ANN}/{k}"), v.to_string());
     }
-    Service {
-        metadata: ObjectMeta { name: Some(name.into()), annotations: Some(ann), ..Default::default() },
-        spec: Some(ServiceSpec {
-            type_: Some("LoadBalancer".into()),
-            selector: Some(BTreeMap::from([("lbc-e2e/set".to_string(), "web".to_string())])),
-            ports: Some(vec![ServicePort {
-                name: Some("http".into()),
-                port: 80,
-                target_port: Some(IntOrString::Int(8080)),
-                protocol: Some("TCP".into()),
-                ..Default::default()
-            }]),
-            ..Default::default()
-        }),
-        status: None,
-    }
+    kube_util::backend_service(name, "web", Some("LoadBalancer"), ann)
 }
 
 impl Fixture {
