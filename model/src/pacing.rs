@@ -11,7 +11,7 @@
 //! whatever the policy, and holding back only adds latency: no pacing then.
 //! A change that takes targets out (a terminating endpoint) is never held: a terminating pod must
 //! stop receiving new connections as soon as possible, and at 10k pods holding deregistrations
-//! made scale-down 3× slower for a third fewer calls (docs/benchmarks.md, session 13).
+//! made scale-down 3× slower for a third fewer calls (docs/history/benchmarks.md, session 13).
 //!
 //! The model behind the numbers is `bench/harness/bucket_sim.py` (policy `adaptive`): at 10 groups
 //! and a 0.9 s burst of 100 new targets, p99 2.40 → 1.58 s and calls 33 → 29; unchanged at 50
