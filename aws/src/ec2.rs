@@ -1,9 +1,10 @@
 //! EC2 lookups the controller needs, behind a trait.
 
-use crate::call::{CallRunner, Service};
+use crate::call::{CallRunner, Service, all_pages};
 use crate::error::{AwsError, ErrorKind};
 use async_trait::async_trait;
 use aws_sdk_ec2 as ec2;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// EC2 operations used by the controller.
@@ -11,6 +12,9 @@ use std::sync::Arc;
 pub trait Ec2: Send + Sync {
     /// All CIDR blocks (IPv4 and IPv6, primary and secondary) of a VPC.
     async fn vpc_cidrs(&self, vpc_id: &str) -> Result<Vec<String>, AwsError>;
+
+    /// The IDs of the VPCs carrying every tag of `tags` (key → value), sorted.
+    async fn vpcs_with_tags(&self, tags: &BTreeMap<String, String>) -> Result<Vec<String>, AwsError>;
 }
 
 /// [`Ec2`] over the AWS SDK.
@@ -61,5 +65,34 @@ impl Ec2 for SdkEc2 {
             vpc.ipv6_cidr_block_association_set().iter().filter_map(|a| a.ipv6_cidr_block().map(str::to_string)),
         );
         Ok(cidrs)
+    }
+
+    async fn vpcs_with_tags(&self, tags: &BTreeMap<String, String>) -> Result<Vec<String>, AwsError> {
+        const OP: &str = "DescribeVpcs";
+        let filters: Vec<ec2::types::Filter> = tags
+            .iter()
+            .map(|(k, v)| ec2::types::Filter::builder().name(format!("tag:{k}")).values(v).build())
+            .collect();
+        let filters = &filters;
+        let mut ids = all_pages(|token| async move {
+            let page = self
+                .runner
+                .run(Service::Ec2, OP, || async {
+                    self.client
+                        .describe_vpcs()
+                        .set_filters(Some(filters.clone()))
+                        .set_next_token(token.clone())
+                        .send()
+                        .await
+                        .map_err(|e| AwsError::from_sdk(Service::Ec2.label(), OP, e))
+                })
+                .await?;
+            let ids = page.vpcs().iter().filter_map(|v| v.vpc_id().map(str::to_string)).collect();
+            Ok((ids, page.next_token().map(str::to_string)))
+        })
+        .await?;
+        ids.sort();
+        ids.dedup();
+        Ok(ids)
     }
 }

@@ -238,14 +238,29 @@ impl ElbV2 for FakeElbV2 {
     }
 }
 
-/// In-memory EC2 with fixed VPC CIDRs.
+/// In-memory EC2 with fixed VPC CIDRs and tags.
 #[derive(Default)]
 pub struct FakeEc2 {
     pub vpcs: Mutex<HashMap<String, Vec<String>>>,
+    pub vpc_tags: Mutex<HashMap<String, lbc_model::lb::Tags>>,
 }
 
 #[async_trait]
 impl Ec2 for FakeEc2 {
+    async fn vpcs_with_tags(&self, tags: &std::collections::BTreeMap<String, String>) -> Result<Vec<String>, AwsError> {
+        let have = self.vpc_tags.lock().unwrap();
+        let mut ids: Vec<String> = self
+            .vpcs
+            .lock()
+            .unwrap()
+            .keys()
+            .filter(|id| have.get(*id).is_some_and(|t| tags.iter().all(|(k, v)| t.get(k) == Some(v))))
+            .cloned()
+            .collect();
+        ids.sort();
+        Ok(ids)
+    }
+
     async fn vpc_cidrs(&self, vpc_id: &str) -> Result<Vec<String>, AwsError> {
         self.vpcs
             .lock()

@@ -161,6 +161,7 @@ impl FakeLoadBalancers {
 
     fn check_forwards(s: &State, op: &'static str, l: &Listener) -> Result<(), AwsError> {
         require_target_group_arns(&l.default_actions).map_err(|m| AwsError::new(ErrorKind::Invalid, SVC, op, m))?;
+        rules::check_jwt(op, l.protocol, &l.default_actions)?;
         match forwarded_arns(&l.default_actions).find(|a| !s.tgs.contains_key(*a)) {
             Some(_) => Err(tg_missing(op)),
             None => Ok(()),

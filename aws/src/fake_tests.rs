@@ -233,6 +233,7 @@ async fn fake_listener_certificates_and_rules_behave_like_elbv2() {
         priority,
         conditions: vec![Condition::PathPattern(vec![path.into()])],
         actions: listener(1, TargetGroupRef::Arn(t.clone())).default_actions,
+        transforms: vec![],
         tags: Tags::from([("k".to_string(), "v".to_string())]),
     };
     let a = f.create_rule(&l, &rule(1, "/a")).await.unwrap().id;

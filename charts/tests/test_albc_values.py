@@ -36,7 +36,7 @@ ALBC_ONLY_FLAGS = {
     "gateway-class-max-concurrent-reconciles", "globalaccelerator-max-concurrent-reconciles",
     "globalaccelerator-max-exponential-backoff-delay", "lb-stabilization-monitor-interval",
     "max-targets-per-target-group", "enable-endpoint-slices", "enable-manage-backend-security-group-rules",
-    "enable-waf", "enable-shield", "aws-vpc-tag-key", "aws-vpc-tags", "allowed-certificate-authority-arns",
+    "enable-waf", "enable-shield", "aws-vpc-tag-key", "allowed-certificate-authority-arns",
     "default-pca-arn", "quic-environment-variable-name", "tolerate-non-existent-backend-service",
     "tolerate-non-existent-backend-action",
 }
@@ -273,6 +273,11 @@ def test_unset_values_render_no_flag(helm, tmp_path, empty):
     assert not {k: v for k, v in found.items() if v}
 
 
+def test_vpc_tags_stand_in_for_the_vpc_id(helm, tmp_path):
+    args = args_of(render(helm, tmp_path, {"vpcId": "", "vpcTags": {"Name": "prod-vpc", "env": "prod"}}))
+    assert "--aws-vpc-tags=Name=prod-vpc,env=prod" in args and not [a for a in args if a.startswith("--aws-vpc-id")]
+
+
 def test_defaults_keep_the_controllers_defaults(helm, tmp_path):
     args = args_of(render(helm, tmp_path, {}))
     assert args == ["--cluster-name=e2e-cluster", "--aws-region=us-east-1", "--aws-vpc-id=vpc-0123456789abcdef0",
@@ -289,12 +294,12 @@ def test_no_albc_only_flag_unless_asked(helm, tmp_path, case):
 
 def test_albc_defaults_render_no_albc_only_flag(helm, tmp_path, albc_defaults):
     """ALBC's values.yaml as is (its defaults), with the required values and our image."""
-    values = deep_merge(albc_defaults, {"clusterName": "prod-meta", "region": "ap-northeast-2", **OUR_IMAGE})
-    docs = render(helm, tmp_path, values)
+    required = {"clusterName": "prod-meta", "region": "ap-northeast-2", "vpcId": "vpc-0a1b2c3d4e5f60718"}
+    docs = render(helm, tmp_path, deep_merge(albc_defaults, {**required, **OUR_IMAGE}))
     args = args_of(docs)
     assert not [a for a in args if a[2:].split("=", 1)[0] in ALBC_ONLY_FLAGS], args
     # ALBC's chart renders --default-target-type only when not `instance`; `instance` is also ours.
-    assert args == ["--cluster-name=prod-meta", "--aws-region=ap-northeast-2",
+    assert args == ["--cluster-name=prod-meta", "--aws-region=ap-northeast-2", "--aws-vpc-id=vpc-0a1b2c3d4e5f60718",
                     "--ingress-class=alb", "--default-target-type=instance", "--enable-service-mutator-webhook=true",
                     *CHART_FLAGS[:4], "--metrics-bind-addr=:8080", *CHART_FLAGS[4:5], "--webhook-bind-port=9443",
                     *MANAGED_CERT_FLAGS, *CHART_FLAGS[6:]]
@@ -308,13 +313,14 @@ def test_albc_values_files_lint(helm, tmp_path, albc_defaults):
     image = tmp_path / "image.yaml"
     image.write_text(yaml.safe_dump(OUR_IMAGE))
     defaults = tmp_path / "albc-defaults.yaml"
-    defaults.write_text(yaml.safe_dump(deep_merge(albc_defaults, {"clusterName": "c", "region": "r"})))
+    defaults.write_text(yaml.safe_dump(deep_merge(albc_defaults, {"clusterName": "c", "region": "r", "vpcId": "vpc-1"})))
     for values in (defaults, ALBC_VALUES_FILE):
         run([helm, "lint", "--strict", "--kube-version", KUBE_VERSION, CHART, "-f", values, "-f", image])
 
 
 def test_albc_image_is_refused(helm, tmp_path, albc_defaults):
-    p = render(helm, tmp_path, deep_merge(albc_defaults, {"clusterName": "c", "region": "r"}), check=False)
+    p = render(helm, tmp_path, deep_merge(albc_defaults, {"clusterName": "c", "region": "r", "vpcId": "vpc-1"}),
+               check=False)
     assert p.returncode != 0 and "is the upstream AWS Load Balancer Controller's image" in p.stderr, p.stderr
 
 

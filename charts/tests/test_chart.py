@@ -372,6 +372,8 @@ def test_rbac_rules_exact_and_commented(helm, tmp_path):
 @pytest.mark.parametrize("overrides, message", [
     ({"clusterName": ""}, "clusterName is required"),
     ({"region": ""}, "region is required"),
+    ({"vpcId": ""}, "vpcId is required (or vpcTags"),
+    ({"vpcId": None, "vpcTags": {}}, "vpcId is required (or vpcTags"),
     ({"awsCredentials": {"source": "irsa"}}, "awsCredentials.source must be default, secret, file or vault"),
     ({"awsCredentials": {"source": "vault", "vault": {"address": "https://v:8200", "authRole": "a"}}},
      "awsCredentials.vault.secretsRole is required"),

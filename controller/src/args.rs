@@ -47,7 +47,8 @@ where
 pub fn assess_albc(args: &Args, given: &[GivenFlag]) -> Result<(FeatureGates, Vec<String>), String> {
     let gates = lbc_model::compat::parse_key_bools("--feature-gates", &args.feature_gates)?;
     let (gates, mut findings) = lbc_model::compat::assess_gates(&gates);
-    findings.extend(lbc_model::compat::assess_flags(given, !args.aws_vpc_id.is_empty()));
+    findings.extend(lbc_model::compat::assess_flags(given));
+    findings.extend(lbc_model::vpc::ignored_tags(&args.aws_vpc_id, &args.aws_vpc_tags).map(Finding::Warning));
     let fatal: Vec<&str> = findings.iter().filter(|f| matches!(f, Finding::Fatal(_))).map(Finding::message).collect();
     if !fatal.is_empty() {
         return Err(fatal.join("; "));
@@ -74,9 +75,15 @@ pub struct Args {
     #[arg(long, env = "AWS_REGION", default_value = "")]
     pub aws_region: String,
 
-    /// VPC of the cluster; pod IPs outside its CIDRs are reported as overlay addresses.
+    /// VPC of the cluster; pod IPs outside its CIDRs are reported as overlay addresses. Required
+    /// unless `--aws-vpc-tags` names the VPC.
     #[arg(long, env = "LBC_AWS_VPC_ID", default_value = "")]
     pub aws_vpc_id: String,
+
+    /// The VPC by its tags instead (`key=value,...`, all required; ALBC's flag): exactly one VPC of
+    /// the region must carry them, looked up once at start (ec2:DescribeVpcs).
+    #[arg(long, default_value = "")]
+    pub aws_vpc_tags: String,
 
     /// Endpoint overrides, `serviceID=URL,...` (e.g. `Elastic Load Balancing v2=http://127.0.0.1:4566,EC2=...`);
     /// services: `Elastic Load Balancing v2`, `EC2`, `STS` (the controller's sts:AssumeRole and doctor's
@@ -714,13 +721,17 @@ mod tests {
 
     #[test]
     fn unsafe_albc_flags_stop_the_start_with_the_fix() {
-        let (a, given) =
-            parse(&["--aws-vpc-tags=env=prod", "--enable-shield", "--feature-gates=ALBSingleSubnet=true"]).unwrap();
+        let (a, given) = parse(&[
+            "--allowed-certificate-authority-arns=arn:aws:acm-pca:x",
+            "--enable-shield",
+            "--feature-gates=ALBSingleSubnet=true",
+        ])
+        .unwrap();
         let e = assess_albc(&a, &given).unwrap_err();
-        assert!(e.contains("--aws-vpc-tags=env=prod is refused") && e.contains("--aws-vpc-id"), "{e}");
+        assert!(e.contains("--allowed-certificate-authority-arns=arn:aws:acm-pca:x is refused"), "{e}");
         // As in ALBC, --aws-vpc-id wins over the tags: then they are only reported.
         let (a, given) = parse(&["--aws-vpc-tags=env=prod", "--aws-vpc-id=vpc-1"]).unwrap();
-        assert!(assess_albc(&a, &given).unwrap().1[0].contains("--aws-vpc-id"));
+        assert!(assess_albc(&a, &given).unwrap().1[0].contains("--aws-vpc-tags=env=prod has no effect"));
         // Numeric ALBC-only flags take numbers (their defaults, 0 and 1, are not booleans).
         let (_, given) =
             parse(&["--max-targets-per-target-group=1000", "--globalaccelerator-max-concurrent-reconciles=2"]).unwrap();

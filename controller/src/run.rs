@@ -27,7 +27,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 use tokio::sync::watch;
 
-pub async fn run(args: Args, albc_only: Vec<lbc_model::compat::GivenFlag>) -> anyhow::Result<()> {
+pub async fn run(mut args: Args, albc_only: Vec<lbc_model::compat::GivenFlag>) -> anyhow::Result<()> {
     if args.cluster_name.is_empty() {
         bail!(
             "--cluster-name is required: the name in your subnets' kubernetes.io/cluster/<name> tags (e.g. --cluster-name=dev-meta)"
@@ -36,6 +36,8 @@ pub async fn run(args: Args, albc_only: Vec<lbc_model::compat::GivenFlag>) -> an
     if args.aws_region.is_empty() {
         bail!("--aws-region (or AWS_REGION) is required: the instance metadata service is never used to guess it");
     }
+    let vpc =
+        lbc_model::vpc::VpcSource::from_flags(&args.aws_vpc_id, &args.aws_vpc_tags).map_err(anyhow::Error::msg)?;
     // ALBC's gates and ALBC-only flags: each one not honoured is said once here, or stops the start.
     let (gates, albc_warnings) = crate::args::assess_albc(&args, &albc_only).map_err(anyhow::Error::msg)?;
     let tenancy = Arc::new(args.tenancy()?);
@@ -122,6 +124,8 @@ pub async fn run(args: Args, albc_only: Vec<lbc_model::compat::GivenFlag>) -> an
         RoleCacheLimits::WEBHOOK,
     ));
     let ec2 = Arc::new(SdkEc2::new(clients.ec2.clone(), runner.clone()));
+    // Before anything reads it: the ID given, or the one VPC carrying the tags given.
+    args.aws_vpc_id = find_vpc(&vpc, ec2.as_ref()).await?;
     let lbs: Arc<dyn lbc_aws::lb::LoadBalancers> =
         Arc::new(SdkLoadBalancers::new(clients.elbv2.clone(), runner.clone()));
     let acm: Arc<dyn lbc_aws::acm::Acm> = Arc::new(lbc_aws::acm::SdkAcm::new(clients.acm.clone(), runner.clone()));
@@ -348,6 +352,23 @@ pub async fn run(args: Args, albc_only: Vec<lbc_model::compat::GivenFlag>) -> an
     let _ = webhook.await;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// The VPC of `source`: a tag lookup is one DescribeVpcs (retried like any call), then exactly one
+/// match or the start is refused with the reason.
+async fn find_vpc(source: &lbc_model::vpc::VpcSource, ec2: &dyn lbc_aws::ec2::Ec2) -> anyhow::Result<String> {
+    let found = match source {
+        lbc_model::vpc::VpcSource::Id(_) => Vec::new(),
+        lbc_model::vpc::VpcSource::Tags(tags) => ec2
+            .vpcs_with_tags(tags)
+            .await
+            .map_err(|e| anyhow::anyhow!("--aws-vpc-tags: the VPC lookup failed: {e} (allow ec2:DescribeVpcs)"))?,
+    };
+    let id = source.pick(&found).map_err(anyhow::Error::msg)?;
+    if let lbc_model::vpc::VpcSource::Tags(tags) = source {
+        tracing::info!(vpc = %id, ?tags, "VPC found by --aws-vpc-tags");
+    }
+    Ok(id)
 }
 
 fn backend_rules_config(args: &Args) -> anyhow::Result<crate::networking::BackendRulesConfig> {

@@ -38,8 +38,10 @@ from typing import Any
 import acm_patches  # next to this file
 import dataplane_views  # next to this file
 import lb_extras_patches  # next to this file
+import jwt_patches  # next to this file
 import listener_patches  # next to this file
 import mtls_patches  # next to this file
+import transform_patches  # next to this file
 import wafv2_patches  # next to this file
 
 LOG = logging.getLogger("awsemu")
@@ -998,6 +1000,8 @@ def main(argv: list[str] | None = None) -> None:
     install_elbv2_patches()
     install_lb_patches()
     listener_patches.install()
+    jwt_patches.install()
+    transform_patches.install()
     mtls_patches.install()
     lb_extras_patches.install()
     acm_patches.install()

@@ -13,9 +13,10 @@ Rules:
   * SetRulePriorities checks the listener's priorities as they are after the whole call, as AWS documents ("no
     priority conflicts in the new order"): shifting rules up by one in one call is accepted (moto compared every
     new priority with the current ones and refused any shift with PriorityInUse);
-  * host-header and path-pattern conditions accept RegexValues (moto required Values and failed with a KeyError):
-    exactly one of Values / RegexValues, each regex at most 128 characters, valid, and without the features ALB
-    regexes lack (lookaround, backreferences, atomic groups, Unicode classes). Stored and described as sent.
+  * host-header, path-pattern and http-header conditions accept RegexValues (moto required Values and failed with
+    a KeyError): exactly one of Values / RegexValues, each regex at most 128 characters, valid, and without the
+    features ALB regexes lack (lookaround, backreferences, atomic groups, Unicode classes); an http-header
+    condition still needs its HttpHeaderName (at most 40 characters). Stored and described as sent.
 """
 
 from __future__ import annotations
@@ -134,6 +135,12 @@ def install() -> None:
             if cfg.get("Values"):
                 raise x.InvalidConditionValueError(
                     f"You cannot specify both Values and RegexValues in '{config_key}'")
+            if config_key == "HttpHeaderConfig":
+                name = cfg.get("HttpHeaderName") or ""
+                if not name:
+                    raise x.InvalidConditionValueError("A 'HttpHeaderName' must be specified with 'http-header'")
+                if len(name) > 40:
+                    raise x.InvalidConditionValueError("The 'HttpHeaderName' value is too long; the limit is '40'")
             regexes = cfg.get("RegexValues") or []
             if not regexes:
                 raise x.InvalidConditionValueError("A condition value must be specified")
@@ -152,6 +159,7 @@ def install() -> None:
 
     m.ELBv2Backend._validate_host_header_condition = regex_or_values("host-header", "HostHeaderConfig")
     m.ELBv2Backend._validate_path_pattern_condition = regex_or_values("path-pattern", "PathPatternConfig")
+    m.ELBv2Backend._validate_http_header_condition = regex_or_values("http-header", "HttpHeaderConfig")
 
     def set_rule_priorities(self: Any, rule_priorities: list[dict[str, Any]]) -> list[Any]:
         wanted: dict[str, Any] = {}  # priorities kept as moto parsed them

@@ -124,6 +124,33 @@ def test_regex_host_and_path_conditions(emu, aws):
                         Conditions=[{"Field": "path-pattern", "PathPatternConfig": {"Values": ["/b/*"]}}])
 
 
+def test_regex_http_header_conditions(emu, aws):
+    tg, listener = _alb_http_listener(aws, "emu-alb-hdr-regex", "emu-hdr-regex")
+    forward = [{"Type": "forward", "TargetGroupArn": tg}]
+    header = {"HttpHeaderName": "User-Agent", "RegexValues": ["^curl/[0-9.]+$"]}
+    rule = aws.elb.create_rule(ListenerArn=listener, Priority=1, Actions=forward,
+                               Conditions=[{"Field": "http-header", "HttpHeaderConfig": header}])["Rules"][0]
+    got = aws.elb.describe_rules(RuleArns=[rule["RuleArn"]])["Rules"][0]["Conditions"][0]["HttpHeaderConfig"]
+    assert got["HttpHeaderName"] == "User-Agent" and got["RegexValues"] == ["^curl/[0-9.]+$"]
+    assert not got.get("Values")
+    bad = [
+        {"HttpHeaderName": "X-A", "Values": ["a"], "RegexValues": ["^a$"]},
+        {"RegexValues": ["^a$"]},
+        {"HttpHeaderName": "X-" + "a" * 39, "RegexValues": ["^a$"]},
+        {"HttpHeaderName": "X-A", "RegexValues": ["^(?=a)"]},
+        {"HttpHeaderName": "X-A", "RegexValues": []},
+    ]
+    for cfg in bad:
+        with pytest.raises(ClientError) as e:
+            aws.elb.create_rule(ListenerArn=listener, Priority=2, Actions=forward,
+                                Conditions=[{"Field": "http-header", "HttpHeaderConfig": cfg}])
+        assert code_of(e) == "ValidationError", cfg
+    # Plain header values still behave as before.
+    aws.elb.create_rule(ListenerArn=listener, Priority=2, Actions=forward,
+                        Conditions=[{"Field": "http-header",
+                                     "HttpHeaderConfig": {"HttpHeaderName": "X-Env", "Values": ["canary"]}}])
+
+
 def test_set_rule_priorities_checks_the_order_after_the_call(emu, aws):
     tg, listener = _alb_http_listener(aws, "emu-alb-prio", "emu-prio")
     forward = [{"Type": "forward", "TargetGroupArn": tg}]

@@ -102,15 +102,35 @@ impl ControllerProc {
 
     /// [`ControllerProc::start`] with extra environment variables.
     pub fn start_with_env(env: &Env, ns: &str, lease: &str, extra: &[&str], vars: &[(&str, String)]) -> Self {
+        Self::launch(env, ns, lease, extra, vars, true)
+    }
+
+    /// [`ControllerProc::start_with_env`] without the environment's static keys, and without any
+    /// shared credentials file: the SDK default chain finds whatever `vars` give it (a web identity
+    /// token, a container-credentials endpoint). `access_key` is then empty: the test learns the
+    /// keys from the emulator.
+    pub fn start_with_default_chain(env: &Env, ns: &str, lease: &str, extra: &[&str], vars: &[(&str, String)]) -> Self {
+        Self::launch(env, ns, lease, extra, vars, false)
+    }
+
+    fn launch(env: &Env, ns: &str, lease: &str, extra: &[&str], vars: &[(&str, String)], static_keys: bool) -> Self {
         let ports = Ports { metrics: free_port(), health: free_port(), webhook: free_port() };
         let (metrics_port, health_port, webhook_port) = (ports.metrics, ports.health, ports.webhook);
         let log = env.repo.join(format!("e2e/.run/logs/controller-{ns}-{metrics_port}.log"));
-        let access_key = format!("E2ECTL{metrics_port}");
+        let access_key = if static_keys { format!("E2ECTL{metrics_port}") } else { String::new() };
         let file = std::fs::File::create(&log).expect("controller log");
-        let child = Command::new(binary())
-            .args(flags(env, ns, lease, ports, extra))
-            .envs(env.vars())
-            .env("AWS_ACCESS_KEY_ID", &access_key)
+        let mut cmd = Command::new(binary());
+        cmd.args(flags(env, ns, lease, ports, extra)).envs(env.vars());
+        if static_keys {
+            cmd.env("AWS_ACCESS_KEY_ID", &access_key);
+        } else {
+            for k in ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"] {
+                cmd.env_remove(k);
+            }
+            let nowhere = env.repo.join("e2e/.run/no-such-aws-file");
+            cmd.env("AWS_SHARED_CREDENTIALS_FILE", &nowhere).env("AWS_CONFIG_FILE", &nowhere);
+        }
+        let child = cmd
             .envs(vars.iter().map(|(k, v)| (*k, v.as_str())))
             .stdout(file.try_clone().expect("log fd"))
             .stderr(file)
@@ -187,10 +207,32 @@ impl ControllerProc {
     /// `async {}` where a change just made or a short `--sync-period` starts one), then waits for a
     /// reconcile that started after the mark to finish. After it, "no further writes" is an
     /// assertion about a reconcile that ran, not about a sleep.
-    pub async fn settled(&self, controller: &'static str, what: &str, poke: impl std::future::Future<Output = ()>) {
+    ///
+    /// `poke` runs again every 10 s while that reconcile has not come (60 s in all): the mark may
+    /// count a reconcile that ends while it is taken twice (never less than once, see
+    /// [`ControllerProc::reconcile_mark`]), and one poke's reconcile then does not pass it.
+    pub async fn settled<F: std::future::Future<Output = ()>>(
+        &self,
+        controller: &'static str,
+        what: &str,
+        poke: impl Fn() -> F,
+    ) {
         let mark = self.reconcile_mark(controller).await;
-        poke.await;
-        self.reconciled_since(mark, what, 60).await;
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            poke().await;
+            let round = (tokio::time::Instant::now() + std::time::Duration::from_secs(10)).min(deadline);
+            while tokio::time::Instant::now() < round {
+                if mark.passed_by(reconcile_counts(&self.metrics().await, mark.controller)) {
+                    return;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                // Panics with the counts and the log unless the reconcile finished just now.
+                return self.reconciled_since(mark, what, 0).await;
+            }
+        }
     }
 
     /// Whether `/readyz` answers 200.
@@ -198,6 +240,19 @@ impl ControllerProc {
         reqwest::get(format!("http://127.0.0.1:{}/readyz", self.health_port))
             .await
             .is_ok_and(|r| r.status().is_success())
+    }
+
+    /// The exit status once the process has ended by itself within `secs` (a refused start), else
+    /// `None` (still running).
+    pub async fn exited_within(&mut self, secs: u64) -> Option<std::process::ExitStatus> {
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+        while std::time::Instant::now() < until {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        None
     }
 
     /// Sends SIGTERM and waits for exit (graceful shutdown).

@@ -114,3 +114,25 @@ pub fn backend_service(name: &str, set: &str, type_: Option<&str>, annotations: 
         status: None,
     }
 }
+
+/// A selector-less Service `web` (port `http` 80 → 8080/TCP) and the EndpointSlice `web-manual`
+/// holding `ips` as ready endpoints: endpoints nothing else rewrites (no pods, no EndpointSlice
+/// controller involved).
+pub async fn manual_endpoints(client: &Client, ns: &str, ips: &[&str]) {
+    let services: Api<Service> = Api::namespaced(client.clone(), ns);
+    let svc = serde_json::json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+        "spec": {"ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}]}});
+    services.create(&PostParams::default(), &serde_json::from_value(svc).unwrap()).await.expect("create Service web");
+    let endpoints: Vec<serde_json::Value> =
+        ips.iter().map(|ip| serde_json::json!({"addresses": [ip], "conditions": {"ready": true}})).collect();
+    let slice = serde_json::json!({
+        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"name": "web-manual", "labels": {"kubernetes.io/service-name": "web",
+                                                      "endpointslice.kubernetes.io/managed-by": "lbc-e2e"}},
+        "addressType": "IPv4",
+        "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
+        "endpoints": endpoints,
+    });
+    let slices: Api<k8s_openapi::api::discovery::v1::EndpointSlice> = Api::namespaced(client.clone(), ns);
+    slices.create(&PostParams::default(), &serde_json::from_value(slice).unwrap()).await.expect("create EndpointSlice");
+}

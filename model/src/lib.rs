@@ -60,5 +60,6 @@ pub mod tenancy;
 pub mod text;
 pub mod tg_ownership;
 pub mod throttle;
+pub mod vpc;
 pub mod webhook_cert;
 pub mod wire;

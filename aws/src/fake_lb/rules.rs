@@ -1,11 +1,14 @@
 //! [`FakeLoadBalancers`]' listener certificates and rules, with AWS's refusals: a priority in
 //! use, an OIDC rule created without a client secret, a target group that does not exist, a
-//! regex condition value AWS would not accept.
+//! regex condition value AWS would not accept, a JWT validation AWS would not accept or on a
+//! listener that is not HTTPS.
 
 use super::{FakeLoadBalancers, State, error, forwarded_arns, listener_missing, tg_missing};
 use crate::error::{AwsError, ErrorKind};
 use crate::lb::require_target_group_arns;
-use lbc_model::lb::{Action, Condition, Observed, RULE_PRIORITIES, Rule, regex_value_problem};
+use lbc_model::lb::{
+    Action, Condition, Observed, Protocol, RULE_PRIORITIES, Rule, regex_value_problem, transform_problems,
+};
 
 fn priority_in_use(op: &'static str, p: u32) -> AwsError {
     error(ErrorKind::AlreadyExists, op, "PriorityInUse", format!("Priority '{p}' is currently in use"))
@@ -16,9 +19,22 @@ fn rule_missing(op: &'static str) -> AwsError {
 }
 
 /// AWS validates regex condition values (length, syntax, supported features) on write.
+/// AWS's limits on a rule's transforms (one per kind, regexes and replacements).
+fn check_transforms(op: &'static str, rule: &Rule) -> Result<(), AwsError> {
+    match transform_problems(&rule.transforms).into_iter().next() {
+        Some(problem) => Err(error(ErrorKind::Invalid, op, "ValidationError", problem)),
+        None => Ok(()),
+    }
+}
+
 fn check_conditions(op: &'static str, conditions: &[Condition]) -> Result<(), AwsError> {
     for c in conditions {
-        let (Condition::HostHeaderRegex(v) | Condition::PathPatternRegex(v)) = c else { continue };
+        let (Condition::HostHeaderRegex(v)
+        | Condition::PathPatternRegex(v)
+        | Condition::HttpHeaderRegex { values: v, .. }) = c
+        else {
+            continue;
+        };
         if let Some(problem) = v.iter().find_map(|re| regex_value_problem(re).map(|p| format!("regex {re:?} {p}"))) {
             return Err(error(ErrorKind::Invalid, op, "ValidationError", problem));
         }
@@ -26,8 +42,26 @@ fn check_conditions(op: &'static str, conditions: &[Condition]) -> Result<(), Aw
     Ok(())
 }
 
-fn check_actions(s: &State, op: &'static str, actions: &[Action]) -> Result<(), AwsError> {
+/// JWT validation: a valid configuration (AWS's limits) on an HTTPS listener.
+pub(super) fn check_jwt(op: &'static str, protocol: Protocol, actions: &[Action]) -> Result<(), AwsError> {
+    for a in actions {
+        let Action::JwtValidation(j) = a else { continue };
+        if protocol != Protocol::Https {
+            let msg = format!("a jwt-validation action needs an HTTPS listener, not {}", protocol.as_aws());
+            return Err(error(ErrorKind::Invalid, op, "InvalidConfigurationRequest", msg));
+        }
+        if let Some(problem) = j.problems().into_iter().next() {
+            return Err(error(ErrorKind::Invalid, op, "ValidationError", problem));
+        }
+    }
+    Ok(())
+}
+
+fn check_actions(s: &State, op: &'static str, listener_arn: &str, actions: &[Action]) -> Result<(), AwsError> {
     require_target_group_arns(actions).map_err(|m| AwsError::new(ErrorKind::Invalid, "elasticloadbalancing", op, m))?;
+    if let Some((_, l)) = s.listeners.get(listener_arn) {
+        check_jwt(op, l.protocol, actions)?;
+    }
     match forwarded_arns(actions).find(|a| !s.tgs.contains_key(*a)) {
         Some(_) => Err(tg_missing(op)),
         None => Ok(()),
@@ -91,8 +125,9 @@ impl FakeLoadBalancers {
         if !s.listeners.contains_key(listener_arn) {
             return Err(listener_missing(OP));
         }
-        check_actions(&s, OP, &rule.actions)?;
+        check_actions(&s, OP, listener_arn, &rule.actions)?;
         check_conditions(OP, &rule.conditions)?;
+        check_transforms(OP, rule)?;
         if !RULE_PRIORITIES.contains(&rule.priority) {
             let msg = format!("priority {} is not within 1..50000", rule.priority);
             return Err(error(ErrorKind::Invalid, OP, "ValidationError", msg));
@@ -113,11 +148,14 @@ impl FakeLoadBalancers {
     pub(super) fn change_rule(&self, arn: &str, rule: &Rule) -> Result<(), AwsError> {
         const OP: &str = "ModifyRule";
         let mut s = self.enter(OP, arn)?;
-        check_actions(&s, OP, &rule.actions)?;
+        let listener = s.rules.get(arn).map(|(l, _)| l.clone()).unwrap_or_default();
+        check_actions(&s, OP, &listener, &rule.actions)?;
         check_conditions(OP, &rule.conditions)?;
+        check_transforms(OP, rule)?;
         let (_, r) = s.rules.get_mut(arn).ok_or_else(|| rule_missing(OP))?;
         r.conditions = rule.conditions.clone();
         r.actions = as_reported(&rule.actions);
+        r.transforms = rule.transforms.clone();
         Ok(())
     }
 

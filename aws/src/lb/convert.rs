@@ -155,6 +155,9 @@ pub fn action(a: &Action, order: Option<i32>) -> Result<sdk::Action, String> {
             .r#type(sdk::ActionTypeEnum::AuthenticateCognito)
             .authenticate_cognito_config(super::convert_rules::cognito(c))
             .build(),
+        Action::JwtValidation(j) => {
+            b.r#type(sdk::ActionTypeEnum::JwtValidation).jwt_validation_config(super::convert_rules::jwt(j)).build()
+        }
     })
 }
 
@@ -163,7 +166,7 @@ pub fn actions(list: &[Action]) -> Result<Vec<sdk::Action>, String> {
     list.iter().enumerate().map(|(i, a)| action(a, Some(int(i as u32 + 1)))).collect()
 }
 
-/// A reported action as a model action; `None` for kinds the model does not have (e.g. JWT validation).
+/// A reported action as a model action; `None` for kinds the model does not have.
 pub fn action_from(a: &sdk::Action) -> Option<Action> {
     Some(match a.r#type()? {
         sdk::ActionTypeEnum::Forward => {
@@ -222,6 +225,9 @@ pub fn action_from(a: &sdk::Action) -> Option<Action> {
         }
         sdk::ActionTypeEnum::AuthenticateCognito => {
             Action::AuthenticateCognito(super::convert_rules::cognito_from(a.authenticate_cognito_config()?))
+        }
+        sdk::ActionTypeEnum::JwtValidation => {
+            Action::JwtValidation(super::convert_rules::jwt_from(a.jwt_validation_config()?)?)
         }
         _ => return None,
     })

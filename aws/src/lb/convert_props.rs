@@ -8,8 +8,8 @@ use super::convert::{
 use super::convert_rules::{condition, condition_from, rule_from};
 use aws_sdk_elasticloadbalancingv2::types as sdk;
 use lbc_model::lb::{
-    Action, AuthenticateCognito, AuthenticateOidc, Condition, QueryStringPair, Rule, TargetGroupRef,
-    WeightedTargetGroup,
+    Action, AuthenticateCognito, AuthenticateOidc, Condition, JwtClaim, JwtClaimFormat, JwtValidation, QueryStringPair,
+    Rule, TargetGroupRef, WeightedTargetGroup,
 };
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -71,6 +71,14 @@ fn oidc() -> impl Strategy<Value = AuthenticateOidc> {
         )
 }
 
+fn jwt() -> impl Strategy<Value = JwtValidation> {
+    let claim = (proptest::sample::select(JwtClaimFormat::ALL.to_vec()), s(), strings(1))
+        .prop_map(|(format, name, values)| JwtClaim { format, name, values });
+    (s(), s(), proptest::collection::vec(claim, 0..3)).prop_map(|(jwks_endpoint, issuer, additional_claims)| {
+        JwtValidation { jwks_endpoint, issuer, additional_claims }
+    })
+}
+
 fn cognito() -> impl Strategy<Value = AuthenticateCognito> {
     (
         (s(), s(), s()),
@@ -124,6 +132,7 @@ fn model_action() -> impl Strategy<Value = Action> {
         }),
         oidc().prop_map(Action::AuthenticateOidc),
         cognito().prop_map(Action::AuthenticateCognito),
+        jwt().prop_map(Action::JwtValidation),
     ]
 }
 
@@ -149,6 +158,7 @@ fn model_condition() -> impl Strategy<Value = Condition> {
         strings(0).prop_map(Condition::PathPattern),
         strings(1).prop_map(Condition::PathPatternRegex),
         (s(), strings(0)).prop_map(|(name, values)| Condition::HttpHeader { name, values }),
+        (s(), strings(1)).prop_map(|(name, values)| Condition::HttpHeaderRegex { name, values }),
         strings(0).prop_map(Condition::HttpRequestMethod),
         proptest::collection::vec(pair, 0..3).prop_map(Condition::QueryString),
         strings(0).prop_map(Condition::SourceIp),
@@ -184,8 +194,9 @@ fn sdk_action() -> impl Strategy<Value = sdk::Action> {
         proptest::option::of(fixed),
         proptest::option::of(oidc()),
         proptest::option::of(cognito()),
+        proptest::option::of(jwt()),
     )
-        .prop_map(|(kind, order, arn, fwd, red, fix, o, c)| {
+        .prop_map(|(kind, order, arn, fwd, red, fix, o, c, j)| {
             sdk::Action::builder()
                 .r#type(kind.as_str().into())
                 .set_order(order)
@@ -195,6 +206,7 @@ fn sdk_action() -> impl Strategy<Value = sdk::Action> {
                 .set_fixed_response_config(fix)
                 .set_authenticate_oidc_config(o.map(|o| super::convert_rules::oidc(&o)))
                 .set_authenticate_cognito_config(c.map(|c| super::convert_rules::cognito(&c)))
+                .set_jwt_validation_config(j.map(|j| super::convert_rules::jwt(&j)))
                 .build()
         })
 }
@@ -375,7 +387,7 @@ proptest! {
             .set_conditions(Some(conditions.iter().map(condition).collect()))
             .build();
         let got = rule_from(&rule).unwrap().spec;
-        prop_assert_eq!(got, Rule { priority, conditions, actions: vec![], tags: Default::default() });
+        prop_assert_eq!(got, Rule { priority, conditions, actions: vec![], transforms: vec![], tags: Default::default() });
     }
 
     #[test]

@@ -1,7 +1,10 @@
-//! Conversions for listener rules: conditions, the authenticate actions, rules. Pure.
+//! Conversions for listener rules: conditions, the authenticate and JWT actions, rules. Pure.
 
 use aws_sdk_elasticloadbalancingv2::types as sdk;
-use lbc_model::lb::{AuthenticateCognito, AuthenticateOidc, Condition, Observed, QueryStringPair, Rule, Tags};
+use lbc_model::lb::{
+    AuthenticateCognito, AuthenticateOidc, Condition, JwtClaim, JwtClaimFormat, JwtValidation, Observed,
+    QueryStringPair, Rewrite, Rule, Tags, Transform, TransformKind,
+};
 use std::collections::BTreeMap;
 
 fn owned(v: &[String]) -> Vec<String> {
@@ -26,6 +29,12 @@ pub fn condition(c: &Condition) -> sdk::RuleCondition {
         Condition::HttpHeader { name, values } => b.http_header_config(
             sdk::HttpHeaderConditionConfig::builder().http_header_name(name).set_values(Some(owned(values))).build(),
         ),
+        Condition::HttpHeaderRegex { name, values } => b.http_header_config(
+            sdk::HttpHeaderConditionConfig::builder()
+                .http_header_name(name)
+                .set_regex_values(Some(owned(values)))
+                .build(),
+        ),
         Condition::HttpRequestMethod(v) => b.http_request_method_config(
             sdk::HttpRequestMethodConditionConfig::builder().set_values(Some(owned(v))).build(),
         ),
@@ -44,8 +53,8 @@ pub fn condition(c: &Condition) -> sdk::RuleCondition {
 }
 
 /// A reported condition; `None` for fields the model does not have. Host and path conditions
-/// may come in the legacy `Values` form (rules created by older tools): read both. A host or
-/// path config with `RegexValues` is a regex condition (AWS refuses a config with both).
+/// may come in the legacy `Values` form (rules created by older tools): read both. A host, path
+/// or header config with `RegexValues` is a regex condition (AWS refuses a config with both).
 pub fn condition_from(c: &sdk::RuleCondition) -> Option<Condition> {
     let legacy = || owned(c.values());
     Some(match c.field()? {
@@ -59,7 +68,12 @@ pub fn condition_from(c: &sdk::RuleCondition) -> Option<Condition> {
         },
         "http-header" => {
             let h = c.http_header_config()?;
-            Condition::HttpHeader { name: h.http_header_name()?.to_string(), values: owned(h.values()) }
+            let name = h.http_header_name()?.to_string();
+            if h.regex_values().is_empty() {
+                Condition::HttpHeader { name, values: owned(h.values()) }
+            } else {
+                Condition::HttpHeaderRegex { name, values: owned(h.regex_values()) }
+            }
         }
         "http-request-method" => Condition::HttpRequestMethod(owned(c.http_request_method_config()?.values())),
         "query-string" => Condition::QueryString(
@@ -74,6 +88,87 @@ pub fn condition_from(c: &sdk::RuleCondition) -> Option<Condition> {
         ),
         "source-ip" => Condition::SourceIp(owned(c.source_ip_config()?.values())),
         _ => return None,
+    })
+}
+
+/// A rule's transforms as ELBv2 takes them.
+pub fn transforms(list: &[Transform]) -> Vec<sdk::RuleTransform> {
+    list.iter()
+        .map(|t| {
+            let rewrites: Vec<sdk::RewriteConfig> = t
+                .rewrites
+                .iter()
+                .map(|r| sdk::RewriteConfig::builder().regex(&r.regex).replace(&r.replace).build())
+                .collect();
+            let b = sdk::RuleTransform::builder().r#type(sdk::TransformTypeEnum::from(t.kind.as_str()));
+            match t.kind {
+                TransformKind::HostHeaderRewrite => b.host_header_rewrite_config(
+                    sdk::HostHeaderRewriteConfig::builder().set_rewrites(Some(rewrites)).build(),
+                ),
+                TransformKind::UrlRewrite => {
+                    b.url_rewrite_config(sdk::UrlRewriteConfig::builder().set_rewrites(Some(rewrites)).build())
+                }
+            }
+            .build()
+        })
+        .collect()
+}
+
+/// A reported transform; `None` for a kind the model does not have.
+pub fn transform_from(t: &sdk::RuleTransform) -> Option<Transform> {
+    let kind = TransformKind::parse(t.r#type()?.as_str())?;
+    let rewrites = match kind {
+        TransformKind::HostHeaderRewrite => t.host_header_rewrite_config().map(|c| c.rewrites()),
+        TransformKind::UrlRewrite => t.url_rewrite_config().map(|c| c.rewrites()),
+    }
+    .unwrap_or_default()
+    .iter()
+    .map(|r| Rewrite {
+        regex: r.regex().unwrap_or_default().to_string(),
+        replace: r.replace().unwrap_or_default().to_string(),
+    })
+    .collect();
+    Some(Transform { kind, rewrites })
+}
+
+/// `jwt-validation`.
+pub fn jwt(j: &JwtValidation) -> sdk::JwtValidationActionConfig {
+    let claims = j
+        .additional_claims
+        .iter()
+        .map(|c| {
+            sdk::JwtValidationActionAdditionalClaim::builder()
+                .format(sdk::JwtValidationActionAdditionalClaimFormatEnum::from(c.format.as_str()))
+                .name(&c.name)
+                .set_values(Some(owned(&c.values)))
+                .build()
+        })
+        .collect();
+    sdk::JwtValidationActionConfig::builder()
+        .jwks_endpoint(&j.jwks_endpoint)
+        .issuer(&j.issuer)
+        .set_additional_claims(Some(claims))
+        .build()
+}
+
+/// A reported JWT validation; `None` when a claim's format is one the model does not know (the
+/// rule is then read without the action, and rewritten from the desired state).
+pub fn jwt_from(c: &sdk::JwtValidationActionConfig) -> Option<JwtValidation> {
+    let claims = c
+        .additional_claims()
+        .iter()
+        .map(|a| {
+            Some(JwtClaim {
+                format: JwtClaimFormat::parse(a.format()?.as_str())?,
+                name: a.name().unwrap_or_default().to_string(),
+                values: owned(a.values()),
+            })
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some(JwtValidation {
+        jwks_endpoint: c.jwks_endpoint().unwrap_or_default().to_string(),
+        issuer: c.issuer().unwrap_or_default().to_string(),
+        additional_claims: claims,
     })
 }
 
@@ -170,6 +265,7 @@ pub fn rule_from(r: &sdk::Rule) -> Option<Observed<Rule>> {
         priority,
         conditions: r.conditions().iter().filter_map(condition_from).collect(),
         actions: actions.into_iter().filter_map(super::convert::action_from).collect(),
+        transforms: r.transforms().iter().filter_map(transform_from).collect(),
         tags: Tags::new(),
     };
     Some(Observed { id: r.rule_arn()?.to_string(), spec })
@@ -188,6 +284,7 @@ mod tests {
             Condition::PathPattern(vec!["/api/*".into()]),
             Condition::PathPatternRegex(vec!["^/v[0-9]+/.*$".into(), "^/legacy$".into()]),
             Condition::HttpHeader { name: "X-Env".into(), values: vec!["prod".into()] },
+            Condition::HttpHeaderRegex { name: "User-Agent".into(), values: vec!["^curl/[0-9.]+$".into()] },
             Condition::HttpRequestMethod(vec!["GET".into(), "HEAD".into()]),
             Condition::QueryString(vec![
                 QueryStringPair { key: Some("v".into()), value: "2".into() },
@@ -256,6 +353,55 @@ mod tests {
     }
 
     #[test]
+    fn transforms_round_trip_in_their_own_config() {
+        let list = vec![
+            Transform {
+                kind: TransformKind::HostHeaderRewrite,
+                rewrites: vec![Rewrite { regex: "^a\\.example$".into(), replace: "b.example".into() }],
+            },
+            Transform {
+                kind: TransformKind::UrlRewrite,
+                rewrites: vec![Rewrite { regex: "^/v1/(.*)$".into(), replace: "/$1".into() }],
+            },
+        ];
+        let sdk_list = transforms(&list);
+        assert!(sdk_list[0].url_rewrite_config().is_none() && sdk_list[1].host_header_rewrite_config().is_none());
+        assert_eq!(sdk_list[1].r#type().map(|t| t.as_str()), Some("url-rewrite"));
+        assert_eq!(sdk_list.iter().filter_map(transform_from).collect::<Vec<_>>(), list);
+        let future = sdk::RuleTransform::builder().r#type("query-rewrite".into()).build();
+        assert_eq!(transform_from(&future), None);
+    }
+
+    #[test]
+    fn jwt_validation_round_trips_and_an_unknown_claim_format_is_not_guessed() {
+        let jwt = JwtValidation {
+            jwks_endpoint: "https://idp.example/jwks".into(),
+            issuer: "https://idp.example".into(),
+            additional_claims: vec![
+                JwtClaim { format: JwtClaimFormat::StringArray, name: "groups".into(), values: vec!["ops".into()] },
+                JwtClaim {
+                    format: JwtClaimFormat::SpaceSeparatedValues,
+                    name: "scope".into(),
+                    values: vec!["read".into(), "write".into()],
+                },
+            ],
+        };
+        let s = action(&Action::JwtValidation(jwt.clone()), Some(1)).unwrap();
+        assert_eq!(s.r#type(), Some(&sdk::ActionTypeEnum::JwtValidation));
+        let claims = s.jwt_validation_config().unwrap().additional_claims();
+        assert_eq!(claims[1].format().map(|f| f.as_str()), Some("space-separated-values"));
+        assert_eq!(action_from(&s), Some(Action::JwtValidation(jwt)));
+        let future = sdk::JwtValidationActionConfig::builder()
+            .jwks_endpoint("https://idp/jwks")
+            .issuer("idp")
+            .additional_claims(
+                sdk::JwtValidationActionAdditionalClaim::builder().format("json-object".into()).name("x").build(),
+            )
+            .build();
+        assert_eq!(jwt_from(&future), None);
+    }
+
+    #[test]
     fn rules_round_trip_and_the_default_rule_is_skipped() {
         let acts = vec![
             Action::AuthenticateOidc(oidc_action(None)),
@@ -272,7 +418,10 @@ mod tests {
             .build();
         let got = rule_from(&r).unwrap();
         assert_eq!(got.id, "arn:rule");
-        assert_eq!(got.spec, Rule { priority: 7, conditions: conditions(), actions: acts, tags: Tags::new() });
+        assert_eq!(
+            got.spec,
+            Rule { priority: 7, conditions: conditions(), actions: acts, transforms: vec![], tags: Tags::new() }
+        );
         let default = sdk::Rule::builder().rule_arn("arn:d").priority("default").is_default(true).build();
         assert_eq!(rule_from(&default), None);
     }

@@ -87,12 +87,14 @@ impl SdkLoadBalancers {
         require_target_group_arns(&rule.actions).map_err(|m| invalid(OP, m))?;
         let actions = cv::actions(&rule.actions).map_err(|m| invalid(OP, m))?;
         let conditions: Vec<sdk::RuleCondition> = rule.conditions.iter().map(cr::condition).collect();
+        let transforms = non_empty(cr::transforms(&rule.transforms));
         let priority = cv::int(rule.priority);
         let out = self
             .runner
             .run(SVC, OP, || async {
                 let req = self.client.create_rule().listener_arn(listener_arn).priority(priority);
                 let req = req.set_conditions(Some(conditions.clone())).set_actions(Some(actions.clone()));
+                let req = req.set_transforms(transforms.clone());
                 req.set_tags(non_empty(cv::tags(&rule.tags))).send().await.map_err(err(OP))
             })
             .await?;
@@ -106,9 +108,13 @@ impl SdkLoadBalancers {
         require_target_group_arns(&rule.actions).map_err(|m| invalid(OP, m))?;
         let actions = cv::actions(&rule.actions).map_err(|m| invalid(OP, m))?;
         let conditions: Vec<sdk::RuleCondition> = rule.conditions.iter().map(cr::condition).collect();
+        // AWS reads an empty Transforms as "leave them": no transform left is ResetTransforms (ALBC's way).
+        let transforms = non_empty(cr::transforms(&rule.transforms));
+        let reset = transforms.is_none().then_some(true);
         self.runner
             .run(SVC, OP, || async {
                 let req = self.client.modify_rule().rule_arn(arn).set_conditions(Some(conditions.clone()));
+                let req = req.set_transforms(transforms.clone()).set_reset_transforms(reset);
                 req.set_actions(Some(actions.clone())).send().await.map_err(err(OP))
             })
             .await

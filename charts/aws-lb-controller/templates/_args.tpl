@@ -92,6 +92,7 @@
 {{- $fromValues := dict }}
 {{- $args = append $args (printf "--cluster-name=%s" (required "clusterName is required: the <name> of your subnets' kubernetes.io/cluster/<name> tags" .Values.clusterName)) }}
 {{- $args = append $args (printf "--aws-region=%s" (required "region is required: the instance metadata service is never used to guess it" .Values.region)) }}
+{{- if not (or .Values.vpcId .Values.vpcTags) }}{{ fail "vpcId is required (or vpcTags: tags that exactly one VPC of the region carries): the instance metadata service is never used to find the VPC" }}{{ end }}
 {{- with .Values.vpcId }}{{ $args = append $args (printf "--aws-vpc-id=%s" .) }}{{ end }}
 {{- range include "lbc.valueFlags" . | fromJsonArray }}
 {{- $path := index . 0 }}

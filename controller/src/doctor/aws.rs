@@ -15,6 +15,7 @@ use lbc_aws::throttle::Throttler;
 use lbc_model::doctor::not_run::Blocker;
 use lbc_model::doctor::{Verdict, cluster_tag, credentials, permissions, subnets};
 use lbc_model::net::VpcCidrs;
+use lbc_model::vpc::VpcSource;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use tokio::time::Instant;
@@ -149,17 +150,29 @@ pub async fn gather(args: &Args, d: &DoctorArgs, cluster: Option<&Cluster>) -> A
     }));
     let Ok(identity) = caller else { return AwsReport { verdicts, vpc: None, blockers } };
 
-    if args.aws_vpc_id.is_empty() {
-        verdicts.push(Verdict::fail(
-            "cluster-tag",
-            "--aws-vpc-id",
-            "empty",
-            "the VPC of the cluster",
-            "pass --aws-vpc-id=vpc-… (Helm value vpcId): the instance metadata service is never consulted",
-        ));
-        blockers.push(Blocker::no_vpc_id());
-        return AwsReport { verdicts, vpc: None, blockers };
-    }
+    // The VPC as the controller finds it: the ID, or the one VPC carrying the tags.
+    let found = async {
+        let source = VpcSource::from_flags(&args.aws_vpc_id, &args.aws_vpc_tags)?;
+        let ids = match &source {
+            VpcSource::Id(_) => Vec::new(),
+            VpcSource::Tags(t) => ec2.vpcs_with_tags(t).await.map_err(|e| format!("DescribeVpcs by tags: {e}"))?,
+        };
+        source.pick(&ids)
+    };
+    let vpc_id = match found.await {
+        Ok(id) => id,
+        Err(why) => {
+            let seen = match (args.aws_vpc_id.as_str(), args.aws_vpc_tags.as_str()) {
+                ("", "") => "neither --aws-vpc-id nor --aws-vpc-tags".to_string(),
+                ("", tags) => format!("--aws-vpc-tags={tags}"),
+                (id, _) => format!("--aws-vpc-id={id}"),
+            };
+            verdicts.push(Verdict::fail("cluster-tag", "the cluster's VPC", seen, "exactly one VPC", why.clone()));
+            blockers.push(Blocker::no_vpc_id(&why));
+            return AwsReport { verdicts, vpc: None, blockers };
+        }
+    };
+    let args = &Args { aws_vpc_id: vpc_id, ..args.clone() };
     let vpc = match ec2
         .vpc_cidrs(&args.aws_vpc_id)
         .await

@@ -402,8 +402,8 @@ async fn a_fail_closed_annotation_holds_the_whole_group_as_it_is() {
     let t = world();
     let host = t.created(&[&ingress("a", &[]), &ingress("b", &[])]).await;
     let reordered = settled(ingress("a", &[(k::GROUP_ORDER, "10")]), &host);
-    let jwt = settled(ingress("b", &[(k::JWT_VALIDATION, r#"{"issuer":"https://idp.example.com"}"#)]), &host);
-    let next = t.reconcile(&[&reordered, &jwt]).await;
+    let shield = settled(ingress("b", &[(k::SHIELD_ADVANCED_PROTECTION, "true")]), &host);
+    let next = t.reconcile(&[&reordered, &shield]).await;
     assert_eq!(next, None, "fixed by an edit of the Ingress");
     assert_eq!(t.w.aws_writes(), (vec![], vec![]), "the ALB stays exactly as it was");
     let events = t.w.events();
@@ -411,7 +411,7 @@ async fn a_fail_closed_annotation_holds_the_whole_group_as_it_is() {
     assert_eq!((kind.as_str(), reason.as_str()), ("Warning", crate::stack::FAILED_BUILD));
     assert!(
         note.contains("shop/b")
-            && note.contains("alb.ingress.kubernetes.io/jwt-validation")
+            && note.contains("alb.ingress.kubernetes.io/shield-advanced-protection")
             && note.contains("nothing is created or changed in AWS"),
         "names the Ingress, the annotation and the consequence: {note}"
     );

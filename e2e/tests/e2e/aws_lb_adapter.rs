@@ -340,8 +340,9 @@ async fn find_by_tags_describes_tags_in_chunks_of_20() {
     }
 }
 
-/// Every condition kind (regex host and path included) and both authenticate actions, through the
-/// SDK and the emulator and back: what `rules` reads equals what was sent, minus the OIDC secret.
+/// Every condition kind (regex host, path and header included), both authenticate actions and both
+/// transforms, through the SDK and the emulator and back: what `rules` reads equals what was sent,
+/// minus the OIDC secret.
 #[tokio::test]
 #[ignore = "end-to-end: needs the local environment (e2e/up); e2e/test-all runs it with --include-ignored"]
 async fn alb_rules_round_trip_regex_conditions_and_authenticate_actions() {
@@ -412,6 +413,16 @@ async fn alb_rules_round_trip_regex_conditions_and_authenticate_actions() {
                 Condition::HttpHeader { name: "X-Canary".into(), values: vec!["yes".into()] },
             ],
             actions: vec![Action::AuthenticateOidc(oidc.clone()), fixed("200")],
+            transforms: vec![
+                Transform {
+                    kind: TransformKind::HostHeaderRewrite,
+                    rewrites: vec![Rewrite { regex: "^shop\\.example\\.com$".into(), replace: "shop.internal".into() }],
+                },
+                Transform {
+                    kind: TransformKind::UrlRewrite,
+                    rewrites: vec![Rewrite { regex: "^/v[0-9]+/(.*)$".into(), replace: "/$1".into() }],
+                },
+            ],
             tags: tags.clone(),
         },
         Rule {
@@ -424,6 +435,7 @@ async fn alb_rules_round_trip_regex_conditions_and_authenticate_actions() {
                 Condition::SourceIp(vec!["10.0.0.0/8".into()]),
             ],
             actions: vec![Action::AuthenticateCognito(cognito), fixed("200")],
+            transforms: vec![],
             tags: tags.clone(),
         },
     ];
@@ -437,6 +449,13 @@ async fn alb_rules_round_trip_regex_conditions_and_authenticate_actions() {
     // Modified without the secret: AWS keeps its own (UseExistingClientSecret).
     let mut changed = reported(&rules[0]);
     changed.conditions[1] = Condition::PathPatternRegex(vec!["^/v2/.*$".into()]);
+    changed.conditions[2] = Condition::HttpHeaderRegex { name: "User-Agent".into(), values: vec!["^curl/.*$".into()] };
+    // One transform left: the other is reset (ResetTransforms is sent only when none is left).
+    changed.transforms.truncate(1);
+    lbs.modify_rule(&read[0].id, &changed).await.unwrap();
+    assert_eq!(lbs.rules(&l).await.unwrap()[0].spec, changed);
+    // None left: ResetTransforms.
+    changed.transforms.clear();
     lbs.modify_rule(&read[0].id, &changed).await.unwrap();
     assert_eq!(lbs.rules(&l).await.unwrap()[0].spec, changed);
     // An invalid regex is refused by AWS (the builder refuses it earlier).

@@ -4,7 +4,8 @@
 //! - a renamed Service port (slices still carrying the old name) never empties the target group;
 //! - a binding pointed at another stack's target group is denied by the webhook and, with the
 //!   webhook bypassed, refused by the reconciler without a single AWS write;
-//! - one target AWS refuses (`InvalidTarget`) does not hold back the rest of its batch.
+//! - one target AWS refuses (`InvalidTarget`) does not hold back the rest of its batch;
+//! - the VPC is the one `--aws-vpc-id` names or the one `--aws-vpc-tags` finds, never a guess.
 
 use aws_sdk_elasticloadbalancingv2 as elbv2;
 use base64::Engine;
@@ -110,21 +111,9 @@ async fn renamed_service_port_keeps_targets() {
     kube_util::namespace(&c.client, &ns, &[]).await;
     // A selector-less Service with a hand-written EndpointSlice: nothing rewrites the slice when
     // the Service port is renamed.
-    let services: Api<Service> = Api::namespaced(c.client.clone(), &ns);
-    let svc = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
-                     "spec": {"ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}]}});
-    services.create(&PostParams::default(), &serde_json::from_value(svc).unwrap()).await.unwrap();
     let ips = ["10.0.100.201", "10.0.100.202"];
-    let slice = json!({
-        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-        "metadata": {"name": "web-manual", "labels": {"kubernetes.io/service-name": "web",
-                                                      "endpointslice.kubernetes.io/managed-by": "lbc-e2e"}},
-        "addressType": "IPv4",
-        "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
-        "endpoints": ips.iter().map(|ip| json!({"addresses": [ip], "conditions": {"ready": true}})).collect::<Vec<_>>(),
-    });
-    let slices: Api<EndpointSlice> = Api::namespaced(c.client.clone(), &ns);
-    slices.create(&PostParams::default(), &serde_json::from_value(slice).unwrap()).await.unwrap();
+    kube_util::manual_endpoints(&c.client, &ns, &ips).await;
+    let services: Api<Service> = Api::namespaced(c.client.clone(), &ns);
     let arn = c.target_group().await;
     kube_util::create_binding(&c.client, &ns, "web", "web", 80, &arn).await;
     let ctl = ControllerProc::start(&c.env, &ns, "lbc-e2e-leader", &[]);
@@ -150,6 +139,7 @@ async fn renamed_service_port_keeps_targets() {
 
     // The slice catches up (now carries "web"): the binding is healthy again, nothing deregistered.
     let fixed = json!({"ports": [{"name": "web", "port": 8080, "protocol": "TCP"}]});
+    let slices: Api<EndpointSlice> = Api::namespaced(c.client.clone(), &ns);
     slices.patch("web-manual", &PatchParams::default(), &Patch::Merge(fixed)).await.unwrap();
     eventually("Ready=True after the slice carries the new name", 30, || async {
         (ready_reason(&c.client, &ns, "web").await.as_deref() == Some("Synced")).then_some(())
@@ -363,5 +353,57 @@ async fn poisoned_target_does_not_block_its_batch() {
         (ready_reason(&c.client, &ns, "web").await.as_deref() == Some("Synced")).then_some(())
     })
     .await;
+    teardown(&c.client, &ns, &ctl).await;
+}
+
+/// Without `--aws-vpc-id` the start is refused with the fix, unless `--aws-vpc-tags` names exactly
+/// one VPC: then that VPC's CIDRs decide which endpoints are registered (issue 33).
+#[tokio::test]
+#[ignore = "end-to-end: needs the local environment (e2e/up); e2e/test-all runs it with --include-ignored"]
+async fn the_vpc_comes_from_its_id_or_its_tags_never_from_a_guess() {
+    use lbc_aws::net::Networking as _;
+    let Some(c) = ctx("the_vpc_comes_from_its_id_or_its_tags_never_from_a_guess").await else { return };
+    let ns = unique("guard-vpc");
+    kube_util::namespace(&c.client, &ns, &[]).await;
+
+    // Neither flag: refused at start, naming both fixes.
+    let mut refused = ControllerProc::start(&c.env, &ns, "lbc-e2e-leader", &["--aws-vpc-id="]);
+    let status = refused.exited_within(60).await.unwrap_or_else(|| panic!("still running: {}", refused.log_tail(20)));
+    let log = refused.log_text();
+    assert!(!status.success(), "{log}");
+    assert!(log.contains("--aws-vpc-id is required") && log.contains("--aws-vpc-tags=key=value"), "{log}");
+
+    // Tags no VPC carries: refused, saying so.
+    let probe = unique("vpc-probe");
+    let mut none = ControllerProc::start(
+        &c.env,
+        &ns,
+        "lbc-e2e-leader",
+        &["--aws-vpc-id=", &format!("--aws-vpc-tags=lbc-e2e/probe={probe}")],
+    );
+    assert!(none.exited_within(60).await.is_some_and(|s| !s.success()), "{}", none.log_tail(20));
+    assert!(none.log_text().contains("no VPC in this region carries all these tags"), "{}", none.log_tail(20));
+
+    // The environment's VPC tagged: found, and its CIDRs admit the binding's endpoints.
+    let vpc = c.env.get("LBC_VPC_ID").to_string();
+    let tags: lbc_model::lb::Tags = [("lbc-e2e/probe".to_string(), probe.clone())].into_iter().collect();
+    aws::networking(&c.env).await.create_tags(std::slice::from_ref(&vpc), &tags).await.expect("tag the VPC");
+    let ips = ["10.0.100.211", "10.0.100.212"];
+    kube_util::manual_endpoints(&c.client, &ns, &ips).await;
+    let arn = c.target_group().await;
+    kube_util::create_binding(&c.client, &ns, "web", "web", 80, &arn).await;
+    let mark = c.emu.mark().await;
+    let ctl = ControllerProc::start(
+        &c.env,
+        &ns,
+        "lbc-e2e-leader",
+        &["--aws-vpc-id=", &format!("--aws-vpc-tags=lbc-e2e/probe={probe}")],
+    );
+    c.wait_targets("both endpoints registered in the VPC found by its tags", &arn, &targets(&ips)).await;
+    let log = ctl.log_text();
+    assert!(log.contains("VPC found by --aws-vpc-tags") && log.contains(&vpc), "{}", ctl.log_tail(30));
+    let lookups: Vec<Call> =
+        c.calls_of(&ctl, mark).await.into_iter().filter(|call| call.operation == "DescribeVpcs").collect();
+    assert!(!lookups.is_empty(), "the lookup and the CIDR read are DescribeVpcs calls");
     teardown(&c.client, &ns, &ctl).await;
 }

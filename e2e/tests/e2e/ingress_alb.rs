@@ -35,6 +35,14 @@ mod fail_closed;
 #[path = "ingress_alb/mtls.rs"]
 mod mtls;
 
+/// `jwt-validation` on the rules of HTTPS listeners (issue 33).
+#[path = "ingress_alb/jwt.rs"]
+mod jwt;
+
+/// `transforms.<name>`: host-header and URL rewrites (issue 33).
+#[path = "ingress_alb/transforms.rs"]
+mod transforms;
+
 /// The group test's controller watches every namespace: the tests of this file run one at a time
 /// so no two controllers reconcile the same Ingress.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -172,7 +180,32 @@ impl Fixture {
     /// Waits until `ctl` has finished an Ingress reconcile that started after `what` was seen (Ingress
     /// `ns/name` is poked so that its group's runs): the proof a "no further writes" assertion needs.
     async fn settled(&self, ctl: &ControllerProc, ns: &str, name: &str, what: &str) {
-        ctl.settled("ingress", what, kube_util::poke(&self.ingresses(ns), name)).await;
+        let api = self.ingresses(ns);
+        ctl.settled("ingress", what, || kube_util::poke(&api, name)).await;
+    }
+
+    /// Replaces Ingress `ing` (by its name) in `ns` as a user's `kubectl replace` would: the
+    /// current resource version, and the finalizers the controller added, kept.
+    async fn replace_ingress(&self, ns: &str, mut ing: Ingress) {
+        let api = self.ingresses(ns);
+        let name = ing.metadata.name.clone().expect("a named Ingress");
+        let current = api.get(&name).await.unwrap();
+        ing.metadata.resource_version = current.metadata.resource_version.clone();
+        ing.metadata.finalizers = current.metadata.finalizers.clone();
+        api.replace(&name, &PostParams::default(), &ing).await.expect("replace ingress");
+    }
+
+    /// The deployment of Ingress `ns/name` is done and stays done: `pods` targets registered in
+    /// `target_group`, a reconcile after that, and a resync after it that writes nothing.
+    async fn deployed_and_quiet(&self, ctl: &ControllerProc, ns: &str, name: &str, target_group: &str, pods: usize) {
+        eventually(&format!("{pods} pods registered in {target_group}"), 60, || async {
+            (aws::registered(&self.elb, target_group).await.len() == pods).then_some(())
+        })
+        .await;
+        self.settled(ctl, ns, name, "the deployment").await;
+        let mark = self.emu.mark().await;
+        self.settled(ctl, ns, name, "a resync").await;
+        assert_eq!(self.writes_since(mark, ctl).await, Vec::<String>::new(), "no write without a change");
     }
 
     /// Write calls (anything but Describe*) `ctl` made since `mark`.
@@ -536,12 +569,12 @@ async fn https_without_certificate_arn_uses_the_acm_certificates_of_its_hosts() 
     // The reconciles running now finish (marked), then a resync of its own (no poke: --sync-period=5s)
     // reads the load balancer and a reconcile after it finishes.
     let mark = f.emu.mark().await;
-    ctl.settled("ingress", "the pods registered", async {}).await;
+    ctl.settled("ingress", "the pods registered", || async {}).await;
     eventually("a resync reads the load balancer", 30, || async {
         (f.calls_since(mark, &ctl).await.get("DescribeLoadBalancers").copied().unwrap_or(0) >= 1).then_some(())
     })
     .await;
-    ctl.settled("ingress", "the resync's DescribeLoadBalancers", async {}).await;
+    ctl.settled("ingress", "the resync's DescribeLoadBalancers", || async {}).await;
     let resync = f.calls_since(mark, &ctl).await;
     eprintln!("resyncs: {}", summarize(&resync));
     assert_eq!(f.writes_since(mark, &ctl).await, Vec::<String>::new(), "no write on resync");
@@ -689,7 +722,12 @@ fn condition_text(c: &elbv2::types::RuleCondition) -> String {
         (_, Some((v, _))) => format!("{field} [{}]", sorted(v)),
         ("http-header", _) => {
             let h = c.http_header_config().unwrap();
-            format!("http-header {} [{}]", h.http_header_name().unwrap_or_default(), sorted(h.values()))
+            let name = h.http_header_name().unwrap_or_default();
+            match (h.values(), h.regex_values()) {
+                (v, []) => format!("http-header {name} [{}]", sorted(v)),
+                ([], re) => format!("http-header {name} regex [{}]", sorted(re)),
+                (_, re) => format!("http-header {name} regex [{}] AND values!", sorted(re)),
+            }
         }
         ("http-request-method", _) => {
             format!("http-request-method [{}]", sorted(c.http_request_method_config().unwrap().values()))
@@ -797,6 +835,27 @@ impl Fixture {
                                 c.user_pool_client_id().unwrap_or_default()
                             )
                         }
+                        "jwt-validation" => {
+                            let j = a.jwt_validation_config().unwrap();
+                            let claims: Vec<String> = j
+                                .additional_claims()
+                                .iter()
+                                .map(|c| {
+                                    format!(
+                                        "{}={}:{}",
+                                        c.name().unwrap_or_default(),
+                                        c.format().map(|f| f.as_str()).unwrap_or_default(),
+                                        c.values().join(",")
+                                    )
+                                })
+                                .collect();
+                            format!(
+                                "jwt-validation {} jwks {} claims [{}]",
+                                j.issuer().unwrap_or_default(),
+                                j.jwks_endpoint().unwrap_or_default(),
+                                claims.join(" ")
+                            )
+                        }
                         other => other.to_string(),
                     })
                     .collect();
@@ -887,7 +946,10 @@ async fn actions_conditions_regex_paths_and_oidc_rules_match_the_annotations() {
         {"field": "query-string", "queryStringConfig": {"values": [{"key": "v", "value": "1"}]}},
         {"field": "source-ip", "sourceIpConfig": {"values": ["10.0.0.0/8"]}}])
     .to_string();
-    let fixed_if = json!([{"field": "path-pattern", "pathPatternConfig": {"values": ["/down"]}}]).to_string();
+    let fixed_if = json!([
+        {"field": "path-pattern", "pathPatternConfig": {"values": ["/down"]}},
+        {"field": "http-header", "httpHeaderConfig": {"httpHeaderName": "User-Agent", "regexValues": ["^curl/.*$"]}}])
+    .to_string();
     let mut routes_ann = common("1");
     routes_ann.extend([
         ("use-regex-path-match", "true".to_string()),
@@ -937,7 +999,11 @@ async fn actions_conditions_regex_paths_and_oidc_rules_match_the_annotations() {
     .await;
     let oidc_action = "authenticate-oidc https://idp.example.com client shop-app";
     let want: Vec<(u32, Vec<&str>, Vec<&str>)> = vec![
-        (1, vec!["path-pattern [/down,/maintenance]"], vec!["fixed-response 503 text/plain maintenance"]),
+        (
+            1,
+            vec!["http-header User-Agent regex [^curl/.*$]", "path-pattern [/down,/maintenance]"],
+            vec!["fixed-response 503 text/plain maintenance"],
+        ),
         (
             2,
             vec![

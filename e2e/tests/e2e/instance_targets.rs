@@ -110,7 +110,7 @@ async fn instance_targets_without_provider_id_follow_the_nodes() {
 
     // Settled: a reconcile that started after the last change finished; it wrote nothing.
     let mark = emu.mark().await;
-    ctl.settled("targetGroupBinding", "the last node change", kube_util::poke(&tgbs, "web")).await;
+    ctl.settled("targetGroupBinding", "the last node change", || kube_util::poke(&tgbs, "web")).await;
     let (calls, _) = emu.calls(mark, None).await;
     let wrote = writes(&calls, &ctl.access_key);
     assert!(wrote.is_empty(), "nothing changed, yet the controller wrote {wrote:?}");
@@ -134,7 +134,7 @@ async fn instance_targets_without_provider_id_follow_the_nodes() {
         (ctl.metric("awslbc_reconcile_skipped_checkpoint_total").await.unwrap_or(0.0) >= 1.0).then_some(())
     })
     .await;
-    ctl.settled("targetGroupBinding", "the skipped reconcile", kube_util::poke(&tgbs, "web")).await;
+    ctl.settled("targetGroupBinding", "the skipped reconcile", || kube_util::poke(&tgbs, "web")).await;
     let (calls, _) = emu.calls(mark, None).await;
     let per_binding: Vec<&str> = calls
         .iter()

@@ -81,7 +81,8 @@ impl Fixture {
     /// Waits until `ctl` has finished a Service reconcile that started after `what` was seen (Service
     /// `name` is poked so that one runs): the proof a "no further writes" assertion needs.
     async fn settled(&self, ctl: &ControllerProc, name: &str, what: &str) {
-        ctl.settled("service", what, kube_util::poke(&self.services(), name)).await;
+        let api = self.services();
+        ctl.settled("service", what, || kube_util::poke(&api, name)).await;
     }
 
     /// Write calls (anything but Describe*) `ctl` made since `mark`, as "Operation" strings.

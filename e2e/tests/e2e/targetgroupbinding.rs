@@ -144,7 +144,7 @@ async fn restart_mid_change_loses_nothing_and_warm_restart_is_free() {
     })
     .await;
     let tgbs: Api<TargetGroupBinding> = Api::namespaced(f.client.clone(), &f.ns);
-    ctl.settled("targetGroupBinding", "the skipped reconcile", kube_util::poke(&tgbs, "web")).await;
+    ctl.settled("targetGroupBinding", "the skipped reconcile", || kube_util::poke(&tgbs, "web")).await;
     let (calls, _) = f.emu.calls(mark, Some(&f.arn)).await;
     assert!(calls.is_empty(), "a warm restart with nothing changed must make no AWS call for the group, saw {calls:?}");
     f.cleanup().await;
@@ -258,7 +258,7 @@ async fn multi_cluster_target_group_only_touches_own_targets() {
     a.wait_targets("only cluster B's targets remain", &ips_b).await;
     // A's reconciles running now finish, and one after them (its binding poked).
     let tgbs_a: Api<TargetGroupBinding> = Api::namespaced(a.client.clone(), &a.ns);
-    ctl_a.settled("targetGroupBinding", "only B's targets left", kube_util::poke(&tgbs_a, "web")).await;
+    ctl_a.settled("targetGroupBinding", "only B's targets left", || kube_util::poke(&tgbs_a, "web")).await;
     assert_eq!(aws::registered(&a.elb, &a.arn).await, ips_b, "cluster B's targets must survive A's changes");
     kube_util::delete_namespace(&a.client, &ns_b).await;
     a.cleanup().await;

@@ -279,12 +279,8 @@ async fn flood(env: &Env, client_ca: bool) {
     // A binding of the Service the probe pods belong to, so that they get a readiness gate; then the pods
     // the flood-time binding will register (created before it: they carry no gate of it).
     kube_util::create_binding(&client, &ns, "web", "web", 80, &gate_tg).await;
-    ctl.settled(
-        "targetGroupBinding",
-        "the probe binding",
-        kube_util::poke(&Api::<TargetGroupBinding>::namespaced(client.clone(), &ns), "web"),
-    )
-    .await;
+    let tgbs = Api::<TargetGroupBinding>::namespaced(client.clone(), &ns);
+    ctl.settled("targetGroupBinding", "the probe binding", || kube_util::poke(&tgbs, "web")).await;
     env.pods(&["create", &ns, "backend", "--replicas", "2", "--port", "8080"]);
     env.pods(&["service", &ns, "backend", "--port", "80", "--target-port", "8080"]);
     let rss_before = status_kib(pid, "VmRSS");

@@ -85,7 +85,7 @@ async fn webhooks_inject_gates_validate_bindings_and_survive_outages() {
     assert!(created.spec.target_type.is_some());
     // The validator checks against the controller's cache: a binding reconcile that started after
     // the creation proves the cache holds it (the only binding of the namespace the controller watches).
-    ctl.settled("targetGroupBinding", "the binding created", kube_util::poke(&tgbs, "web")).await;
+    ctl.settled("targetGroupBinding", "the binding created", || kube_util::poke(&tgbs, "web")).await;
 
     // A second binding of the same target group is refused by the API server with our message.
     let dup = json!({"apiVersion": "elbv2.k8s.aws/v1beta1", "kind": "TargetGroupBinding", "metadata": {"name": "dup"},

@@ -193,13 +193,27 @@ fn unknown_and_unsupported_annotations_are_warnings() {
 /// is merely ignored.
 #[test]
 fn a_fail_closed_annotation_is_admitted_with_a_warning_that_nothing_deploys() {
-    let ann = [("alb.ingress.kubernetes.io/jwt-validation", "{}"), ("alb.ingress.kubernetes.io/dry-run-plan", "x")];
+    let ann = [("alb.ingress.kubernetes.io/waf-acl-id", "acl-1"), ("alb.ingress.kubernetes.io/dry-run-plan", "x")];
     let v = check(&ing("a", Some("alb"), &ann), None, &Default::default());
     assert!(v.violations.is_empty(), "{:?}", v.violations);
-    let jwt: Vec<&String> = v.warnings.iter().filter(|w| w.contains("jwt-validation")).collect();
-    assert_eq!(jwt.len(), 1, "{:?}", v.warnings);
-    assert!(jwt[0].contains("nothing is created or changed in AWS while it is present"), "{jwt:?}");
+    let waf: Vec<&String> = v.warnings.iter().filter(|w| w.contains("waf-acl-id")).collect();
+    assert_eq!(waf.len(), 1, "{:?}", v.warnings);
+    assert!(waf[0].contains("nothing is created or changed in AWS while it is present"), "{waf:?}");
     assert!(v.warnings.iter().any(|w| w.contains("dry-run-plan is not applied")), "{:?}", v.warnings);
+}
+
+/// JWT validation is applied: a valid value is admitted without a word, an invalid one is denied
+/// with what AWS would refuse.
+#[test]
+fn jwt_validation_is_admitted_when_valid_and_denied_with_the_reason_when_not() {
+    let key = "alb.ingress.kubernetes.io/jwt-validation";
+    let good = r#"{"jwksEndpoint":"https://idp.example.com/jwks","issuer":"https://idp.example.com"}"#;
+    let v = check(&ing("a", Some("alb"), &[(key, good)]), None, &Default::default());
+    assert!(v.violations.is_empty() && v.warnings.is_empty(), "{:?} {:?}", v.violations, v.warnings);
+    let bad = r#"{"jwksEndpoint":"http://idp.example.com/jwks","issuer":"https://idp.example.com"}"#;
+    let v = check(&ing("a", Some("alb"), &[(key, bad)]), None, &Default::default());
+    let text = format!("{:?}", v.violations);
+    assert!(v.violations.len() == 1 && text.contains(key) && text.contains("not a full https:// URL"), "{text}");
 }
 
 #[test]

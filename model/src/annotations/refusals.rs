@@ -50,7 +50,6 @@ use Refusal::{Degrade, FailClosed};
 
 /// `alb.ingress.kubernetes.io/*` annotations refused on an Ingress.
 pub const INGRESS: &[Refused] = &[
-    exact(ing::JWT_VALIDATION, FailClosed, "JWT validation actions are not implemented yet"),
     exact(ing::WAF_ACL_ID, FailClosed, "WAF Classic is not supported; use wafv2-acl-arn"),
     exact(ing::WEB_ACL_ID, FailClosed, "WAF Classic is not supported; use wafv2-acl-arn"),
     Refused {
@@ -71,7 +70,6 @@ pub const INGRESS: &[Refused] = &[
     exact(ing::ACM_PCA_ARN, Degrade, "ACM certificate creation is not supported"),
     exact(ing::DRY_RUN_PLAN, Degrade, "the dry-run plan annotation is not written by this controller"),
     exact(ing::ENABLE_FRONTEND_NLB, Degrade, "a frontend NLB in front of the ALB is not implemented yet"),
-    family(ing::TRANSFORMS_PREFIX, Degrade, "transforms.* annotations are not implemented yet"),
     family(ing::TARGET_CONTROL_PORT_PREFIX, Degrade, "target-control-port.* annotations are not implemented yet"),
     family(ing::FRONTEND_NLB_FAMILY, Degrade, "frontend-nlb-* annotations are not implemented yet"),
 ];

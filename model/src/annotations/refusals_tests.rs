@@ -9,7 +9,6 @@ fn every_refusal_has_its_decision() {
     assert_eq!(
         ingress,
         vec![
-            ("jwt-validation", false, FailClosed),
             ("waf-acl-id", false, FailClosed),
             ("web-acl-id", false, FailClosed),
             ("shield-advanced-protection", false, FailClosed),
@@ -19,7 +18,6 @@ fn every_refusal_has_its_decision() {
             ("acm-pca-arn", false, Degrade),
             ("dry-run-plan", false, Degrade),
             ("enable-frontend-nlb", false, Degrade),
-            ("transforms.", true, Degrade),
             ("target-control-port.", true, Degrade),
             ("frontend-nlb-", true, Degrade),
         ]
@@ -61,11 +59,11 @@ fn refused_in(pairs: &[(&str, &str)], prefix: &'static str, table: &[Refused]) -
 fn only_present_annotations_of_the_prefix_are_refused_exact_or_by_family() {
     let got = refused_in(
         &[
-            ("alb.ingress.kubernetes.io/jwt-validation", "{}"),
-            ("alb.ingress.kubernetes.io/transforms.web", "[]"),
-            ("alb.ingress.kubernetes.io/jwt-validation-extra", "x"),
+            ("alb.ingress.kubernetes.io/waf-acl-id", "acl-1"),
+            ("alb.ingress.kubernetes.io/frontend-nlb-scheme", "internal"),
+            ("alb.ingress.kubernetes.io/waf-acl-id-extra", "x"),
             ("alb.ingress.kubernetes.io/scheme", "internal"),
-            ("example.com/jwt-validation", "{}"),
+            ("example.com/waf-acl-id", "acl-1"),
         ],
         "alb.ingress.kubernetes.io",
         INGRESS,
@@ -74,16 +72,13 @@ fn only_present_annotations_of_the_prefix_are_refused_exact_or_by_family() {
     assert_eq!(
         keys,
         vec![
-            ("alb.ingress.kubernetes.io/jwt-validation", FailClosed),
-            ("alb.ingress.kubernetes.io/transforms.web", Degrade)
+            ("alb.ingress.kubernetes.io/waf-acl-id", FailClosed),
+            ("alb.ingress.kubernetes.io/frontend-nlb-scheme", Degrade)
         ]
     );
     let notes = fail_closed_notes(&got);
     assert_eq!(notes.len(), 1, "{notes:?}");
-    assert!(
-        notes[0].contains("alb.ingress.kubernetes.io/jwt-validation") && notes[0].contains("remove it"),
-        "{notes:?}"
-    );
+    assert!(notes[0].contains("alb.ingress.kubernetes.io/waf-acl-id") && notes[0].contains("remove it"), "{notes:?}");
 }
 
 /// `shield-advanced-protection: "false"` asks for no protection: nothing to fail closed on.

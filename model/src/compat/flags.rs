@@ -84,15 +84,7 @@ pub const ALBC_ONLY_FLAGS: &[AlbcFlag] = &[
     flag(
         "aws-vpc-tag-key",
         "Name",
-        Treatment::Warn("deprecated in ALBC; VPC lookup by tags is not supported here, --aws-vpc-id names the VPC"),
-    ),
-    flag(
-        "aws-vpc-tags",
-        "",
-        Treatment::FatalUnlessEmpty(
-            "VPC lookup by tags is not supported: a wrong guess would place load balancers and security-group \
-             rules in another VPC; set --aws-vpc-id=vpc-… instead",
-        ),
+        Treatment::Warn("deprecated in ALBC; every tag of --aws-vpc-tags is used for the VPC lookup"),
     ),
     flag(
         "allowed-certificate-authority-arns",
@@ -162,15 +154,10 @@ fn same_value(default_like: &str, given: &str) -> bool {
     }
 }
 
-/// One finding per given flag whose value this controller does not honour. `vpc_id_set`:
-/// `--aws-vpc-id` is given, which makes `--aws-vpc-tags` moot (ALBC, too, uses the ID then).
-pub fn assess_flags(given: &[GivenFlag], vpc_id_set: bool) -> Vec<Finding> {
+/// One finding per given flag whose value this controller does not honour.
+pub fn assess_flags(given: &[GivenFlag]) -> Vec<Finding> {
     let mut out = Vec::new();
     for g in given {
-        if g.name == "aws-vpc-tags" && vpc_id_set && !g.value.trim().is_empty() {
-            out.push(Finding::Warning(format!("--aws-vpc-tags={} has no effect: --aws-vpc-id names the VPC", g.value)));
-            continue;
-        }
         let Some(f) = ALBC_ONLY_FLAGS.iter().find(|f| f.name == g.name) else {
             out.push(Finding::Fatal(format!("--{}: not an ALBC flag this controller knows", g.name)));
             continue;
@@ -207,7 +194,7 @@ mod tests {
         names.dedup();
         assert_eq!(names.len(), ALBC_ONLY_FLAGS.len());
         for f in ALBC_ONLY_FLAGS {
-            let found = assess_flags(&[given(f.name, f.albc_default)], false);
+            let found = assess_flags(&[given(f.name, f.albc_default)]);
             match f.treatment {
                 Treatment::Warn(_) => assert_eq!(found.len(), 1, "{}", f.name),
                 Treatment::FatalUnlessEmpty(_) => assert!(found.is_empty(), "{}", f.name),
@@ -233,12 +220,7 @@ mod tests {
             ("enable-shield", "true", |f| matches!(f, [Finding::Warning(m)] if m.contains("Shield Advanced"))),
             ("max-targets-per-target-group", "0", |f| f.is_empty()),
             ("max-targets-per-target-group", "500", |f| f.len() == 1),
-            ("aws-vpc-tags", "", |f| f.is_empty()),
-            (
-                "aws-vpc-tags",
-                "env=prod",
-                |f| matches!(f, [Finding::Fatal(m)] if m.contains("--aws-vpc-tags=env=prod is refused") && m.contains("--aws-vpc-id")),
-            ),
+            ("aws-vpc-tag-key", "Name", |f| matches!(f, [Finding::Warning(m)] if m.contains("--aws-vpc-tags"))),
             ("allowed-certificate-authority-arns", "arn:aws:acm-pca:x", |f| matches!(f, [Finding::Fatal(_)])),
             (
                 "nlb-gateway-max-concurrent-reconciles",
@@ -248,7 +230,7 @@ mod tests {
             ("no-such-flag", "1", |f| matches!(f, [Finding::Fatal(_)])),
         ];
         for (name, value, check) in cases {
-            let found = assess_flags(&[given(name, value)], false);
+            let found = assess_flags(&[given(name, value)]);
             assert!(check(&found), "--{name}={value}: {found:?}");
         }
     }

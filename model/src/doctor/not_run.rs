@@ -72,11 +72,14 @@ impl Blocker {
         }
     }
 
-    /// `--aws-vpc-id` is empty: no subnets to look at, no VPC to try the DryRuns in.
-    pub fn no_vpc_id() -> Self {
+    /// The VPC is not known (no flag names it, or the tags match none or several): no subnets to
+    /// look at, no VPC to try the DryRuns in.
+    /// No VPC: neither flag names one, or the tags match none or several (`why` says which).
+    pub fn no_vpc_id(why: &str) -> Self {
         Self {
-            reason: "--aws-vpc-id is empty".into(),
-            fix: "pass --aws-vpc-id=vpc-… (Helm value vpcId), then run doctor again".into(),
+            reason: format!("the VPC is not known: {why}"),
+            fix: "pass --aws-vpc-id=vpc-… (Helm value vpcId) or tags naming one VPC (vpcTags), then run doctor again"
+                .into(),
             checks: NEEDS_KEYS,
         }
     }
@@ -214,9 +217,9 @@ mod tests {
             ),
             (
                 "no vpc id",
-                vec![Blocker::no_vpc_id()],
+                vec![Blocker::no_vpc_id("--aws-vpc-id is required")],
                 vec!["cluster-tag", "subnet-roles", "pod-ips", "permissions"],
-                "not run: --aws-vpc-id is empty",
+                "not run: the VPC is not known: --aws-vpc-id is required",
             ),
             (
                 "vpc unknown",
@@ -253,12 +256,16 @@ mod tests {
         let present: Vec<Verdict> = CHECKS.iter().filter(|c| **c != "pod-ips").map(|c| ok(c)).collect();
         let added = not_run(
             &present,
-            &[Blocker::kubernetes("unreachable"), Blocker::credentials("sealed"), Blocker::no_vpc_id()],
+            &[
+                Blocker::kubernetes("unreachable"),
+                Blocker::credentials("sealed"),
+                Blocker::no_vpc_id("no VPC carries env=x"),
+            ],
         );
         assert_eq!(added.len(), 1);
         assert_eq!(
             added[0].found,
-            "not run: no Kubernetes client: unreachable; credentials failed: sealed; --aws-vpc-id is empty"
+            "not run: no Kubernetes client: unreachable; credentials failed: sealed; the VPC is not known: no VPC carries env=x"
         );
         assert_eq!(added[0].fix.matches("then run doctor again").count(), 3, "{:?}", added[0]);
     }

@@ -43,7 +43,7 @@ pub struct WeightedTarget {
     pub weight: Option<u32>,
 }
 
-/// Maps onto `lb::Action` (Forward/Redirect/FixedResponse) plus the authenticate actions.
+/// Maps onto `lb::Action` (Forward/Redirect/FixedResponse) plus the authenticate and JWT actions.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RuleAction {
     Forward {
@@ -65,6 +65,8 @@ pub enum RuleAction {
     },
     AuthenticateOidc(AuthAction<OidcConfig>),
     AuthenticateCognito(AuthAction<CognitoConfig>),
+    /// `jwt-validation` (see [`super::jwt`]).
+    JwtValidation(crate::lb::JwtValidation),
 }
 
 /// An authenticate action: the IdP and the session settings of the `auth-*` annotations.
@@ -121,7 +123,7 @@ fn fold_keys(v: Value) -> Value {
     }
 }
 
-fn decode<T: for<'de> Deserialize<'de>>(raw: &str) -> Result<T, String> {
+pub(super) fn decode<T: for<'de> Deserialize<'de>>(raw: &str) -> Result<T, String> {
     let v: Value = serde_json::from_str(raw).map_err(|e| format!("JSON: {e}"))?;
     serde_json::from_value(fold_keys(v)).map_err(|e| e.to_string())
 }
@@ -315,7 +317,7 @@ pub(crate) fn parse_conditions(raw: &str) -> Result<Vec<Condition>, String> {
         .map(|c| {
             let cfg = |name: &str| c.configs.get(name).cloned().unwrap_or(Value::Null);
             let values = |name: &str| strings(cfg(name).get("values"));
-            // host-header and path-pattern take either `values` (wildcards) or `regexValues`.
+            // host-header, path-pattern (and http-header, below) take either `values` (wildcards) or `regexValues`.
             let glob_or_regex =
                 |name: &str, glob: fn(Vec<String>) -> Condition, regex: fn(Vec<String>) -> Condition| {
                     let (v, r) = (values(name), strings(cfg(name).get("regexvalues")));
@@ -338,12 +340,14 @@ pub(crate) fn parse_conditions(raw: &str) -> Result<Vec<Condition>, String> {
                     if name.is_empty() {
                         return Err("http-header needs httpHeaderConfig.httpHeaderName".to_string());
                     }
-                    if h.get("regexvalues").is_some() {
-                        return Err(format!(
-                            "http-header {name}: regexValues are not supported yet; use values (wildcards * and ?)"
-                        ));
+                    let (v, r) = (strings(h.get("values")), strings(h.get("regexvalues")));
+                    match (v.is_empty(), r.is_empty()) {
+                        (false, false) => {
+                            return Err(format!("http-header {name} has both values and regexValues; use one"));
+                        }
+                        (true, false) => Condition::HttpHeaderRegex { name, values: r },
+                        _ => Condition::HttpHeader { name, values: v },
                     }
-                    Condition::HttpHeader { name, values: strings(h.get("values")) }
                 }
                 "query-string" => {
                     let items =
@@ -368,7 +372,7 @@ pub(crate) fn parse_conditions(raw: &str) -> Result<Vec<Condition>, String> {
                 | Condition::PathPatternRegex(v)
                 | Condition::HttpRequestMethod(v)
                 | Condition::SourceIp(v) => v.is_empty(),
-                Condition::HttpHeader { values, .. } => values.is_empty(),
+                Condition::HttpHeader { values, .. } | Condition::HttpHeaderRegex { values, .. } => values.is_empty(),
             };
             if empty { Err(format!("condition {} has no values", c.field)) } else { Ok(cond) }
         })

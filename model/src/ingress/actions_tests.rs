@@ -133,10 +133,15 @@ fn conditions_table() {
         ]
     );
     let regex = r#"[{"field":"host-header","hostHeaderConfig":{"regexValues":["^a.*$"]}},
-        {"field":"path-pattern","pathPatternConfig":{"regexValues":["^/v[0-9]+/"]}}]"#;
+        {"field":"path-pattern","pathPatternConfig":{"regexValues":["^/v[0-9]+/"]}},
+        {"field":"http-header","httpHeaderConfig":{"httpHeaderName":"User-Agent","regexValues":["^curl/.*$"]}}]"#;
     assert_eq!(
         parse_conditions(regex).unwrap(),
-        vec![Condition::HostHeaderRegex(vec!["^a.*$".into()]), Condition::PathPatternRegex(vec!["^/v[0-9]+/".into()])]
+        vec![
+            Condition::HostHeaderRegex(vec!["^a.*$".into()]),
+            Condition::PathPatternRegex(vec!["^/v[0-9]+/".into()]),
+            Condition::HttpHeaderRegex { name: "User-Agent".into(), values: vec!["^curl/.*$".into()] },
+        ]
     );
     for (bad, fragment) in [
         (r#"[{"field":"cookie"}]"#, "cookie"),
@@ -144,9 +149,10 @@ fn conditions_table() {
         (r#"[{"field":"host-header","hostHeaderConfig":{"values":[]}}]"#, "no values"),
         (r#"[{"field":"http-header","httpHeaderConfig":{"values":["x"]}}]"#, "httpHeaderName"),
         (
-            r#"[{"field":"http-header","httpHeaderConfig":{"httpHeaderName":"X-A","regexValues":["^b$"]}}]"#,
-            "http-header X-A: regexValues are not supported yet",
+            r#"[{"field":"http-header","httpHeaderConfig":{"httpHeaderName":"X-A","values":["a"],"regexValues":["^b$"]}}]"#,
+            "http-header X-A has both values and regexValues",
         ),
+        (r#"[{"field":"http-header","httpHeaderConfig":{"httpHeaderName":"X-A","regexValues":[]}}]"#, "no values"),
         (r#"{"field":"host-header"}"#, "sequence"),
     ] {
         let err = parse_conditions(bad).expect_err(bad);

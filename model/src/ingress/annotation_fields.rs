@@ -96,6 +96,16 @@ pub fn parse_annotations(
             ),
         }
     }
+    if let Some(raw) = r.raw(k::JWT_VALIDATION) {
+        match super::jwt::parse_jwt_validation(raw) {
+            Ok(j) => s.jwt_validation = Some(j),
+            Err(e) => r.fail(
+                r.key(k::JWT_VALIDATION),
+                raw,
+                format!("{{\"jwksEndpoint\", \"issuer\", \"additionalClaims\"}} within AWS's limits ({e})"),
+            ),
+        }
+    }
     s.minimum_capacity_units = minimum_capacity(&mut r, k::MINIMUM_CAPACITY);
     s.use_regex_path_match = r.bool(k::USE_REGEX_PATH_MATCH).unwrap_or(false);
     s.backend = backend(&mut r, &mut s.unsupported);
@@ -122,6 +132,14 @@ pub fn parse_annotations(
                 s.actions.insert(name.to_string(), a);
             }
             Err(e) => r.fail(key, raw, format!("an action ({e})")),
+        }
+    }
+    for (key, name, raw) in r.family(k::TRANSFORMS_PREFIX) {
+        match super::transforms::parse_transforms(raw) {
+            Ok(t) => {
+                s.transforms.insert(name.to_string(), t);
+            }
+            Err(e) => r.fail(key, raw, format!("a JSON list of host-header-rewrite / url-rewrite transforms ({e})")),
         }
     }
     for (key, name, raw) in r.family(k::CONDITIONS_PREFIX) {

@@ -5,8 +5,8 @@
 //! scheme, ipv4, `[{"HTTP":80}]` or `[{"HTTPS":443}]`, health-check numbers) are applied when the
 //! stack is built, because some depend on other values (certificates, gRPC).
 //!
-//! Known but not implemented (`crate::annotations::refusals::INGRESS`: frontend NLB, transforms,
-//! JWT validation, target control port, ACM certificate creation, WAF Classic, Shield,
+//! Known but not implemented (`crate::annotations::refusals::INGRESS`: frontend NLB,
+//! target control port, ACM certificate creation, WAF Classic, Shield,
 //! IPAM, customer-owned IPv4 pools, the dry-run plan) → `unsupported`, with the reason and whether
 //! the group fails closed on it. Other keys of our prefix → `unknown`. Deviation: ALBC silently
 //! ignores unknown keys.
@@ -90,6 +90,8 @@ pub struct IngressSettings {
     pub security_group_prefix_lists: Option<Vec<String>>,
     pub certificate_arns: Vec<String>,
     pub ssl_policy: Option<String>,
+    /// `jwt-validation`: checked, applied to the Ingress's rules on HTTPS listeners.
+    pub jwt_validation: Option<crate::lb::JwtValidation>,
     /// `mutual-authentication`, by listen port (applied to HTTPS ports only).
     pub mutual_authentication: BTreeMap<u16, super::mtls::MtlsSetting>,
     pub minimum_capacity_units: Option<u32>,
@@ -101,6 +103,8 @@ pub struct IngressSettings {
     pub actions: BTreeMap<String, RuleAction>,
     /// `conditions.<name>`, added to the rules whose backend Service (or action) is `<name>`.
     pub conditions: BTreeMap<String, Vec<Condition>>,
+    /// `transforms.<name>`, the rewrites of the rules whose backend Service (or action) is `<name>`.
+    pub transforms: BTreeMap<String, Vec<crate::lb::Transform>>,
     pub unsupported: Vec<Unsupported>,
     pub unknown: Vec<String>,
 }

@@ -127,16 +127,20 @@ fn unsupported_and_unknown_are_listed() {
         (k::WAF_ACL_ID, "x"),
         (k::ENABLE_FRONTEND_NLB, "true"),
         ("frontend-nlb-scheme", "internal"),
-        ("transforms.rewrite", "[]"),
+        ("create-acm-cert", "true"),
         ("target-control-port.svc.80", "3000"),
-        (k::JWT_VALIDATION, "{}"),
+        (k::SHIELD_ADVANCED_PROTECTION, "true"),
         ("healthcheck-pth", "/"),
     ]);
     let keys: Vec<&str> = s.unsupported.iter().map(|u| u.key.as_str()).collect();
     assert_eq!(keys.len(), 6, "{keys:?}");
     assert!(s.unsupported.iter().all(|u| !u.reason.is_empty()));
     let closed: Vec<&str> = s.unsupported.iter().filter(|u| u.fails_closed()).map(|u| u.key.as_str()).collect();
-    assert_eq!(closed, [full_key(k::JWT_VALIDATION), full_key(k::WAF_ACL_ID)], "the security-relevant ones");
+    assert_eq!(
+        closed,
+        [full_key(k::WAF_ACL_ID), full_key(k::SHIELD_ADVANCED_PROTECTION)],
+        "the security-relevant ones"
+    );
     assert_eq!(s.fail_closed().len(), 2);
     assert_eq!(s.unknown, [full_key("healthcheck-pth")]);
     let reserved = ok(&[(k::TAGS, "elbv2.k8s.aws/cluster=x,team=a")]);

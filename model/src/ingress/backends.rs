@@ -12,6 +12,9 @@
 //!   the action forwards to exactly one Service; the authenticate action precedes the backend
 //!   action on HTTPS listeners only. `auth-type` oidc/cognito without its IdP annotation fails the
 //!   group when an HTTPS listener needs it.
+//! - JWT validation: the Ingress's `jwt-validation` (not the Service's, as in ALBC) precedes the
+//!   backend action on HTTPS listeners only; with authentication on the same rule it fails the
+//!   group, as in ALBC.
 //! - `conditions.<service name>` adds conditions to the rule (see [`super::rules`]).
 
 use std::collections::BTreeMap;
@@ -90,7 +93,8 @@ pub type Services = BTreeMap<(String, String), ServiceView>;
 pub(super) struct Resolved {
     pub name: String,
     pub action: RuleAction,
-    /// `None`: no authentication; `Some(Err)`: asked for but not configured.
+    /// The action that guards the backend on HTTPS listeners (authenticate or JWT validation).
+    /// `None`: none; `Some(Err)`: asked for but not configured, or both asked for.
     pub auth: Option<Result<RuleAction, GroupError>>,
 }
 
@@ -201,6 +205,19 @@ pub(super) fn resolve(
         None => m.settings.backend.auth.clone(),
     };
     let auth = auth_action(&auth).map(|r| r.map_err(|(problem, fix)| invalid(problem, &fix)));
+    let jwt = m.settings.jwt_validation.clone().map(RuleAction::JwtValidation);
+    let auth = match (auth, jwt) {
+        (Some(Ok(_)), Some(_)) => Some(Err(invalid(
+            format!("authentication (auth-type) and {} cannot both be configured", full_key(k::JWT_VALIDATION)),
+            &format!(
+                "remove {} or set {} none on this Ingress and its backend Services",
+                full_key(k::JWT_VALIDATION),
+                full_key(k::AUTH_TYPE)
+            ),
+        ))),
+        (None, jwt) => jwt.map(Ok),
+        (auth, _) => auth,
+    };
     Ok(Resolved { name: svc.name.clone(), action, auth })
 }
 

@@ -527,7 +527,7 @@ fn listeners(b: &mut Build<'_>, plan: &GroupPlan, tg_names: &BTreeMap<&TargetGro
             let actions = actions(b, &r.actions, &r.ingress, tg_names);
             let mut tags = b.tagger().tags(&format!("{}:{}", cfg.port, r.priority), &b.member_tags(&r.ingress));
             tag_oidc_digest(&mut tags, &actions);
-            rules.push(Rule { priority: r.priority, conditions, actions, tags });
+            rules.push(Rule { priority: r.priority, conditions, actions, transforms: r.transforms.clone(), tags });
         }
         let mut tags = b.tagger().tags(&cfg.port.to_string(), &b.group_tags);
         tag_oidc_digest(&mut tags, &default_actions);
@@ -560,6 +560,9 @@ fn conditions(b: &mut Build<'_>, cs: &[Condition], who: &IngressKey, port: u16) 
         match c {
             Condition::HostHeaderRegex(v) => check_regex_values(b, who, port, "host-header", v),
             Condition::PathPatternRegex(v) => check_regex_values(b, who, port, "path-pattern", v),
+            Condition::HttpHeaderRegex { name, values } => {
+                check_regex_values(b, who, port, &format!("http-header {name}"), values)
+            }
             _ => {}
         }
     }
@@ -655,6 +658,7 @@ fn actions(
                     extra_params: auth.idp.extra_params.clone(),
                 })
             }
+            RuleAction::JwtValidation(jwt) => Action::JwtValidation(jwt.clone()),
             RuleAction::AuthenticateCognito(auth) => Action::AuthenticateCognito(AuthenticateCognito {
                 user_pool_arn: auth.idp.user_pool_arn.clone(),
                 user_pool_client_id: auth.idp.user_pool_client_id.clone(),

@@ -424,6 +424,23 @@ fn regex_conditions_are_built_and_checked_before_any_aws_call() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("4 regex values") && err.contains("at most 3"), "{err}");
+    // A header regex is checked like the others, and names its header.
+    let header = |re: &str| {
+        format!(
+            r#"[{{"field":"http-header","httpHeaderConfig":{{"httpHeaderName":"User-Agent","regexValues":["{re}"]}}}}]"#
+        )
+    };
+    let bad = header("^(?=curl)");
+    let ann = [IP, ("conditions.echo-server", bad.as_str())];
+    let err = build(&implicit("shop", "web"), &[regex_member(&ann, vec![("/x", "Exact")])], &echo(), &ctx())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("http-header User-Agent regex condition") && err.contains("(?=curl)"), "{err}");
+    let good = header("^curl/[0-9.]+$");
+    let ann = [IP, ("conditions.echo-server", good.as_str())];
+    let st = build(&implicit("shop", "web"), &[regex_member(&ann, vec![("/x", "Exact")])], &echo(), &ctx()).unwrap();
+    let want = Condition::HttpHeaderRegex { name: "User-Agent".into(), values: vec!["^curl/[0-9.]+$".into()] };
+    assert!(st.stack.listeners[0].rules[0].conditions.contains(&want), "{:?}", st.stack.listeners[0].rules[0]);
 }
 
 #[test]

@@ -40,6 +40,8 @@ const KEYS: &[&str] = &[
     "listener-attributes.HTTPS-443",
     "listener-attributes.",
     "transforms.t",
+    "transforms.s",
+    k::JWT_VALIDATION,
     "frontend-nlb-scheme",
     "typo",
 ];
@@ -77,6 +79,9 @@ const VALUES: &[&str] = &[
     r#"{"type":"redirect","redirectConfig":{"protocol":"HTTPS","port":"443","statusCode":"HTTP_301"}}"#,
     r#"{"type":"forward","forwardConfig":{"targetGroups":[{"serviceName":"s","servicePort":"http"},{"serviceName":"t","servicePort":1}]}}"#,
     r#"[{"field":"host-header","hostHeaderConfig":{"regexValues":["^a"]}}]"#,
+    r#"[{"field":"http-header","httpHeaderConfig":{"httpHeaderName":"X","regexValues":["^a"]}}]"#,
+    r#"[{"type":"url-rewrite","urlRewriteConfig":{"rewrites":[{"regex":"^/a/(.*)$","replace":"/$1"}]}}]"#,
+    r#"{"jwksEndpoint":"https://idp/jwks","issuer":"https://idp"}"#,
     r#"[{"field":"path-pattern","pathPatternConfig":{"values":["/x"]}}]"#,
     "\u{0}",
 ];

@@ -31,6 +31,7 @@ pub mod backends;
 pub mod build;
 pub mod certificates;
 pub mod group;
+pub mod jwt;
 pub mod keys;
 pub mod membership;
 pub mod merge;
@@ -44,6 +45,7 @@ pub mod rules;
 pub mod select;
 mod snapshot;
 pub mod tenancy;
+pub mod transforms;
 
 pub use annotation_fields::valid_group_name;
 pub use annotations::{BackendSettings, IngressSettings, parse_annotations, parse_service_annotations};

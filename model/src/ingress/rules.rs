@@ -13,8 +13,11 @@
 //!   `use-regex-path-match: "true"` a regex path condition (the path without its leading `/`).
 //!   Wildcards (`*`, `?`) in Exact or Prefix paths, and glob and regex values for the same field,
 //!   fail the group.
-//! - actions: on HTTPS listeners the authenticate action first (see [`super::backends`]), then the
-//!   backend action.
+//! - transforms: the backend's `transforms.<name>` (see [`super::transforms`]), on every listener.
+//! - actions: on HTTPS listeners the authenticate or JWT validation action first (see
+//!   [`super::backends`]), then the backend action. An HTTP listener's rules of an Ingress with
+//!   `jwt-validation` forward without it, as in ALBC, with a warning naming the port (deviation:
+//!   ALBC says nothing).
 //!
 //! Then ALBC's optimizer: redirect rules that would redirect to themselves are dropped, and so
 //! are rules shadowed by an earlier redirect rule whose host and path conditions cover theirs.
@@ -37,8 +40,9 @@ use k8s_openapi::api::networking::v1::HTTPIngressPath;
 
 use super::actions::{Condition, RuleAction};
 use super::backends::{Resolved, Services, resolve};
+use super::keys::{self as k, full_key};
 use super::merge::{GroupError, IngressKey, Member, Merged};
-use crate::lb::Protocol;
+use crate::lb::{Protocol, Transform};
 
 /// One listener rule.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -48,6 +52,8 @@ pub struct Rule {
     pub ingress: IngressKey,
     pub conditions: Vec<Condition>,
     pub actions: Vec<RuleAction>,
+    /// `transforms.<name>` of its backend.
+    pub transforms: Vec<Transform>,
 }
 
 /// The rules and default actions of one listener.
@@ -154,6 +160,7 @@ pub fn conditions(
 /// A path of a member, resolved once for every listener.
 struct Draft {
     conditions: Vec<Condition>,
+    transforms: Vec<Transform>,
     backend: Resolved,
 }
 
@@ -180,8 +187,9 @@ fn drafts(m: &Member, services: &Services, warnings: &mut Vec<String>, errs: &mu
                 }
             };
             let extra = m.settings.conditions.get(&backend.name).map(Vec::as_slice).unwrap_or_default();
+            let transforms = m.settings.transforms.get(&backend.name).cloned().unwrap_or_default();
             match conditions(host, path, &p.path_type, m.settings.use_regex_path_match, extra) {
-                Ok(conditions) => out.push(Draft { conditions, backend }),
+                Ok(conditions) => out.push(Draft { conditions, transforms, backend }),
                 Err(problem) => errs.push(GroupError::Invalid {
                     ingress: m.key.to_string(),
                     location: at,
@@ -255,6 +263,16 @@ pub fn build_rules(
         };
         let mut rules = Vec::new();
         for &i in &l.members {
+            if l.protocol == Protocol::Http && members[i].settings.jwt_validation.is_some() {
+                warnings.push(format!(
+                    "Ingress {}: {} applies to HTTPS listeners only; its rules on HTTP port {} forward without JWT \
+                     validation (set {} to send HTTP to HTTPS)",
+                    members[i].key,
+                    full_key(k::JWT_VALIDATION),
+                    l.port,
+                    full_key(k::SSL_REDIRECT)
+                ));
+            }
             for d in &member_drafts[i] {
                 let actions = actions(l.protocol, &d.backend, &mut errs);
                 rules.push(Rule {
@@ -262,6 +280,7 @@ pub fn build_rules(
                     ingress: members[i].key.clone(),
                     conditions: d.conditions.clone(),
                     actions,
+                    transforms: d.transforms.clone(),
                 });
             }
         }

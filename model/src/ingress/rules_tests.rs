@@ -270,6 +270,56 @@ fn authentication_on_https_only_and_service_overrides() {
 }
 
 #[test]
+fn jwt_validation_guards_https_rules_only_and_refuses_authentication_beside_it() {
+    let jwt = r#"{"jwksEndpoint":"https://idp/jwks","issuer":"https://idp",
+        "additionalClaims":[{"format":"string-array","name":"groups","values":["ops"]}]}"#;
+    let ann =
+        [("listen-ports", r#"[{"HTTP":80},{"HTTPS":443}]"#), ("certificate-arn", "arn:c"), ("jwt-validation", jwt)];
+    let s = with_default(spec(vec![rule("", vec![path("/", "Prefix", "web", P::N(80))])]), "web", P::N(80));
+    let p = plan(&[member("shop/web", &ann, s.clone())]);
+    let https = p.rules.iter().find(|l| l.port == 443).unwrap();
+    let web = fwd("shop", "web", ServicePort::Number(80));
+    let RuleAction::JwtValidation(j) = &https.rules[0].actions[0] else { panic!("{:?}", https.rules[0]) };
+    assert_eq!((j.issuer.as_str(), j.additional_claims[0].name.as_str()), ("https://idp", "groups"));
+    assert_eq!(https.rules[0].actions[1], web);
+    assert!(matches!(https.default_actions[..], [RuleAction::JwtValidation(_), _]), "the default backend too");
+    let http = p.rules.iter().find(|l| l.port == 80).unwrap();
+    assert_eq!(http.rules[0].actions, std::slice::from_ref(&web), "as in ALBC: none on HTTP");
+    assert_eq!(http.default_actions, [web]);
+    let warned: Vec<&String> = p.warnings.iter().filter(|w| w.contains("jwt-validation")).collect();
+    assert!(
+        warned.len() == 1 && warned[0].contains("HTTP port 80") && warned[0].contains("ssl-redirect"),
+        "{:?}",
+        p.warnings
+    );
+    // With ssl-redirect the HTTP listener has no rules: nothing to warn about.
+    let redirected = [ann[0], ann[1], ann[2], ("ssl-redirect", "443")];
+    let p = plan(&[member("shop/web", &redirected, s.clone())]);
+    assert!(!p.warnings.iter().any(|w| w.contains("jwt-validation")), "{:?}", p.warnings);
+    // Authentication on the same rules is refused, as ALBC refuses it.
+    let cognito = r#"{"userPoolARN":"arn:pool","userPoolClientID":"c","userPoolDomain":"d"}"#;
+    let both = [ann[0], ann[1], ann[2], ("auth-type", "cognito"), ("auth-idp-cognito", cognito)];
+    let text = errors(&[member("shop/web", &both, s)]);
+    assert!(text.contains("cannot both be configured") && text.contains("shop/web"), "{text}");
+}
+
+#[test]
+fn transforms_go_to_their_backends_rules_on_every_listener() {
+    let url = r#"[{"type":"url-rewrite","urlRewriteConfig":{"rewrites":[{"regex":"^/api/(.*)$","replace":"/$1"}]}}]"#;
+    let ann =
+        [("listen-ports", r#"[{"HTTP":80},{"HTTPS":443}]"#), ("certificate-arn", "arn:c"), ("transforms.api", url)];
+    let s = spec(vec![rule("", vec![path("/", "Prefix", "web", P::N(80)), path("/api", "Prefix", "api", P::N(8080))])]);
+    let p = plan(&[member("shop/web", &ann, s)]);
+    for l in &p.rules {
+        let by_path: Vec<(Vec<Condition>, usize)> =
+            l.rules.iter().map(|r| (r.conditions.clone(), r.transforms.len())).collect();
+        assert_eq!(by_path, [(vec![pp(&["/api", "/api/*"])], 1), (vec![pp(&["/*"])], 0)], "port {}", l.port);
+        let t = &l.rules[0].transforms[0];
+        assert_eq!((t.kind, t.rewrites[0].replace.as_str()), (crate::lb::TransformKind::UrlRewrite, "/$1"));
+    }
+}
+
+#[test]
 fn default_backend_precedence() {
     let g = |o: &'static str| vec![("group.name", "g"), ("group.order", o)];
     let plain = || spec(vec![rule("", vec![path("/a", "Exact", "web", P::N(80))])]);

@@ -7,6 +7,7 @@
 
 pub mod build;
 pub mod diff;
+mod jwt;
 mod mtls;
 pub mod subnets;
 
@@ -16,12 +17,15 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 pub mod naming;
 mod rule;
 pub mod tags;
+mod transform;
 
+pub use jwt::{JWT_CLAIMS_MAX, JWT_DEFAULT_CLAIMS, JWT_FIELD_MAX_LEN, JwtClaim, JwtClaimFormat, JwtValidation};
 pub use mtls::{MtlsMode, MutualAuthentication};
 pub use rule::{
     AuthenticateCognito, AuthenticateOidc, Condition, OIDC_SECRET_DIGEST_TAG, QueryStringPair, REGEX_VALUE_MAX_LEN,
     RULE_PRIORITIES, Rule, VALUES_PER_CONDITION_MAX, oidc_secret_digest, regex_value_problem,
 };
+pub use transform::{REWRITE_MAX_LEN, Rewrite, Transform, TransformKind, transform_problems};
 
 /// AWS resource tags (key → value), sorted so comparisons and hashes are stable.
 pub type Tags = BTreeMap<String, String>;
@@ -210,6 +214,8 @@ pub enum Action {
     /// ALB only; comes before the action it guards.
     AuthenticateOidc(AuthenticateOidc),
     AuthenticateCognito(AuthenticateCognito),
+    /// ALB HTTPS listeners only; comes before the action it guards.
+    JwtValidation(JwtValidation),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

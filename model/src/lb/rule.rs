@@ -9,7 +9,7 @@
 //! case-insensitively), and an order-only difference never costs a ModifyRule. Actions keep their
 //! order: it is their meaning (authenticate, then forward).
 
-use super::{Action, Tags};
+use super::{Action, Tags, Transform};
 use std::collections::BTreeMap;
 
 /// Priorities AWS accepts for non-default rules.
@@ -21,6 +21,8 @@ pub struct Rule {
     pub priority: u32,
     pub conditions: Vec<Condition>,
     pub actions: Vec<Action>,
+    /// Applied to a matching request before its action; compared in [`Transform`] order.
+    pub transforms: Vec<Transform>,
     pub tags: Tags,
 }
 
@@ -35,7 +37,13 @@ pub enum Condition {
     PathPattern(Vec<String>),
     /// `PathPatternConfig.RegexValues`.
     PathPatternRegex(Vec<String>),
+    /// `HttpHeaderConfig.Values`: header values with `*` / `?` wildcards.
     HttpHeader {
+        name: String,
+        values: Vec<String>,
+    },
+    /// `HttpHeaderConfig.RegexValues`.
+    HttpHeaderRegex {
         name: String,
         values: Vec<String>,
     },
@@ -121,7 +129,7 @@ impl Condition {
         match self {
             Condition::HostHeader(_) | Condition::HostHeaderRegex(_) => "host-header",
             Condition::PathPattern(_) | Condition::PathPatternRegex(_) => "path-pattern",
-            Condition::HttpHeader { .. } => "http-header",
+            Condition::HttpHeader { .. } | Condition::HttpHeaderRegex { .. } => "http-header",
             Condition::HttpRequestMethod(_) => "http-request-method",
             Condition::QueryString(_) => "query-string",
             Condition::SourceIp(_) => "source-ip",
@@ -146,6 +154,9 @@ impl Condition {
             Condition::HttpHeader { name, values } => {
                 Condition::HttpHeader { name: name.to_ascii_lowercase(), values: sorted(values, false) }
             }
+            Condition::HttpHeaderRegex { name, values } => {
+                Condition::HttpHeaderRegex { name: name.to_ascii_lowercase(), values: sorted(values, false) }
+            }
             Condition::HttpRequestMethod(v) => Condition::HttpRequestMethod(sorted(v, false)),
             Condition::QueryString(v) => {
                 let mut v = v.clone();
@@ -159,11 +170,14 @@ impl Condition {
 }
 
 impl Rule {
-    /// Conditions normalized and sorted; actions as they are (their order is their meaning).
+    /// Conditions normalized and sorted, transforms sorted (one per kind, so their order means
+    /// nothing); actions as they are (their order is their meaning).
     pub fn normalized(&self) -> Rule {
         let mut conditions: Vec<Condition> = self.conditions.iter().map(Condition::normalized).collect();
         conditions.sort();
-        Rule { conditions, ..self.clone() }
+        let mut transforms = self.transforms.clone();
+        transforms.sort();
+        Rule { conditions, transforms, ..self.clone() }
     }
 }
 
@@ -171,11 +185,16 @@ impl Rule {
 /// ALB regexes lack (lookaround, backreferences, atomic groups, possessive quantifiers,
 /// recursion, Unicode classes); `None` when it is acceptable.
 pub fn regex_value_problem(re: &str) -> Option<String> {
+    regex_problem(re, REGEX_VALUE_MAX_LEN)
+}
+
+/// [`regex_value_problem`] with another length limit (rule transforms take 1,024 characters).
+pub(super) fn regex_problem(re: &str, max_len: usize) -> Option<String> {
     if re.is_empty() {
         return Some("is empty".into());
     }
-    if re.len() > REGEX_VALUE_MAX_LEN {
-        return Some(format!("is {} characters long, more than the {REGEX_VALUE_MAX_LEN} AWS accepts", re.len()));
+    if re.len() > max_len {
+        return Some(format!("is {} characters long, more than the {max_len} AWS accepts", re.len()));
     }
     if let Some(c) = re.chars().find(|c| !(c.is_ascii_graphic() || *c == ' ')) {
         return Some(format!("contains {c:?}; AWS matches visible ASCII characters only"));
@@ -258,6 +277,7 @@ mod tests {
                 Condition::HostHeader(vec!["Example.COM".into()]),
             ],
             actions: vec![],
+            transforms: vec![],
             tags: Tags::new(),
         };
         let b = Rule {

@@ -52,17 +52,17 @@ async fn a_protection_that_cannot_be_applied_holds_the_alb_as_it_is() {
     })
     .await;
 
-    // Existing: JWT validation added together with a second path. Neither is applied: the rules
-    // stay as they were, not one write.
+    // Existing: Shield Advanced asked for together with a second path. Neither is applied: the
+    // rules stay as they were, not one write.
     let mark = f.emu.mark().await;
-    let jwt = r#"{"issuer": "https://idp.example.com", "jwksEndpoint": "https://idp.example.com/jwks"}"#;
-    let mut changed = ingress("web", vec![path("/a", "svc-a"), path("/b", "svc-b")], &[("jwt-validation", jwt)]);
+    let mut changed =
+        ingress("web", vec![path("/a", "svc-a"), path("/b", "svc-b")], &[("shield-advanced-protection", "true")]);
     let current = f.ingresses(&ns).get("web").await.unwrap();
     changed.metadata.resource_version = current.metadata.resource_version.clone();
     changed.metadata.finalizers = current.metadata.finalizers.clone();
     f.ingresses(&ns).replace("web", &PostParams::default(), &changed).await.expect("replace ingress");
-    held("jwt-validation").await;
-    f.settled(&ctl, &ns, "web", "the jwt-validation Warning").await;
+    held("shield-advanced-protection").await;
+    f.settled(&ctl, &ns, "web", "the shield-advanced-protection Warning").await;
     let (calls, _) = f.emu.calls(mark, None).await;
     assert_eq!(
         emulator::writes(&calls, &ctl.access_key),
@@ -70,7 +70,7 @@ async fn a_protection_that_cannot_be_applied_holds_the_alb_as_it_is() {
         "the ALB is left exactly as it was: {:#?}",
         emulator::write_details(&calls, &ctl.access_key)
     );
-    assert_eq!(f.rules(&lbs[0]).await, before, "no rule for /b without its JWT check");
+    assert_eq!(f.rules(&lbs[0]).await, before, "no rule for /b without its protection");
 
     // Deleting the Ingress is never held: the ALB goes.
     f.ingresses(&ns).delete("web", &DeleteParams::default()).await.unwrap();

@@ -40,16 +40,7 @@ async fn verify_waits_for_its_trust_store_and_modes_change_in_place() {
         let ann: Vec<(&str, &str)> = ann.iter().map(|(k, v)| (*k, v.as_str())).collect();
         ingress("web", vec![path("/", "svc-a")], &ann)
     };
-    let replace = |ing: Ingress| {
-        let api = f.ingresses(&ns);
-        async move {
-            let mut ing = ing;
-            let current = api.get("web").await.unwrap();
-            ing.metadata.resource_version = current.metadata.resource_version.clone();
-            ing.metadata.finalizers = current.metadata.finalizers.clone();
-            api.replace("web", &PostParams::default(), &ing).await.expect("replace ingress");
-        }
-    };
+    let replace = |ing: Ingress| f.replace_ingress(&ns, ing);
 
     // Verify against a trust store that does not exist yet: a Warning naming it, no ALB.
     let mark = f.emu.mark().await;

@@ -26,7 +26,8 @@ async fn a_changed_load_balancer_class_flag_freezes_the_service_instead_of_delet
     }
     // A Service reconcile and a binding reconcile after the Warning, then nothing written.
     f.settled(&ctl, "web", "the Frozen Warning").await;
-    ctl.settled("targetGroupBinding", "the Frozen Warning", kube_util::poke(&f.services(), "web")).await;
+    let services = f.services();
+    ctl.settled("targetGroupBinding", "the Frozen Warning", || kube_util::poke(&services, "web")).await;
     assert_eq!(f.writes_since(mark, &ctl).await, Vec::<String>::new(), "a frozen Service is not written to");
     assert_eq!(f.stack_arns("web").await, (lbs.clone(), tgs.clone()), "the NLB and target group stay");
     assert_eq!(f.hostname("web").await.as_deref(), Some(host.as_str()));

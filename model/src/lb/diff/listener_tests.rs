@@ -92,6 +92,7 @@ fn rule(priority: u32, path: &str, tg: &str) -> Rule {
         priority,
         conditions: vec![Condition::PathPattern(vec![path.into()])],
         actions: forward(tg),
+        transforms: vec![],
         tags: tags(&[("ingress.k8s.aws/stack", "ns/ing")]),
     }
 }
@@ -420,5 +421,42 @@ fn regex_conditions_round_trip_and_only_real_changes_modify() {
         let mut desired = regex_rule();
         change(&mut desired.listeners[0].rules[0].conditions);
         assert_eq!(summaries(&converge(&desired, &observed)), want, "{name}");
+    }
+}
+
+#[test]
+fn transforms_are_part_of_a_rule_and_their_order_is_not_a_change() {
+    use crate::lb::{Rewrite, Transform, TransformKind};
+    let t = |kind, regex: &str, replace: &str| Transform {
+        kind,
+        rewrites: vec![Rewrite { regex: regex.into(), replace: replace.into() }],
+    };
+    let with = |ts: Vec<Transform>| {
+        let mut d = with_rules(&[(1, "/a"), (2, "/b")]);
+        d.listeners[0].rules[0].transforms = ts;
+        d
+    };
+    let both = || {
+        vec![
+            t(TransformKind::UrlRewrite, "^/a/(.*)$", "/$1"),
+            t(TransformKind::HostHeaderRewrite, "^a\\.example$", "b.example"),
+        ]
+    };
+    let observed = materialize(&with(both()));
+    let mut reversed = both();
+    reversed.reverse();
+    let cases: Vec<(&str, Vec<Transform>, Vec<&str>)> = vec![
+        ("same", both(), vec![]),
+        ("kinds in the other order", reversed, vec![]),
+        (
+            "a replacement changes",
+            vec![both()[0].clone(), t(TransformKind::HostHeaderRewrite, "^a\\.example$", "c.example")],
+            vec!["modify rule 1 on listener 80"],
+        ),
+        ("one removed", vec![both()[0].clone()], vec!["modify rule 1 on listener 80"]),
+        ("all removed", vec![], vec!["modify rule 1 on listener 80"]),
+    ];
+    for (name, ts, want) in cases {
+        assert_eq!(summaries(&converge(&with(ts), &observed)), want, "{name}");
     }
 }

@@ -2,17 +2,17 @@
 
 use super::plan::{TgIndex, tag_steps};
 use super::{PlanError, PlanOptions, ResourceKind, Step};
-use crate::lb::{Action, Condition, Listener, OIDC_SECRET_DIGEST_TAG, Observed, RULE_PRIORITIES, Rule};
+use crate::lb::{Action, Condition, Listener, OIDC_SECRET_DIGEST_TAG, Observed, RULE_PRIORITIES, Rule, Transform};
 use std::collections::BTreeSet;
 
 /// What a rule does, independent of its priority, tags, value order and target-group spelling;
 /// plus the digest of its OIDC client credentials (AWS never returns the secret itself).
-type Content = (Vec<Condition>, Vec<Action>, Option<String>);
+type Content = (Vec<Condition>, Vec<Action>, Vec<Transform>, Option<String>);
 
 fn content(r: &Rule, tgs: &TgIndex<'_>) -> Content {
     let n = r.normalized();
     let actions = tgs.normalize_actions(&n.actions).iter().map(Action::without_secrets).collect();
-    (n.conditions, actions, r.tags.get(OIDC_SECRET_DIGEST_TAG).cloned())
+    (n.conditions, actions, n.transforms, r.tags.get(OIDC_SECRET_DIGEST_TAG).cloned())
 }
 
 /// Desired priorities unique and in range, for every listener, before any step is planned.

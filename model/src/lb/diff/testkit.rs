@@ -371,6 +371,8 @@ impl Sim {
                 let r = self.rule_mut(arn);
                 r.spec.conditions = rule.conditions.clone();
                 r.spec.actions = actions;
+                // ALBC's and our ModifyRule: the transforms given, or ResetTransforms when none is left.
+                r.spec.transforms = rule.transforms.clone();
             }
             Step::SetRulePriorities { port, priorities } => {
                 let listener = self.listener_arn(*port);
