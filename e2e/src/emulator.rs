@@ -44,6 +44,15 @@ pub fn writes(calls: &[Call], access_key: &str) -> Vec<String> {
         .collect()
 }
 
+/// [`writes`] that name no target group or one of `target_groups`: a controller that watches every
+/// namespace also finishes other tests' bindings left behind in terminating namespaces (their
+/// DeregisterTargets are its writes too, on target groups that are not the test's).
+pub fn writes_on(calls: &[Call], access_key: &str, target_groups: &[String]) -> Vec<String> {
+    let theirs = |c: &&Call| c.target_group_arn.as_ref().is_some_and(|tg| !target_groups.contains(tg));
+    let ours: Vec<Call> = calls.iter().filter(|c| !theirs(c)).cloned().collect();
+    writes(&ours, access_key)
+}
+
 /// The write calls `access_key` made, one line each with the target group and target count, for an
 /// assertion message that says which target group a surprise write touched.
 pub fn write_details(calls: &[Call], access_key: &str) -> Vec<String> {
