@@ -17,7 +17,8 @@ import re
 import threading
 from typing import Any
 
-_UNSUPPORTED_REGEX = re.compile(r"\(\?<?[=!]|\(\?>|\\[1-9]|\\[pP]\{|[*+?}]\+")
+from listener_patches import _UNSUPPORTED_REGEX  # next to this file: the regex features ALB lacks
+
 _CONFIG = {"host-header-rewrite": "HostHeaderRewriteConfig", "url-rewrite": "UrlRewriteConfig"}
 _MAX = 1024
 # The transforms of the request being answered, for the backend calls below it (the emulator serves one request
