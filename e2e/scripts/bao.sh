@@ -26,7 +26,8 @@
 set -euo pipefail
 
 E2E="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-RUN="$E2E/.run"
+# The environment's run directory (a second environment beside the first has its own: e2e/up LBC_E2E_RUN_DIR).
+RUN="${LBC_E2E_ROOT:-$E2E/.run}"
 LOGS="$RUN/logs"
 PIDS="$RUN/pids"
 DIR="$RUN/bao"

@@ -16,7 +16,8 @@ import urllib.request
 from typing import Any
 
 E2E_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-RUN_DIR = os.path.join(E2E_DIR, ".run")
+# A second environment (e2e/up with LBC_E2E_RUN_DIR) names its own run directory in its variables.
+RUN_DIR = os.environ.get("LBC_E2E_ROOT") or os.path.join(E2E_DIR, ".run")
 
 
 class ApiError(Exception):
@@ -34,7 +35,7 @@ class ApiError(Exception):
 def load_env() -> dict[str, str]:
     """os.environ, completed with the export lines of e2e/.run/env for keys not already set."""
     env = dict(os.environ)
-    path = os.environ.get("LBC_ENV_FILE") or os.path.join(RUN_DIR, "env")
+    path = os.environ.get("LBC_ENV_FILE") or os.environ.get("LBC_E2E_ENV") or os.path.join(RUN_DIR, "env")
     if os.path.exists(path):
         with open(path) as f:
             for line in f:

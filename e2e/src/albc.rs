@@ -59,8 +59,8 @@ impl AlbcProc {
     /// Starts ALBC watching every namespace, electing its leader on Lease `lease` in `lease_ns`.
     pub fn start(env: &Env, bin: &std::path::Path, lease_ns: &str, lease: &str, extra: &[&str]) -> Self {
         let (metrics_port, health_port, webhook_port) = (free_port(), free_port(), free_port());
-        let log = env.repo.join(format!("e2e/.run/logs/albc-{metrics_port}.log"));
-        let cert_dir = env.repo.join(format!("e2e/.run/albc-cert-{metrics_port}"));
+        let log = env.run_dir().join(format!("logs/albc-{metrics_port}.log"));
+        let cert_dir = env.run_dir().join(format!("albc-cert-{metrics_port}"));
         // No webhook configuration points at it; it refuses to start without a serving pair.
         crate::webhook::write_cert(&cert_dir);
         let endpoints: Vec<String> = SERVICES.iter().map(|s| format!("{s}={}", env.aws_endpoint())).collect();

@@ -9,7 +9,7 @@ use tokio::time::Instant;
 pub fn up(env: &Env) -> std::collections::HashMap<String, String> {
     let out = Command::new(env.repo.join("e2e/scripts/bao.sh")).envs(env.vars()).output().expect("running bao.sh");
     assert!(out.status.success(), "e2e/scripts/bao.sh failed:\n{}", String::from_utf8_lossy(&out.stderr));
-    let text = std::fs::read_to_string(env.repo.join("e2e/.run/bao.env")).expect("e2e/.run/bao.env");
+    let text = std::fs::read_to_string(env.run_dir().join("bao.env")).expect("e2e/.run/bao.env");
     text.lines()
         .filter_map(|l| l.strip_prefix("export "))
         .filter_map(|l| l.split_once('='))
@@ -39,7 +39,7 @@ pub struct SealedBao {
 
 impl SealedBao {
     pub async fn start(env: &Env) -> Self {
-        let vars = std::fs::read_to_string(env.repo.join("e2e/.run/bao.env")).unwrap();
+        let vars = std::fs::read_to_string(env.run_dir().join("bao.env")).unwrap();
         let bin = vars
             .lines()
             .find_map(|l| l.strip_prefix("export LBC_BAO_BIN="))
@@ -48,7 +48,7 @@ impl SealedBao {
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let addr = format!("http://127.0.0.1:{port}");
         let token = format!("{:032x}", fastrand::u128(..));
-        let log = std::fs::File::create(env.repo.join(format!("e2e/.run/logs/bao-sealed-{port}.log"))).unwrap();
+        let log = std::fs::File::create(env.run_dir().join(format!("logs/bao-sealed-{port}.log"))).unwrap();
         let child = Command::new(bin)
             .args(["server", "-dev", &format!("-dev-listen-address=127.0.0.1:{port}"), "-dev-no-store-token"])
             .env("BAO_DEV_ROOT_TOKEN_ID", &token)

@@ -116,7 +116,7 @@ impl ControllerProc {
     fn launch(env: &Env, ns: &str, lease: &str, extra: &[&str], vars: &[(&str, String)], static_keys: bool) -> Self {
         let ports = Ports { metrics: free_port(), health: free_port(), webhook: free_port() };
         let (metrics_port, health_port, webhook_port) = (ports.metrics, ports.health, ports.webhook);
-        let log = env.repo.join(format!("e2e/.run/logs/controller-{ns}-{metrics_port}.log"));
+        let log = env.run_dir().join(format!("logs/controller-{ns}-{metrics_port}.log"));
         let access_key = if static_keys { format!("E2ECTL{metrics_port}") } else { String::new() };
         let file = std::fs::File::create(&log).expect("controller log");
         let mut cmd = Command::new(binary());
@@ -127,7 +127,7 @@ impl ControllerProc {
             for k in ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"] {
                 cmd.env_remove(k);
             }
-            let nowhere = env.repo.join("e2e/.run/no-such-aws-file");
+            let nowhere = env.run_dir().join("no-such-aws-file");
             cmd.env("AWS_SHARED_CREDENTIALS_FILE", &nowhere).env("AWS_CONFIG_FILE", &nowhere);
         }
         let child = cmd

@@ -120,7 +120,7 @@ impl JaegerProc {
             });
         let (otlp_http_port, otlp_grpc_port, query_port, query_grpc_port, admin_port, coll_http, coll_grpc) =
             (free_port(), free_port(), free_port(), free_port(), free_port(), free_port(), free_port());
-        let log = env.repo.join(format!("e2e/.run/logs/jaeger-{name}-{otlp_http_port}.log"));
+        let log = env.run_dir().join(format!("logs/jaeger-{name}-{otlp_http_port}.log"));
         let file = std::fs::File::create(&log).expect("jaeger log");
         let at = |p: u16| format!("127.0.0.1:{p}");
         let child = Command::new(&bin)

@@ -82,6 +82,12 @@ impl Env {
         self.vars.get(key).map(String::as_str).unwrap_or_else(|| panic!("{key} missing from e2e/.run/env"))
     }
 
+    /// The environment's run directory (`LBC_E2E_ROOT`: `e2e/.run`, or a second environment's own):
+    /// where tests put logs, certificates and other files of theirs.
+    pub fn run_dir(&self) -> PathBuf {
+        PathBuf::from(self.get("LBC_E2E_ROOT"))
+    }
+
     pub fn aws_endpoint(&self) -> &str {
         self.get("LBC_AWS_ENDPOINT")
     }

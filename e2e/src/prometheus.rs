@@ -102,7 +102,7 @@ impl Prometheus {
         }
         let config_path = dir.join("prometheus.yml");
         std::fs::write(&config_path, config).expect("write prometheus.yml");
-        let log = env.repo.join(format!("e2e/.run/logs/prometheus-{port}.log"));
+        let log = env.run_dir().join(format!("logs/prometheus-{port}.log"));
         let file = std::fs::File::create(&log).expect("prometheus log");
         let child = Command::new(bin)
             .arg(format!("--config.file={}", config_path.display()))

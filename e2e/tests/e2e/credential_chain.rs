@@ -90,7 +90,7 @@ async fn irsa_web_identity_keys_sign_the_controllers_calls() {
     else {
         return;
     };
-    let dir = s.env.repo.join("e2e/.run").join(unique("irsa"));
+    let dir = s.env.run_dir().join(unique("irsa"));
     // What the EKS pod identity webhook mounts: a projected service-account token (any JWT-shaped text here).
     let token = write_file(
         &dir,
@@ -148,7 +148,7 @@ async fn pod_identity_agent_keys_sign_the_controllers_calls() {
     else {
         return;
     };
-    let dir = s.env.repo.join("e2e/.run").join(unique("pod-identity"));
+    let dir = s.env.run_dir().join(unique("pod-identity"));
     let token = unique("agent-token");
     let token_file = write_file(&dir, "eks-pod-identity-token", &token);
     let agent = Agent {

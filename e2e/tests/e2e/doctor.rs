@@ -182,7 +182,7 @@ async fn doctor_names_a_sealed_vault() {
     lbc_e2e::bao::up(&env);
     let sealed = lbc_e2e::bao::SealedBao::start(&env).await;
     let (client, ns) = namespace(&env, "doc-vault", &[]).await;
-    let token = env.repo.join(format!("e2e/.run/{ns}-token.jwt"));
+    let token = env.run_dir().join(format!("{ns}-token.jwt"));
     std::fs::write(&token, "not-a-real-token").unwrap();
     let r = doctor(
         &env,
@@ -334,7 +334,7 @@ impl Healthy {
     async fn start(env: &Env, prefix: &str) -> Self {
         let id = unique(prefix);
         let (client, ns) = namespace(env, &id, &[(GATE_LABEL, "enabled"), ("lbc-e2e/webhook-test", &id)]).await;
-        let cert_dir = env.repo.join(format!("e2e/.run/{id}-certs"));
+        let cert_dir = env.run_dir().join(format!("{id}-certs"));
         let ca = write_cert(&cert_dir);
         let ctl = ControllerProc::start(
             env,
@@ -482,7 +482,7 @@ fn tool(env: &Env, program: &std::path::Path, args: &[&str], input: Option<&str>
 /// `ns` with `values`, as JSON documents.
 fn render_hook(env: &Env, release: &str, ns: &str, values: &Value) -> Vec<Value> {
     let helm = tool(env, &env.repo.join("charts/scripts/helm.sh"), &[], None).trim().to_string();
-    let file = env.repo.join(format!("e2e/.run/{release}-values.json"));
+    let file = env.run_dir().join(format!("{release}-values.json"));
     std::fs::write(&file, values.to_string()).unwrap();
     let chart = env.repo.join("charts/aws-lb-controller");
     let yaml = tool(
@@ -550,7 +550,7 @@ async fn doctor_helm_test_hook_command_passes_on_the_healthy_environment() {
     let list = json!({"apiVersion": "v1", "kind": "List", "items": rbac}).to_string();
     tool(&env, &kubectl, &["apply", "-f", "-"], Some(&list));
     let token = tool(&env, &kubectl, &["create", "token", &sa, "-n", &h.ns, "--duration=10m"], None);
-    let kubeconfig = env.repo.join(format!("e2e/.run/{}-doctor.kubeconfig", h.id));
+    let kubeconfig = env.run_dir().join(format!("{}-doctor.kubeconfig", h.id));
     let config = json!({"apiVersion": "v1", "kind": "Config", "current-context": "doctor",
         "clusters": [{"name": "e2e", "cluster": {"server": env.get("LBC_KUBE_SERVER"), "certificate-authority": env.get("LBC_KUBE_CA_FILE")}}],
         "users": [{"name": sa, "user": {"token": token.trim()}}],

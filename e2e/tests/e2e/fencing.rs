@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 /// A kubeconfig like the environment's, whose server is `server` (e.g. a proxy).
 fn kubeconfig_via(f: &TgbScene, server: &str) -> std::path::PathBuf {
     let text = std::fs::read_to_string(f.env.get("KUBECONFIG")).expect("kubeconfig");
-    let path = f.env.repo.join(format!("e2e/.run/kubeconfig-{}", f.ns));
+    let path = f.env.run_dir().join(format!("kubeconfig-{}", f.ns));
     std::fs::write(&path, text.replace(f.env.get("LBC_KUBE_SERVER"), server)).expect("write kubeconfig");
     path
 }

@@ -185,7 +185,7 @@ async fn foreign_target_group_is_denied_and_never_written() {
     let ns = format!("{id}-wh");
     kube_util::namespace(&c.client, &ns, &[("lbc-e2e/webhook-test", &id)]).await;
     c.env.pods(&["service", &ns, "web", "--port", "80", "--target-port", "8080"]);
-    let cert_dir = c.env.repo.join(format!("e2e/.run/{id}-certs"));
+    let cert_dir = c.env.run_dir().join(format!("{id}-certs"));
     let ca = write_cert(&cert_dir);
     let ctl = ControllerProc::start(
         &c.env,

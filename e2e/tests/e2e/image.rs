@@ -178,7 +178,7 @@ fn archive(env: &Env) -> PathBuf {
         assert!(a.is_file(), "LBC_IMAGE_ARCHIVE={} is not a file: point it at image/build's output", a.display());
         return a;
     }
-    let out_dir = env.repo.join("e2e/.run/image");
+    let out_dir = env.run_dir().join("image");
     let bin = binary();
     let printed = run(Command::new(env.repo.join("image/build"))
         .arg("--binary")
@@ -341,7 +341,7 @@ async fn image_runs_under_containerd_as_65532_with_a_read_only_root() {
     let kubeconfig = kubeconfig.display().to_string();
     let ports = Ports { metrics: free_port(), health: free_port(), webhook: free_port() };
     let access_key = format!("E2EIMAGE{}", ports.metrics);
-    let log = env.repo.join(format!("e2e/.run/logs/controller-image-{}.log", ports.metrics));
+    let log = env.run_dir().join(format!("logs/controller-image-{}.log", ports.metrics));
     let log_uri = format!("file://{}", log.display());
     let vars = [
         format!("AWS_ACCESS_KEY_ID={access_key}"),

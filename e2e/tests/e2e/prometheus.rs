@@ -169,7 +169,7 @@ async fn prometheus_scrapes_the_controller_and_every_dashboard_query_has_data() 
     .expect("dashboard JSON");
 
     let Some(f) = TgbScene::setup("prom_dash", 3, true).await else { return };
-    let run_dir = f.env.repo.join(format!("e2e/.run/{}", f.ns));
+    let run_dir = f.env.run_dir().join(format!("{}", f.ns));
     // AWS keys from a file with an expiry: the expiry gauge is non-zero, and rewriting the file is a refresh.
     let creds = run_dir.join("aws-credentials");
     let write_creds = |key: &str| {
@@ -442,7 +442,7 @@ async fn prometheus_scrapes_the_controller_and_every_dashboard_query_has_data() 
         }
         results.insert((q.panel.clone(), q.ref_id.clone()), series);
     }
-    let out = f.env.repo.join("e2e/.run/prometheus-dashboard-values.txt");
+    let out = f.env.run_dir().join("prometheus-dashboard-values.txt");
     std::fs::write(&out, report.join("\n") + "\n").unwrap();
     println!("{} queries evaluated; values written to {}", queries.len() + vars.len(), out.display());
     assert!(

@@ -127,7 +127,7 @@ async fn a_registration_is_one_trace_in_a_real_receiver_and_its_log_lines_carry_
     .await;
     assert!(exposition.trim_end().ends_with("# EOF"), "OpenMetrics exposition ends with # EOF");
     // Kept for parsers outside this test (docs/observability.md: how the exposition was checked).
-    let _ = std::fs::write(f.env.repo.join(format!("e2e/.run/logs/exposition-{}.txt", f.ns)), &exposition);
+    let _ = std::fs::write(f.env.run_dir().join(format!("logs/exposition-{}.txt", f.ns)), &exposition);
     ctl.terminate();
     f.cleanup().await;
 }

@@ -547,7 +547,7 @@ fn not_after_of(pem: &[u8]) -> i64 {
 /// A Secret as the old chart (or ALBC's) rendered it: an RSA CA and an RSA leaf for 127.0.0.1
 /// (PKCS#1 key, as Helm's genSignedCert writes it), from openssl; no `ca.key`.
 fn helm_style_secret(env: &Env, id: &str) -> Vec<(&'static str, Vec<u8>)> {
-    let dir = env.repo.join(format!("e2e/.run/{id}-helm-certs"));
+    let dir = env.run_dir().join(format!("{id}-helm-certs"));
     std::fs::create_dir_all(&dir).unwrap();
     let p = |f: &str| dir.join(f).to_string_lossy().into_owned();
     let run = |args: &[&str]| {

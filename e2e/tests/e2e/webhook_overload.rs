@@ -232,7 +232,7 @@ async fn flood(env: &Env, client_ca: bool) {
     let emu = Emulator::new(env.aws_endpoint());
     let id = unique("whflood");
     let ns = format!("{id}-apps");
-    let cert_dir = env.repo.join(format!("e2e/.run/{id}-certs"));
+    let cert_dir = env.run_dir().join(format!("{id}-certs"));
     let ca = write_cert(&cert_dir);
     kube_util::namespace(
         &client,

@@ -35,7 +35,7 @@ async fn webhooks_inject_gates_validate_bindings_and_survive_outages() {
     let emu = Emulator::new(env.aws_endpoint());
     let id = unique("wh");
     let (ns, other_ns) = (format!("{id}-in"), format!("{id}-out"));
-    let cert_dir = env.repo.join(format!("e2e/.run/{id}-certs"));
+    let cert_dir = env.run_dir().join(format!("{id}-certs"));
     let ca = write_cert(&cert_dir);
 
     // Namespace `ns` opts in to gate injection; `other_ns` does not.
@@ -200,7 +200,7 @@ async fn ingress_webhooks_enforce_class_params_and_annotations() {
     let client = kube_util::client(&env).await;
     let id = unique("ingwh");
     let ns = id.clone();
-    let cert_dir = env.repo.join(format!("e2e/.run/{id}-certs"));
+    let cert_dir = env.run_dir().join(format!("{id}-certs"));
     let ca = write_cert(&cert_dir);
     kube_util::namespace(&client, &ns, &[("lbc-e2e/webhook-test", &id), ("team", &id)]).await;
 
@@ -359,7 +359,7 @@ async fn credentials_outage_keeps_readiness_and_gate_injection() {
     let client = kube_util::client(&env).await;
     let id = unique("whcred");
     let ns = id.clone();
-    let cert_dir = env.repo.join(format!("e2e/.run/{id}-certs"));
+    let cert_dir = env.run_dir().join(format!("{id}-certs"));
     let ca = write_cert(&cert_dir);
     kube_util::namespace(
         &client,

@@ -1377,7 +1377,7 @@ struct ScenarioBao {
 impl ScenarioBao {
     async fn up(env: &Env) -> Self {
         let vars = lbc_e2e::bao::up(env);
-        let log_path = env.repo.join("e2e/.run/logs/bao.log");
+        let log_path = env.run_dir().join("logs/bao.log");
         let log = std::fs::read_to_string(&log_path).unwrap_or_default();
         let unseal_key = log
             .lines()
