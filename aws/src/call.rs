@@ -18,6 +18,9 @@ pub enum Service {
     Ec2,
     Acm,
     Wafv2,
+    /// WAF Classic web ACL associations.
+    WafRegional,
+    Shield,
     /// `GetCallerIdentity` (`aws-lb-controller doctor`) and `AssumeRole` (TargetGroupBinding
     /// `spec.iamRoleArnToAssume`).
     Sts,
@@ -31,6 +34,8 @@ impl Service {
             Self::Ec2 => lbc_model::throttle::EC2_SERVICE,
             Self::Acm => lbc_model::throttle::ACM_SERVICE,
             Self::Wafv2 => lbc_model::throttle::WAFV2_SERVICE,
+            Self::WafRegional => lbc_model::throttle::WAF_REGIONAL_SERVICE,
+            Self::Shield => lbc_model::throttle::SHIELD_SERVICE,
             Self::Sts => "STS",
         }
     }
@@ -42,6 +47,8 @@ impl Service {
             Self::Ec2 => "ec2",
             Self::Acm => "acm",
             Self::Wafv2 => "wafv2",
+            Self::WafRegional => "waf-regional",
+            Self::Shield => "shield",
             Self::Sts => "sts",
         }
     }

@@ -8,8 +8,8 @@ use aws_credential_types::provider::SharedCredentialsProvider;
 use std::collections::HashMap;
 
 /// Endpoint overrides by service. Keys accept ALBC's service IDs (`Elastic Load Balancing v2`,
-/// `EC2`, `STS`, `ACM`, `WAFV2`) and the short endpoint names (`elasticloadbalancing`, `ec2`, `sts`,
-/// `acm`, `wafv2`).
+/// `EC2`, `STS`, `ACM`, `WAFV2`, `WAF Regional`, `Shield`) and the short endpoint names
+/// (`elasticloadbalancing`, `ec2`, `sts`, `acm`, `wafv2`, `waf-regional`, `shield`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Endpoints {
     pub elbv2: Option<String>,
@@ -17,6 +17,8 @@ pub struct Endpoints {
     pub sts: Option<String>,
     pub acm: Option<String>,
     pub wafv2: Option<String>,
+    pub waf_regional: Option<String>,
+    pub shield: Option<String>,
 }
 
 /// An `--aws-api-endpoints` value that does not parse.
@@ -46,8 +48,12 @@ impl Endpoints {
                 "sts" => &mut out.sts,
                 "acm" => &mut out.acm,
                 "wafv2" => &mut out.wafv2,
+                "waf regional" | "waf-regional" => &mut out.waf_regional,
+                "shield" => &mut out.shield,
                 _ => {
-                    return Err(err("unknown service (known: Elastic Load Balancing v2, EC2, STS, ACM, WAFV2)"));
+                    return Err(err(
+                        "unknown service (known: Elastic Load Balancing v2, EC2, STS, ACM, WAFV2, WAF Regional, Shield)",
+                    ));
                 }
             };
             *slot = Some(url.to_string());
@@ -58,7 +64,7 @@ impl Endpoints {
     /// Same URL for every service (the local emulator).
     pub fn all(url: &str) -> Self {
         let u = || Some(url.to_string());
-        Self { elbv2: u(), ec2: u(), sts: u(), acm: u(), wafv2: u() }
+        Self { elbv2: u(), ec2: u(), sts: u(), acm: u(), wafv2: u(), waf_regional: u(), shield: u() }
     }
 }
 
@@ -77,6 +83,8 @@ pub struct Clients {
     pub ec2: aws_sdk_ec2::Client,
     pub acm: aws_sdk_acm::Client,
     pub wafv2: aws_sdk_wafv2::Client,
+    pub waf_regional: aws_sdk_wafregional::Client,
+    pub shield: aws_sdk_shield::Client,
     /// `doctor` (GetCallerIdentity) and assumed roles (AssumeRole).
     pub sts: aws_sdk_sts::Client,
     /// What the clients above were built from, for clients built later with other credentials
@@ -122,6 +130,15 @@ pub async fn build_clients(s: &ClientSettings) -> Clients {
     if let Some(u) = &s.endpoints.wafv2 {
         waf = waf.endpoint_url(u);
     }
+    let mut waf_regional = aws_sdk_wafregional::config::Builder::from(&shared);
+    if let Some(u) = &s.endpoints.waf_regional {
+        waf_regional = waf_regional.endpoint_url(u);
+    }
+    // The load balancer's region, as ALBC's client: the SDK's endpoint rules resolve Shield's endpoint.
+    let mut shield = aws_sdk_shield::config::Builder::from(&shared);
+    if let Some(u) = &s.endpoints.shield {
+        shield = shield.endpoint_url(u);
+    }
     let mut sts = aws_sdk_sts::config::Builder::from(&shared);
     if let Some(u) = &s.endpoints.sts {
         sts = sts.endpoint_url(u);
@@ -132,6 +149,8 @@ pub async fn build_clients(s: &ClientSettings) -> Clients {
         ec2: aws_sdk_ec2::Client::from_conf(ec2.build()),
         acm: aws_sdk_acm::Client::from_conf(acm.build()),
         wafv2: aws_sdk_wafv2::Client::from_conf(waf.build()),
+        waf_regional: aws_sdk_wafregional::Client::from_conf(waf_regional.build()),
+        shield: aws_sdk_shield::Client::from_conf(shield.build()),
         elbv2_endpoint: s.endpoints.elbv2.clone(),
         shared,
     }

@@ -16,6 +16,7 @@ const SVC: &str = "ec2";
 struct State {
     seq: u64,
     subnets: Vec<Subnet>,
+    route_tables: Vec<lbc_model::lb::subnets::RouteTable>,
     groups: BTreeMap<String, SecurityGroup>,
     enis: Vec<NetworkInterface>,
     calls: Vec<(&'static str, String)>,
@@ -44,6 +45,11 @@ fn group_missing(op: &'static str, id: &str) -> AwsError {
 impl FakeNetworking {
     pub fn add_subnet(&self, subnet: Subnet) {
         self.state.lock().unwrap().subnets.push(subnet);
+    }
+
+    /// A route table of the subnets' VPC (reachability discovery reads them all).
+    pub fn add_route_table(&self, table: lbc_model::lb::subnets::RouteTable) {
+        self.state.lock().unwrap().route_tables.push(table);
     }
 
     pub fn add_network_interface(&self, eni: NetworkInterface) {
@@ -92,6 +98,11 @@ impl FakeNetworking {
 
 #[async_trait]
 impl Networking for FakeNetworking {
+    async fn route_tables(&self, vpc_id: &str) -> Result<Vec<lbc_model::lb::subnets::RouteTable>, AwsError> {
+        // Every table the test added belongs to the one VPC the test's subnets are in.
+        Ok(self.enter("DescribeRouteTables", vpc_id)?.route_tables.clone())
+    }
+
     async fn subnets(&self, query: &SubnetQuery) -> Result<Vec<Subnet>, AwsError> {
         const OP: &str = "DescribeSubnets";
         let s = self.enter(OP, &format!("{query:?}"))?;

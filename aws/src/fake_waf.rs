@@ -71,3 +71,58 @@ impl WebAcls for FakeWebAcls {
         Ok(s.acls.iter().map(|(n, a)| (n.clone(), a.clone())).collect())
     }
 }
+
+/// In-memory WAF Classic (WAF Regional): web ACL IDs the test adds, associations per load balancer.
+#[derive(Default)]
+pub struct FakeClassicWebAcls {
+    /// web ACL IDs that exist; load balancer ARN → web ACL ID.
+    state: Mutex<(std::collections::BTreeSet<String>, BTreeMap<String, String>)>,
+    pub log: Mutex<FakeLog>,
+}
+
+impl FakeClassicWebAcls {
+    pub fn add(&self, id: &str) {
+        self.state.lock().unwrap().0.insert(id.into());
+    }
+
+    /// The web ACL ID associated with `resource_arn`, for assertions.
+    pub fn associated(&self, resource_arn: &str) -> Option<String> {
+        self.state.lock().unwrap().1.get(resource_arn).cloned()
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn enter(
+        &self,
+        op: &'static str,
+        about: &str,
+    ) -> Result<std::sync::MutexGuard<'_, (std::collections::BTreeSet<String>, BTreeMap<String, String>)>, AwsError>
+    {
+        if let Some(kind) = self.log.lock().unwrap().record(op, about) {
+            return Err(AwsError::new(kind, "waf-regional", op, "injected by FakeClassicWebAcls"));
+        }
+        Ok(self.state.lock().unwrap())
+    }
+}
+
+#[async_trait]
+impl crate::waf_classic::ClassicWebAcls for FakeClassicWebAcls {
+    async fn web_acl_for(&self, resource_arn: &str) -> Result<Option<String>, AwsError> {
+        Ok(self.enter("GetWebACLForResource", resource_arn)?.1.get(resource_arn).cloned())
+    }
+
+    async fn associate(&self, web_acl_id: &str, resource_arn: &str) -> Result<(), AwsError> {
+        const OP: &str = "AssociateWebACL";
+        let mut s = self.enter(OP, web_acl_id)?;
+        if !s.0.contains(web_acl_id) {
+            let msg = format!("web ACL {web_acl_id} does not exist");
+            return Err(AwsError::new(ErrorKind::NotFound, "waf-regional", OP, msg));
+        }
+        s.1.insert(resource_arn.into(), web_acl_id.into());
+        Ok(())
+    }
+
+    async fn disassociate(&self, resource_arn: &str) -> Result<(), AwsError> {
+        self.enter("DisassociateWebACL", resource_arn)?.1.remove(resource_arn);
+        Ok(())
+    }
+}

@@ -15,9 +15,10 @@
 //! - [`config`]: building SDK clients (region, endpoint overrides, credentials).
 //! - [`net`]: subnets, security groups, network interfaces.
 //! - [`doctor`]: read-only probes of `aws-lb-controller doctor` (caller identity, IAM actions).
-//! - [`waf`]: WAFv2 web ACL associations of load balancers.
-//! - [`fake`], [`fake_lb`], [`fake_net`], [`fake_acm`], [`fake_waf`], [`fake_instances`]: in-memory
-//!   ELBv2/EC2/ACM/WAFv2 for unit tests (WAFv2 behaviour itself is tested against the emulator:
+//! - [`waf`]: WAFv2 web ACL associations of load balancers; [`waf_classic`]: WAF Classic ones.
+//! - [`shield`]: Shield Advanced protections of load balancers.
+//! - [`fake`], [`fake_lb`], [`fake_net`], [`fake_acm`], [`fake_waf`], [`fake_shield`], [`fake_instances`]:
+//!   in-memory ELBv2/EC2/ACM/WAF/Shield for unit tests (WAFv2 behaviour itself is tested against the emulator:
 //!   e2e/tests/e2e/ingress_alb.rs).
 
 pub mod acm;
@@ -43,6 +44,8 @@ pub mod fake_lb;
 pub mod fake_log;
 #[cfg(any(test, feature = "fake"))]
 pub mod fake_net;
+#[cfg(any(test, feature = "fake"))]
+pub mod fake_shield;
 #[cfg(test)]
 mod fake_tests;
 #[cfg(any(test, feature = "fake"))]
@@ -51,7 +54,9 @@ pub mod instances;
 pub mod lb;
 pub mod metrics;
 pub mod net;
+pub mod shield;
 pub mod throttle;
 pub mod waf;
+pub mod waf_classic;
 
 pub use error::AwsError;

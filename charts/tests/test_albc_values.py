@@ -36,7 +36,7 @@ ALBC_ONLY_FLAGS = {
     "gateway-class-max-concurrent-reconciles", "globalaccelerator-max-concurrent-reconciles",
     "globalaccelerator-max-exponential-backoff-delay", "lb-stabilization-monitor-interval",
     "max-targets-per-target-group", "enable-endpoint-slices", "enable-manage-backend-security-group-rules",
-    "enable-waf", "enable-shield", "aws-vpc-tag-key", "allowed-certificate-authority-arns",
+    "aws-vpc-tag-key", "allowed-certificate-authority-arns",
     "default-pca-arn", "quic-environment-variable-name", "tolerate-non-existent-backend-service",
     "tolerate-non-existent-backend-action",
 }

@@ -21,13 +21,16 @@ CLUSTER_TAG = "elbv2.k8s.aws/cluster"
 
 # SDK crate -> IAM service prefix.
 SDK_IAM = {"aws-sdk-elasticloadbalancingv2": "elasticloadbalancing", "aws-sdk-ec2": "ec2", "aws-sdk-sts": "sts",
-           "aws-sdk-acm": "acm", "aws-sdk-wafv2": "wafv2"}
+           "aws-sdk-acm": "acm", "aws-sdk-wafv2": "wafv2", "aws-sdk-wafregional": "waf-regional",
+           "aws-sdk-shield": "shield"}
 
 # Permissions AWS checks on top of the called operation (no SDK call of their own).
 IMPLIED = {
     # WAF asks the load balancer's service too before (dis)associating a web ACL with an ALB.
     "wafv2:associatewebacl": {"elasticloadbalancing:setwebacl"},
     "wafv2:disassociatewebacl": {"elasticloadbalancing:setwebacl"},
+    "waf-regional:associatewebacl": {"elasticloadbalancing:setwebacl"},
+    "waf-regional:disassociatewebacl": {"elasticloadbalancing:setwebacl"},
 }
 
 # Actions AWS answers without any IAM permission (doctor's STS GetCallerIdentity: AWS documents that no
@@ -49,6 +52,12 @@ UNCONDITIONED = {
     # The web ACL is the user's; the load balancer side is checked by the conditioned SetWebAcl.
     ("wafv2:AssociateWebACL", "*"): "the ALB side is conditioned through elasticloadbalancing:SetWebAcl",
     ("wafv2:DisassociateWebACL", "*"): "the ALB side is conditioned through elasticloadbalancing:SetWebAcl",
+    ("waf-regional:AssociateWebACL", "*"): "the ALB side is conditioned through elasticloadbalancing:SetWebAcl",
+    ("waf-regional:DisassociateWebACL", "*"): "the ALB side is conditioned through elasticloadbalancing:SetWebAcl",
+    # A protection has no tags IAM can tie to its load balancer's; the controller creates protections only
+    # for its own ALBs and deletes only those it named (lbc_model::lb::extras::ShieldProtection::is_ours).
+    ("shield:CreateProtection", "*"): "Shield protections carry no load balancer tags",
+    ("shield:DeleteProtection", "*"): "Shield protections carry no load balancer tags",
     # Listeners and rules: IAM cannot tie them to their load balancer's tags, and the controller
     # adopts the untagged ones of its own load balancers (made by ALBC before it tagged them; a rule
     # nobody wants on our listener is deleted, tagged or not, as in ALBC), so a resource-tag condition
@@ -123,7 +132,7 @@ def policies():
     found = [("docs/iam-policy.json", json.loads(POLICY.read_text()))]
     for f in sorted(p for p in CHART.rglob("*") if p.is_file()):
         lines = [ln for ln in f.read_text(errors="replace").splitlines() if not ln.lstrip().startswith("#")]
-        if any(re.search(r"\b(elasticloadbalancing|ec2|wafv2|acm):[A-Z]", ln) for ln in lines):
+        if any(re.search(r"\b(elasticloadbalancing|ec2|wafv2|waf-regional|shield|acm):[A-Z]", ln) for ln in lines):
             found.append((str(f.relative_to(REPO)), None))
     return found
 

@@ -455,6 +455,16 @@ pub struct Args {
     #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool, action = clap::ArgAction::Set)]
     pub enable_wafv2: bool,
 
+    /// Manage WAF Classic (WAF Regional) web ACL associations of ALBs from the `waf-acl-id` /
+    /// `web-acl-id` annotations (ALBC flag). Off: associations are left as they are.
+    #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool, action = clap::ArgAction::Set)]
+    pub enable_waf: bool,
+
+    /// Manage Shield Advanced protections of ALBs from the `shield-advanced-protection`
+    /// annotation (ALBC flag). Off: protections are left as they are.
+    #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool, action = clap::ArgAction::Set)]
+    pub enable_shield: bool,
+
     /// Log format.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -737,10 +747,12 @@ mod tests {
             parse(&["--max-targets-per-target-group=1000", "--globalaccelerator-max-concurrent-reconciles=2"]).unwrap();
         assert_eq!(given.len(), 2);
         assert!(parse(&["--enable-endpoint-slices=2"]).is_err());
-        let (a, given) = parse(&["--enable-shield", "--feature-gates=ALBSingleSubnet=true"]).unwrap();
+        let (a, given) =
+            parse(&["--enable-shield", "--enable-endpoint-slices=false", "--feature-gates=ALBSingleSubnet=true"])
+                .unwrap();
         let (gates, warnings) = assess_albc(&a, &given).unwrap();
-        assert!(gates.alb_single_subnet);
-        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(gates.alb_single_subnet && a.enable_shield && a.enable_waf);
+        assert_eq!(warnings.len(), 1, "only the ALBC-only flag: {warnings:?}");
         let (a, given) = parse(&["--feature-gates=ALBSingleSubnet=true,Nope=false"]).unwrap();
         assert!(assess_albc(&a, &given).unwrap_err().contains("unknown gate \"Nope\""), "refused, as ALBC does");
         let (a, given) = parse(&["--feature-gates=ALBSingleSubnet"]).unwrap();

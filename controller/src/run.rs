@@ -236,6 +236,11 @@ pub async fn run(mut args: Args, albc_only: Vec<lbc_model::compat::GivenFlag>) -
         lbs,
         net,
         waf: Arc::new(lbc_aws::waf::SdkWebAcls::new(clients.wafv2.clone(), runner.clone())),
+        waf_classic: Arc::new(lbc_aws::waf_classic::SdkClassicWebAcls::new(
+            clients.waf_regional.clone(),
+            runner.clone(),
+        )),
+        shield: Arc::new(lbc_aws::shield::SdkProtections::new(clients.shield.clone(), runner.clone())),
     };
     let ingress_ctx = Arc::new(crate::ingress::IngressCtx::new(
         ctx.clone(),
@@ -445,6 +450,8 @@ fn ingress_config(
         default_scheme: svc.default_scheme,
         gates: svc.gates,
         wafv2: args.enable_wafv2,
+        waf_classic: args.enable_waf,
+        shield: args.enable_shield,
         required_secrets_label: args
             .required_secrets_label
             .split_once('=')

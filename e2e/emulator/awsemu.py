@@ -42,6 +42,8 @@ import jwt_patches  # next to this file
 import listener_patches  # next to this file
 import mtls_patches  # next to this file
 import transform_patches  # next to this file
+import shield_patches  # next to this file
+import wafregional_patches  # next to this file
 import wafv2_patches  # next to this file
 
 LOG = logging.getLogger("awsemu")
@@ -855,6 +857,7 @@ class App:
 
     def _reset_moto(self) -> None:
         from moto.moto_api._internal.models import moto_api_backend
+        wafregional_patches.reset()
         if self.moto_lock:
             with self.moto_lock:
                 moto_api_backend.reset()
@@ -948,6 +951,10 @@ class App:
         elif rule:
             injected = "fault"
             status, headers, body = error_response(req, rule["code"], rule["message"], rule["http_status"])
+        elif req["service"] == "waf-regional":
+            # Not in moto: emulated whole by wafregional_patches (WAF Classic for load balancers).
+            status, headers, body = wafregional_patches.handle(environ.get("HTTP_X_AMZ_TARGET", ""), raw,
+                                                               req["region"])
         else:
             status, headers, body = self._call_moto(environ)
         duration_ms = (time.monotonic() - t0) * 1000.0
@@ -1006,6 +1013,7 @@ def main(argv: list[str] | None = None) -> None:
     lb_extras_patches.install()
     acm_patches.install()
     wafv2_patches.install()
+    shield_patches.install()
     install_ec2_patches()
     app = App(serialize=not args.no_serialize)
     STATE.settings["log_calls"] = args.verbose

@@ -136,6 +136,40 @@ pub async fn wafv2_web_acl_of(env: &Env, resource_arn: &str) -> Option<String> {
     out["WebACL"]["ARN"].as_str().map(String::from)
 }
 
+/// One WAF Classic (WAF Regional) call to the emulator.
+pub async fn waf_classic_call(env: &Env, operation: &str, body: serde_json::Value) -> serde_json::Value {
+    json_call(env, "waf-regional", "AWSWAF_Regional_20161128", operation, body).await
+}
+
+/// Creates a WAF Classic web ACL in the emulator; returns its ID.
+pub async fn waf_classic_web_acl(env: &Env, name: &str) -> String {
+    let token = waf_classic_call(env, "GetChangeToken", serde_json::json!({})).await;
+    let body = serde_json::json!({
+        "Name": name, "MetricName": name.replace('-', ""), "DefaultAction": {"Type": "ALLOW"},
+        "ChangeToken": token["ChangeToken"],
+    });
+    let out = waf_classic_call(env, "CreateWebACL", body).await;
+    out["WebACL"]["WebACLId"].as_str().unwrap_or_else(|| panic!("no web ACL ID in {out}")).to_string()
+}
+
+/// ID of the WAF Classic web ACL the emulator associates with `resource_arn`.
+pub async fn waf_classic_web_acl_of(env: &Env, resource_arn: &str) -> Option<String> {
+    let out = waf_classic_call(env, "GetWebACLForResource", serde_json::json!({ "ResourceArn": resource_arn })).await;
+    out["WebACLSummary"]["WebACLId"].as_str().map(String::from)
+}
+
+/// One Shield call to the emulator.
+pub async fn shield_call(env: &Env, operation: &str, body: serde_json::Value) -> serde_json::Value {
+    json_call(env, "shield", "AWSShield_20160616", operation, body).await
+}
+
+/// `(id, name)` of the Shield Advanced protection of `resource_arn` in the emulator.
+pub async fn shield_protection_of(env: &Env, resource_arn: &str) -> Option<(String, String)> {
+    let out = shield_call(env, "DescribeProtection", serde_json::json!({ "ResourceArn": resource_arn })).await;
+    let p = &out["Protection"];
+    Some((p["Id"].as_str()?.to_string(), p["Name"].as_str().unwrap_or_default().to_string()))
+}
+
 fn certificate_arn(answer: serde_json::Value) -> String {
     answer["CertificateArn"].as_str().unwrap_or_else(|| panic!("no CertificateArn in {answer}")).to_string()
 }

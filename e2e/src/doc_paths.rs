@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 /// Directories the docs name that exist only at run time (ignored by git).
-const GENERATED: &[&str] = &["e2e/.run", "bench/results"];
+const GENERATED: &[&str] = &["e2e/.run", "e2e/.run-lane2", "bench/results"];
 
 /// Backticked words that look like repository paths but are not.
 const NOT_PATHS: &[(&str, &str)] = &[("aws/config/root", "a Vault path (the AWS secrets engine's root config)")];

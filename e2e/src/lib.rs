@@ -115,14 +115,20 @@ impl Env {
     /// Creates the ELBv2 trust store `name` in the emulator as a user would in AWS (a CA bundle in
     /// S3, then CreateTrustStore; `e2e/scripts/trust_store.py`) and returns its ARN.
     pub fn trust_store(&self, name: &str) -> String {
+        self.python_script("trust_store.py", &[name])
+    }
+
+    /// Runs `e2e/scripts/NAME ARGS...` with the venv's python and the environment's variables;
+    /// returns its stdout, panics with its stderr on failure.
+    pub fn python_script(&self, name: &str, args: &[&str]) -> String {
         let python = std::path::Path::new(self.get("LBC_VENV")).join("bin/python");
         let out = Command::new(python)
-            .arg(self.repo.join("e2e/scripts/trust_store.py"))
-            .arg(name)
+            .arg(self.repo.join("e2e/scripts").join(name))
+            .args(args)
             .envs(&self.vars)
             .output()
-            .expect("running e2e/scripts/trust_store.py");
-        assert!(out.status.success(), "trust_store.py {name} failed: {}", String::from_utf8_lossy(&out.stderr));
+            .unwrap_or_else(|e| panic!("running e2e/scripts/{name}: {e}"));
+        assert!(out.status.success(), "{name} {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     }
 

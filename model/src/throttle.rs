@@ -13,6 +13,8 @@ pub const ELBV2_SERVICE: &str = "Elastic Load Balancing v2";
 pub const EC2_SERVICE: &str = "EC2";
 pub const ACM_SERVICE: &str = "ACM";
 pub const WAFV2_SERVICE: &str = "WAFV2";
+pub const WAF_REGIONAL_SERVICE: &str = "WAF Regional";
+pub const SHIELD_SERVICE: &str = "Shield";
 
 /// One rate limit.
 #[derive(Clone, Debug)]
@@ -50,7 +52,9 @@ fn rule(service: &str, ops: &str, rate: f64, burst: u32) -> ThrottleRule {
 /// generous bucket since EC2 is only used for VPC/subnet/ENI/SG lookups; ACM (certificate
 /// discovery, reads only, cached) stays under its documented per-account limits (ListCertificates
 /// 8/s, DescribeCertificate 10/s). WAFv2 gets ALBC's limits (association changes 0.5/s, reads 1/s):
-/// AWS's WAF quotas are low and shared with the console.
+/// AWS's WAF quotas are low and shared with the console; WAF Classic (WAF Regional) the same, as in
+/// ALBC. Shield (a protection read per ALB that asks for one, a subscription read per pass) gets
+/// the WAF read limit.
 pub fn default_rules() -> Vec<ThrottleRule> {
     vec![
         rule(ELBV2_SERVICE, "^(RegisterTargets|DeregisterTargets)$", 4.0, 20),
@@ -61,6 +65,9 @@ pub fn default_rules() -> Vec<ThrottleRule> {
         rule(ACM_SERVICE, ".*", 4.0, 8),
         rule(WAFV2_SERVICE, "^(AssociateWebACL|DisassociateWebACL)$", 0.5, 1),
         rule(WAFV2_SERVICE, ".*", 1.0, 1),
+        rule(WAF_REGIONAL_SERVICE, "^(AssociateWebACL|DisassociateWebACL)$", 0.5, 1),
+        rule(WAF_REGIONAL_SERVICE, ".*", 1.0, 1),
+        rule(SHIELD_SERVICE, ".*", 1.0, 2),
     ]
 }
 

@@ -46,6 +46,13 @@ impl Probes {
         match op {
             "DescribeVpcs" => call!("DescribeVpcs", false, c.describe_vpcs().vpc_ids(&t.vpc_id).send()),
             "DescribeSubnets" => call!("DescribeSubnets", false, c.describe_subnets().filters(vpc.clone()).send()),
+            "DescribeRouteTables" => {
+                call!(
+                    "DescribeRouteTables",
+                    false,
+                    c.describe_route_tables().filters(vpc.clone()).max_results(5).send()
+                )
+            }
             "DescribeSecurityGroups" => {
                 call!(
                     "DescribeSecurityGroups",

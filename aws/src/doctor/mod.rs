@@ -46,6 +46,8 @@ macro_rules! run {
 mod acm;
 mod ec2;
 mod elbv2;
+mod shield;
+mod waf_regional;
 mod wafv2;
 
 /// Maps one probe's result: a read that answered, or failed only because the made-up resource
@@ -84,6 +86,8 @@ impl Probes {
             "ec2" => self.ec2(op, t).await,
             "acm" => self.acm(op, t).await,
             "wafv2" => self.wafv2(op, t).await,
+            "waf-regional" => self.waf_regional(op, t).await,
+            "shield" => self.shield(op, t).await,
             // Trying it needs one of the user's roles; doctor has no binding's role to try.
             "sts" => Outcome::Unverifiable(format!(
                 "sts:{op} can only be tried with a role of yours; it is used only by TargetGroupBindings with \

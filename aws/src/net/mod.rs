@@ -7,6 +7,7 @@ pub use sdk::SdkNetworking;
 
 use crate::error::AwsError;
 use async_trait::async_trait;
+use lbc_model::lb::subnets::RouteTable;
 use lbc_model::lb::{IngressRule, NetworkInterface, Observed, SecurityGroup, Subnet, Tags};
 use std::net::IpAddr;
 
@@ -49,6 +50,8 @@ pub enum SecurityGroupQuery {
 #[async_trait]
 pub trait Networking: Send + Sync {
     async fn subnets(&self, query: &SubnetQuery) -> Result<Vec<Subnet>, AwsError>;
+    /// Route tables of a VPC (subnet discovery by reachability).
+    async fn route_tables(&self, vpc_id: &str) -> Result<Vec<RouteTable>, AwsError>;
     /// Security groups with ingress rules flattened (one [`IngressRule`] per CIDR, IPv6 CIDR,
     /// prefix list or source group), sorted.
     async fn security_groups(&self, query: &SecurityGroupQuery) -> Result<Vec<Observed<SecurityGroup>>, AwsError>;

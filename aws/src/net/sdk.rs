@@ -8,6 +8,7 @@ use aws_sdk_ec2 as ec2;
 use aws_smithy_runtime_api::client::result::SdkError;
 use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 use ec2::types as sdk;
+use lbc_model::lb::subnets::RouteTable;
 use lbc_model::lb::{IngressRule, NetworkInterface, Observed, RuleSource, SecurityGroup, Subnet, Tags};
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -40,6 +41,15 @@ fn tags_from(t: &[sdk::Tag]) -> Tags {
 
 fn tags(t: &Tags) -> Vec<sdk::Tag> {
     t.iter().map(|(k, v)| sdk::Tag::builder().key(k).value(v).build()).collect()
+}
+
+fn route_table_from(t: &sdk::RouteTable) -> RouteTable {
+    RouteTable {
+        id: t.route_table_id().unwrap_or_default().to_string(),
+        main: t.associations().iter().any(|a| a.main() == Some(true)),
+        subnet_ids: t.associations().iter().filter_map(|a| a.subnet_id()).map(String::from).collect(),
+        gateway_ids: t.routes().iter().filter_map(|r| r.gateway_id()).map(String::from).collect(),
+    }
 }
 
 fn subnet_from(s: &sdk::Subnet) -> Subnet {
@@ -241,6 +251,22 @@ impl Networking for SdkNetworking {
                 self.describe_subnets(None, filters).await
             }
         }
+    }
+
+    async fn route_tables(&self, vpc_id: &str) -> Result<Vec<RouteTable>, AwsError> {
+        const OP: &str = "DescribeRouteTables";
+        let filters = &vec![filter("vpc-id", [vpc_id])];
+        all_pages(|token| async move {
+            let page = self
+                .runner
+                .run(SVC, OP, || async {
+                    let req = self.client.describe_route_tables().set_filters(Some(filters.clone())).max_results(100);
+                    req.set_next_token(token.clone()).send().await.map_err(err(OP))
+                })
+                .await?;
+            Ok((page.route_tables().iter().map(route_table_from).collect(), page.next_token().map(String::from)))
+        })
+        .await
     }
 
     async fn security_groups(&self, query: &SecurityGroupQuery) -> Result<Vec<Observed<SecurityGroup>>, AwsError> {

@@ -196,7 +196,8 @@ pub async fn gather(args: &Args, d: &DoctorArgs, cluster: Option<&Cluster>) -> A
         Ok(list) => {
             verdicts.extend(cluster_tag::check(&args.cluster_name, &args.aws_vpc_id, &list));
             let demand = cluster.map(|c| c.demand).unwrap_or_default();
-            verdicts.extend(subnets::check(&args.cluster_name, &args.aws_vpc_id, &list, demand));
+            let public = route_table_reachability(args, &net, &list, &mut verdicts).await;
+            verdicts.extend(subnets::check(&args.cluster_name, &args.aws_vpc_id, &list, demand, public.as_ref()));
         }
         Err(e) => {
             blockers.push(Blocker::subnets(&args.aws_vpc_id, format!("DescribeSubnets: {e}")));
@@ -230,4 +231,37 @@ pub async fn gather(args: &Args, d: &DoctorArgs, cluster: Option<&Cluster>) -> A
         }
     }
     AwsReport { verdicts, vpc, blockers }
+}
+
+/// Public/private per subnet by route table, read only when discovery would classify subnets that
+/// way: the gate `SubnetDiscoveryByReachability` on (ALBC's default) and a role without any usable
+/// tag in the VPC. A failed read is a Warning and the check falls back to tags.
+async fn route_table_reachability(
+    args: &Args,
+    net: &dyn Networking,
+    subnets: &[lbc_model::lb::Subnet],
+    verdicts: &mut Vec<Verdict>,
+) -> Option<std::collections::BTreeMap<String, bool>> {
+    use lbc_model::lb::subnets::{ROLE_ELB_TAG, ROLE_INTERNAL_ELB_TAG, reachability};
+    let gate = lbc_model::compat::parse_key_bools("--feature-gates", &args.feature_gates)
+        .map(|g| lbc_model::compat::assess_gates(&g).0.subnet_discovery_by_reachability)
+        .unwrap_or(true);
+    let untagged = |role: &str| !subnets.iter().any(|s| s.tags.get(role).is_some_and(|v| v.is_empty() || v == "1"));
+    if !gate || !(untagged(ROLE_ELB_TAG) || untagged(ROLE_INTERNAL_ELB_TAG)) {
+        return None;
+    }
+    let read = match net.route_tables(&args.aws_vpc_id).await {
+        Ok(tables) => reachability(&args.aws_vpc_id, subnets.iter().map(|s| s.id.as_str()), &tables),
+        Err(e) => Err(format!("DescribeRouteTables: {e}")),
+    };
+    read.map_err(|why| {
+        verdicts.push(Verdict::warn(
+            subnets::CHECK,
+            format!("route tables of VPC {}", args.aws_vpc_id),
+            why,
+            "the VPC's route tables, to classify untagged subnets as discovery does",
+            "allow ec2:DescribeRouteTables (docs/iam-policy.json), or tag the subnets with their role",
+        ))
+    })
+    .ok()
 }

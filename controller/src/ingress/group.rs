@@ -36,6 +36,7 @@ use lbc_model::ingress::{mtls, oidc};
 use lbc_model::lb::backend_sg::release_allowed;
 use lbc_model::lb::build::{BuildError, BuiltStack, ContextNeeds, ExistingLoadBalancer};
 use lbc_model::lb::diff::ReplaceReason;
+use lbc_model::lb::extras::shield_blocked;
 use lbc_model::lb::tags::INGRESS_TAG_PREFIX;
 use lbc_model::text::{EVENT_NOTE_MAX, truncate};
 use std::collections::BTreeMap;
@@ -47,6 +48,9 @@ use std::time::Duration;
 const SECRET_RETRY: Duration = Duration::from_secs(60);
 /// How soon a group whose trust store was not found looks again (trust stores are in AWS, not watched).
 const TRUST_STORE_RETRY: Duration = Duration::from_secs(60);
+/// How soon a group held for want of a Shield Advanced subscription looks again: subscribing is an
+/// account-level step taken outside the cluster.
+const SHIELD_RETRY: Duration = Duration::from_secs(600);
 
 fn reference(ing: &Ingress) -> ObjectReference {
     ing.object_ref(&())
@@ -237,6 +241,18 @@ async fn pass(ctx: &IngressCtx, g: &GroupId, gathered: &Gathered) -> Result<Opti
         }
         found
     };
+    // Shield Advanced protection fails closed: without an active subscription nothing of the group
+    // is created or changed (ALBC skips the protection and deploys the ALB unprotected).
+    if ctx.io.options.shield && members.iter().any(|m| m.settings.shield_advanced_protection == Some(true)) {
+        let state = ctx.io.shield.subscription_state().await?;
+        if let Some(why) = shield_blocked(Some(true), &state) {
+            return Err(Error::Blocked {
+                event: FAILED_BUILD,
+                reason: nothing_changed(format!("annotation {}/{}: {why}", k::PREFIX, k::SHIELD_ADVANCED_PROTECTION)),
+                retry: Retry::After(SHIELD_RETRY.min(ctx.cfg.sync_period)),
+            });
+        }
+    }
     let merge_cfg = MergeConfig { default_ssl_policy: ctx.cfg.default_ssl_policy.clone(), trust_store_arns };
     let group_plan = plan_group(&members, &services, &merge_cfg).map_err(|errors| {
         let list: Vec<String> = errors.iter().map(ToString::to_string).collect();

@@ -64,6 +64,10 @@ pub struct IngressConfig {
     pub gates: lbc_model::compat::FeatureGates,
     /// `--enable-wafv2`: manage web ACL associations from the `wafv2-acl-*` annotations.
     pub wafv2: bool,
+    /// `--enable-waf`: manage WAF Classic associations from `waf-acl-id` / `web-acl-id`.
+    pub waf_classic: bool,
+    /// `--enable-shield`: manage Shield Advanced protections from `shield-advanced-protection`.
+    pub shield: bool,
     /// `--required-secrets-label` as (key, value): Secrets without it are not used.
     pub required_secrets_label: Option<(String, String)>,
     /// `--tenancy-mode` and the policy: who may join which IngressGroup and set its group-wide settings.
@@ -91,8 +95,13 @@ impl IngressCtx {
         cfg: IngressConfig,
         backend_sg: Arc<BackendSecurityGroup>,
     ) -> Self {
-        let options =
-            crate::stack::StackOptions { cluster_tag_check: cfg.gates.subnets_cluster_tag_check, wafv2: cfg.wafv2 };
+        let options = crate::stack::StackOptions {
+            cluster_tag_check: cfg.gates.subnets_cluster_tag_check,
+            wafv2: cfg.wafv2,
+            waf_classic: cfg.waf_classic,
+            shield: cfg.shield,
+            subnet_reachability: cfg.gates.subnet_discovery_by_reachability,
+        };
         let io = StackIo::new(base, aws, &cfg.cluster_name, &cfg.vpc_id, INGRESS_TAG_PREFIX, options);
         let certificates = certificates::CertificateCatalog::new(acm);
         Self {

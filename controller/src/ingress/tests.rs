@@ -86,6 +86,8 @@ fn world_with(change: impl FnOnce(&mut IngressConfig)) -> T {
         default_scheme: lbc_model::lb::Scheme::Internal,
         gates: Default::default(),
         wafv2: false,
+        waf_classic: true,
+        shield: true,
         required_secrets_label: None,
         tenancy: Default::default(),
     };
@@ -394,32 +396,94 @@ async fn conflicting_exclusive_annotations_are_refused_with_both_values() {
     );
 }
 
-/// A protection that cannot be applied holds the group as it is (`lbc_model::annotations::
-/// refusals`): another member's change waits too, nothing is written, the member hears why; once
-/// the annotation is gone the held change is applied.
+/// A protection that cannot be applied holds the group as it is: `shield-advanced-protection:
+/// "true"` on an account without an active Shield Advanced subscription (ALBC deploys the ALB
+/// unprotected). Another member's change waits too, nothing is written, the members hear why and
+/// the group is looked at again; once the account is subscribed the held change is applied and
+/// the ALB protected.
 #[tokio::test(start_paused = true)]
-async fn a_fail_closed_annotation_holds_the_whole_group_as_it_is() {
+async fn a_protection_that_cannot_be_applied_holds_the_whole_group_as_it_is() {
     let t = world();
     let host = t.created(&[&ingress("a", &[]), &ingress("b", &[])]).await;
+    t.w.shield.set_subscription("INACTIVE");
     let reordered = settled(ingress("a", &[(k::GROUP_ORDER, "10")]), &host);
     let shield = settled(ingress("b", &[(k::SHIELD_ADVANCED_PROTECTION, "true")]), &host);
     let next = t.reconcile(&[&reordered, &shield]).await;
-    assert_eq!(next, None, "fixed by an edit of the Ingress");
+    assert_eq!(next, Some(Duration::from_secs(600)), "subscribing happens outside the cluster: looked at again");
     assert_eq!(t.w.aws_writes(), (vec![], vec![]), "the ALB stays exactly as it was");
     let events = t.w.events();
-    let [(kind, reason, note)] = &events[..] else { panic!("one Warning, for b: {events:?}") };
-    assert_eq!((kind.as_str(), reason.as_str()), ("Warning", crate::stack::FAILED_BUILD));
-    assert!(
-        note.contains("shop/b")
-            && note.contains("alb.ingress.kubernetes.io/shield-advanced-protection")
-            && note.contains("nothing is created or changed in AWS"),
-        "names the Ingress, the annotation and the consequence: {note}"
-    );
+    assert!(!events.is_empty());
+    for (kind, reason, note) in &events {
+        assert_eq!((kind.as_str(), reason.as_str()), ("Warning", crate::stack::FAILED_BUILD));
+        assert!(
+            note.contains("alb.ingress.kubernetes.io/shield-advanced-protection")
+                && note.contains("INACTIVE")
+                && note.contains("nothing changed in AWS"),
+            "names the annotation, what AWS said and the consequence: {note}"
+        );
+    }
 
-    let next = t.reconcile(&[&reordered, &settled(ingress("b", &[]), &host)]).await;
+    t.w.shield.set_subscription("ACTIVE");
+    let next = t.reconcile(&[&reordered, &shield]).await;
     assert!(within(next, 600, 900), "{next:?}");
     let (lb, _) = t.w.aws_writes();
-    assert!(!lb.is_empty(), "the held reorder is applied once the annotation is gone");
+    assert!(!lb.is_empty(), "the held reorder is applied once the account is subscribed");
+    let tags = Tags::from([("ingress.k8s.aws/stack".to_string(), GROUP.to_string())]);
+    let arn = t.w.lbs.find_load_balancers(&tags).await.unwrap().remove(0).lb.id;
+    let p = t.w.shield.protection(&arn).expect("protected");
+    assert_eq!(p.name, lbc_model::lb::extras::SHIELD_PROTECTION_NAME);
+}
+
+/// `shield-advanced-protection: "false"` deletes the protection this controller made, never one
+/// made by someone else; without the annotation protections are not even read.
+#[tokio::test(start_paused = true)]
+async fn shield_false_removes_only_our_protection() {
+    let t = world();
+    let on = ingress("a", &[(k::SHIELD_ADVANCED_PROTECTION, "true")]);
+    let host = t.created(&[&on]).await;
+    let tags = Tags::from([("ingress.k8s.aws/stack".to_string(), GROUP.to_string())]);
+    let arn = t.w.lbs.find_load_balancers(&tags).await.unwrap().remove(0).lb.id;
+    assert!(t.w.shield.protection(&arn).is_some());
+    let off = settled(ingress("a", &[(k::SHIELD_ADVANCED_PROTECTION, "false")]), &host);
+    t.reconcile(&[&off]).await;
+    assert_eq!(t.w.shield.protection(&arn), None, "ours: deleted");
+
+    let by_hand = t.w.shield.add(&arn, "protected by the security team");
+    t.reconcile(&[&off]).await;
+    assert_eq!(t.w.shield.protection(&arn).map(|p| p.id), Some(by_hand), "not ours: left alone");
+    t.w.shield.log.lock().unwrap().clear();
+    t.reconcile(&[&settled(ingress("a", &[]), &host)]).await;
+    assert!(t.w.shield.log.lock().unwrap().calls().is_empty(), "no annotation, no Shield call");
+}
+
+/// `waf-acl-id` associates the WAF Classic web ACL once; `none` removes it; `--enable-waf=false`
+/// leaves associations alone.
+#[tokio::test(start_paused = true)]
+async fn a_waf_classic_annotation_associates_and_none_disassociates() {
+    let t = world();
+    t.w.waf_classic.add("acl-1");
+    let a = ingress("a", &[(k::WEB_ACL_ID, "acl-1")]);
+    let host = t.created(&[&a]).await;
+    let tags = Tags::from([("ingress.k8s.aws/stack".to_string(), GROUP.to_string())]);
+    let arn = t.w.lbs.find_load_balancers(&tags).await.unwrap().remove(0).lb.id;
+    assert_eq!(t.w.waf_classic.associated(&arn).as_deref(), Some("acl-1"));
+    let ops = |t: &T| -> Vec<&'static str> {
+        let mut log = t.w.waf_classic.log.lock().unwrap();
+        let ops = log.calls().iter().map(|(op, _)| *op).collect();
+        log.clear();
+        ops
+    };
+    assert_eq!(ops(&t), vec!["GetWebACLForResource", "AssociateWebACL"]);
+    t.reconcile(&[&settled(a, &host)]).await;
+    assert_eq!(ops(&t), vec!["GetWebACLForResource"], "in sync: read, not written again");
+    t.reconcile(&[&settled(ingress("a", &[(k::WAF_ACL_ID, "none")]), &host)]).await;
+    assert_eq!(ops(&t), vec!["GetWebACLForResource", "DisassociateWebACL"]);
+    assert_eq!(t.w.waf_classic.associated(&arn), None);
+
+    let off = world_with(|cfg| cfg.waf_classic = false);
+    off.w.waf_classic.add("acl-1");
+    off.created(&[&ingress("a", &[(k::WAF_ACL_ID, "acl-1")])]).await;
+    assert!(off.w.waf_classic.log.lock().unwrap().calls().is_empty(), "--enable-waf=false: not this controller's");
 }
 
 /// The mutual TLS of the group's listener on `port`, as the fake AWS holds it.

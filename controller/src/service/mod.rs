@@ -80,8 +80,13 @@ pub struct ServiceCtx {
 impl ServiceCtx {
     pub fn new(base: Arc<Context>, aws: &Adapters, cfg: ServiceConfig, backend_sg: Arc<BackendSecurityGroup>) -> Self {
         // NLBs have no web ACLs; `wafv2` only matters to Ingresses.
-        let options =
-            crate::stack::StackOptions { cluster_tag_check: cfg.gates.subnets_cluster_tag_check, wafv2: true };
+        let options = crate::stack::StackOptions {
+            cluster_tag_check: cfg.gates.subnets_cluster_tag_check,
+            wafv2: true,
+            waf_classic: true,
+            shield: true,
+            subnet_reachability: cfg.gates.subnet_discovery_by_reachability,
+        };
         let io = StackIo::new(base, aws, &cfg.cluster_name, &cfg.vpc_id, SERVICE_TAG_PREFIX, options);
         Self {
             io,

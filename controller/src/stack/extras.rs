@@ -1,5 +1,6 @@
 //! After the plan: the load balancer settings AWS keeps behind their own calls (decisions in
-//! `lbc_model::lb::extras`): PrivateLink enforcement, minimum capacity, WAFv2 web ACL. Runs every
+//! `lbc_model::lb::extras`): PrivateLink enforcement, minimum capacity, WAFv2 and WAF Classic web
+//! ACLs, Shield Advanced protection. Runs every
 //! pass, but reads a setting from AWS only when the stack asks for it, so a Service or Ingress
 //! without these annotations costs no extra call.
 
@@ -7,7 +8,9 @@ use super::StackIo;
 use super::deploy::Resolved;
 use crate::error::{Error, Result};
 use lbc_model::lb::diff::{MANAGED_FRONTEND_SG, ObservedStack};
-use lbc_model::lb::extras::{ExtraStep, ObservedExtras, WantedExtras, WebAclWanted, plan_extras};
+use lbc_model::lb::extras::{
+    ExtraStep, ObservedExtras, SHIELD_PROTECTION_NAME, WantedExtras, WebAclWanted, plan_extras,
+};
 
 /// Applies what differs; returns the summaries of what it changed. `security_groups`: the load
 /// balancer's groups as the desired stack names them (the managed frontend group by placeholder).
@@ -18,13 +21,13 @@ pub async fn apply(
     observed: &ObservedStack,
     resolved: &Resolved,
 ) -> Result<Vec<String>> {
-    // `--enable-wafv2=false`: associations are not this controller's business (ALBC's meaning).
-    let filtered;
-    let want = if io.options.wafv2 {
-        want
-    } else {
-        filtered = WantedExtras { web_acl: None, ..want.clone() };
-        &filtered
+    // `--enable-wafv2=false`, `--enable-waf=false`, `--enable-shield=false`: these are not this
+    // controller's business (ALBC's meaning), the annotations have no effect.
+    let want = &WantedExtras {
+        web_acl: want.web_acl.clone().filter(|_| io.options.wafv2),
+        waf_classic_acl: want.waf_classic_acl.clone().filter(|_| io.options.waf_classic),
+        shield_protection: want.shield_protection.filter(|_| io.options.shield),
+        ..want.clone()
     };
     if *want == WantedExtras::default() {
         return Ok(Vec::new());
@@ -49,6 +52,14 @@ pub async fn apply(
             Some(WebAclWanted::Name(_)) => io.waf.list().await?,
             _ => Vec::new(),
         },
+        waf_classic_acl: match want.waf_classic_acl {
+            Some(_) => io.waf_classic.web_acl_for(&arn).await?,
+            None => None,
+        },
+        shield_protection: match want.shield_protection {
+            Some(_) => io.shield.protection_for(&arn).await?,
+            None => None,
+        },
     };
     let steps = plan_extras(want, &seen, !security_groups.is_empty()).map_err(Error::Invalid)?;
     for step in &steps {
@@ -69,6 +80,12 @@ pub async fn apply(
             ExtraStep::SetMinimumCapacity { units } => io.lbs.set_minimum_capacity(&arn, *units).await?,
             ExtraStep::AssociateWebAcl { arn: acl } => io.waf.associate(acl, &arn).await?,
             ExtraStep::DisassociateWebAcl => io.waf.disassociate(&arn).await?,
+            ExtraStep::AssociateWafClassic { id } => io.waf_classic.associate(id, &arn).await?,
+            ExtraStep::DisassociateWafClassic => io.waf_classic.disassociate(&arn).await?,
+            ExtraStep::CreateShieldProtection => {
+                io.shield.create(&arn, SHIELD_PROTECTION_NAME).await?;
+            }
+            ExtraStep::DeleteShieldProtection { id } => io.shield.delete(id).await?,
         }
     }
     Ok(steps.iter().map(ExtraStep::summary).collect())

@@ -26,7 +26,9 @@ use crate::error::{Error, OkIfGone, Result, Retry};
 use k8s_openapi::api::core::v1::ObjectReference;
 use lbc_aws::lb::LoadBalancers;
 use lbc_aws::net::Networking;
+use lbc_aws::shield::Protections;
 use lbc_aws::waf::WebAcls;
+use lbc_aws::waf_classic::ClassicWebAcls;
 use lbc_model::lb::diff::{deletion_protected, plan_delete};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -41,6 +43,8 @@ pub struct Adapters {
     pub lbs: Arc<dyn LoadBalancers>,
     pub net: Arc<dyn Networking>,
     pub waf: Arc<dyn WebAcls>,
+    pub waf_classic: Arc<dyn ClassicWebAcls>,
+    pub shield: Arc<dyn Protections>,
 }
 
 /// The AWS side of one kind of stack: adapters, cluster, VPC and tag prefix.
@@ -49,6 +53,8 @@ pub struct StackIo {
     pub lbs: Arc<dyn LoadBalancers>,
     pub net: Arc<dyn Networking>,
     pub waf: Arc<dyn WebAcls>,
+    pub waf_classic: Arc<dyn ClassicWebAcls>,
+    pub shield: Arc<dyn Protections>,
     pub cluster_name: String,
     pub vpc_id: String,
     /// `lbc_model::lb::tags::SERVICE_TAG_PREFIX` or `INGRESS_TAG_PREFIX`.
@@ -63,6 +69,12 @@ pub struct StackOptions {
     pub cluster_tag_check: bool,
     /// `--enable-wafv2`: web ACL associations follow the annotations (else left untouched).
     pub wafv2: bool,
+    /// `--enable-waf`: WAF Classic associations follow the annotations (else left untouched).
+    pub waf_classic: bool,
+    /// `--enable-shield`: Shield Advanced protections follow the annotation (else left untouched).
+    pub shield: bool,
+    /// Gate `SubnetDiscoveryByReachability`: without role-tagged subnets, classify by route table.
+    pub subnet_reachability: bool,
 }
 
 impl StackIo {
@@ -79,6 +91,8 @@ impl StackIo {
             lbs: aws.lbs.clone(),
             net: aws.net.clone(),
             waf: aws.waf.clone(),
+            waf_classic: aws.waf_classic.clone(),
+            shield: aws.shield.clone(),
             cluster_name: cluster_name.into(),
             vpc_id: vpc_id.into(),
             tag_prefix,
@@ -186,7 +200,7 @@ pub async fn subnets(
     need: &SubnetNeed<'_>,
 ) -> Result<Vec<lbc_model::lb::Subnet>> {
     use lbc_aws::net::SubnetQuery;
-    use lbc_model::lb::subnets::{SubnetParams, SubnetSelector, resolve};
+    use lbc_model::lb::subnets::{SubnetParams, SubnetSelector, needs_reachability, reachability, resolve};
     let mut subnets = io.net.subnets(&SubnetQuery::Vpc(io.vpc_id.clone())).await?;
     if let SubnetSelector::Explicit(items) = selector {
         let outside: Vec<String> = items
@@ -198,14 +212,24 @@ pub async fn subnets(
             subnets.extend(io.net.subnets(&SubnetQuery::Ids(outside)).await.ok_if_gone()?.into_iter().flatten());
         }
     }
-    let params = SubnetParams {
+    let mut params = SubnetParams {
         cluster_name: &io.cluster_name,
         vpc_id: &io.vpc_id,
         scheme: need.scheme,
         min_azs: need.min_azs,
         cluster_tag_check: io.options.cluster_tag_check,
         subnets_annotation: need.annotation,
+        reachability_gate: io.options.subnet_reachability,
+        reachability: None,
     };
+    // No subnet tagged for the scheme: ALBC's fallback, by route table (one DescribeRouteTables).
+    let public;
+    if needs_reachability(selector, &params, &subnets) {
+        let tables = io.net.route_tables(&io.vpc_id).await?;
+        let ids = subnets.iter().filter(|s| s.vpc_id == io.vpc_id).map(|s| s.id.as_str());
+        public = reachability(&io.vpc_id, ids, &tables).map_err(blocked_build)?;
+        params.reachability = Some(&public);
+    }
     resolve(selector, &params, &subnets).map_err(|e| blocked_build(e.to_string()))
 }
 

@@ -144,6 +144,8 @@ pub struct World {
     pub lbs: Arc<FakeLoadBalancers>,
     pub net: Arc<FakeNetworking>,
     pub waf: Arc<FakeWebAcls>,
+    pub waf_classic: Arc<lbc_aws::fake_waf::FakeClassicWebAcls>,
+    pub shield: Arc<lbc_aws::fake_shield::FakeProtections>,
     pub caches: Mutex<Caches>,
     pub slices: Records<lbc_model::endpoints::SliceInfo>,
     /// Calls of each fake already returned by [`World::aws`].
@@ -238,6 +240,8 @@ impl World {
             lbs,
             net,
             waf: Arc::default(),
+            waf_classic: Arc::default(),
+            shield: Arc::default(),
             caches: Mutex::new(caches),
             slices,
             looked: Mutex::default(),
@@ -245,7 +249,13 @@ impl World {
     }
 
     pub fn adapters(&self) -> super::Adapters {
-        super::Adapters { lbs: self.lbs.clone(), net: self.net.clone(), waf: self.waf.clone() }
+        super::Adapters {
+            lbs: self.lbs.clone(),
+            net: self.net.clone(),
+            waf: self.waf.clone(),
+            waf_classic: self.waf_classic.clone(),
+            shield: self.shield.clone(),
+        }
     }
 
     /// AWS calls (load balancers, then networking) since the last look, as `Operation`.

@@ -332,7 +332,9 @@ fn values_file(env: &Env, system: &str, apps: &str, vault_role: &str, tag: &str)
         "watchNamespace": apps,
         "createIngressClassResource": false,
         "nodeSelector": {label_key: label_value},
-        "awsApiEndpoints": format!("Elastic Load Balancing v2={aws},EC2={aws},STS={aws},ACM={aws},WAFV2={aws}"),
+        "awsApiEndpoints": format!(
+            "Elastic Load Balancing v2={aws},EC2={aws},STS={aws},ACM={aws},WAFV2={aws},WAF Regional={aws},Shield={aws}"
+        ),
         // The lab's OpenBao listens on plain HTTP at the node's gateway: accepted only when asked for.
         "awsCredentials": {"source": "vault", "vault": {
             "address": env.get("LBC_NODE_BAO_URL"), "authRole": vault_role, "secretsRole": "lbc",

@@ -55,7 +55,10 @@ impl Report {
 
 /// Every AWS API doctor calls, at the emulator.
 fn endpoints(env: &Env) -> String {
-    format!("Elastic Load Balancing v2={e},EC2={e},STS={e},ACM={e},WAFV2={e}", e = env.aws_endpoint())
+    format!(
+        "Elastic Load Balancing v2={e},EC2={e},STS={e},ACM={e},WAFV2={e},WAF Regional={e},Shield={e}",
+        e = env.aws_endpoint()
+    )
 }
 
 /// Runs `aws-lb-controller [controller flags] doctor --output json [doctor flags]` for namespace
@@ -129,11 +132,16 @@ async fn doctor_names_a_missing_role_tag() {
     let private: Vec<String> = env.get("LBC_PRIVATE_SUBNET_IDS").split(',').map(str::to_string).collect();
     let role = "kubernetes.io/role/internal-elb";
     net.delete_tags(&private, &[role.to_string()]).await.expect("remove the role tag");
-    let r = doctor(&env, &ns, &[], &[]);
+    // As discovery: no subnet tagged for the role, so the route tables decide (ALBC's default gate).
+    let by_route = doctor(&env, &ns, &[], &[]);
+    let tags_only = doctor(&env, &ns, &["--feature-gates=SubnetDiscoveryByReachability=false"], &[]);
     // Put the tag back before asserting: the other suites need it.
     let tags: Tags = [(role.to_string(), "1".to_string())].into();
     net.create_tags(&private, &tags).await.expect("restore the role tag");
-    let v = r.failure("subnet-roles", role);
+    let ok = by_route.with("subnet-roles", "ok");
+    let v = ok.iter().find(|v| v["object"].as_str().unwrap_or_default().contains(role)).expect("internal ok by route");
+    assert!(v["found"].as_str().unwrap().contains("by route table (private subnets"), "{v}");
+    let v = tags_only.failure("subnet-roles", role);
     assert!(v["found"].as_str().unwrap().contains("no internal-role subnet"), "{v}");
     assert!(v["fix"].as_str().unwrap().contains(&format!("Key={role},Value=1")), "{v}");
     kube_util::delete_namespace(&client, &ns).await;

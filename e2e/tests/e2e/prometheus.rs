@@ -169,7 +169,7 @@ async fn prometheus_scrapes_the_controller_and_every_dashboard_query_has_data() 
     .expect("dashboard JSON");
 
     let Some(f) = TgbScene::setup("prom_dash", 3, true).await else { return };
-    let run_dir = f.env.run_dir().join(format!("{}", f.ns));
+    let run_dir = f.env.run_dir().join(&f.ns);
     // AWS keys from a file with an expiry: the expiry gauge is non-zero, and rewriting the file is a refresh.
     let creds = run_dir.join("aws-credentials");
     let write_creds = |key: &str| {

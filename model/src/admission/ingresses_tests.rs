@@ -189,17 +189,22 @@ fn unknown_and_unsupported_annotations_are_warnings() {
     assert!(v.warnings.iter().any(|w| w.contains("alb.ingress.kubernetes.io/shceme")), "{:?}", v.warnings);
 }
 
-/// Admitted as ALBC admits it, but the warning says the group is held, not that the annotation
-/// is merely ignored.
+/// WAF Classic and Shield Advanced are applied: admitted without a word; a refused annotation is
+/// admitted as ALBC admits it, with a warning saying it is not applied.
 #[test]
-fn a_fail_closed_annotation_is_admitted_with_a_warning_that_nothing_deploys() {
-    let ann = [("alb.ingress.kubernetes.io/waf-acl-id", "acl-1"), ("alb.ingress.kubernetes.io/dry-run-plan", "x")];
+fn waf_classic_and_shield_are_admitted_a_refused_annotation_warned() {
+    let ann = [
+        ("alb.ingress.kubernetes.io/waf-acl-id", "acl-1"),
+        ("alb.ingress.kubernetes.io/shield-advanced-protection", "true"),
+        ("alb.ingress.kubernetes.io/dry-run-plan", "x"),
+    ];
     let v = check(&ing("a", Some("alb"), &ann), None, &Default::default());
     assert!(v.violations.is_empty(), "{:?}", v.violations);
-    let waf: Vec<&String> = v.warnings.iter().filter(|w| w.contains("waf-acl-id")).collect();
-    assert_eq!(waf.len(), 1, "{:?}", v.warnings);
-    assert!(waf[0].contains("nothing is created or changed in AWS while it is present"), "{waf:?}");
-    assert!(v.warnings.iter().any(|w| w.contains("dry-run-plan is not applied")), "{:?}", v.warnings);
+    assert_eq!(v.warnings.len(), 1, "{:?}", v.warnings);
+    assert!(v.warnings[0].contains("dry-run-plan is not applied"), "{:?}", v.warnings);
+    let bad = [("alb.ingress.kubernetes.io/shield-advanced-protection", "yes")];
+    let v = check(&ing("a", Some("alb"), &bad), None, &Default::default());
+    assert!(format!("{:?}", v.violations).contains("shield-advanced-protection"), "{:?}", v.violations);
 }
 
 /// JWT validation is applied: a valid value is admitted without a word, an invalid one is denied

@@ -41,25 +41,12 @@ const fn family(prefix: &'static str, refusal: Refusal, reason: &'static str) ->
     Refused { suffix: prefix, family: true, refusal, reason, asks_nothing: &[] }
 }
 
-/// Go's `strconv.ParseBool` false values.
-const GO_FALSE: &[&str] = &["0", "f", "F", "false", "FALSE", "False"];
-
 use crate::ingress::keys as ing;
 use crate::service::keys as svc;
 use Refusal::{Degrade, FailClosed};
 
 /// `alb.ingress.kubernetes.io/*` annotations refused on an Ingress.
 pub const INGRESS: &[Refused] = &[
-    exact(ing::WAF_ACL_ID, FailClosed, "WAF Classic is not supported; use wafv2-acl-arn"),
-    exact(ing::WEB_ACL_ID, FailClosed, "WAF Classic is not supported; use wafv2-acl-arn"),
-    Refused {
-        asks_nothing: GO_FALSE,
-        ..exact(
-            ing::SHIELD_ADVANCED_PROTECTION,
-            FailClosed,
-            "Shield Advanced is not managed by this controller; a protection the load balancer has is left as it is",
-        )
-    },
     exact(ing::CUSTOMER_OWNED_IPV4_POOL, Degrade, "Outposts customer-owned IPv4 pools are not implemented yet"),
     exact(ing::IPAM_IPV4_POOL_ID, Degrade, "IPAM pools are not implemented yet"),
     exact(

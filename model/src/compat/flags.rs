@@ -64,24 +64,6 @@ pub const ALBC_ONLY_FLAGS: &[AlbcFlag] = &[
         ),
     ),
     flag(
-        "enable-waf",
-        "true",
-        Treatment::WarnUnless(
-            "false",
-            "WAF Classic is not managed: the alb.ingress.kubernetes.io/waf-acl-id annotation gets a Warning event \
-             and the web ACL association is left as it is",
-        ),
-    ),
-    flag(
-        "enable-shield",
-        "true",
-        Treatment::WarnUnless(
-            "false",
-            "Shield Advanced is not managed: the shield-advanced-protection annotation gets a Warning event and \
-             protections are left as they are",
-        ),
-    ),
-    flag(
         "aws-vpc-tag-key",
         "Name",
         Treatment::Warn("deprecated in ALBC; every tag of --aws-vpc-tags is used for the VPC lookup"),
@@ -216,8 +198,6 @@ mod tests {
                 "false",
                 |f| matches!(f, [Finding::Warning(m)] if m.contains("=false is not supported") && m.contains("always")),
             ),
-            ("enable-shield", "false", |f| f.is_empty()),
-            ("enable-shield", "true", |f| matches!(f, [Finding::Warning(m)] if m.contains("Shield Advanced"))),
             ("max-targets-per-target-group", "0", |f| f.is_empty()),
             ("max-targets-per-target-group", "500", |f| f.len() == 1),
             ("aws-vpc-tag-key", "Name", |f| matches!(f, [Finding::Warning(m)] if m.contains("--aws-vpc-tags"))),

@@ -58,13 +58,7 @@ pub const GATES: &[Gate] = &[
     honoured("NLBSecurityGroup", true),
     honoured("ALBSingleSubnet", false),
     fixed("LBCapacityReservation", true, true, "the minimum-load-balancer-capacity annotations are applied"),
-    fixed(
-        "SubnetDiscoveryByReachability",
-        true,
-        false,
-        "subnets are discovered by their role tags (kubernetes.io/role/elb, kubernetes.io/role/internal-elb) \
-         only, never classified by route table",
-    ),
+    honoured("SubnetDiscoveryByReachability", true),
     fixed("NLBGatewayAPI", true, false, NO_GATEWAY),
     fixed("ALBGatewayAPI", true, false, NO_GATEWAY),
     fixed("GlobalAcceleratorController", false, false, "GlobalAccelerator objects are not reconciled"),
@@ -96,6 +90,9 @@ pub struct FeatureGates {
     /// `EnableTCPUDPListener`: a Service port listed for TCP and UDP becomes one TCP_UDP listener
     /// (the Service annotation `aws-load-balancer-enable-tcp-udp-listener` still decides first).
     pub tcp_udp_listener: bool,
+    /// `SubnetDiscoveryByReachability`: without any role-tagged subnet, discovery classifies the
+    /// VPC's subnets by route table (`lb::subnets::needs_reachability`).
+    pub subnet_discovery_by_reachability: bool,
 }
 
 impl Default for FeatureGates {
@@ -107,6 +104,7 @@ impl Default for FeatureGates {
             alb_single_subnet: d("ALBSingleSubnet"),
             nlb_security_group: d("NLBSecurityGroup"),
             tcp_udp_listener: d("EnableTCPUDPListener"),
+            subnet_discovery_by_reachability: d("SubnetDiscoveryByReachability"),
         }
     }
 }
@@ -134,6 +132,7 @@ pub fn assess_gates(given: &[(String, bool)]) -> (FeatureGates, Vec<Finding>) {
                 "ALBSingleSubnet" => gates.alb_single_subnet = *value,
                 "NLBSecurityGroup" => gates.nlb_security_group = *value,
                 "EnableTCPUDPListener" => gates.tcp_udp_listener = *value,
+                "SubnetDiscoveryByReachability" => gates.subnet_discovery_by_reachability = *value,
                 other => unreachable!("honoured gate {other} has no setting"),
             },
             Here::Fixed(v, _) if v == *value => {}
@@ -165,6 +164,7 @@ mod tests {
                 alb_single_subnet: false,
                 nlb_security_group: true,
                 tcp_udp_listener: false,
+                subnet_discovery_by_reachability: true,
             }
         );
     }
@@ -191,6 +191,7 @@ mod tests {
             ("ALBSingleSubnet", true),
             ("NLBSecurityGroup", false),
             ("EnableTCPUDPListener", true),
+            ("SubnetDiscoveryByReachability", false),
         ]));
         assert!(f.is_empty());
         assert_eq!(
@@ -201,6 +202,7 @@ mod tests {
                 alb_single_subnet: true,
                 nlb_security_group: false,
                 tcp_udp_listener: true,
+                subnet_discovery_by_reachability: false,
             }
         );
     }
@@ -210,15 +212,12 @@ mod tests {
         // ALBC's own defaults, written out as Helm charts often do: only the gates where we differ.
         let (_, f) = assess_gates(&given(&[("ListenerRulesTagging", true), ("NLBGatewayAPI", false)]));
         assert!(f.is_empty(), "{f:?}");
-        let (_, f) =
-            assess_gates(&given(&[("SubnetDiscoveryByReachability", true), ("ServiceTypeLoadBalancerOnly", false)]));
+        let (_, f) = assess_gates(&given(&[("EnableRGTAPI", true), ("ServiceTypeLoadBalancerOnly", false)]));
         assert_eq!(f.len(), 2);
         let m = f[0].message();
         assert!(matches!(f[0], Finding::Warning(_)));
         assert!(
-            m.contains("SubnetDiscoveryByReachability=true is not supported")
-                && m.contains("=false")
-                && m.contains("role tags"),
+            m.contains("EnableRGTAPI=true is not supported") && m.contains("=false") && m.contains("tagging API"),
             "{m}"
         );
         assert!(f[1].message().contains("only Services of type LoadBalancer"), "{}", f[1].message());

@@ -1,12 +1,14 @@
 //! Check 2: the role tags discovery needs, per availability zone. Internal load balancers (the
 //! default scheme of Services and Ingresses) need `kubernetes.io/role/internal-elb`, internet-facing
 //! ones `kubernetes.io/role/elb`; an ALB needs subnets in two AZs; ELB needs 8 free addresses per
-//! subnet.
+//! subnet. Without any subnet tagged for a role, discovery classifies subnets by route table (gate
+//! `SubnetDiscoveryByReachability`, `lb::subnets::reachability`): given that classification, the
+//! check counts the public (internet-facing) or private (internal) subnets instead.
 
 use super::{Verdict, list};
 use crate::lb::Subnet;
 use crate::lb::subnets::{CLUSTER_TAG_PREFIX, MIN_FREE_IPS, ROLE_ELB_TAG, ROLE_INTERNAL_ELB_TAG, cluster_tag};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 pub const CHECK: &str = "subnet-roles";
 
@@ -32,14 +34,34 @@ fn has_role(s: &Subnet, role: &str) -> bool {
     s.tags.get(role).is_some_and(|v| v.is_empty() || v == "1")
 }
 
-pub fn check(cluster_name: &str, vpc_id: &str, subnets: &[Subnet], demand: Demand) -> Vec<Verdict> {
+/// `public`: per subnet, public by its route table, when the controller would classify subnets that
+/// way (the gate on); `None` checks role tags only.
+pub fn check(
+    cluster_name: &str,
+    vpc_id: &str,
+    subnets: &[Subnet],
+    demand: Demand,
+    public: Option<&BTreeMap<String, bool>>,
+) -> Vec<Verdict> {
     let candidates = eligible(cluster_name, subnets);
     let mut out = Vec::new();
     for (role, scheme, needed) in
         [(ROLE_INTERNAL_ELB_TAG, "internal", true), (ROLE_ELB_TAG, "internet-facing", demand.internet_facing)]
     {
         let object = format!("{role} subnets of VPC {vpc_id}");
-        let with_role: Vec<&&Subnet> = candidates.iter().filter(|s| has_role(s, role)).collect();
+        let tagged = subnets.iter().any(|s| has_role(s, role));
+        // No usable role tag anywhere in the VPC: the route table decides, as discovery does.
+        let by_route = match public {
+            Some(p) if !tagged => Some(p),
+            _ => None,
+        };
+        let with_role: Vec<&&Subnet> = candidates
+            .iter()
+            .filter(|s| match by_route {
+                Some(p) => p.get(&s.id) == Some(&(scheme == "internet-facing")),
+                None => has_role(s, role),
+            })
+            .collect();
         let usable: Vec<&&Subnet> = with_role.iter().copied().filter(|s| s.available_ips >= MIN_FREE_IPS).collect();
         let azs: BTreeSet<&str> = usable.iter().map(|s| s.availability_zone.as_str()).collect();
         let odd: Vec<String> = subnets
@@ -56,7 +78,14 @@ pub fn check(cluster_name: &str, vpc_id: &str, subnets: &[Subnet], demand: Deman
             "tag one subnet per AZ for {scheme} load balancers: aws ec2 create-tags --resources <subnet-ids> --tags Key={role},Value=1"
         );
         if azs.is_empty() {
-            let mut found = format!("no {scheme}-role subnet among {} eligible subnets", candidates.len());
+            let mut found = match by_route {
+                Some(_) => format!(
+                    "no subnet tagged {role}, and by route table no {} subnet among {} eligible subnets",
+                    if scheme == "internet-facing" { "public" } else { "private" },
+                    candidates.len()
+                ),
+                None => format!("no {scheme}-role subnet among {} eligible subnets", candidates.len()),
+            };
             if !odd.is_empty() {
                 found.push_str(&format!("; values other than 1 or empty: {}", list(&odd, 5)));
             }
@@ -78,7 +107,15 @@ pub fn check(cluster_name: &str, vpc_id: &str, subnets: &[Subnet], demand: Deman
             continue;
         }
         let found = format!(
-            "{} AZ(s): {}",
+            "{}{} AZ(s): {}",
+            if by_route.is_some() {
+                format!(
+                    "no subnet tagged {role}; by route table ({} subnets, gate SubnetDiscoveryByReachability): ",
+                    if scheme == "internet-facing" { "public" } else { "private" }
+                )
+            } else {
+                String::new()
+            },
             azs.len(),
             list(
                 &usable
@@ -128,7 +165,7 @@ mod tests {
     const C: &str = "kubernetes.io/cluster/dev";
 
     fn statuses(subnets: &[Subnet], demand: Demand) -> Vec<Status> {
-        check("dev", "vpc-1", subnets, demand).iter().map(|v| v.status).collect()
+        check("dev", "vpc-1", subnets, demand, None).iter().map(|v| v.status).collect()
     }
 
     #[test]
@@ -183,11 +220,33 @@ mod tests {
         full.available_ips = 3;
         let odd = subnet("odd", "c", &[(C, "owned"), (ROLE_INTERNAL_ELB_TAG, "true")]);
         let good = |id: &str, az: &str| subnet(id, az, &[(C, "owned"), (ROLE_INTERNAL_ELB_TAG, "1")]);
-        let v = check("dev", "vpc-1", &[good("g1", "a"), good("g2", "b"), full.clone(), odd], Demand::default());
+        let v = check("dev", "vpc-1", &[good("g1", "a"), good("g2", "b"), full.clone(), odd], Demand::default(), None);
         assert_eq!(v[0].status, Status::Warn, "{v:?}");
         assert!(v[0].found.contains("full (3 free)") && v[0].found.contains("odd=\"true\""), "{v:?}");
-        let v = check("dev", "vpc-1", &[full], Demand::default());
+        let v = check("dev", "vpc-1", &[full], Demand::default(), None);
         assert_eq!(v[0].status, Status::Fail);
         assert!(v[0].found.contains("full (3 free)") && v[0].fix.contains("create-tags"), "{v:?}");
+    }
+
+    /// Without any role tag, the route table classifies: public subnets for internet-facing,
+    /// private ones for internal, said so in what doctor found.
+    #[test]
+    fn without_role_tags_the_route_table_decides() {
+        let plain =
+            vec![subnet("s1", "a", &[]), subnet("s2", "b", &[]), subnet("s3", "a", &[]), subnet("s4", "b", &[])];
+        let public: BTreeMap<String, bool> = [("s1", true), ("s2", true), ("s3", false), ("s4", false)]
+            .into_iter()
+            .map(|(k, v)| (k.into(), v))
+            .collect();
+        let demand = Demand { internet_facing: true, alb: true };
+        let v = check("dev", "vpc-1", &plain, demand, Some(&public));
+        assert_eq!(v.iter().map(|v| v.status).collect::<Vec<_>>(), [Status::Ok, Status::Ok], "{v:?}");
+        assert!(v[0].found.contains("by route table (private subnets") && v[0].found.contains("s3"), "{v:?}");
+        assert!(v[1].found.contains("by route table (public subnets") && v[1].found.contains("s1"), "{v:?}");
+        let all_private: BTreeMap<String, bool> = public.keys().map(|k| (k.clone(), false)).collect();
+        let v = check("dev", "vpc-1", &plain, demand, Some(&all_private));
+        assert_eq!(v[1].status, Status::Fail);
+        assert!(v[1].found.contains("by route table no public subnet"), "{v:?}");
+        assert_eq!(statuses(&plain, demand), [Status::Fail, Status::Fail], "without the classification: tags only");
     }
 }

@@ -71,6 +71,11 @@ pub fn parse_annotations(
     s.load_balancer_attributes = r.map(k::LOAD_BALANCER_ATTRIBUTES);
     s.wafv2_acl_arn = r.string(k::WAFV2_ACL_ARN);
     s.wafv2_acl_name = r.string(k::WAFV2_ACL_NAME);
+    // ALBC reads `waf-acl-id` and falls back to its older name `web-acl-id`; an empty value asks for nothing.
+    let waf_acl_id = r.string(k::WAF_ACL_ID);
+    let web_acl_id = r.string(k::WEB_ACL_ID);
+    s.waf_classic_acl_id = waf_acl_id.or(web_acl_id).map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
+    s.shield_advanced_protection = r.bool(k::SHIELD_ADVANCED_PROTECTION);
     s.listen_ports = r.raw(k::LISTEN_PORTS).and_then(|raw| {
         parse_listen_ports(raw)
             .map_err(|e| {

@@ -84,6 +84,10 @@ pub struct IngressSettings {
     pub load_balancer_attributes: Option<Attributes>,
     pub wafv2_acl_arn: Option<String>,
     pub wafv2_acl_name: Option<String>,
+    /// WAF Classic (WAF Regional) web ACL ID: `waf-acl-id`, else `web-acl-id`; `none` disassociates.
+    pub waf_classic_acl_id: Option<String>,
+    /// `shield-advanced-protection`.
+    pub shield_advanced_protection: Option<bool>,
     pub listen_ports: Option<Vec<(Protocol, u16)>>,
     pub ssl_redirect: Option<u16>,
     pub inbound_cidrs: Option<Vec<IpNet>>,

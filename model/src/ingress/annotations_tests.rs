@@ -133,15 +133,12 @@ fn unsupported_and_unknown_are_listed() {
         ("healthcheck-pth", "/"),
     ]);
     let keys: Vec<&str> = s.unsupported.iter().map(|u| u.key.as_str()).collect();
-    assert_eq!(keys.len(), 6, "{keys:?}");
+    assert_eq!(keys.len(), 4, "{keys:?}");
     assert!(s.unsupported.iter().all(|u| !u.reason.is_empty()));
-    let closed: Vec<&str> = s.unsupported.iter().filter(|u| u.fails_closed()).map(|u| u.key.as_str()).collect();
-    assert_eq!(
-        closed,
-        [full_key(k::WAF_ACL_ID), full_key(k::SHIELD_ADVANCED_PROTECTION)],
-        "the security-relevant ones"
-    );
-    assert_eq!(s.fail_closed().len(), 2);
+    assert!(s.fail_closed().is_empty(), "no refused annotation is security-relevant any more: {keys:?}");
+    // Implemented: read, not refused.
+    assert_eq!(s.waf_classic_acl_id.as_deref(), Some("x"));
+    assert_eq!(s.shield_advanced_protection, Some(true));
     assert_eq!(s.unknown, [full_key("healthcheck-pth")]);
     let reserved = ok(&[(k::TAGS, "elbv2.k8s.aws/cluster=x,team=a")]);
     assert_eq!(reserved.backend.tags.len(), 1);
@@ -170,4 +167,21 @@ fn service_annotations_override_the_ingress() {
     assert_eq!(merged.health_check.path.as_deref(), Some("/svc"));
     assert_eq!(merged.health_check.interval_seconds, Some(30));
     assert_eq!(merged.tags, Tags::from([("a".into(), "1".into()), ("b".into(), "2".into())]));
+}
+
+/// WAF Classic: `waf-acl-id` first, its older name `web-acl-id` otherwise (as ALBC reads them); an
+/// empty value asks for nothing. Shield: Go's booleans, anything else refused with the key.
+#[test]
+fn waf_classic_and_shield_are_read_as_albc_reads_them() {
+    let id = |pairs: &[(&str, &str)]| ok(pairs).waf_classic_acl_id;
+    assert_eq!(id(&[(k::WAF_ACL_ID, "a"), (k::WEB_ACL_ID, "b")]).as_deref(), Some("a"));
+    assert_eq!(id(&[(k::WEB_ACL_ID, " b ")]).as_deref(), Some("b"));
+    assert_eq!(id(&[(k::WAF_ACL_ID, "")]), None);
+    assert_eq!(id(&[(k::WAF_ACL_ID, "none")]).as_deref(), Some("none"));
+    assert_eq!(id(&[]), None);
+    for (v, want) in [("true", true), ("1", true), ("False", false), ("0", false)] {
+        assert_eq!(ok(&[(k::SHIELD_ADVANCED_PROTECTION, v)]).shield_advanced_protection, Some(want), "{v}");
+    }
+    let errs = parse(&[(k::SHIELD_ADVANCED_PROTECTION, "yes")]).unwrap_err();
+    assert_eq!(errs.0[0].key, full_key(k::SHIELD_ADVANCED_PROTECTION));
 }

@@ -52,7 +52,7 @@ use crate::lb::build::{
     external_tag_problems, load_balancer_security_groups, managed_or_custom, security_group_peer,
     uses_backend_security_group,
 };
-use crate::lb::extras::{WantedExtras, WebAclWanted};
+use crate::lb::extras::{WafClassicWanted, WantedExtras, WebAclWanted};
 use crate::lb::naming::{self, IngressTargetGroupNameInputs};
 use crate::lb::tags::{INGRESS_TAG_PREFIX, RESOURCE_LOAD_BALANCER, RESOURCE_MANAGED_SECURITY_GROUP};
 use crate::lb::{
@@ -179,6 +179,15 @@ pub fn build_group_stack(
             .as_deref()
             .map(WebAclWanted::from_arn)
             .or_else(|| acl_name.as_deref().map(WebAclWanted::from_name)),
+        waf_classic_acl: exclusive(members, k::WAF_ACL_ID, |m| m.settings.waf_classic_acl_id.clone(), &mut problems)
+            .as_deref()
+            .map(WafClassicWanted::from_id),
+        shield_protection: exclusive(
+            members,
+            k::SHIELD_ADVANCED_PROTECTION,
+            |m| m.settings.shield_advanced_protection,
+            &mut problems,
+        ),
     };
     // Group tags: every member's `tags`, one value per key.
     let mut group_tags = Tags::new();

@@ -105,6 +105,8 @@ fn exclusive(s: &IngressSettings) -> Vec<(&'static str, String)> {
     put(k::LOAD_BALANCER_ATTRIBUTES, s.load_balancer_attributes.as_ref().map(|m| format!("{m:?}")));
     put(k::WAFV2_ACL_ARN, s.wafv2_acl_arn.clone());
     put(k::WAFV2_ACL_NAME, s.wafv2_acl_name.clone());
+    put(k::WAF_ACL_ID, s.waf_classic_acl_id.clone());
+    put(k::SHIELD_ADVANCED_PROTECTION, s.shield_advanced_protection.map(|b| b.to_string()));
     put(k::SSL_REDIRECT, s.ssl_redirect.map(|p| p.to_string()));
     put(k::MANAGE_BACKEND_SG_RULES, s.manage_backend_security_group_rules.map(|b| b.to_string()));
     put(k::MINIMUM_CAPACITY, s.minimum_capacity_units.map(|n| n.to_string()));

@@ -1,7 +1,8 @@
 //! Load balancer settings AWS keeps outside the load balancer's own fields, each with its own
 //! call: PrivateLink inbound-rule enforcement (an argument of SetSecurityGroups, NLBs with
 //! security groups only), the minimum capacity reservation (ModifyCapacityReservation) and the
-//! WAFv2 web ACL association (ALBs; WAFv2's own API).
+//! WAFv2 web ACL association (ALBs; WAFv2's own API), the WAF Classic one (WAF Regional's API) and
+//! the Shield Advanced protection (Shield's API).
 //! `None` on the desired side means "not configured: leave AWS as it is" (ALBC does the same for
 //! all three), so removing an annotation never flips a setting someone made by hand — in
 //! particular it never strips a web ACL off a load balancer; `none` does that explicitly.
@@ -15,6 +16,56 @@ pub struct WantedExtras {
     pub minimum_capacity_units: Option<u32>,
     /// WAFv2 web ACL (`wafv2-acl-arn` / `wafv2-acl-name`).
     pub web_acl: Option<WebAclWanted>,
+    /// WAF Classic web ACL (`waf-acl-id` / `web-acl-id`).
+    pub waf_classic_acl: Option<WafClassicWanted>,
+    /// Shield Advanced protection on (true) / off (`shield-advanced-protection`).
+    pub shield_protection: Option<bool>,
+}
+
+/// The WAF Classic web ACL an annotation asks for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WafClassicWanted {
+    Id(String),
+    /// `none`: no WAF Classic web ACL on this load balancer.
+    Disassociate,
+}
+
+impl WafClassicWanted {
+    pub fn from_id(v: &str) -> Self {
+        if v.trim().eq_ignore_ascii_case("none") { Self::Disassociate } else { Self::Id(v.trim().to_string()) }
+    }
+}
+
+/// The name this controller gives the Shield protections it creates, as ALBC does: only a
+/// protection with this name (or ALBC's legacy one) is ever deleted by `shield-advanced-protection:
+/// "false"`; one made by hand or by another tool is left alone.
+pub const SHIELD_PROTECTION_NAME: &str = "managed by aws-load-balancer-controller";
+const SHIELD_PROTECTION_NAME_LEGACY: &str = "managed by aws-alb-ingress-controller";
+
+/// A Shield Advanced protection of one load balancer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShieldProtection {
+    pub id: String,
+    pub name: String,
+}
+
+impl ShieldProtection {
+    pub fn is_ours(&self) -> bool {
+        self.name == SHIELD_PROTECTION_NAME || self.name == SHIELD_PROTECTION_NAME_LEGACY
+    }
+}
+
+/// Why a wanted Shield protection cannot be applied, given the account's subscription state
+/// (`GetSubscriptionState`: `ACTIVE` or `INACTIVE`); `None` when it can. Asked before anything of
+/// the stack is created or changed: the protection fails closed (`annotations::refusals`).
+pub fn shield_blocked(want: Option<bool>, subscription_state: &str) -> Option<String> {
+    (want == Some(true) && subscription_state != "ACTIVE").then(|| {
+        format!(
+            "a Shield Advanced protection is wanted but this account has no active Shield Advanced subscription \
+             (GetSubscriptionState: {subscription_state}, expected ACTIVE): subscribe the account to Shield \
+             Advanced, or remove the annotation to deploy without the protection"
+        )
+    })
 }
 
 /// The web ACL an annotation asks for.
@@ -49,6 +100,10 @@ pub struct ObservedExtras {
     pub web_acl: Option<String>,
     /// `(name, ARN)` of the region's web ACLs; listed only when a name is wanted.
     pub web_acls_by_name: Vec<(String, String)>,
+    /// ID of the associated WAF Classic web ACL.
+    pub waf_classic_acl: Option<String>,
+    /// The load balancer's Shield Advanced protection.
+    pub shield_protection: Option<ShieldProtection>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -66,6 +121,17 @@ pub enum ExtraStep {
         arn: String,
     },
     DisassociateWebAcl,
+    /// WAF Regional AssociateWebACL (replaces any other WAF Classic association).
+    AssociateWafClassic {
+        id: String,
+    },
+    DisassociateWafClassic,
+    /// Shield CreateProtection named [`SHIELD_PROTECTION_NAME`].
+    CreateShieldProtection,
+    /// Shield DeleteProtection of a protection this controller made.
+    DeleteShieldProtection {
+        id: String,
+    },
 }
 
 impl ExtraStep {
@@ -78,6 +144,10 @@ impl ExtraStep {
             Self::SetMinimumCapacity { units: None } => "minimum capacity reservation reset".into(),
             Self::AssociateWebAcl { arn } => format!("WAFv2 web ACL {arn} associated"),
             Self::DisassociateWebAcl => "WAFv2 web ACL disassociated".into(),
+            Self::AssociateWafClassic { id } => format!("WAF Classic web ACL {id} associated"),
+            Self::DisassociateWafClassic => "WAF Classic web ACL disassociated".into(),
+            Self::CreateShieldProtection => "Shield Advanced protection created".into(),
+            Self::DeleteShieldProtection { id } => format!("Shield Advanced protection {id} deleted"),
         }
     }
 }
@@ -143,10 +213,39 @@ pub fn plan_extras(
             }
         }
     };
+    let classic = match &want.waf_classic_acl {
+        None => None,
+        Some(WafClassicWanted::Disassociate) => {
+            if observed.waf_classic_acl.is_some() {
+                steps.push(ExtraStep::DisassociateWafClassic);
+            }
+            None
+        }
+        Some(WafClassicWanted::Id(id)) => Some(id.clone()),
+    };
+    // AWS associates a load balancer with one web ACL, of either WAF: asking for both is refused
+    // before any call rather than left to whichever association runs last.
+    if let (Some(v2), Some(id)) = (&acl, &classic) {
+        return Err(format!(
+            "both a WAFv2 web ACL ({v2}) and a WAF Classic web ACL ({id}) are wanted; a load balancer takes one: \
+             remove waf-acl-id/web-acl-id or wafv2-acl-arn/wafv2-acl-name (set the other to none to move over)"
+        ));
+    }
     if let Some(arn) = acl
         && observed.web_acl.as_ref() != Some(&arn)
     {
         steps.push(ExtraStep::AssociateWebAcl { arn });
+    }
+    if let Some(id) = classic
+        && observed.waf_classic_acl.as_ref() != Some(&id)
+    {
+        steps.push(ExtraStep::AssociateWafClassic { id });
+    }
+    match (want.shield_protection, &observed.shield_protection) {
+        (Some(true), None) => steps.push(ExtraStep::CreateShieldProtection),
+        (Some(false), Some(p)) if p.is_ours() => steps.push(ExtraStep::DeleteShieldProtection { id: p.id.clone() }),
+        // On and already protected (whoever made it), off and not ours, or not asked: as it is.
+        _ => {}
     }
     Ok(steps)
 }
@@ -165,7 +264,11 @@ mod tests {
     use super::*;
 
     fn want(link: Option<bool>, units: Option<u32>) -> WantedExtras {
-        WantedExtras { enforce_inbound_rules_on_private_link: link, minimum_capacity_units: units, web_acl: None }
+        WantedExtras {
+            enforce_inbound_rules_on_private_link: link,
+            minimum_capacity_units: units,
+            ..Default::default()
+        }
     }
 
     fn seen(link: Option<bool>, units: Option<u32>) -> ObservedExtras {
@@ -263,5 +366,59 @@ mod tests {
         let e = plan_extras(&want(Some(false), None), &seen(None, None), false).unwrap_err();
         assert!(e.contains("needs a load balancer with security groups") && e.contains("remove the annotation"), "{e}");
         assert_eq!(plan_extras(&want(None, Some(5)), &seen(None, None), false).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn waf_classic_follows_id_and_none_and_refuses_two_wafs() {
+        use ExtraStep::*;
+        let plan = |want: Option<&str>, v2: Option<&str>, seen: Option<&str>| {
+            let w = WantedExtras {
+                waf_classic_acl: want.map(WafClassicWanted::from_id),
+                web_acl: v2.map(WebAclWanted::from_arn),
+                ..Default::default()
+            };
+            plan_extras(&w, &ObservedExtras { waf_classic_acl: seen.map(String::from), ..Default::default() }, true)
+        };
+        assert_eq!(plan(Some("acl-1"), None, None), Ok(vec![AssociateWafClassic { id: "acl-1".into() }]));
+        assert_eq!(plan(Some("acl-1"), None, Some("acl-1")), Ok(vec![]));
+        assert_eq!(plan(Some("acl-2"), None, Some("acl-1")), Ok(vec![AssociateWafClassic { id: "acl-2".into() }]));
+        assert_eq!(plan(Some("None"), None, Some("acl-1")), Ok(vec![DisassociateWafClassic]));
+        assert_eq!(plan(Some("none"), None, None), Ok(vec![]));
+        assert_eq!(plan(None, None, Some("acl-1")), Ok(vec![]), "no annotation: left as it is");
+        // Moving from one WAF to the other: `none` on the old one.
+        assert_eq!(
+            plan(Some("none"), Some("arn:v2"), Some("acl-1")),
+            Ok(vec![DisassociateWafClassic, AssociateWebAcl { arn: "arn:v2".into() }])
+        );
+        let both = plan(Some("acl-1"), Some("arn:v2"), None).unwrap_err();
+        assert!(both.contains("acl-1") && both.contains("arn:v2") && both.contains("takes one"), "{both}");
+    }
+
+    #[test]
+    fn shield_creates_ours_deletes_only_ours_and_blocks_without_a_subscription() {
+        use ExtraStep::*;
+        let p = |name: &str| ShieldProtection { id: "p-1".into(), name: name.into() };
+        let plan = |want: Option<bool>, seen: Option<ShieldProtection>| {
+            let w = WantedExtras { shield_protection: want, ..Default::default() };
+            plan_extras(&w, &ObservedExtras { shield_protection: seen, ..Default::default() }, true).unwrap()
+        };
+        assert_eq!(plan(Some(true), None), vec![CreateShieldProtection]);
+        assert_eq!(plan(Some(true), Some(p("by hand"))), vec![], "protected already, whoever made it");
+        assert_eq!(
+            plan(Some(false), Some(p(SHIELD_PROTECTION_NAME))),
+            vec![DeleteShieldProtection { id: "p-1".into() }]
+        );
+        assert_eq!(
+            plan(Some(false), Some(p(SHIELD_PROTECTION_NAME_LEGACY))),
+            vec![DeleteShieldProtection { id: "p-1".into() }]
+        );
+        assert_eq!(plan(Some(false), Some(p("by hand"))), vec![], "not ours: left alone");
+        assert_eq!(plan(None, Some(p(SHIELD_PROTECTION_NAME))), vec![], "no annotation: left as it is");
+
+        assert_eq!(shield_blocked(Some(true), "ACTIVE"), None);
+        assert_eq!(shield_blocked(Some(false), "INACTIVE"), None);
+        assert_eq!(shield_blocked(None, "INACTIVE"), None);
+        let why = shield_blocked(Some(true), "INACTIVE").unwrap();
+        assert!(why.contains("INACTIVE") && why.contains("expected ACTIVE") && why.contains("remove the annotation"));
     }
 }

@@ -12,9 +12,14 @@
 //! 3. One subnet per availability zone: the one tagged for our cluster first, then the lowest
 //!    subnet ID. The result is sorted by subnet ID.
 //!
-//! Not done here: ALBC ≥ 2.12.1 falls back to route-table reachability (public/private) when no
-//! subnet has a role tag at all, and it rejects mixing AZ/local-zone/outpost subnets. Both need
-//! data the controller does not fetch yet.
+//! When no subnet of the VPC carries the scheme's role tag, ALBC ≥ 2.12.1 (gate
+//! `SubnetDiscoveryByReachability`, on by default) classifies the VPC's subnets by their route
+//! table instead: public when it routes to an internet gateway (`igw-…`), the explicitly associated
+//! table first, the VPC's main table otherwise ([`needs_reachability`], [`reachability`]); steps 2
+//! and 3 apply to those candidates the same way.
+//!
+//! Not done here: ALBC rejects mixing AZ/local-zone/outpost subnets, which needs data the
+//! controller does not fetch yet.
 //!
 //! Subnet problems are the most common reason a load balancer never appears (a cluster tag of
 //! `meta-dev` for a cluster called `dev-meta` fails silently in ALBC), so a failure here explains
@@ -68,6 +73,52 @@ impl SubnetSelector {
     }
 }
 
+/// A route table of the cluster VPC, as reachability discovery reads it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RouteTable {
+    pub id: String,
+    /// The VPC's main route table: subnets without an explicit association use it.
+    pub main: bool,
+    /// Subnets explicitly associated with it.
+    pub subnet_ids: Vec<String>,
+    /// Gateway IDs of its routes; one starting `igw` makes its subnets public.
+    pub gateway_ids: Vec<String>,
+}
+
+/// Whether discovery classifies subnets by route table: role-tag discovery (no explicit list, no
+/// tag filters), the gate on, and not one subnet of the cluster VPC carries the scheme's role tag
+/// with a value discovery accepts (`1` or empty: ALBC's tag filter, before any other check).
+pub fn needs_reachability(selector: &SubnetSelector, params: &SubnetParams<'_>, subnets: &[Subnet]) -> bool {
+    let role = role_tag(params.scheme);
+    params.reachability_gate
+        && matches!(selector, SubnetSelector::Discover)
+        && !subnets.iter().any(|s| s.vpc_id == params.vpc_id && s.tags.get(role).is_some_and(|v| role_value_ok(v)))
+}
+
+/// Per subnet: public (true) when its route table routes to an internet gateway. A subnet without
+/// an explicit association uses the main table; a VPC without a main table (AWS always has one)
+/// is an error naming the VPC.
+pub fn reachability<'s>(
+    vpc_id: &str,
+    subnet_ids: impl IntoIterator<Item = &'s str>,
+    tables: &[RouteTable],
+) -> Result<BTreeMap<String, bool>, String> {
+    let public = |t: &RouteTable| t.gateway_ids.iter().any(|g| g.starts_with("igw"));
+    let main = tables.iter().find(|t| t.main);
+    let mut out = BTreeMap::new();
+    for id in subnet_ids {
+        let table = tables.iter().find(|t| t.subnet_ids.iter().any(|s| s == id)).or(main).ok_or_else(|| {
+            format!(
+                "subnet {id} has no route table of its own and VPC {vpc_id} reports no main route table \
+                 (DescribeRouteTables): cannot tell whether it is public; tag the subnets with {ROLE_ELB_TAG} or \
+                 {ROLE_INTERNAL_ELB_TAG}"
+            )
+        })?;
+        out.insert(id.to_string(), public(table));
+    }
+    Ok(out)
+}
+
 /// The context subnets are resolved in.
 #[derive(Clone, Debug)]
 pub struct SubnetParams<'a> {
@@ -82,6 +133,11 @@ pub struct SubnetParams<'a> {
     pub cluster_tag_check: bool,
     /// The annotation users set to bypass discovery, named in hints.
     pub subnets_annotation: &'a str,
+    /// ALBC feature gate `SubnetDiscoveryByReachability` (default on).
+    pub reachability_gate: bool,
+    /// Public (true) / private per subnet of the VPC, from [`reachability`]: given when
+    /// [`needs_reachability`] said so, and then discovery picks by it instead of the role tag.
+    pub reachability: Option<&'a BTreeMap<String, bool>>,
 }
 
 /// Resolves the selector against the subnets the controller listed.
@@ -467,10 +523,26 @@ fn discover(
     for s in &in_vpc {
         let mut drop = None;
         match &cands {
-            Candidates::Role => match s.tags.get(role) {
-                None => drop = Some(DropReason::NotCandidate(format!("no {role} tag"))),
-                Some(v) if !role_value_ok(v) => drop = Some(DropReason::RoleValue(v.clone())),
-                Some(_) => {}
+            Candidates::Role => match (params.reachability, s.tags.get(role)) {
+                (Some(public), _) => {
+                    let want = params.scheme == Scheme::InternetFacing;
+                    match public.get(&s.id) {
+                        Some(p) if *p == want => {}
+                        Some(p) => {
+                            drop = Some(DropReason::NotCandidate(format!(
+                                "no subnet has {role}; by its route table this one is {} and a {} load balancer \
+                                 needs a {} subnet",
+                                if *p { "public (routes to an internet gateway)" } else { "private" },
+                                params.scheme.as_aws(),
+                                if want { "public" } else { "private" }
+                            )))
+                        }
+                        None => drop = Some(DropReason::NotCandidate("no route table read for it".into())),
+                    }
+                }
+                (None, None) => drop = Some(DropReason::NotCandidate(format!("no {role} tag"))),
+                (None, Some(v)) if !role_value_ok(v) => drop = Some(DropReason::RoleValue(v.clone())),
+                (None, Some(_)) => {}
             },
             Candidates::Tags(filters) => {
                 for (k, values) in filters.iter() {

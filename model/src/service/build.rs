@@ -168,7 +168,7 @@ pub fn build_stack(svc: &Service, settings: &NlbSettings, ctx: &BuildContext) ->
         extras: WantedExtras {
             enforce_inbound_rules_on_private_link: settings.inbound_sg_rules_on_private_link,
             minimum_capacity_units: settings.minimum_capacity_units,
-            web_acl: None,
+            ..WantedExtras::default()
         },
         bindings: targets.bindings,
         backend_security_group_used,

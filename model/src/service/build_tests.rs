@@ -349,7 +349,7 @@ fn multi_cluster_listener_attributes_and_extras() {
         WantedExtras {
             enforce_inbound_rules_on_private_link: Some(true),
             minimum_capacity_units: Some(100),
-            web_acl: None
+            ..WantedExtras::default()
         }
     );
     assert_eq!(st.stack.load_balancer.name, "custom-nlb");

@@ -27,6 +27,8 @@ fn params(scheme: Scheme, min_azs: usize) -> SubnetParams<'static> {
         min_azs,
         cluster_tag_check: true,
         subnets_annotation: ANN,
+        reachability_gate: true,
+        reachability: None,
     }
 }
 
@@ -355,4 +357,85 @@ fn near_name_heuristics() {
 fn mappings_are_sorted() {
     let m = to_mappings(&[subnet("subnet-b", "az-b", &[]), subnet("subnet-a", "az-a", &[])]);
     assert_eq!(m.iter().map(|m| m.subnet_id.as_str()).collect::<Vec<_>>(), vec!["subnet-a", "subnet-b"]);
+}
+
+fn table(id: &str, main: bool, subnets: &[&str], gateways: &[&str]) -> RouteTable {
+    RouteTable {
+        id: id.into(),
+        main,
+        subnet_ids: subnets.iter().map(|s| s.to_string()).collect(),
+        gateway_ids: gateways.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+/// ALBC's fallback: only when no subnet of the VPC has the scheme's role tag, only for plain
+/// discovery, only with the gate on.
+#[test]
+fn reachability_is_needed_only_without_any_role_tag() {
+    let untagged = vec![subnet_in("subnet-a", VPC, "az-a", 100, &[]), subnet_in("subnet-b", VPC, "az-b", 100, &[OURS])];
+    let p = params(Scheme::InternetFacing, 2);
+    assert!(needs_reachability(&SubnetSelector::Discover, &p, &untagged));
+    let mut tagged = untagged.clone();
+    tagged.push(subnet_in("subnet-c", VPC, "az-c", 100, &[("kubernetes.io/role/elb", "0")]));
+    assert!(needs_reachability(&SubnetSelector::Discover, &p, &tagged), "a value discovery refuses counts as none");
+    tagged.push(subnet_in("subnet-d", VPC, "az-c", 100, &[ELB]));
+    assert!(!needs_reachability(&SubnetSelector::Discover, &p, &tagged), "one usable role tag: tags decide");
+    assert!(needs_reachability(&SubnetSelector::Discover, &params(Scheme::Internal, 2), &tagged), "per scheme");
+    assert!(!needs_reachability(&SubnetSelector::Explicit(vec!["subnet-a".into()]), &p, &untagged));
+    assert!(!needs_reachability(&SubnetSelector::Tags(BTreeMap::new()), &p, &untagged));
+    let off = SubnetParams { reachability_gate: false, ..p };
+    assert!(!needs_reachability(&SubnetSelector::Discover, &off, &untagged), "gate off");
+}
+
+/// A subnet's own table first, the main table otherwise; `igw-` routes make it public; no main
+/// table for an unassociated subnet is an error naming the VPC.
+#[test]
+fn reachability_follows_the_subnets_route_table() {
+    let tables = vec![
+        table("rtb-main", true, &[], &["local"]),
+        table("rtb-pub", false, &["subnet-a", "subnet-b"], &["local", "igw-1"]),
+        table("rtb-nat", false, &["subnet-c"], &["local", "nat-1"]),
+    ];
+    let got = reachability(VPC, ["subnet-a", "subnet-b", "subnet-c", "subnet-d"], &tables).unwrap();
+    let want: BTreeMap<String, bool> =
+        [("subnet-a", true), ("subnet-b", true), ("subnet-c", false), ("subnet-d", false)]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+    assert_eq!(got, want);
+    let public_main = vec![table("rtb-main", true, &[], &["igw-9"])];
+    assert!(reachability(VPC, ["subnet-x"], &public_main).unwrap()["subnet-x"], "the main table's route");
+    let err = reachability(VPC, ["subnet-x"], &[table("rtb-1", false, &["subnet-y"], &[])]).unwrap_err();
+    assert!(err.contains("subnet-x") && err.contains(VPC) && err.contains("main route table"), "{err}");
+}
+
+/// Candidates by route table: public subnets for internet-facing, private for internal; the
+/// cluster-tag and free-address filters and one per AZ apply as with tags; a failure says why
+/// each subnet was passed over.
+#[test]
+fn discovery_by_reachability_picks_by_scheme() {
+    let subnets = vec![
+        subnet_in("subnet-a", VPC, "az-a", 100, &[]),
+        subnet_in("subnet-b", VPC, "az-b", 100, &[]),
+        subnet_in("subnet-c", VPC, "az-a", 100, &[]),
+        subnet_in("subnet-d", VPC, "az-b", 100, &[]),
+        subnet_in("subnet-e", VPC, "az-c", 100, &[("kubernetes.io/cluster/other", "shared")]),
+        subnet_in("subnet-f", VPC, "az-c", 3, &[]),
+    ];
+    let public: BTreeMap<String, bool> =
+        [("subnet-a", true), ("subnet-b", true), ("subnet-c", false), ("subnet-d", false), ("subnet-e", true)]
+            .into_iter()
+            .chain([("subnet-f", false)])
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+    let with = |scheme| SubnetParams { reachability: Some(&public), ..params(scheme, 2) };
+    let facing = resolve(&SubnetSelector::Discover, &with(Scheme::InternetFacing), &subnets).unwrap();
+    assert_eq!(ids(&facing), ["subnet-a", "subnet-b"], "subnet-e is another cluster's");
+    let internal = resolve(&SubnetSelector::Discover, &with(Scheme::Internal), &subnets).unwrap();
+    assert_eq!(ids(&internal), ["subnet-c", "subnet-d"], "subnet-f has too few addresses");
+
+    let only_private: Vec<Subnet> =
+        subnets.iter().filter(|s| ["subnet-c", "subnet-d"].contains(&s.id.as_str())).cloned().collect();
+    let err = resolve(&SubnetSelector::Discover, &with(Scheme::InternetFacing), &only_private).unwrap_err().to_string();
+    assert!(err.contains("by its route table this one is private") && err.contains("needs a public subnet"), "{err}");
 }
