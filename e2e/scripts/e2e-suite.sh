@@ -19,12 +19,13 @@ if [ "${1:-}" = "--except" ]; then
 fi
 
 # Build (or find) the test binary: the last artifact of the e2e test target.
-exe="$(cargo test -q -p lbc-e2e --test e2e --no-run --message-format=json \
+# `--workspace --test e2e`: the workspace's dependency features, as e2e/test-all's build (no rebuild).
+exe="$(cargo test -q --workspace --test e2e --no-run --message-format=json \
   | python3 -c 'import json,sys
 exe = [m["executable"] for m in map(json.loads, sys.stdin)
        if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "e2e"]
 print(exe[-1] if exe else "")')" || { echo "e2e-suite: building the e2e test binary failed" >&2; exit 1; }
-[ -x "$exe" ] || { echo "e2e-suite: no e2e test binary found (cargo test -p lbc-e2e --test e2e --no-run)" >&2; exit 1; }
+[ -x "$exe" ] || { echo "e2e-suite: no e2e test binary found (cargo test --workspace --test e2e --no-run)" >&2; exit 1; }
 # What `cargo test` gives a test process: the package directory as working directory and CARGO_MANIFEST_DIR.
 run_tests() { (cd "$ROOT/e2e" && CARGO_MANIFEST_DIR="$ROOT/e2e" "$exe" "$@"); }
 
