@@ -890,7 +890,12 @@ def exported(name, types):
 
 @pytest.fixture(scope="session")
 def promql_check(controller_bin):
-    """Our wrapper around an independent PromQL parser (e2e/src/bin/promql-check.rs)."""
+    """Our wrapper around an independent PromQL parser (e2e/src/bin/promql-check.rs): $LBC_PROMQL_CHECK (e2e/test-all
+    sets it: the controller it tests is the production build, in a folder of its own), else beside the controller."""
+    given = os.environ.get("LBC_PROMQL_CHECK")
+    if given:
+        assert Path(given).is_file(), f"LBC_PROMQL_CHECK={given} is not a file: build it (cargo build --workspace)"
+        return Path(given)
     b = controller_bin.parent / "promql-check"
     if not b.exists():
         run(["cargo", "build", "-q", "-p", "lbc-e2e", "--bin", "promql-check", "--manifest-path", REPO / "Cargo.toml"],
