@@ -242,11 +242,11 @@ async fn route_table_reachability(
     subnets: &[lbc_model::lb::Subnet],
     verdicts: &mut Vec<Verdict>,
 ) -> Option<std::collections::BTreeMap<String, bool>> {
-    use lbc_model::lb::subnets::{ROLE_ELB_TAG, ROLE_INTERNAL_ELB_TAG, reachability};
+    use lbc_model::lb::subnets::{ROLE_ELB_TAG, ROLE_INTERNAL_ELB_TAG, has_usable_role_tag, reachability};
     let gate = lbc_model::compat::parse_key_bools("--feature-gates", &args.feature_gates)
         .map(|g| lbc_model::compat::assess_gates(&g).0.subnet_discovery_by_reachability)
         .unwrap_or(true);
-    let untagged = |role: &str| !subnets.iter().any(|s| s.tags.get(role).is_some_and(|v| v.is_empty() || v == "1"));
+    let untagged = |role: &str| !has_usable_role_tag(subnets, &args.aws_vpc_id, role);
     if !gate || !(untagged(ROLE_ELB_TAG) || untagged(ROLE_INTERNAL_ELB_TAG)) {
         return None;
     }

@@ -92,7 +92,12 @@ pub fn needs_reachability(selector: &SubnetSelector, params: &SubnetParams<'_>, 
     let role = role_tag(params.scheme);
     params.reachability_gate
         && matches!(selector, SubnetSelector::Discover)
-        && !subnets.iter().any(|s| s.vpc_id == params.vpc_id && s.tags.get(role).is_some_and(|v| role_value_ok(v)))
+        && !has_usable_role_tag(subnets, params.vpc_id, role)
+}
+
+/// Whether a subnet of `vpc_id` carries `role` with a value discovery accepts (`1` or empty).
+pub fn has_usable_role_tag(subnets: &[Subnet], vpc_id: &str, role: &str) -> bool {
+    subnets.iter().any(|s| s.vpc_id == vpc_id && s.tags.get(role).is_some_and(|v| role_value_ok(v)))
 }
 
 /// Per subnet: public (true) when its route table routes to an internet gateway. A subnet without
