@@ -54,10 +54,12 @@ impl Service {
     }
 }
 
-/// Says whether this process may write to AWS right now: the leader fence. Asked right before
-/// every attempt of a mutating operation, after any client-side throttle wait, so a replica that
-/// lost its lease while queued never sends the write.
-pub type WriteGate = Arc<dyn Fn() -> bool + Send + Sync>;
+/// The leader fence: how long a write sent now may take, `None` (or zero) when this process may
+/// not write at all. Asked right before every attempt of a mutating operation, after any
+/// client-side throttle wait, so a replica that lost its lease while queued never sends the write;
+/// the attempt is abandoned when the time given runs out (before another replica may start
+/// writing), even when that is sooner than the attempt timeout.
+pub type WriteGate = Arc<dyn Fn() -> Option<Duration> + Send + Sync>;
 
 /// Whether `operation` changes something in AWS. Every read of the APIs we call is named
 /// Describe*, List* or Get*; `DryRun*` labels an EC2 write sent with `DryRun=true` (doctor's
@@ -208,15 +210,20 @@ impl CallRunner {
                 None => self.throttler.acquire(service.id(), operation).await,
             };
             self.metrics.throttle_wait.get_or_create(&op).observe(waited.as_secs_f64());
-            if is_mutating(operation) && self.write_gate.as_ref().is_some_and(|may_write| !may_write()) {
-                let err = AwsError::not_leader(service.label(), operation);
-                self.metrics.attempt(&op, Err(&err), Duration::ZERO);
-                if n > 0 {
-                    self.metrics.call_done(&op, n, Err(&err));
+            let mut limit = self.timeouts.attempt.min(self.timeouts.operation.saturating_sub(spent));
+            if let Some(may_write) = self.write_gate.as_ref().filter(|_| is_mutating(operation)) {
+                match may_write().filter(|left| !left.is_zero()) {
+                    Some(left) => limit = limit.min(left),
+                    None => {
+                        let err = AwsError::not_leader(service.label(), operation);
+                        self.metrics.attempt(&op, Err(&err), Duration::ZERO);
+                        if n > 0 {
+                            self.metrics.call_done(&op, n, Err(&err));
+                        }
+                        return Err(err);
+                    }
                 }
-                return Err(err);
             }
-            let limit = self.timeouts.attempt.min(self.timeouts.operation.saturating_sub(spent));
             *attempts += 1;
             let start = Instant::now();
             let result = match tokio::time::timeout(limit, attempt()).await {
@@ -425,7 +432,7 @@ mod tests {
     async fn the_write_gate_refuses_writes_before_sending_and_lets_reads_through() {
         let leader = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let l = leader.clone();
-        let gate: WriteGate = Arc::new(move || l.load(Ordering::SeqCst));
+        let gate: WriteGate = Arc::new(move || l.load(Ordering::SeqCst).then_some(Duration::from_secs(10)));
         let r = CallRunner::with(
             Throttler::new(default_rules()),
             AwsMetrics::default(),
@@ -447,6 +454,37 @@ mod tests {
         leader.store(true, Ordering::SeqCst);
         r.run(Service::Elbv2, "RegisterTargets", write).await.unwrap();
         assert_eq!(sent.load(Ordering::SeqCst), 2);
+    }
+
+    /// A write sent near the end of the leadership is abandoned when the fence says, not at the
+    /// attempt timeout: another replica may be writing by then. Its retry is refused unsent.
+    #[tokio::test(start_paused = true)]
+    async fn a_write_is_abandoned_when_the_leadership_it_started_under_may_have_passed() {
+        let ends = Instant::now() + Duration::from_secs(3);
+        let gate: WriteGate = Arc::new(move || Some(ends.saturating_duration_since(Instant::now())));
+        let r = CallRunner::with(
+            Throttler::new(default_rules()),
+            AwsMetrics::default(),
+            3,
+            CallTimeouts::default(),
+            Some(gate),
+        );
+        let sent = AtomicU32::new(0);
+        let start = Instant::now();
+        let out: Result<(), _> = r
+            .run(Service::Elbv2, "RegisterTargets", || async {
+                sent.fetch_add(1, Ordering::SeqCst);
+                futures::future::pending().await
+            })
+            .await;
+        let e = out.unwrap_err();
+        assert_eq!(e.kind, ErrorKind::NotLeader, "{e}");
+        assert_eq!(sent.load(Ordering::SeqCst), 1, "the retry after the fence is never sent");
+        let took = start.elapsed();
+        assert!(
+            took >= Duration::from_secs(3) && took < Duration::from_secs(4),
+            "{took:?}, not the 10 s attempt timeout"
+        );
     }
 
     #[test]

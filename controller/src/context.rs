@@ -206,10 +206,13 @@ impl Context {
         self.target_groups.lock().expect("tg cache").insert(info.arn.clone(), info);
     }
 
-    /// Drops everything learnt of AWS per binding and target group (a new leadership term).
+    /// Drops everything learnt of AWS per binding and target group (a new leadership term): while
+    /// another replica led, a target group may have been deleted and its ARN's tags (who owns it)
+    /// changed with a new group of the same name.
     pub fn forget_all(&self) {
         self.bindings.lock().expect("bindings lock").clear();
         self.target_groups.lock().expect("tg cache").clear();
+        self.target_group_tags.lock().expect("tag cache").clear();
     }
 
     /// Publishes an Event; failures to publish are logged, never fatal.
@@ -290,6 +293,18 @@ mod tenancy_tests {
         // The granted namespace gets the role's client.
         let _ = w.base.elb_for(&binding("team-a")).describe_target_group(ARN).await;
         assert_eq!(accounts.asked().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_new_leadership_term_forgets_who_owns_each_target_group() {
+        let (w, _) = world(TenancyMode::Compatible);
+        let info = TargetGroupInfo { arn: ARN.into(), ..Default::default() };
+        let tags = lbc_model::lb::Tags::from([("elbv2.k8s.aws/cluster".to_string(), "c".to_string())]);
+        w.base.learn_created_target_group(info, &tags);
+        assert!(w.base.target_group_tags.lock().unwrap().contains_key(ARN));
+        w.base.forget_all();
+        assert!(w.base.target_group_tags.lock().unwrap().is_empty(), "tags are read again by the new term");
+        assert!(w.base.target_groups.lock().unwrap().is_empty());
     }
 
     #[tokio::test]

@@ -7,14 +7,16 @@
 //! (`lbc_aws::call::WriteGate`, `crate::kube_gate`). Another replica takes the lease only after
 //! seeing the record unchanged for the whole lease duration on *its* clock (decisions in
 //! `lbc_model::lease`), so at least `lease − renew_deadline` (5 s at the defaults) separates our
-//! last write from its first one, whatever the wall clocks say. Written here (~150 lines) rather
+//! last write from its first one, whatever the wall clocks say. A write in flight is abandoned
+//! half-way through that gap ([`WriteWindow`], [`lbc_model::lease::writes_end_for`]), however long
+//! the AWS attempt timeout. Written here (~150 lines) rather
 //! than with a lease crate because that local guarantee is the point.
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::api::PostParams;
 use kube::{Api, Client};
-use lbc_model::lease::{LeaseDecision, LeaseRecord, LeaseTimings, decide, leading_for};
+use lbc_model::lease::{LeaseDecision, LeaseRecord, LeaseTimings, decide, leading_for, writes_end_for};
 use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -27,6 +29,26 @@ pub struct LeaderConfig {
     pub timings: LeaseTimings,
 }
 
+/// Until when the writes of this replica's current leadership may run (the AWS write gate gives
+/// each write attempt at most the time left). `None`: no end known, as when leader election is
+/// off and this replica always leads.
+#[derive(Debug, Default)]
+pub struct WriteWindow(std::sync::Mutex<Option<Instant>>);
+
+impl WriteWindow {
+    /// Time left for a write sent now; `Duration::MAX` without an end.
+    pub fn left(&self) -> Duration {
+        match *self.0.lock().expect("write window") {
+            Some(end) => end.saturating_duration_since(Instant::now()),
+            None => Duration::MAX,
+        }
+    }
+
+    fn set(&self, end: Option<Instant>) {
+        *self.0.lock().expect("write window") = end;
+    }
+}
+
 /// The record last seen and since when it has not changed (our clock).
 struct Observed {
     record: LeaseRecord,
@@ -34,7 +56,13 @@ struct Observed {
 }
 
 /// Runs the election until `shutdown` fires; then releases the lease if held.
-pub async fn run(client: Client, cfg: LeaderConfig, tx: watch::Sender<bool>, mut shutdown: watch::Receiver<bool>) {
+pub async fn run(
+    client: Client,
+    cfg: LeaderConfig,
+    tx: watch::Sender<bool>,
+    window: std::sync::Arc<WriteWindow>,
+    mut shutdown: watch::Receiver<bool>,
+) {
     let api: Api<Lease> = Api::namespaced(client, &cfg.namespace);
     let t = cfg.timings;
     let mut valid_until: Option<Instant> = None;
@@ -52,6 +80,7 @@ pub async fn run(client: Client, cfg: LeaderConfig, tx: watch::Sender<bool>, mut
         match attempt {
             Some(Ok(true)) => {
                 valid_until = Some(started + leading_for(&t));
+                window.set(Some(started + writes_end_for(&t)));
                 if tx.send_if_modified(|v| !std::mem::replace(v, true)) {
                     tracing::info!(identity = %cfg.identity, lease = %cfg.name, "became leader");
                 }

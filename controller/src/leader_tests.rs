@@ -5,6 +5,7 @@ use http::{Request, Response, StatusCode};
 use kube::client::Body;
 use lbc_model::lease::LeaseTimings;
 use serde_json::json;
+use std::sync::Arc;
 use tower_test::mock::{self, Handle, SendResponse};
 
 type ApiHandle = Handle<Request<Body>, Response<Body>>;
@@ -40,10 +41,33 @@ async fn next(h: &mut ApiHandle) -> (String, SendResponse<Response<Body>>) {
 }
 
 fn start(client: Client) -> (watch::Receiver<bool>, watch::Sender<bool>) {
+    let (rx, stop, _) = start_with_window(client);
+    (rx, stop)
+}
+
+fn start_with_window(client: Client) -> (watch::Receiver<bool>, watch::Sender<bool>, Arc<WriteWindow>) {
     let (tx, rx) = watch::channel(false);
     let (stop_tx, stop_rx) = watch::channel(false);
-    tokio::spawn(run(client, cfg(), tx, stop_rx));
-    (rx, stop_tx)
+    let window = Arc::new(WriteWindow::default());
+    tokio::spawn(run(client, cfg(), tx, window.clone(), stop_rx));
+    (rx, stop_tx, window)
+}
+
+/// Writes get the leadership's time plus half the fence margin (12.5 s of a 15 s lease) from the
+/// start of the renewal, so no write of ours is outstanding when another replica may take over.
+#[tokio::test(start_paused = true)]
+async fn writes_are_given_until_half_way_through_the_fence_margin() {
+    let (svc, mut h) = mock::pair::<Request<Body>, Response<Body>>();
+    let (mut leader, _stop, window) = start_with_window(Client::new(svc, "default"));
+    let (_, tx) = next(&mut h).await;
+    respond(tx, StatusCode::NOT_FOUND, not_found());
+    let (_, tx) = next(&mut h).await;
+    respond(tx, StatusCode::CREATED, lease("me", "2026-01-01T00:00:00.000000Z", "1"));
+    leader.wait_for(|v| *v).await.unwrap();
+    assert_eq!(window.left(), Duration::from_millis(12_500));
+    let _hung = next(&mut h).await; // the first renewal never answers
+    leader.wait_for(|v| !*v).await.unwrap();
+    assert_eq!(window.left(), Duration::from_millis(2_500), "the last writes' remaining time, under the 5 s margin");
 }
 
 #[tokio::test(start_paused = true)]
@@ -195,7 +219,7 @@ async fn a_follower_stopping_releases_nothing() {
     let (svc, mut h) = mock::pair::<Request<Body>, Response<Body>>();
     let (tx, leader) = watch::channel(false);
     let (stop, stop_rx) = watch::channel(false);
-    let task = tokio::spawn(run(Client::new(svc, "default"), cfg(), tx, stop_rx));
+    let task = tokio::spawn(run(Client::new(svc, "default"), cfg(), tx, Default::default(), stop_rx));
     let (m, tx) = next(&mut h).await;
     assert_eq!(m, "GET");
     respond(tx, StatusCode::OK, lease("other", "2026-01-01T00:00:00.000000Z", "7"));

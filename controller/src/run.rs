@@ -68,9 +68,11 @@ pub async fn run(mut args: Args, albc_only: Vec<lbc_model::compat::GivenFlag>) -
     let webhook_rules =
         lbc_model::throttle::parse_rules(&format!("{},{}", args.webhook_aws_api_throttle, lbc_webhook::AWS_THROTTLE))
             .map_err(|e| anyhow::anyhow!("--webhook-aws-api-throttle: {e}"))?;
+    // Writes of a leadership term end before another replica may take over (`leader::WriteWindow`).
+    let write_window = Arc::new(leader::WriteWindow::default());
     let gate: WriteGate = {
-        let leader = leader_rx.clone();
-        Arc::new(move || *leader.borrow())
+        let (leader, window) = (leader_rx.clone(), write_window.clone());
+        Arc::new(move || (*leader.borrow()).then(|| window.left()))
     };
     let timeouts = CallTimeouts { attempt: args.aws_api_attempt_timeout, operation: args.aws_api_operation_timeout };
     let runner = CallRunner::with(
@@ -157,7 +159,7 @@ pub async fn run(mut args: Args, albc_only: Vec<lbc_model::compat::GivenFlag>) -
             identity: identity.clone(),
             timings: LeaseTimings::from_lease(Duration::from_secs(args.leader_election_lease_duration)),
         };
-        Some(tokio::spawn(leader::run(client.clone(), cfg, leader_tx, shutdown_rx.clone())))
+        Some(tokio::spawn(leader::run(client.clone(), cfg, leader_tx, write_window, shutdown_rx.clone())))
     } else {
         let _ = leader_tx.send(true);
         std::mem::forget(leader_tx);

@@ -90,6 +90,14 @@ pub fn leading_for(t: &LeaseTimings) -> Duration {
     t.renew_deadline
 }
 
+/// Until when (as an offset from the start of the renewal request) a write sent during our
+/// leadership may still be waited for: half the fence margin past the leadership's end. The other
+/// half is left to clock-rate differences, so no write of ours is outstanding when another
+/// replica may start writing.
+pub fn writes_end_for(t: &LeaseTimings) -> Duration {
+    leading_for(t) + t.fence_margin() / 2
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,6 +113,8 @@ mod tests {
         assert_eq!(t.retry_period, Duration::from_secs(2));
         assert_eq!(t.fence_margin(), Duration::from_secs(5));
         assert!(leading_for(&t) < t.lease, "a leader stops before anyone may take over");
+        assert_eq!(writes_end_for(&t), Duration::from_millis(12_500));
+        assert!(writes_end_for(&t) < t.lease, "no write outstanding when anyone may take over");
         let small = LeaseTimings::from_lease(Duration::from_secs(1));
         assert_eq!(small.lease, Duration::from_secs(3), "floor");
     }

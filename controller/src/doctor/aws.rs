@@ -109,7 +109,7 @@ pub async fn gather(args: &Args, d: &DoctorArgs, cluster: Option<&Cluster>) -> A
     };
     let expires_at = source.as_ref().and_then(|s| s.state().expires_at);
     // Doctor never writes: the gate refuses every mutating call before it is sent.
-    let never: WriteGate = Arc::new(|| false);
+    let never: WriteGate = Arc::new(|| None);
     let runner = CallRunner::with(
         Throttler::new(rules),
         metrics.aws.clone(),
