@@ -53,7 +53,7 @@ impl Health {
         match &self.credentials {
             Some(c) if !c.is_ready() => Ok(format!(
                 "ok (serving admission and reconciling; AWS calls fail until credentials recover: {})",
-                c.state().summary()
+                c.state().public_summary()
             )),
             _ => Ok("ok".into()),
         }

@@ -217,19 +217,37 @@ impl CredentialState {
         matches!(self.health, Health::Healthy | Health::Degraded)
     }
 
-    /// One line for `/readyz` and logs, e.g. `aws credentials (vault): degraded, expire in 212s;
+    /// One line for logs, e.g. `aws credentials (vault): degraded, expire in 212s;
     /// last error: Vault at https://vault:8200 is sealed ...`.
     pub fn summary(&self) -> String {
+        let mut s = self.state_and_expiry();
+        if let Some(e) = &self.last_error {
+            s.push_str("; last error: ");
+            s.push_str(&e.message);
+        }
+        s
+    }
+
+    /// [`CredentialState::summary`] for unauthenticated readers (`/readyz`, which any pod can
+    /// reach): the last error by its reason only, never its text (Vault's words, paths, roles).
+    pub fn public_summary(&self) -> String {
+        let mut s = self.state_and_expiry();
+        if let Some(e) = &self.last_error {
+            s.push_str(&format!(
+                "; last error: {} (the controller's log and aws_credentials_refresh_failures_total say more)",
+                e.reason.label()
+            ));
+        }
+        s
+    }
+
+    fn state_and_expiry(&self) -> String {
         let mut s = format!("aws credentials ({}): {}", self.source, self.health.as_str());
         if let Some(t) = self.expires_at {
             match t.duration_since(SystemTime::now()) {
                 Ok(d) => s.push_str(&format!(", expire in {}s", d.as_secs())),
                 Err(e) => s.push_str(&format!(", expired {}s ago", e.duration().as_secs())),
             }
-        }
-        if let Some(e) = &self.last_error {
-            s.push_str("; last error: ");
-            s.push_str(&e.message);
         }
         s
     }

@@ -162,6 +162,9 @@ pub fn start(mut cfg: VaultConfig, metrics: CredentialMetrics) -> Result<Credent
     let mut http = reqwest::Client::builder()
         .timeout(t.request_timeout)
         .connect_timeout(t.request_timeout.min(Duration::from_secs(5)))
+        // The Vault token travels in X-Vault-Token, which a client keeps on a redirect to another
+        // host: never follow one (`send` reports it).
+        .redirect(reqwest::redirect::Policy::none())
         .user_agent(concat!("aws-lb-controller/", env!("CARGO_PKG_VERSION")));
     if let Some(path) = &cfg.ca_bundle {
         let pem = std::fs::read(path)
@@ -525,6 +528,19 @@ impl Api {
         let addr = &self.cfg.address;
         let resp = req.send().await.map_err(|e| self.transport_error(op, &e))?;
         let status = resp.status();
+        if status.is_redirection() {
+            let to = resp.headers().get(reqwest::header::LOCATION).and_then(|l| l.to_str().ok()).unwrap_or("nowhere");
+            return Err(CredentialError::new(
+                Reason::Rejected,
+                format!(
+                    "Vault at {addr} answered {} with a redirect (HTTP {status}) to {}; the controller never follows \
+                     one (its Vault token would go along): set --vault-address to the active node or to an address \
+                     that forwards requests (Vault standbys forward by default)",
+                    op.describe(),
+                    lbc_model::text::truncate(to.to_string(), 200)
+                ),
+            ));
+        }
         let bytes = resp.bytes().await.map_err(|e| self.transport_error(op, &e))?;
         if status.is_success() {
             return serde_json::from_slice(&bytes).map_err(|_| {

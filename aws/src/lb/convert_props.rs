@@ -61,6 +61,7 @@ fn oidc() -> impl Strategy<Value = AuthenticateOidc> {
                     user_info_endpoint,
                     client_id,
                     client_secret,
+                    client_secret_digest: None,
                     scope,
                     session_cookie_name,
                     session_timeout_seconds,

@@ -215,6 +215,7 @@ pub fn oidc_from(c: &sdk::AuthenticateOidcActionConfig) -> AuthenticateOidc {
         client_id: s(c.client_id()),
         // AWS does not return it; an emulator might.
         client_secret: None,
+        client_secret_digest: None,
         scope: c.scope().map(str::to_string),
         session_cookie_name: c.session_cookie_name().map(str::to_string),
         session_timeout_seconds: c.session_timeout().and_then(|t| u64::try_from(t).ok()),
@@ -302,6 +303,7 @@ mod tests {
             user_info_endpoint: "https://idp/userinfo".into(),
             client_id: "app".into(),
             client_secret: secret.map(str::to_string),
+            client_secret_digest: None,
             scope: Some("openid email".into()),
             session_cookie_name: Some("AWSELBAuth".into()),
             session_timeout_seconds: Some(604_800),

@@ -53,9 +53,11 @@ pub(super) async fn oidc_credentials(
                 continue;
             }
         }
+        // The API server gives every object a UID; it keys the credentials' digest tag.
+        let uid = secret.metadata.uid.unwrap_or_default();
         let data: BTreeMap<String, Vec<u8>> =
             secret.data.unwrap_or_default().into_iter().map(|(k, v)| (k, v.0)).collect();
-        match credentials_from_secret(&data) {
+        match credentials_from_secret(&uid, &data) {
             Ok(c) => {
                 found.insert(key.clone(), c);
             }

@@ -388,6 +388,7 @@ async fn alb_rules_round_trip_regex_conditions_and_authenticate_actions() {
         user_info_endpoint: "https://idp.example.com/userinfo".into(),
         client_id: "app".into(),
         client_secret: Some("s3cret".into()),
+        client_secret_digest: None,
         scope: Some("openid".into()),
         session_cookie_name: Some("AWSELBAuthSessionCookie".into()),
         session_timeout_seconds: Some(604_800),

@@ -1116,7 +1116,11 @@ async fn actions_conditions_regex_paths_and_oidc_rules_match_the_annotations() {
         list.items.into_iter().filter_map(|e| e.note).find(|n| n.contains("has no key clientSecret"))
     })
     .await;
-    assert!(note.contains(&format!("Secret {ns}/oidc-creds")) && note.contains("keys present: [clientID]"), "{note}");
+    assert!(note.contains(&format!("Secret {ns}/oidc-creds")) && note.contains("the Secret has 1 other key"), "{note}");
+    assert!(
+        !note.contains("clientID,") && !note.contains("[clientID]"),
+        "the Secret's other keys are not named: {note}"
+    );
     f.settled(&ctl, &ns, "routes", "the Warning about the Secret").await;
     assert_eq!(f.writes_since(mark, &ctl).await, Vec::<String>::new(), "an incomplete Secret changes nothing in AWS");
     // Restored with the same secret: the digest is unchanged, still no write.
@@ -1124,6 +1128,26 @@ async fn actions_conditions_regex_paths_and_oidc_rules_match_the_annotations() {
     // Secrets are never watched: the restored one is read by the next pass, which the poke starts.
     f.settled(&ctl, &ns, "routes", "the Secret restored").await;
     assert_eq!(f.writes_since(mark, &ctl).await, Vec::<String>::new(), "the same secret again: no write");
+
+    // The same credentials in a Secret made anew: the digest is keyed by the Secret's UID, so it
+    // changes (whoever reads the tag without the UID cannot test a guessed secret against it).
+    let mut before = BTreeMap::new();
+    for r in &rules {
+        before.insert(r.priority, f.tag(&r.arn, OIDC_DIGEST_TAG).await);
+    }
+    secrets.delete("oidc-creds", &Default::default()).await.expect("delete the Secret");
+    secrets.create(&PostParams::default(), &oidc_secret("second-s3cret")).await.expect("the same Secret anew");
+    eventually("digest tags keyed by the new Secret's UID", 30, || async {
+        let mut changed = 0;
+        for p in OIDC_RULES {
+            let r = rules.iter().find(|r| r.priority == p).expect("an OIDC rule");
+            let now = f.tag(&r.arn, OIDC_DIGEST_TAG).await;
+            changed += usize::from(now.is_some() && now != before[&p]);
+        }
+        (changed == OIDC_RULES.len()).then_some(())
+    })
+    .await;
+    f.settled(&ctl, &ns, "routes", "the Secret made anew").await;
 
     // An invalid regex: a Warning naming it, nothing changed in AWS.
     let mark = f.emu.mark().await;

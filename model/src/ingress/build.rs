@@ -660,6 +660,7 @@ fn actions(
                     user_info_endpoint: auth.idp.user_info_endpoint.clone(),
                     client_id: cred.client_id.clone(),
                     client_secret: Some(cred.client_secret.clone()),
+                    client_secret_digest: Some(cred.digest.clone()),
                     scope: Some(auth.scope.clone()),
                     session_cookie_name: Some(auth.session_cookie.clone()),
                     session_timeout_seconds: Some(auth.session_timeout_seconds),

@@ -458,7 +458,11 @@ fn oidc_uses_the_credentials_of_its_secret_and_tags_their_digest() {
     let err = build(&implicit("shop", "web"), &[web(&ann)], &echo(), &ctx()).unwrap_err().to_string();
     assert!(err.contains("Secret shop/oidc") && err.contains("auth-idp-oidc"), "{err}");
     let mut c = ctx();
-    let cred = |s: &str| crate::lb::build::OidcCredentials { client_id: "app".into(), client_secret: s.into() };
+    let cred = |s: &str| crate::lb::build::OidcCredentials {
+        client_id: "app".into(),
+        client_secret: s.into(),
+        digest: crate::ingress::oidc::credentials_digest("uid", "app", s),
+    };
     c.oidc_credentials.insert(("shop".into(), "oidc".into()), cred("s3cret"));
     let st = build(&implicit("shop", "web"), &[web(&ann)], &echo(), &c).unwrap();
     let r = &st.stack.listeners[0].rules[0];

@@ -66,11 +66,14 @@ pub struct BuildContext {
     pub default_scheme: Scheme,
 }
 
-/// The client ID and secret of an OIDC identity provider.
+/// The client ID and secret of an OIDC identity provider, and the digest that tells the next
+/// pass whether they changed ([`crate::lb::OIDC_SECRET_DIGEST_TAG`]).
 #[derive(Clone, PartialEq, Eq)]
 pub struct OidcCredentials {
     pub client_id: String,
     pub client_secret: String,
+    /// [`crate::ingress::oidc::credentials_digest`] of the two, keyed by the Secret's UID.
+    pub digest: String,
 }
 
 impl fmt::Debug for OidcCredentials {

@@ -71,6 +71,9 @@ pub struct AuthenticateOidc {
     pub user_info_endpoint: String,
     pub client_id: String,
     pub client_secret: Option<String>,
+    /// The credentials' keyed digest ([`crate::lb::build::OidcCredentials::digest`]); never sent
+    /// to AWS, `None` in what AWS reports.
+    pub client_secret_digest: Option<String>,
     pub scope: Option<String>,
     pub session_cookie_name: Option<String>,
     pub session_timeout_seconds: Option<u64>,
@@ -101,6 +104,7 @@ impl std::fmt::Debug for AuthenticateOidc {
             .field("user_info_endpoint", &self.user_info_endpoint)
             .field("client_id", &self.client_id)
             .field("client_secret", &self.client_secret.as_ref().map(|_| "<redacted>"))
+            .field("client_secret_digest", &self.client_secret_digest)
             .field("scope", &self.scope)
             .field("session_cookie_name", &self.session_cookie_name)
             .field("session_timeout_seconds", &self.session_timeout_seconds)
@@ -236,26 +240,30 @@ impl Action {
     /// the rule. A secret changed in the source is noticed through [`OIDC_SECRET_DIGEST_TAG`].
     pub fn without_secrets(&self) -> Action {
         match self {
-            Action::AuthenticateOidc(o) => {
-                Action::AuthenticateOidc(AuthenticateOidc { client_secret: None, ..o.clone() })
-            }
+            Action::AuthenticateOidc(o) => Action::AuthenticateOidc(AuthenticateOidc {
+                client_secret: None,
+                client_secret_digest: None,
+                ..o.clone()
+            }),
             other => other.clone(),
         }
     }
 }
 
-/// The value of [`OIDC_SECRET_DIGEST_TAG`] for `actions`: a salted SHA-256 of the OIDC client
-/// IDs and secrets, cut to 16 hex digits (enough to notice a change, too short to be a useful
-/// oracle for the secret); `None` without an OIDC action that has a secret.
+/// The value of [`OIDC_SECRET_DIGEST_TAG`] for `actions`: the OIDC actions' issuers and credential
+/// digests, hashed and cut to 16 hex digits; `None` without an OIDC action with credentials. The
+/// credential digests are keyed with the Secret's UID
+/// ([`crate::ingress::oidc::credentials_digest`]), which AWS never sees: whoever may read the tag
+/// cannot test guesses of the secret against it.
 pub fn oidc_secret_digest(actions: &[Action]) -> Option<String> {
     use sha2::{Digest, Sha256};
     let mut h = Sha256::new();
-    h.update(b"aws-lb-controller/oidc-client-secret/v1");
+    h.update(b"aws-lb-controller/oidc-client-secret/v2");
     let mut any = false;
     for a in actions {
-        if let Action::AuthenticateOidc(AuthenticateOidc { client_id, client_secret: Some(secret), issuer, .. }) = a {
+        if let Action::AuthenticateOidc(AuthenticateOidc { issuer, client_secret_digest: Some(digest), .. }) = a {
             any = true;
-            for part in [issuer, client_id, secret] {
+            for part in [issuer, digest] {
                 h.update((part.len() as u64).to_be_bytes());
                 h.update(part.as_bytes());
             }
@@ -304,6 +312,7 @@ mod tests {
             user_info_endpoint: "https://idp/userinfo".into(),
             client_id: "id".into(),
             client_secret: Some("s3cret".into()),
+            client_secret_digest: Some("d1".into()),
             scope: None,
             session_cookie_name: None,
             session_timeout_seconds: None,
@@ -311,7 +320,11 @@ mod tests {
             extra_params: BTreeMap::new(),
         };
         let want = Action::AuthenticateOidc(oidc.clone());
-        let have = Action::AuthenticateOidc(AuthenticateOidc { client_secret: None, ..oidc.clone() });
+        let have = Action::AuthenticateOidc(AuthenticateOidc {
+            client_secret: None,
+            client_secret_digest: None,
+            ..oidc.clone()
+        });
         assert_eq!(want.without_secrets(), have);
         let other = Action::AuthenticateOidc(AuthenticateOidc { client_id: "id2".into(), ..oidc });
         assert_ne!(other.without_secrets(), have);
@@ -348,6 +361,8 @@ mod tests {
 
     #[test]
     fn the_oidc_digest_follows_the_credentials_and_debug_hides_the_secret() {
+        // The credentials' keyed digest, as `credentials_digest` makes it from a Secret.
+        let keyed = |id: &str, secret: &str| crate::ingress::oidc::credentials_digest("uid-1", id, secret);
         let oidc = |id: &str, secret: Option<&str>| {
             Action::AuthenticateOidc(AuthenticateOidc {
                 issuer: "https://idp".into(),
@@ -356,6 +371,7 @@ mod tests {
                 user_info_endpoint: "https://idp/userinfo".into(),
                 client_id: id.into(),
                 client_secret: secret.map(str::to_string),
+                client_secret_digest: secret.map(|s| keyed(id, s)),
                 scope: None,
                 session_cookie_name: None,
                 session_timeout_seconds: None,

@@ -491,6 +491,32 @@ async fn sealed_vault_keeps_old_keys_until_they_expire_then_recovers() {
     assert!(failures(&m, Reason::Sealed) >= 2);
 }
 
+/// A redirect is never followed (the token would go with it to the other host): the error names
+/// where it pointed, the other host sees no request, and `/readyz`'s text names only the reason.
+#[tokio::test]
+async fn a_redirect_is_reported_not_followed() {
+    let elsewhere = Harness::start(Fake::default()).await;
+    let to = format!("{}/v1/auth/lbc/login", elsewhere.addr);
+    let app = Router::new().fallback(move || {
+        let to = to.clone();
+        async move { (axum::http::StatusCode::TEMPORARY_REDIRECT, [(axum::http::header::LOCATION, to)]).into_response() }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let mut cfg = elsewhere.config();
+    cfg.address = addr;
+    let src = start(cfg, CredentialMetrics::default()).unwrap();
+    let st = src.wait_ready(Duration::from_secs(1)).await.unwrap_err();
+    let e = st.last_error.clone().unwrap();
+    assert_eq!(e.reason, Reason::Rejected);
+    assert!(e.message.contains("redirect (HTTP 307") && e.message.contains(&elsewhere.addr), "{}", e.message);
+    assert_eq!(elsewhere.with(|f| f.logins), 0, "the redirect's target never saw the token");
+    let public = st.public_summary();
+    assert!(!public.contains(&elsewhere.addr) && !public.contains("redirect"), "{public}");
+    assert!(public.contains("rejected"), "{public}");
+}
+
 #[tokio::test]
 async fn unreachable_vault_names_the_address() {
     let port = {

@@ -272,6 +272,7 @@ fn oidc(client_id: &str) -> Action {
         user_info_endpoint: "https://idp.example/userinfo".into(),
         client_id: client_id.into(),
         client_secret: Some("s3cret".into()),
+        client_secret_digest: Some(crate::ingress::oidc::credentials_digest("uid", client_id, "s3cret")),
         scope: Some("openid".into()),
         session_cookie_name: None,
         session_timeout_seconds: Some(3600),
@@ -313,6 +314,7 @@ fn listener_443_rules_are_independent() {
 fn with_secret(r: &mut Rule, idx: usize, secret: &str) {
     if let Action::AuthenticateOidc(o) = &mut r.actions[idx] {
         o.client_secret = Some(secret.into());
+        o.client_secret_digest = Some(crate::ingress::oidc::credentials_digest("uid", &o.client_id, secret));
     }
     let digest = crate::lb::oidc_secret_digest(&r.actions).expect("an OIDC action with a secret");
     r.tags.insert(crate::lb::OIDC_SECRET_DIGEST_TAG.into(), digest);
@@ -369,6 +371,7 @@ fn a_default_action_with_oidc_is_not_rewritten_until_its_secret_changes() {
     let l = &mut desired.listeners[1];
     if let Action::AuthenticateOidc(o) = &mut l.default_actions[0] {
         o.client_secret = Some("r0tated".into());
+        o.client_secret_digest = Some(crate::ingress::oidc::credentials_digest("uid", &o.client_id, "r0tated"));
     }
     l.tags.insert(crate::lb::OIDC_SECRET_DIGEST_TAG.into(), crate::lb::oidc_secret_digest(&l.default_actions).unwrap());
     let s = summaries(&converge(&desired, &observed));
