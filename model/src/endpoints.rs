@@ -288,18 +288,19 @@ where
 }
 
 /// Takes out of `desired` the targets no known pod stands behind: an endpoint without a Pod
-/// target reference, or whose pod `known_pod` (by name, in the binding's namespace) does not
-/// know. Returned sorted, for the Warning that names them.
+/// target reference, naming a pod `holds` (by name, in the binding's namespace) does not know, or
+/// at an address that pod does not hold (`holds(name, address)`). Returned sorted, for the Warning
+/// that names them.
 ///
 /// As the upstream controller: an EndpointSlice is writable by anyone who may write slices in the
 /// namespace, and an endpoint there may name any address (another team's pod, a database), so only
-/// endpoints backed by a pod of the binding's namespace become targets. Not applied to a Service
-/// without a selector, whose slices are the Service owner's own list of addresses (the documented
-/// way to put other addresses behind a load balancer).
-pub fn without_pods(desired: &mut DesiredTargets, known_pod: impl Fn(&str) -> bool) -> Vec<Target> {
+/// endpoints at the address of a pod of the binding's namespace become targets. Not applied to a
+/// Service without a selector, whose slices are the Service owner's own list of addresses (the
+/// documented way to put other addresses behind a load balancer).
+pub fn without_pods(desired: &mut DesiredTargets, holds: impl Fn(&str, IpAddr) -> bool) -> Vec<Target> {
     let mut out = Vec::new();
     desired.targets.retain(|t, pod| {
-        let keep = pod.as_ref().is_some_and(|p| known_pod(&p.name));
+        let keep = pod.as_ref().is_some_and(|p| holds(&p.name, t.ip));
         if !keep {
             out.push(*t);
         }
@@ -699,16 +700,26 @@ mod tests {
         let real = slice(
             "IPv4",
             &[(Some("http"), 8080)],
-            &[("10.0.1.1", "a", Some(true), None), ("10.0.1.2", "ghost", Some(true), None)],
+            &[
+                ("10.0.1.1", "a", Some(true), None),
+                ("10.0.1.2", "ghost", Some(true), None),
+                // Pod a's name at another address (another team's pod, a database).
+                ("10.0.9.7", "a", Some(true), None),
+            ],
         );
-        let ready = PodInfo::from_pod(&pod("a", &[("ContainersReady", "True"), ("Ready", "True")], &[]));
-        let pods: HashMap<&str, PodInfo> = [("a", ready)].into();
+        let mut a = pod("a", &[("ContainersReady", "True"), ("Ready", "True")], &[]);
+        a.status.as_mut().unwrap().pod_ip = Some("10.0.1.1".into());
+        let pods: HashMap<&str, PodInfo> = [("a", PodInfo::from_pod(&a))].into();
         let mut d = run(&port, TargetGroupIpAddressType::Ipv4, &[forged, real], &pods, NodeReadiness::Ready);
-        assert_eq!(ips(&d), ["10.0.1.1:8080", "10.0.1.2:8080", "10.0.9.8:8080", "10.0.9.9:8080"], "before");
-        let out = without_pods(&mut d, |n| pods.contains_key(n));
-        assert_eq!(ips(&d), ["10.0.1.1:8080"], "only the endpoint of a known pod stays");
+        assert_eq!(
+            ips(&d),
+            ["10.0.1.1:8080", "10.0.1.2:8080", "10.0.9.7:8080", "10.0.9.8:8080", "10.0.9.9:8080"],
+            "before"
+        );
+        let out = without_pods(&mut d, |n, ip| pods.get(n).is_some_and(|p| p.ips.contains(ip)));
+        assert_eq!(ips(&d), ["10.0.1.1:8080"], "only the endpoint at a known pod's address stays");
         let out: Vec<String> = out.iter().map(Target::to_string).collect();
-        assert_eq!(out, ["10.0.1.2:8080", "10.0.9.8:8080", "10.0.9.9:8080"], "the others are named");
-        assert_eq!(d.stats.live(), 4, "they still count as live endpoints for the refuse-to-wipe guard");
+        assert_eq!(out, ["10.0.1.2:8080", "10.0.9.7:8080", "10.0.9.8:8080", "10.0.9.9:8080"], "the others are named");
+        assert_eq!(d.stats.live(), 5, "they still count as live endpoints for the refuse-to-wipe guard");
     }
 }

@@ -27,6 +27,54 @@ pub struct PodInfo {
     pub named_ports: NamedPorts,
     /// `None`: the pod carries none of our target-health readiness gates.
     pub gated: Option<Box<GatedPod>>,
+    /// The addresses the pod holds (`status.podIPs`): an EndpointSlice endpoint naming the pod is
+    /// registered only at one of them.
+    pub ips: PodIps,
+}
+
+/// A pod's addresses: at most one of each family (Kubernetes allows no more), kept small since
+/// every pod of the cluster has a record.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PodIps {
+    v4: Option<std::net::Ipv4Addr>,
+    v6: Option<Box<std::net::Ipv6Addr>>,
+}
+
+impl PodIps {
+    /// The addresses of `status.podIPs` and `status.podIP`; text that is no address is left out.
+    pub fn parse<'a>(texts: impl IntoIterator<Item = &'a str>) -> Self {
+        let mut ips = Self::default();
+        for t in texts {
+            match t.parse::<std::net::IpAddr>() {
+                Ok(std::net::IpAddr::V4(a)) => ips.v4 = ips.v4.or(Some(a)),
+                Ok(std::net::IpAddr::V6(a)) => ips.v6 = ips.v6.take().or(Some(Box::new(a))),
+                Err(_) => {}
+            }
+        }
+        ips
+    }
+
+    pub fn contains(&self, ip: std::net::IpAddr) -> bool {
+        match ip {
+            std::net::IpAddr::V4(a) => self.v4 == Some(a),
+            std::net::IpAddr::V6(a) => self.v6.as_deref() == Some(&a),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.v4.is_none() && self.v6.is_none()
+    }
+}
+
+impl std::fmt::Display for PodIps {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.v4, self.v6.as_deref()) {
+            (None, None) => f.write_str("none yet"),
+            (Some(a), None) => write!(f, "{a}"),
+            (None, Some(b)) => write!(f, "{b}"),
+            (Some(a), Some(b)) => write!(f, "{a}, {b}"),
+        }
+    }
 }
 
 /// A pod's named container ports.
@@ -153,7 +201,8 @@ impl PodInfo {
                 gates: gates.into(),
             })
         });
-        Self { named_ports: ports.intern(named_ports), gated }
+        let ips = PodIps::parse(pod.status.pod_ips.iter().map(|p| p.ip.as_str()).chain(pod.status.pod_ip.as_deref()));
+        Self { named_ports: ports.intern(named_ports), gated, ips }
     }
 
     /// The record of a full `Pod` object, through the same decoding as the watch (tests, tools).
@@ -303,6 +352,27 @@ mod tests {
 
     const G: &str = "target-health.elbv2.k8s.aws/web";
     const G2: &str = "target-health.elbv2.k8s.aws/api";
+
+    #[test]
+    fn a_pod_record_keeps_its_addresses_of_each_family() {
+        let mut p = pod("a", &[], &[]);
+        let st = p.status.as_mut().unwrap();
+        st.pod_ip = Some("10.0.1.5".into());
+        st.pod_ips = Some(
+            ["10.0.1.5", "fd00::5"].iter().map(|ip| k8s_openapi::api::core::v1::PodIP { ip: ip.to_string() }).collect(),
+        );
+        let ips = PodInfo::from_pod(&p).ips;
+        for (ip, held) in [("10.0.1.5", true), ("fd00::5", true), ("10.0.1.6", false), ("fd00::6", false)] {
+            assert_eq!(ips.contains(ip.parse().unwrap()), held, "{ip}");
+        }
+        assert_eq!(ips.to_string(), "10.0.1.5, fd00::5");
+        // Only podIP (an older writer): still known. Nothing yet: none.
+        assert!(PodIps::parse(["10.0.1.7"]).contains("10.0.1.7".parse().unwrap()));
+        assert!(PodInfo::from_pod(&pod("b", &[], &[])).ips.is_empty());
+        assert!(PodIps::parse(["not-an-ip", ""]).is_empty());
+        // The record stays small: every pod of the cluster has one.
+        assert!(std::mem::size_of::<PodIps>() <= 16, "{}", std::mem::size_of::<PodIps>());
+    }
 
     #[test]
     fn waiting_on_our_gates_table() {

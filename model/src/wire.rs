@@ -79,6 +79,17 @@ pub struct PortWire {
 pub struct PodStatusWire {
     #[serde(default)]
     pub conditions: Vec<ConditionWire>,
+    /// The pod's first address (the API server mirrors it into `podIPs`; both read, either may lag).
+    #[serde(rename = "podIP")]
+    pub pod_ip: Option<String>,
+    #[serde(default, rename = "podIPs")]
+    pub pod_ips: Vec<PodIpWire>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct PodIpWire {
+    #[serde(default)]
+    pub ip: String,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]

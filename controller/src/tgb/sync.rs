@@ -140,23 +140,27 @@ async fn prepare(
     let mut desired = compute_desired(ctx, &ns, &svc, &svc_port, &tgb, &gate);
     let has_selector = svc.spec.as_ref().and_then(|s| s.selector.as_ref()).is_some_and(|s| !s.is_empty());
     let without_pod = if has_selector {
-        // Endpoints naming a pod the cache does not hold yet (it can lag the slices after a
-        // relist): the pod's arrival wakes this binding.
+        let holds = |name: &str, ip| ctx.stores.pod(&ns, name).is_some_and(|p| p.ips.contains(ip));
+        // Endpoints naming a pod the cache does not hold yet, or not yet with that address (the
+        // pods watch can lag the slices): the pod's next event wakes this binding.
         let unseen: Vec<String> = desired
             .targets
-            .values()
-            .flatten()
-            .filter(|p| ctx.stores.pod(&ns, &p.name).is_none())
+            .iter()
+            .filter_map(|(t, p)| p.as_ref().filter(|p| !holds(&p.name, t.ip)))
             .map(|p| p.name.clone())
             .collect();
         if !unseen.is_empty() {
             ctx.triggers.wait_for_pods(key, &ns, &unseen);
             // A pod that arrived between the look above and the wait woke nobody: look again.
-            if unseen.iter().any(|n| ctx.stores.pod(&ns, n).is_some()) {
+            if desired
+                .targets
+                .iter()
+                .any(|(t, p)| p.as_ref().is_some_and(|p| unseen.contains(&p.name) && holds(&p.name, t.ip)))
+            {
                 ctx.triggers.send(key.clone());
             }
         }
-        without_pods(&mut desired, |n| ctx.stores.pod(&ns, n).is_some())
+        without_pods(&mut desired, holds)
     } else {
         Vec::new()
     };
@@ -671,8 +675,9 @@ async fn report_endpoints_without_pods(
     let ns = svc.namespace().unwrap_or_default();
     let msg = format!(
         "endpoint(s) {}{more} in the EndpointSlices of Service {ns}/{} were NOT registered in target group {arn}: no \
-         pod of namespace {ns} stands behind them (no Pod targetRef, or a pod this controller does not know). Only \
-         the endpoints of the namespace's own pods are registered, as the upstream controller does: EndpointSlices \
+         pod of namespace {ns} stands behind them (no Pod targetRef, a pod this controller does not know, or an \
+         address the pod named does not hold). Only the endpoints at the addresses of the namespace's own pods are \
+         registered, as the upstream controller does: EndpointSlices \
          are writable by anyone who may write them in the namespace. To put other addresses behind a load balancer, \
          use a Service without a selector and list them in its EndpointSlices",
         shown.join(", "),

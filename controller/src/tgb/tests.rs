@@ -985,3 +985,19 @@ async fn endpoints_of_pods_not_seen_yet_wait_for_the_pods() {
     assert!(h.ctx.triggers.pod_seen(NS, "b").is_empty(), "once");
     assert!(h.ctx.triggers.pod_seen(NS, "a").is_empty(), "a known pod is not waited for");
 }
+
+/// An endpoint naming a known pod at an address the pod does not hold (a hand-written slice
+/// putting another team's pod or a database behind the load balancer, or a pods cache still
+/// without the pod's new IP) is not registered; the pod's next event wakes the binding.
+#[tokio::test(start_paused = true)]
+async fn an_endpoint_at_an_address_its_pod_does_not_hold_is_left_out() {
+    let mut c = cluster(binding(true), &[(1, "a", true, false), (2, "b", true, false)]);
+    let mut svc = service();
+    svc.spec.as_mut().unwrap().selector = Some([("app".to_string(), "web".to_string())].into());
+    c.service = Some(svc);
+    c.pods = vec![gated_pod("a", 1, Some("True")), gated_pod("b", 9, Some("True"))];
+    let h = harness(c).await;
+    h.reconcile(&binding(true)).await.unwrap();
+    assert_eq!(h.registered(), vec!["10.0.1.1:8080"], "10.0.1.2 is not pod b's address (10.0.1.9)");
+    assert_eq!(h.ctx.triggers.pod_seen(NS, "b"), vec![ObjectRef::from_obj(&binding(true))], "b's next event wakes it");
+}
