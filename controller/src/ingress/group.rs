@@ -88,7 +88,18 @@ async fn gather(ctx: &IngressCtx, g: &GroupId) -> Gathered {
     for ing in ctx.io.base.stores.ingresses.state() {
         let holds = finalizer_groups(&ing).contains(g);
         let implicit = GroupId::Implicit { namespace: ing.namespace().unwrap_or_default(), name: ing.name_any() };
-        match look(&ing, &classes, &ctx.cfg.select, &ctx.cfg.tenancy) {
+        let uid = ing.metadata.uid.clone().unwrap_or_default();
+        let member_class = ctx.member_classes.lock().expect("member classes").get(&uid).cloned();
+        let looked = look(&ing, &classes, &ctx.cfg.select, &ctx.cfg.tenancy, member_class.as_deref());
+        {
+            let mut seen = ctx.member_classes.lock().expect("member classes");
+            match &looked {
+                _ if ing.metadata.deletion_timestamp.is_some() => drop(seen.remove(&uid)),
+                Looked::Ours(_) => drop(seen.insert(uid, super::class_choice(&ing))),
+                _ => {}
+            }
+        }
+        match looked {
             Looked::Ours(c) if group_of(&c).as_ref() == Some(g) => {
                 by_key.insert((c.namespace.clone(), c.name.clone()), ing.clone());
                 candidates.push(*c);

@@ -85,6 +85,10 @@ pub struct IngressCtx {
     backoff: PerKey<GroupId>,
     /// Groups found frozen (a holder's class gone), for the event when they resume.
     frozen: std::sync::Mutex<BTreeSet<GroupId>>,
+    /// The class each Ingress (by UID) was last seen a member under ([`class_choice`]): an Ingress
+    /// that now names a missing class leaves its group by its own change instead of freezing it.
+    /// In memory only: after a restart an unknown change freezes, the safe side.
+    member_classes: std::sync::Mutex<std::collections::HashMap<String, String>>,
 }
 
 impl IngressCtx {
@@ -111,6 +115,7 @@ impl IngressCtx {
             reporter: Reporter::default(),
             backoff: PerKey::new(crate::backoff::reconcile(cfg.max_backoff)),
             frozen: Default::default(),
+            member_classes: Default::default(),
             cfg,
         }
     }
@@ -138,15 +143,44 @@ pub(crate) enum Looked {
     Ours(Box<Candidate>),
 }
 
-/// Selection, annotations and IngressClassParams of one Ingress.
-pub(crate) fn look(ing: &Ingress, classes: &ClassSnapshot, cfg: &SelectConfig, tenancy: &Tenancy) -> Looked {
+/// The class an Ingress chooses, as its own spec says: the legacy annotation, else
+/// `spec.ingressClassName`.
+pub(crate) fn class_choice(ing: &Ingress) -> String {
+    if let Some(v) = ing.annotations().get(k::INGRESS_CLASS_ANNOTATION) {
+        return format!("{}: {v}", k::INGRESS_CLASS_ANNOTATION);
+    }
+    match ing.spec.as_ref().and_then(|s| s.ingress_class_name.as_deref()) {
+        Some(c) => format!("IngressClass {c}"),
+        None => "no class".into(),
+    }
+}
+
+/// Selection, annotations and IngressClassParams of one Ingress. `member_class`: the
+/// [`class_choice`] it was last a member under, when known.
+pub(crate) fn look(
+    ing: &Ingress,
+    classes: &ClassSnapshot,
+    cfg: &SelectConfig,
+    tenancy: &Tenancy,
+    member_class: Option<&str>,
+) -> Looked {
     let selection = select(ing, &classes.view(), cfg);
     let holds = !finalizer_groups(ing).is_empty();
-    if let Membership::Frozen { reason } = membership(&selection, holds, ing.metadata.deletion_timestamp.is_some()) {
+    let now = class_choice(ing);
+    let own_change = member_class.is_some_and(|c| c != now);
+    let deleting = ing.metadata.deletion_timestamp.is_some();
+    if let Membership::Frozen { reason } = membership(&selection, holds, deleting, own_change) {
         return Looked::Frozen(reason);
     }
     let params = match selection {
         Selection::NotOurs { .. } => return Looked::NotOurs(None),
+        Selection::Misconfigured { reason } if own_change => {
+            let was = member_class.unwrap_or_default();
+            return Looked::NotOurs(Some(format!(
+                "{reason}; it was a member under {was} and now names {now}: its own change takes it out of its \
+                 IngressGroup (the other members are not frozen); restore {was} to rejoin"
+            )));
+        }
         Selection::Misconfigured { reason } => return Looked::NotOurs(Some(reason)),
         Selection::Ours { params, .. } => params,
     };
@@ -202,7 +236,8 @@ pub(crate) fn finalizer_groups(ing: &Ingress) -> Vec<GroupId> {
 /// The groups an Ingress is in or still holds (finalizer): both need a pass when it changes.
 fn groups_of_ingress(ing: &Ingress, classes: &ClassSnapshot, cfg: &SelectConfig, tenancy: &Tenancy) -> Vec<GroupId> {
     let mut out = finalizer_groups(ing);
-    let now = match look(ing, classes, cfg, tenancy) {
+    // Without the member record: a missing class reads as frozen, whose finalizer groups are above.
+    let now = match look(ing, classes, cfg, tenancy, None) {
         Looked::Ours(c) => group_of(&c),
         // The group it asks to join reports the refusal.
         Looked::Refused { group, .. } => Some(group),

@@ -356,6 +356,47 @@ async fn a_pruned_ingress_class_freezes_the_group_nothing_is_deleted() {
     assert!(reasons.iter().filter(|r| *r == "GroupResumed").count() == 2, "{reasons:?}");
 }
 
+/// A member switching its own Ingress to a class that does not exist leaves the group by its own
+/// change: the others keep their load balancer and are never frozen by it. The same switch unseen
+/// by this process (a restart between) freezes, the safe side.
+#[tokio::test(start_paused = true)]
+async fn a_member_switching_itself_to_a_missing_class_leaves_without_freezing_the_group() {
+    let t = world();
+    let host = t.created(&[&ingress("a", &[]), &ingress("b", &[])]).await;
+    let a = settled(ingress("a", &[]), &host);
+    let mut b = settled(ingress("b", &[]), &host);
+    b.spec.as_mut().unwrap().ingress_class_name = Some("missing".into());
+
+    t.reconcile(&[&a, &b]).await;
+    let events = t.w.events();
+    assert!(!events.iter().any(|e| e.1 == "GroupFrozen"), "{events:?}");
+    let rules = t.rules().await;
+    let paths: Vec<String> = rules.iter().flat_map(|r| r.conditions.iter().map(|c| format!("{c:?}"))).collect();
+    assert!(paths.iter().any(|p| p.contains("/a")) && !paths.iter().any(|p| p.contains("/b")), "{paths:?}");
+    let note = events
+        .iter()
+        .find(|e| e.1 == "InvalidIngressClass")
+        .map(|e| e.2.clone())
+        .unwrap_or_else(|| panic!("a Warning on b: {events:?}"));
+    assert!(
+        note.contains("IngressClass alb") && note.contains("IngressClass missing") && note.contains("own change"),
+        "{note}"
+    );
+    assert_eq!(t.w.lbs.load_balancer_count(), 1, "a's load balancer stays");
+
+    // A process that never saw b as a member (a restart between) cannot tell its change from a
+    // pruned class: frozen.
+    let t = world();
+    let host = t.created(&[&ingress("a", &[]), &ingress("b", &[])]).await;
+    t.ctx.member_classes.lock().unwrap().clear();
+    let a = settled(ingress("a", &[]), &host);
+    let mut b = settled(ingress("b", &[]), &host);
+    b.spec.as_mut().unwrap().ingress_class_name = Some("missing".into());
+    t.reconcile(&[&a, &b]).await;
+    assert!(t.w.event_reasons().iter().any(|r| r == "GroupFrozen"), "{:?}", t.w.event_reasons());
+    assert_eq!(t.w.aws_writes(), (vec![], vec![]), "frozen: nothing changed");
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_new_ingress_naming_a_missing_class_is_left_alone_with_a_warning() {
     let t = world();

@@ -10,6 +10,9 @@
 //!
 //! [`Selection::NotOurs`] is the Ingress's own doing, even for a class that now belongs to
 //! another controller (`spec.controller` is immutable, so that class was replaced on purpose).
+//! So is an Ingress that now names another class than the one it was last a member under
+//! (`own_change`): a tenant switching its own Ingress to a missing class takes that Ingress out of
+//! the group, and never freezes the other members' load balancer.
 
 use super::select::Selection;
 
@@ -26,12 +29,14 @@ pub enum Membership {
 }
 
 /// The decision for one Ingress: its selection, whether it holds a group finalizer
-/// (`ingress.k8s.aws/resources` or `group.ingress.k8s.aws/<group>`) and whether it is being deleted.
-pub fn membership(selection: &Selection, holds_group_finalizer: bool, deleting: bool) -> Membership {
+/// (`ingress.k8s.aws/resources` or `group.ingress.k8s.aws/<group>`), whether it is being deleted,
+/// and whether it names another class than the one it was last seen a member under (`own_change`;
+/// `false` when that is not known, as after a restart: the safe side).
+pub fn membership(selection: &Selection, holds_group_finalizer: bool, deleting: bool, own_change: bool) -> Membership {
     match selection {
         Selection::Ours { .. } => Membership::Member,
         Selection::NotOurs { .. } => Membership::Out,
-        Selection::Misconfigured { .. } if deleting || !holds_group_finalizer => Membership::Out,
+        Selection::Misconfigured { .. } if deleting || !holds_group_finalizer || own_change => Membership::Out,
         Selection::Misconfigured { reason } => Membership::Frozen {
             reason: format!(
                 "{reason}; the IngressGroup this Ingress is in is frozen (its load balancer is kept, nothing is \
@@ -57,7 +62,7 @@ mod tests {
         let out = |m: &Membership| *m == Membership::Out;
         type Row<'a> = (&'a Selection, bool, bool, fn(&Membership) -> bool);
         let table: [Row<'_>; 12] = [
-            // selection, holds a group finalizer, deleting, expected
+            // selection, holds a group finalizer, deleting, expected (own_change: false)
             (&ours, false, false, member),
             (&ours, true, false, member),
             (&ours, false, true, member),
@@ -72,15 +77,20 @@ mod tests {
             (&broken, true, true, out),
         ];
         for (sel, holds, deleting, want) in table {
-            let got = membership(sel, holds, deleting);
+            let got = membership(sel, holds, deleting, false);
             assert!(want(&got), "{sel:?} holds={holds} deleting={deleting}: {got:?}");
+            // The Ingress's own class change: out wherever the cluster's change would freeze;
+            // nothing else differs.
+            let own = membership(sel, holds, deleting, true);
+            let want_own = if frozen(&got) { Membership::Out } else { got.clone() };
+            assert_eq!(own, want_own, "{sel:?} holds={holds} deleting={deleting}, own change");
         }
     }
 
     #[test]
     fn frozen_reason_names_the_fix_and_the_way_out() {
         let sel = Selection::Misconfigured { reason: "IngressClassParams p of IngressClass alb does not exist".into() };
-        let Membership::Frozen { reason } = membership(&sel, true, false) else { panic!() };
+        let Membership::Frozen { reason } = membership(&sel, true, false, false) else { panic!() };
         for want in ["IngressClassParams p", "frozen", "nothing is changed in AWS", "remove spec.ingressClassName"] {
             assert!(reason.contains(want), "{want}: {reason}");
         }
