@@ -412,6 +412,7 @@ def doctor_args(helm, tmp_path, overrides):
 # gets, and `create` on pods for its one server-side dry-run. Nothing else may write.
 EXPECTED_DOCTOR_RULES = {
     ("elbv2.k8s.aws", "targetgroupbindings"): {"list"},
+    ("elbv2.k8s.aws", "ingressclassparams"): {"list"},
     ("", "services"): {"list"},
     ("", "pods"): {"list", "create"},
     ("", "nodes"): {"list"},

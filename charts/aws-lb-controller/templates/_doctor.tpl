@@ -43,6 +43,10 @@ rules:
   - apiGroups: ["elbv2.k8s.aws"]
     resources: ["targetgroupbindings"]
     verbs: ["list"]
+  # Tenancy: which Ingresses' groups their IngressClassParams set (the admin's choice).
+  - apiGroups: ["elbv2.k8s.aws"]
+    resources: ["ingressclassparams"]
+    verbs: ["list"]
   # Services, pods, nodes, namespaces: lists, as above.
   - apiGroups: [""]
     resources: ["services", "pods", "nodes", "namespaces"]

@@ -10,12 +10,14 @@ use lbc_aws::config::{ClientSettings, Endpoints, build_clients};
 use lbc_aws::credentials::CredentialSource;
 use lbc_aws::doctor::{ProbeTarget, Probes};
 use lbc_aws::ec2::{Ec2, SdkEc2};
+use lbc_aws::elbv2::{DESCRIBE_TAGS_MAX_ARNS, ElbV2, SdkElbV2};
 use lbc_aws::net::{Networking, SdkNetworking, SubnetQuery};
 use lbc_aws::throttle::Throttler;
 use lbc_model::doctor::not_run::Blocker;
-use lbc_model::doctor::{Verdict, cluster_tag, credentials, permissions, subnets};
+use lbc_model::doctor::{Verdict, cluster_tag, credentials, permissions, subnets, tenancy};
 use lbc_model::net::VpcCidrs;
 use lbc_model::vpc::VpcSource;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use tokio::time::Instant;
@@ -23,6 +25,9 @@ use tokio::time::Instant;
 pub struct AwsReport {
     pub verdicts: Vec<Verdict>,
     pub vpc: Option<VpcCidrs>,
+    /// Tags of the target groups the bindings name ([`Cluster::bound_target_groups`]); `None` when
+    /// they could not be read.
+    pub target_group_tags: Option<BTreeMap<String, lbc_model::lb::Tags>>,
     /// What the checks left out could not get (`lbc_model::doctor::not_run`).
     pub blockers: Vec<Blocker>,
 }
@@ -32,6 +37,7 @@ fn setup_fail(object: &str, found: String, fix: &str) -> AwsReport {
         blockers: vec![Blocker::aws_setup(object, &found)],
         verdicts: vec![Verdict::fail("credentials", object, found, "a usable configuration", fix)],
         vpc: None,
+        target_group_tags: None,
     }
 }
 
@@ -124,6 +130,7 @@ pub async fn gather(args: &Args, d: &DoctorArgs, cluster: Option<&Cluster>) -> A
     })
     .await;
     let ec2 = SdkEc2::new(clients.ec2.clone(), runner.clone());
+    let elb = SdkElbV2::new(clients.elbv2.clone(), runner.clone());
     let net = SdkNetworking::new(clients.ec2.clone(), runner.clone());
     let probes = Probes::new(clients, runner);
 
@@ -148,7 +155,9 @@ pub async fn gather(args: &Args, d: &DoctorArgs, cluster: Option<&Cluster>) -> A
         }),
         caller: caller.as_ref().map(|c| c.arn.clone()).map_err(Clone::clone),
     }));
-    let Ok(identity) = caller else { return AwsReport { verdicts, vpc: None, blockers } };
+    let Ok(identity) = caller else { return AwsReport { verdicts, vpc: None, blockers, target_group_tags: None } };
+    let bound = cluster.map(Cluster::bound_target_groups).unwrap_or_default();
+    let target_group_tags = bound_target_group_tags(&elb, &bound, &mut verdicts).await;
 
     // The VPC as the controller finds it: the ID, or the one VPC carrying the tags.
     let found = async {
@@ -169,7 +178,7 @@ pub async fn gather(args: &Args, d: &DoctorArgs, cluster: Option<&Cluster>) -> A
             };
             verdicts.push(Verdict::fail("cluster-tag", "the cluster's VPC", seen, "exactly one VPC", why.clone()));
             blockers.push(Blocker::no_vpc_id(&why));
-            return AwsReport { verdicts, vpc: None, blockers };
+            return AwsReport { verdicts, vpc: None, blockers, target_group_tags };
         }
     };
     let args = &Args { aws_vpc_id: vpc_id, ..args.clone() };
@@ -230,7 +239,41 @@ pub async fn gather(args: &Args, d: &DoctorArgs, cluster: Option<&Cluster>) -> A
             verdicts.push(Verdict::fail("permissions", "docs/iam-policy.json", e, "a valid policy", "report a bug"))
         }
     }
-    AwsReport { verdicts, vpc, blockers }
+    AwsReport { verdicts, vpc, blockers, target_group_tags }
+}
+
+/// The tags of the bound target groups, for the tenancy check: one DescribeTags per 20 ARNs, one
+/// by one when a batch fails (AWS fails a whole batch for one missing group; a missing group is
+/// the controller's to report). `None`, with a warning, when they cannot be read.
+async fn bound_target_group_tags(
+    elb: &SdkElbV2,
+    arns: &[String],
+    verdicts: &mut Vec<Verdict>,
+) -> Option<BTreeMap<String, lbc_model::lb::Tags>> {
+    let mut out = BTreeMap::new();
+    for chunk in arns.chunks(DESCRIBE_TAGS_MAX_ARNS) {
+        if let Ok(tags) = elb.target_groups_tags(chunk).await {
+            out.extend(tags);
+            continue;
+        }
+        for arn in chunk {
+            match elb.target_group_tags(arn).await {
+                Ok(Some(tags)) => drop(out.insert(arn.clone(), tags)),
+                Ok(None) => {}
+                Err(e) => {
+                    verdicts.push(Verdict::warn(
+                        tenancy::CHECK,
+                        format!("target group {arn}"),
+                        format!("DescribeTags: {e}"),
+                        "the tags of every bound target group",
+                        "allow elasticloadbalancing:DescribeTags (docs/iam-policy.json)",
+                    ));
+                    return None;
+                }
+            }
+        }
+    }
+    Some(out)
 }
 
 /// Public/private per subnet by route table, read only when discovery would classify subnets that

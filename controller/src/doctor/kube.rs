@@ -13,7 +13,7 @@ use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ListParams, ObjectMeta, PostParams};
 use kube::{Client, Resource, ResourceExt};
-use lbc_model::crd::TargetGroupBinding;
+use lbc_model::crd::{IngressClassParams, TargetGroupBinding};
 use lbc_model::doctor::not_run::Blocker;
 use lbc_model::doctor::{Verdict, conflicts, crds, nodes, pod_ips, subnets::Demand, tenancy, throttle, webhooks};
 use lbc_model::names::{READINESS_GATE_INJECT_LABEL, READINESS_GATE_PREFIX};
@@ -47,11 +47,30 @@ pub struct Cluster {
     dry_run: webhooks::DryRun,
     namespaces: Vec<webhooks::NamespaceInfo>,
     bindings: Vec<tenancy::BindingInfo>,
+    ingresses: Vec<tenancy::IngressInfo>,
 }
 
 impl Cluster {
-    /// The verdicts of every Kubernetes-side check (pod IPs need the VPC's CIDRs from AWS).
-    pub fn verdicts(self, args: &Args, vpc: Option<&VpcCidrs>) -> Vec<Verdict> {
+    /// The target groups the bindings name that doctor reads with the controller's own identity
+    /// (not those of bindings that assume a role), for their ownership tags.
+    pub fn bound_target_groups(&self) -> Vec<String> {
+        let arns: BTreeSet<String> = self
+            .bindings
+            .iter()
+            .filter(|b| b.spec.iam_role_arn_to_assume.is_none())
+            .filter_map(|b| b.spec.target_group_arn.clone())
+            .collect();
+        arns.into_iter().collect()
+    }
+
+    /// The verdicts of every Kubernetes-side check (pod IPs need the VPC's CIDRs from AWS, the
+    /// tenancy check the bound target groups' tags).
+    pub fn verdicts(
+        self,
+        args: &Args,
+        vpc: Option<&VpcCidrs>,
+        target_group_tags: Option<&BTreeMap<String, lbc_model::lb::Tags>>,
+    ) -> Vec<Verdict> {
         let mut out = self.errors;
         let runs = |check: &str| !self.blockers.iter().any(|b| b.checks.contains(&check));
         if let Some(vpc) = vpc.filter(|_| runs(pod_ips::CHECK)) {
@@ -83,7 +102,15 @@ impl Cluster {
         }
         if runs(tenancy::CHECK) {
             match args.tenancy() {
-                Ok(policy) => out.extend(tenancy::check(&policy, &self.bindings)),
+                Ok(policy) => out.extend(tenancy::check(
+                    &policy,
+                    &tenancy::Inputs {
+                        cluster: &args.cluster_name,
+                        bindings: &self.bindings,
+                        ingresses: &self.ingresses,
+                        target_group_tags,
+                    },
+                )),
                 Err(e) => out.push(Verdict::fail(
                     tenancy::CHECK,
                     "--tenancy-policy-file",
@@ -102,7 +129,8 @@ fn needed_by(what: &str) -> &'static [&'static str] {
     match what {
         "TargetGroupBindings" => &[pod_ips::CHECK, webhooks::CHECK, throttle::CHECK, nodes::CHECK, tenancy::CHECK],
         "Services" => &[pod_ips::CHECK, conflicts::CHECK, throttle::CHECK, webhooks::CHECK, nodes::CHECK],
-        "Ingresses" | "IngressClasses" => &[pod_ips::CHECK, throttle::CHECK, nodes::CHECK],
+        "Ingresses" | "IngressClasses" => &[pod_ips::CHECK, throttle::CHECK, nodes::CHECK, tenancy::CHECK],
+        "IngressClassParams" => &[tenancy::CHECK],
         "EndpointSlices" => &[pod_ips::CHECK, throttle::CHECK],
         "Nodes" => &[nodes::CHECK],
         "Pods" | "Namespaces" => &[webhooks::CHECK],
@@ -163,6 +191,8 @@ pub async fn gather(client: &Client, args: &Args, d: &DoctorArgs) -> Cluster {
         list(api(client, if d.all_namespaces { None } else { scope }), "Services", &mut errors, &mut blockers).await;
     let ingresses: Vec<Ingress> = list(api(client, scope), "Ingresses", &mut errors, &mut blockers).await;
     let classes: Vec<IngressClass> = list(Api::all(client.clone()), "IngressClasses", &mut errors, &mut blockers).await;
+    let params: Vec<IngressClassParams> =
+        list(Api::all(client.clone()), "IngressClassParams", &mut errors, &mut blockers).await;
     let slices: Vec<EndpointSlice> =
         list(api(client, if d.all_namespaces { None } else { scope }), "EndpointSlices", &mut errors, &mut blockers)
             .await;
@@ -416,6 +446,7 @@ pub async fn gather(client: &Client, args: &Args, d: &DoctorArgs) -> Cluster {
         webhook_configs,
         dry_run,
         namespaces: per_ns.into_values().collect(),
+        ingresses: ingress_infos(&our_ingresses, &classes, &params),
         bindings: bindings
             .into_iter()
             .map(|b| tenancy::BindingInfo {
@@ -425,6 +456,37 @@ pub async fn gather(client: &Client, args: &Args, d: &DoctorArgs) -> Cluster {
             })
             .collect(),
     }
+}
+
+/// Our Ingresses as the tenancy check reads them: their own choices. Ingresses whose annotations
+/// do not parse are left to the controller's report.
+fn ingress_infos(
+    ours: &[&Ingress],
+    classes: &[IngressClass],
+    params: &[IngressClassParams],
+) -> Vec<tenancy::IngressInfo> {
+    let params_of = |class: &str| {
+        let c = classes.iter().find(|c| c.name_any() == class)?;
+        let p = c.spec.as_ref()?.parameters.as_ref()?;
+        (p.kind == "IngressClassParams").then(|| params.iter().find(|x| x.name_any() == p.name))?
+    };
+    ours.iter()
+        .filter_map(|i| {
+            let ns = i.namespace().unwrap_or_default();
+            let settings = lbc_model::ingress::parse_annotations(i.annotations(), &ns).ok()?;
+            let via_class_annotation = i.annotations().contains_key("kubernetes.io/ingress.class");
+            let class = i.spec.as_ref().and_then(|s| s.ingress_class_name.as_deref());
+            let group_from_params =
+                !via_class_annotation && class.and_then(params_of).is_some_and(|p| p.spec.group.is_some());
+            Some(tenancy::IngressInfo {
+                namespace: ns,
+                name: i.name_any(),
+                via_class_annotation,
+                settings,
+                group_from_params,
+            })
+        })
+        .collect()
 }
 
 fn ns_info(ns: &str, labelled: &BTreeSet<String>) -> webhooks::NamespaceInfo {

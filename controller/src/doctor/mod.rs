@@ -67,7 +67,7 @@ pub async fn run(args: &Args, d: &DoctorArgs) -> anyhow::Result<i32> {
     blockers.extend(aws.blockers);
     if let Some(c) = cluster {
         blockers.extend(c.blockers.clone());
-        verdicts.extend(c.verdicts(args, aws.vpc.as_ref()));
+        verdicts.extend(c.verdicts(args, aws.vpc.as_ref(), aws.target_group_tags.as_ref()));
     }
     // A check that could not run is a failure that names why, never a missing line.
     let missing = not_run(&verdicts, &blockers);

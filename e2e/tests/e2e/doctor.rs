@@ -14,6 +14,7 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use lbc_aws::net::Networking;
 use lbc_e2e::controller::{ControllerProc, binary};
 use lbc_e2e::emulator::Emulator;
+use lbc_e2e::tenant::PolicyFile;
 use lbc_e2e::webhook::{webhook, write_cert};
 use lbc_e2e::{Env, aws, eventually, kube_util, unique};
 use lbc_model::lb::Tags;
@@ -275,6 +276,66 @@ async fn doctor_names_a_namespace_without_the_gate_label() {
     kube_util::delete_namespace(&client, &ns).await;
 }
 
+/// The tenancy check names what the policy does not cover beyond the bindings' specs: a binding on
+/// a target group without our ownership tags (Terraform's) and an Ingress that joins a group and
+/// is selected by the legacy class annotation. Compatible mode: warnings (exposures); strict mode:
+/// failures (refusals); a grant clears each.
+#[tokio::test]
+#[ignore = "end-to-end: needs the local environment (e2e/up); e2e/test-all runs it with --include-ignored"]
+async fn doctor_names_untagged_target_groups_and_ingress_group_choices() {
+    let Some(env) = Env::require("doctor_names_untagged_target_groups_and_ingress_group_choices") else { return };
+    let _one = LOCK.lock().await;
+    let (client, ns) = namespace(&env, "doc-tenancy", &[]).await;
+    let elb = aws::elbv2(&env).await;
+    let arn = aws::create_ip_target_group(&env, &elb, &unique("tf-web"), 8080).await;
+    env.pods(&["service", &ns, "web", "--port", "80", "--target-port", "8080"]);
+    kube_util::create_binding(&client, &ns, "web", "web", 80, &arn).await;
+    let ingress: k8s_openapi::api::networking::v1::Ingress = serde_json::from_value(json!({
+        "metadata": {"name": "shop", "annotations": {
+            "kubernetes.io/ingress.class": "alb", "alb.ingress.kubernetes.io/group.name": "shared"}},
+        "spec": {"rules": [{"http": {"paths": [{"path": "/", "pathType": "Prefix",
+            "backend": {"service": {"name": "web", "port": {"number": 80}}}}]}}]},
+    }))
+    .unwrap();
+    Api::namespaced(client.clone(), &ns).create(&PostParams::default(), &ingress).await.expect("Ingress");
+
+    let r = doctor(&env, &ns, &["--tenancy-mode=compatible"], &[]);
+    let warned: Vec<String> =
+        r.with("tenancy", "warn").iter().map(|v| v["object"].as_str().unwrap().to_string()).collect();
+    assert!(warned.contains(&format!("TargetGroupBinding {ns}/web")), "{}", r.text);
+    assert_eq!(
+        warned.iter().filter(|o| **o == format!("Ingress {ns}/shop")).count(),
+        2,
+        "member + annotation:\n{}",
+        r.text
+    );
+    assert!(r.with("tenancy", "fail").is_empty(), "{}", r.text);
+
+    let nothing = PolicyFile::new(&format!("{ns}-none"), &json!({}));
+    let r = doctor(&env, &ns, &["--tenancy-mode=strict", &nothing.flag()], &[]);
+    let v = r.failure("tenancy", &format!("TargetGroupBinding {ns}/web"));
+    assert!(
+        v["found"].as_str().unwrap().contains(&arn) && v["expected"].as_str().unwrap().contains("targetGroups"),
+        "{v}"
+    );
+    let v = r.failure("tenancy", &format!("Ingress {ns}/shop"));
+    assert!(v["found"].as_str().unwrap().starts_with("refused: "), "{v}");
+
+    // Granted: the binding's line goes; the Ingress still chooses the legacy annotation, which no
+    // grant covers (strict mode refuses it: use spec.ingressClassName).
+    let granted = PolicyFile::new(
+        &format!("{ns}-granted"),
+        &json!({"targetGroups": [{"namespaces": [&ns], "arns": [&arn]}],
+                "ingressGroups": [{"group": "shared", "namespaces": [&ns], "owner": &ns}]}),
+    );
+    let r = doctor(&env, &ns, &["--tenancy-mode=strict", &granted.flag()], &[]);
+    let failed: Vec<String> =
+        r.with("tenancy", "fail").iter().map(|v| v["found"].as_str().unwrap().to_string()).collect();
+    assert_eq!(failed.len(), 1, "{}", r.text);
+    assert!(failed[0].contains("kubernetes.io/ingress.class"), "{}", r.text);
+    kube_util::delete_namespace(&client, &ns).await;
+}
+
 #[tokio::test]
 #[ignore = "end-to-end: needs the local environment (e2e/up); e2e/test-all runs it with --include-ignored"]
 async fn doctor_names_a_crd_version_no_longer_served() {
@@ -365,6 +426,13 @@ impl Healthy {
 
         let elb = aws::elbv2(env).await;
         let arn = aws::create_ip_target_group(env, &elb, &unique("doc-tg"), 8080).await;
+        // Made for this cluster's bindings (our cluster tag): a group without it is a tenancy
+        // exposure doctor names (doctor_names_untagged_target_groups_and_ingress_group_choices).
+        let tag = aws_sdk_elasticloadbalancingv2::types::Tag::builder()
+            .key("elbv2.k8s.aws/cluster")
+            .value(env.get("LBC_CLUSTER_NAME"))
+            .build();
+        elb.add_tags().resource_arns(&arn).tags(tag).send().await.expect("tag the target group");
         env.pods(&["service", &ns, "web", "--port", "80", "--target-port", "8080"]);
         let tgbs: Api<lbc_model::crd::TargetGroupBinding> = Api::namespaced(client.clone(), &ns);
         eventually("binding accepted through the webhooks", 30, || async {
