@@ -109,7 +109,9 @@ pub(super) async fn sync(tgb: &Arc<TargetGroupBinding>, ctx: &Context) -> Result
     let elb = ctx.elb_for(tgb);
     let current = elb.describe_instance_targets(&arn).await?;
     let states: Vec<(InstanceTarget, HealthState)> = current.iter().map(|(t, h)| (t.clone(), h.state)).collect();
-    let owned = if tgb.spec.is_multi_cluster() {
+    // A multi-cluster binding, or one on a target group without ownership tags: only what it
+    // registered itself is its to deregister (as in ip mode).
+    let owned = if sync::records_own_targets(ctx, tgb, &arn) {
         let current: BTreeSet<InstanceTarget> =
             states.iter().filter(|(_, s)| !s.is_draining()).map(|(t, _)| t.clone()).collect();
         Some(status::owned_targets(ctx, tgb, &key, &status::INSTANCE_RECORD, &current, &desired).await?)
@@ -263,7 +265,7 @@ fn replaced(reported: &mut Vec<String>, now: Vec<String>) -> bool {
 /// the caller to report).
 pub(super) async fn deregister_all(ctx: &Context, tgb: &TargetGroupBinding, arn: &str) -> Result<()> {
     let elb = ctx.elb_for(tgb);
-    let owned = if tgb.spec.is_multi_cluster() {
+    let owned = if super::sync::records_own_targets(ctx, tgb, arn) {
         Some(super::cleanup::deletable_record(ctx, tgb, &ObjectRef::from_obj(tgb), &status::INSTANCE_RECORD).await)
     } else {
         None

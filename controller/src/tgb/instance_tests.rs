@@ -322,6 +322,33 @@ async fn deleting_the_binding_deregisters_every_instance_target() {
     assert_eq!(lines, [format!("PATCH {TGB_PATH}")], "then the finalizer goes");
 }
 
+/// Issue 32, instance mode as ip mode: a binding on a target group without ownership tags
+/// (Terraform's) deregisters only the instances it registered (its `status.ownedTargets`); the
+/// owner's instance is reported and kept through node changes and the binding's deletion.
+#[tokio::test(start_paused = true)]
+async fn an_untagged_group_keeps_its_owners_instances_through_sync_and_deletion() {
+    let h = instance_harness(three_nodes(), Some(30080)).await;
+    h.elb.set_tags(ARN, &[("team", "platform")]);
+    let owners = InstanceTarget::new("i-0ffffffffffffffff", 30080);
+    h.elb.write_instance_targets(ARN, std::slice::from_ref(&owners), true).await.unwrap();
+    h.aws();
+    h.reconcile(&instance_binding(true)).await.unwrap();
+    assert!(!h.aws().iter().any(|c| c.starts_with("DeregisterTargets")), "the owner's instance is not deregistered");
+    assert_eq!(h.instance_targets().len(), 4);
+    let kube = h.kube();
+    assert!(!kube.iter().any(|r| r.path.contains("configmaps")), "no ConfigMap for a plain binding");
+    let records: Vec<&Value> = kube.iter().filter_map(|r| r.body["status"].get("ownedTargets")).collect();
+    let ours = ["i-0000000000000000a:30080", "i-0000000000000000b:30080", "i-0000000000000000c:30080"];
+    assert_eq!(records, [&json!([]), &json!(ours)], "adopted nothing, then recorded before writing");
+    assert!(h.event_notes().iter().any(|(r, _)| r == "ForeignTargetsPresent"));
+
+    // The binding as the cache holds it now (its record), deleted: only its instances go.
+    let mut recorded = instance_binding(true);
+    recorded.status = serde_json::from_value(json!({"ownedTargets": ours})).unwrap();
+    h.reconcile(&deleting(recorded)).await.unwrap();
+    assert_eq!(h.instance_targets(), ["i-0ffffffffffffffff:30080"], "deletion keeps the owner's instance");
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_service_without_node_port_is_reported_not_guessed() {
     let h = instance_harness(three_nodes(), None).await;
