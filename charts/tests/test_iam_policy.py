@@ -191,6 +191,34 @@ def test_the_documented_pinning_scopes_every_condition_to_one_cluster():
            [(s["Sid"], s["Action"]) for s in original["Statement"]]
 
 
+def strict_command():
+    """The jq command of docs/iam.md that confines target writes to owned or granted groups."""
+    lines = [ln for ln in (REPO / "docs/iam.md").read_text().splitlines() if ln.startswith("jq --argjson granted ")]
+    assert len(lines) == 1, "docs/iam.md must show one `jq --argjson granted <arns> ...` command"
+    return lines[0]
+
+
+@pytest.mark.skipif(not shutil.which("jq"), reason="jq not installed")
+@pytest.mark.parametrize("granted", [["arn:aws:elasticloadbalancing:eu-west-1:111122223333:targetgroup/tf-web/*"], []])
+def test_the_documented_strict_tenancy_policy_conditions_target_writes(granted):
+    cmd = strict_command().replace("docs/iam-policy.json", str(POLICY))
+    cmd = re.sub(r"--argjson granted '[^']*'", f"--argjson granted '{json.dumps(granted)}'", cmd)
+    out = json.loads(subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, check=True).stdout)
+    original = {s["Sid"]: s for s in json.loads(POLICY.read_text())["Statement"]}
+    by_sid = {s["Sid"]: s for s in out["Statement"]}
+    writes = by_sid["RegisterPodTargets"]
+    assert writes["Action"] == original["RegisterPodTargets"]["Action"]
+    assert writes["Condition"] == {"Null": {"aws:ResourceTag/elbv2.k8s.aws/cluster": "false"}}
+    if granted:
+        extra = by_sid["RegisterPodTargetsInGrantedGroups"]
+        assert extra["Resource"] == granted and extra["Action"] == writes["Action"] and "Condition" not in extra
+    else:
+        assert "RegisterPodTargetsInGrantedGroups" not in by_sid, "no statement with an empty Resource"
+    # Everything else unchanged.
+    rest = {sid: st for sid, st in by_sid.items() if not sid.startswith("RegisterPodTargets")}
+    assert rest == {sid: st for sid, st in original.items() if sid != "RegisterPodTargets"}
+
+
 def sdk_operations():
     """IAM action (lower case) for each operation method of each SDK client, from the SDK sources."""
     ops = {}
