@@ -311,6 +311,10 @@ impl LoadBalancers for FakeLoadBalancers {
         if spec.subnets.is_empty() {
             return Err(error(ErrorKind::Invalid, OP, "SubnetNotFound", "at least one subnet is required".into()));
         }
+        if lb.lb_type == LbType::Network && (lb.customer_owned_ipv4_pool.is_some() || lb.ipv4_ipam_pool.is_some()) {
+            let msg = "customer-owned and IPAM pools are for Application Load Balancers only".into();
+            return Err(error(ErrorKind::Invalid, OP, "ValidationError", msg));
+        }
         let id = Self::next_id(&mut s);
         let kind = if lb.lb_type == LbType::Network { "net" } else { "app" };
         let arn = format!("{PREFIX}:loadbalancer/{kind}/{}/{id}", lb.name);
@@ -395,6 +399,17 @@ impl LoadBalancers for FakeLoadBalancers {
         let mut s = self.enter("SetIpAddressType", arn)?;
         let f = s.lbs.get_mut(arn).ok_or_else(|| lb_missing("SetIpAddressType"))?;
         f.lb.spec.ip_address_type = ip_address_type;
+        Ok(())
+    }
+
+    async fn modify_ip_pools(&self, arn: &str, ipv4_ipam_pool: Option<&str>) -> Result<(), AwsError> {
+        let mut s = self.enter("ModifyIpPools", arn)?;
+        let f = s.lbs.get_mut(arn).ok_or_else(|| lb_missing("ModifyIpPools"))?;
+        if f.lb.spec.lb_type != LbType::Application {
+            let msg = "IPAM pools are supported for Application Load Balancers only";
+            return Err(AwsError::new(ErrorKind::Invalid, SVC, "ModifyIpPools", msg));
+        }
+        f.lb.spec.ipv4_ipam_pool = ipv4_ipam_pool.map(str::to_string);
         Ok(())
     }
 

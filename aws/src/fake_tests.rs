@@ -23,6 +23,8 @@ fn nlb(name: &str, tags: Tags) -> LoadBalancer {
         security_groups: vec!["sg-1".into()],
         attributes: Attributes::new(),
         tags,
+        customer_owned_ipv4_pool: None,
+        ipv4_ipam_pool: None,
     }
 }
 

@@ -48,3 +48,31 @@ def test_nlbs_report_prefix_for_ipv6_source_nat_off_and_albs_do_not(emu, aws):
     subnets = [s["SubnetId"] for s in aws.ec2.describe_subnets(Filters=[{"Name": "vpc-id", "Values": [aws.vpc]}])["Subnets"]]
     alb = aws.elb.create_load_balancer(Name="emu-nat-alb", Subnets=subnets[:2], Type="application")["LoadBalancers"][0]
     assert "EnablePrefixForIpv6SourceNat" not in alb
+
+
+def test_customer_owned_and_ipam_pools_are_kept_and_ip_pools_modified(emu, aws):
+    subnets = [s["SubnetId"] for s in aws.ec2.describe_subnets(Filters=[{"Name": "vpc-id", "Values": [aws.vpc]}])["Subnets"]]
+    alb = aws.elb.create_load_balancer(Name="emu-pools", Subnets=subnets[:2], Type="application",
+                                       CustomerOwnedIpv4Pool="ipv4pool-coip-0123",
+                                       IpamPools={"Ipv4IpamPoolId": "ipam-pool-0abc"})["LoadBalancers"][0]
+    arn = alb["LoadBalancerArn"]
+
+    def described():
+        return aws.elb.describe_load_balancers(LoadBalancerArns=[arn])["LoadBalancers"][0]
+
+    assert alb["CustomerOwnedIpv4Pool"] == "ipv4pool-coip-0123" and alb["IpamPools"] == {"Ipv4IpamPoolId": "ipam-pool-0abc"}
+    assert described()["CustomerOwnedIpv4Pool"] == "ipv4pool-coip-0123"
+    out = aws.elb.modify_ip_pools(LoadBalancerArn=arn, IpamPools={"Ipv4IpamPoolId": "ipam-pool-0def"})
+    assert out["IpamPools"] == {"Ipv4IpamPoolId": "ipam-pool-0def"} == described()["IpamPools"]
+    aws.elb.modify_ip_pools(LoadBalancerArn=arn, RemoveIpamPools=["ipv4"])
+    assert "IpamPools" not in described()
+    for bad in [{"Name": "emu-pools-bad", "CustomerOwnedIpv4Pool": "coip-0123"},
+                {"Name": "emu-pools-bad2", "IpamPools": {"Ipv4IpamPoolId": "pool-1"}},
+                {"Name": "emu-pools-nlb", "Type": "network", "IpamPools": {"Ipv4IpamPoolId": "ipam-pool-1"}}]:
+        with pytest.raises(ClientError) as e:
+            aws.elb.create_load_balancer(Subnets=subnets[:2], **{"Type": "application", **bad})
+        assert code_of(e) == "ValidationError", bad
+    nlb, _ = _nlb(aws, "emu-pools-nlb2")
+    with pytest.raises(ClientError) as e:
+        aws.elb.modify_ip_pools(LoadBalancerArn=nlb["LoadBalancerArn"], IpamPools={"Ipv4IpamPoolId": "ipam-pool-1"})
+    assert code_of(e) == "ValidationError"

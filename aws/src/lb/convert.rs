@@ -269,6 +269,8 @@ pub fn load_balancer_from(lb: &sdk::LoadBalancer, tags: Tags) -> FoundLoadBalanc
         security_groups,
         attributes: Attributes::new(),
         tags,
+        customer_owned_ipv4_pool: lb.customer_owned_ipv4_pool().map(str::to_string),
+        ipv4_ipam_pool: lb.ipam_pools().and_then(|p| p.ipv4_ipam_pool_id()).map(str::to_string),
     };
     FoundLoadBalancer {
         lb: Observed { id: lb.load_balancer_arn().unwrap_or_default().to_string(), spec },

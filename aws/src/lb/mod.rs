@@ -106,6 +106,8 @@ pub trait LoadBalancers: Send + Sync {
     async fn set_subnets(&self, arn: &str, subnets: &[SubnetMapping]) -> Result<(), AwsError>;
     async fn set_security_groups(&self, arn: &str, security_groups: &[String]) -> Result<(), AwsError>;
     async fn set_ip_address_type(&self, arn: &str, ip_address_type: LbIpAddressType) -> Result<(), AwsError>;
+    /// ModifyIpPools: the IPv4 IPAM pool set, or removed (`None`).
+    async fn modify_ip_pools(&self, arn: &str, ipv4_ipam_pool: Option<&str>) -> Result<(), AwsError>;
     /// SetSecurityGroups with the load balancer's groups and
     /// `EnforceSecurityGroupInboundRulesOnPrivateLinkTraffic` (NLBs with security groups).
     async fn set_private_link_enforcement(

@@ -314,6 +314,9 @@ impl LoadBalancers for SdkLoadBalancers {
                 let req = req.scheme(cv::scheme(lb.scheme)).ip_address_type(cv::ip_address_type(lb.ip_address_type));
                 let req = req.set_subnet_mappings(Some(mappings.clone()));
                 let req = req.set_security_groups(non_empty(lb.security_groups.clone()));
+                let req = req.set_customer_owned_ipv4_pool(lb.customer_owned_ipv4_pool.clone());
+                let pools = lb.ipv4_ipam_pool.as_ref().map(|p| sdk::IpamPools::builder().ipv4_ipam_pool_id(p).build());
+                let req = req.set_ipam_pools(pools);
                 req.set_tags(non_empty(cv::tags(&lb.tags))).send().await.map_err(err(OP))
             })
             .await?;
@@ -391,6 +394,21 @@ impl LoadBalancers for SdkLoadBalancers {
             .run(SVC, OP, || async {
                 let req = self.client.set_ip_address_type().load_balancer_arn(arn);
                 req.ip_address_type(cv::ip_address_type(ip_address_type)).send().await.map_err(err(OP))
+            })
+            .await
+            .map(|_| ())
+    }
+
+    async fn modify_ip_pools(&self, arn: &str, ipv4_ipam_pool: Option<&str>) -> Result<(), AwsError> {
+        const OP: &str = "ModifyIpPools";
+        self.runner
+            .run(SVC, OP, || async {
+                let req = self.client.modify_ip_pools().load_balancer_arn(arn);
+                let req = match ipv4_ipam_pool {
+                    Some(pool) => req.ipam_pools(sdk::IpamPools::builder().ipv4_ipam_pool_id(pool).build()),
+                    None => req.remove_ipam_pools(sdk::RemoveIpamPoolEnum::Ipv4),
+                };
+                req.send().await.map_err(err(OP))
             })
             .await
             .map(|_| ())

@@ -132,6 +132,7 @@ async fn run(io: &StackIo, step: &Step, listeners: &[Listener], r: &mut Resolved
         }
         Step::SetSubnets { arn, subnets } => lbs.set_subnets(arn, subnets).await?,
         Step::SetIpAddressType { arn, ip_address_type } => lbs.set_ip_address_type(arn, *ip_address_type).await?,
+        Step::ModifyIpPools { arn, ipv4_ipam_pool } => lbs.modify_ip_pools(arn, ipv4_ipam_pool.as_deref()).await?,
         Step::ModifyLoadBalancerAttributes { arn, attributes } => {
             lbs.modify_load_balancer_attributes(arn, attributes).await?
         }

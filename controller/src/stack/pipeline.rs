@@ -202,8 +202,9 @@ async fn build_context<O: StackOwner>(p: &Pipeline<'_>, owner: &O, observed: &Ob
     c.existing = observed.load_balancer.as_ref().map(|(o, _)| ExistingLoadBalancer {
         scheme: o.spec.scheme,
         has_security_groups: !o.spec.security_groups.is_empty(),
+        customer_owned_ipv4_pool: o.spec.customer_owned_ipv4_pool.clone(),
     });
-    let needs = owner.context_needs(c.existing);
+    let needs = owner.context_needs(c.existing.clone());
     let need = SubnetNeed { scheme: needs.scheme, min_azs: needs.min_azs, annotation: &needs.subnets_annotation };
     c.subnets = super::subnets(io, &needs.subnets, &need).await?;
     if !needs.security_group_names.is_empty() {

@@ -161,6 +161,8 @@ async fn nlb_stack_create_find_modify_delete() {
         security_groups: vec![sg_id.clone()],
         attributes: Attributes::new(),
         tags: tags.clone(),
+        customer_owned_ipv4_pool: None,
+        ipv4_ipam_pool: None,
     };
     let created = lbs.create_load_balancer(&lb_spec).await.unwrap();
     let lb_arn = created.lb.id.clone();
@@ -365,8 +367,28 @@ async fn alb_rules_round_trip_regex_conditions_and_authenticate_actions() {
         security_groups: vec![],
         attributes: Attributes::new(),
         tags: tags.clone(),
+        customer_owned_ipv4_pool: Some("ipv4pool-coip-0e2e0000000000001".into()),
+        ipv4_ipam_pool: Some("ipam-pool-0e2e0000000000001".into()),
     };
-    let lb_arn = lbs.create_load_balancer(&lb).await.unwrap().lb.id;
+    let created = lbs.create_load_balancer(&lb).await.unwrap();
+    assert_eq!(
+        (created.lb.spec.customer_owned_ipv4_pool.as_deref(), created.lb.spec.ipv4_ipam_pool.as_deref()),
+        (Some("ipv4pool-coip-0e2e0000000000001"), Some("ipam-pool-0e2e0000000000001")),
+        "CreateLoadBalancer's answer carries both pools"
+    );
+    let lb_arn = created.lb.id;
+    // The IPAM pool is released by ModifyIpPools; the outpost pool is fixed at creation.
+    lbs.modify_ip_pools(&lb_arn, None).await.unwrap();
+    let read = lbs.load_balancer(&lb_arn).await.unwrap().expect("the ALB exists").lb.spec;
+    assert_eq!(
+        (read.customer_owned_ipv4_pool.as_deref(), read.ipv4_ipam_pool.as_deref()),
+        (Some("ipv4pool-coip-0e2e0000000000001"), None)
+    );
+    lbs.modify_ip_pools(&lb_arn, Some("ipam-pool-0e2e0000000000002")).await.unwrap();
+    let read = lbs.load_balancer(&lb_arn).await.unwrap().expect("the ALB exists").lb.spec;
+    assert_eq!(read.ipv4_ipam_pool.as_deref(), Some("ipam-pool-0e2e0000000000002"));
+    let e = lbs.modify_ip_pools(&lb_arn, Some("pool-1")).await.unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Invalid, "a malformed pool ID is refused: {e:?}");
     let fixed = |code: &str| Action::FixedResponse { status_code: code.into(), content_type: None, message_body: None };
     let listener = Listener {
         port: 80,

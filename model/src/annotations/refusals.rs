@@ -47,8 +47,6 @@ use Refusal::{Degrade, FailClosed};
 
 /// `alb.ingress.kubernetes.io/*` annotations refused on an Ingress.
 pub const INGRESS: &[Refused] = &[
-    exact(ing::CUSTOMER_OWNED_IPV4_POOL, Degrade, "Outposts customer-owned IPv4 pools are not implemented yet"),
-    exact(ing::IPAM_IPV4_POOL_ID, Degrade, "IPAM pools are not implemented yet"),
     exact(
         ing::CREATE_ACM_CERT,
         Degrade,

@@ -9,8 +9,6 @@ fn every_refusal_has_its_decision() {
     assert_eq!(
         ingress,
         vec![
-            ("customer-owned-ipv4-pool", false, Degrade),
-            ("ipam-ipv4-pool-id", false, Degrade),
             ("create-acm-cert", false, Degrade),
             ("acm-pca-arn", false, Degrade),
             ("dry-run-plan", false, Degrade),

@@ -112,6 +112,14 @@ pub fn parse_annotations(
         }
     }
     s.minimum_capacity_units = minimum_capacity(&mut r, k::MINIMUM_CAPACITY);
+    s.customer_owned_ipv4_pool = r.raw(k::CUSTOMER_OWNED_IPV4_POOL).and_then(|v| {
+        if v.is_empty() {
+            r.fail(r.key(k::CUSTOMER_OWNED_IPV4_POOL), v, "a customer-owned IPv4 pool ID (ipv4pool-coip-...)");
+        }
+        (!v.is_empty()).then(|| v.to_string())
+    });
+    // As ALBC: an empty value sets no pool.
+    s.ipv4_ipam_pool = r.raw(k::IPAM_IPV4_POOL_ID).filter(|v| !v.is_empty()).map(str::to_string);
     s.use_regex_path_match = r.bool(k::USE_REGEX_PATH_MATCH).unwrap_or(false);
     s.backend = backend(&mut r, &mut s.unsupported);
     for (key, rest, raw) in r.family(k::LISTENER_ATTRIBUTES_PREFIX) {

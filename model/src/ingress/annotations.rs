@@ -99,6 +99,10 @@ pub struct IngressSettings {
     /// `mutual-authentication`, by listen port (applied to HTTPS ports only).
     pub mutual_authentication: BTreeMap<u16, super::mtls::MtlsSetting>,
     pub minimum_capacity_units: Option<u32>,
+    /// `customer-owned-ipv4-pool` (never empty).
+    pub customer_owned_ipv4_pool: Option<String>,
+    /// `ipam-ipv4-pool-id`, or IngressClassParams `ipamConfiguration.ipv4IPAMPoolId` (which wins).
+    pub ipv4_ipam_pool: Option<String>,
     /// `listener-attributes.<PROTOCOL>-<port>`.
     pub listener_attributes: BTreeMap<(Protocol, u16), Attributes>,
     pub use_regex_path_match: bool,

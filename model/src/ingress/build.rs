@@ -158,6 +158,23 @@ pub fn build_group_stack(
         exclusive(members, k::LOAD_BALANCER_ATTRIBUTES, |m| m.settings.load_balancer_attributes.clone(), &mut problems)
             .unwrap_or_default();
     let mut warnings = plan.warnings.clone();
+    let customer_owned_ipv4_pool =
+        exclusive(members, k::CUSTOMER_OWNED_IPV4_POOL, |m| m.settings.customer_owned_ipv4_pool.clone(), &mut problems);
+    let ipv4_ipam_pool = exclusive(members, k::IPAM_IPV4_POOL_ID, |m| m.settings.ipv4_ipam_pool.clone(), &mut problems);
+    if let Some(have) = &ctx.existing
+        && have.customer_owned_ipv4_pool != customer_owned_ipv4_pool
+    {
+        let shown = |p: &Option<String>| p.as_deref().map_or("none".to_string(), |x| format!("{x:?}"));
+        warnings.push(format!(
+            "IngressGroup {stack_id}: {} asks for pool {} but the existing load balancer was created with {}; AWS \
+             cannot change the customer-owned pool of a load balancer, so it keeps {}. To move it, delete the \
+             group's Ingresses and create them again (the load balancer and its DNS name are replaced)",
+            full_key(k::CUSTOMER_OWNED_IPV4_POOL),
+            shown(&customer_owned_ipv4_pool),
+            shown(&have.customer_owned_ipv4_pool),
+            shown(&have.customer_owned_ipv4_pool),
+        ));
+    }
     let acl_arn = exclusive(members, k::WAFV2_ACL_ARN, |m| m.settings.wafv2_acl_arn.clone(), &mut problems);
     let acl_name = exclusive(members, k::WAFV2_ACL_NAME, |m| m.settings.wafv2_acl_name.clone(), &mut problems);
     if acl_arn.is_some() && acl_name.is_some() {
@@ -299,6 +316,8 @@ pub fn build_group_stack(
         security_groups,
         attributes,
         tags: b.tagger().tags(RESOURCE_LOAD_BALANCER, &b.group_tags),
+        customer_owned_ipv4_pool,
+        ipv4_ipam_pool,
     };
     Ok(IngressStack {
         stack: Stack { id: b.stack_id.clone(), load_balancer, frontend_security_group, target_groups, listeners },

@@ -651,3 +651,49 @@ fn instance_targets_use_the_node_port_and_node_labels() {
     let inst = build(&g, &[web(&[("target-type", "instance")])], &echo_with_node_port(), &ctx()).unwrap();
     assert_ne!(ip.stack.target_groups[0].name, inst.stack.target_groups[0].name, "target type is part of the name");
 }
+
+/// `customer-owned-ipv4-pool` and `ipam-ipv4-pool-id`: group-wide (members must agree), on the
+/// load balancer; an existing load balancer with another customer-owned pool keeps it (AWS cannot
+/// change it) and a warning says so; an empty customer-owned pool is refused.
+#[test]
+fn outpost_and_ipam_pools_are_group_wide_and_a_pool_aws_cannot_change_is_warned_about() {
+    let coip = ("customer-owned-ipv4-pool", "ipv4pool-coip-0123");
+    let ipam = ("ipam-ipv4-pool-id", "ipam-pool-0abc");
+    let st = build(&implicit("shop", "web"), &[web(&[IP, coip, ipam])], &echo(), &ctx()).unwrap();
+    let lb = &st.stack.load_balancer;
+    assert_eq!(lb.customer_owned_ipv4_pool.as_deref(), Some("ipv4pool-coip-0123"));
+    assert_eq!(lb.ipv4_ipam_pool.as_deref(), Some("ipam-pool-0abc"));
+    assert!(st.warnings.is_empty(), "{:?}", st.warnings);
+
+    let mut c = ctx();
+    c.existing = Some(crate::lb::build::ExistingLoadBalancer {
+        scheme: crate::lb::Scheme::Internal,
+        has_security_groups: true,
+        customer_owned_ipv4_pool: Some("ipv4pool-coip-old".into()),
+    });
+    let st = build(&implicit("shop", "web"), &[web(&[IP, coip])], &echo(), &c).unwrap();
+    let w = st.warnings.iter().find(|w| w.contains("customer-owned-ipv4-pool")).expect("a warning");
+    assert!(
+        w.contains("\"ipv4pool-coip-0123\"") && w.contains("\"ipv4pool-coip-old\"") && w.contains("cannot change"),
+        "{w}"
+    );
+
+    let empty: BTreeMap<String, String> = [(full_key("customer-owned-ipv4-pool"), String::new())].into_iter().collect();
+    let err = crate::ingress::parse_annotations(&empty, "shop").unwrap_err().to_string();
+    assert!(err.contains("customer-owned-ipv4-pool") && err.contains("ipv4pool-coip-"), "{err}");
+    // As ALBC: an empty IPAM pool sets none.
+    let st = build(&implicit("shop", "web"), &[web(&[IP, ("ipam-ipv4-pool-id", "")])], &echo(), &ctx()).unwrap();
+    assert_eq!(st.stack.load_balancer.ipv4_ipam_pool, None);
+
+    let svcs = echo();
+    let one = |name: &str, pool: &str| {
+        member(
+            name,
+            &[IP, ("group.name", "g"), ("ipam-ipv4-pool-id", pool)],
+            spec(vec![rule("", vec![path(&format!("/{name}"), "Prefix", "echo-server", P::N(80))])]),
+        )
+    };
+    let g = GroupId::Explicit("g".into());
+    let err = build(&g, &[one("shop/a", "ipam-pool-1"), one("shop/b", "ipam-pool-2")], &svcs, &ctx()).unwrap_err();
+    assert!(err.to_string().contains("conflicting alb.ingress.kubernetes.io/ipam-ipv4-pool-id"), "{err}");
+}

@@ -110,6 +110,8 @@ fn exclusive(s: &IngressSettings) -> Vec<(&'static str, String)> {
     put(k::SSL_REDIRECT, s.ssl_redirect.map(|p| p.to_string()));
     put(k::MANAGE_BACKEND_SG_RULES, s.manage_backend_security_group_rules.map(|b| b.to_string()));
     put(k::MINIMUM_CAPACITY, s.minimum_capacity_units.map(|n| n.to_string()));
+    put(k::CUSTOMER_OWNED_IPV4_POOL, s.customer_owned_ipv4_pool.clone());
+    put(k::IPAM_IPV4_POOL_ID, s.ipv4_ipam_pool.clone());
     out
 }
 

@@ -31,12 +31,6 @@ fn refusals(p: &IngressClassParamsSpec) -> Vec<String> {
     let keys = p.tags.iter().map(|t| t.key.as_str());
     let mut out: Vec<String> =
         crate::lb::tags::reserved_tag_problem(keys, "IngressClassParams spec.tags").into_iter().collect();
-    if let Some(pool) = p.ipam_configuration.as_ref().and_then(|c| c.ipv4_ipam_pool_id.as_deref()) {
-        out.push(format!(
-            "spec.ipamConfiguration.ipv4IPAMPoolId is {pool:?}, but this controller does not assign load-balancer \
-             addresses from IPAM pools (expected: unset); remove spec.ipamConfiguration, or keep ALBC for this class"
-        ));
-    }
     if let Some(sub) = &p.subnets {
         match (sub.ids.is_empty(), sub.tags.is_empty()) {
             (false, false) => out.push(format!(
@@ -101,6 +95,12 @@ fn merge(settings: &IngressSettings, p: &IngressClassParamsSpec) -> IngressSetti
     }
     if let Some(n) = &p.load_balancer_name {
         s.load_balancer_name = Some(n.clone());
+    }
+    // As ALBC: the class's pool wins over the members' annotations; an empty one sets none.
+    if let Some(pool) =
+        p.ipam_configuration.as_ref().and_then(|c| c.ipv4_ipam_pool_id.as_deref()).filter(|x| !x.is_empty())
+    {
+        s.ipv4_ipam_pool = Some(pool.to_string());
     }
     if let Some(sc) = p.scheme {
         s.scheme = Some(match sc {
@@ -214,6 +214,20 @@ mod tests {
         assert_eq!(apply_params(&ann, Some(&IngressClassParamsSpec::default()), "empty"), Ok(ann));
     }
 
+    /// ALBC: the class's IPAM pool wins over the members' `ipam-ipv4-pool-id`; an empty one sets none.
+    #[test]
+    fn the_class_ipam_pool_wins_over_the_annotation() {
+        let ann = IngressSettings { ipv4_ipam_pool: Some("ipam-pool-ann".into()), ..Default::default() };
+        let with = |pool: Option<&str>| IngressClassParamsSpec {
+            ipam_configuration: Some(IpamConfiguration { ipv4_ipam_pool_id: pool.map(str::to_string) }),
+            ..Default::default()
+        };
+        let got = |p: IngressClassParamsSpec| apply_params(&ann, Some(&p), "icp").unwrap().ipv4_ipam_pool;
+        assert_eq!(got(with(Some("ipam-pool-icp"))).as_deref(), Some("ipam-pool-icp"));
+        assert_eq!(got(with(Some(""))).as_deref(), Some("ipam-pool-ann"), "empty: the annotation stays");
+        assert_eq!(got(with(None)).as_deref(), Some("ipam-pool-ann"));
+    }
+
     #[test]
     fn subnet_tags_replace_the_subnets_annotation_and_ids_replace_tags() {
         let ann = IngressSettings { subnets: Some(vec!["subnet-ann".into()]), ..Default::default() };
@@ -247,14 +261,6 @@ mod tests {
                     ..ok()
                 },
                 "tag \"service.k8s.aws/stack\" (prefix \"service.k8s.aws/\") in IngressClassParams spec.tags",
-            ),
-            (
-                "ipam",
-                IngressClassParamsSpec {
-                    ipam_configuration: Some(IpamConfiguration { ipv4_ipam_pool_id: Some("ipam-pool-1".into()) }),
-                    ..ok()
-                },
-                "spec.ipamConfiguration.ipv4IPAMPoolId is \"ipam-pool-1\"",
             ),
             (
                 "both",

@@ -107,12 +107,14 @@ impl BuildContext {
 }
 
 /// The parts of an existing load balancer that decide how a stack is built.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ExistingLoadBalancer {
     /// Kept when no scheme annotation is set (ALBC, Services only).
     pub scheme: Scheme,
     /// An NLB created without security groups can never get any.
     pub has_security_groups: bool,
+    /// Its customer-owned IPv4 pool, which AWS cannot change.
+    pub customer_owned_ipv4_pool: Option<String>,
 }
 
 /// A TargetGroupBinding the controller creates for one target group.

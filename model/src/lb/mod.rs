@@ -94,6 +94,12 @@ pub struct LoadBalancer {
     pub security_groups: Vec<String>,
     pub attributes: Attributes,
     pub tags: Tags,
+    /// ALB on an Outpost: its customer-owned IPv4 pool (`customer-owned-ipv4-pool`). Sent at
+    /// creation only: AWS has no call to change it on an existing load balancer.
+    pub customer_owned_ipv4_pool: Option<String>,
+    /// The IPAM pool the ALB's IPv4 addresses come from (`ipam-ipv4-pool-id`, IngressClassParams
+    /// `ipamConfiguration`); changed in place with `ModifyIpPools`.
+    pub ipv4_ipam_pool: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

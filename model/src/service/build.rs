@@ -112,7 +112,7 @@ pub fn build_stack(svc: &Service, settings: &NlbSettings, ctx: &BuildContext) ->
         name,
         uid,
         stack_id: format!("{namespace}/{name}"),
-        scheme: settings.scheme.or(ctx.existing.map(|e| e.scheme)).unwrap_or(ctx.default_scheme),
+        scheme: settings.scheme.or(ctx.existing.as_ref().map(|e| e.scheme)).unwrap_or(ctx.default_scheme),
         ip_address_type: settings.ip_address_type.unwrap_or(LbIpAddressType::Ipv4),
         target_type: target_type(settings, ctx),
         subnets,
@@ -156,6 +156,8 @@ pub fn build_stack(svc: &Service, settings: &NlbSettings, ctx: &BuildContext) ->
         security_groups,
         attributes: settings.load_balancer_attributes.clone(),
         tags: b.tags(RESOURCE_LOAD_BALANCER),
+        customer_owned_ipv4_pool: None,
+        ipv4_ipam_pool: None,
     };
     Ok(ServiceStack {
         stack: Stack {

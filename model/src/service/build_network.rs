@@ -16,7 +16,7 @@ use crate::lb::{IngressRule, LbIpAddressType, RuleSource, Scheme, SecurityGroup,
 
 pub(super) fn security_group_mode(b: &mut Ctx<'_>) -> SgMode {
     let (s, c) = (b.s, b.c);
-    if c.existing.is_some_and(|e| !e.has_security_groups) {
+    if c.existing.as_ref().is_some_and(|e| !e.has_security_groups) {
         if s.security_groups.is_some() {
             b.warnings.push(
                 "the existing load balancer was created without security groups and AWS cannot add them; \
@@ -27,7 +27,7 @@ pub(super) fn security_group_mode(b: &mut Ctx<'_>) -> SgMode {
         return SgMode::None;
     }
     if !c.manage_frontend_security_groups || s.disable_nlb_security_group {
-        if c.existing.is_some_and(|e| e.has_security_groups) {
+        if c.existing.as_ref().is_some_and(|e| e.has_security_groups) {
             b.problems.push(
                 "the existing load balancer has security groups, which AWS cannot remove; \
                  remove aws-load-balancer-disable-nlb-sg or recreate the Service"

@@ -266,7 +266,11 @@ fn custom_security_groups_and_no_security_groups() {
     assert_eq!(cidrs, ["10.0.1.0/24", "10.0.2.0/24"]);
     // Existing NLB without SGs stays without.
     let mut c = ctx();
-    c.existing = Some(ExistingLoadBalancer { scheme: Scheme::InternetFacing, has_security_groups: false });
+    c.existing = Some(ExistingLoadBalancer {
+        scheme: Scheme::InternetFacing,
+        has_security_groups: false,
+        customer_owned_ipv4_pool: None,
+    });
     let st = build(&svc(tcp80(), &[]), &c).unwrap();
     assert!(st.stack.frontend_security_group.is_none());
     assert_eq!(st.stack.load_balancer.scheme, Scheme::InternetFacing, "existing scheme kept");
@@ -379,7 +383,11 @@ fn default_scheme_applies_only_where_nothing_else_decides() {
     assert_eq!(plain.stack.load_balancer.scheme, Scheme::InternetFacing, "--default-load-balancer-scheme");
     let named = build(&svc(tcp80(), &[(k::SCHEME, "internal")]), &c).unwrap();
     assert_eq!(named.stack.load_balancer.scheme, Scheme::Internal, "the annotation wins");
-    c.existing = Some(crate::lb::build::ExistingLoadBalancer { scheme: Scheme::Internal, has_security_groups: true });
+    c.existing = Some(crate::lb::build::ExistingLoadBalancer {
+        scheme: Scheme::Internal,
+        has_security_groups: true,
+        customer_owned_ipv4_pool: None,
+    });
     let existing = build(&svc(tcp80(), &[]), &c).unwrap();
     assert_eq!(existing.stack.load_balancer.scheme, Scheme::Internal, "an existing load balancer keeps its scheme");
 }
@@ -387,7 +395,8 @@ fn default_scheme_applies_only_where_nothing_else_decides() {
 #[test]
 fn context_needs_follow_annotation_then_existing_then_default() {
     use crate::lb::subnets::SubnetSelector;
-    let existing = |scheme| Some(ExistingLoadBalancer { scheme, has_security_groups: true });
+    let existing =
+        |scheme| Some(ExistingLoadBalancer { scheme, has_security_groups: true, customer_owned_ipv4_pool: None });
     // (annotations, existing load balancer) → (subnets, scheme, names to look up)
     type Case = (
         &'static str,

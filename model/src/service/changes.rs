@@ -159,6 +159,8 @@ mod tests {
                 security_groups: vec!["sg-b".into()],
                 attributes: Default::default(),
                 tags: Tags::new(),
+                customer_owned_ipv4_pool: None,
+                ipv4_ipam_pool: None,
             },
             frontend_security_group: None,
             target_groups: Vec::new(),

@@ -1,6 +1,7 @@
-//! IngressClassParams fields the controller honours or refuses, never ignores (issue 17):
-//! `spec.subnets.tags` chooses the ALB's subnets; `spec.ipamConfiguration` is refused with a
-//! Warning on the Ingress and nothing is written to AWS.
+//! IngressClassParams fields the controller honours or refuses, never ignores (issues 17, 33):
+//! `spec.subnets.tags` chooses the ALB's subnets; `spec.ipamConfiguration` sets the ALB's IPv4
+//! IPAM pool (ModifyIpPools) over the Ingress's `ipam-ipv4-pool-id`, and removing it removes the
+//! pool; `customer-owned-ipv4-pool` goes into CreateLoadBalancer.
 
 use super::*;
 use k8s_openapi::api::networking::v1::IngressClassParametersReference;
@@ -10,7 +11,7 @@ use lbc_model::lb::Tags;
 
 #[tokio::test]
 #[ignore = "end-to-end: needs the local environment (e2e/up); e2e/test-all runs it with --include-ignored"]
-async fn params_subnet_tags_choose_the_subnets_and_ipam_configuration_is_refused() {
+async fn params_subnet_tags_choose_the_subnets_and_ipam_configuration_sets_the_pool() {
     let _serial = SERIAL.lock().await;
     let Some(f) = setup("ingress_alb_params").await else { return };
     let ns = ns_name("ing_params");
@@ -52,7 +53,8 @@ async fn params_subnet_tags_choose_the_subnets_and_ipam_configuration_is_refused
     classes.create(&PostParams::default(), &ic).await.expect("create IngressClass");
 
     let ctl = ControllerProc::start(&f.env, &ns, "lbc-e2e-ing-params", &["--enable-service-controller=false"]);
-    let mut ing = ingress("web", vec![path("/a", "svc-a")], &[]);
+    let pools = [("customer-owned-ipv4-pool", "ipv4pool-coip-0e2e"), ("ipam-ipv4-pool-id", "ipam-pool-0ann")];
+    let mut ing = ingress("web", vec![path("/a", "svc-a")], &pools);
     ing.metadata.annotations.as_mut().expect("annotations").remove("kubernetes.io/ingress.class");
     ing.spec.as_mut().expect("spec").ingress_class_name = Some(class.clone());
     f.ingresses(&ns).create(&PostParams::default(), &ing).await.expect("create ingress");
@@ -70,23 +72,46 @@ async fn params_subnet_tags_choose_the_subnets_and_ipam_configuration_is_refused
     subnets.sort();
     assert_eq!(subnets, chosen, "the ALB is in exactly the subnets tagged {tag_key}={class}");
 
-    // ipamConfiguration cannot be honoured: refused on the Ingress, nothing written. The Warning
-    // is the proof that the controller made its pass.
+    // Created with the Ingress's pools (the customer-owned one only ever at creation).
+    let described = || async {
+        let out = f.elb.describe_load_balancers().load_balancer_arns(&lbs[0]).send().await.expect("describe");
+        let lb = out.load_balancers()[0].clone();
+        (
+            lb.customer_owned_ipv4_pool().map(str::to_string),
+            lb.ipam_pools().and_then(|p| p.ipv4_ipam_pool_id()).map(str::to_string),
+        )
+    };
+    assert_eq!(described().await, (Some("ipv4pool-coip-0e2e".into()), Some("ipam-pool-0ann".into())));
+
+    // The class's ipamConfiguration wins over the annotation: one ModifyIpPools, nothing else.
     let mark = f.emu.mark().await;
     let patch = json!({"spec": {"ipamConfiguration": {"ipv4IPAMPoolId": "ipam-pool-0e2e"}}});
     params_api.patch(&class, &PatchParams::default(), &Patch::Merge(patch)).await.expect("patch params");
-    let note = eventually("Warning naming spec.ipamConfiguration", 60, || async {
-        notes(&f, &ns, "FailedBuildModel", "web").await.into_iter().find(|n| n.contains("ipamConfiguration"))
+    eventually("the class's IPAM pool on the ALB", 60, || async {
+        (described().await.1.as_deref() == Some("ipam-pool-0e2e")).then_some(())
     })
     .await;
-    let want = format!("IngressClassParams {class}: spec.ipamConfiguration.ipv4IPAMPoolId is \"ipam-pool-0e2e\"");
-    assert!(note.contains(&want), "{want}: {note}");
-    assert!(note.contains("nothing changed in AWS"), "{note}");
-    assert_eq!(f.writes_since(mark, &ctl).await, Vec::<String>::new(), "refused params change nothing in AWS");
+    f.settled(&ctl, &ns, "web", "the class's pool set").await;
+    assert_eq!(f.writes_since(mark, &ctl).await, ["ModifyIpPools"], "only the pool changed");
 
-    // Back to valid params; then the Ingress is deleted and everything of ours goes.
+    // The annotation dropped: the class's pool still wins, so nothing is written.
+    let mark = f.emu.mark().await;
+    let patch = json!({"metadata": {"annotations": {format!("{ALB}/ipam-ipv4-pool-id"): null}}});
+    f.ingresses(&ns).patch("web", &PatchParams::default(), &Patch::Merge(patch)).await.expect("drop the annotation");
+    f.settled(&ctl, &ns, "web", "the annotation dropped").await;
+    assert_eq!(f.writes_since(mark, &ctl).await, Vec::<String>::new(), "the class's pool still wins");
+    assert_eq!(described().await.1.as_deref(), Some("ipam-pool-0e2e"));
+
+    // The class's pool removed too: one ModifyIpPools releases it.
+    let mark = f.emu.mark().await;
     let patch = json!({"spec": {"ipamConfiguration": null}});
-    params_api.patch(&class, &PatchParams::default(), &Patch::Merge(patch)).await.expect("patch params back");
+    params_api.patch(&class, &PatchParams::default(), &Patch::Merge(patch)).await.expect("patch params");
+    eventually("no IPAM pool on the ALB", 60, || async { described().await.1.is_none().then_some(()) }).await;
+    f.settled(&ctl, &ns, "web", "the pool removed").await;
+    assert_eq!(f.writes_since(mark, &ctl).await, ["ModifyIpPools"], "only the pool changed");
+    assert_eq!(described().await.0.as_deref(), Some("ipv4pool-coip-0e2e"), "the customer-owned pool stays");
+
+    // The Ingress is deleted and everything of ours goes.
     f.ingresses(&ns).delete("web", &DeleteParams::default()).await.expect("delete ingress");
     eventually("Ingress gone", 120, || async { f.ingresses(&ns).get_opt("web").await.ok()?.is_none().then_some(()) })
         .await;

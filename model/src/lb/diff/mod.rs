@@ -247,6 +247,12 @@ pub enum Step {
         arn: String,
         ip_address_type: LbIpAddressType,
     },
+    /// `ModifyIpPools`: the IPv4 IPAM pool set (`Some`) or removed (`None`). A removal comes before
+    /// any change of subnets or address type, a new pool after them (as AWS requires).
+    ModifyIpPools {
+        arn: String,
+        ipv4_ipam_pool: Option<String>,
+    },
     /// Only the keys to change.
     ModifyLoadBalancerAttributes {
         arn: String,
@@ -360,6 +366,8 @@ impl Step {
             Step::ModifyLoadBalancerAttributes { attributes, .. } => {
                 format!("set load balancer attributes {}", keys(attributes))
             }
+            Step::ModifyIpPools { ipv4_ipam_pool: Some(pool), .. } => format!("set load balancer IPAM pool {pool}"),
+            Step::ModifyIpPools { ipv4_ipam_pool: None, .. } => "remove load balancer IPAM pool".into(),
             Step::CreateListener { listener } => format!("create listener {}", listener.port),
             Step::ModifyListener { port, .. } => format!("modify listener {port}"),
             Step::AddListenerCertificates { port, certificates, .. } => {

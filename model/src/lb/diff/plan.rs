@@ -102,6 +102,12 @@ pub fn plan(desired: &Stack, observed: &ObservedStack, opts: &PlanOptions) -> Re
         }),
         Some(have) => {
             let arn = &have.id;
+            let pool_differs = want_lb.ipv4_ipam_pool != have.spec.ipv4_ipam_pool;
+            let set_pool = Step::ModifyIpPools { arn: arn.clone(), ipv4_ipam_pool: want_lb.ipv4_ipam_pool.clone() };
+            // A pool leaves before subnets or the address type change (ALBC's order).
+            if pool_differs && want_lb.ipv4_ipam_pool.is_none() {
+                steps.push(set_pool.clone());
+            }
             let have_sgs = sg_refs_observed(&have.spec.security_groups, sg_keep);
             if set_of(&want_sgs) != set_of(&have_sgs) {
                 steps.push(Step::SetSecurityGroups { arn: arn.clone(), security_groups: want_sgs });
@@ -121,6 +127,10 @@ pub fn plan(desired: &Stack, observed: &ObservedStack, opts: &PlanOptions) -> Re
             let attrs = attr_diff(&want_lb.attributes, &have.spec.attributes);
             if !attrs.is_empty() {
                 steps.push(Step::ModifyLoadBalancerAttributes { arn: arn.clone(), attributes: attrs });
+            }
+            // A new or changed pool comes after every other change of the load balancer.
+            if pool_differs && want_lb.ipv4_ipam_pool.is_some() {
+                steps.push(set_pool);
             }
             tag_steps(&mut steps, ResourceKind::LoadBalancer, arn, &want_lb.tags, &have.spec.tags, opts);
         }

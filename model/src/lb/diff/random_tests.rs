@@ -132,6 +132,8 @@ fn random_stack(rng: &mut fastrand::Rng) -> Stack {
             .filter(|(k, v)| !(k == DELETION_PROTECTION && v != "false"))
             .collect(),
             tags: random_tags(rng),
+            customer_owned_ipv4_pool: None,
+            ipv4_ipam_pool: rng.bool().then(|| format!("ipam-pool-{:04x}", rng.u16(..))),
         },
         frontend_security_group: has_sg.then_some(sg_def),
         target_groups: tgs,

@@ -98,6 +98,8 @@ pub fn stack() -> Stack {
             security_groups: vec![MANAGED_FRONTEND_SG.into()],
             attributes: Attributes::new(),
             tags: tags(&[("service.k8s.aws/stack", "ns/svc"), ("elbv2.k8s.aws/cluster", "dev-meta")]),
+            customer_owned_ipv4_pool: None,
+            ipv4_ipam_pool: None,
         },
         frontend_security_group: Some(sg()),
         target_groups: vec![tg("k8s-ns-svc-80", 8080), tg("k8s-ns-svc-443", 8443)],
@@ -293,6 +295,7 @@ impl Sim {
             }
             Step::SetSubnets { arn, subnets } => self.lb_mut(arn).subnets = subnets.clone(),
             Step::SetIpAddressType { arn, ip_address_type } => self.lb_mut(arn).ip_address_type = *ip_address_type,
+            Step::ModifyIpPools { arn, ipv4_ipam_pool } => self.lb_mut(arn).ipv4_ipam_pool = ipv4_ipam_pool.clone(),
             Step::ModifyLoadBalancerAttributes { arn, attributes } => {
                 self.lb_mut(arn).attributes.extend(attributes.clone())
             }

@@ -180,6 +180,28 @@ fn step_kinds() {
             vec!["set load balancer address type ipv4", "set load balancer subnets (1)"],
         ),
         (
+            "an IPAM pool comes after the other load balancer changes",
+            |s| {
+                s.load_balancer.subnets.push(mapping("subnet-c"));
+                s.load_balancer.ipv4_ipam_pool = Some("ipam-pool-1".into());
+            },
+            nothing,
+            vec!["set load balancer subnets (3)", "set load balancer IPAM pool ipam-pool-1"],
+        ),
+        (
+            "a pool leaves before the subnets change; the customer-owned pool is never compared",
+            |s| {
+                s.load_balancer.subnets.push(mapping("subnet-c"));
+                s.load_balancer.customer_owned_ipv4_pool = Some("ipv4pool-coip-new".into());
+            },
+            |o| {
+                let lb = &mut o.load_balancer.as_mut().unwrap().0.spec;
+                lb.ipv4_ipam_pool = Some("ipam-pool-1".into());
+                lb.customer_owned_ipv4_pool = Some("ipv4pool-coip-old".into());
+            },
+            vec!["remove load balancer IPAM pool", "set load balancer subnets (3)"],
+        ),
+        (
             "extra security group",
             |s| s.load_balancer.security_groups.push("sg-user".into()),
             nothing,
