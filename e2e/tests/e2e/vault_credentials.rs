@@ -508,3 +508,43 @@ async fn controller_on_vault_keys_follows_scaling_while_keys_rotate() {
     kube_util::delete_namespace(&kube, &ns).await;
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// `/readyz`, which any pod in the cluster can reach, names a Vault failure by its reason only:
+/// never Vault's address nor its error text (those go to the log and the metrics).
+#[tokio::test]
+#[ignore = "end-to-end: needs the local environment (e2e/up); e2e/test-all runs it with --include-ignored"]
+async fn readyz_names_a_vault_failure_by_its_reason_only() {
+    let Some(env) = Env::require("readyz_names_a_vault_failure_by_its_reason_only") else { return };
+    let _bao = Bao::up(&env); // the sealed server's binary comes with it
+    let kube = kube_util::client(&env).await;
+    let ns = unique("vault-readyz");
+    kube_util::namespace(&kube, &ns, &[]).await;
+    let dir = tmpdir("vault-readyz");
+    let token = service_account_token(&kube, &ns, "aws-load-balancer-controller", "vault", &dir).await;
+    let sealed = lbc_e2e::bao::SealedBao::start(&env).await;
+    let ctl = lbc_e2e::controller::ControllerProc::start(
+        &env,
+        &ns,
+        "lbc-e2e-vault-readyz",
+        &[
+            "--aws-credentials-source=vault",
+            &format!("--vault-address={}", sealed.addr),
+            "--vault-auth-role=lbc",
+            "--vault-secrets-role=lbc",
+            &format!("--vault-token-path={}", token.display()),
+        ],
+    );
+    let url = format!("http://127.0.0.1:{}/readyz", ctl.health_port);
+    // Ready (admission is served) after the 30 s credential wait, with the failure in the body.
+    let body = lbc_e2e::eventually("/readyz names the sealed Vault", 90, || async {
+        let body = reqwest::get(&url).await.ok()?.text().await.ok()?;
+        body.contains("last error: sealed").then_some(body)
+    })
+    .await;
+    assert!(!body.contains(&sealed.addr) && !body.contains("is sealed"), "Vault's own words in /readyz: {body}");
+    assert!(ctl.log_text().contains("is sealed"), "the log keeps the whole error: {}", ctl.log_tail(20));
+    drop(ctl);
+    drop(sealed);
+    kube_util::delete_namespace(&kube, &ns).await;
+    let _ = std::fs::remove_dir_all(dir);
+}
