@@ -315,6 +315,12 @@ impl LoadBalancers for FakeLoadBalancers {
             let msg = "customer-owned and IPAM pools are for Application Load Balancers only".into();
             return Err(error(ErrorKind::Invalid, OP, "ValidationError", msg));
         }
+        source_nat_problem(lb.lb_type, lb.ip_address_type, lb.ipv6_source_nat, &spec.subnets)
+            .map_or(Ok(()), |msg| Err(error(ErrorKind::Invalid, OP, "ValidationError", msg)))?;
+        spec.subnets = picked_prefixes(&spec.subnets);
+        if spec.lb_type == LbType::Network {
+            spec.ipv6_source_nat = Some(spec.ipv6_source_nat.unwrap_or(false));
+        }
         let id = Self::next_id(&mut s);
         let kind = if lb.lb_type == LbType::Network { "net" } else { "app" };
         let arn = format!("{PREFIX}:loadbalancer/{kind}/{}/{id}", lb.name);
@@ -346,11 +352,20 @@ impl LoadBalancers for FakeLoadBalancers {
         Ok(())
     }
 
-    async fn set_subnets(&self, arn: &str, subnets: &[SubnetMapping]) -> Result<(), AwsError> {
+    async fn set_subnets(
+        &self,
+        arn: &str,
+        subnets: &[SubnetMapping],
+        ipv6_source_nat: Option<bool>,
+    ) -> Result<(), AwsError> {
         let mut s = self.enter("SetSubnets", arn)?;
         let f = s.lbs.get_mut(arn).ok_or_else(|| lb_missing("SetSubnets"))?;
-        f.lb.spec.subnets = subnets.to_vec();
+        let on = ipv6_source_nat.or(f.lb.spec.ipv6_source_nat);
+        source_nat_problem(f.lb.spec.lb_type, f.lb.spec.ip_address_type, on, subnets)
+            .map_or(Ok(()), |msg| Err(error(ErrorKind::Invalid, "SetSubnets", "ValidationError", msg)))?;
+        f.lb.spec.subnets = picked_prefixes(subnets);
         f.lb.spec.subnets.sort();
+        f.lb.spec.ipv6_source_nat = on;
         Ok(())
     }
 
@@ -572,4 +587,36 @@ impl LoadBalancers for FakeLoadBalancers {
         });
         Ok(())
     }
+}
+
+/// ELBv2's checks of IPv6 source NAT: NLB only, dualstack, prefixes only when it is on.
+fn source_nat_problem(
+    lb_type: LbType,
+    ip_type: lbc_model::lb::LbIpAddressType,
+    on: Option<bool>,
+    subnets: &[SubnetMapping],
+) -> Option<String> {
+    let prefixes = subnets.iter().any(|m| m.source_nat_ipv6_prefix.is_some());
+    if (on.is_some() || prefixes) && lb_type != LbType::Network {
+        return Some("EnablePrefixForIpv6SourceNat is for Network Load Balancers only".into());
+    }
+    if on == Some(true) && ip_type == lbc_model::lb::LbIpAddressType::Ipv4 {
+        return Some("EnablePrefixForIpv6SourceNat needs the dualstack IP address type".into());
+    }
+    (prefixes && on != Some(true)).then(|| "a SourceNatIpv6Prefix needs EnablePrefixForIpv6SourceNat on".into())
+}
+
+/// AWS answers `auto_assigned` with a prefix of its choice.
+fn picked_prefixes(subnets: &[SubnetMapping]) -> Vec<SubnetMapping> {
+    subnets
+        .iter()
+        .enumerate()
+        .map(|(i, m)| SubnetMapping {
+            source_nat_ipv6_prefix: match m.source_nat_ipv6_prefix.as_deref() {
+                Some(lbc_model::lb::SOURCE_NAT_AUTO_ASSIGNED) => Some(format!("2600:1f18:0:{i:x}:a::/80")),
+                other => other.map(str::to_string),
+            },
+            ..m.clone()
+        })
+        .collect()
 }

@@ -17,14 +17,13 @@ fn nlb(name: &str, tags: Tags) -> LoadBalancer {
         lb_type: LbType::Network,
         scheme: Scheme::Internal,
         ip_address_type: LbIpAddressType::Ipv4,
-        subnets: ["subnet-a", "subnet-b"]
-            .map(|s| SubnetMapping { subnet_id: s.into(), allocation_id: None, private_ipv4: None, ipv6: None })
-            .to_vec(),
+        subnets: ["subnet-a", "subnet-b"].map(SubnetMapping::plain).to_vec(),
         security_groups: vec!["sg-1".into()],
         attributes: Attributes::new(),
         tags,
         customer_owned_ipv4_pool: None,
         ipv4_ipam_pool: None,
+        ipv6_source_nat: None,
     }
 }
 
@@ -137,6 +136,40 @@ async fn fake_load_balancers_behave_like_elbv2() {
     f.inject_fault("DescribeLoadBalancers", ErrorKind::Throttled);
     assert_eq!(f.find_load_balancers(&mine).await.unwrap_err().kind, ErrorKind::Throttled);
     assert!(f.calls().iter().any(|(op, _)| *op == "DeleteTargetGroup"));
+}
+
+/// ELBv2's checks of IPv6 source NAT, and AWS's pick for `auto_assigned`.
+#[tokio::test]
+async fn fake_ipv6_source_nat_behaves_like_elbv2() {
+    let f = FakeLoadBalancers::default();
+    let tags = stack_tags("c1", "service.k8s.aws/stack", "ns/nat");
+    let mut lb = nlb("nat", tags.clone());
+    lb.ip_address_type = LbIpAddressType::Dualstack;
+    lb.ipv6_source_nat = Some(true);
+    lb.subnets[0].source_nat_ipv6_prefix = Some(SOURCE_NAT_AUTO_ASSIGNED.into());
+    lb.subnets[1].source_nat_ipv6_prefix = Some("2600:1f18:0:2:1::/80".into());
+    let got = f.create_load_balancer(&lb).await.unwrap().lb;
+    let prefixes: Vec<_> = got.spec.subnets.iter().map(|m| m.source_nat_ipv6_prefix.clone().unwrap()).collect();
+    assert!(prefixes[0] != SOURCE_NAT_AUTO_ASSIGNED && prefixes[0].ends_with("/80"), "{prefixes:?}");
+    assert_eq!(prefixes[1], "2600:1f18:0:2:1::/80");
+    // SetSubnets keeps the flag unless given; a prefix with it off is refused.
+    let plain: Vec<SubnetMapping> =
+        lb.subnets.iter().map(|m| SubnetMapping { source_nat_ipv6_prefix: None, ..m.clone() }).collect();
+    f.set_subnets(&got.id, &plain, None).await.unwrap();
+    assert_eq!(f.load_balancer(&got.id).await.unwrap().unwrap().lb.spec.ipv6_source_nat, Some(true));
+    f.set_subnets(&got.id, &plain, Some(false)).await.unwrap();
+    let e = f.set_subnets(&got.id, &lb.subnets, None).await.unwrap_err();
+    assert_eq!((e.kind, e.code.as_deref()), (ErrorKind::Invalid, Some("ValidationError")));
+    // An NLB that does not ask reports off; IPv4 or an ALB cannot have it.
+    let off = f.create_load_balancer(&nlb("off", tags.clone())).await.unwrap().lb;
+    assert_eq!(off.spec.ipv6_source_nat, Some(false));
+    let mut v4 = nlb("v4", tags.clone());
+    v4.ipv6_source_nat = Some(true);
+    assert_eq!(f.create_load_balancer(&v4).await.unwrap_err().kind, ErrorKind::Invalid);
+    let mut alb = nlb("alb", tags);
+    (alb.lb_type, alb.ip_address_type, alb.ipv6_source_nat) =
+        (LbType::Application, LbIpAddressType::Dualstack, Some(false));
+    assert_eq!(f.create_load_balancer(&alb).await.unwrap_err().kind, ErrorKind::Invalid);
 }
 
 #[tokio::test]

@@ -369,6 +369,8 @@ def install_lb_patches() -> None:
             addr = {k: mp[k] for k in ("AllocationId", "PrivateIPv4Address", "IPv6Address") if mp.get(k)}
             if addr:
                 az.load_balancer_addresses = [addr]
+            if mp.get("SourceNatIpv6Prefix"):
+                az.source_nat_ipv6_prefixes = [mp["SourceNatIpv6Prefix"]]
             out.append(az)
         return out
 

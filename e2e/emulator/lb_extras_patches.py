@@ -9,11 +9,18 @@
   * CreateLoadBalancer's CustomerOwnedIpv4Pool and IpamPools.Ipv4IpamPoolId (moto dropped both) are checked against
     AWS's ID patterns (ipv4pool-coip-..., ipam-pool-...), refused for anything but an ALB, kept and reported by
     DescribeLoadBalancers; ModifyIpPools (missing in moto) sets or removes the IPv4 IPAM pool. Whether the pool
-    exists in IPAM or on an Outpost is not checked (the emulator has neither).
+    exists in IPAM or on an Outpost is not checked (the emulator has neither);
+  * EnablePrefixForIpv6SourceNat (CreateLoadBalancer, SetSubnets) and SubnetMappings' SourceNatIpv6Prefix (moto
+    dropped both) are checked as ELBv2 documents them: Network Load Balancers only, dualstack only, every subnet
+    with an IPv6 CIDR block, a prefix only with source NAT on, each prefix a /80 inside its subnet's IPv6 CIDR
+    blocks or auto_assigned (the emulator then picks a /80 of the subnet); DescribeLoadBalancers reports the flag
+    and each zone's SourceNatIpv6Prefixes.
 """
 
 from __future__ import annotations
 
+import ipaddress
+import random
 import re
 from typing import Any
 
@@ -95,10 +102,68 @@ def install() -> None:
             raise x.ELBClientError("ValidationError", f"{what} {value!r} does not match ^({prefix})[a-zA-Z0-9]+$")
         return value
 
+    def source_nat(backend: Any, lb_type: str, ip_type: str, on: str, mappings: list[dict[str, Any]]) -> None:
+        """Checks the source NAT settings; replaces auto_assigned in `mappings` with the prefix picked."""
+        prefixes = [mp for mp in mappings if mp.get("SourceNatIpv6Prefix")]
+        if on is None and not prefixes:
+            return
+        if lb_type != "network":
+            raise x.ELBClientError("ValidationError", "EnablePrefixForIpv6SourceNat and SourceNatIpv6Prefix are "
+                                                      "supported for Network Load Balancers only")
+        if on not in ("on", "off"):
+            raise x.ELBClientError("ValidationError", f"EnablePrefixForIpv6SourceNat must be on or off, not {on}")
+        if on == "on" and not ip_type.startswith("dualstack"):
+            raise x.ELBClientError("ValidationError", "IPv6 source NAT needs the dualstack IP address type")
+        if prefixes and on != "on":
+            raise x.ELBClientError("ValidationError", "SourceNatIpv6Prefix needs EnablePrefixForIpv6SourceNat on")
+        if on != "on":
+            return
+        for mp in mappings:
+            subnet = backend.ec2_backend.get_subnet(mp["SubnetId"])
+            blocks = [ipaddress.ip_network(a["ipv6CidrBlock"]) for a in subnet.ipv6_cidr_block_associations.values()]
+            if not blocks:
+                raise x.ELBClientError("ValidationError", f"subnet {subnet.id} has no IPv6 CIDR block: IPv6 source "
+                                                          f"NAT needs one in every subnet")
+            want = mp.get("SourceNatIpv6Prefix")
+            if want is None:
+                continue
+            if want == "auto_assigned":
+                base = int(blocks[0].network_address) + (random.randrange(1, 1 << 16) << 48)
+                mp["SourceNatIpv6Prefix"] = f"{ipaddress.IPv6Address(base)}/80"
+                continue
+            try:
+                net = ipaddress.ip_network(want, strict=False)
+            except ValueError:
+                net = None
+            if net is None or net.version != 6 or net.prefixlen != 80 or not any(net.subnet_of(b) for b in blocks):
+                raise x.ELBClientError("ValidationError", f"SourceNatIpv6Prefix {want} must be a /80 inside subnet "
+                                                          f"{subnet.id}'s IPv6 CIDR blocks, or auto_assigned")
+
+    def mappings_of(params: dict[str, Any]) -> list[dict[str, Any]]:
+        return params.get("SubnetMappings") or []
+
+    orig_set_subnets = r.ELBV2Response.set_subnets
+
+    def set_subnets(self: Any) -> ActionResult:
+        params = self._get_params()
+        balancer = lb(self.elbv2_backend, params.get("LoadBalancerArn"))
+        on = params.get("EnablePrefixForIpv6SourceNat")
+        effective = on if on is not None else getattr(balancer, "enable_prefix_for_ipv6_source_nat", None)
+        source_nat(self.elbv2_backend, balancer.type, balancer.ip_address_type, effective, mappings_of(params))
+        result = orig_set_subnets(self)
+        if on is not None:
+            balancer.enable_prefix_for_ipv6_source_nat = on
+        return result
+
+    r.ELBV2Response.set_subnets = set_subnets
+
     orig_create = r.ELBV2Response.create_load_balancer
 
     def create_load_balancer(self: Any) -> ActionResult:
         params = self._get_params()
+        nat = params.get("EnablePrefixForIpv6SourceNat")
+        source_nat(self.elbv2_backend, params.get("Type", "application"), params.get("IpAddressType", "ipv4"), nat,
+                   mappings_of(params))
         coip, ipam = params.get("CustomerOwnedIpv4Pool"), (params.get("IpamPools") or {}).get("Ipv4IpamPoolId")
         if coip is not None or ipam is not None:
             if params.get("Type", "application") != "application":
@@ -115,6 +180,8 @@ def install() -> None:
             balancer.customer_owned_ipv4_pool = coip
         if ipam is not None:
             balancer.ipam_pools = {"Ipv4IpamPoolId": ipam}
+        if nat is not None:
+            balancer.enable_prefix_for_ipv6_source_nat = nat
         return result
 
     def modify_ip_pools(self: Any) -> ActionResult:

@@ -1,5 +1,7 @@
 """Self-test of lb_extras_patches.py (PrivateLink enforcement, capacity reservation), through a running awsemu."""
 
+import ipaddress
+
 import pytest
 from botocore.exceptions import ClientError
 
@@ -76,3 +78,67 @@ def test_customer_owned_and_ipam_pools_are_kept_and_ip_pools_modified(emu, aws):
     with pytest.raises(ClientError) as e:
         aws.elb.modify_ip_pools(LoadBalancerArn=nlb["LoadBalancerArn"], IpamPools={"Ipv4IpamPoolId": "ipam-pool-1"})
     assert code_of(e) == "ValidationError"
+
+
+
+def _dualstack_subnets(aws):
+    """Two subnets of a VPC of their own, each with a /64 of the VPC's IPv6 block, and one without."""
+    vpc = aws.ec2.create_vpc(CidrBlock="10.77.0.0/16", AmazonProvidedIpv6CidrBlock=True)["Vpc"]["VpcId"]
+    block = aws.ec2.describe_vpcs(VpcIds=[vpc])["Vpcs"][0]["Ipv6CidrBlockAssociationSet"][0]["Ipv6CidrBlock"]
+    sixty_fours = ipaddress.ip_network(block).subnets(new_prefix=64)
+    out = []
+    for i, az in enumerate(["us-east-1a", "us-east-1b"]):
+        cidr = str(next(sixty_fours))
+        s = aws.ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.77.{i}.0/24", AvailabilityZone=az, Ipv6CidrBlock=cidr)
+        out.append((s["Subnet"]["SubnetId"], cidr))
+    plain = aws.ec2.create_subnet(VpcId=vpc, CidrBlock="10.77.9.0/24", AvailabilityZone="us-east-1c")["Subnet"]
+    return out, plain["SubnetId"]
+
+
+def test_ipv6_source_nat_is_checked_kept_and_reported(emu, aws):
+    [(a, a_cidr), (b, b_cidr)], plain = _dualstack_subnets(aws)
+    inside_a = str(next(ipaddress.ip_network(a_cidr).subnets(new_prefix=80)))
+    inside_b = str(next(ipaddress.ip_network(b_cidr).subnets(new_prefix=80)))
+
+    def create(name, nat, mappings, ip_type="dualstack"):
+        return aws.elb.create_load_balancer(Name=name, Type="network", Scheme="internal", IpAddressType=ip_type,
+                                            SubnetMappings=mappings, EnablePrefixForIpv6SourceNat=nat)
+
+    lb = create("emu-snat", "on", [{"SubnetId": a, "SourceNatIpv6Prefix": inside_a},
+                                   {"SubnetId": b, "SourceNatIpv6Prefix": "auto_assigned"}])["LoadBalancers"][0]
+    arn = lb["LoadBalancerArn"]
+
+    def described():
+        return aws.elb.describe_load_balancers(LoadBalancerArns=[arn])["LoadBalancers"][0]
+
+    got = described()
+    assert got["EnablePrefixForIpv6SourceNat"] == "on"
+    zones = {z["SubnetId"]: z.get("SourceNatIpv6Prefixes") for z in got["AvailabilityZones"]}
+    assert zones[a] == [inside_a]
+    picked = ipaddress.ip_network(zones[b][0])
+    assert picked.prefixlen == 80 and picked.subnet_of(ipaddress.ip_network(b_cidr)), zones
+    assert described()["AvailabilityZones"] == got["AvailabilityZones"], "AWS's pick is stable"
+    # SetSubnets keeps the flag unless given, and checks prefixes against it.
+    aws.elb.set_subnets(LoadBalancerArn=arn, SubnetMappings=[{"SubnetId": a}, {"SubnetId": b}])
+    assert described()["EnablePrefixForIpv6SourceNat"] == "on"
+    aws.elb.set_subnets(LoadBalancerArn=arn, SubnetMappings=[{"SubnetId": a}, {"SubnetId": b}],
+                        EnablePrefixForIpv6SourceNat="off")
+    got = described()
+    assert got["EnablePrefixForIpv6SourceNat"] == "off"
+    assert all(not z.get("SourceNatIpv6Prefixes") for z in got["AvailabilityZones"])
+    refused = {
+        "a prefix with source NAT off": lambda: aws.elb.set_subnets(
+            LoadBalancerArn=arn, SubnetMappings=[{"SubnetId": a, "SourceNatIpv6Prefix": inside_a}, {"SubnetId": b}]),
+        "not dualstack": lambda: create("emu-snat-v4", "on", [{"SubnetId": a}, {"SubnetId": b}], ip_type="ipv4"),
+        "a /64": lambda: create("emu-snat-64", "on", [{"SubnetId": a, "SourceNatIpv6Prefix": a_cidr}, {"SubnetId": b}]),
+        "another subnet's prefix": lambda: create("emu-snat-out", "on", [{"SubnetId": a, "SourceNatIpv6Prefix": inside_b},
+                                                                        {"SubnetId": b}]),
+        "a subnet without IPv6": lambda: create("emu-snat-plain", "on", [{"SubnetId": a}, {"SubnetId": plain}]),
+        "an ALB": lambda: aws.elb.create_load_balancer(Name="emu-snat-alb", Type="application",
+                                                       IpAddressType="dualstack", Subnets=[a, b],
+                                                       EnablePrefixForIpv6SourceNat="on"),
+    }
+    for what, call in refused.items():
+        with pytest.raises(ClientError) as e:
+            call()
+        assert code_of(e) == "ValidationError", what

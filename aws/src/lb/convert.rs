@@ -40,7 +40,12 @@ pub fn subnet_mapping(m: &SubnetMapping) -> sdk::SubnetMapping {
         .set_allocation_id(m.allocation_id.clone())
         .set_private_ipv4_address(m.private_ipv4.map(|ip| ip.to_string()))
         .set_ipv6_address(m.ipv6.map(|ip| ip.to_string()))
+        .set_source_nat_ipv6_prefix(m.source_nat_ipv6_prefix.clone())
         .build()
+}
+
+pub fn source_nat(on: Option<bool>) -> Option<sdk::EnablePrefixForIpv6SourceNatEnum> {
+    on.map(|on| if on { sdk::EnablePrefixForIpv6SourceNatEnum::On } else { sdk::EnablePrefixForIpv6SourceNatEnum::Off })
 }
 
 pub fn tags(t: &Tags) -> Vec<sdk::Tag> {
@@ -244,6 +249,7 @@ pub fn load_balancer_from(lb: &sdk::LoadBalancer, tags: Tags) -> FoundLoadBalanc
                 allocation_id: addr.and_then(|a| a.allocation_id()).map(str::to_string),
                 private_ipv4: addr.and_then(|a| a.private_ipv4_address()).and_then(|s| s.parse().ok()),
                 ipv6: addr.and_then(|a| a.ipv6_address()).and_then(|s| s.parse().ok()),
+                source_nat_ipv6_prefix: az.source_nat_ipv6_prefixes().first().cloned(),
             })
         })
         .collect();
@@ -271,6 +277,7 @@ pub fn load_balancer_from(lb: &sdk::LoadBalancer, tags: Tags) -> FoundLoadBalanc
         tags,
         customer_owned_ipv4_pool: lb.customer_owned_ipv4_pool().map(str::to_string),
         ipv4_ipam_pool: lb.ipam_pools().and_then(|p| p.ipv4_ipam_pool_id()).map(str::to_string),
+        ipv6_source_nat: lb.enable_prefix_for_ipv6_source_nat().map(|e| e.as_str() == "on"),
     };
     FoundLoadBalancer {
         lb: Observed { id: lb.load_balancer_arn().unwrap_or_default().to_string(), spec },

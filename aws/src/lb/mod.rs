@@ -103,7 +103,13 @@ pub trait LoadBalancers: Send + Sync {
     async fn create_load_balancer(&self, lb: &LoadBalancer) -> Result<FoundLoadBalancer, AwsError>;
     async fn delete_load_balancer(&self, arn: &str) -> Result<(), AwsError>;
     async fn modify_load_balancer_attributes(&self, arn: &str, attributes: &Attributes) -> Result<(), AwsError>;
-    async fn set_subnets(&self, arn: &str, subnets: &[SubnetMapping]) -> Result<(), AwsError>;
+    /// `ipv6_source_nat`: NLB `EnablePrefixForIpv6SourceNat`, sent only when `Some`.
+    async fn set_subnets(
+        &self,
+        arn: &str,
+        subnets: &[SubnetMapping],
+        ipv6_source_nat: Option<bool>,
+    ) -> Result<(), AwsError>;
     async fn set_security_groups(&self, arn: &str, security_groups: &[String]) -> Result<(), AwsError>;
     async fn set_ip_address_type(&self, arn: &str, ip_address_type: LbIpAddressType) -> Result<(), AwsError>;
     /// ModifyIpPools: the IPv4 IPAM pool set, or removed (`None`).

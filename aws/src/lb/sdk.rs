@@ -317,6 +317,7 @@ impl LoadBalancers for SdkLoadBalancers {
                 let req = req.set_customer_owned_ipv4_pool(lb.customer_owned_ipv4_pool.clone());
                 let pools = lb.ipv4_ipam_pool.as_ref().map(|p| sdk::IpamPools::builder().ipv4_ipam_pool_id(p).build());
                 let req = req.set_ipam_pools(pools);
+                let req = req.set_enable_prefix_for_ipv6_source_nat(cv::source_nat(lb.ipv6_source_nat));
                 req.set_tags(non_empty(cv::tags(&lb.tags))).send().await.map_err(err(OP))
             })
             .await?;
@@ -348,12 +349,18 @@ impl LoadBalancers for SdkLoadBalancers {
             .map(|_| ())
     }
 
-    async fn set_subnets(&self, arn: &str, subnets: &[SubnetMapping]) -> Result<(), AwsError> {
+    async fn set_subnets(
+        &self,
+        arn: &str,
+        subnets: &[SubnetMapping],
+        ipv6_source_nat: Option<bool>,
+    ) -> Result<(), AwsError> {
         const OP: &str = "SetSubnets";
         let mappings: Vec<sdk::SubnetMapping> = subnets.iter().map(cv::subnet_mapping).collect();
         self.runner
             .run(SVC, OP, || async {
                 let req = self.client.set_subnets().load_balancer_arn(arn);
+                let req = req.set_enable_prefix_for_ipv6_source_nat(cv::source_nat(ipv6_source_nat));
                 req.set_subnet_mappings(Some(mappings.clone())).send().await.map_err(err(OP))
             })
             .await

@@ -130,7 +130,7 @@ async fn run(io: &StackIo, step: &Step, listeners: &[Listener], r: &mut Resolved
             let ids: Vec<String> = security_groups.iter().map(|g| r.sg(g)).collect::<Result<_>>()?;
             lbs.set_security_groups(arn, &ids).await?
         }
-        Step::SetSubnets { arn, subnets } => lbs.set_subnets(arn, subnets).await?,
+        Step::SetSubnets { arn, subnets, ipv6_source_nat } => lbs.set_subnets(arn, subnets, *ipv6_source_nat).await?,
         Step::SetIpAddressType { arn, ip_address_type } => lbs.set_ip_address_type(arn, *ip_address_type).await?,
         Step::ModifyIpPools { arn, ipv4_ipam_pool } => lbs.modify_ip_pools(arn, ipv4_ipam_pool.as_deref()).await?,
         Step::ModifyLoadBalancerAttributes { arn, attributes } => {

@@ -146,10 +146,7 @@ async fn nlb_stack_create_find_modify_delete() {
     assert!(tg.id.contains(":targetgroup/"), "{}", tg.id);
     assert_eq!(tg.spec.health_check, tg_spec.health_check);
     let fixed_ip = nth(&subnets[0].cidr, 10);
-    let mut mappings: Vec<SubnetMapping> = subnets
-        .iter()
-        .map(|s| SubnetMapping { subnet_id: s.id.clone(), allocation_id: None, private_ipv4: None, ipv6: None })
-        .collect();
+    let mut mappings: Vec<SubnetMapping> = subnets.iter().map(|s| SubnetMapping::plain(&s.id)).collect();
     mappings[0].private_ipv4 = Some(fixed_ip);
     mappings.sort();
     let lb_spec = LoadBalancer {
@@ -163,6 +160,7 @@ async fn nlb_stack_create_find_modify_delete() {
         tags: tags.clone(),
         customer_owned_ipv4_pool: None,
         ipv4_ipam_pool: None,
+        ipv6_source_nat: None,
     };
     let created = lbs.create_load_balancer(&lb_spec).await.unwrap();
     let lb_arn = created.lb.id.clone();
@@ -200,7 +198,9 @@ async fn nlb_stack_create_find_modify_delete() {
     let found = lbs.find_load_balancers(&tags).await.unwrap();
     assert_eq!(found.len(), 1);
     assert_eq!(found[0].lb.id, lb_arn);
-    assert_eq!(found[0].lb.spec, lb_spec, "subnets with the fixed address, security groups and tags read back");
+    // AWS reports IPv6 source NAT off on every NLB that did not ask for it.
+    let reported = LoadBalancer { ipv6_source_nat: Some(false), ..lb_spec.clone() };
+    assert_eq!(found[0].lb.spec, reported, "subnets with the fixed address, security groups and tags read back");
     let other = stack_tags(env.get("LBC_CLUSTER_NAME"), "service.k8s.aws/stack", "ns/other");
     assert!(lbs.find_load_balancers(&other).await.unwrap().iter().all(|f| f.lb.id != lb_arn));
     let tgs = lbs.find_target_groups(&tags).await.unwrap();
@@ -238,11 +238,8 @@ async fn nlb_stack_create_find_modify_delete() {
     let a = lbs.listener_attributes(&l.id).await.unwrap();
     assert_eq!(a.get("tcp.idle_timeout.seconds").map(String::as_str), Some("600"));
     lbs.set_ip_address_type(&lb_arn, LbIpAddressType::Dualstack).await.unwrap();
-    let all_private: Vec<SubnetMapping> = private
-        .iter()
-        .map(|s| SubnetMapping { subnet_id: s.clone(), allocation_id: None, private_ipv4: None, ipv6: None })
-        .collect();
-    lbs.set_subnets(&lb_arn, &all_private).await.unwrap();
+    let all_private: Vec<SubnetMapping> = private.iter().map(|s| SubnetMapping::plain(s.as_str())).collect();
+    lbs.set_subnets(&lb_arn, &all_private, None).await.unwrap();
     lbs.set_security_groups(&lb_arn, std::slice::from_ref(&sg_id)).await.unwrap();
     let now = lbs.load_balancer(&lb_arn).await.unwrap().unwrap();
     assert_eq!(now.lb.spec.ip_address_type, LbIpAddressType::Dualstack);
@@ -351,12 +348,8 @@ async fn alb_rules_round_trip_regex_conditions_and_authenticate_actions() {
     let Some(env) = Env::require("alb_rules_round_trip") else { return };
     let _serial = SERIAL.lock().await;
     let (lbs, _, _) = adapters(&env).await;
-    let public: Vec<SubnetMapping> = env
-        .get("LBC_PUBLIC_SUBNET_IDS")
-        .split(',')
-        .take(2)
-        .map(|id| SubnetMapping { subnet_id: id.into(), allocation_id: None, private_ipv4: None, ipv6: None })
-        .collect();
+    let public: Vec<SubnetMapping> =
+        env.get("LBC_PUBLIC_SUBNET_IDS").split(',').take(2).map(SubnetMapping::plain).collect();
     let tags = stack_tags(env.get("LBC_CLUSTER_NAME"), "ingress.k8s.aws/stack", &unique("ns/rules"));
     let lb = LoadBalancer {
         name: unique("lbc-e2e-alb"),
@@ -369,6 +362,7 @@ async fn alb_rules_round_trip_regex_conditions_and_authenticate_actions() {
         tags: tags.clone(),
         customer_owned_ipv4_pool: Some("ipv4pool-coip-0e2e0000000000001".into()),
         ipv4_ipam_pool: Some("ipam-pool-0e2e0000000000001".into()),
+        ipv6_source_nat: None,
     };
     let created = lbs.create_load_balancer(&lb).await.unwrap();
     assert_eq!(

@@ -23,6 +23,10 @@ mod freeze;
 #[path = "service_nlb/reachability.rs"]
 mod reachability;
 
+/// IPv6 source NAT prefixes of a dual-stack NLB.
+#[path = "service_nlb/source_nat.rs"]
+mod source_nat;
+
 struct Fixture {
     env: Env,
     client: Client,

@@ -62,7 +62,6 @@ pub const INGRESS: &[Refused] = &[
 /// `service.beta.kubernetes.io/*` annotations refused on a Service.
 pub const SERVICE: &[Refused] = &[
     exact(svc::QUIC_ENABLED_PORTS, Degrade, "QUIC listeners are not implemented yet"),
-    exact(svc::SOURCE_NAT_IPV6_PREFIXES, Degrade, "IPv6 source-NAT prefixes are not implemented yet"),
     exact(svc::EIP_ALLOCATIONS_DISCOVERY_TAGS, Degrade, "Elastic IP discovery by tags is not implemented yet"),
     exact(svc::QUIC_ENABLED_CONTAINERS, Degrade, "a pod annotation; it has no effect on a Service"),
     family(

@@ -22,7 +22,6 @@ fn every_refusal_has_its_decision() {
         service,
         vec![
             ("aws-load-balancer-quic-enabled-ports", false, Degrade),
-            ("aws-load-balancer-source-nat-ipv6-prefixes", false, Degrade),
             ("aws-load-balancer-eip-allocations-discovery-tags", false, Degrade),
             ("aws-load-balancer-quic-enabled-containers", false, Degrade),
             ("actions.", true, Degrade),

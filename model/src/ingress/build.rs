@@ -309,15 +309,13 @@ pub fn build_group_stack(
         lb_type: LbType::Application,
         scheme,
         ip_address_type,
-        subnets: subnets
-            .iter()
-            .map(|s| SubnetMapping { subnet_id: s.id.clone(), allocation_id: None, private_ipv4: None, ipv6: None })
-            .collect(),
+        subnets: subnets.iter().map(|s| SubnetMapping::plain(&s.id)).collect(),
         security_groups,
         attributes,
         tags: b.tagger().tags(RESOURCE_LOAD_BALANCER, &b.group_tags),
         customer_owned_ipv4_pool,
         ipv4_ipam_pool,
+        ipv6_source_nat: None,
     };
     Ok(IngressStack {
         stack: Stack { id: b.stack_id.clone(), load_balancer, frontend_security_group, target_groups, listeners },

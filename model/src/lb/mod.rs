@@ -80,7 +80,26 @@ pub struct SubnetMapping {
     /// Fixed private address (internal NLB).
     pub private_ipv4: Option<Ipv4Addr>,
     pub ipv6: Option<Ipv6Addr>,
+    /// Dual-stack NLB with source NAT prefixes: the subnet's /80 prefix, or
+    /// [`SOURCE_NAT_AUTO_ASSIGNED`] for one AWS picks (which the observed side then names).
+    pub source_nat_ipv6_prefix: Option<String>,
 }
+
+impl SubnetMapping {
+    /// A subnet with no fixed address and no source NAT prefix.
+    pub fn plain(subnet_id: impl Into<String>) -> Self {
+        SubnetMapping {
+            subnet_id: subnet_id.into(),
+            allocation_id: None,
+            private_ipv4: None,
+            ipv6: None,
+            source_nat_ipv6_prefix: None,
+        }
+    }
+}
+
+/// `SourceNatIpv6Prefix` value asking AWS to pick the subnet's prefix.
+pub const SOURCE_NAT_AUTO_ASSIGNED: &str = "auto_assigned";
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LoadBalancer {
@@ -100,6 +119,9 @@ pub struct LoadBalancer {
     /// The IPAM pool the ALB's IPv4 addresses come from (`ipam-ipv4-pool-id`, IngressClassParams
     /// `ipamConfiguration`); changed in place with `ModifyIpPools`.
     pub ipv4_ipam_pool: Option<String>,
+    /// NLB `EnablePrefixForIpv6SourceNat` (`enable-prefix-for-ipv6-source-nat`): `None` leaves
+    /// whatever the load balancer has (AWS's default is off).
+    pub ipv6_source_nat: Option<bool>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -167,10 +167,7 @@ pub fn resolve(
 
 /// Subnets as load balancer subnet mappings (no fixed addresses), sorted by subnet ID.
 pub fn to_mappings(subnets: &[Subnet]) -> Vec<SubnetMapping> {
-    let mut out: Vec<SubnetMapping> = subnets
-        .iter()
-        .map(|s| SubnetMapping { subnet_id: s.id.clone(), allocation_id: None, private_ipv4: None, ipv6: None })
-        .collect();
+    let mut out: Vec<SubnetMapping> = subnets.iter().map(|s| SubnetMapping::plain(&s.id)).collect();
     out.sort();
     out
 }

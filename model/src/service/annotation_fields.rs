@@ -9,7 +9,6 @@ use crate::annotations::refusals;
 use crate::annotations::{Reader, Unsupported, parse_go_bool};
 use crate::lb::{Attributes, Protocol};
 
-pub(super) const NOT_YET: &str = "not implemented yet";
 pub(super) const ALPN_POLICIES: &[&str] = &["None", "HTTP1Only", "HTTP2Only", "HTTP2Optional", "HTTP2Preferred"];
 pub(super) const DNS_POLICY_KEY: &str = "dns_record.client_routing_policy";
 pub(super) const DNS_POLICIES: &[&str] =
@@ -137,12 +136,4 @@ pub(super) fn prefixed_annotations(r: &mut Reader<'_>, annotations: &BTreeMap<St
 /// Known annotations this controller does not act on (yet): [`refusals::SERVICE`].
 pub(super) fn unsupported_annotations(r: &mut Reader<'_>, unsupported: &mut Vec<Unsupported>) {
     refusals::note_refused(r, unsupported, refusals::SERVICE);
-    if let Some(v) = r.raw(k::ENABLE_PREFIX_FOR_IPV6_SOURCE_NAT) {
-        if v == "on" {
-            let reason = format!("IPv6 source-NAT prefixes are {NOT_YET}");
-            unsupported.push(Unsupported::degrade(full_key(k::ENABLE_PREFIX_FOR_IPV6_SOURCE_NAT), reason));
-        } else if v != "off" {
-            r.fail(full_key(k::ENABLE_PREFIX_FOR_IPV6_SOURCE_NAT), v, "\"on\" or \"off\"");
-        }
-    }
 }

@@ -60,6 +60,11 @@ pub struct NlbSettings {
     pub eip_allocations: Option<Vec<String>>,
     pub private_ipv4_addresses: Option<Vec<Ipv4Addr>>,
     pub ipv6_addresses: Option<Vec<Ipv6Addr>>,
+    /// `enable-prefix-for-ipv6-source-nat`: on/off.
+    pub ipv6_source_nat: Option<bool>,
+    /// `source-nat-ipv6-prefixes`: one per subnet, a /80 or `auto_assigned` (checked against the
+    /// subnets when the stack is built).
+    pub source_nat_ipv6_prefixes: Option<Vec<String>>,
     /// `attributes` merged with the deprecated access-log / cross-zone annotations, which win
     /// (ALBC's precedence).
     pub load_balancer_attributes: Attributes,
@@ -154,6 +159,12 @@ pub fn parse_annotations(annotations: &BTreeMap<String, String>) -> Result<NlbSe
         });
     s.private_ipv4_addresses = r.checked_list(k::PRIVATE_IPV4_ADDRESSES, "IPv4 addresses", |x| x.parse().ok());
     s.ipv6_addresses = r.checked_list(k::IPV6_ADDRESSES, "IPv6 addresses", |x| x.parse().ok());
+    s.ipv6_source_nat = r.one_of(k::ENABLE_PREFIX_FOR_IPV6_SOURCE_NAT, &["on", "off"]).map(|v| v == "on");
+    s.source_nat_ipv6_prefixes = r.checked_list(
+        k::SOURCE_NAT_IPV6_PREFIXES,
+        "IPv6 /80 prefixes like 2600:1f18:0:1:2::/80, or auto_assigned",
+        super::build_network::source_nat_prefix,
+    );
     s.load_balancer_attributes = load_balancer_attributes(&mut r);
     s.target_group_attributes = tg_attributes(&mut r, &full_key(k::TARGET_GROUP_ATTRIBUTES));
     s.proxy_protocol_all = r.one_of(k::PROXY_PROTOCOL, &["*"]).is_some();

@@ -98,7 +98,11 @@ fn valid_values_table() {
             s.target_node_labels == Some(BTreeMap::from([("role".into(), "edge".into()), ("zone".into(), "a".into())]))
                 && s.unsupported.is_empty()
         }),
-        (k::ENABLE_PREFIX_FOR_IPV6_SOURCE_NAT, "off", |s| s.unsupported.is_empty()),
+        (k::ENABLE_PREFIX_FOR_IPV6_SOURCE_NAT, "off", |s| s.unsupported.is_empty() && s.ipv6_source_nat == Some(false)),
+        (k::ENABLE_PREFIX_FOR_IPV6_SOURCE_NAT, "on", |s| s.ipv6_source_nat == Some(true)),
+        (k::SOURCE_NAT_IPV6_PREFIXES, "auto_assigned, 2600:1F18:0:1:2::/80", |s| {
+            s.source_nat_ipv6_prefixes == Some(vec!["auto_assigned".into(), "2600:1f18:0:1:2::/80".into()])
+        }),
     ];
     for (key, value, check) in cases {
         let s = ok(&[(key, value)]);
@@ -160,7 +164,10 @@ fn invalid_values_table() {
         (k::MINIMUM_CAPACITY, "CapacityUnits=-1", "CapacityUnits=N"),
         (k::ACCESS_LOG_ENABLED, "y", "\"true\""),
         (k::CROSS_ZONE_ENABLED, "n", "\"true\""),
-        (k::ENABLE_PREFIX_FOR_IPV6_SOURCE_NAT, "yes", "\"on\" or \"off\""),
+        (k::ENABLE_PREFIX_FOR_IPV6_SOURCE_NAT, "yes", "one of \"on\", \"off\""),
+        (k::SOURCE_NAT_IPV6_PREFIXES, "2600:1f18::/64", "(invalid: 2600:1f18::/64)"),
+        (k::SOURCE_NAT_IPV6_PREFIXES, "10.0.0.0/80", "IPv6 /80 prefixes"),
+        (k::SOURCE_NAT_IPV6_PREFIXES, "auto", "or auto_assigned (invalid: auto)"),
     ];
     for (key, value, expected_fragment) in cases {
         let errs = parse(&[(key, value)]).expect_err(&format!("{key}={value:?} should fail"));
@@ -211,8 +218,6 @@ fn deprecated_attributes_win_over_attributes_annotation() {
 fn unsupported_and_unknown_are_reported_not_ignored() {
     let s = ok(&[
         (k::QUIC_ENABLED_PORTS, "443"),
-        (k::SOURCE_NAT_IPV6_PREFIXES, "auto_assigned"),
-        (k::ENABLE_PREFIX_FOR_IPV6_SOURCE_NAT, "on"),
         (k::BACKEND_PROTOCOL, "http"),
         ("actions.TCP-80", "{}"),
         (k::ADDITIONAL_TAGS, "elbv2.k8s.aws/cluster=other,team=a,ingress.k8s.aws/stack=victim,service.k8s.aws/x=y"),
@@ -220,9 +225,7 @@ fn unsupported_and_unknown_are_reported_not_ignored() {
         ("aws-load-balancer-connection-idle-timeout", "60"),
     ]);
     let keys: Vec<&str> = s.unsupported.iter().map(|u| u.key.as_str()).collect();
-    for want in [k::QUIC_ENABLED_PORTS, k::SOURCE_NAT_IPV6_PREFIXES, k::ENABLE_PREFIX_FOR_IPV6_SOURCE_NAT] {
-        assert!(keys.contains(&full_key(want).as_str()), "{want} missing from {keys:?}");
-    }
+    assert!(keys.contains(&full_key(k::QUIC_ENABLED_PORTS).as_str()), "{keys:?}");
     assert!(keys.contains(&"service.beta.kubernetes.io/actions.TCP-80"));
     assert!(keys.contains(&full_key(k::BACKEND_PROTOCOL).as_str()));
     assert_eq!(s.additional_tags, Tags::from([("team".into(), "a".into())]), "controller tag dropped");

@@ -158,6 +158,7 @@ pub fn build_stack(svc: &Service, settings: &NlbSettings, ctx: &BuildContext) ->
         tags: b.tags(RESOURCE_LOAD_BALANCER),
         customer_owned_ipv4_pool: None,
         ipv4_ipam_pool: None,
+        ipv6_source_nat: settings.ipv6_source_nat,
     };
     Ok(ServiceStack {
         stack: Stack {

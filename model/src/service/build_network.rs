@@ -9,10 +9,13 @@ use ipnet::IpNet;
 
 use super::annotations::SecurityGroupSelector;
 use super::build::{Ctx, SgMode};
+use super::keys::{self as k, full_key};
 use crate::lb::build::{CustomGroups, FRONTEND_SG_DESCRIPTION, managed_or_custom};
 use crate::lb::naming;
 use crate::lb::tags::RESOURCE_MANAGED_SECURITY_GROUP;
-use crate::lb::{IngressRule, LbIpAddressType, RuleSource, Scheme, SecurityGroup, Subnet, SubnetMapping};
+use crate::lb::{
+    IngressRule, LbIpAddressType, RuleSource, SOURCE_NAT_AUTO_ASSIGNED, Scheme, SecurityGroup, Subnet, SubnetMapping,
+};
 
 pub(super) fn security_group_mode(b: &mut Ctx<'_>) -> SgMode {
     let (s, c) = (b.s, b.c);
@@ -68,9 +71,47 @@ pub(super) fn subnet_mappings(b: &mut Ctx<'_>) -> Vec<SubnetMapping> {
     if let Some(p) = &s.ipv6_addresses {
         check("IPv6 addresses", p.len(), b.ip_address_type == LbIpAddressType::Dualstack, "dualstack");
     }
+    let dualstack = b.ip_address_type == LbIpAddressType::Dualstack;
+    let source_nat = s.ipv6_source_nat == Some(true);
+    if source_nat && !dualstack {
+        b.problems.push(format!(
+            "{} is \"on\" but ip-address-type is {}: IPv6 source NAT needs a dualstack load balancer (set {} to \
+             dualstack, or the source NAT annotation to off)",
+            full_key(k::ENABLE_PREFIX_FOR_IPV6_SOURCE_NAT),
+            b.ip_address_type.as_aws(),
+            full_key(k::IP_ADDRESS_TYPE),
+        ));
+    }
+    if source_nat && dualstack {
+        let without: Vec<&str> = b.subnets.iter().filter(|x| x.ipv6_cidrs.is_empty()).map(|x| x.id.as_str()).collect();
+        if !without.is_empty() {
+            b.problems.push(format!(
+                "{} is \"on\" but subnets {} have no IPv6 CIDR block: every subnet of the load balancer needs one",
+                full_key(k::ENABLE_PREFIX_FOR_IPV6_SOURCE_NAT),
+                without.join(", "),
+            ));
+        }
+    }
+    if let Some(p) = &s.source_nat_ipv6_prefixes {
+        let key = full_key(k::SOURCE_NAT_IPV6_PREFIXES);
+        if !dualstack {
+            b.problems.push(format!("{key} needs ip-address-type dualstack, not {}", b.ip_address_type.as_aws()));
+        } else if !source_nat {
+            b.problems.push(format!(
+                "{key} is set but {} is not \"on\": the prefixes apply only with IPv6 source NAT on",
+                full_key(k::ENABLE_PREFIX_FOR_IPV6_SOURCE_NAT)
+            ));
+        } else if p.len() != n {
+            b.problems.push(format!(
+                "{} source NAT prefixes are configured for {n} subnets; give exactly one per subnet, in the order \
+                 of the subnet IDs",
+                p.len()
+            ));
+        }
+    }
     let mut out = Vec::new();
     for (i, subnet) in b.subnets.clone().into_iter().enumerate() {
-        let mut m = SubnetMapping { subnet_id: subnet.id.clone(), allocation_id: None, private_ipv4: None, ipv6: None };
+        let mut m = SubnetMapping::plain(&subnet.id);
         if b.scheme == Scheme::InternetFacing {
             m.allocation_id = s.eip_allocations.as_ref().and_then(|e| e.get(i).cloned());
         }
@@ -81,6 +122,23 @@ pub(super) fn subnet_mappings(b: &mut Ctx<'_>) -> Vec<SubnetMapping> {
         if let Some(ips) = s.ipv6_addresses.as_ref().filter(|_| b.ip_address_type == LbIpAddressType::Dualstack) {
             let cidrs: Vec<IpNet> = subnet.ipv6_cidrs.iter().filter_map(|c| c.parse().ok()).collect();
             m.ipv6 = one_inside(b, ips, &cidrs, subnet, "IPv6");
+        }
+        if let Some(prefix) = s.source_nat_ipv6_prefixes.as_ref().filter(|p| p.len() == n).map(|p| p[i].clone())
+            && dualstack
+            && source_nat
+        {
+            if let Some(net) = prefix.parse::<IpNet>().ok().filter(|_| prefix != SOURCE_NAT_AUTO_ASSIGNED) {
+                let cidrs: Vec<IpNet> = subnet.ipv6_cidrs.iter().filter_map(|c| c.parse().ok()).collect();
+                if !cidrs.iter().any(|c| c.contains(&net.addr())) {
+                    b.problems.push(format!(
+                        "source NAT prefix {prefix} is not inside subnet {} (IPv6 CIDR blocks: {}); the prefixes go \
+                         one per subnet, in the order of the subnet IDs",
+                        subnet.id,
+                        if cidrs.is_empty() { "none".to_string() } else { subnet.ipv6_cidrs.join(", ") },
+                    ));
+                }
+            }
+            m.source_nat_ipv6_prefix = Some(prefix);
         }
         out.push(m);
     }
@@ -162,5 +220,17 @@ pub(super) fn frontend_security_group(b: &mut Ctx<'_>) -> SecurityGroup {
         vpc_id: b.c.vpc_id.clone(),
         ingress: ingress.into_iter().collect(),
         tags: b.tags(RESOURCE_MANAGED_SECURITY_GROUP),
+    }
+}
+
+/// One `source-nat-ipv6-prefixes` item: `auto_assigned`, or an IPv6 prefix of length 80 (AWS's
+/// only length for source NAT), normalized.
+pub(super) fn source_nat_prefix(raw: &str) -> Option<String> {
+    if raw == SOURCE_NAT_AUTO_ASSIGNED {
+        return Some(raw.to_string());
+    }
+    match raw.parse::<IpNet>().ok()? {
+        IpNet::V6(net) if net.prefix_len() == 80 => Some(net.to_string()),
+        _ => None,
     }
 }

@@ -191,6 +191,47 @@ fn dualstack_and_ipv6_target_groups() {
     assert!(build(&v4, &c).unwrap_err().to_string().contains("ipFamilies include IPv6"));
 }
 
+/// ALBC `ValidateEnablePrefixForIpv6SourceNat` / `ValidateSourceNatPrefixes`: dualstack only, every
+/// subnet with an IPv6 CIDR, one prefix per subnet (in the subnets' order) inside it, or auto_assigned.
+#[test]
+fn ipv6_source_nat_prefixes_follow_the_subnets_and_are_checked() {
+    let mut c = ctx();
+    c.ipv6_available = true;
+    let on = (k::ENABLE_PREFIX_FOR_IPV6_SOURCE_NAT, "on");
+    let ds = (k::IP_ADDRESS_TYPE, "dualstack");
+    let prefixes = (k::SOURCE_NAT_IPV6_PREFIXES, "2600:1f18:0:1:5::/80, auto_assigned");
+    let st = build(&svc(tcp80(), &[ds, on, prefixes]), &c).unwrap();
+    let lb = &st.stack.load_balancer;
+    assert_eq!(lb.ipv6_source_nat, Some(true));
+    let got: Vec<_> = lb.subnets.iter().map(|m| (m.subnet_id.as_str(), m.source_nat_ipv6_prefix.as_deref())).collect();
+    assert_eq!(got, [("subnet-a", Some("2600:1f18:0:1:5::/80")), ("subnet-b", Some("auto_assigned"))]);
+    // On without prefixes: AWS picks them; off is passed on as off.
+    let st = build(&svc(tcp80(), &[ds, on]), &c).unwrap();
+    assert!(st.stack.load_balancer.subnets.iter().all(|m| m.source_nat_ipv6_prefix.is_none()));
+    let off = build(&svc(tcp80(), &[(k::ENABLE_PREFIX_FOR_IPV6_SOURCE_NAT, "off")]), &c).unwrap();
+    assert_eq!(off.stack.load_balancer.ipv6_source_nat, Some(false));
+    assert_eq!(build(&svc(tcp80(), &[]), &c).unwrap().stack.load_balancer.ipv6_source_nat, None);
+
+    let err = |ann: &[(&str, &str)], c: &BuildContext| build(&svc(tcp80(), ann), c).unwrap_err().to_string();
+    let e = err(&[on], &c);
+    assert!(e.contains("is \"on\" but ip-address-type is ipv4") && e.contains("needs a dualstack"), "{e}");
+    let e = err(&[ds, prefixes], &c);
+    assert!(e.contains("is set but") && e.contains("enable-prefix-for-ipv6-source-nat is not \"on\""), "{e}");
+    let e = err(&[prefixes], &c);
+    assert!(e.contains("needs ip-address-type dualstack, not ipv4"), "{e}");
+    let e = err(&[ds, on, (k::SOURCE_NAT_IPV6_PREFIXES, "auto_assigned")], &c);
+    assert!(e.contains("1 source NAT prefixes are configured for 2 subnets"), "{e}");
+    let e = err(&[ds, on, (k::SOURCE_NAT_IPV6_PREFIXES, "auto_assigned, 2600:1f18:0:1:5::/80")], &c);
+    assert!(
+        e.contains("prefix 2600:1f18:0:1:5::/80 is not inside subnet subnet-b (IPv6 CIDR blocks: 2600:1f18:0:2::/64)"),
+        "{e}"
+    );
+    let mut no_v6 = c.clone();
+    no_v6.subnets[0].ipv6_cidrs.clear();
+    let e = err(&[ds, on], &no_v6);
+    assert!(e.contains("subnets subnet-b have no IPv6 CIDR block"), "{e}");
+}
+
 #[test]
 fn eip_allocations_follow_sorted_subnets_and_scheme() {
     let ann = [(k::SCHEME, "internet-facing"), (k::EIP_ALLOCATIONS, "eipalloc-a,eipalloc-b")];

@@ -239,9 +239,11 @@ pub enum Step {
         arn: String,
         security_groups: Vec<SecurityGroupRef>,
     },
+    /// `ipv6_source_nat`: NLB `EnablePrefixForIpv6SourceNat`, sent when `Some`.
     SetSubnets {
         arn: String,
         subnets: Vec<SubnetMapping>,
+        ipv6_source_nat: Option<bool>,
     },
     SetIpAddressType {
         arn: String,
@@ -359,7 +361,14 @@ impl Step {
             }
             Step::CreateLoadBalancer { load_balancer, .. } => format!("create load balancer {}", load_balancer.name),
             Step::SetSecurityGroups { .. } => "set load balancer security groups".into(),
-            Step::SetSubnets { subnets, .. } => format!("set load balancer subnets ({})", subnets.len()),
+            Step::SetSubnets { subnets, ipv6_source_nat, .. } => {
+                let nat = match ipv6_source_nat {
+                    Some(true) => ", IPv6 source NAT on",
+                    Some(false) => ", IPv6 source NAT off",
+                    None => "",
+                };
+                format!("set load balancer subnets ({}){nat}", subnets.len())
+            }
             Step::SetIpAddressType { ip_address_type, .. } => {
                 format!("set load balancer address type {}", ip_address_type.as_aws())
             }

@@ -7,7 +7,8 @@ use super::{
 };
 use crate::lb::{
     Action, Attributes, IngressRule, LbIpAddressType, LbType, Listener, LoadBalancer, OIDC_SECRET_DIGEST_TAG, Observed,
-    Protocol, Rule, SecurityGroup, Stack, SubnetMapping, Tags, TargetGroup, TargetGroupRef, WeightedTargetGroup,
+    Protocol, Rule, SOURCE_NAT_AUTO_ASSIGNED, SecurityGroup, Stack, SubnetMapping, Tags, TargetGroup, TargetGroupRef,
+    WeightedTargetGroup,
 };
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -112,9 +113,16 @@ pub fn plan(desired: &Stack, observed: &ObservedStack, opts: &PlanOptions) -> Re
             if set_of(&want_sgs) != set_of(&have_sgs) {
                 steps.push(Step::SetSecurityGroups { arn: arn.clone(), security_groups: want_sgs });
             }
-            let subnets_differ = !subnets_match(&want_lb.subnets, &have.spec.subnets);
+            // Source NAT left unsaid keeps what the load balancer has (AWS reports off by default).
+            let source_nat_differs =
+                want_lb.ipv6_source_nat.is_some_and(|on| on != have.spec.ipv6_source_nat.unwrap_or(false));
+            let subnets_differ = !subnets_match(&want_lb.subnets, &have.spec.subnets) || source_nat_differs;
             let ip_differs = want_lb.ip_address_type != have.spec.ip_address_type;
-            let set_subnets = Step::SetSubnets { arn: arn.clone(), subnets: sorted(&want_lb.subnets) };
+            let set_subnets = Step::SetSubnets {
+                arn: arn.clone(),
+                subnets: sorted(&want_lb.subnets),
+                ipv6_source_nat: want_lb.ipv6_source_nat,
+            };
             let set_ip = Step::SetIpAddressType { arn: arn.clone(), ip_address_type: want_lb.ip_address_type };
             // Dual-stack needs IPv6 subnets first; going back to IPv4 must happen before IPv6 subnets leave.
             match (subnets_differ, ip_differs) {
@@ -526,8 +534,18 @@ fn subnets_match(want: &[SubnetMapping], have: &[SubnetMapping]) -> bool {
                     && fixed(&w.allocation_id, &h.allocation_id)
                     && fixed(&w.private_ipv4, &h.private_ipv4)
                     && fixed(&w.ipv6, &h.ipv6)
+                    && source_nat_matches(&w.source_nat_ipv6_prefix, &h.source_nat_ipv6_prefix)
             })
         })
+}
+
+/// `auto_assigned` is met by whichever prefix AWS picked; a given prefix must be the one there.
+fn source_nat_matches(want: &Option<String>, have: &Option<String>) -> bool {
+    match (want.as_deref(), have) {
+        (None, _) => true,
+        (Some(SOURCE_NAT_AUTO_ASSIGNED), h) => h.is_some(),
+        (Some(w), h) => h.as_deref() == Some(w),
+    }
 }
 
 fn set_of<T: Ord + Clone>(v: &[T]) -> BTreeSet<T> {
@@ -551,6 +569,7 @@ mod subnet_tests {
             allocation_id: None,
             private_ipv4: ip.map(|i| i.parse().unwrap()),
             ipv6: None,
+            source_nat_ipv6_prefix: None,
         }
     }
 

@@ -115,6 +115,16 @@ fn random_stack(rng: &mut fastrand::Rng) -> Stack {
     if subnets.is_empty() {
         subnets.push(mapping("subnet-a"));
     }
+    let ipv6_source_nat = *pick(rng, &[None, Some(true), Some(false)]);
+    if ipv6_source_nat == Some(true) {
+        for (i, m) in subnets.iter_mut().enumerate() {
+            m.source_nat_ipv6_prefix = match rng.u8(..3) {
+                0 => None,
+                1 => Some("auto_assigned".into()),
+                _ => Some(format!("2600:1f18:0:{i}:{:x}::/80", rng.u8(..4))),
+            };
+        }
+    }
     Stack {
         id: "ns/svc".into(),
         load_balancer: LoadBalancer {
@@ -134,6 +144,7 @@ fn random_stack(rng: &mut fastrand::Rng) -> Stack {
             tags: random_tags(rng),
             customer_owned_ipv4_pool: None,
             ipv4_ipam_pool: rng.bool().then(|| format!("ipam-pool-{:04x}", rng.u16(..))),
+            ipv6_source_nat,
         },
         frontend_security_group: has_sg.then_some(sg_def),
         target_groups: tgs,

@@ -12,7 +12,7 @@ pub fn tags(pairs: &[(&str, &str)]) -> Tags {
 }
 
 pub fn mapping(id: &str) -> SubnetMapping {
-    SubnetMapping { subnet_id: id.into(), allocation_id: None, private_ipv4: None, ipv6: None }
+    SubnetMapping::plain(id)
 }
 
 pub fn health_check() -> HealthCheck {
@@ -100,6 +100,7 @@ pub fn stack() -> Stack {
             tags: tags(&[("service.k8s.aws/stack", "ns/svc"), ("elbv2.k8s.aws/cluster", "dev-meta")]),
             customer_owned_ipv4_pool: None,
             ipv4_ipam_pool: None,
+            ipv6_source_nat: None,
         },
         frontend_security_group: Some(sg()),
         target_groups: vec![tg("k8s-ns-svc-80", 8080), tg("k8s-ns-svc-443", 8443)],
@@ -278,7 +279,11 @@ impl Sim {
                 let id = format!("arn:lb/{}/{}", load_balancer.name, self.id("x"));
                 let mut spec = load_balancer.clone();
                 spec.security_groups = self.sg_ids(security_groups);
+                spec.subnets = aws_picks_prefixes(&spec.subnets);
                 spec.subnets.sort();
+                if spec.lb_type == LbType::Network {
+                    spec.ipv6_source_nat = Some(spec.ipv6_source_nat.unwrap_or(false));
+                }
                 let status = LoadBalancerStatus {
                     dns_name: "x.elb".into(),
                     vpc_id: "vpc-1".into(),
@@ -293,7 +298,13 @@ impl Sim {
                 assert!(!(lb.lb_type == LbType::Network && lb.security_groups.is_empty()), "NLB created without SGs");
                 lb.security_groups = ids;
             }
-            Step::SetSubnets { arn, subnets } => self.lb_mut(arn).subnets = subnets.clone(),
+            Step::SetSubnets { arn, subnets, ipv6_source_nat } => {
+                let lb = self.lb_mut(arn);
+                lb.subnets = aws_picks_prefixes(subnets);
+                if let Some(on) = ipv6_source_nat {
+                    lb.ipv6_source_nat = Some(*on);
+                }
+            }
             Step::SetIpAddressType { arn, ip_address_type } => self.lb_mut(arn).ip_address_type = *ip_address_type,
             Step::ModifyIpPools { arn, ipv4_ipam_pool } => self.lb_mut(arn).ipv4_ipam_pool = ipv4_ipam_pool.clone(),
             Step::ModifyLoadBalancerAttributes { arn, attributes } => {
@@ -443,4 +454,17 @@ pub fn materialize(stack: &Stack) -> ObservedStack {
     let mut sim = Sim::new(ObservedStack::default());
     sim.apply_all(&plan(stack, &ObservedStack::default(), &PlanOptions::default()).unwrap());
     sim.state
+}
+
+/// AWS answers `auto_assigned` with a prefix of its choice.
+fn aws_picks_prefixes(subnets: &[SubnetMapping]) -> Vec<SubnetMapping> {
+    let pick = |i: usize, p: &Option<String>| match p.as_deref() {
+        Some(crate::lb::SOURCE_NAT_AUTO_ASSIGNED) => Some(format!("2600:1f18:0:{i:x}:1::/80")),
+        _ => p.clone(),
+    };
+    subnets
+        .iter()
+        .enumerate()
+        .map(|(i, m)| SubnetMapping { source_nat_ipv6_prefix: pick(i, &m.source_nat_ipv6_prefix), ..m.clone() })
+        .collect()
 }

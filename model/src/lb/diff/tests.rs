@@ -202,6 +202,42 @@ fn step_kinds() {
             vec!["remove load balancer IPAM pool", "set load balancer subnets (3)"],
         ),
         (
+            "IPv6 source NAT turned on: SetSubnets carries it; auto_assigned is met by AWS's pick",
+            |s| {
+                s.load_balancer.ipv6_source_nat = Some(true);
+                s.load_balancer.subnets[0].source_nat_ipv6_prefix = Some("auto_assigned".into());
+            },
+            |o| {
+                let lb = &mut o.load_balancer.as_mut().unwrap().0.spec;
+                lb.ipv6_source_nat = Some(false);
+                lb.subnets[0].source_nat_ipv6_prefix = Some("2600:1f18:0:1:9::/80".into());
+            },
+            vec!["set load balancer subnets (2), IPv6 source NAT on"],
+        ),
+        (
+            "source NAT unsaid keeps the load balancer's; a given prefix must be the one there",
+            |s| s.load_balancer.subnets[0].source_nat_ipv6_prefix = Some("2600:1f18:0:1:5::/80".into()),
+            |o| {
+                let lb = &mut o.load_balancer.as_mut().unwrap().0.spec;
+                lb.ipv6_source_nat = Some(true);
+                lb.subnets[0].source_nat_ipv6_prefix = Some("2600:1f18:0:1:9::/80".into());
+            },
+            vec!["set load balancer subnets (2)"],
+        ),
+        (
+            "source NAT already as wanted, AWS's picks in place: nothing",
+            |s| {
+                s.load_balancer.ipv6_source_nat = Some(true);
+                s.load_balancer.subnets[1].source_nat_ipv6_prefix = Some("auto_assigned".into());
+            },
+            |o| {
+                let lb = &mut o.load_balancer.as_mut().unwrap().0.spec;
+                lb.ipv6_source_nat = Some(true);
+                lb.subnets[1].source_nat_ipv6_prefix = Some("2600:1f18:0:2:9::/80".into());
+            },
+            vec![],
+        ),
+        (
             "extra security group",
             |s| s.load_balancer.security_groups.push("sg-user".into()),
             nothing,
