@@ -409,6 +409,7 @@ fn service_config(
         select: lbc_model::service::SelectConfig {
             load_balancer_class: args.load_balancer_class.clone(),
             default_target_type: default_target_type(args),
+            load_balancer_type_only: gates.service_type_load_balancer_only,
         },
         default_tags,
         external_managed_tags: args

@@ -94,6 +94,8 @@ pub struct Triggers {
     /// Pods (namespace, name) that EndpointSlices name but the pods cache does not hold yet, and
     /// the bindings that left their endpoints out: the pod's arrival wakes them.
     waiting_pods: Arc<Mutex<WaitingPods>>,
+    /// Services whose NLB forwards to other Services (`actions.*`): those Services' changes wake them.
+    weighted: Arc<Mutex<lbc_model::service::actions::BackendIndex>>,
 }
 
 /// (namespace, pod name) → the bindings waiting for that pod.
@@ -348,12 +350,19 @@ fn on_binding_event(t: &Triggers, ev: CacheEvent, o: &TargetGroupBinding) {
 /// A Service changed: the Service, the Ingresses with a backend on it and its bindings look, but
 /// only when what they read changed (`service_digest`): our own hostname in its status is not.
 fn on_service_event(t: &Triggers, tgbs: &Store<TargetGroupBinding>, ev: CacheEvent, s: &Service) {
+    let annotations = (ev != CacheEvent::Deleted).then(|| s.annotations());
+    let (ns, name) = (s.namespace().unwrap_or_default(), s.name_any());
+    t.weighted.lock().expect("trigger lock").update(&ns, &name, annotations);
     let wake = || -> Wake {
         let (t, tgbs) = (t.clone(), tgbs.clone());
         let (key, ns, name) = (key_of(s), s.namespace().unwrap_or_default(), s.name_any());
         Box::new(move || {
             tracing::debug!(service = %key, event = ?ev, "Service changed what its readers read; waking them");
             t.send_service(ObjectRef::new(&name).within(&ns));
+            let readers = t.weighted.lock().expect("trigger lock").readers_of(&ns, &name);
+            for reader in readers {
+                t.send_service(ObjectRef::new(&reader).within(&ns));
+            }
             t.send_ingress(IngressTrigger::Service { namespace: ns.clone(), name: name.clone() });
             for r in bindings_for_service(&tgbs, &ns, &name) {
                 t.send(r);

@@ -124,6 +124,8 @@ pub fn action(a: &Action, order: Option<i32>) -> Result<sdk::Action, String> {
             }
             let sticky = sdk::TargetGroupStickinessConfig::builder();
             fc = fc.target_group_stickiness_config(match stickiness_seconds {
+                // NLB stickiness has no duration.
+                Some(0) => sticky.enabled(true).build(),
                 Some(s) => sticky.enabled(true).duration_seconds(int(*s)).build(),
                 None => sticky.enabled(false).build(),
             });

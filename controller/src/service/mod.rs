@@ -231,6 +231,13 @@ impl StackOwner for ServiceOwner<'_> {
         c.enable_tcp_udp_listener = cfg.gates.tcp_udp_listener;
         c.external_managed_tags = cfg.external_managed_tags.clone();
         c.default_target_type = cfg.select.default_target_type;
+        // The other Services `actions.*` forwards to, from the cache (their changes wake this one).
+        let ns = self.svc.namespace().unwrap_or_default();
+        for name in lbc_model::service::actions::referenced_services(self.svc.annotations()) {
+            if let Some(s) = self.ctx.io.base.stores.service(&ns, &name) {
+                c.backend_services.insert(name, s.as_ref().clone());
+            }
+        }
         c
     }
 
@@ -246,8 +253,13 @@ impl StackOwner for ServiceOwner<'_> {
         "update_status"
     }
 
-    /// Only a known DNS name is written (a Service's status is cleared by its cleanup).
+    /// Only a known DNS name is written (a Service's status is cleared by its cleanup), and only on
+    /// a `type: LoadBalancer` Service: the API server refuses `status.loadBalancer` on the others
+    /// (which get an NLB with gate `ServiceTypeLoadBalancerOnly` off, as in ALBC).
     async fn set_hostname(&self, base: &Context, hostname: Option<&str>) -> Result<()> {
+        if self.svc.spec.as_ref().and_then(|s| s.type_.as_deref()) != Some("LoadBalancer") {
+            return Ok(());
+        }
         match hostname {
             Some(h) => crate::stack::set_hostname(base, self.svc, Some(h)).await,
             None => Ok(()),

@@ -59,8 +59,11 @@ fn config() -> ServiceConfig {
 }
 
 fn world() -> T {
+    world_with(config())
+}
+
+fn world_with(cfg: ServiceConfig) -> T {
     let w = World::new();
-    let cfg = config();
     let backend_sg =
         Arc::new(BackendSecurityGroup::new(cfg.backend_sg.clone(), w.net.clone(), CLUSTER, VPC, Tags::new()));
     let ctx = Arc::new(ServiceCtx::new(w.base.clone(), &w.adapters(), cfg, backend_sg));
@@ -263,7 +266,10 @@ async fn a_listener_deleted_out_of_band_is_recreated_alone() {
 
 #[tokio::test(start_paused = true)]
 async fn a_service_no_longer_of_type_load_balancer_is_torn_down_and_its_status_cleared() {
-    let t = world();
+    // ALBC's gate ServiceTypeLoadBalancerOnly on; off (its default) the Service stays ours (below).
+    let mut cfg = config();
+    cfg.select.load_balancer_type_only = true;
+    let t = world_with(cfg);
     let hostname = t.created(&service(80, &[])).await;
     for b in t.w.base.stores.tgbs.state() {
         t.w.remove(|c| &mut c.tgbs, b.as_ref().clone());
@@ -278,6 +284,21 @@ async fn a_service_no_longer_of_type_load_balancer_is_torn_down_and_its_status_c
     assert_eq!(lines(&kube), vec![format!("PATCH {SVC_PATH}/status"), format!("PATCH {SVC_PATH}")]);
     assert_eq!(kube[0].body["status"]["loadBalancer"]["ingress"], json!([]), "the hostname is cleared");
     assert_eq!(kube[1].body["metadata"]["finalizers"], json!([]), "then the finalizer goes");
+}
+
+/// ALBC's default (gate ServiceTypeLoadBalancerOnly off): a ClusterIP Service with the annotations
+/// keeps its NLB; its status is not written (the API server refuses `status.loadBalancer` on a
+/// Service that is not of type LoadBalancer).
+#[tokio::test(start_paused = true)]
+async fn a_cluster_ip_service_with_the_annotations_keeps_its_nlb_and_gets_no_status() {
+    let t = world();
+    let hostname = t.created(&service(80, &[])).await;
+    let mut cluster_ip = settled(service(80, &[]), &hostname);
+    cluster_ip.spec.as_mut().unwrap().type_ = Some("ClusterIP".into());
+    cluster_ip.status = None;
+    t.reconcile(&cluster_ip).await.unwrap();
+    assert_eq!(t.w.aws_writes(), (vec![], vec![]), "the NLB and its target group stay as they are");
+    assert!(lines(&t.w.kube()).iter().all(|l| !l.ends_with("/status")), "{:?}", lines(&t.w.kube()));
 }
 
 #[tokio::test(start_paused = true)]

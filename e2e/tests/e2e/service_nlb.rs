@@ -27,6 +27,10 @@ mod reachability;
 #[path = "service_nlb/source_nat.rs"]
 mod source_nat;
 
+/// Weighted forwards to other Services (`actions.*`).
+#[path = "service_nlb/weighted.rs"]
+mod weighted;
+
 struct Fixture {
     env: Env,
     client: Client,
@@ -297,8 +301,18 @@ async fn scheme_change_is_announced_and_a_service_that_stops_being_ours_is_clean
     assert_eq!(lbs.len(), 1, "the old NLB is gone: {lbs:?}");
     assert_ne!(public, internal);
 
-    // type: ClusterIP → no longer ours: stack removed, finalizer and hostname released.
+    // type: ClusterIP with the annotations: still ours (ALBC's gate ServiceTypeLoadBalancerOnly is
+    // off by default), the NLB stays and nothing is written.
+    let (lbs, _) = f.stack_arns("web").await;
+    let mark = f.emu.mark().await;
     let patch = json!({"spec": {"type": "ClusterIP"}});
+    f.services().patch("web", &PatchParams::default(), &Patch::Merge(patch)).await.unwrap();
+    f.settled(&ctl, "web", "type ClusterIP").await;
+    assert_eq!(f.writes_since(mark, &ctl).await, Vec::<String>::new(), "a ClusterIP Service keeps its NLB");
+    assert_eq!(f.stack_arns("web").await.0, lbs);
+
+    // Without the annotations → no longer ours: stack removed, finalizer released.
+    let patch = json!({"metadata": {"annotations": {format!("{ANN}/aws-load-balancer-type"): null}}});
     f.services().patch("web", &PatchParams::default(), &Patch::Merge(patch)).await.unwrap();
     eventually("finalizer released", 90, || async {
         let s = f.services().get("web").await.ok()?;

@@ -62,14 +62,7 @@ pub const INGRESS: &[Refused] = &[
 /// `service.beta.kubernetes.io/*` annotations refused on a Service.
 pub const SERVICE: &[Refused] = &[
     exact(svc::QUIC_ENABLED_PORTS, Degrade, "QUIC listeners are not implemented yet"),
-    exact(svc::EIP_ALLOCATIONS_DISCOVERY_TAGS, Degrade, "Elastic IP discovery by tags is not implemented yet"),
     exact(svc::QUIC_ENABLED_CONTAINERS, Degrade, "a pod annotation; it has no effect on a Service"),
-    family(
-        svc::ACTIONS_PREFIX,
-        Degrade,
-        "custom listener actions (weighted forwarding to other Services) are not implemented yet; \
-         the listener forwards to this Service's own target group",
-    ),
 ];
 
 impl Refused {

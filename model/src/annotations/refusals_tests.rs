@@ -22,9 +22,7 @@ fn every_refusal_has_its_decision() {
         service,
         vec![
             ("aws-load-balancer-quic-enabled-ports", false, Degrade),
-            ("aws-load-balancer-eip-allocations-discovery-tags", false, Degrade),
             ("aws-load-balancer-quic-enabled-containers", false, Degrade),
-            ("actions.", true, Degrade),
         ]
     );
 }

@@ -37,12 +37,7 @@ const NO_GATEWAY: &str = "Gateway API objects (GatewayClass, Gateway, routes, Li
 pub const GATES: &[Gate] = &[
     fixed("ListenerRulesTagging", true, true, "listener rules carry the stack's tags"),
     fixed("WeightedTargetGroups", true, true, "forward actions may name several weighted target groups"),
-    fixed(
-        "ServiceTypeLoadBalancerOnly",
-        false,
-        true,
-        "only Services of type LoadBalancer get a load balancer, whatever their annotations",
-    ),
+    honoured("ServiceTypeLoadBalancerOnly", false),
     fixed(
         "EndpointsFailOpen",
         true,
@@ -93,6 +88,9 @@ pub struct FeatureGates {
     /// `SubnetDiscoveryByReachability`: without any role-tagged subnet, discovery classifies the
     /// VPC's subnets by route table (`lb::subnets::needs_reachability`).
     pub subnet_discovery_by_reachability: bool,
+    /// `ServiceTypeLoadBalancerOnly`: only `type: LoadBalancer` Services get an NLB (off: any
+    /// type carrying the annotations, as ALBC).
+    pub service_type_load_balancer_only: bool,
 }
 
 impl Default for FeatureGates {
@@ -105,6 +103,7 @@ impl Default for FeatureGates {
             nlb_security_group: d("NLBSecurityGroup"),
             tcp_udp_listener: d("EnableTCPUDPListener"),
             subnet_discovery_by_reachability: d("SubnetDiscoveryByReachability"),
+            service_type_load_balancer_only: d("ServiceTypeLoadBalancerOnly"),
         }
     }
 }
@@ -133,6 +132,7 @@ pub fn assess_gates(given: &[(String, bool)]) -> (FeatureGates, Vec<Finding>) {
                 "NLBSecurityGroup" => gates.nlb_security_group = *value,
                 "EnableTCPUDPListener" => gates.tcp_udp_listener = *value,
                 "SubnetDiscoveryByReachability" => gates.subnet_discovery_by_reachability = *value,
+                "ServiceTypeLoadBalancerOnly" => gates.service_type_load_balancer_only = *value,
                 other => unreachable!("honoured gate {other} has no setting"),
             },
             Here::Fixed(v, _) if v == *value => {}
@@ -165,6 +165,7 @@ mod tests {
                 nlb_security_group: true,
                 tcp_udp_listener: false,
                 subnet_discovery_by_reachability: true,
+                service_type_load_balancer_only: false,
             }
         );
     }
@@ -192,6 +193,7 @@ mod tests {
             ("NLBSecurityGroup", false),
             ("EnableTCPUDPListener", true),
             ("SubnetDiscoveryByReachability", false),
+            ("ServiceTypeLoadBalancerOnly", true),
         ]));
         assert!(f.is_empty());
         assert_eq!(
@@ -203,6 +205,7 @@ mod tests {
                 nlb_security_group: false,
                 tcp_udp_listener: true,
                 subnet_discovery_by_reachability: false,
+                service_type_load_balancer_only: true,
             }
         );
     }
@@ -212,7 +215,7 @@ mod tests {
         // ALBC's own defaults, written out as Helm charts often do: only the gates where we differ.
         let (_, f) = assess_gates(&given(&[("ListenerRulesTagging", true), ("NLBGatewayAPI", false)]));
         assert!(f.is_empty(), "{f:?}");
-        let (_, f) = assess_gates(&given(&[("EnableRGTAPI", true), ("ServiceTypeLoadBalancerOnly", false)]));
+        let (_, f) = assess_gates(&given(&[("EnableRGTAPI", true), ("EnableDefaultTagsLowPriority", true)]));
         assert_eq!(f.len(), 2);
         let m = f[0].message();
         assert!(matches!(f[0], Finding::Warning(_)));
@@ -220,7 +223,7 @@ mod tests {
             m.contains("EnableRGTAPI=true is not supported") && m.contains("=false") && m.contains("tagging API"),
             "{m}"
         );
-        assert!(f[1].message().contains("only Services of type LoadBalancer"), "{}", f[1].message());
+        assert!(f[1].message().contains("--default-tags win"), "{}", f[1].message());
     }
 
     #[test]

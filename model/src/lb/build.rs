@@ -28,7 +28,7 @@ pub const FRONTEND_SG_DESCRIPTION: &str = "[k8s] Managed SecurityGroup for LoadB
 
 /// What the caller found out before building (subnets, existing load balancer) and controller
 /// configuration.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct BuildContext {
     /// `--cluster-name`.
     pub cluster_name: String,
@@ -59,6 +59,9 @@ pub struct BuildContext {
     /// OIDC client credentials by (namespace, Secret name), read by the caller from the Secrets
     /// the `auth-idp-oidc` annotations name (keys `clientID`, `clientSecret`).
     pub oidc_credentials: std::collections::BTreeMap<(String, String), OidcCredentials>,
+    /// Services of the stack's namespace that a Service's `actions.*` annotations name, by name
+    /// (read by the caller; one missing is a build problem).
+    pub backend_services: std::collections::BTreeMap<String, k8s_openapi::api::core::v1::Service>,
     /// `--default-target-type` (ALBC: `instance`): Ingress backends without `target-type`.
     pub default_target_type: TargetType,
     /// `--default-load-balancer-scheme` (ALBC: `internal`): load balancers whose Service or
@@ -100,6 +103,7 @@ impl BuildContext {
             existing: None,
             custom_security_group_ids: Vec::new(),
             oidc_credentials: Default::default(),
+            backend_services: Default::default(),
             default_target_type: TargetType::Instance,
             default_scheme: Scheme::Internal,
         }

@@ -223,7 +223,8 @@ pub struct WeightedTargetGroup {
 pub enum Action {
     Forward {
         target_groups: Vec<WeightedTargetGroup>,
-        /// Target-group stickiness duration (seconds), when enabled.
+        /// Target-group stickiness duration (seconds), when enabled; `Some(0)`: enabled with no
+        /// duration (NLBs, whose stickiness has none).
         stickiness_seconds: Option<u32>,
     },
     Redirect {

@@ -85,6 +85,10 @@ pub struct TargetGroupNameInputs<'a> {
     pub namespace: &'a str,
     pub name: &'a str,
     pub uid: &'a str,
+    /// For another Service's target group of a weighted `actions.*` forward: the UID of the Service
+    /// that owns the load balancer (ALBC hashes it in first, so two load balancers sharing a
+    /// backend Service get two target groups).
+    pub base_uid: Option<&'a str>,
     /// The target group's own port (the numeric targetPort in ip mode, 1 for a named one).
     pub target_group_port: u16,
     /// The Service port (`spec.ports[].port`).
@@ -105,6 +109,7 @@ pub fn target_group_name(i: &TargetGroupNameInputs<'_>) -> String {
     let interval = i.health_check_interval_seconds.to_string();
     let hash = hash_hex([
         i.cluster,
+        i.base_uid.unwrap_or_default(),
         i.uid,
         tg_port.as_str(),
         svc_port.as_str(),
@@ -216,6 +221,7 @@ mod tests {
             namespace: "default",
             name: "echo",
             uid: UID,
+            base_uid: None,
             target_group_port: 8080,
             service_port: 80,
             target_type: "ip",
@@ -226,6 +232,10 @@ mod tests {
         assert_eq!(target_group_name(&i), "k8s-default-echo-e7096d4508");
         let udp = TargetGroupNameInputs { protocol: "UDP", ..i.clone() };
         assert_ne!(target_group_name(&udp), target_group_name(&i), "protocol is hashed");
+        // A weighted backend of another Service's NLB: that Service's UID goes first.
+        //   sha256("prod" + base uid + uid + "8080" + "80" + "ip" + "TCP" + "TCP" + "10")
+        let weighted = TargetGroupNameInputs { base_uid: Some("9a2c0000-0000-4000-8000-000000000002"), ..i.clone() };
+        assert_eq!(target_group_name(&weighted), "k8s-default-echo-057f9354bd");
     }
 
     #[test]

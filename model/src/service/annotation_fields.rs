@@ -98,7 +98,22 @@ pub(super) fn backend_protocol(r: &mut Reader<'_>, unsupported: &mut Vec<Unsuppo
 pub(super) fn prefixed_annotations(r: &mut Reader<'_>, annotations: &BTreeMap<String, String>, s: &mut NlbSettings) {
     let tg_prefix = format!("{}.", full_key(k::TARGET_GROUP_ATTRIBUTES));
     let ls_prefix = format!("{}.", full_key(k::LISTENER_ATTRIBUTES));
+    let actions_prefix = full_key(k::ACTIONS_PREFIX);
     for (key, raw) in annotations {
+        if let Some(suffix) = key.strip_prefix(&actions_prefix) {
+            let Some(listener) = super::actions::listener_of(suffix) else {
+                let want = format!("a key of the form {actions_prefix}<TCP|UDP|TLS|TCP_UDP>-<port>");
+                r.fail(key.as_str(), raw.as_str(), want);
+                continue;
+            };
+            match super::actions::parse_forward(raw) {
+                Ok(f) => {
+                    s.forwards.insert(listener, f);
+                }
+                Err(e) => r.fail(key.as_str(), raw.as_str(), e),
+            }
+            continue;
+        }
         if let Some(port) = key.strip_prefix(&tg_prefix) {
             let attrs = tg_attributes(r, key);
             match port.parse::<u16>() {
@@ -109,16 +124,7 @@ pub(super) fn prefixed_annotations(r: &mut Reader<'_>, annotations: &BTreeMap<St
             }
         } else if let Some(suffix) = key.strip_prefix(&ls_prefix) {
             let attrs = r.map_key(key).unwrap_or_default();
-            let parsed = suffix.rsplit_once('-').and_then(|(proto, port)| {
-                let p = match proto {
-                    "TCP" => Protocol::Tcp,
-                    "UDP" => Protocol::Udp,
-                    "TLS" => Protocol::Tls,
-                    "TCP_UDP" => Protocol::TcpUdp,
-                    _ => return None,
-                };
-                port.parse::<u16>().ok().filter(|p| *p > 0).map(|port| (p, port))
-            });
+            let parsed = super::actions::listener_of(suffix);
             match parsed {
                 Some(lk) => {
                     s.listener_attributes.insert(lk, attrs);

@@ -60,6 +60,8 @@ pub struct NlbSettings {
     pub eip_allocations: Option<Vec<String>>,
     pub private_ipv4_addresses: Option<Vec<Ipv4Addr>>,
     pub ipv6_addresses: Option<Vec<Ipv6Addr>>,
+    /// `actions.<PROTOCOL>-<port>`: weighted forwards, by listener.
+    pub forwards: BTreeMap<(Protocol, u16), super::actions::NlbForward>,
     /// `enable-prefix-for-ipv6-source-nat`: on/off.
     pub ipv6_source_nat: Option<bool>,
     /// `source-nat-ipv6-prefixes`: one per subnet, a /80 or `auto_assigned` (checked against the

@@ -43,6 +43,9 @@ pub(crate) struct Ctx<'a> {
     pub namespace: &'a str,
     pub name: &'a str,
     pub uid: &'a str,
+    /// Building another Service's target group for a weighted forward: the UID of the Service
+    /// that owns the load balancer (`svc`, `name` and `uid` are then the other Service's).
+    pub base_uid: Option<&'a str>,
     pub stack_id: String,
     pub scheme: Scheme,
     pub ip_address_type: LbIpAddressType,
@@ -111,6 +114,7 @@ pub fn build_stack(svc: &Service, settings: &NlbSettings, ctx: &BuildContext) ->
         namespace,
         name,
         uid,
+        base_uid: None,
         stack_id: format!("{namespace}/{name}"),
         scheme: settings.scheme.or(ctx.existing.as_ref().map(|e| e.scheme)).unwrap_or(ctx.default_scheme),
         ip_address_type: settings.ip_address_type.unwrap_or(LbIpAddressType::Ipv4),

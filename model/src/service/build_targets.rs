@@ -28,8 +28,10 @@ use k8s_openapi::api::core::v1::ServicePort;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
+use super::actions::ForwardBackend;
 use super::annotations::{BackendProtocol, HealthCheckPortSetting};
 use super::build::{Ctx, SgMode, TargetGroupBindingTemplate};
+use super::keys::{self as k, full_key};
 use crate::crd::{
     IpBlock, NetworkingIngressRule, NetworkingPeer, NetworkingPort, NetworkingProtocol, SecurityGroupRef,
     ServiceReference, TargetGroupBindingNetworking, TargetGroupBindingSpec, TargetGroupIpAddressType, TargetType,
@@ -69,6 +71,7 @@ pub(crate) fn build(b: &mut Ctx<'_>, sg: &SgMode) -> Targets {
     }
     let tcp_udp = b.s.enable_tcp_udp_listener.unwrap_or(b.c.enable_tcp_udp_listener);
     let mut used_listener_keys = BTreeSet::new();
+    let mut used_forward_keys = BTreeSet::new();
     for (number, group) in by_number {
         let Ok(port) = u16::try_from(number).map_err(|_| ()).and_then(|p| if p == 0 { Err(()) } else { Ok(p) }) else {
             b.problems.push(format!("Service port {number} is not a port from 1 to 65535"));
@@ -84,6 +87,42 @@ pub(crate) fn build(b: &mut Ctx<'_>, sg: &SgMode) -> Targets {
         let tg_protocol = if tls && b.s.backend_protocol == BackendProtocol::Ssl { Protocol::Tls } else { base };
         let Some((tg, binding)) = target_group(b, primary, &group, port, tg_protocol, sg) else { continue };
         used_listener_keys.insert((listener_protocol, port));
+        let mut forward =
+            vec![WeightedTargetGroup { target_group: TargetGroupRef::Name(tg.name.clone()), weight: None }];
+        if !out.target_groups.iter().any(|x| x.name == tg.name) {
+            out.target_groups.push(tg);
+            out.bindings.push(binding);
+        }
+        let mut stickiness_seconds = None;
+        if let Some(f) = b.s.forwards.get(&(listener_protocol, port)) {
+            used_forward_keys.insert((listener_protocol, port));
+            forward[0].weight = f.base_weight;
+            // NLB stickiness has no duration: enabled is `Some(0)`.
+            stickiness_seconds = (f.stickiness == Some(true)).then_some(0);
+            let key = format!("{}{}-{port}", full_key(k::ACTIONS_PREFIX), listener_protocol.as_aws());
+            for t in &f.targets {
+                let target_group = match &t.backend {
+                    ForwardBackend::Arn(arn) => TargetGroupRef::Arn(arn.clone()),
+                    ForwardBackend::Service { name, port: svc_port } => {
+                        let protocol = if listener_protocol == Protocol::Tls && t.decrypt {
+                            Protocol::Tcp
+                        } else {
+                            listener_protocol
+                        };
+                        let Some((btg, bbinding)) = backend_target_group(b, &key, name, svc_port, protocol, sg) else {
+                            continue;
+                        };
+                        let name = btg.name.clone();
+                        if !out.target_groups.iter().any(|x| x.name == name) {
+                            out.target_groups.push(btg);
+                            out.bindings.push(bbinding);
+                        }
+                        TargetGroupRef::Name(name)
+                    }
+                };
+                forward.push(WeightedTargetGroup { target_group, weight: t.weight });
+            }
+        }
         out.listeners.push(Listener {
             port,
             protocol: listener_protocol,
@@ -92,19 +131,18 @@ pub(crate) fn build(b: &mut Ctx<'_>, sg: &SgMode) -> Targets {
                 .then(|| b.s.ssl_negotiation_policy.clone().unwrap_or_else(|| b.c.default_ssl_policy.clone())),
             alpn_policy: if tls { b.s.alpn_policy.clone() } else { None },
             mutual_authentication: None,
-            default_actions: vec![Action::Forward {
-                target_groups: vec![WeightedTargetGroup {
-                    target_group: TargetGroupRef::Name(tg.name.clone()),
-                    weight: None,
-                }],
-                stickiness_seconds: None,
-            }],
+            default_actions: vec![Action::Forward { target_groups: forward, stickiness_seconds }],
             attributes: b.s.listener_attributes.get(&(listener_protocol, port)).cloned().unwrap_or_default(),
             tags: b.tags(&port.to_string()),
             rules: Vec::new(),
         });
-        out.target_groups.push(tg);
-        out.bindings.push(binding);
+    }
+    for (proto, port) in b.s.forwards.keys().filter(|k| !used_forward_keys.contains(*k)) {
+        b.warnings.push(format!(
+            "annotation {}{}-{port} matches no listener of this Service and is ignored",
+            full_key(k::ACTIONS_PREFIX),
+            proto.as_aws()
+        ));
     }
     for (proto, port) in b.s.listener_attributes.keys().filter(|k| !used_listener_keys.contains(*k)) {
         b.warnings.push(format!(
@@ -113,6 +151,78 @@ pub(crate) fn build(b: &mut Ctx<'_>, sg: &SgMode) -> Targets {
         ));
     }
     out
+}
+
+/// Another Service's target group and binding for a weighted forward (ALBC
+/// `buildTargetGroupTuples`): that Service's port, targets and name, this Service's annotations,
+/// and a name hashed with this Service's UID.
+fn backend_target_group(
+    b: &mut Ctx<'_>,
+    key: &str,
+    name: &str,
+    svc_port: &IntOrString,
+    protocol: Protocol,
+    sg: &SgMode,
+) -> Option<(TargetGroup, TargetGroupBindingTemplate)> {
+    let ns = b.namespace;
+    if name == b.name {
+        b.problems.push(format!(
+            "annotation {key} names this Service itself; its own target group is already in the forward, \
+             weighted by baseServiceWeight"
+        ));
+        return None;
+    }
+    let c = b.c;
+    let Some(svc) = c.backend_services.get(name) else {
+        b.problems.push(format!("annotation {key} names Service {ns}/{name}, which does not exist"));
+        return None;
+    };
+    let Some(uid) = svc.metadata.uid.as_deref() else {
+        b.problems.push(format!("Service {ns}/{name} (annotation {key}) has no UID"));
+        return None;
+    };
+    let ports = svc.spec.iter().flat_map(|s| s.ports.iter().flatten());
+    let found = ports.clone().find(|p| match svc_port {
+        IntOrString::Int(n) => p.port == *n,
+        IntOrString::String(s) => p.name.as_deref() == Some(s.as_str()),
+    });
+    let Some(port_spec) = found else {
+        let have: Vec<String> =
+            ports.map(|p| p.name.clone().map_or(p.port.to_string(), |n| format!("{n} ({})", p.port))).collect();
+        let want = match svc_port {
+            IntOrString::Int(n) => n.to_string(),
+            IntOrString::String(s) => format!("{s:?}"),
+        };
+        b.problems.push(format!(
+            "annotation {key} names port {want} of Service {ns}/{name}, which has ports [{}]",
+            have.join(", ")
+        ));
+        return None;
+    };
+    let Some(port) = u16::try_from(port_spec.port).ok().filter(|p| *p > 0) else {
+        b.problems.push(format!("Service {ns}/{name} port {} is not a port from 1 to 65535", port_spec.port));
+        return None;
+    };
+    let mut sub = Ctx {
+        svc,
+        s: b.s,
+        c,
+        namespace: ns,
+        name,
+        uid,
+        base_uid: Some(b.uid),
+        stack_id: b.stack_id.clone(),
+        scheme: b.scheme,
+        ip_address_type: b.ip_address_type,
+        target_type: b.target_type,
+        subnets: b.subnets.clone(),
+        problems: Vec::new(),
+        warnings: Vec::new(),
+    };
+    let built = target_group(&mut sub, port_spec, &[port_spec], port, protocol, sg);
+    b.problems.extend(sub.problems.into_iter().map(|p| format!("{key} → Service {ns}/{name}: {p}")));
+    b.warnings.extend(sub.warnings);
+    built
 }
 
 /// TCP, UDP, or TCP_UDP for two ports sharing a number.
@@ -194,6 +304,7 @@ fn target_group(
         namespace: b.namespace,
         name: b.name,
         uid: b.uid,
+        base_uid: b.base_uid,
         target_group_port: tg_port,
         service_port: port,
         target_type: target_type_name(b.target_type),

@@ -1,6 +1,6 @@
 use super::*;
 use crate::crd::{NetworkingProtocol, TargetType};
-use crate::lb::{Action, HealthCheckPort, Protocol, RuleSource, TgIpAddressType};
+use crate::lb::{Action, HealthCheckPort, Protocol, RuleSource, TargetGroupRef, TgIpAddressType};
 use crate::service::keys as k;
 use crate::service::keys::full_key;
 use crate::service::parse_annotations;
@@ -711,4 +711,85 @@ fn instance_tcp_udp_needs_one_node_port() {
     assert_eq!((tg.protocol, tg.port), (Protocol::TcpUdp, 30053));
     let e = build(&svc(ports(30054), &ann), &ctx()).unwrap_err();
     assert!(e.problems.iter().any(|p| p.contains("nodePorts 30053 and 30054")), "{e:?}");
+}
+
+/// ALBC `actions.${protocol}-${port}`: the listener forwards by weight to this Service's target
+/// group, another Service's (its ports and targets, this Service's annotations, a name hashed
+/// with this Service's UID) and a target group by ARN; stickiness enabled has no duration.
+#[test]
+fn weighted_forward_to_another_service_and_an_arn() {
+    let forward = r#"{"type": "forward", "forwardConfig": {"baseServiceWeight": 10, "targetGroups": [
+        {"serviceName": "canary", "servicePort": "web", "weight": 20},
+        {"targetGroupARN": "arn:aws:elasticloadbalancing:us-east-1:1:targetgroup/ext/1", "weight": 5}],
+        "targetGroupStickinessConfig": {"enabled": true}}}"#;
+    let ann = [(k::TARGET_TYPE, "ip"), ("actions.TCP-80", forward)];
+    let mut canary = svc(vec![port("web", 81, "TCP", IntOrString::Int(8081))], &[]);
+    canary.metadata.name = Some("canary".into());
+    canary.metadata.uid = Some("9a2c0000-0000-4000-8000-000000000002".into());
+    let mut c = ctx();
+    c.backend_services.insert("canary".into(), canary);
+    let st = build(&svc(tcp80(), &ann), &c).unwrap();
+    let tgs = &st.stack.target_groups;
+    assert_eq!(tgs.len(), 2, "{tgs:#?}");
+    let other = &tgs[1];
+    let want_name = crate::lb::naming::target_group_name(&crate::lb::naming::TargetGroupNameInputs {
+        cluster: "prod",
+        namespace: "default",
+        name: "canary",
+        uid: "9a2c0000-0000-4000-8000-000000000002",
+        base_uid: Some(UID),
+        target_group_port: 8081,
+        service_port: 81,
+        target_type: "ip",
+        protocol: "TCP",
+        health_check_protocol: "TCP",
+        health_check_interval_seconds: 10,
+    });
+    assert_eq!((other.name.as_str(), other.port), (want_name.as_str(), 8081));
+    assert_eq!(other.tags["service.k8s.aws/resource"], "default/canary:81");
+    assert_eq!(other.tags["service.k8s.aws/stack"], "default/echo", "the stack is the NLB's Service");
+    let binding = &st.bindings[1];
+    assert_eq!(
+        (binding.spec.service_ref.name.as_str(), &binding.spec.service_ref.port),
+        ("canary", &IntOrString::Int(81))
+    );
+    let Action::Forward { target_groups, stickiness_seconds } = &st.stack.listeners[0].default_actions[0] else {
+        panic!("a forward")
+    };
+    let got: Vec<(String, Option<u32>)> = target_groups
+        .iter()
+        .map(|t| match &t.target_group {
+            TargetGroupRef::Name(n) | TargetGroupRef::Arn(n) => (n.clone(), t.weight),
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (tgs[0].name.clone(), Some(10)),
+            (want_name, Some(20)),
+            ("arn:aws:elasticloadbalancing:us-east-1:1:targetgroup/ext/1".into(), Some(5)),
+        ]
+    );
+    assert_eq!(*stickiness_seconds, Some(0));
+
+    let err = |ann: &[(&str, &str)], c: &BuildContext| build(&svc(tcp80(), ann), c).unwrap_err().to_string();
+    let one = |name: &str, port: &str| {
+        format!(
+            r#"{{"type": "forward", "forwardConfig": {{"targetGroups": [{{"serviceName": "{name}", "servicePort": {port}}}]}}}}"#
+        )
+    };
+    let e = err(&[("actions.TCP-80", &one("gone", "81"))], &c);
+    assert!(
+        e.contains(
+            "annotation service.beta.kubernetes.io/actions.TCP-80 names Service default/gone, which does not exist"
+        ),
+        "{e}"
+    );
+    let e = err(&[("actions.TCP-80", &one("canary", "82"))], &c);
+    assert!(e.contains("names port 82 of Service default/canary, which has ports [web (81)]"), "{e}");
+    let e = err(&[("actions.TCP-80", &one("echo", "80"))], &c);
+    assert!(e.contains("names this Service itself"), "{e}");
+    let st = build(&svc(tcp80(), &[("actions.TCP-81", &one("canary", "81"))]), &c).unwrap();
+    assert!(st.warnings.iter().any(|w| w.contains("actions.TCP-81 matches no listener")), "{:?}", st.warnings);
+    assert_eq!(st.stack.target_groups.len(), 1);
 }

@@ -40,7 +40,6 @@ pub const HC_SUCCESS_CODES: &str = "aws-load-balancer-healthcheck-success-codes"
 pub const TARGET_GROUP_ATTRIBUTES: &str = "aws-load-balancer-target-group-attributes";
 pub const SUBNETS: &str = "aws-load-balancer-subnets";
 pub const EIP_ALLOCATIONS: &str = "aws-load-balancer-eip-allocations";
-pub const EIP_ALLOCATIONS_DISCOVERY_TAGS: &str = "aws-load-balancer-eip-allocations-discovery-tags";
 pub const PRIVATE_IPV4_ADDRESSES: &str = "aws-load-balancer-private-ipv4-addresses";
 pub const IPV6_ADDRESSES: &str = "aws-load-balancer-ipv6-addresses";
 pub const ALPN_POLICY: &str = "aws-load-balancer-alpn-policy";

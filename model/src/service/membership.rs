@@ -1,5 +1,6 @@
 //! Freeze, don't delete, for Services: a Service holding our finalizer loses its NLB only by its
-//! own hand — deleted, no longer `type: LoadBalancer`, or (without a class) its
+//! own hand — deleted, no longer `type: LoadBalancer` (with ALBC's gate `ServiceTypeLoadBalancerOnly`
+//! on; off, its default, any type is looked at), or (without a class) its
 //! `aws-load-balancer-type` / `nlb-target-type` annotations edited so they no longer select us.
 //!
 //! `spec.loadBalancerClass` cannot change while a Service is `type: LoadBalancer` (the API
@@ -79,44 +80,59 @@ mod tests {
         }
     }
 
-    /// Every combination of deleting × holds × type × class (none, ours, other) × selecting
-    /// annotation, against the rule written out row by row.
+    /// Every combination of gate `ServiceTypeLoadBalancerOnly` × deleting × holds × type × class
+    /// (none, ours, other) × selecting annotation, against the rule written out row by row.
     #[test]
     fn every_combination() {
-        let cfg = SelectConfig { load_balancer_class: OURS.into(), default_target_type: TargetType::Ip };
         let mut seen = 0;
-        for deleting in [false, true] {
-            for holds in [false, true] {
-                for lb in [false, true] {
-                    for class in [None, Some(OURS), Some("other.io/nlb")] {
-                        for annotated in [false, true] {
-                            let got = membership(&svc(deleting, lb, class, annotated), &cfg, holds);
-                            let want = match (deleting, lb, class, annotated, holds) {
-                                (true, ..) | (_, false, ..) => "out",
-                                (_, _, Some(OURS), ..) | (_, _, None, true, _) => "member",
-                                (_, _, None, false, _) => "out",
-                                (_, _, Some(_), _, true) => "frozen",
-                                (_, _, Some(_), _, false) => "out",
-                            };
-                            let kind = match &got {
-                                Membership::Member(Selection::Ours { .. }) => "member",
-                                Membership::Member(other) => panic!("{other:?}"),
-                                Membership::Frozen { .. } => "frozen",
-                                Membership::Out => "out",
-                            };
-                            assert_eq!(kind, want, "deleting={deleting} holds={holds} lb={lb} {class:?} {annotated}");
-                            seen += 1;
+        for only in [false, true] {
+            let cfg = SelectConfig {
+                load_balancer_class: OURS.into(),
+                default_target_type: TargetType::Ip,
+                load_balancer_type_only: only,
+            };
+            for deleting in [false, true] {
+                for holds in [false, true] {
+                    for lb in [false, true] {
+                        for class in [None, Some(OURS), Some("other.io/nlb")] {
+                            for annotated in [false, true] {
+                                let got = membership(&svc(deleting, lb, class, annotated), &cfg, holds);
+                                let want = match (deleting, lb, class, annotated, holds) {
+                                    (true, ..) => "out",
+                                    (_, false, ..) if only => "out",
+                                    (_, _, Some(OURS), ..) | (_, _, None, true, _) => "member",
+                                    (_, _, None, false, _) => "out",
+                                    // The API server allows a class on type LoadBalancer only.
+                                    (_, true, Some(_), _, true) => "frozen",
+                                    (_, _, Some(_), ..) => "out",
+                                };
+                                let kind = match &got {
+                                    Membership::Member(Selection::Ours { .. }) => "member",
+                                    Membership::Member(other) => panic!("{other:?}"),
+                                    Membership::Frozen { .. } => "frozen",
+                                    Membership::Out => "out",
+                                };
+                                assert_eq!(
+                                    kind, want,
+                                    "only={only} deleting={deleting} holds={holds} lb={lb} {class:?} {annotated}"
+                                );
+                                seen += 1;
+                            }
                         }
                     }
                 }
             }
         }
-        assert_eq!(seen, 48);
+        assert_eq!(seen, 96);
     }
 
     #[test]
     fn frozen_names_both_classes_and_the_fix() {
-        let cfg = SelectConfig { load_balancer_class: "corp/nlb".into(), default_target_type: TargetType::Ip };
+        let cfg = SelectConfig {
+            load_balancer_class: "corp/nlb".into(),
+            default_target_type: TargetType::Ip,
+            load_balancer_type_only: false,
+        };
         let Membership::Frozen { reason } = membership(&svc(false, true, Some(OURS), false), &cfg, true) else {
             panic!()
         };

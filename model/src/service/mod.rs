@@ -11,6 +11,7 @@
 //! 4. [`classify_changes`] — before deploying over an existing stack, which changes replace the
 //!    load balancer or a target group, or cannot be applied at all (announce them first).
 
+pub mod actions;
 mod annotation_fields;
 pub mod annotations;
 pub mod build;

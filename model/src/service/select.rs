@@ -1,7 +1,7 @@
 //! Which Services this controller reconciles: ALBC's rules (`pkg/service/service_utils.go`,
 //! `model_build_target_group.go` `buildTargetType`).
 //!
-//! A `type: LoadBalancer` Service is ours when
+//! A Service is ours when
 //! - `spec.loadBalancerClass` equals the configured class (`--load-balancer-class`, default
 //!   [`DEFAULT_LOAD_BALANCER_CLASS`]); any other class belongs to someone else, annotations or not;
 //! - or, without a class, annotation `aws-load-balancer-type` is `nlb-ip` (legacy), or `external`
@@ -12,8 +12,9 @@
 //! absent. Any other value is [`Selection::InvalidTargetType`] (ALBC fails the build with
 //! "unsupported target type" too), with a message that names the two accepted values.
 //!
-//! Deviation: ALBC (feature gate `ServiceTypeLoadBalancerOnly` off) would also build an NLB for a
-//! non-LoadBalancer Service carrying the annotations; we only take `type: LoadBalancer`.
+//! Of any `spec.type`, as ALBC with its feature gate `ServiceTypeLoadBalancerOnly` off (its
+//! default): a ClusterIP Service carrying the annotations gets an NLB too. With the gate on, only
+//! `type: LoadBalancer` Services are looked at.
 
 use k8s_openapi::api::core::v1::Service;
 
@@ -30,11 +31,17 @@ pub struct SelectConfig {
     pub load_balancer_class: String,
     /// `--default-target-type` (ALBC: instance).
     pub default_target_type: TargetType,
+    /// ALBC feature gate `ServiceTypeLoadBalancerOnly` (off): only `type: LoadBalancer` Services.
+    pub load_balancer_type_only: bool,
 }
 
 impl Default for SelectConfig {
     fn default() -> Self {
-        Self { load_balancer_class: DEFAULT_LOAD_BALANCER_CLASS.to_string(), default_target_type: TargetType::Instance }
+        Self {
+            load_balancer_class: DEFAULT_LOAD_BALANCER_CLASS.to_string(),
+            default_target_type: TargetType::Instance,
+            load_balancer_type_only: false,
+        }
     }
 }
 
@@ -53,7 +60,7 @@ pub enum Selection {
 /// Applies ALBC's selection rules to a Service.
 pub fn select(svc: &Service, cfg: &SelectConfig) -> Selection {
     let Some(spec) = svc.spec.as_ref() else { return Selection::NotOurs };
-    if spec.type_.as_deref() != Some("LoadBalancer") {
+    if cfg.load_balancer_type_only && spec.type_.as_deref() != Some("LoadBalancer") {
         return Selection::NotOurs;
     }
     let ann = svc.metadata.annotations.as_ref();
@@ -110,6 +117,10 @@ mod tests {
 
     type Case = (&'static str, Service, fn(&Selection) -> bool);
 
+    fn ip_of() -> Selection {
+        Selection::Ours { target_type: TargetType::Ip }
+    }
+
     #[test]
     fn albc_selection_table() {
         use Selection::*;
@@ -156,16 +167,31 @@ mod tests {
             }),
             ("nlb (in-tree)", svc("LoadBalancer", None, &[(k::LOAD_BALANCER_TYPE, "nlb")]), |s| *s == NotOurs),
             ("no annotations", svc("LoadBalancer", None, &[]), |s| *s == NotOurs),
-            ("ClusterIP", svc("ClusterIP", nlb, &[(k::TARGET_TYPE, "ip")]), |s| *s == NotOurs),
+            ("ClusterIP + class (gate off)", svc("ClusterIP", nlb, &[(k::TARGET_TYPE, "ip")]), |s| *s == ip_of()),
+            (
+                "ClusterIP + external + ip (gate off)",
+                svc("ClusterIP", None, &[(k::LOAD_BALANCER_TYPE, "external"), (k::TARGET_TYPE, "ip")]),
+                |s| *s == ip_of(),
+            ),
+            ("ClusterIP without annotations", svc("ClusterIP", None, &[]), |s| *s == NotOurs),
         ];
         for (name, s, ok) in cases {
             let got = select(&s, &SelectConfig::default());
             assert!(ok(&got), "{name}: {got:?}");
         }
         assert_eq!(select(&Service::default(), &SelectConfig::default()), NotOurs);
-        let custom = SelectConfig { load_balancer_class: "corp/nlb".into(), default_target_type: TargetType::Ip };
+        let custom = SelectConfig {
+            load_balancer_class: "corp/nlb".into(),
+            default_target_type: TargetType::Ip,
+            load_balancer_type_only: false,
+        };
         assert_eq!(select(&svc("LoadBalancer", Some("corp/nlb"), &[]), &custom), ip);
         assert_eq!(select(&svc("LoadBalancer", nlb, &[]), &custom), NotOurs);
+        // Gate ServiceTypeLoadBalancerOnly on: other types are never ours.
+        let only = SelectConfig { load_balancer_type_only: true, ..SelectConfig::default() };
+        let cluster_ip = svc("ClusterIP", None, &[(k::LOAD_BALANCER_TYPE, "external"), (k::TARGET_TYPE, "ip")]);
+        assert_eq!(select(&cluster_ip, &only), NotOurs);
+        assert_eq!(select(&svc("LoadBalancer", nlb, &[(k::TARGET_TYPE, "ip")]), &only), ip);
     }
 
     #[test]
