@@ -8,8 +8,9 @@
 //! span named e.g. `PATCH pods/status` when the controller traces), a child of the reconcile that
 //! made it (tower's buffer in the kube client carries the caller's span to this layer).
 //!
-//! Leader election and the watch caches use a client without this layer (the election must write
-//! its Lease while not yet leading; caches only read).
+//! Leader election and the watch caches use a client whose layer lets every write through (the
+//! election must write its Lease while not yet leading; caches only read). Both clients count what
+//! they send in client-go's `rest_client_requests_total`.
 
 use futures::future::BoxFuture;
 use http::{Method, Request, Response};
@@ -19,6 +20,10 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tower::{BoxError, Layer, Service};
 use tracing::Instrument;
+
+use crate::metrics::RestLabels;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
 
 /// A write refused because this replica does not lead (see [`is_not_leader`]).
 #[derive(Debug, thiserror::Error)]
@@ -46,11 +51,19 @@ pub fn is_not_leader(e: &kube::Error) -> bool {
 pub struct KubeGate {
     leader: watch::Receiver<bool>,
     request_timeout: Duration,
+    /// `rest_client_requests_total` and the API server's `host:port` for its label.
+    requests: Option<(Family<RestLabels, Counter>, String)>,
 }
 
 impl KubeGate {
     pub fn new(leader: watch::Receiver<bool>, request_timeout: Duration) -> Self {
-        Self { leader, request_timeout }
+        Self { leader, request_timeout, requests: None }
+    }
+
+    /// Counts every request sent in `counter`, labelled with `host` (client-go's family).
+    pub fn counting(mut self, counter: Family<RestLabels, Counter>, host: String) -> Self {
+        self.requests = Some((counter, host));
+        self
     }
 }
 
@@ -98,6 +111,7 @@ where
         }
         let watch = is_watch(&req);
         let limit = self.gate.request_timeout;
+        let count = self.gate.requests.clone().map(|(family, host)| (family, host, method.to_string()));
         let span = if write { write_span(&method, &path) } else { tracing::Span::none() };
         let fut = span.in_scope(|| self.inner.call(req));
         let fut = async move {
@@ -111,6 +125,10 @@ where
         };
         Box::pin(async move {
             let res = fut.instrument(span.clone()).await;
+            if let Some((family, host, method)) = count {
+                let code = res.as_ref().map_or_else(|_| "<error>".to_string(), |r| r.status().as_u16().to_string());
+                family.get_or_create(&RestLabels { code, host, method }).inc();
+            }
             match &res {
                 Ok(r) => {
                     let status = r.status();
@@ -239,5 +257,29 @@ mod tests {
         let e = w.await.unwrap().unwrap_err();
         assert_eq!(t0.elapsed(), Duration::from_secs(30));
         assert!(e.to_string().contains("--kube-api-request-timeout"), "{e}");
+    }
+
+    /// client-go's `rest_client_requests_total`: what was sent, by answer; a refused write is not.
+    #[tokio::test(start_paused = true)]
+    async fn requests_sent_are_counted_by_code_host_and_method() {
+        let (svc, mut handle) = mock::pair::<Request<Body>, Response<Body>>();
+        let (_tx, rx) = watch::channel(false);
+        let family: Family<RestLabels, Counter> = Family::default();
+        let gate = KubeGate::new(rx, Duration::from_secs(30)).counting(family.clone(), "10.0.0.1:6443".into());
+        let client = kube::client::ClientBuilder::new(svc, "default").with_layer(&gate).build();
+        assert!(is_not_leader(&patch(&client).await.unwrap_err()));
+        let api: Api<Pod> = Api::namespaced(client.clone(), "ns");
+        let read = tokio::spawn(async move { api.get_opt("p").await });
+        let (_req, tx) = handle.next_request().await.unwrap();
+        let gone = br#"{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}"#;
+        tx.send_response(Response::builder().status(404).body(Body::from(gone.to_vec())).unwrap());
+        assert!(read.await.unwrap().unwrap().is_none());
+        let label = |code: &str, method: &str| RestLabels {
+            code: code.into(),
+            host: "10.0.0.1:6443".into(),
+            method: method.into(),
+        };
+        assert_eq!(family.get_or_create(&label("404", "GET")).get(), 1);
+        assert_eq!(family.get_or_create(&label("<error>", "PATCH")).get(), 0, "the refused write was never sent");
     }
 }

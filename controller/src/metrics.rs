@@ -4,7 +4,7 @@
 mod albc;
 mod process;
 
-pub use albc::AlbcMetrics;
+pub use albc::{AlbcMetrics, RestLabels};
 use lbc_aws::metrics::AwsMetrics;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;

@@ -60,8 +60,8 @@ pub async fn run(mut args: Args, albc_only: Vec<lbc_model::compat::GivenFlag>) -
     }
     // Only the leader writes: `leader_rx` closes the AWS write gate and the gated kube client.
     let (leader_tx, leader_rx) = watch::channel(false);
-    let (client, writer) = kube_clients(&args, leader_rx.clone()).await?;
     let metrics = Metrics::new();
+    let (client, writer) = kube_clients(&args, leader_rx.clone(), &metrics).await?;
 
     let endpoints = Endpoints::parse(&args.aws_api_endpoints)?;
     let rules = lbc_model::throttle::parse_rules(&args.aws_api_throttle)?;
@@ -529,16 +529,22 @@ fn spawn_webhook(
 /// Lease), one for the reconcilers whose writes pass the leader fence ([`crate::kube_gate`]). Both
 /// time out: connecting after `--kube-api-connect-timeout`, requests other than watches after
 /// `--kube-api-request-timeout` (watches end by the server's timeout or the watcher's idle timeout).
-async fn kube_clients(args: &Args, leader: watch::Receiver<bool>) -> anyhow::Result<(Client, Client)> {
+async fn kube_clients(
+    args: &Args,
+    leader: watch::Receiver<bool>,
+    metrics: &Metrics,
+) -> anyhow::Result<(Client, Client)> {
     let mut config = kube_config(args).await?;
     config.connect_timeout = Some(args.kube_api_connect_timeout);
     let timeout = args.kube_api_request_timeout;
     let (always, _) = watch::channel(true);
+    let host = config.cluster_url.authority().map(|a| a.to_string()).unwrap_or_default();
+    let counted = |gate: crate::kube_gate::KubeGate| gate.counting(metrics.albc.rest_requests.clone(), host.clone());
     let reader = kube::client::ClientBuilder::try_from(config.clone())?
-        .with_layer(&crate::kube_gate::KubeGate::new(always.subscribe(), timeout))
+        .with_layer(&counted(crate::kube_gate::KubeGate::new(always.subscribe(), timeout)))
         .build();
     let writer = kube::client::ClientBuilder::try_from(config)?
-        .with_layer(&crate::kube_gate::KubeGate::new(leader, timeout))
+        .with_layer(&counted(crate::kube_gate::KubeGate::new(leader, timeout)))
         .build();
     Ok((reader, writer))
 }

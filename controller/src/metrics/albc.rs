@@ -90,6 +90,15 @@ pub struct NameLabel {
     pub name: String,
 }
 
+/// client-go's REST client labels: the HTTP status (`<error>` without an answer), the API
+/// server's `host:port`, the HTTP method.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RestLabels {
+    pub code: String,
+    pub host: String,
+    pub method: String,
+}
+
 type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
 
 /// client_golang's default buckets (ALBC's stage durations).
@@ -139,6 +148,9 @@ pub struct AlbcMetrics {
     pub queue_retries: Family<QueueLabels, Counter>,
     /// `leader_election_master_status{name}`
     pub leader: Family<NameLabel, Gauge>,
+    /// `rest_client_requests_total{code,host,method}`: every request to the API server, both
+    /// clients (`crate::kube_gate`), refused writes of a follower not included (never sent).
+    pub rest_requests: Family<RestLabels, Counter>,
     /// `awslbc_controller_top_talkers{controller,namespace,name}`
     pub top_talkers: Family<TopTalkerLabels, Gauge>,
     pub activity: std::sync::Arc<std::sync::Mutex<Activity>>,
@@ -160,6 +172,7 @@ impl Default for AlbcMetrics {
             work_duration: Family::new_with_constructor(workqueue_buckets),
             queue_retries: Family::default(),
             leader: Family::default(),
+            rest_requests: Family::default(),
             top_talkers: Family::default(),
             activity: Default::default(),
         }
@@ -234,6 +247,11 @@ impl AlbcMetrics {
             self.top_talkers.clone(),
         );
         r.register_collector(Box::new(ActivityCollector(self.activity.clone())));
+        r.register(
+            "rest_client_requests",
+            "Requests to the Kubernetes API server by status code, host and method (client-go's family)",
+            self.rest_requests.clone(),
+        );
         r.register(
             "leader_election_master_status",
             "1 while this replica holds the named leader lease (client-go's family)",

@@ -124,13 +124,7 @@ const FAMILIES: &[Family] = &[
     // client-go's leader election and REST client
     same("leader_election_master_status", "gauge", &["name"], true),
     not("leader_election_slowpath_total", "counter", &["name"], "client-go's lease fast path does not exist in ours"),
-    not(
-        "rest_client_requests_total",
-        "counter",
-        &["code", "host", "method"],
-        "kube-rs's client exposes no per-request hook we could count from; watch health is in \
-         awslbc_cache_relists_total and the logs",
-    ),
+    same("rest_client_requests_total", "counter", &["code", "host", "method"], true),
     not(
         "certwatcher_read_certificate_total",
         "counter",
