@@ -48,6 +48,7 @@ fn tg(name: &str, tags: Tags) -> TargetGroup {
         },
         attributes: Attributes::new(),
         tags,
+        target_control_port: None,
     }
 }
 

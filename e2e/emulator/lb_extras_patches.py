@@ -14,7 +14,10 @@
     dropped both) are checked as ELBv2 documents them: Network Load Balancers only, dualstack only, every subnet
     with an IPv6 CIDR block, a prefix only with source NAT on, each prefix a /80 inside its subnet's IPv6 CIDR
     blocks or auto_assigned (the emulator then picks a /80 of the subnet); DescribeLoadBalancers reports the flag
-    and each zone's SourceNatIpv6Prefixes.
+    and each zone's SourceNatIpv6Prefixes;
+  * CreateTargetGroup's TargetControlPort (the ALB target optimizer's port; moto dropped it) is checked (1-65535,
+    HTTP/HTTPS target groups only), kept and reported by DescribeTargetGroups; the same name with another port is
+    DuplicateTargetGroupName (as moto answers any second create of a name).
 """
 
 from __future__ import annotations
@@ -202,4 +205,25 @@ def install() -> None:
                             else {})
 
     r.ELBV2Response.create_load_balancer = create_load_balancer
+
+    orig_create_tg = r.ELBV2Response.create_target_group
+
+    def create_target_group(self: Any) -> ActionResult:
+        params = self._get_params()
+        port = params.get("TargetControlPort")
+        if port is not None:
+            if not str(port).isdigit() or not 1 <= int(port) <= 65535:
+                raise x.ELBClientError("ValidationError", f"TargetControlPort {port} is not a port from 1 to 65535")
+            if params.get("Protocol") not in ("HTTP", "HTTPS"):
+                raise x.ELBClientError("ValidationError", "TargetControlPort is for HTTP and HTTPS target groups of "
+                                                          "Application Load Balancers only")
+        existing = next((g for g in self.elbv2_backend.target_groups.values() if g.name == params.get("Name")), None)
+        if existing is not None and getattr(existing, "target_control_port", None) != (int(port) if port else None):
+            raise x.DuplicateTargetGroupName()
+        result = orig_create_tg(self)
+        group = next(g for g in self.elbv2_backend.target_groups.values() if g.name == params.get("Name"))
+        group.target_control_port = int(port) if port is not None else None
+        return result
+
+    r.ELBV2Response.create_target_group = create_target_group
     r.ELBV2Response.modify_ip_pools = modify_ip_pools

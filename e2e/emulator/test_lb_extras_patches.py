@@ -142,3 +142,23 @@ def test_ipv6_source_nat_is_checked_kept_and_reported(emu, aws):
         with pytest.raises(ClientError) as e:
             call()
         assert code_of(e) == "ValidationError", what
+
+
+def test_target_control_port_is_checked_kept_and_reported(emu, aws):
+    def create(name, port, protocol="HTTP"):
+        return aws.elb.create_target_group(Name=name, Protocol=protocol, Port=8080, VpcId=aws.vpc, TargetType="ip",
+                                           **({"TargetControlPort": port} if port is not None else {}))
+
+    tg = create("emu-tcp", 3000)["TargetGroups"][0]
+    got = aws.elb.describe_target_groups(TargetGroupArns=[tg["TargetGroupArn"]])["TargetGroups"][0]
+    assert got["TargetControlPort"] == 3000
+    plain = create("emu-tcp-none", None)["TargetGroups"][0]
+    assert "TargetControlPort" not in aws.elb.describe_target_groups(
+        TargetGroupArns=[plain["TargetGroupArn"]])["TargetGroups"][0]
+    for what, call, code in (
+        ("another port, same name", lambda: create("emu-tcp", 3001), "DuplicateTargetGroupName"),
+        ("a TCP group", lambda: create("emu-tcp-nlb", 3000, protocol="TCP"), "ValidationError"),
+    ):
+        with pytest.raises(ClientError) as e:
+            call()
+        assert code_of(e) == code, what

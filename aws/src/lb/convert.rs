@@ -327,6 +327,7 @@ pub fn target_group_from(tg: &sdk::TargetGroup, tags: Tags) -> Observed<TargetGr
         health_check,
         attributes: Attributes::new(),
         tags,
+        target_control_port: tg.target_control_port().and_then(|p| u16::try_from(p).ok()),
     };
     Observed { id: tg.target_group_arn().unwrap_or_default().to_string(), spec }
 }

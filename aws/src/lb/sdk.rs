@@ -438,6 +438,7 @@ impl LoadBalancers for SdkLoadBalancers {
                 let req = req.health_check_timeout_seconds(cv::int(hc.timeout_seconds));
                 let req = req.healthy_threshold_count(cv::int(hc.healthy_threshold));
                 let req = req.unhealthy_threshold_count(cv::int(hc.unhealthy_threshold));
+                let req = req.set_target_control_port(tg.target_control_port.map(i32::from));
                 req.set_tags(non_empty(cv::tags(&tg.tags))).send().await.map_err(err(OP))
             })
             .await?;

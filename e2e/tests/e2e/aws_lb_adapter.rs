@@ -73,6 +73,7 @@ fn target_group(name: &str, vpc: &str, tags: Tags) -> TargetGroup {
         health_check: health_check(),
         attributes: Attributes::new(),
         tags,
+        target_control_port: None,
     }
 }
 

@@ -43,6 +43,10 @@ mod jwt;
 #[path = "ingress_alb/transforms.rs"]
 mod transforms;
 
+/// `target-control-port.<service>.<port>`: the ALB target optimizer's port (issue 33).
+#[path = "ingress_alb/target_control.rs"]
+mod target_control;
+
 /// The group test's controller watches every namespace: the tests of this file run one at a time
 /// so no two controllers reconcile the same Ingress.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());

@@ -55,7 +55,6 @@ pub const INGRESS: &[Refused] = &[
     exact(ing::ACM_PCA_ARN, Degrade, "ACM certificate creation is not supported"),
     exact(ing::DRY_RUN_PLAN, Degrade, "the dry-run plan annotation is not written by this controller"),
     exact(ing::ENABLE_FRONTEND_NLB, Degrade, "a frontend NLB in front of the ALB is not implemented yet"),
-    family(ing::TARGET_CONTROL_PORT_PREFIX, Degrade, "target-control-port.* annotations are not implemented yet"),
     family(ing::FRONTEND_NLB_FAMILY, Degrade, "frontend-nlb-* annotations are not implemented yet"),
 ];
 

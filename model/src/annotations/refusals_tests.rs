@@ -13,7 +13,6 @@ fn every_refusal_has_its_decision() {
             ("acm-pca-arn", false, Degrade),
             ("dry-run-plan", false, Degrade),
             ("enable-frontend-nlb", false, Degrade),
-            ("target-control-port.", true, Degrade),
             ("frontend-nlb-", true, Degrade),
         ]
     );

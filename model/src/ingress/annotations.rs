@@ -64,6 +64,9 @@ pub struct BackendSettings {
     /// `target-node-labels`: instance targets are the nodes carrying all these labels (the
     /// binding's `nodeSelector`); ignored for ip targets, as in ALBC.
     pub target_node_labels: Option<BTreeMap<String, String>>,
+    /// `target-control-port.<service>.<port>` by (Service name, port as the backend writes it):
+    /// the ALB target optimizer's control port of that backend's target group.
+    pub target_control_ports: BTreeMap<(String, String), u16>,
 }
 
 /// Everything the annotations of one Ingress ask for.
@@ -165,6 +168,12 @@ impl BackendSettings {
             tags,
             multi_cluster_target_group: svc.multi_cluster_target_group.or(self.multi_cluster_target_group),
             target_node_labels: svc.target_node_labels.clone().or(self.target_node_labels.clone()),
+            // Key by key, the Service's win (ALBC merges the two annotation maps).
+            target_control_ports: {
+                let mut m = self.target_control_ports.clone();
+                m.extend(svc.target_control_ports.clone());
+                m
+            },
         }
     }
 }
@@ -225,7 +234,27 @@ pub(super) fn backend(r: &mut Reader<'_>, unsupported: &mut Vec<Unsupported>) ->
         tags: user_tags(r, k::TAGS, unsupported),
         multi_cluster_target_group: r.bool(k::MULTI_CLUSTER_TARGET_GROUP),
         target_node_labels: r.map(k::TARGET_NODE_LABELS),
+        target_control_ports: target_control_ports(r),
     }
+}
+
+/// `target-control-port.<service>.<port>: "<1-65535>"`.
+fn target_control_ports(r: &mut Reader<'_>) -> BTreeMap<(String, String), u16> {
+    let mut out = BTreeMap::new();
+    for (key, rest, raw) in r.family(k::TARGET_CONTROL_PORT_PREFIX) {
+        let Some((svc, port)) = rest.rsplit_once('.').filter(|(s, p)| !s.is_empty() && !p.is_empty()) else {
+            let want = format!("a key of the form {}<service>.<port>", r.key(k::TARGET_CONTROL_PORT_PREFIX));
+            r.fail(key.as_str(), raw, want);
+            continue;
+        };
+        match raw.trim().parse::<u16>() {
+            Ok(p) if p > 0 => {
+                out.insert((svc.to_string(), port.to_string()), p);
+            }
+            _ => r.fail(key.as_str(), raw, "a port from 1 to 65535"),
+        }
+    }
+    out
 }
 
 /// The ALB annotations of a backend Service (only the Ingress,Service-located ones mean anything

@@ -133,13 +133,18 @@ fn unsupported_and_unknown_are_listed() {
         ("healthcheck-pth", "/"),
     ]);
     let keys: Vec<&str> = s.unsupported.iter().map(|u| u.key.as_str()).collect();
-    assert_eq!(keys.len(), 4, "{keys:?}");
+    assert_eq!(keys.len(), 3, "{keys:?}");
     assert!(s.unsupported.iter().all(|u| !u.reason.is_empty()));
     assert!(s.fail_closed().is_empty(), "no refused annotation is security-relevant any more: {keys:?}");
     // Implemented: read, not refused.
     assert_eq!(s.waf_classic_acl_id.as_deref(), Some("x"));
     assert_eq!(s.shield_advanced_protection, Some(true));
+    assert_eq!(s.backend.target_control_ports, BTreeMap::from([(("svc".to_string(), "80".to_string()), 3000)]));
     assert_eq!(s.unknown, [full_key("healthcheck-pth")]);
+    for (key, value) in [("target-control-port.svc.80", "0"), ("target-control-port.svc", "3000")] {
+        let e = parse(&[(key, value)]).unwrap_err().to_string();
+        assert!(e.contains(key) && (e.contains("from 1 to 65535") || e.contains("<service>.<port>")), "{e}");
+    }
     let reserved = ok(&[(k::TAGS, "elbv2.k8s.aws/cluster=x,team=a")]);
     assert_eq!(reserved.backend.tags.len(), 1);
     assert_eq!(reserved.unsupported.len(), 1);

@@ -458,6 +458,7 @@ fn target_group(
         unhealthy_threshold: hc.unhealthy_threshold.unwrap_or(HC_UNHEALTHY),
     };
     let port_as_written = port_text(&key.backend.port);
+    let control_port = s.target_control_ports.get(&(key.backend.service.clone(), port_as_written.clone())).copied();
     let name = naming::ingress_target_group_name(&IngressTargetGroupNameInputs {
         cluster: &b.ctx.cluster_name,
         group_id: &b.stack_id,
@@ -471,6 +472,7 @@ fn target_group(
         target_type: if instance { "instance" } else { "ip" },
         protocol: protocol.as_aws(),
         protocol_version: &version,
+        target_control_port: control_port,
     });
     b.problems.extend(external_tag_problems(&s.tags, b.ctx, &full_key(k::TAGS), &at));
     let ip_type = if view.ipv6 { TgIpAddressType::Ipv6 } else { TgIpAddressType::Ipv4 };
@@ -481,6 +483,10 @@ fn target_group(
         };
         let mut ingress = vec![tcp(target_port.clone())];
         if let HealthCheckPort::Port(p) = hc_port {
+            ingress.push(tcp(IntOrString::Int(i32::from(p))));
+        }
+        // The target optimizer's agent in the pod takes the ALB's control traffic there.
+        if let Some(p) = control_port {
             ingress.push(tcp(IntOrString::Int(i32::from(p))));
         }
         TargetGroupBindingNetworking { ingress }
@@ -525,6 +531,7 @@ fn target_group(
         health_check,
         attributes: s.target_group_attributes.clone().unwrap_or_default(),
         tags: b.tagger().tags(&key.resource_id(), &s.tags),
+        target_control_port: control_port,
     };
     Some((tg, binding))
 }

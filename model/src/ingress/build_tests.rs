@@ -697,3 +697,23 @@ fn outpost_and_ipam_pools_are_group_wide_and_a_pool_aws_cannot_change_is_warned_
     let err = build(&g, &[one("shop/a", "ipam-pool-1"), one("shop/b", "ipam-pool-2")], &svcs, &ctx()).unwrap_err();
     assert!(err.to_string().contains("conflicting alb.ingress.kubernetes.io/ipam-ipv4-pool-id"), "{err}");
 }
+
+/// ALBC `target-control-port.${serviceName}.${servicePort}`: the backend's target group carries
+/// the port (hashed into its name, so a change is a new group) and the binding opens it to the
+/// ALB's security group; another backend is untouched.
+#[test]
+fn a_target_control_port_is_set_on_its_backends_group_and_opened_to_the_alb() {
+    let plain = build(&implicit("shop", "web"), &[web(&[IP])], &echo(), &ctx()).unwrap();
+    let control = ("target-control-port.echo-server.80", "3000");
+    let st = build(&implicit("shop", "web"), &[web(&[IP, control])], &echo(), &ctx()).unwrap();
+    let [tg] = st.stack.target_groups.as_slice() else { panic!() };
+    assert_eq!(tg.target_control_port, Some(3000));
+    assert_ne!(tg.name, plain.stack.target_groups[0].name, "a new group: AWS cannot change the port");
+    let ports: Vec<_> =
+        st.bindings[0].spec.networking.as_ref().unwrap().ingress.iter().map(|r| r.ports[0].port.clone()).collect();
+    assert_eq!(ports, [Some(IntOrString::Int(8080)), Some(IntOrString::Int(3000))]);
+    // Another Service's (or port's) key does not apply here.
+    let other =
+        build(&implicit("shop", "web"), &[web(&[IP, ("target-control-port.other.80", "3000")])], &echo(), &ctx());
+    assert_eq!(other.unwrap().stack.target_groups[0], plain.stack.target_groups[0]);
+}

@@ -202,6 +202,10 @@ pub struct TargetGroup {
     pub health_check: HealthCheck,
     pub attributes: Attributes,
     pub tags: Tags,
+    /// ALB target optimizer: the port its agent in the pod and the ALB talk on
+    /// (`target-control-port.*`). Fixed at creation: part of an Ingress target group's name, so a
+    /// change makes a new group.
+    pub target_control_port: Option<u16>,
 }
 
 /// A target group as a desired listener or rule refers to it: by name in a desired stack

@@ -176,11 +176,14 @@ pub struct IngressTargetGroupNameInputs<'a> {
     pub protocol: &'a str,
     /// `HTTP1`, `HTTP2` or `GRPC`.
     pub protocol_version: &'a str,
+    /// `target-control-port.*` (hashed only when set, as ALBC).
+    pub target_control_port: Option<u16>,
 }
 
 /// Target group name of an Ingress backend; ALBC names the TargetGroupBinding after it too.
 pub fn ingress_target_group_name(i: &IngressTargetGroupNameInputs<'_>) -> String {
     let tg_port = i.target_group_port.to_string();
+    let control = i.target_control_port.map(|p| p.to_string()).unwrap_or_default();
     let hash = hash_hex([
         i.cluster,
         i.group_id,
@@ -192,6 +195,7 @@ pub fn ingress_target_group_name(i: &IngressTargetGroupNameInputs<'_>) -> String
         i.target_type,
         i.protocol,
         i.protocol_version,
+        control.as_str(),
     ]);
     k8s_name(i.service_namespace, i.service_name, &hash)
 }
@@ -283,8 +287,12 @@ mod tests {
             target_type: "ip",
             protocol: "HTTP",
             protocol_version: "HTTP1",
+            target_control_port: None,
         };
         assert_eq!(ingress_target_group_name(&i), "k8s-shop-echoserv-4d96c8a373");
+        // A target control port is hashed last: sha256(... + "HTTP1" + "3000").
+        let control = IngressTargetGroupNameInputs { target_control_port: Some(3000), ..i.clone() };
+        assert_eq!(ingress_target_group_name(&control), "k8s-shop-echoserv-bbb59e2502");
         let grpc = IngressTargetGroupNameInputs {
             group_id: "shop/web",
             service_port: "http",

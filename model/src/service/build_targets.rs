@@ -340,6 +340,7 @@ fn target_group(
         health_check,
         attributes,
         tags: b.tags(&service_target_group_resource_id(b.namespace, b.name, port)),
+        target_control_port: None,
     };
     Some((tg, binding))
 }

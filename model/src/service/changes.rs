@@ -216,6 +216,7 @@ mod tests {
             },
             attributes: Default::default(),
             tags: Tags::from([(resource_tag_key(SERVICE_TAG_PREFIX), "default/echo:80".into())]),
+            target_control_port: None,
         };
         let mut cur = stack(Scheme::Internal, "n");
         cur.target_groups = vec![tg("k8s-old", Protocol::Tcp)];

@@ -463,6 +463,10 @@ fn immutable_check(want: &TargetGroup, have: &TargetGroup) -> Result<(), PlanErr
         let show = |v: &Option<String>| v.clone().unwrap_or_else(|| "(none)".into());
         return conflict("protocol version", show(&have.protocol_version), show(&want.protocol_version));
     }
+    if want.target_control_port != have.target_control_port {
+        let show = |p: Option<u16>| p.map_or_else(|| "(none)".to_string(), |p| p.to_string());
+        return conflict("target control port", show(have.target_control_port), show(want.target_control_port));
+    }
     Ok(())
 }
 

@@ -46,6 +46,7 @@ fn random_tg(rng: &mut fastrand::Rng) -> TargetGroup {
         health_check: hc,
         attributes: random_attrs(rng, &["deregistration_delay.timeout_seconds", "preserve_client_ip.enabled"]),
         tags: random_tags(rng),
+        target_control_port: None,
     }
 }
 

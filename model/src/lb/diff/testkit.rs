@@ -40,6 +40,7 @@ pub fn tg(name: &str, port: u16) -> TargetGroup {
         health_check: health_check(),
         attributes: Attributes::new(),
         tags: tags(&[("service.k8s.aws/stack", "ns/svc")]),
+        target_control_port: None,
     }
 }
 
