@@ -179,7 +179,7 @@ pub fn build_group_stack(
     let acl_name = exclusive(members, k::WAFV2_ACL_NAME, |m| m.settings.wafv2_acl_name.clone(), &mut problems);
     if acl_arn.is_some() && acl_name.is_some() {
         warnings.push(format!(
-            "IngressGroup {stack_id}: both {} and {} are set; the ARN is used, the name ignored",
+            "IngressGroup {stack_id}: both {} and {} are set; the name is used, the ARN ignored (as ALBC)",
             full_key(k::WAFV2_ACL_ARN),
             full_key(k::WAFV2_ACL_NAME)
         ));
@@ -192,10 +192,11 @@ pub fn build_group_stack(
             |m| m.settings.minimum_capacity_units,
             &mut problems,
         ),
-        web_acl: acl_arn
+        // ALBC: a name (annotation or IngressClassParams) wins over any ARN.
+        web_acl: acl_name
             .as_deref()
-            .map(WebAclWanted::from_arn)
-            .or_else(|| acl_name.as_deref().map(WebAclWanted::from_name)),
+            .map(WebAclWanted::from_name)
+            .or_else(|| acl_arn.as_deref().map(WebAclWanted::from_arn)),
         waf_classic_acl: exclusive(members, k::WAF_ACL_ID, |m| m.settings.waf_classic_acl_id.clone(), &mut problems)
             .as_deref()
             .map(WafClassicWanted::from_id),

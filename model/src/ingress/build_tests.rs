@@ -365,8 +365,8 @@ fn web_acl_and_minimum_capacity_become_extras() {
     assert_eq!(extras(&[("wafv2-acl-arn", "none")]).web_acl, Some(WebAclWanted::Disassociate));
     assert_eq!(extras(&[("wafv2-acl-name", "shop-acl")]).web_acl, Some(WebAclWanted::Name("shop-acl".into())));
     let both = build(&g, &[web(&[("wafv2-acl-arn", arn), ("wafv2-acl-name", "x")])], &echo(), &ctx()).unwrap();
-    assert_eq!(both.extras.web_acl, Some(WebAclWanted::Arn(arn.into())));
-    assert!(both.warnings.iter().any(|w| w.contains("the ARN is used, the name ignored")), "{:?}", both.warnings);
+    assert_eq!(both.extras.web_acl, Some(WebAclWanted::Name("x".into())), "ALBC: the name wins");
+    assert!(both.warnings.iter().any(|w| w.contains("the name is used, the ARN ignored")), "{:?}", both.warnings);
     let cap = extras(&[("minimum-load-balancer-capacity", "CapacityUnits=100")]);
     assert_eq!(cap.minimum_capacity_units, Some(100));
 }
