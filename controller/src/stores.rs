@@ -354,8 +354,7 @@ fn on_service_event(t: &Triggers, tgbs: &Store<TargetGroupBinding>, ev: CacheEve
     let (ns, name) = (s.namespace().unwrap_or_default(), s.name_any());
     t.weighted.lock().expect("trigger lock").update(&ns, &name, annotations);
     let wake = || -> Wake {
-        let (t, tgbs) = (t.clone(), tgbs.clone());
-        let (key, ns, name) = (key_of(s), s.namespace().unwrap_or_default(), s.name_any());
+        let (t, tgbs, key) = (t.clone(), tgbs.clone(), key_of(s));
         Box::new(move || {
             tracing::debug!(service = %key, event = ?ev, "Service changed what its readers read; waking them");
             t.send_service(ObjectRef::new(&name).within(&ns));

@@ -233,7 +233,7 @@ impl StackOwner for ServiceOwner<'_> {
         c.default_target_type = cfg.select.default_target_type;
         // The other Services `actions.*` forwards to, from the cache (their changes wake this one).
         let ns = self.svc.namespace().unwrap_or_default();
-        for name in lbc_model::service::actions::referenced_services(self.svc.annotations()) {
+        for name in lbc_model::service::actions::service_names(self.settings.forwards.values()) {
             if let Some(s) = self.ctx.io.base.stores.service(&ns, &name) {
                 c.backend_services.insert(name, s.as_ref().clone());
             }

@@ -143,13 +143,21 @@ pub fn parse_forward(raw: &str) -> Result<NlbForward, String> {
 /// besides the Service itself, and so whose changes wake it.
 pub fn referenced_services(annotations: &BTreeMap<String, String>) -> BTreeSet<String> {
     let prefix = full_key(k::ACTIONS_PREFIX);
-    annotations
+    let forwards: Vec<NlbForward> = annotations
         .iter()
         .filter(|(key, _)| key.starts_with(&prefix))
         .filter_map(|(_, raw)| parse_forward(raw).ok())
-        .flat_map(|f| f.targets)
-        .filter_map(|t| match t.backend {
-            ForwardBackend::Service { name, .. } => Some(name),
+        .collect();
+    service_names(&forwards)
+}
+
+/// The other Services these forwards name.
+pub fn service_names<'a>(forwards: impl IntoIterator<Item = &'a NlbForward>) -> BTreeSet<String> {
+    forwards
+        .into_iter()
+        .flat_map(|f| &f.targets)
+        .filter_map(|t| match &t.backend {
+            ForwardBackend::Service { name, .. } => Some(name.clone()),
             ForwardBackend::Arn(_) => None,
         })
         .collect()

@@ -127,7 +127,7 @@ pub(super) fn subnet_mappings(b: &mut Ctx<'_>) -> Vec<SubnetMapping> {
             && dualstack
             && source_nat
         {
-            if let Some(net) = prefix.parse::<IpNet>().ok().filter(|_| prefix != SOURCE_NAT_AUTO_ASSIGNED) {
+            if let Ok(net) = prefix.parse::<IpNet>() {
                 let cidrs: Vec<IpNet> = subnet.ipv6_cidrs.iter().filter_map(|c| c.parse().ok()).collect();
                 if !cidrs.iter().any(|c| c.contains(&net.addr())) {
                     b.problems.push(format!(

@@ -52,6 +52,19 @@ pub(crate) struct Targets {
     pub bindings: Vec<TargetGroupBindingTemplate>,
 }
 
+impl Targets {
+    /// Adds a target group and its binding unless one of that name is there (two listeners may
+    /// forward to the same Service port); returns the name.
+    fn add(&mut self, tg: TargetGroup, binding: TargetGroupBindingTemplate) -> String {
+        let name = tg.name.clone();
+        if !self.target_groups.iter().any(|x| x.name == name) {
+            self.target_groups.push(tg);
+            self.bindings.push(binding);
+        }
+        name
+    }
+}
+
 pub(crate) fn build(b: &mut Ctx<'_>, sg: &SgMode) -> Targets {
     let mut out = Targets { listeners: Vec::new(), target_groups: Vec::new(), bindings: Vec::new() };
     let ports: Vec<ServicePort> = b.svc.spec.as_ref().and_then(|s| s.ports.clone()).unwrap_or_default();
@@ -87,12 +100,8 @@ pub(crate) fn build(b: &mut Ctx<'_>, sg: &SgMode) -> Targets {
         let tg_protocol = if tls && b.s.backend_protocol == BackendProtocol::Ssl { Protocol::Tls } else { base };
         let Some((tg, binding)) = target_group(b, primary, &group, port, tg_protocol, sg) else { continue };
         used_listener_keys.insert((listener_protocol, port));
-        let mut forward =
-            vec![WeightedTargetGroup { target_group: TargetGroupRef::Name(tg.name.clone()), weight: None }];
-        if !out.target_groups.iter().any(|x| x.name == tg.name) {
-            out.target_groups.push(tg);
-            out.bindings.push(binding);
-        }
+        let own = TargetGroupRef::Name(out.add(tg, binding));
+        let mut forward = vec![WeightedTargetGroup { target_group: own, weight: None }];
         let mut stickiness_seconds = None;
         if let Some(f) = b.s.forwards.get(&(listener_protocol, port)) {
             used_forward_keys.insert((listener_protocol, port));
@@ -112,12 +121,7 @@ pub(crate) fn build(b: &mut Ctx<'_>, sg: &SgMode) -> Targets {
                         let Some((btg, bbinding)) = backend_target_group(b, &key, name, svc_port, protocol, sg) else {
                             continue;
                         };
-                        let name = btg.name.clone();
-                        if !out.target_groups.iter().any(|x| x.name == name) {
-                            out.target_groups.push(btg);
-                            out.bindings.push(bbinding);
-                        }
-                        TargetGroupRef::Name(name)
+                        TargetGroupRef::Name(out.add(btg, bbinding))
                     }
                 };
                 forward.push(WeightedTargetGroup { target_group, weight: t.weight });
