@@ -244,6 +244,7 @@ fn describe(t: &Target, az: Option<&str>) -> TargetDescription {
         .id(t.ip.to_string())
         .port(i32::from(t.port))
         .set_availability_zone(az.map(str::to_string))
+        .set_quic_server_id(t.quic.map(|id| id.to_string()))
         .build()
 }
 
@@ -378,7 +379,9 @@ impl ElbV2 for SdkElbV2 {
             let (Ok(ip), Ok(port)) = (id.parse(), u16::try_from(port)) else {
                 continue;
             };
-            res.push(RegisteredTarget { target: Target::new(ip, port), health: health_of(d) });
+            // A QUIC target's server ID is part of its identity (`Target::quic`).
+            let quic = t.quic_server_id().and_then(|q| lbc_model::target::QuicServerId::parse_aws(q).ok());
+            res.push(RegisteredTarget { target: Target { ip, port, quic }, health: health_of(d) });
         }
         Ok(res)
     }

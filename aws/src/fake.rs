@@ -190,7 +190,34 @@ impl ElbV2 for FakeElbV2 {
     async fn register_targets(&self, arn: &str, targets: &[Target], _az: Option<&str>) -> Result<(), AwsError> {
         let mut s = self.enter("RegisterTargets", arn, targets.len())?;
         let initial = s.initial_state.unwrap_or(HealthState::Healthy);
+        let protocol = s.groups.get(arn).and_then(|g| g.protocol.clone()).unwrap_or_default();
+        let quic = protocol == "QUIC" || protocol == "TCP_QUIC";
+        // As AWS: a QUIC group's targets need a server ID, and no other group's may have one.
+        if let Some(t) = targets.iter().find(|t| t.quic.is_some() != quic) {
+            return Err(AwsError {
+                kind: ErrorKind::Invalid,
+                service: "elasticloadbalancing",
+                operation: "RegisterTargets",
+                code: Some("ValidationError".into()),
+                message: match quic {
+                    true => format!("target {t} of {protocol} target group {arn} needs a QuicServerId"),
+                    false => format!("QuicServerId is only valid for QUIC and TCP_QUIC target groups ({t})"),
+                },
+                status: None,
+            });
+        }
         let m = s.targets.get_mut(arn).ok_or_else(|| Self::not_found("RegisterTargets", arn))?;
+        // AWS keys registrations by (Id, Port) and cannot change a registered target's server ID.
+        if let Some(t) = targets.iter().find(|t| m.keys().any(|r| (r.ip, r.port) == (t.ip, t.port) && r != *t)) {
+            return Err(AwsError {
+                kind: ErrorKind::Invalid,
+                service: "elasticloadbalancing",
+                operation: "RegisterTargets",
+                code: Some("ValidationError".into()),
+                message: format!("target {t} is registered with another server ID; deregister it first"),
+                status: None,
+            });
+        }
         for t in targets {
             m.insert(*t, TargetHealth::new(initial));
         }

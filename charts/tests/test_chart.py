@@ -191,6 +191,11 @@ def test_template(helm, tmp_path, case):
     assert mpod["namespaceSelector"]["matchExpressions"] == [
         {"key": "elbv2.k8s.aws/pod-readiness-gate-inject", "operator": "In", "values": ["enabled"]}]
     assert {"mtargetgroupbinding.elbv2.k8s.aws", "vtargetgroupbinding.elbv2.k8s.aws"} <= set(hooks)
+    quic = hooks["quicid.elbv2.k8s.aws"]
+    assert quic["failurePolicy"] == "Fail" and quic["clientConfig"]["service"]["path"] == "/mutate-v1-pod-server-id"
+    assert quic["namespaceSelector"]["matchExpressions"] == [
+        {"key": "elbv2.k8s.aws/quic-server-id-inject", "operator": "In", "values": ["enabled"]}]
+    assert quic["objectSelector"] == mpod["objectSelector"], "the controller's own pods are never mutated"
     paths = {w["clientConfig"]["service"]["path"] for w in hooks.values()}
     assert {"/mutate-v1-pod", "/mutate-elbv2-k8s-aws-v1beta1-targetgroupbinding",
             "/validate-elbv2-k8s-aws-v1beta1-targetgroupbinding"} <= paths

@@ -316,6 +316,12 @@ pub struct Args {
     #[arg(long, default_value = "service.k8s.aws/nlb")]
     pub load_balancer_class: String,
 
+    /// The environment variable the pod webhook (/mutate-v1-pod-server-id) gives each container
+    /// named by a pod's `service.beta.kubernetes.io/aws-load-balancer-quic-enabled-containers`
+    /// annotation, holding its QUIC server ID, and that QUIC target groups read it from (ALBC flag).
+    #[arg(long, default_value = lbc_model::wire::DEFAULT_QUIC_ENV)]
+    pub quic_environment_variable_name: String,
+
     /// The `kubernetes.io/ingress.class` annotation value this controller answers to (ALBC flag).
     #[arg(long, default_value = "alb")]
     pub ingress_class: String,

@@ -16,6 +16,7 @@ mod leader;
 mod mem_bench;
 mod metrics;
 mod networking;
+mod quic_worker_ids;
 mod records;
 mod run;
 mod schedule;

@@ -384,6 +384,7 @@ fn run(s: &Sizes) -> f64 {
         gate: &gate,
         pod: |name: &str| pods.get(NS, name),
         node: |_: &str| Some(NodeReadiness::Ready),
+        quic: false,
     };
     let desired = desired_targets(svc_slices.iter().map(Arc::as_ref), &input);
     let desired_bytes = since(start);

@@ -361,12 +361,19 @@ impl Metrics {
         let _ = self.targets_outside_vpc.get_or_create(labels);
     }
 
+    /// `n` targets of QUIC binding `namespace/name` left out for want of a server ID.
+    pub fn quic_target_missing_server_id(&self, namespace: &str, name: &str, n: usize) {
+        let labels = TgbLabels { namespace: namespace.to_string(), name: name.to_string() };
+        self.albc.quic_missing_server_id.get_or_create(&labels).inc_by(n as u64);
+    }
+
     /// A binding is gone: its per-binding series go too (else every deleted binding's series stays
     /// exported until the process restarts).
     pub fn forget_binding(&self, labels: &TgbLabels) {
         self.deregister_all_refused.remove(labels);
         self.targets_outside_vpc.remove(labels);
         self.readiness_gate_ready.remove(labels);
+        self.albc.quic_missing_server_id.remove(labels);
         for state in TARGET_STATES {
             self.targets.remove(&TargetStateLabels {
                 namespace: labels.namespace.clone(),
@@ -632,6 +639,19 @@ mod tests {
             talkers,
             ["awslbc_controller_top_talkers{controller=\"targetgroupbinding\",namespace=\"ns\",name=\"d\"} 1"]
         );
+    }
+
+    #[test]
+    fn quic_targets_without_a_server_id_are_counted_under_albcs_exact_name_and_type() {
+        let m = Metrics::new();
+        m.quic_target_missing_server_id("ns", "h3", 2);
+        m.quic_target_missing_server_id("ns", "h3", 1);
+        let text = m.encode();
+        assert!(text.contains("# TYPE awslbc_quic_target_missing_server_id counter\n"), "{text}");
+        assert_eq!(sample(&text, "awslbc_quic_target_missing_server_id{namespace=\"ns\",name=\"h3\"}"), Some(3.0));
+        assert!(!text.contains("awslbc_quic_target_missing_server_id_total"), "client_golang adds no suffix");
+        m.forget_binding(&TgbLabels { namespace: "ns".into(), name: "h3".into() });
+        assert!(!m.encode().contains("awslbc_quic_target_missing_server_id{"), "series gone with the binding");
     }
 
     #[test]

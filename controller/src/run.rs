@@ -40,6 +40,7 @@ pub async fn run(mut args: Args, albc_only: Vec<lbc_model::compat::GivenFlag>) -
         lbc_model::vpc::VpcSource::from_flags(&args.aws_vpc_id, &args.aws_vpc_tags).map_err(anyhow::Error::msg)?;
     // ALBC's gates and ALBC-only flags: each one not honoured is said once here, or stops the start.
     let (gates, albc_warnings) = crate::args::assess_albc(&args, &albc_only).map_err(anyhow::Error::msg)?;
+    lbc_model::wire::set_quic_env_name(&args.quic_environment_variable_name).map_err(anyhow::Error::msg)?;
     let tenancy = Arc::new(args.tenancy()?);
     tracing::info!(mode = %tenancy.mode(), policy = %args.tenancy_policy_file, "tenancy (docs/security.md)");
     if tenancy.mode() == lbc_model::tenancy::TenancyMode::Strict {
@@ -253,7 +254,10 @@ pub async fn run(mut args: Args, albc_only: Vec<lbc_model::compat::GivenFlag>) -
     ));
     let service_ctx = Arc::new(crate::service::ServiceCtx::new(ctx.clone(), &aws, service_cfg, backend_sg));
 
-    let webhook = spawn_webhook(&args, &ctx, &health, webhook_elb, &metrics, serving, shutdown_rx.clone());
+    let worker_ids = Arc::new(crate::quic_worker_ids::ConfigMapWorkerIds::new(client.clone()));
+    let quic = lbc_webhook::quic::QuicInjector::new(args.quic_environment_variable_name.clone(), worker_ids);
+    let deps = WebhookDeps { elb: webhook_elb, serving, quic };
+    let webhook = spawn_webhook(&args, &ctx, &health, deps, &metrics, shutdown_rx.clone());
 
     let stopping = health.stopping.clone();
     tokio::spawn(async move {
@@ -463,6 +467,15 @@ fn ingress_config(
     }
 }
 
+/// What the webhook server is built on besides the caches and flags.
+struct WebhookDeps {
+    /// The webhook's own ELBv2 clients (its own throttle budget).
+    elb: Arc<dyn ElbV2ByRole>,
+    /// The controller-managed serving pair, when the controller manages it.
+    serving: Option<lbc_webhook::ServingCert>,
+    quic: lbc_webhook::quic::QuicInjector,
+}
+
 /// Serves the admission webhooks on every replica (leader or not), with the pair of `managed`
 /// (controller-managed mode) or from the certificate files. Without certificate files the
 /// controllers still run and the log says the webhook server is off.
@@ -470,11 +483,11 @@ fn spawn_webhook(
     args: &Args,
     ctx: &Context,
     health: &Health,
-    elb: Arc<dyn ElbV2ByRole>,
+    deps: WebhookDeps,
     metrics: &Metrics,
-    managed: Option<lbc_webhook::ServingCert>,
     shutdown: watch::Receiver<bool>,
 ) -> tokio::task::JoinHandle<()> {
+    let WebhookDeps { elb, serving: managed, quic } = deps;
     let view = crate::webhook_view::StoresView { stores: ctx.stores.clone(), synced: health.caches_synced.clone() };
     let config = lbc_webhook::WebhookConfig {
         pod_readiness_gate_inject: args.enable_pod_readiness_gate_inject,
@@ -485,7 +498,7 @@ fn spawn_webhook(
         tenancy: ctx.cfg.tenancy.clone(),
         ..Default::default()
     };
-    let state = Arc::new(lbc_webhook::WebhookState::new(Arc::new(view), elb, config));
+    let state = Arc::new(lbc_webhook::WebhookState::new(Arc::new(view), elb, config).with_quic(quic));
     metrics.with_registry(|r| state.metrics().register(r));
     let dir = std::path::PathBuf::from(&args.webhook_cert_dir);
     let source = match managed {

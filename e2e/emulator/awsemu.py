@@ -42,6 +42,7 @@ import jwt_patches  # next to this file
 import listener_patches  # next to this file
 import mtls_patches  # next to this file
 import transform_patches  # next to this file
+import quic_patches  # next to this file
 import shield_patches  # next to this file
 import wafregional_patches  # next to this file
 import wafv2_patches  # next to this file
@@ -157,16 +158,19 @@ def install_elbv2_patches() -> None:
     class EmuHealthStatus:
         """Same attributes as moto's FakeHealthStatus (what the serializer reads), plus AvailabilityZone."""
 
-        def __init__(self, target_id, port, health_port, status, reason=None, description=None, az=None):
+        def __init__(self, target_id, port, health_port, status, reason=None, description=None, az=None,
+                     quic=None):
             self.instance_id, self.port, self.health_check_port = target_id, port, health_port
             self.status, self.reason, self.description = status, reason, description
-            self.availability_zone = az
+            self.availability_zone, self.quic_server_id = az, quic
 
         @property
         def target(self) -> dict[str, Any]:
             out: dict[str, Any] = {"Id": self.instance_id, "Port": self.port}
             if self.availability_zone:
                 out["AvailabilityZone"] = self.availability_zone
+            if self.quic_server_id:
+                out["QuicServerId"] = self.quic_server_id
             return out
 
         @property
@@ -200,6 +204,7 @@ def install_elbv2_patches() -> None:
                     continue
                 draining.pop(key, None)  # re-registering cancels draining and restarts at `initial`
                 self.targets[key] = {"Id": t["Id"], "Port": port, "AvailabilityZone": t.get("AvailabilityZone"),
+                                     "QuicServerId": t.get("QuicServerId"),
                                      "registered_at": now, "registered_unix": time.time()}
                 self.deregistered_targets.pop(key, None)
 
@@ -237,7 +242,7 @@ def install_elbv2_patches() -> None:
             d_reason, d_desc = DEFAULT_REASONS.get(state, (None, None))
             return EmuHealthStatus(entry["Id"], entry["Port"], tg.health_check_port, state,
                                    reason if reason is not None else d_reason,
-                                   desc if desc is not None else d_desc, az)
+                                   desc if desc is not None else d_desc, az, entry.get("QuicServerId"))
 
         if pol.get("force"):
             return mk(pol["force"], pol.get("reason"), pol.get("description"))
@@ -257,7 +262,7 @@ def install_elbv2_patches() -> None:
     def _status_draining(tg: Any, entry: dict[str, Any]) -> Any:
         r, d = DEFAULT_REASONS["draining"]
         return EmuHealthStatus(entry["Id"], entry["Port"], tg.health_check_port, "draining", r, d,
-                               entry.get("AvailabilityZone"))
+                               entry.get("AvailabilityZone"), entry.get("QuicServerId"))
 
     def statuses_for(tg: Any, requested: list[dict[str, Any]] | None, ec2_backend: Any) -> list[Any]:
         with TG_LOCK:
@@ -1016,6 +1021,7 @@ def main(argv: list[str] | None = None) -> None:
     acm_patches.install()
     wafv2_patches.install()
     shield_patches.install()
+    quic_patches.install()
     install_ec2_patches()
     app = App(serialize=not args.no_serialize)
     STATE.settings["log_calls"] = args.verbose

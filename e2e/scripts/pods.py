@@ -8,6 +8,7 @@ and only then creates the pod with the annotation lbc-e2e/pod-ip, which the kwok
 status.podIP. So the ENI exists before the controller can see the pod's endpoint.
 
   create  NS NAME --replicas N [--labels k=v,..] [--port 8080] [--port-name http] [--image IMG]
+                  [--protocol TCP|UDP] [--annotations k=v,..]
                   [--namespace-labels k=v,..] [--terminate-seconds S] [--readiness-gates G,..]
                   [--no-wait] [--wait-ready]
   scale   NS NAME --replicas N        add pods after the highest index / delete the highest indices
@@ -222,11 +223,11 @@ class Helper:
         self.ensure_eni(ns, set_name, name, ip, node)
         container: dict = {"name": "app", "image": tmpl.get("image") or DEFAULT_IMAGE}
         if tmpl.get("port"):
-            port = {"containerPort": int(tmpl["port"]), "protocol": "TCP"}
+            port = {"containerPort": int(tmpl["port"]), "protocol": tmpl.get("protocol") or "TCP"}
             if tmpl.get("port_name"):
                 port["name"] = tmpl["port_name"]
             container["ports"] = [port]
-        annotations = {ANN_TEMPLATE: json.dumps(tmpl, sort_keys=True), ANN_POD_IP: ip}
+        annotations = {**tmpl.get("annotations", {}), ANN_TEMPLATE: json.dumps(tmpl, sort_keys=True), ANN_POD_IP: ip}
         if tmpl.get("terminate_seconds") is not None:
             annotations[ANN_TERMINATE] = str(tmpl["terminate_seconds"])
         body = {
@@ -294,6 +295,10 @@ def cmd_create(h: Helper, a) -> None:
     h.kube.ensure_namespace(a.namespace, parse_kv(a.namespace_labels))
     tmpl = {"labels": parse_kv(a.labels) or {"app": a.name}, "port": a.port, "port_name": a.port_name,
             "image": a.image, "grace_seconds": a.grace_seconds}
+    if a.protocol != "TCP":
+        tmpl["protocol"] = a.protocol
+    if a.annotations:
+        tmpl["annotations"] = parse_kv(a.annotations)
     if a.readiness_gates:
         tmpl["readiness_gates"] = [g.strip() for g in a.readiness_gates.split(",") if g.strip()]
     if a.terminate_seconds is not None:
@@ -436,6 +441,8 @@ def main() -> None:
     sp.add_argument("--labels", help="pod labels k=v,.. (default app=NAME)")
     sp.add_argument("--port", type=int, default=8080)
     sp.add_argument("--port-name", default="http")
+    sp.add_argument("--protocol", default="TCP", choices=["TCP", "UDP"], help="the container port's protocol")
+    sp.add_argument("--annotations", help="pod annotations k=v,.. (the container is named app)")
     sp.add_argument("--image", default=DEFAULT_IMAGE)
     sp.add_argument("--namespace-labels", help="labels to put on the namespace k=v,..")
     sp.add_argument("--grace-seconds", type=int, default=30, help="terminationGracePeriodSeconds")

@@ -192,21 +192,34 @@ pub fn owned_after<'a>(
     next
 }
 
-/// The owned-target ConfigMap value (`targets` key: comma-separated `ip:port`, as ALBC keeps it);
-/// entries that are not a target are skipped.
+/// The owned-target ConfigMap value (`targets` key: comma-separated `ip:port`, and
+/// `ip:port:0x<server ID>` for QUIC targets, as ALBC keeps it); entries that are not a target are
+/// skipped.
 pub fn parse_owned_targets(raw: &str) -> BTreeSet<Target> {
     raw.split(',').filter_map(|s| parse_target(s.trim())).collect()
 }
 
 /// The ConfigMap value for an owned set ([`parse_owned_targets`] reads it back).
 pub fn owned_targets_value(targets: &BTreeSet<Target>) -> String {
-    targets.iter().map(Target::to_string).collect::<Vec<_>>().join(",")
+    let one = |t: &Target| {
+        let plain = Target { quic: None, ..*t }.to_string();
+        match t.quic {
+            Some(id) => format!("{plain}:{id}"),
+            None => plain,
+        }
+    };
+    targets.iter().map(one).collect::<Vec<_>>().join(",")
 }
 
 fn parse_target(s: &str) -> Option<Target> {
+    let (rest, last) = s.rsplit_once(':')?;
+    let (s, quic) = match last.starts_with("0x") {
+        true => (rest, Some(crate::target::QuicServerId::parse_aws(last).ok()?)),
+        false => (s, None),
+    };
     let (ip, port) = s.rsplit_once(':')?;
     let ip = ip.trim_start_matches('[').trim_end_matches(']');
-    Some(Target::new(ip.parse().ok()?, port.parse().ok()?))
+    Some(Target { ip: ip.parse().ok()?, port: port.parse().ok()?, quic })
 }
 
 // ---------------------------------------------------------------------------------------------

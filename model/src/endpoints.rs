@@ -18,7 +18,7 @@
 
 use crate::crd::TargetGroupIpAddressType;
 use crate::names::SERVICE_NAME_LABEL;
-use crate::pod::{NodeReadiness, PodInfo};
+use crate::pod::{NodeReadiness, PodInfo, QuicIdMissing};
 use crate::target::Target;
 use crate::wire::EndpointSliceWire;
 use k8s_openapi::api::core::v1::{Service, ServicePort};
@@ -147,6 +147,9 @@ fn show_port(name: Option<&str>, port: Option<i32>) -> String {
 pub struct DesiredTargets {
     pub targets: BTreeMap<Target, Option<PodRef>>,
     pub stats: EndpointStats,
+    /// Targets of a QUIC group left out for want of a server ID (AWS refuses a QUIC target
+    /// without one): the target without its ID, the pod behind it (if any) and why.
+    pub quic_missing: Vec<(Target, Option<String>, Option<QuicIdMissing>)>,
 }
 
 /// A Service port the binding names that the Service does not have.
@@ -209,6 +212,8 @@ where
     pub pod: P,
     /// Node readiness lookup by node name.
     pub node: N,
+    /// The target group speaks QUIC or TCP_QUIC: every target needs its pod's QUIC server ID.
+    pub quic: bool,
 }
 
 /// Computes the desired targets from the Service's EndpointSlices.
@@ -278,8 +283,23 @@ where
                 gated: pod.as_ref().is_some_and(|p| p.has_gate(input.gate)),
                 gate_status: pod.as_ref().and_then(|p| p.gate_status(input.gate).map(String::from)),
             });
+            let quic = match (input.quic, pod.as_ref()) {
+                (false, _) => None,
+                (true, Some(info)) => match info.quic_server_id(port) {
+                    Ok(id) => Some(Ok(id)),
+                    Err(why) => Some(Err(Some(why))),
+                },
+                (true, None) => Some(Err(None)),
+            };
             for ip in &ep.addresses {
-                out.targets.insert(Target::new(*ip, port), pod_ref.clone());
+                let target = Target::new(*ip, port);
+                match &quic {
+                    None => drop(out.targets.insert(target, pod_ref.clone())),
+                    Some(Ok(id)) => drop(out.targets.insert(target.with_quic(*id), pod_ref.clone())),
+                    Some(Err(why)) => {
+                        out.quic_missing.push((target, pod_name.map(str::to_string), why.clone()));
+                    }
+                }
             }
         }
     }
@@ -379,6 +399,7 @@ mod tests {
             gate: GATE,
             pod: |n: &str| pods.get(n).cloned().map(Arc::new),
             node: move |_: &str| Some(node),
+            quic: false,
         };
         let infos: Vec<SliceInfo> = slices.iter().map(SliceInfo::of).collect();
         desired_targets(&infos, &input)
@@ -486,6 +507,50 @@ mod tests {
         let r = d.targets.values().next().unwrap().as_ref().unwrap();
         assert_eq!(r, &PodRef { name: "p".into(), gated: true, gate_status: Some("False".into()) });
         assert_eq!(d.stats.gated, 1);
+    }
+
+    #[test]
+    fn a_quic_group_registers_each_target_with_its_pods_server_id_and_names_the_ones_without() {
+        use crate::pod::fixtures::quic;
+        let pods: HashMap<&str, PodInfo> = [
+            ("ok", PodInfo::from_pod(&quic(pod("ok", &[], &[]), &[(8443, Some("ASNFZ4mrze8="))]))),
+            ("novar", PodInfo::from_pod(&quic(pod("novar", &[], &[]), &[(8443, None)]))),
+            ("plain", PodInfo::from_pod(&pod("plain", &[], &[]))),
+        ]
+        .into();
+        let sp = ServicePort { name: None, port: 443, ..Default::default() };
+        let eps = [
+            ("10.0.1.1", "ok", Some(true), None),
+            ("10.0.1.2", "novar", Some(true), None),
+            ("10.0.1.3", "plain", Some(true), None),
+            ("10.0.1.4", "gone", Some(true), None),
+        ];
+        let s = slice("IPv4", &[(None, 8443)], &eps);
+        let slices: Vec<SliceInfo> = [&s].into_iter().map(SliceInfo::of).collect();
+        let input = EndpointInputs {
+            service_port: &sp,
+            family: TargetGroupIpAddressType::Ipv4,
+            gate: GATE,
+            pod: |n: &str| pods.get(n).cloned().map(Arc::new),
+            node: |_: &str| Some(NodeReadiness::Ready),
+            quic: true,
+        };
+        let d = desired_targets(&slices, &input);
+        assert_eq!(ips(&d), ["10.0.1.1:8443 (QUIC server ID 0x0123456789abcdef)"]);
+        let missing: Vec<(String, Option<&str>, Option<QuicIdMissing>)> =
+            d.quic_missing.iter().map(|(t, p, w)| (t.to_string(), p.as_deref(), w.clone())).collect();
+        assert_eq!(
+            missing,
+            [
+                ("10.0.1.2:8443".into(), Some("novar"), Some(QuicIdMissing::NoVariable)),
+                ("10.0.1.3:8443".into(), Some("plain"), Some(QuicIdMissing::NoAnnotation)),
+                ("10.0.1.4:8443".into(), Some("gone"), None),
+            ]
+        );
+        // The same slices for a group that is not QUIC: every target, none with an ID.
+        let plain = run(&sp, TargetGroupIpAddressType::Ipv4, &[s], &pods, NodeReadiness::Ready);
+        assert_eq!(plain.targets.len(), 4);
+        assert!(plain.targets.keys().all(|t| t.quic.is_none()) && plain.quic_missing.is_empty());
     }
 
     /// A pod without our gates is cached without facts (`PodInfo::gated` is `None`): its

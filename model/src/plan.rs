@@ -44,6 +44,10 @@ pub struct Plan {
     pub outside_vpc: Vec<IpAddr>,
     /// Registered targets left alone because another cluster registered them (multi-cluster).
     pub foreign_kept: usize,
+    /// QUIC targets held back for one pass: their address and port are registered under another
+    /// server ID, which AWS does not let a registration change. That registration is removed
+    /// by this plan and the new one made once it drains.
+    pub deferred: Vec<Target>,
 }
 
 impl Plan {
@@ -90,6 +94,10 @@ pub fn plan(input: &PlanInput<'_>) -> Result<Plan, Refusal> {
         if current.contains(t) {
             continue;
         }
+        if t.quic.is_some() && current.iter().any(|c| (c.ip, c.port) == (t.ip, t.port)) {
+            out.deferred.push(*t);
+            continue;
+        }
         if input.vpc.is_empty() || input.vpc.contains(&t.ip) {
             out.register.push(*t);
         } else if input.allow_outside_vpc {
@@ -112,7 +120,8 @@ pub fn plan(input: &PlanInput<'_>) -> Result<Plan, Refusal> {
     let wipes_all = ours_registered > 0
         && out.deregister.len() == ours_registered
         && out.register.is_empty()
-        && out.register_any_az.is_empty();
+        && out.register_any_az.is_empty()
+        && out.deferred.is_empty();
     if wipes_all && input.live_endpoints > 0 && !out.outside_vpc.is_empty() {
         return Err(Refusal::WouldDeregisterAllForOutsideVpc {
             registered: ours_registered,
@@ -174,6 +183,26 @@ mod tests {
             wanted_port: "80 (\"http\")",
             slice_ports: &[],
         }
+    }
+
+    #[test]
+    fn a_new_quic_server_id_at_a_registered_address_replaces_it_over_two_passes() {
+        let id = |n: u64| crate::target::QuicServerId(n.to_be_bytes());
+        let old = t("10.0.0.1:443").with_quic(id(1));
+        let new = t("10.0.0.1:443").with_quic(id(2));
+        let other = t("10.0.0.2:443").with_quic(id(3));
+        let v = vpc();
+        // Pass 1: the old registration goes, the new one waits (AWS cannot change a registered
+        // target's server ID); live endpoints do not make this a refused wipe.
+        let registered = BTreeMap::from([(old, HealthState::Healthy)]);
+        let mut i = input(BTreeSet::from([new]), &registered, &v);
+        i.live_endpoints = 1;
+        let p = plan(&i).unwrap();
+        assert_eq!((p.register.clone(), p.deregister.clone(), p.deferred.clone()), (vec![], vec![old], vec![new]));
+        // Pass 2: the old one drains, the new one is registered; others never wait.
+        let registered = BTreeMap::from([(old, HealthState::Draining)]);
+        let p = plan(&input(BTreeSet::from([new, other]), &registered, &v)).unwrap();
+        assert_eq!((p.register, p.deferred), (vec![new, other], vec![]));
     }
 
     #[test]

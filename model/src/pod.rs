@@ -5,7 +5,8 @@
 //! size of pod specs.
 
 use crate::names::{CONTAINERS_READY, READINESS_GATE_PREFIX, READY};
-use crate::wire::PodWire;
+use crate::target::QuicServerId;
+use crate::wire::{PodWire, QUIC_ENABLED_CONTAINERS};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use std::collections::{BTreeMap, HashSet};
@@ -30,6 +31,64 @@ pub struct PodInfo {
     /// The addresses the pod holds (`status.podIPs`): an EndpointSlice endpoint naming the pod is
     /// registered only at one of them.
     pub ips: PodIps,
+    /// `None`: the pod lacks the QUIC annotation (most pods).
+    pub quic: Option<Box<QuicIds>>,
+}
+
+/// The QUIC server IDs of a pod carrying [`crate::wire::QUIC_ENABLED_CONTAINERS`], read from its
+/// containers' server-ID variable as the upstream reads them: a port a container declares takes
+/// that container's ID, any other port the first container's that has one.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct QuicIds {
+    /// Per container with the variable, in spec order.
+    pub containers: Box<[QuicContainer]>,
+}
+
+/// A container's declared ports and its QUIC server ID (or why its value is no ID).
+pub type QuicContainer = (Box<[u16]>, Result<QuicServerId, Box<str>>);
+
+/// Why a target of a QUIC group has no server ID.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum QuicIdMissing {
+    /// The pod lacks the annotation naming its QUIC containers.
+    NoAnnotation,
+    /// The annotation is there but no container has the variable: the pod was created without
+    /// the controller's pod webhook (or with a container name the annotation does not list).
+    NoVariable,
+    /// The variable's value is no server ID.
+    Invalid(Box<str>),
+}
+
+impl std::fmt::Display for QuicIdMissing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let var = crate::wire::quic_env_name();
+        let key = crate::wire::QUIC_ENABLED_CONTAINERS;
+        match self {
+            Self::NoAnnotation => write!(
+                f,
+                "the pod lacks the annotation {key}; add it to the pod template, listing the containers serving QUIC"
+            ),
+            Self::NoVariable => write!(
+                f,
+                "no container has {var}; the pod was created before the controller's pod webhook \
+                 (/mutate-v1-pod-server-id) was in place, or the annotation {key} does not list the serving \
+                 container: fix the annotation, then restart the pods"
+            ),
+            Self::Invalid(why) => write!(f, "{var} is {why}; remove it to let the webhook mint one"),
+        }
+    }
+}
+
+impl QuicIds {
+    /// The server ID for `port`.
+    pub fn for_port(&self, port: u16) -> Result<QuicServerId, QuicIdMissing> {
+        let pick = self.containers.iter().find(|(ports, _)| ports.contains(&port)).or(self.containers.first());
+        match pick {
+            None => Err(QuicIdMissing::NoVariable),
+            Some((_, Ok(id))) => Ok(*id),
+            Some((_, Err(why))) => Err(QuicIdMissing::Invalid(why.clone())),
+        }
+    }
 }
 
 /// A pod's addresses: at most one of each family (Kubernetes allows no more), kept small since
@@ -182,14 +241,24 @@ impl PodInfo {
             });
             gates.push(GateState { condition_type: g.condition_type.into(), current });
         }
+        let quic_annotated = pod.metadata.annotations.is_some_and(|a| a.contains_key(QUIC_ENABLED_CONTAINERS));
+        let mut quic = Vec::new();
         let mut named_ports: Vec<(Box<str>, u16)> = Vec::new();
-        for p in pod.spec.containers.into_iter().flat_map(|c| c.ports) {
-            if let (Some(name), Ok(port)) = (p.name, u16::try_from(p.container_port))
-                && !named_ports.iter().any(|(n, _)| **n == *name)
-            {
-                named_ports.push((name.into(), port));
+        let sidecars = pod.spec.init_containers.into_iter().filter(|c| c.restart_policy.as_deref() == Some("Always"));
+        for c in pod.spec.containers.into_iter().chain(sidecars) {
+            if quic_annotated && let Some(value) = c.env.into_iter().find_map(|e| e.value) {
+                let ports = c.ports.iter().filter_map(|p| u16::try_from(p.container_port).ok()).collect();
+                quic.push((ports, QuicServerId::parse_env(&value).map_err(Into::into)));
+            }
+            for p in c.ports {
+                if let (Some(name), Ok(port)) = (p.name, u16::try_from(p.container_port))
+                    && !named_ports.iter().any(|(n, _)| **n == *name)
+                {
+                    named_ports.push((name.into(), port));
+                }
             }
         }
+        let quic = quic_annotated.then(|| Box::new(QuicIds { containers: quic.into() }));
         let gated = (!gates.is_empty()).then(|| {
             Box::new(GatedPod {
                 uid: pod.metadata.uid.unwrap_or_default().into(),
@@ -202,7 +271,12 @@ impl PodInfo {
             })
         });
         let ips = PodIps::parse(pod.status.pod_ips.iter().map(|p| p.ip.as_str()).chain(pod.status.pod_ip.as_deref()));
-        Self { named_ports: ports.intern(named_ports), gated, ips }
+        Self { named_ports: ports.intern(named_ports), gated, ips, quic }
+    }
+
+    /// The QUIC server ID of this pod's target at `port`.
+    pub fn quic_server_id(&self, port: u16) -> Result<QuicServerId, QuicIdMissing> {
+        self.quic.as_ref().ok_or(QuicIdMissing::NoAnnotation)?.for_port(port)
     }
 
     /// The record of a full `Pod` object, through the same decoding as the watch (tests, tools).
@@ -343,6 +417,31 @@ pub(crate) mod fixtures {
         p.metadata.deletion_timestamp = Some(Time(Default::default()));
         p
     }
+
+    /// `p` with the QUIC annotation and, per (container port, server-ID variable value), one
+    /// container (the value `None`: the container lacks the variable).
+    pub fn quic(mut p: Pod, containers: &[(i32, Option<&str>)]) -> Pod {
+        use k8s_openapi::api::core::v1::{Container, ContainerPort, EnvVar};
+        p.metadata.annotations = Some([(crate::wire::QUIC_ENABLED_CONTAINERS.to_string(), "app".to_string())].into());
+        let spec = p.spec.get_or_insert_with(Default::default);
+        spec.containers = containers
+            .iter()
+            .enumerate()
+            .map(|(i, (port, id))| Container {
+                name: format!("c{i}"),
+                ports: Some(vec![ContainerPort { container_port: *port, ..Default::default() }]),
+                env: id.map(|v| {
+                    vec![EnvVar {
+                        name: crate::wire::DEFAULT_QUIC_ENV.into(),
+                        value: Some(v.into()),
+                        ..Default::default()
+                    }]
+                }),
+                ..Default::default()
+            })
+            .collect();
+        p
+    }
 }
 
 #[cfg(test)]
@@ -352,6 +451,24 @@ mod tests {
 
     const G: &str = "target-health.elbv2.k8s.aws/web";
     const G2: &str = "target-health.elbv2.k8s.aws/api";
+
+    #[test]
+    fn quic_server_ids_are_read_per_declared_port_as_the_upstream_reads_them() {
+        let (a, b) = ("ASNFZ4mrze8=", "AAAAAAAAAAE=");
+        let info = PodInfo::from_pod(&quic(pod("q", &[], &[]), &[(443, None), (8443, Some(a)), (9443, Some(b))]));
+        let id = |p| info.quic_server_id(p).map(|i| i.to_string());
+        assert_eq!(id(8443).unwrap(), "0x0123456789abcdef");
+        assert_eq!(id(9443).unwrap(), "0x0000000000000001");
+        assert_eq!(id(443).unwrap(), "0x0123456789abcdef", "an undeclared port takes the first container's ID");
+        let none = PodInfo::from_pod(&quic(pod("n", &[], &[]), &[(443, None)]));
+        assert_eq!(none.quic_server_id(443), Err(QuicIdMissing::NoVariable));
+        let bad = PodInfo::from_pod(&quic(pod("b", &[], &[]), &[(443, Some("AQID"))]));
+        assert!(matches!(bad.quic_server_id(443), Err(QuicIdMissing::Invalid(w)) if w.contains("3 bytes")));
+        let plain = PodInfo::from_pod(&pod("p", &[], &[]));
+        assert_eq!(plain.quic_server_id(443), Err(QuicIdMissing::NoAnnotation));
+        assert!(plain.quic.is_none());
+        assert!(QuicIdMissing::NoVariable.to_string().contains("/mutate-v1-pod-server-id"));
+    }
 
     #[test]
     fn a_pod_record_keeps_its_addresses_of_each_family() {

@@ -8,7 +8,37 @@
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use serde::Deserialize;
+use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
 use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+/// The pod annotation (the upstream's key) naming the containers the pod webhook gives a QUIC
+/// server ID; a pod without it has none.
+pub const QUIC_ENABLED_CONTAINERS: &str = "service.beta.kubernetes.io/aws-load-balancer-quic-enabled-containers";
+/// The environment variable holding a container's QUIC server ID, unless
+/// `--quic-environment-variable-name` names another (the upstream's default).
+pub const DEFAULT_QUIC_ENV: &str = "AWS_LBC_QUIC_SERVER_ID";
+
+static QUIC_ENV: OnceLock<Box<str>> = OnceLock::new();
+
+/// Sets the QUIC server-ID variable the pod decoder keeps, once, before any pod is decoded
+/// (the decoder runs inside kube's watcher and cannot be handed it). An empty name, or a second
+/// different name, is refused.
+pub fn set_quic_env_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("--quic-environment-variable-name is empty; give an environment variable name".into());
+    }
+    let set = QUIC_ENV.get_or_init(|| name.into());
+    if **set != *name {
+        return Err(format!("the QUIC server-ID variable is already {set:?}, not {name:?}"));
+    }
+    Ok(())
+}
+
+/// The QUIC server-ID variable name in force.
+pub fn quic_env_name() -> &'static str {
+    QUIC_ENV.get().map_or(DEFAULT_QUIC_ENV, |s| s)
+}
 
 /// The metadata fields the caches and the watcher (resource versions) read.
 #[derive(Deserialize)]
@@ -20,6 +50,41 @@ struct MetaWire {
     resource_version: Option<String>,
     deletion_timestamp: Option<Time>,
     labels: Option<BTreeMap<String, String>>,
+    /// Only [`QUIC_ENABLED_CONTAINERS`]: other annotations (`last-applied-configuration`, …) can
+    /// be kilobytes and nothing reads them.
+    #[serde(default, deserialize_with = "quic_annotation")]
+    annotations: Option<BTreeMap<String, String>>,
+}
+
+fn quic_annotation<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<BTreeMap<String, String>>, D::Error> {
+    struct Keep;
+    impl<'de> Visitor<'de> for Keep {
+        type Value = Option<BTreeMap<String, String>>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a map of annotations")
+        }
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_none<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_some<D2: serde::Deserializer<'de>>(self, d: D2) -> Result<Self::Value, D2::Error> {
+            d.deserialize_map(self)
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut out = None;
+            while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                if key == QUIC_ENABLED_CONTAINERS {
+                    out = Some(BTreeMap::from([(key.into_owned(), map.next_value::<String>()?)]));
+                } else {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+            Ok(out)
+        }
+    }
+    d.deserialize_option(Keep)
 }
 
 fn meta<'de, D: serde::Deserializer<'de>>(d: D) -> Result<ObjectMeta, D::Error> {
@@ -31,6 +96,7 @@ fn meta<'de, D: serde::Deserializer<'de>>(d: D) -> Result<ObjectMeta, D::Error> 
         resource_version: m.resource_version,
         deletion_timestamp: m.deletion_timestamp,
         labels: m.labels,
+        annotations: m.annotations,
         ..Default::default()
     })
 }
@@ -54,6 +120,9 @@ pub struct PodSpecWire {
     pub readiness_gates: Vec<GateWire>,
     #[serde(default)]
     pub containers: Vec<ContainerWire>,
+    /// Read for sidecars (`restartPolicy: Always`), whose ports serve like a container's.
+    #[serde(default)]
+    pub init_containers: Vec<ContainerWire>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -63,9 +132,50 @@ pub struct GateWire {
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ContainerWire {
     #[serde(default)]
     pub ports: Vec<PortWire>,
+    pub restart_policy: Option<String>,
+    /// Only the QUIC server-ID variable ([`quic_env_name`]), when it has a literal value.
+    #[serde(default, deserialize_with = "quic_env")]
+    pub env: Vec<EnvWire>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct EnvWire {
+    pub name: String,
+    pub value: Option<String>,
+}
+
+fn quic_env<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<EnvWire>, D::Error> {
+    struct Keep;
+    impl<'de> Visitor<'de> for Keep {
+        type Value = Vec<EnvWire>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a list of environment variables")
+        }
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok(Vec::new())
+        }
+        fn visit_none<E>(self) -> Result<Self::Value, E> {
+            Ok(Vec::new())
+        }
+        fn visit_some<D2: serde::Deserializer<'de>>(self, d: D2) -> Result<Self::Value, D2::Error> {
+            d.deserialize_seq(self)
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            let want = quic_env_name();
+            let mut out = Vec::new();
+            while let Some(v) = seq.next_element::<EnvWire>()? {
+                if v.name == want {
+                    out.push(v);
+                }
+            }
+            Ok(out)
+        }
+    }
+    d.deserialize_option(Keep)
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -211,6 +321,7 @@ mod tests {
         assert_eq!(p.metadata.namespace.as_deref(), Some("shop"));
         assert_eq!(p.metadata.resource_version.as_deref(), Some("42"), "the watcher resumes from it");
         assert!(p.metadata.annotations.is_none() && p.metadata.managed_fields.is_none());
+        assert!(p.spec.containers[0].env.is_empty(), "only the QUIC server-ID variable is kept");
         assert_eq!(p.spec.node_name.as_deref(), Some("n1"));
         assert_eq!(p.spec.readiness_gates[0].condition_type, "target-health.elbv2.k8s.aws/web");
         assert_eq!(p.spec.containers[0].ports[0].name.as_deref(), Some("http"));
@@ -246,6 +357,28 @@ mod tests {
         )
         .unwrap();
         assert!(empty.endpoints.is_none() && empty.ports.is_none());
+    }
+
+    #[test]
+    fn keeps_only_the_quic_annotation_and_variable() {
+        let json = serde_json::json!({
+            "metadata": {"name": "q", "annotations": {"big": "x", QUIC_ENABLED_CONTAINERS: "app", "n": null}},
+            "spec": {"containers": [{"name": "app", "env": [{"name": "A", "value": "b"},
+                                                         {"name": DEFAULT_QUIC_ENV, "value": "ASNFZ4mrze8="},
+                                                         {"name": "C", "valueFrom": {"fieldRef": {"fieldPath": "x"}}}]}],
+                     "initContainers": [{"name": "side", "restartPolicy": "Always", "env": null,
+                                         "ports": [{"containerPort": 9000}]}]}
+        });
+        let p: PodWire = serde_json::from_value(json).unwrap();
+        assert_eq!(p.metadata.annotations.unwrap().into_keys().collect::<Vec<_>>(), [QUIC_ENABLED_CONTAINERS]);
+        let env = &p.spec.containers[0].env;
+        assert_eq!(env.len(), 1);
+        assert_eq!(env[0].value.as_deref(), Some("ASNFZ4mrze8="));
+        assert_eq!(p.spec.init_containers[0].restart_policy.as_deref(), Some("Always"));
+        let plain: PodWire =
+            serde_json::from_value(serde_json::json!({"metadata": {"name": "p", "annotations": null}})).unwrap();
+        assert!(plain.metadata.annotations.is_none());
+        assert!(set_quic_env_name("").is_err());
     }
 
     #[test]

@@ -34,6 +34,8 @@ use tracing::{debug, info, warn};
 
 /// Pod mutator: readiness-gate injection (`mpod.elbv2.k8s.aws`).
 pub const PATH_MUTATE_POD: &str = "/mutate-v1-pod";
+/// Pod mutator: QUIC server IDs (`quicid.elbv2.k8s.aws`).
+pub const PATH_MUTATE_POD_SERVER_ID: &str = "/mutate-v1-pod-server-id";
 /// Service mutator: default `spec.loadBalancerClass` (`mservice.elbv2.k8s.aws`).
 pub const PATH_MUTATE_SERVICE: &str = "/mutate-v1-service";
 /// TargetGroupBinding mutator: defaults from the target group (`mtargetgroupbinding.elbv2.k8s.aws`).
@@ -52,6 +54,7 @@ const MAX_BODY: usize = 8 * 1024 * 1024;
 #[derive(Clone, Copy, Debug)]
 enum Hook {
     Pod,
+    PodServerId,
     Service,
     TgbMutate,
     TgbValidate,
@@ -63,6 +66,7 @@ impl Hook {
     fn name(self) -> &'static str {
         match self {
             Hook::Pod => "mpod.elbv2.k8s.aws",
+            Hook::PodServerId => "quicid.elbv2.k8s.aws",
             Hook::Service => "mservice.elbv2.k8s.aws",
             Hook::TgbMutate => "mtargetgroupbinding.elbv2.k8s.aws",
             Hook::TgbValidate => "vtargetgroupbinding.elbv2.k8s.aws",
@@ -77,7 +81,7 @@ impl Hook {
 
     fn expect(self) -> Expect {
         match self {
-            Hook::Pod => Expect { group: "", kind: "Pod" },
+            Hook::Pod | Hook::PodServerId => Expect { group: "", kind: "Pod" },
             Hook::Service => Expect { group: "", kind: "Service" },
             Hook::TgbMutate | Hook::TgbValidate => Expect { group: "elbv2.k8s.aws", kind: "TargetGroupBinding" },
             Hook::Ingress => Expect { group: "networking.k8s.io", kind: "Ingress" },
@@ -90,6 +94,7 @@ impl Hook {
 pub fn router(state: Arc<WebhookState>) -> Router {
     Router::new()
         .route(PATH_MUTATE_POD, post(mutate_pod))
+        .route(PATH_MUTATE_POD_SERVER_ID, post(mutate_pod_server_id))
         .route(PATH_MUTATE_SERVICE, post(mutate_service))
         .route(PATH_MUTATE_TGB, post(mutate_tgb))
         .route(PATH_VALIDATE_TGB, post(validate_tgb))
@@ -141,7 +146,7 @@ where
     Json(review::review(answer.response))
 }
 
-fn add(path: &[&str], value: serde_json::Value) -> PatchOperation {
+pub(crate) fn add(path: &[&str], value: serde_json::Value) -> PatchOperation {
     PatchOperation::Add(AddOperation { path: PointerBuf::from_tokens(path.iter().copied()), value })
 }
 
@@ -159,6 +164,20 @@ fn admission_op(op: &Operation) -> Option<AdmissionOp> {
 
 async fn mutate_pod(State(s): State<Arc<WebhookState>>, body: Bytes) -> impl IntoResponse {
     run(&s, Hook::Pod, &body, |req: AdmissionRequest<Pod>| async { pod_decision(&s, req) }).await
+}
+
+async fn mutate_pod_server_id(State(s): State<Arc<WebhookState>>, body: Bytes) -> impl IntoResponse {
+    run(&s, Hook::PodServerId, &body, |req: AdmissionRequest<Pod>| async {
+        match s.quic() {
+            Some(q) => q.decide(req).await,
+            // Served only where the controller gave the webhook a worker-ID source.
+            None => Decision::Fail {
+                message: "QUIC server-ID injection is not configured in this process".into(),
+                category: "quic_server_id",
+            },
+        }
+    })
+    .await
 }
 
 fn pod_decision(s: &WebhookState, req: AdmissionRequest<Pod>) -> Decision {

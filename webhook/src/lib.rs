@@ -30,6 +30,7 @@ pub mod drain;
 mod handlers;
 pub mod limits;
 pub mod metrics;
+pub mod quic;
 mod review;
 #[cfg(test)]
 mod review_props;
@@ -37,8 +38,8 @@ mod serve;
 pub mod view;
 
 pub use handlers::{
-    PATH_MUTATE_POD, PATH_MUTATE_SERVICE, PATH_MUTATE_TGB, PATH_VALIDATE_INGRESS, PATH_VALIDATE_INGRESS_CLASS_PARAMS,
-    PATH_VALIDATE_TGB, router,
+    PATH_MUTATE_POD, PATH_MUTATE_POD_SERVER_ID, PATH_MUTATE_SERVICE, PATH_MUTATE_TGB, PATH_VALIDATE_INGRESS,
+    PATH_VALIDATE_INGRESS_CLASS_PARAMS, PATH_VALIDATE_TGB, router,
 };
 pub use limits::Limits;
 pub use metrics::WebhookMetrics;
@@ -112,11 +113,22 @@ pub struct WebhookState {
     elbv2: Arc<dyn ElbV2ByRole>,
     config: WebhookConfig,
     metrics: WebhookMetrics,
+    quic: Option<quic::QuicInjector>,
 }
 
 impl WebhookState {
     pub fn new(cluster: Arc<dyn ClusterView>, elbv2: Arc<dyn ElbV2ByRole>, config: WebhookConfig) -> Self {
-        Self { cluster, elbv2, config, metrics: WebhookMetrics::default() }
+        Self { cluster, elbv2, config, metrics: WebhookMetrics::default(), quic: None }
+    }
+
+    /// Serves `/mutate-v1-pod-server-id` with this injector (without one that path refuses).
+    pub fn with_quic(mut self, injector: quic::QuicInjector) -> Self {
+        self.quic = Some(injector);
+        self
+    }
+
+    pub(crate) fn quic(&self) -> Option<&quic::QuicInjector> {
+        self.quic.as_ref()
     }
 
     /// The webhook metrics; register them once with [`WebhookMetrics::register`].

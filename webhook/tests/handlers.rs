@@ -16,8 +16,8 @@ use lbc_model::crd::RoleToAssume;
 use lbc_model::crd::{ServiceReference, TargetGroupBinding, TargetGroupBindingSpec, TargetType};
 use lbc_model::target::Target;
 use lbc_webhook::{
-    PATH_MUTATE_POD, PATH_MUTATE_SERVICE, PATH_MUTATE_TGB, PATH_VALIDATE_INGRESS, PATH_VALIDATE_INGRESS_CLASS_PARAMS,
-    PATH_VALIDATE_TGB, StaticClusterView, WebhookConfig, WebhookState, router,
+    PATH_MUTATE_POD, PATH_MUTATE_POD_SERVER_ID, PATH_MUTATE_SERVICE, PATH_MUTATE_TGB, PATH_VALIDATE_INGRESS,
+    PATH_VALIDATE_INGRESS_CLASS_PARAMS, PATH_VALIDATE_TGB, StaticClusterView, WebhookConfig, WebhookState, router,
 };
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -174,6 +174,90 @@ fn assert_denied(response: &Value, code: u64, needles: &[&str]) -> String {
 // ---------------------------------------------------------------------------------------------
 // Pods
 // ---------------------------------------------------------------------------------------------
+
+/// Worker IDs handed out in order, claims counted; `fail` makes every claim fail.
+struct CountingWorkers {
+    claims: std::sync::atomic::AtomicU32,
+    fail: bool,
+}
+
+#[async_trait]
+impl lbc_webhook::quic::WorkerIds for CountingWorkers {
+    async fn claim(&self) -> Result<u32, String> {
+        let n = self.claims.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        if self.fail {
+            Err("ConfigMap kube-system/quic-server-id-worker-tracker: forbidden".into())
+        } else {
+            Ok(40 + n)
+        }
+    }
+}
+
+fn quic_harness(fail: bool) -> (Harness, Arc<CountingWorkers>) {
+    let workers = Arc::new(CountingWorkers { claims: Default::default(), fail });
+    let mut h = Harness::new(StaticClusterView::default());
+    let view = Arc::new(StaticClusterView::default());
+    let injector = lbc_webhook::quic::QuicInjector::new("AWS_LBC_QUIC_SERVER_ID", workers.clone());
+    h.state = Arc::new(WebhookState::new(view, h.accounts.clone(), WebhookConfig::default()).with_quic(injector));
+    (h, workers)
+}
+
+fn quic_review(containers: &str) -> Value {
+    let mut review = fixture("pod-create.json");
+    set(
+        &mut review,
+        "/request/object/metadata/annotations",
+        json!({
+        "service.beta.kubernetes.io/aws-load-balancer-quic-enabled-containers": containers}),
+    );
+    set(
+        &mut review,
+        "/request/object/spec/initContainers",
+        json!([
+        {"name": "proxy", "image": "envoy", "restartPolicy": "Always", "env": [{"name": "A", "value": "b"}]}]),
+    );
+    review
+}
+
+#[tokio::test]
+async fn quic_containers_get_a_server_id_each_on_one_claimed_worker_id() {
+    let (h, workers) = quic_harness(false);
+    let review = quic_review("web,proxy");
+    let obj = patched(&review, &h.post(PATH_MUTATE_POD_SERVER_ID, &review).await);
+    let id_of = |c: &Value| {
+        let env = c["env"].as_array().unwrap();
+        let v = env.iter().find(|e| e["name"] == "AWS_LBC_QUIC_SERVER_ID").unwrap()["value"].as_str().unwrap();
+        lbc_model::target::QuicServerId::parse_env(v).unwrap()
+    };
+    let (web, proxy) = (id_of(&obj["spec"]["containers"][0]), id_of(&obj["spec"]["initContainers"][0]));
+    assert_ne!(web, proxy);
+    assert_eq!(obj["spec"]["initContainers"][0]["env"][0], json!({"name": "A", "value": "b"}), "appended");
+    let worker = |id: lbc_model::target::QuicServerId| (u64::from_be_bytes(id.0) >> 7) & 0x1ffff;
+    assert_eq!((worker(web), worker(proxy)), (40, 40));
+    // Admitted again (a retried request): the containers keep their IDs; the worker ID was claimed once.
+    let mut again = review.clone();
+    set(&mut again, "/request/object", obj);
+    assert_unchanged(&h.post(PATH_MUTATE_POD_SERVER_ID, &again).await);
+    h.post(PATH_MUTATE_POD_SERVER_ID, &review).await;
+    assert_eq!(workers.claims.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn quic_typos_are_warned_and_a_failed_claim_refuses_the_pod() {
+    let (h, _) = quic_harness(false);
+    let review = quic_review("wbe");
+    let resp = h.post(PATH_MUTATE_POD_SERVER_ID, &review).await;
+    assert_unchanged(&resp);
+    assert!(resp["warnings"][0].as_str().unwrap().contains("container \"wbe\""), "{resp}");
+    assert_unchanged(&h.post(PATH_MUTATE_POD_SERVER_ID, &fixture("pod-create.json")).await);
+    let (failing, _) = quic_harness(true);
+    let resp = failing.post(PATH_MUTATE_POD_SERVER_ID, &quic_review("web")).await;
+    assert_eq!(resp["allowed"], false, "{resp}");
+    assert!(resp["status"]["message"].as_str().unwrap().contains("quic-server-id-worker-tracker"), "{resp}");
+    // Without an injector (a process not given one) the path refuses rather than admit pods without IDs.
+    let bare = Harness::new(StaticClusterView::default());
+    assert_eq!(bare.post(PATH_MUTATE_POD_SERVER_ID, &quic_review("web")).await["allowed"], false);
+}
 
 #[tokio::test]
 async fn pod_gets_gate_and_patch_applies() {

@@ -119,8 +119,36 @@ fn workqueue_buckets() -> Histogram {
     Histogram::new(exponential_buckets(10e-9, 10.0, 12))
 }
 
+/// A counter Go names without `_total` (client_golang adds no suffix; prometheus-client does): the
+/// same TYPE and sample name as the upstream's.
+#[derive(Clone, Debug, Default)]
+pub struct UnsuffixedCounter(Counter);
+
+impl UnsuffixedCounter {
+    pub fn inc_by(&self, n: u64) {
+        self.0.inc_by(n);
+    }
+}
+
+impl prometheus_client::encoding::EncodeMetric for UnsuffixedCounter {
+    fn encode(&self, mut encoder: prometheus_client::encoding::MetricEncoder) -> Result<(), std::fmt::Error> {
+        encoder.encode_gauge(&self.0.get())
+    }
+
+    fn metric_type(&self) -> prometheus_client::metrics::MetricType {
+        prometheus_client::metrics::MetricType::Counter
+    }
+}
+
+impl prometheus_client::metrics::TypedMetric for UnsuffixedCounter {
+    const TYPE: prometheus_client::metrics::MetricType = prometheus_client::metrics::MetricType::Counter;
+}
+
 #[derive(Clone)]
 pub struct AlbcMetrics {
+    /// `awslbc_quic_target_missing_server_id{namespace,name}`: targets of a QUIC group left out
+    /// for want of a server ID, per binding (counted each pass, as the upstream counts).
+    pub quic_missing_server_id: Family<crate::metrics::TgbLabels, UnsuffixedCounter>,
     /// `awslbc_controller_reconcile_errors_total{controller,error_category}`
     pub reconcile_errors: Family<ErrorLabels, Counter>,
     /// `awslbc_controller_reconcile_stage_duration{controller,reconcile_stage}`
@@ -159,6 +187,7 @@ pub struct AlbcMetrics {
 impl Default for AlbcMetrics {
     fn default() -> Self {
         Self {
+            quic_missing_server_id: Family::default(),
             reconcile_errors: Family::default(),
             stage_duration: Family::new_with_constructor(default_buckets),
             cache_objects: Family::default(),
@@ -181,6 +210,11 @@ impl Default for AlbcMetrics {
 
 impl AlbcMetrics {
     pub fn register(&self, r: &mut Registry) {
+        r.register(
+            "awslbc_quic_target_missing_server_id",
+            "QUIC targets attempted to be registered without a server ID (ALBC's family)",
+            self.quic_missing_server_id.clone(),
+        );
         r.register(
             "awslbc_controller_reconcile_errors",
             "Failed reconciles by controller and error category (ALBC's family)",

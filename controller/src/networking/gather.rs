@@ -80,6 +80,8 @@ pub fn gather(stores: &Stores) -> Gathered {
             gate: &gate,
             pod: |name: &str| stores.pod(&ns, name),
             node: |name: &str| stores.node(name).map(|n| NodeReadiness::of(&n)),
+            // Rules open ports to addresses: a QUIC target's server ID does not matter here.
+            quic: false,
         };
         let desired = desired_targets(slices.iter().map(Arc::as_ref), &input);
         let mut endpoints: BTreeMap<IpAddr, BTreeMap<String, u16>> = BTreeMap::new();

@@ -13,7 +13,7 @@ use lbc_aws::elbv2::{DESCRIBE_TARGET_GROUPS_MAX_ARNS, ElbV2, TargetGroupInfo, Ta
 use lbc_aws::throttle::Permit;
 use lbc_model::binding::{NextSync, is_ready, next_sync, owned_after, pending_gates};
 use lbc_model::checkpoint::checkpoint;
-use lbc_model::crd::{TargetGroupBinding, TargetType};
+use lbc_model::crd::{TargetGroupBinding, TargetGroupProtocol, TargetType};
 use lbc_model::endpoints::{DesiredTargets, EndpointInputs, desired_targets, resolve_service_port, without_pods};
 use lbc_model::names::readiness_gate_condition;
 use lbc_model::net::VpcCidrs;
@@ -119,6 +119,9 @@ struct Planned {
     labels: crate::metrics::TgbLabels,
 }
 
+/// When a pass that held QUIC targets back (`Plan::deferred`) runs again.
+const DEFERRED_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Reads the caches (and AWS where the cache does not know) and plans.
 async fn prepare(
     tgb: Arc<TargetGroupBinding>,
@@ -137,7 +140,8 @@ async fn prepare(
     };
 
     let gate = readiness_gate_condition(&tgb.name_any());
-    let mut desired = compute_desired(ctx, &ns, &svc, &svc_port, &tgb, &gate);
+    let quic = speaks_quic(tgb.spec.target_group_protocol, cached_target_group(ctx, &arn).as_ref());
+    let mut desired = compute_desired(ctx, &ns, &svc, &svc_port, &tgb, &gate, quic);
     let has_selector = svc.spec.as_ref().and_then(|s| s.selector.as_ref()).is_some_and(|s| !s.is_empty());
     let without_pod = if has_selector {
         let holds = |name: &str, ip| ctx.stores.pod(&ns, name).is_some_and(|p| p.ips.contains(ip));
@@ -191,6 +195,14 @@ async fn prepare(
     };
     if !usable_target_group(ctx, &tgb, &arn, &tg, "ip").await? {
         return Ok(Prepared::Done(Action::await_change()));
+    }
+    if speaks_quic(tgb.spec.target_group_protocol, Some(&tg)) != quic {
+        // A binding without spec.targetGroupProtocol, its group's protocol learnt just now: plan
+        // again with it (the group is cached from here on).
+        return Ok(Prepared::Done(Action::requeue(lbc_model::binding::MIN_RESYNC)));
+    }
+    if !desired.quic_missing.is_empty() && pass == Pass::First {
+        report_quic_without_server_id(ctx, &tgb, &arn, &desired.quic_missing).await;
     }
     let vpc = vpc_cidrs(ctx, &tgb, &tg).await?;
     if !without_pod.is_empty() && pass == Pass::First {
@@ -382,8 +394,12 @@ async fn finish(
             tgb.name_any()
         )));
     }
-    let complete = outcome.pending == 0 && plan.outside_vpc.is_empty();
-    let again_in = status::write_back(ctx, &tgb, key, &registered_now, &plan, &desired, &cp, complete).await?;
+    let complete = outcome.pending == 0 && plan.outside_vpc.is_empty() && plan.deferred.is_empty();
+    let mut again_in = status::write_back(ctx, &tgb, key, &registered_now, &plan, &desired, &cp, complete).await?;
+    if !plan.deferred.is_empty() {
+        // QUIC targets wait for their address's old registration to go: register them next pass.
+        again_in = Some(again_in.map_or(DEFERRED_RETRY, |d| d.min(DEFERRED_RETRY)));
+    }
     Ok(Action::requeue(next_sync(&NextSync {
         gates_pending: outcome.pending,
         settling: outcome.settling,
@@ -394,6 +410,15 @@ async fn finish(
     })))
 }
 
+/// Whether the binding's group is QUIC or TCP_QUIC: its spec says so, or (no protocol in the
+/// spec) AWS does.
+fn speaks_quic(spec: Option<TargetGroupProtocol>, tg: Option<&TargetGroupInfo>) -> bool {
+    match spec {
+        Some(p) => matches!(p, TargetGroupProtocol::QUIC | TargetGroupProtocol::TcpQuic),
+        None => tg.and_then(|t| t.protocol.as_deref()).is_some_and(|p| p == "QUIC" || p == "TCP_QUIC"),
+    }
+}
+
 fn compute_desired(
     ctx: &Context,
     ns: &str,
@@ -401,6 +426,7 @@ fn compute_desired(
     svc_port: &k8s_openapi::api::core::v1::ServicePort,
     tgb: &TargetGroupBinding,
     gate: &str,
+    quic: bool,
 ) -> DesiredTargets {
     let slices = ctx.stores.slices_of(ns, &svc.name_any());
     let input = EndpointInputs {
@@ -409,6 +435,7 @@ fn compute_desired(
         gate,
         pod: |name: &str| ctx.stores.pod(ns, name),
         node: |name: &str| ctx.stores.node(name).map(|n| NodeReadiness::of(&n)),
+        quic,
     };
     desired_targets(slices.iter().map(Arc::as_ref), &input)
 }
@@ -684,6 +711,36 @@ async fn report_endpoints_without_pods(
         svc.name_any()
     );
     ctx.event(&tgb.object_ref(&()), true, "EndpointsWithoutPod", msg).await;
+}
+
+/// Targets of a QUIC group left out for want of a QUIC server ID (AWS refuses them without one):
+/// counted in `awslbc_quic_target_missing_server_id` and said once per pass in an Event naming the
+/// pods and the fix.
+async fn report_quic_without_server_id(
+    ctx: &Context,
+    tgb: &TargetGroupBinding,
+    arn: &str,
+    missing: &[(Target, Option<String>, Option<lbc_model::pod::QuicIdMissing>)],
+) {
+    let ns = tgb.namespace().unwrap_or_default();
+    ctx.metrics.quic_target_missing_server_id(&ns, &tgb.name_any(), missing.len());
+    let shown: Vec<String> = missing
+        .iter()
+        .take(5)
+        .map(|(t, pod, why)| match (pod, why) {
+            (Some(p), Some(w)) => format!("{t} (pod {p}: {w})"),
+            (Some(p), None) => format!("{t} (pod {p}, not known to this controller yet)"),
+            (None, _) => format!("{t} (no pod behind it)"),
+        })
+        .collect();
+    let more = if missing.len() > 5 { format!("; and {} more", missing.len() - 5) } else { String::new() };
+    let msg = format!(
+        "{} target(s) were NOT registered in QUIC target group {arn}: AWS routes QUIC by a server ID each target \
+         carries, and these have none: {}{more}",
+        missing.len(),
+        shown.join("; ")
+    );
+    ctx.event(&tgb.object_ref(&()), true, "QUICServerIDMissing", msg).await;
 }
 
 async fn report_overlay_ips(

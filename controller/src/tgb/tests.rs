@@ -1001,3 +1001,49 @@ async fn an_endpoint_at_an_address_its_pod_does_not_hold_is_left_out() {
     assert_eq!(h.registered(), vec!["10.0.1.1:8080"], "10.0.1.2 is not pod b's address (10.0.1.9)");
     assert_eq!(h.ctx.triggers.pod_seen(NS, "b"), vec![ObjectRef::from_obj(&binding(true))], "b's next event wakes it");
 }
+
+// ---------------------------------------------------------------------------------------------
+// QUIC
+
+fn quic_pod(name: &str, ip: u8, server_id: Option<&str>) -> Value {
+    let env: Vec<Value> =
+        server_id.map(|v| json!({"name": "AWS_LBC_QUIC_SERVER_ID", "value": v})).into_iter().collect();
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": NS, "uid": format!("uid-{name}"),
+                     "annotations": {lbc_model::wire::QUIC_ENABLED_CONTAINERS: "app"}},
+        "spec": {"containers": [{"name": "app", "env": env, "ports": [{"containerPort": 8080, "protocol": "UDP"}]}]},
+        "status": {"podIP": format!("10.0.1.{ip}")},
+    })
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_quic_group_gets_each_target_with_its_pods_server_id_and_the_ones_without_are_named() {
+    for spec_protocol in [Some("QUIC"), None] {
+        let mut tgb = binding(true);
+        tgb.spec.target_group_protocol = spec_protocol.map(|p| serde_json::from_value(json!(p)).unwrap());
+        let mut c = cluster(tgb.clone(), &[(1, "a", true, false), (2, "b", true, false)]);
+        c.pods = vec![quic_pod("a", 1, Some("ASNFZ4mrze8=")), quic_pod("b", 2, None)];
+        let h = harness(c).await;
+        h.elb.add_target_group(TargetGroupInfo {
+            arn: ARN.into(),
+            name: "web".into(),
+            target_type: "ip".into(),
+            protocol: Some("QUIC".into()),
+            vpc_id: Some("vpc-1".into()),
+            ..Default::default()
+        });
+        let first = h.reconcile(&tgb).await.unwrap();
+        if spec_protocol.is_none() {
+            // The group's protocol is learnt from AWS on this pass: planned again at once with it.
+            assert_eq!(first, Action::requeue(lbc_model::binding::MIN_RESYNC));
+            assert!(h.registered().is_empty(), "nothing registered without the server IDs");
+            h.reconcile(&tgb).await.unwrap();
+        }
+        assert_eq!(h.registered(), ["10.0.1.1:8080 (QUIC server ID 0x0123456789abcdef)"], "{spec_protocol:?}");
+        assert!(h.events().contains(&"QUICServerIDMissing".to_string()));
+        let text = h.ctx.metrics.encode();
+        let line = format!("awslbc_quic_target_missing_server_id{{namespace=\"{NS}\",name=\"web\"}} 1");
+        assert!(text.contains(&line), "{text}");
+    }
+}

@@ -19,6 +19,10 @@ const ANN: &str = "service.beta.kubernetes.io";
 #[path = "service_nlb/freeze.rs"]
 mod freeze;
 
+/// QUIC listeners and server IDs (`quic-enabled-ports`, the pod webhook).
+#[path = "service_nlb/quic.rs"]
+mod quic;
+
 /// Subnets chosen by route table when none carries a role tag.
 #[path = "service_nlb/reachability.rs"]
 mod reachability;

@@ -16,6 +16,7 @@
 
 mod ingresses;
 mod pods;
+mod quic;
 mod services;
 mod tgb_defaults;
 mod tgb_tenancy;
@@ -23,6 +24,11 @@ mod tgb_validation;
 
 pub use ingresses::{Verdict, validate_ingress, validate_ingress_class_params};
 pub use pods::{GateBinding, ReadinessGatePlan, namespace_injection_enabled, plan_readiness_gates, service_selects};
+pub use quic::{
+    EPOCH_MS as QUIC_EPOCH_MS, MAX_WORKER_ID as QUIC_MAX_WORKER_ID, Minted, QUIC_INJECT_LABEL, QuicIdMinter, QuicSlot,
+    WORKER_ID_CONFIG_MAP, WORKER_ID_KEY, WORKER_ID_NAMESPACE, next_worker_id, parse_worker_id, plan_quic_injection,
+    unknown_quic_containers,
+};
 pub use services::default_load_balancer_class;
 pub use tgb_defaults::{
     SpecDefault, TargetGroupFacts, TargetGroupLookup, apply_defaults, parse_ip_address_type, parse_protocol,

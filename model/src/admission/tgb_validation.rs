@@ -120,6 +120,19 @@ pub fn validate_tgb_spec(spec: &TargetGroupBindingSpec) -> Vec<Violation> {
             ),
         ));
     }
+    if tt == TargetType::Instance
+        && let Some(p @ (TargetGroupProtocol::QUIC | TargetGroupProtocol::TcpQuic)) = spec.target_group_protocol
+    {
+        v.push(Violation::new(
+            "spec.targetGroupProtocol",
+            "quic_with_instance",
+            format!(
+                "spec.targetGroupProtocol is {} but spec.targetType is \"instance\"; QUIC targets must be pod IPs \
+                 (AWS routes QUIC by the server ID each pod holds). Bind a target group of type \"ip\".",
+                protocol_str(p)
+            ),
+        ));
+    }
     v
 }
 

@@ -59,10 +59,11 @@ pub const INGRESS: &[Refused] = &[
 ];
 
 /// `service.beta.kubernetes.io/*` annotations refused on a Service.
-pub const SERVICE: &[Refused] = &[
-    exact(svc::QUIC_ENABLED_PORTS, Degrade, "QUIC listeners are not implemented yet"),
-    exact(svc::QUIC_ENABLED_CONTAINERS, Degrade, "a pod annotation; it has no effect on a Service"),
-];
+pub const SERVICE: &[Refused] = &[exact(
+    svc::QUIC_ENABLED_CONTAINERS,
+    Degrade,
+    "a pod annotation; it has no effect on a Service: put it on the pod template",
+)];
 
 impl Refused {
     fn unsupported(&self, key: String, value: &str) -> Unsupported {

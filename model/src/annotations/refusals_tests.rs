@@ -17,13 +17,7 @@ fn every_refusal_has_its_decision() {
         ]
     );
     let service: Vec<(&str, bool, Refusal)> = SERVICE.iter().map(|r| (r.suffix, r.family, r.refusal)).collect();
-    assert_eq!(
-        service,
-        vec![
-            ("aws-load-balancer-quic-enabled-ports", false, Degrade),
-            ("aws-load-balancer-quic-enabled-containers", false, Degrade),
-        ]
-    );
+    assert_eq!(service, vec![("aws-load-balancer-quic-enabled-containers", false, Degrade)]);
 }
 
 /// The rule itself: whatever reads like authentication, mutual TLS, JWT, WAF, Shield, source

@@ -287,6 +287,15 @@ fn owned_targets_parse_v4_v6_and_skip_garbage() {
 }
 
 #[test]
+fn owned_quic_targets_keep_their_server_id_as_albc_writes_it() {
+    let raw = "10.0.0.1:443:0x0123456789abcdef,[fd00::1]:443:0x0000000000000001,10.0.0.2:443:0xZZ";
+    let parsed = parse_owned_targets(raw);
+    assert_eq!(parsed.len(), 2, "a malformed server ID is no target");
+    assert!(parsed.iter().all(|t| t.quic.is_some()));
+    assert_eq!(owned_targets_value(&parsed), "10.0.0.1:443:0x0123456789abcdef,[fd00::1]:443:0x0000000000000001");
+}
+
+#[test]
 fn next_sync_table() {
     let s = Duration::from_secs;
     let base = NextSync {

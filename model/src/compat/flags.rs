@@ -92,11 +92,6 @@ pub const ALBC_ONLY_FLAGS: &[AlbcFlag] = &[
         Treatment::Warn("ACM certificates are discovered, never requested, so no private CA is used"),
     ),
     flag(
-        "quic-environment-variable-name",
-        "AWS_LBC_QUIC_SERVER_ID",
-        Treatment::WarnUnless("AWS_LBC_QUIC_SERVER_ID", "QUIC server IDs are not injected into pods"),
-    ),
-    flag(
         "tolerate-non-existent-backend-service",
         "true",
         Treatment::WarnUnless(

@@ -132,6 +132,10 @@ pub enum Protocol {
     Tls,
     Http,
     Https,
+    /// UDP carrying QUIC, targets routed by QUIC server ID (`quic-enabled-ports`).
+    Quic,
+    /// TCP and QUIC on one port.
+    TcpQuic,
 }
 
 impl Protocol {
@@ -143,6 +147,8 @@ impl Protocol {
             Protocol::Tls => "TLS",
             Protocol::Http => "HTTP",
             Protocol::Https => "HTTPS",
+            Protocol::Quic => "QUIC",
+            Protocol::TcpQuic => "TCP_QUIC",
         }
     }
 
@@ -154,6 +160,8 @@ impl Protocol {
             "TLS" => Protocol::Tls,
             "HTTP" => Protocol::Http,
             "HTTPS" => Protocol::Https,
+            "QUIC" => Protocol::Quic,
+            "TCP_QUIC" => Protocol::TcpQuic,
             _ => return None,
         })
     }

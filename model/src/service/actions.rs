@@ -85,6 +85,8 @@ pub fn listener_of(suffix: &str) -> Option<(Protocol, u16)> {
         "UDP" => Protocol::Udp,
         "TLS" => Protocol::Tls,
         "TCP_UDP" => Protocol::TcpUdp,
+        "QUIC" => Protocol::Quic,
+        "TCP_QUIC" => Protocol::TcpQuic,
         _ => return None,
     };
     port.parse::<u16>().ok().filter(|p| *p > 0).map(|port| (p, port))
@@ -292,6 +294,8 @@ mod tests {
     fn listener_keys() {
         assert_eq!(listener_of("TCP-80"), Some((Protocol::Tcp, 80)));
         assert_eq!(listener_of("TCP_UDP-53"), Some((Protocol::TcpUdp, 53)));
+        assert_eq!(listener_of("QUIC-443"), Some((Protocol::Quic, 443)));
+        assert_eq!(listener_of("TCP_QUIC-443"), Some((Protocol::TcpQuic, 443)));
         assert_eq!(listener_of("HTTP-80"), None);
         assert_eq!(listener_of("TCP-0"), None);
     }

@@ -102,7 +102,7 @@ pub(super) fn prefixed_annotations(r: &mut Reader<'_>, annotations: &BTreeMap<St
     for (key, raw) in annotations {
         if let Some(suffix) = key.strip_prefix(&actions_prefix) {
             let Some(listener) = super::actions::listener_of(suffix) else {
-                let want = format!("a key of the form {actions_prefix}<TCP|UDP|TLS|TCP_UDP>-<port>");
+                let want = format!("a key of the form {actions_prefix}<TCP|UDP|TLS|TCP_UDP|QUIC|TCP_QUIC>-<port>");
                 r.fail(key.as_str(), raw.as_str(), want);
                 continue;
             };
@@ -132,7 +132,7 @@ pub(super) fn prefixed_annotations(r: &mut Reader<'_>, annotations: &BTreeMap<St
                 None => r.fail(
                     key.as_str(),
                     raw.as_str(),
-                    format!("a key of the form {ls_prefix}<TCP|UDP|TLS|TCP_UDP>-<port>, e.g. {ls_prefix}TCP-80"),
+                    format!("a key of the form {ls_prefix}<TCP|UDP|TLS|TCP_UDP|QUIC|TCP_QUIC>-<port>, e.g. {ls_prefix}TCP-80"),
                 ),
             }
         }

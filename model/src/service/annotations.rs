@@ -84,6 +84,8 @@ pub struct NlbSettings {
     pub ssl_certificates: Vec<String>,
     /// Port names or numbers that get TLS listeners; empty = every TCP port.
     pub ssl_ports: Vec<String>,
+    /// `quic-enabled-ports`: Service ports (names or numbers) whose UDP listener speaks QUIC.
+    pub quic_ports: Vec<String>,
     pub ssl_negotiation_policy: Option<String>,
     pub backend_protocol: BackendProtocol,
     pub alpn_policy: Option<String>,
@@ -177,6 +179,7 @@ pub fn parse_annotations(annotations: &BTreeMap<String, String>) -> Result<NlbSe
     s.health_check = health_check(&mut r, &HEALTH_CHECK_KEYS);
     s.ssl_certificates = r.list(k::SSL_CERT).unwrap_or_default();
     s.ssl_ports = r.list(k::SSL_PORTS).unwrap_or_default();
+    s.quic_ports = r.list(k::QUIC_ENABLED_PORTS).unwrap_or_default();
     s.ssl_negotiation_policy = r.string(k::SSL_NEGOTIATION_POLICY).filter(|p| !p.is_empty());
     s.backend_protocol = backend_protocol(&mut r, &mut s.unsupported);
     s.alpn_policy = r.one_of(k::ALPN_POLICY, ALPN_POLICIES).map(str::to_string);

@@ -217,14 +217,14 @@ fn deprecated_attributes_win_over_attributes_annotation() {
 #[test]
 fn unsupported_and_unknown_are_reported_not_ignored() {
     let s = ok(&[
-        (k::QUIC_ENABLED_PORTS, "443"),
+        (k::QUIC_ENABLED_CONTAINERS, "app"),
         (k::BACKEND_PROTOCOL, "http"),
         (k::ADDITIONAL_TAGS, "elbv2.k8s.aws/cluster=other,team=a,ingress.k8s.aws/stack=victim,service.k8s.aws/x=y"),
         ("aws-load-balancer-helthcheck-path", "/x"),
         ("aws-load-balancer-connection-idle-timeout", "60"),
     ]);
     let keys: Vec<&str> = s.unsupported.iter().map(|u| u.key.as_str()).collect();
-    assert!(keys.contains(&full_key(k::QUIC_ENABLED_PORTS).as_str()), "{keys:?}");
+    assert!(keys.contains(&full_key(k::QUIC_ENABLED_CONTAINERS).as_str()), "{keys:?}");
     assert!(keys.contains(&full_key(k::BACKEND_PROTOCOL).as_str()));
     assert_eq!(s.additional_tags, Tags::from([("team".into(), "a".into())]), "controller tag dropped");
     assert_eq!(

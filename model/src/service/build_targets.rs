@@ -82,6 +82,14 @@ pub(crate) fn build(b: &mut Ctx<'_>, sg: &SgMode) -> Targets {
             ));
         }
     }
+    for quic_port in &b.s.quic_ports {
+        if !ports.iter().any(|p| p.name.as_deref() == Some(quic_port) || p.port.to_string() == *quic_port) {
+            b.problems.push(format!(
+                "annotation {} names port {quic_port:?}, which the Service does not have",
+                full_key(k::QUIC_ENABLED_PORTS)
+            ));
+        }
+    }
     let tcp_udp = b.s.enable_tcp_udp_listener.unwrap_or(b.c.enable_tcp_udp_listener);
     let mut used_listener_keys = BTreeSet::new();
     let mut used_forward_keys = BTreeSet::new();
@@ -92,7 +100,8 @@ pub(crate) fn build(b: &mut Ctx<'_>, sg: &SgMode) -> Targets {
         };
         let Some(base) = group_protocol(b, port, &group, tcp_udp) else { continue };
         let primary = group[0];
-        let tls = !matches!(base, Protocol::Udp | Protocol::TcpUdp)
+        let Some(base) = quic_upgrade(b, port, &group, base) else { continue };
+        let tls = !matches!(base, Protocol::Udp | Protocol::TcpUdp | Protocol::Quic | Protocol::TcpQuic)
             && !b.s.ssl_certificates.is_empty()
             && (b.s.ssl_ports.is_empty()
                 || b.s.ssl_ports.iter().any(|t| primary.name.as_deref() == Some(t) || *t == port.to_string()));
@@ -259,6 +268,40 @@ fn group_protocol(b: &mut Ctx<'_>, port: u16, group: &[&ServicePort], tcp_udp: b
     }
 }
 
+/// `quic-enabled-ports` (ALBC `buildListenerSpec`): a UDP port named there becomes QUIC, a
+/// TCP_UDP one TCP_QUIC (listener and target group); any other protocol is a problem, since QUIC
+/// runs over UDP.
+fn quic_upgrade(b: &mut Ctx<'_>, port: u16, group: &[&ServicePort], base: Protocol) -> Option<Protocol> {
+    let named = |p: &&ServicePort| {
+        b.s.quic_ports.iter().any(|q| p.name.as_deref() == Some(q.as_str()) || *q == p.port.to_string())
+    };
+    if !group.iter().any(named) {
+        return Some(base);
+    }
+    if b.target_type == TargetType::Instance {
+        b.problems.push(format!(
+            "annotation {} names Service port {port}, but QUIC targets must be pod IPs (AWS routes QUIC by a server \
+             ID each pod holds). Fix: set annotation {}: \"ip\", or take the port out of the annotation",
+            full_key(k::QUIC_ENABLED_PORTS),
+            full_key(k::TARGET_TYPE)
+        ));
+        return None;
+    }
+    match base {
+        Protocol::Udp => Some(Protocol::Quic),
+        Protocol::TcpUdp => Some(Protocol::TcpQuic),
+        other => {
+            b.problems.push(format!(
+                "annotation {} names Service port {port}, which is {}; QUIC runs over UDP. Fix: make the port UDP \
+                 (or TCP and UDP, for TCP_QUIC), or take it out of the annotation",
+                full_key(k::QUIC_ENABLED_PORTS),
+                other.as_aws()
+            ));
+            None
+        }
+    }
+}
+
 fn target_group(
     b: &mut Ctx<'_>,
     primary: &ServicePort,
@@ -328,6 +371,7 @@ fn target_group(
             service_ref: ServiceReference { name: b.name.to_string(), port: IntOrString::Int(i32::from(port)) },
             networking,
             ip_address_type: Some(if ipv6 { TargetGroupIpAddressType::Ipv6 } else { TargetGroupIpAddressType::Ipv4 }),
+            target_group_protocol: quic_binding_protocol(protocol),
             vpc_id: Some(b.c.vpc_id.clone()),
             multi_cluster_target_group: b.s.multi_cluster_target_group.then_some(true),
             ..Default::default()
@@ -347,6 +391,16 @@ fn target_group(
         target_control_port: None,
     };
     Some((tg, binding))
+}
+
+/// A QUIC group's binding names its protocol, so the binding registers every target with its
+/// server ID from the first pass (the webhook fills the protocol of the others from AWS).
+fn quic_binding_protocol(p: Protocol) -> Option<crate::crd::TargetGroupProtocol> {
+    match p {
+        Protocol::Quic => Some(crate::crd::TargetGroupProtocol::QUIC),
+        Protocol::TcpQuic => Some(crate::crd::TargetGroupProtocol::TcpQuic),
+        _ => None,
+    }
 }
 
 fn target_type_name(t: TargetType) -> &'static str {

@@ -146,6 +146,41 @@ fn tcp_and_udp_on_one_port() {
 }
 
 #[test]
+fn quic_enabled_ports_upgrade_udp_to_quic_and_tcp_udp_to_tcp_quic() {
+    use crate::crd::TargetGroupProtocol;
+    let ports = vec![
+        port("h3", 443, "UDP", IntOrString::Int(8443)),
+        port("web-tcp", 8443, "TCP", IntOrString::Int(8443)),
+        port("web-udp", 8443, "UDP", IntOrString::Int(8443)),
+        port("dns", 53, "UDP", IntOrString::Int(53)),
+    ];
+    let ann = [(k::QUIC_ENABLED_PORTS, "h3, 8443"), (k::ENABLE_TCP_UDP_LISTENER, "true")];
+    let st = build(&svc(ports.clone(), &ann), &ctx()).unwrap();
+    let listeners: Vec<_> = st.stack.listeners.iter().map(|l| (l.port, l.protocol)).collect();
+    assert_eq!(listeners, [(53, Protocol::Udp), (443, Protocol::Quic), (8443, Protocol::TcpQuic)]);
+    let tgs: Vec<_> = st.stack.target_groups.iter().map(|t| t.protocol).collect();
+    assert_eq!(tgs, [Protocol::Udp, Protocol::Quic, Protocol::TcpQuic]);
+    let bound: Vec<_> = st.bindings.iter().map(|b| b.spec.target_group_protocol).collect();
+    assert_eq!(bound, [None, Some(TargetGroupProtocol::QUIC), Some(TargetGroupProtocol::TcpQuic)]);
+    let quic_ports = &st.bindings[1].spec.networking.as_ref().unwrap().ingress[0].ports;
+    let protos: Vec<_> = quic_ports.iter().map(|p| p.protocol.unwrap()).collect();
+    assert_eq!(protos, [NetworkingProtocol::TCP, NetworkingProtocol::UDP], "QUIC is UDP, health checks TCP");
+    // A new target group name: the protocol is part of it, so turning QUIC on replaces the group.
+    let plain = build(&svc(ports.clone(), &[(k::ENABLE_TCP_UDP_LISTENER, "true")]), &ctx()).unwrap();
+    assert_ne!(plain.stack.target_groups[1].name, st.stack.target_groups[1].name);
+    // QUIC over TCP, an unknown port, instance targets: refused with the fix.
+    let tcp = vec![port("web", 443, "TCP", IntOrString::Int(8443))];
+    let err = build(&svc(tcp, &[(k::QUIC_ENABLED_PORTS, "443")]), &ctx()).unwrap_err().to_string();
+    assert!(err.contains("which is TCP; QUIC runs over UDP"), "{err}");
+    let err = build(&svc(ports.clone(), &[(k::QUIC_ENABLED_PORTS, "h4")]), &ctx()).unwrap_err().to_string();
+    assert!(err.contains("names port \"h4\", which the Service does not have"), "{err}");
+    let udp = vec![port("h3", 443, "UDP", IntOrString::Int(8443))];
+    let inst = [(k::QUIC_ENABLED_PORTS, "443"), (k::TARGET_TYPE, "instance")];
+    let err = build(&svc(udp, &inst), &ctx()).unwrap_err().to_string();
+    assert!(err.contains("QUIC targets must be pod IPs"), "{err}");
+}
+
+#[test]
 fn tls_by_port_name_and_number() {
     let ports = vec![
         port("http", 80, "TCP", IntOrString::Int(8080)),

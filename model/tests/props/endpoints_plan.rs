@@ -16,6 +16,7 @@ fn desired(w: &World) -> DesiredTargets {
         gate: GATE,
         pod: |n: &str| w.pods.get(n).cloned().map(std::sync::Arc::new),
         node: |n: &str| w.nodes.get(n).copied(),
+        quic: false,
     };
     let infos: Vec<SliceInfo> = w.slices.iter().map(SliceInfo::of).collect();
     desired_targets(&infos, &input)

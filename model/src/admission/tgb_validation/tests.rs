@@ -121,6 +121,24 @@ fn spec_validation_table() {
             &["assume_role_with_instance"],
         ),
         (
+            "QUIC with instance",
+            TargetGroupBindingSpec {
+                target_type: Some(TargetType::Instance),
+                target_group_protocol: Some(TargetGroupProtocol::TcpQuic),
+                ..spec()
+            },
+            &["quic_with_instance"],
+        ),
+        (
+            "QUIC with ip",
+            TargetGroupBindingSpec {
+                target_type: Some(TargetType::Ip),
+                target_group_protocol: Some(TargetGroupProtocol::QUIC),
+                ..spec()
+            },
+            &[],
+        ),
+        (
             "several problems reported together",
             TargetGroupBindingSpec {
                 target_group_arn: None,
