@@ -428,6 +428,33 @@ impl Tenancy {
         )
     }
 
+    /// May `object` (an Ingress or Service of `namespace`) forward traffic to a target group it
+    /// names itself (`actions.*` by ARN or by name), rather than to one made for its backends? A
+    /// listener attached to a target group takes it: an NLB's group can then be attached to no
+    /// other load balancer, and whatever the group holds receives the tenant's traffic. Only
+    /// grants by `arns` or `names` count here (the decision is made before any AWS read, so tag
+    /// grants, which need the group's tags, are not consulted).
+    pub fn forward_target_group(&self, namespace: &str, object: &str, key: &str, target_group: &str) -> Verdict {
+        let by_arn = target_group.starts_with("arn:");
+        let name = if by_arn { target_group_name(target_group).unwrap_or_default() } else { target_group };
+        let granted = self.policy.target_groups.iter().any(|g| {
+            namespace_listed(&g.namespaces, namespace)
+                && ((by_arn && g.arns.iter().any(|a| a == target_group)) || g.names.iter().any(|n| n == name))
+        });
+        if granted {
+            return Verdict::Allowed;
+        }
+        self.deny(
+            "forward-target-group",
+            format!(
+                "{object} forwards to target group {target_group} (annotation {key}), which the tenancy policy does \
+                 not grant to namespace {namespace}; nothing of this change is applied. Fix: the cluster admin adds it \
+                 to tenancy.policy.targetGroups for {namespace} by arn or name (tag grants are not read for \
+                 forwards), or the forward names a Service (serviceName/servicePort) instead"
+            ),
+        )
+    }
+
     /// May an Ingress of `namespace` be ours through the legacy `kubernetes.io/ingress.class`
     /// annotation? It names no IngressClass, so no IngressClassParams (the admin's
     /// namespaceSelector, scheme, group) apply to it.

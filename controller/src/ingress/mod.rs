@@ -202,14 +202,20 @@ pub(crate) fn look(
         own: &settings,
         group_from_params: params.as_deref().is_some_and(|p| p.spec.group.is_some()),
     };
-    let mut refusals = Vec::new();
+    let (mut refusals, mut forwards) = (Vec::new(), Vec::new());
     for verdict in tenancy_verdicts(tenancy, &choices) {
         match verdict {
+            // Fail closed: the group's pass stops before any AWS write, as for an invalid
+            // annotation, so the rules already there stay and none forwards to the group.
+            Verdict::Refused(r) if r.kind == "forward-target-group" => forwards.push(r.detail),
             Verdict::Refused(r) => refusals.push(r.detail),
             // The upstream's trust model, kept in compatible mode: debug only.
             Verdict::Exposed(e) => tracing::debug!(kind = e.kind, detail = %e.detail, "tenancy exposure"),
             Verdict::Allowed => {}
         }
+    }
+    if !forwards.is_empty() {
+        return Looked::Invalid(forwards.join("; "));
     }
     let candidate =
         Candidate { namespace: ns, name, deleting: ing.metadata.deletion_timestamp.is_some(), settings: applied };

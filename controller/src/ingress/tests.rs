@@ -693,6 +693,40 @@ async fn strict_tenancy_leaves_out_a_member_of_an_ungranted_namespace_and_deploy
 }
 
 #[tokio::test(start_paused = true)]
+async fn strict_tenancy_refuses_a_forward_to_an_ungranted_target_group_and_changes_nothing() {
+    let t = tenancy_world(lbc_model::tenancy::TenancyMode::Strict);
+    let a = ingress("a", &[]);
+    t.created(&[&a]).await;
+    let before = t.routed_actions().await;
+    t.w.aws();
+    t.w.events();
+    // The Ingress now sends /a to a target group it names by ARN (another team's, say).
+    let victim = "arn:aws:elasticloadbalancing:us-east-1:111122223333:targetgroup/payments/0123456789abcdef";
+    let forward = format!(r#"{{"type": "forward", "targetGroupARN": "{victim}"}}"#);
+    let mut changed = ingress("a", &[("actions.a", &forward)]);
+    changed.metadata.finalizers = Some(vec![format!("{}{GROUP}", k::EXPLICIT_GROUP_FINALIZER_PREFIX)]);
+    let backend = &mut changed.spec.as_mut().unwrap().rules.as_mut().unwrap()[0].http.as_mut().unwrap().paths[0];
+    backend.backend.service.as_mut().unwrap().port = Some(k8s_openapi::api::networking::v1::ServiceBackendPort {
+        name: Some("use-annotation".into()),
+        number: None,
+    });
+    t.reconcile(&[&changed]).await;
+    assert_eq!(t.w.aws_writes(), (vec![], vec![]), "fail closed: no AWS write");
+    assert_eq!(t.routed_actions().await, before, "the rule already there stays as it is");
+    let events = t.w.events();
+    let warned = events.iter().find(|(_, _, note)| note.contains(victim)).unwrap_or_else(|| panic!("{events:?}"));
+    assert_eq!(warned.0, "Warning");
+    assert!(warned.2.contains("actions.a") && warned.2.contains("tenancy.policy.targetGroups"), "{warned:?}");
+    // The same change in compatible mode is sent to AWS (the upstream's behaviour; the fake has no
+    // such group and refuses the ModifyRule, which is not the tenancy's business).
+    let c = tenancy_world(lbc_model::tenancy::TenancyMode::Compatible);
+    c.created(&[&a]).await;
+    c.w.aws();
+    c.reconcile(&[&changed]).await;
+    assert!(c.w.aws_writes().0.contains(&"ModifyRule".to_string()));
+}
+
+#[tokio::test(start_paused = true)]
 async fn compatible_tenancy_keeps_the_upstream_behaviour_for_the_same_scene() {
     let t = tenancy_world(lbc_model::tenancy::TenancyMode::Compatible);
     t.reconcile(&[&ingress("a", &[]), &intruder()]).await;

@@ -35,6 +35,7 @@ use lbc_model::lb::tags::SERVICE_TAG_PREFIX;
 use lbc_model::service::{
     Membership, NlbSettings, SelectConfig, Selection, build_stack, membership, parse_annotations,
 };
+use lbc_model::tenancy::Verdict;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -180,7 +181,20 @@ async fn reconcile_inner(svc: &Service, ctx: &ServiceCtx) -> Result<Option<Durat
     let settings = parse_annotations(&svc.annotations().clone())
         .map_err(|errors| blocked(FAILED_BUILD, &format!("invalid annotations, nothing changed in AWS: {errors}")))?;
     ctx.reporter.warn_list_once(&ctx.io.base, &reference(svc), "UnsupportedAnnotation", &settings.warnings()).await;
-    let closed = settings.fail_closed();
+    let mut closed = settings.fail_closed();
+    let ns = svc.namespace().unwrap_or_default();
+    for v in lbc_model::service::actions::tenancy_verdicts(
+        &ctx.io.base.cfg.tenancy,
+        &ns,
+        &svc.name_any(),
+        &settings.forwards,
+    ) {
+        match v {
+            Verdict::Refused(r) => closed.push(r.detail),
+            Verdict::Exposed(e) => tracing::debug!(kind = e.kind, detail = %e.detail, "tenancy exposure"),
+            Verdict::Allowed => {}
+        }
+    }
     if !closed.is_empty() {
         return Err(blocked(FAILED_BUILD, &format!("nothing changed in AWS: {}", closed.join("; "))));
     }

@@ -454,6 +454,32 @@ async fn an_invalid_annotation_is_a_warning_naming_it_and_no_aws_write() {
     assert!(t.w.events().is_empty());
 }
 
+#[tokio::test(start_paused = true)]
+async fn strict_tenancy_refuses_a_forward_to_an_ungranted_target_group_before_any_write() {
+    let victim = "arn:aws:elasticloadbalancing:eu-west-1:111122223333:targetgroup/payments/0123456789abcdef";
+    let forward = format!(
+        r#"{{"type": "forward", "forwardConfig": {{"targetGroups": [{{"targetGroupARN": "{victim}", "weight": 10}}]}}}}"#
+    );
+    let svc = service(80, &[("aws-load-balancer-nlb-target-type", "ip"), ("actions.TCP-80", &forward)]);
+    let mut w = World::new();
+    let strict = lbc_model::tenancy::Tenancy::parse(lbc_model::tenancy::TenancyMode::Strict, "{}", "test").unwrap();
+    Arc::get_mut(&mut w.base).expect("a new context").cfg.tenancy = Arc::new(strict);
+    let cfg = config();
+    let backend_sg =
+        Arc::new(BackendSecurityGroup::new(cfg.backend_sg.clone(), w.net.clone(), CLUSTER, VPC, Tags::new()));
+    let t = T { ctx: Arc::new(ServiceCtx::new(w.base.clone(), &w.adapters(), cfg, backend_sg)), w };
+    assert_eq!(t.reconcile(&svc).await.unwrap(), Action::await_change());
+    assert_eq!(t.w.aws(), (vec![], vec![]), "no AWS call at all");
+    let (kind, reason, note) = &t.w.the_event();
+    assert_eq!((kind.as_str(), reason.as_str()), ("Warning", crate::stack::FAILED_BUILD));
+    assert!(note.contains(victim) && note.contains(&full_key("actions.TCP-80")), "{note}");
+    // Compatible mode (the upstream's trust): the same Service is deployed (the fake has no such
+    // group and refuses the listener, which is not the tenancy's business).
+    let t = world();
+    let _ = t.reconcile(&svc).await;
+    assert!(t.w.aws_writes().0.contains(&"CreateLoadBalancer".to_string()));
+}
+
 /// `service(port, extra)` in instance mode, with the NodePort (and health-check node port) the
 /// API server would have allocated.
 fn instance_service(extra: &[(&str, &str)], local: bool) -> Service {

@@ -286,6 +286,9 @@ fn ingress_class_params_tags_with_an_ownership_prefix_are_denied() {
     assert!(validate_ingress_class_params(&fine).is_empty());
 }
 
+const FORWARD_BY_ARN: &str = r#"{"type": "forward", "targetGroupARN":
+    "arn:aws:elasticloadbalancing:us-east-1:111122223333:targetgroup/payments/0123456789abcdef"}"#;
+
 #[test]
 fn strict_tenancy_refuses_at_admission_what_the_policy_does_not_grant() {
     use crate::tenancy::TenancyMode;
@@ -305,6 +308,10 @@ fn strict_tenancy_refuses_at_admission_what_the_policy_does_not_grant() {
         (ing("c", Some("alb"), &[(group, "shared")]), vec!["c/web", "\"shared\"", "tenancy.policy.ingressGroups"]),
         (ing("c", Some("alb"), &[(group, "other")]), vec!["c/web", "\"other\"", "does not list"]),
         (ing("b", None, &[("kubernetes.io/ingress.class", "alb")]), vec!["b/web", "spec.ingressClassName"]),
+        (
+            ing("a", Some("alb"), &[("alb.ingress.kubernetes.io/actions.pay", FORWARD_BY_ARN)]),
+            vec!["a/web", "actions.pay", "targetgroup/payments/", "tenancy.policy.targetGroups"],
+        ),
     ];
     for (i, (ingress, words)) in rows.iter().enumerate() {
         let v = run(&strict, ingress);

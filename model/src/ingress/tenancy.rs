@@ -3,6 +3,7 @@
 //! sets? Only what the Ingress chose itself is judged: a group or setting that comes from the
 //! IngressClassParams is the cluster admin's choice.
 
+use super::actions::{ForwardTarget, RuleAction};
 use super::annotations::IngressSettings;
 use super::group::group_wide_settings;
 use super::keys::full_key;
@@ -32,6 +33,16 @@ pub fn verdicts(t: &Tenancy, c: &OwnChoices<'_>) -> Vec<Verdict> {
         out.push(t.ingress_group_member(c.namespace, c.name, group));
         for key in group_wide_settings(c.own) {
             out.push(t.ingress_group_setting(c.namespace, c.name, group, &full_key(key)));
+        }
+    }
+    let object = format!("Ingress {}/{}", c.namespace, c.name);
+    for (action, a) in &c.own.actions {
+        let RuleAction::Forward { target_groups, .. } = a else { continue };
+        for w in target_groups {
+            if let ForwardTarget::Arn(tg) | ForwardTarget::Name(tg) = &w.target {
+                let key = full_key(&format!("actions.{action}"));
+                out.push(t.forward_target_group(c.namespace, &object, &key, tg));
+            }
         }
     }
     out.retain(|v| *v != Verdict::Allowed);
@@ -99,6 +110,42 @@ mod tests {
         let v = verdicts(&t, &choices("team-b", &with_sg));
         let Verdict::Refused(r) = &v[0] else { panic!("{v:?}") };
         assert!(r.detail.contains("alb.ingress.kubernetes.io/"), "names the annotation: {r}");
+    }
+
+    #[test]
+    fn forwards_to_target_groups_by_arn_or_name_need_a_grant_by_arn_or_name() {
+        const ARN: &str = "arn:aws:elasticloadbalancing:us-east-1:111122223333:targetgroup/payments/0123456789abcdef";
+        let policy = r#"{"targetGroups": [
+            {"namespaces": ["team-a"], "arns": ["arn:aws:elasticloadbalancing:us-east-1:111122223333:targetgroup/payments/0123456789abcdef"]},
+            {"namespaces": ["team-b"], "names": ["payments"]},
+            {"namespaces": ["team-c"], "tags": {"team": "c"}}]}"#;
+        let t = strict(policy);
+        let forward = |target: ForwardTarget| {
+            let a = RuleAction::Forward {
+                target_groups: vec![super::super::actions::WeightedTarget { target, weight: None }],
+                stickiness_seconds: None,
+            };
+            IngressSettings { actions: [("pay".to_string(), a)].into(), ..Default::default() }
+        };
+        let (by_arn, by_name) =
+            (forward(ForwardTarget::Arn(ARN.into())), forward(ForwardTarget::Name("payments".into())));
+        type Row<'a> = (&'a str, &'a IngressSettings, Vec<(&'static str, bool)>);
+        let rows: Vec<Row<'_>> = vec![
+            ("team-a", &by_arn, vec![]),
+            ("team-a", &by_name, vec![("forward-target-group", true)]), // granted by ARN only
+            ("team-b", &by_arn, vec![]),
+            ("team-b", &by_name, vec![]),
+            ("team-c", &by_arn, vec![("forward-target-group", true)]), // tag grants are not read for forwards
+            ("team-d", &by_arn, vec![("forward-target-group", true)]),
+        ];
+        for (ns, own, want) in rows {
+            assert_eq!(kinds(&verdicts(&t, &choices(ns, own))), want, "{ns} {own:?}");
+        }
+        let v = verdicts(&t, &choices("team-d", &by_arn));
+        let Verdict::Refused(r) = &v[0] else { panic!("{v:?}") };
+        assert!(r.detail.contains("alb.ingress.kubernetes.io/actions.pay") && r.detail.contains(ARN), "{r}");
+        let compatible = Tenancy::parse(TenancyMode::Compatible, policy, "test").unwrap();
+        assert_eq!(kinds(&verdicts(&compatible, &choices("team-d", &by_arn))), [("forward-target-group", false)]);
     }
 
     #[test]

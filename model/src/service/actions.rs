@@ -154,6 +154,28 @@ pub fn referenced_services(annotations: &BTreeMap<String, String>) -> BTreeSet<S
 }
 
 /// The other Services these forwards name.
+/// The tenancy decisions on the target groups a Service's `actions.*` forwards name by ARN
+/// ([`crate::tenancy::Tenancy::forward_target_group`]), allowed ones left out.
+pub fn tenancy_verdicts(
+    tenancy: &crate::tenancy::Tenancy,
+    namespace: &str,
+    service: &str,
+    forwards: &std::collections::BTreeMap<(Protocol, u16), NlbForward>,
+) -> Vec<crate::tenancy::Verdict> {
+    let object = format!("Service {namespace}/{service}");
+    let mut out = Vec::new();
+    for ((protocol, port), f) in forwards {
+        for t in &f.targets {
+            if let ForwardBackend::Arn(arn) = &t.backend {
+                let key = format!("{}{}-{port}", super::keys::full_key(super::keys::ACTIONS_PREFIX), protocol.as_aws());
+                out.push(tenancy.forward_target_group(namespace, &object, &key, arn));
+            }
+        }
+    }
+    out.retain(|v| *v != crate::tenancy::Verdict::Allowed);
+    out
+}
+
 pub fn service_names<'a>(forwards: impl IntoIterator<Item = &'a NlbForward>) -> BTreeSet<String> {
     forwards
         .into_iter()
