@@ -304,6 +304,18 @@ pub struct Args {
     #[arg(long, hide = true, default_value = "1h", value_parser = parse_duration)]
     pub webhook_cert_retire_after: Duration,
 
+    /// A rule forwarding to one Service that does not exist answers a fixed 503 and the Ingress
+    /// gets a Warning (true, ALBC's default); false fails the IngressGroup's pass (nothing changes
+    /// in AWS) until the Service exists (ALBC flag).
+    #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool, action = clap::ArgAction::Set)]
+    pub tolerate_non_existent_backend_service: bool,
+
+    /// A `use-annotation` backend whose `actions.<name>` annotation is missing answers a fixed 503
+    /// and the Ingress gets a Warning (true, ALBC's default); false fails the IngressGroup's pass
+    /// (ALBC flag).
+    #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool, action = clap::ArgAction::Set)]
+    pub tolerate_non_existent_backend_action: bool,
+
     /// Inject readiness gates into new pods of labelled namespaces (pod webhook).
     #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool, action = clap::ArgAction::Set)]
     pub enable_pod_readiness_gate_inject: bool,

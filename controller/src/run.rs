@@ -464,6 +464,8 @@ fn ingress_config(
             .split_once('=')
             .map(|(k, v)| (k.trim().to_string(), v.trim().to_string())),
         tenancy,
+        tolerate_missing_service: args.tolerate_non_existent_backend_service,
+        tolerate_missing_action: args.tolerate_non_existent_backend_action,
     }
 }
 

@@ -264,7 +264,12 @@ async fn pass(ctx: &IngressCtx, g: &GroupId, gathered: &Gathered) -> Result<Opti
             });
         }
     }
-    let merge_cfg = MergeConfig { default_ssl_policy: ctx.cfg.default_ssl_policy.clone(), trust_store_arns };
+    let merge_cfg = MergeConfig {
+        default_ssl_policy: ctx.cfg.default_ssl_policy.clone(),
+        trust_store_arns,
+        tolerate_missing_service: ctx.cfg.tolerate_missing_service,
+        tolerate_missing_action: ctx.cfg.tolerate_missing_action,
+    };
     let group_plan = plan_group(&members, &services, &merge_cfg).map_err(|errors| {
         let list: Vec<String> = errors.iter().map(ToString::to_string).collect();
         blocked(nothing_changed(list.join("; ")))

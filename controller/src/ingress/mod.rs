@@ -72,6 +72,10 @@ pub struct IngressConfig {
     pub required_secrets_label: Option<(String, String)>,
     /// `--tenancy-mode` and the policy: who may join which IngressGroup and set its group-wide settings.
     pub tenancy: Arc<Tenancy>,
+    /// `--tolerate-non-existent-backend-service` / `-action`: a missing backend Service or
+    /// `actions.<name>` answers 503 with a Warning (true, ALBC's default) or fails the group.
+    pub tolerate_missing_service: bool,
+    pub tolerate_missing_action: bool,
 }
 
 /// What the Ingress reconciler shares.

@@ -90,6 +90,8 @@ fn world_with(change: impl FnOnce(&mut IngressConfig)) -> T {
         shield: true,
         required_secrets_label: None,
         tenancy: Default::default(),
+        tolerate_missing_service: true,
+        tolerate_missing_action: true,
     };
     change(&mut cfg);
     let backend_sg = Arc::new(BackendSecurityGroup::new(BackendSgMode::Auto, w.net.clone(), CLUSTER, VPC, Tags::new()));
@@ -628,6 +630,21 @@ async fn throttling_backs_off_per_group_and_doubles() {
     let next = t.reconcile(&[&a, &b]).await;
     assert!(within(next, 600, 900), "then in sync: {next:?}");
     assert_eq!(t.w.lbs.load_balancer_count(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_missing_backend_service_answers_503_unless_the_controller_is_told_not_to_tolerate_it() {
+    let ghost = ingress("ghost", &[]); // Service "ghost" does not exist
+    let tolerant = world();
+    tolerant.reconcile(&[&ingress("a", &[]), &ghost]).await;
+    assert!(tolerant.routed_actions().await.iter().any(|a| a.contains("503")), "ALBC's default: a fixed 503");
+    let strict = world_with(|c| c.tolerate_missing_service = false);
+    strict.reconcile(&[&ingress("a", &[]), &ghost]).await;
+    assert_eq!(strict.w.aws_writes(), (vec![], vec![]), "the group's pass stops before any AWS write");
+    let events = strict.w.events();
+    let failed =
+        events.iter().find(|e| e.2.contains("shop/ghost does not exist")).unwrap_or_else(|| panic!("{events:?}"));
+    assert!(failed.0 == "Warning" && failed.2.contains("--tolerate-non-existent-backend-service=false"), "{failed:?}");
 }
 
 #[tokio::test(start_paused = true)]

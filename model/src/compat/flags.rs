@@ -91,23 +91,6 @@ pub const ALBC_ONLY_FLAGS: &[AlbcFlag] = &[
         "",
         Treatment::Warn("ACM certificates are discovered, never requested, so no private CA is used"),
     ),
-    flag(
-        "tolerate-non-existent-backend-service",
-        "true",
-        Treatment::WarnUnless(
-            "true",
-            "a rule forwarding to a missing Service answers a fixed 503 and the Ingress gets a Warning event",
-        ),
-    ),
-    flag(
-        "tolerate-non-existent-backend-action",
-        "true",
-        Treatment::WarnUnless(
-            "true",
-            "a rule naming a missing actions.<name> annotation answers a fixed 503 and the Ingress gets a \
-             Warning event",
-        ),
-    ),
 ];
 
 impl AlbcFlag {

@@ -122,6 +122,7 @@ pub(super) fn resolve(
     backend: &IngressBackend,
     location: &str,
     services: &Services,
+    cfg: &super::merge::MergeConfig,
     warnings: &mut Vec<String>,
 ) -> Result<Resolved, GroupError> {
     let invalid = |problem: String, fix: &str| GroupError::Invalid {
@@ -139,6 +140,15 @@ pub(super) fn resolve(
     let mut action = if by_name.as_deref() == Some(k::USE_ANNOTATION) {
         match m.settings.actions.get(&svc.name) {
             Some(a) => a.clone(),
+            None if !cfg.tolerate_missing_action => {
+                return Err(invalid(
+                    format!(
+                        "backend port use-annotation but annotation {} is missing",
+                        full_key(&format!("{}{}", k::ACTIONS_PREFIX, svc.name))
+                    ),
+                    "add the annotation (the controller runs with --tolerate-non-existent-backend-action=false)",
+                ));
+            }
             None => {
                 warnings.push(format!(
                     "Ingress {}, {location}: backend port use-annotation but annotation {} is missing; the ALB answers 503 until it is added",
@@ -169,6 +179,13 @@ pub(super) fn resolve(
         for t in target_groups {
             let ForwardTarget::Service(b) = &t.target else { continue };
             match services.get(&(b.namespace.clone(), b.service.clone())) {
+                None if single && !cfg.tolerate_missing_service => {
+                    return Err(invalid(
+                        format!("Service {}/{} does not exist", b.namespace, b.service),
+                        "create it, or change the backend (the controller runs with \
+                         --tolerate-non-existent-backend-service=false)",
+                    ));
+                }
                 None if single => {
                     warnings.push(format!(
                         "Ingress {}, {location}: Service {}/{} does not exist; the ALB answers 503 until it does",

@@ -69,11 +69,22 @@ pub struct MergeConfig {
     /// Trust store name → ARN, for the names `mutual-authentication` uses
     /// ([`super::mtls::trust_store_names`]), as DescribeTrustStores answered.
     pub trust_store_arns: BTreeMap<String, String>,
+    /// `--tolerate-non-existent-backend-service` (ALBC's default true): a rule forwarding to one
+    /// Service that does not exist answers 503 with a warning; false fails the group.
+    pub tolerate_missing_service: bool,
+    /// `--tolerate-non-existent-backend-action` (ALBC's default true): a `use-annotation` backend
+    /// without its `actions.<name>` answers 503 with a warning; false fails the group.
+    pub tolerate_missing_action: bool,
 }
 
 impl Default for MergeConfig {
     fn default() -> Self {
-        Self { default_ssl_policy: DEFAULT_SSL_POLICY.into(), trust_store_arns: BTreeMap::new() }
+        Self {
+            default_ssl_policy: DEFAULT_SSL_POLICY.into(),
+            trust_store_arns: BTreeMap::new(),
+            tolerate_missing_service: true,
+            tolerate_missing_action: true,
+        }
     }
 }
 

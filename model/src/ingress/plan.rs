@@ -73,7 +73,7 @@ fn forwards(actions: &[RuleAction]) -> impl Iterator<Item = &BackendRef> {
 /// rules; any error fails the whole group and all errors are returned.
 pub fn plan_group(members: &[Member], services: &Services, cfg: &MergeConfig) -> Result<GroupPlan, Vec<GroupError>> {
     let merged = merge(members, cfg)?;
-    let (rules, warnings) = build_rules(members, &merged, services)?;
+    let (rules, warnings) = build_rules(members, &merged, services, cfg)?;
     let by_key: BTreeMap<&IngressKey, &Member> = members.iter().map(|m| (&m.key, m)).collect();
     let mut tgs: BTreeMap<TargetGroupKey, (BackendSettings, Option<ServiceView>)> = BTreeMap::new();
     for l in &rules {

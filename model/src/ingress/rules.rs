@@ -41,7 +41,7 @@ use k8s_openapi::api::networking::v1::HTTPIngressPath;
 use super::actions::{Condition, RuleAction};
 use super::backends::{Resolved, Services, resolve};
 use super::keys::{self as k, full_key};
-use super::merge::{GroupError, IngressKey, Member, Merged};
+use super::merge::{GroupError, IngressKey, Member, MergeConfig, Merged};
 use crate::lb::{Protocol, Transform};
 
 /// One listener rule.
@@ -171,7 +171,13 @@ fn location(host: &str, path: &str) -> String {
     }
 }
 
-fn drafts(m: &Member, services: &Services, warnings: &mut Vec<String>, errs: &mut Vec<GroupError>) -> Vec<Draft> {
+fn drafts(
+    m: &Member,
+    services: &Services,
+    cfg: &MergeConfig,
+    warnings: &mut Vec<String>,
+    errs: &mut Vec<GroupError>,
+) -> Vec<Draft> {
     let mut out = Vec::new();
     for r in m.spec.rules.iter().flatten() {
         let Some(http) = &r.http else { continue };
@@ -179,7 +185,7 @@ fn drafts(m: &Member, services: &Services, warnings: &mut Vec<String>, errs: &mu
         for p in sort_paths(&http.paths) {
             let path = p.path.as_deref().unwrap_or("");
             let at = location(host, path);
-            let backend = match resolve(m, &p.backend, &at, services, warnings) {
+            let backend = match resolve(m, &p.backend, &at, services, cfg, warnings) {
                 Ok(b) => b,
                 Err(e) => {
                     errs.push(e);
@@ -218,13 +224,15 @@ pub fn build_rules(
     members: &[Member],
     merged: &Merged,
     services: &Services,
+    cfg: &MergeConfig,
 ) -> Result<(Vec<ListenerRules>, Vec<String>), Vec<GroupError>> {
     let (mut warnings, mut errs) = (Vec::new(), Vec::new());
     let mut defaults = Vec::new();
     let mut member_drafts = Vec::new();
     for m in members {
-        member_drafts.push(drafts(m, services, &mut warnings, &mut errs));
-        let d = m.spec.default_backend.as_ref().map(|b| resolve(m, b, "spec.defaultBackend", services, &mut warnings));
+        member_drafts.push(drafts(m, services, cfg, &mut warnings, &mut errs));
+        let d =
+            m.spec.default_backend.as_ref().map(|b| resolve(m, b, "spec.defaultBackend", services, cfg, &mut warnings));
         defaults.push(match d {
             Some(Err(e)) => {
                 errs.push(e);

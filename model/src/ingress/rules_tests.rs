@@ -212,7 +212,7 @@ fn use_annotation_actions_and_conditions() {
             path("/nosvc", "Exact", "nosuch", P::N(80)),
         ],
     )]);
-    let p = plan(&[member("shop/web", &ann, s)]);
+    let p = plan(&[member("shop/web", &ann, s.clone())]);
     let rules = &p.rules[0].rules;
     assert_eq!(rules[0].conditions[0], Condition::HttpHeader { name: "X-Canary".into(), values: vec!["1".into()] });
     let RuleAction::Forward { target_groups, .. } = &rules[0].actions[0] else { panic!("{:?}", rules[0]) };
@@ -227,6 +227,17 @@ fn use_annotation_actions_and_conditions() {
     assert!(p.warnings[1].contains("shop/nosuch") && p.warnings[1].contains("/nosvc"));
     let keys: Vec<String> = p.target_groups.iter().map(|t| t.key.resource_id()).collect();
     assert_eq!(keys, ["shop/web-api:grpc", "shop/web-web:80"]);
+    // --tolerate-non-existent-backend-action=false / -service=false: each fails the group instead.
+    let members = [member("shop/web", &ann, s)];
+    for (cfg, words) in [
+        (MergeConfig { tolerate_missing_action: false, ..Default::default() }, "actions.missing"),
+        (MergeConfig { tolerate_missing_service: false, ..Default::default() }, "Service shop/nosuch does not exist"),
+    ] {
+        let e = plan_group(&members, &svcs(), &cfg).expect_err("the group fails");
+        let shown: Vec<String> = e.iter().map(ToString::to_string).collect();
+        assert_eq!(shown.len(), 1, "{shown:?}");
+        assert!(shown[0].contains(words) && shown[0].contains("--tolerate-non-existent-backend-"), "{shown:?}");
+    }
 }
 
 #[test]
