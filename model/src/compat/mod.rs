@@ -7,6 +7,8 @@
 mod flags;
 mod gates;
 mod go;
+/// Every ALBC annotation and IngressClassParams field, its status here and the tests that show it.
+pub mod parity;
 
 pub use flags::{ALBC_ONLY_FLAGS, AlbcFlag, GivenFlag, assess_flags};
 pub use gates::{FeatureGates, GATES, Gate, Here, assess_gates};

@@ -1,0 +1,395 @@
+use super::*;
+use crate::annotations::refusals::{INGRESS, Refused as Refusal, SERVICE};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// The workspace root: `tests` entries are relative to it.
+fn root() -> PathBuf {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).to_path_buf()
+}
+
+/// `fn <name>(` declared on `line` (`pub`, `pub(crate)`, `async` allowed).
+fn declares(line: &str, name: &str) -> bool {
+    let mut t = line.trim_start();
+    for prefix in ["pub(crate) ", "pub ", "async "] {
+        t = t.strip_prefix(prefix).unwrap_or(t);
+    }
+    t.strip_prefix("fn ").and_then(|rest| rest.strip_prefix(name)).is_some_and(|rest| rest.starts_with('('))
+}
+
+/// `source` has a test function `name`: within the 3 lines above its `fn` line, and with only
+/// attributes or comments between, `#[test]`, `#[tokio::test…]` or a `proptest!` block opening.
+fn has_test(source: &str, name: &str) -> bool {
+    let lines: Vec<&str> = source.lines().collect();
+    lines.iter().enumerate().any(|(i, line)| {
+        declares(line, name)
+            && lines[i.saturating_sub(3)..i]
+                .iter()
+                .rev()
+                .map(|l| l.trim())
+                .take_while(|l| l.starts_with("#[") || l.starts_with("//") || l.starts_with("proptest!"))
+                .any(|l| l.starts_with("#[test]") || l.starts_with("#[tokio::test") || l.starts_with("proptest!"))
+    })
+}
+
+/// Every supported row names at least one test, every named test exists, and no row is missing.
+#[test]
+fn supported_rows_name_tests_that_exist_and_none_is_missing() {
+    let mut sources: BTreeMap<&str, Option<String>> = BTreeMap::new();
+    let mut problems = Vec::new();
+    for r in PARITY {
+        let what = format!("{:?} {}", r.kind, r.key);
+        if r.status == Status::Missing {
+            problems.push(format!("{what}: MISSING, neither applied nor refused"));
+        }
+        if r.status.is_supported() && r.tests.is_empty() {
+            problems.push(format!("{what}: {} but names no test", r.status.label()));
+        }
+        for t in r.tests {
+            let Some((file, name)) = t.split_once("::") else {
+                problems.push(format!("{what}: {t:?} is not <file>::<test function>"));
+                continue;
+            };
+            let source = sources.entry(file).or_insert_with(|| std::fs::read_to_string(root().join(file)).ok());
+            match source {
+                None => problems.push(format!("{what}: {file} does not exist")),
+                Some(src) if !has_test(src, name) => problems.push(format!("{what}: no test fn {name} in {file}")),
+                Some(_) => {}
+            }
+        }
+    }
+    for p in &problems {
+        eprintln!("parity: {p}");
+    }
+    assert!(problems.is_empty(), "{} problem(s) in the parity table:\n{}", problems.len(), problems.join("\n"));
+}
+
+#[test]
+fn the_test_finder_needs_the_attribute_above_the_fn() {
+    let src = "#[test]\nfn a() {}\n\nfn b() {}\n#[tokio::test]\n#[ignore = \"e2e\"]\nasync fn c() {}\n\
+               proptest! {\n    #[test]\n    fn d(x in 0..1) {}\n}\n#[test]\n/// Doc.\nfn ab() {}\n\
+               proptest! {\n    fn e() {}\n}\n#[test]\nfn f_not_g() {}\n";
+    let cases = [("a", true), ("b", false), ("c", true), ("d", true), ("ab", true), ("e", true), ("f", false)];
+    for (name, want) in cases {
+        assert_eq!(has_test(src, name), want, "{name}");
+    }
+}
+
+/// The refusal that covers `key` in `table`: exact, or the family `key` starts with.
+fn refusal_of<'a>(table: &'a [Refusal], key: &str) -> Option<&'a Refusal> {
+    table.iter().find(|r| if r.family { key.starts_with(r.suffix) } else { key == r.suffix })
+}
+
+fn table_of(kind: Kind) -> &'static [Refusal] {
+    match kind {
+        Kind::ServiceAnnotation => SERVICE,
+        Kind::IngressAnnotation => INGRESS,
+        Kind::IngressClassParamsField => &[],
+    }
+}
+
+/// Refused on a Service, but a pod annotation that the pod webhook applies: supported.
+const REFUSED_BUT_SUPPORTED: &[(Kind, &str)] =
+    &[(Kind::ServiceAnnotation, crate::service::keys::QUIC_ENABLED_CONTAINERS)];
+
+/// Refused rows are the refusal tables' keys, with their reasons; every refusal has its rows.
+#[test]
+fn refused_rows_are_exactly_the_refusals() {
+    let mut problems = Vec::new();
+    for r in PARITY {
+        let refusal = refusal_of(table_of(r.kind), r.key);
+        let excepted = REFUSED_BUT_SUPPORTED.contains(&(r.kind, r.key));
+        match (r.status, refusal) {
+            (Status::Refused, None) => {
+                problems.push(format!("{:?} {}: refused, but not in refusals.rs", r.kind, r.key))
+            }
+            (Status::Refused, Some(f)) if f.reason != r.note => {
+                problems.push(format!("{:?} {}: note {:?}, refusals.rs says {:?}", r.kind, r.key, r.note, f.reason))
+            }
+            (Status::Supported | Status::SupportedParseOnly, Some(_)) if !excepted => {
+                problems.push(format!("{:?} {}: {}, but refusals.rs refuses it", r.kind, r.key, r.status.label()))
+            }
+            (_, None) if excepted => problems.push(format!("{:?} {}: no longer refused on a Service", r.kind, r.key)),
+            _ => {}
+        }
+    }
+    for (kind, table) in [(Kind::ServiceAnnotation, SERVICE), (Kind::IngressAnnotation, INGRESS)] {
+        for f in table {
+            let covered: Vec<&Row> =
+                rows(kind).filter(|r| refusal_of(table, r.key).is_some_and(|g| std::ptr::eq(g, f))).collect();
+            if REFUSED_BUT_SUPPORTED.contains(&(kind, f.suffix)) {
+                if covered.is_empty() || covered.iter().any(|r| r.status != Status::Supported) {
+                    problems.push(format!("{kind:?} {}: the pod annotation's row must be supported", f.suffix));
+                }
+            } else if covered.is_empty() || covered.iter().any(|r| r.status != Status::Refused) {
+                problems.push(format!("{kind:?} {} (refusals.rs) has no refused row of its own", f.suffix));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn no_key_is_listed_twice() {
+    let mut seen = BTreeSet::new();
+    let twice: Vec<String> =
+        PARITY.iter().filter(|r| !seen.insert((r.kind, r.key))).map(|r| format!("{:?} {}", r.kind, r.key)).collect();
+    assert!(twice.is_empty(), "listed twice: {twice:?}");
+}
+
+/// What was counted in ALBC v3.5 (see the module's documentation); a key added to or dropped from
+/// the table changes these on purpose.
+#[test]
+fn every_albc_key_counted_has_its_row() {
+    let count = |k: Kind| rows(k).count();
+    assert_eq!(count(Kind::ServiceAnnotation), 47 + 1 + 2, "SvcLBSuffix*, the QUIC pod annotation, 2 built in code");
+    assert_eq!(count(Kind::IngressAnnotation), 69 + 3, "IngressSuffix*, actions/conditions/transforms");
+    assert_eq!(count(Kind::IngressClassParamsField), 20, "IngressClassParamsSpec's fields");
+    for r in PARITY {
+        assert!(!r.key.is_empty() && !r.key.contains(' '), "{r:?}");
+        assert!(!r.note.contains('\n'), "{r:?}");
+    }
+}
+
+/// A concrete key for a family row.
+fn sample(kind: Kind, key: &str) -> String {
+    let listener = if kind == Kind::ServiceAnnotation { "TCP-80" } else { "HTTP-80" };
+    let key = key
+        .replace("${Protocol}-${Port}", listener)
+        .replace("${Port}", "80")
+        .replace("${service-name}.${service-port}", "web.80");
+    let key =
+        ["${action-name}", "${conditions-name}", "${transforms-name}"].iter().fold(key, |k, p| k.replace(p, "web"));
+    assert!(!key.contains("${"), "no sample for the placeholder of {key}");
+    key
+}
+
+/// Every annotation row that is not missing is read by our parser: not reported as unknown
+/// (an invalid value is an error naming it, which counts as read); refused rows are reported as
+/// refused.
+#[test]
+fn annotation_rows_are_read_by_our_parsers() {
+    let mut problems = Vec::new();
+    for r in PARITY.iter().filter(|r| r.kind != Kind::IngressClassParamsField && r.status != Status::Missing) {
+        let key = sample(r.kind, r.key);
+        let (full, parsed) = match r.kind {
+            Kind::ServiceAnnotation => {
+                let full = crate::service::keys::full_key(&key);
+                let map = BTreeMap::from([(full.clone(), "x".to_string())]);
+                let parsed = crate::service::parse_annotations(&map).map(|s| (s.unknown, s.unsupported));
+                (full, parsed)
+            }
+            _ => {
+                let full = crate::ingress::keys::full_key(&key);
+                let map = BTreeMap::from([(full.clone(), "x".to_string())]);
+                let parsed = crate::ingress::parse_annotations(&map, "shop").map(|s| (s.unknown, s.unsupported));
+                (full, parsed)
+            }
+        };
+        match parsed {
+            Ok((unknown, _)) if unknown.contains(&full) => problems.push(format!("{full}: reported as unknown")),
+            Ok((_, unsupported)) if r.status == Status::Refused && !unsupported.iter().any(|u| u.key == full) => {
+                problems.push(format!("{full}: a refused row, but not reported as refused"))
+            }
+            Ok(_) => {}
+            Err(e) if !e.0.iter().any(|e| e.key == full) => problems.push(format!("{full}: errors name others: {e}")),
+            Err(_) => {}
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Every IngressClassParams row that is not missing is a field of our spec type: it survives a
+/// round trip (serde drops what the type does not have).
+#[test]
+fn params_rows_are_fields_of_our_spec() {
+    let given = serde_json::json!({
+        "loadBalancerName": "shop", "certificateArn": ["arn:c"], "namespaceSelector": {"matchLabels": {"a": "b"}},
+        "group": {"name": "g"}, "scheme": "internal", "inboundCIDRs": ["10.0.0.0/8"], "sslPolicy": "P",
+        "sslRedirectPort": "443", "subnets": {"ids": ["subnet-1"]}, "ipAddressType": "ipv4",
+        "tags": [{"key": "k", "value": "v"}], "targetType": "ip",
+        "loadBalancerAttributes": [{"key": "k", "value": "v"}],
+        "listeners": [{"protocol": "HTTPS", "port": 443, "listenerAttributes": [{"key": "k", "value": "v"}]}],
+        "minimumLoadBalancerCapacity": {"capacityUnits": 1}, "ipamConfiguration": {"ipv4IPAMPoolId": "ipam-pool-1"},
+        "PrefixListsIDs": ["pl-1"], "prefixListsIDs": ["pl-2"], "wafv2AclArn": "arn:w", "wafv2AclName": "w",
+    });
+    let fields: BTreeSet<&str> = rows(Kind::IngressClassParamsField).map(|r| r.key).collect();
+    let keys: BTreeSet<&str> = given.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(keys, fields, "this test's object has one value per row");
+    let spec: crate::crd::IngressClassParamsSpec = serde_json::from_value(given).expect("ALBC's fields");
+    let back = serde_json::to_value(&spec).unwrap();
+    for r in rows(Kind::IngressClassParamsField).filter(|r| r.status != Status::Missing) {
+        assert!(back.get(r.key).is_some(), "spec.{} is dropped: {back}", r.key);
+    }
+}
+
+/// `docs/parity.md` is [`render`]'s output; `LBC_WRITE_PARITY=1` writes it instead.
+#[test]
+fn docs_page_matches_the_table() {
+    let path = root().join("docs/parity.md");
+    let want = render();
+    if std::env::var("LBC_WRITE_PARITY").is_ok_and(|v| v == "1") {
+        std::fs::write(&path, &want).expect("write docs/parity.md");
+        return;
+    }
+    let got = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        got == want,
+        "docs/parity.md differs from the table in model/src/compat/parity.rs; regenerate it with \
+         LBC_WRITE_PARITY=1 cargo test -p lbc-model --lib compat::parity"
+    );
+}
+
+#[test]
+fn render_counts_and_escapes() {
+    let page = render();
+    assert!(page.contains("model/src/compat/parity.rs") && page.contains("LBC_WRITE_PARITY=1"));
+    for kind in Kind::ALL {
+        assert!(page.contains(&format!("## {}", kind.title())), "{kind:?}");
+    }
+    let supported = rows(Kind::IngressClassParamsField).filter(|r| r.status.is_supported()).count();
+    assert!(page.contains(&format!("{supported} of 20 supported")), "{page}");
+    assert_eq!(cell("a|b\nc"), "a\\|b c");
+}
+
+// Effect tests for annotations no other test covered when the table was written. They build the
+// stack the way the controller does (parse, plan, build) and look at what would be sent to AWS.
+
+mod effects {
+    use crate::crd::TargetType;
+    use crate::ingress::merge::IngressKey;
+    use crate::ingress::{
+        BuildContext, GroupId, IngressStack, Member, MergeConfig, ServiceView, Services, build_group_stack,
+        parse_annotations, plan_group,
+    };
+    use crate::lb::{Action, HealthCheckPort, Protocol, Subnet, Tags};
+    use k8s_openapi::api::networking::v1::{
+        HTTPIngressPath, HTTPIngressRuleValue, IngressBackend, IngressRule, IngressServiceBackend, IngressSpec,
+        ServiceBackendPort,
+    };
+
+    /// Ingress shop/web (`/` → Service web:80) with `ann` (suffixes), built alone.
+    fn build(ann: &[(&str, &str)]) -> IngressStack {
+        let map = ann.iter().map(|(k, v)| (crate::ingress::keys::full_key(k), v.to_string())).collect();
+        let settings = parse_annotations(&map, "shop").expect("valid annotations");
+        let backend = IngressBackend {
+            service: Some(IngressServiceBackend {
+                name: "web".into(),
+                port: Some(ServiceBackendPort { number: Some(80), name: None }),
+            }),
+            resource: None,
+        };
+        let path = HTTPIngressPath { path: Some("/".into()), path_type: "Prefix".into(), backend };
+        let rule = IngressRule { host: None, http: Some(HTTPIngressRuleValue { paths: vec![path] }) };
+        let spec = IngressSpec { rules: Some(vec![rule]), ..Default::default() };
+        let member = Member {
+            key: IngressKey { namespace: "shop".into(), name: "web".into() },
+            settings,
+            spec,
+            discovered_certificates: vec![],
+        };
+        let mut services = Services::new();
+        let view = ServiceView { ports: vec![(Some("http".into()), 80)], uid: "uid-1".into(), ..Default::default() };
+        services.insert(("shop".into(), "web".into()), view);
+        let members = [member];
+        let plan = plan_group(&members, &services, &MergeConfig::default()).expect("plans");
+        let subnet = |id: &str, az: &str| Subnet {
+            id: id.into(),
+            vpc_id: "vpc-1".into(),
+            availability_zone: az.into(),
+            cidr: "10.0.0.0/24".into(),
+            ipv6_cidrs: vec![],
+            available_ips: 100,
+            tags: Tags::new(),
+        };
+        let mut ctx = BuildContext::new("prod", "vpc-1");
+        ctx.subnets = vec![subnet("subnet-a", "az-a"), subnet("subnet-b", "az-b")];
+        ctx.backend_security_group = Some("sg-backend".into());
+        ctx.default_target_type = TargetType::Ip;
+        let group = GroupId::Implicit { namespace: "shop".into(), name: "web".into() };
+        build_group_stack(&group, &members, &plan, &ctx).expect("builds")
+    }
+
+    #[test]
+    fn ingress_health_check_annotations_reach_the_target_group() {
+        let hc = |ann: &[(&str, &str)]| {
+            let st = build(ann);
+            let [tg] = st.stack.target_groups.as_slice() else { panic!("{:?}", st.stack.target_groups) };
+            let h = tg.health_check.clone();
+            (
+                h.protocol,
+                h.port,
+                h.path,
+                h.success_codes,
+                h.interval_seconds,
+                h.timeout_seconds,
+                h.healthy_threshold,
+                h.unhealthy_threshold,
+            )
+        };
+        let defaults =
+            (Protocol::Http, HealthCheckPort::TrafficPort, Some("/".into()), Some("200".into()), 15, 5, 2, 2);
+        assert_eq!(hc(&[]), defaults);
+        let ann = [
+            ("healthcheck-protocol", "HTTPS"),
+            ("healthcheck-path", "/ready"),
+            ("healthcheck-interval-seconds", "20"),
+            ("healthcheck-timeout-seconds", "7"),
+            ("healthy-threshold-count", "4"),
+            ("unhealthy-threshold-count", "6"),
+            ("success-codes", "200-299"),
+        ];
+        let want =
+            (Protocol::Https, HealthCheckPort::TrafficPort, Some("/ready".into()), Some("200-299".into()), 20, 7, 4, 6);
+        assert_eq!(hc(&ann), want);
+    }
+
+    #[test]
+    fn ingress_auth_session_annotations_reach_the_authenticate_action() {
+        let cognito = r#"{"userPoolARN":"arn:aws:cognito-idp:us-east-1:123456789012:userpool/us-east-1_x",
+            "userPoolClientID":"app","userPoolDomain":"auth.example.com"}"#;
+        let base = [
+            ("listen-ports", r#"[{"HTTPS":443}]"#),
+            ("certificate-arn", "arn:c1"),
+            ("auth-type", "cognito"),
+            ("auth-idp-cognito", cognito),
+        ];
+        let session = |ann: &[(&str, &str)]| {
+            let st = build(ann);
+            let r = &st.stack.listeners[0].rules[0];
+            let Action::AuthenticateCognito(c) = &r.actions[0] else { panic!("{:?}", r.actions) };
+            (
+                c.scope.clone(),
+                c.session_cookie_name.clone(),
+                c.session_timeout_seconds,
+                c.on_unauthenticated_request.clone(),
+            )
+        };
+        let defaults = session(&base);
+        let mut ann = base.to_vec();
+        ann.extend([
+            ("auth-scope", "email openid"),
+            ("auth-session-cookie", "shop-session"),
+            ("auth-session-timeout", "3600"),
+            ("auth-on-unauthenticated-request", "deny"),
+        ]);
+        let want = (Some("email openid".into()), Some("shop-session".into()), Some(3600), Some("deny".into()));
+        assert_eq!(session(&ann), want);
+        assert_ne!(defaults.0, want.0);
+        assert_ne!(defaults.1, want.1);
+        assert_ne!(defaults.2, want.2);
+        assert_ne!(defaults.3, want.3);
+    }
+
+    #[test]
+    fn ingress_multi_cluster_target_group_marks_the_binding() {
+        let marked = |ann: &[(&str, &str)]| {
+            let st = build(ann);
+            let [b] = st.bindings.as_slice() else { panic!("{:?}", st.bindings) };
+            b.spec.multi_cluster_target_group
+        };
+        assert_eq!(marked(&[]), None);
+        assert_eq!(marked(&[("multi-cluster-target-group", "true")]), Some(true));
+        assert_eq!(marked(&[("multi-cluster-target-group", "false")]), None);
+    }
+}
