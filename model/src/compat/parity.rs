@@ -89,7 +89,7 @@ impl Status {
 }
 
 use Kind::{IngressAnnotation as Ing, IngressClassParamsField as Icp, ServiceAnnotation as Svc};
-use Status::{Refused, Supported, SupportedParseOnly};
+use Status::{Refused, Supported};
 
 const fn row(kind: Kind, key: &'static str, status: Status, tests: &'static [&'static str], note: &'static str) -> Row {
     Row { kind, key, status, tests, note }
@@ -156,12 +156,13 @@ pub const PARITY: &[Row] = &[
     row(
         Svc,
         "aws-load-balancer-internal",
-        SupportedParseOnly,
+        Supported,
         &[
+            "model/src/service/build_tests.rs::deprecated_internal_annotation_decides_the_scheme",
             "model/src/service/annotations_tests.rs::scheme_annotation_beats_deprecated_internal",
             "model/src/service/annotations_tests.rs::valid_values_table",
         ],
-        "deprecated; read as the scheme (the scheme annotation wins); no build test sets it",
+        "deprecated; read as the scheme (the scheme annotation wins)",
     ),
     row(
         Svc,
@@ -190,33 +191,43 @@ pub const PARITY: &[Row] = &[
     row(
         Svc,
         "aws-load-balancer-access-log-enabled",
-        SupportedParseOnly,
-        &["model/src/service/annotations_tests.rs::deprecated_attributes_win_over_attributes_annotation"],
-        "deprecated; becomes access_logs.s3.enabled (test checks the attributes, not a built stack)",
+        Supported,
+        &[
+            "model/src/service/build_tests.rs::access_log_and_cross_zone_annotations_become_load_balancer_attributes",
+            "model/src/service/annotations_tests.rs::deprecated_attributes_win_over_attributes_annotation",
+        ],
+        "deprecated; \"true\" becomes access_logs.s3.enabled, winning over the attributes annotation; \"false\" asks for nothing, as ALBC",
     ),
     row(
         Svc,
         "aws-load-balancer-access-log-s3-bucket-name",
-        SupportedParseOnly,
-        &["model/src/service/annotations_tests.rs::deprecated_attributes_win_over_attributes_annotation"],
-        "deprecated; becomes access_logs.s3.bucket (test checks the attributes, not a built stack)",
+        Supported,
+        &[
+            "model/src/service/build_tests.rs::access_log_and_cross_zone_annotations_become_load_balancer_attributes",
+            "model/src/service/annotations_tests.rs::deprecated_attributes_win_over_attributes_annotation",
+        ],
+        "deprecated; becomes access_logs.s3.bucket while access logs are enabled, as ALBC",
     ),
     row(
         Svc,
         "aws-load-balancer-access-log-s3-bucket-prefix",
-        SupportedParseOnly,
-        &["model/src/service/annotations_tests.rs::deprecated_attributes_win_over_attributes_annotation"],
-        "deprecated; becomes access_logs.s3.prefix (test checks the attributes, not a built stack)",
+        Supported,
+        &[
+            "model/src/service/build_tests.rs::access_log_and_cross_zone_annotations_become_load_balancer_attributes",
+            "model/src/service/annotations_tests.rs::deprecated_attributes_win_over_attributes_annotation",
+        ],
+        "deprecated; becomes access_logs.s3.prefix while access logs are enabled, as ALBC",
     ),
     row(
         Svc,
         "aws-load-balancer-cross-zone-load-balancing-enabled",
-        SupportedParseOnly,
+        Supported,
         &[
+            "model/src/service/build_tests.rs::access_log_and_cross_zone_annotations_become_load_balancer_attributes",
             "model/src/service/annotations_tests.rs::deprecated_attributes_win_over_attributes_annotation",
             "model/src/service/annotations_tests.rs::valid_values_table",
         ],
-        "deprecated; becomes load_balancing.cross_zone.enabled (test checks the attributes, not a built stack)",
+        "deprecated; becomes load_balancing.cross_zone.enabled, winning over the attributes annotation",
     ),
     row(
         Svc,
@@ -241,9 +252,12 @@ pub const PARITY: &[Row] = &[
     row(
         Svc,
         "aws-load-balancer-ssl-negotiation-policy",
-        SupportedParseOnly,
-        &["model/src/service/annotations_tests.rs::valid_values_table"],
-        "TLS listener policy; the build test covers only the default policy",
+        Supported,
+        &[
+            "model/src/service/build_tests.rs::ssl_negotiation_policy_annotation_sets_the_tls_listeners_policy",
+            "model/src/service/annotations_tests.rs::valid_values_table",
+        ],
+        "TLS listeners' policy, over --default-ssl-policy",
     ),
     row(
         Svc,
@@ -275,8 +289,11 @@ pub const PARITY: &[Row] = &[
     row(
         Svc,
         "aws-load-balancer-healthcheck-unhealthy-threshold",
-        SupportedParseOnly,
-        &["model/src/service/annotations_tests.rs::valid_values_table"],
+        Supported,
+        &[
+            "model/src/service/build_tests.rs::health_check_unhealthy_threshold_and_success_codes_reach_the_target_group",
+            "model/src/service/annotations_tests.rs::valid_values_table",
+        ],
         "",
     ),
     row(
@@ -323,9 +340,12 @@ pub const PARITY: &[Row] = &[
     row(
         Svc,
         "aws-load-balancer-healthcheck-success-codes",
-        SupportedParseOnly,
-        &["model/src/service/annotations_tests.rs::valid_values_table"],
-        "",
+        Supported,
+        &[
+            "model/src/service/build_tests.rs::health_check_unhealthy_threshold_and_success_codes_reach_the_target_group",
+            "model/src/service/annotations_tests.rs::valid_values_table",
+        ],
+        "HTTP(S) health checks only (AWS takes none for TCP)",
     ),
     row(
         Svc,
@@ -540,12 +560,13 @@ pub const PARITY: &[Row] = &[
     row(
         Ing,
         "load-balancer-name",
-        SupportedParseOnly,
+        Supported,
         &[
+            "model/src/ingress/build_tests.rs::load_balancer_name_annotation_and_class_params_name_the_alb",
             "model/src/ingress/annotations_tests.rs::valid_values_table",
             "model/src/ingress/replacement.rs::name_and_other_reasons",
         ],
-        "no build test sets the name by annotation",
+        "members of a group must agree; IngressClassParams loadBalancerName wins",
     ),
     row(
         Ing,
@@ -608,9 +629,12 @@ pub const PARITY: &[Row] = &[
     row(
         Ing,
         "load-balancer-attributes",
-        SupportedParseOnly,
-        &["model/src/ingress/annotations_tests.rs::valid_values_table"],
-        "no build test sets it",
+        Supported,
+        &[
+            "model/src/ingress/build_tests.rs::load_balancer_attributes_annotation_and_class_params_reach_the_alb",
+            "model/src/ingress/annotations_tests.rs::valid_values_table",
+        ],
+        "differs from ALBC: group members must set equal maps (ALBC merges them key by key), and IngressClassParams loadBalancerAttributes replace the whole map (ALBC keeps the keys the class does not set)",
     ),
     row(
         Ing,
@@ -754,9 +778,12 @@ pub const PARITY: &[Row] = &[
     row(
         Ing,
         "target-group-attributes",
-        SupportedParseOnly,
-        &["model/src/ingress/annotations_tests.rs::valid_values_table"],
-        "no build test sets it",
+        Supported,
+        &[
+            "model/src/ingress/build_tests.rs::target_group_attributes_annotation_reaches_the_target_group",
+            "model/src/ingress/annotations_tests.rs::valid_values_table",
+        ],
+        "the Service's annotation wins, whole",
     ),
     row(
         Ing,
@@ -1082,12 +1109,13 @@ pub const PARITY: &[Row] = &[
     row(
         Icp,
         "loadBalancerName",
-        SupportedParseOnly,
+        Supported,
         &[
+            "model/src/ingress/build_tests.rs::load_balancer_name_annotation_and_class_params_name_the_alb",
             "model/src/crd/ingress_class_params.rs::albc_object_deserializes_unchanged",
             "model/src/admission/ingresses_tests.rs::class_params_names_and_ports",
         ],
-        "no test applies it",
+        "",
     ),
     row(
         Icp,
@@ -1122,9 +1150,12 @@ pub const PARITY: &[Row] = &[
     row(
         Icp,
         "sslPolicy",
-        SupportedParseOnly,
-        &["model/src/crd/ingress_class_params.rs::albc_object_deserializes_unchanged"],
-        "no test applies it",
+        Supported,
+        &[
+            "model/src/ingress/build_tests.rs::class_params_ssl_policy_and_listener_attributes_reach_the_listeners",
+            "model/src/crd/ingress_class_params.rs::albc_object_deserializes_unchanged",
+        ],
+        "",
     ),
     row(
         Icp,
@@ -1150,9 +1181,12 @@ pub const PARITY: &[Row] = &[
     row(
         Icp,
         "ipAddressType",
-        SupportedParseOnly,
-        &["model/src/crd/ingress_class_params.rs::albc_object_deserializes_unchanged"],
-        "no test applies it",
+        Supported,
+        &[
+            "model/src/ingress/build_tests.rs::class_params_ip_address_type_sets_the_alb_and_its_frontend_rules",
+            "model/src/crd/ingress_class_params.rs::albc_object_deserializes_unchanged",
+        ],
+        "",
     ),
     row(
         Icp,
@@ -1168,29 +1202,34 @@ pub const PARITY: &[Row] = &[
     row(
         Icp,
         "loadBalancerAttributes",
-        SupportedParseOnly,
-        &["model/src/crd/ingress_class_params.rs::albc_object_deserializes_unchanged"],
-        "no test applies it",
+        Supported,
+        &[
+            "model/src/ingress/build_tests.rs::load_balancer_attributes_annotation_and_class_params_reach_the_alb",
+            "model/src/crd/ingress_class_params.rs::albc_object_deserializes_unchanged",
+        ],
+        "differs from ALBC: replaces the annotation's attributes whole (ALBC merges them, the class winning per key)",
     ),
     row(
         Icp,
         "listeners",
-        SupportedParseOnly,
+        Supported,
         &[
+            "model/src/ingress/build_tests.rs::class_params_ssl_policy_and_listener_attributes_reach_the_listeners",
             "model/src/crd/ingress_class_params.rs::albc_object_deserializes_unchanged",
             "model/src/ingress/params.rs::fields_that_cannot_be_honoured_are_refused_with_the_field_and_value",
         ],
-        "listener attributes; only refusals of invalid ports are tested",
+        "listener attributes by protocol and port; differs from ALBC: replace that listener's listener-attributes annotation whole (ALBC merges them, the class winning per key)",
     ),
     row(
         Icp,
         "minimumLoadBalancerCapacity",
-        SupportedParseOnly,
+        Supported,
         &[
+            "model/src/ingress/build_tests.rs::class_params_capacity_and_web_acl_name_become_extras",
             "model/src/crd/ingress_class_params.rs::albc_object_deserializes_unchanged",
             "model/src/ingress/params.rs::fields_that_cannot_be_honoured_are_refused_with_the_field_and_value",
         ],
-        "only the refusal of a negative value is tested",
+        "",
     ),
     row(
         Icp,
@@ -1212,17 +1251,23 @@ pub const PARITY: &[Row] = &[
     row(
         Icp,
         "prefixListsIDs",
-        SupportedParseOnly,
-        &["model/src/crd/ingress_class_params.rs::albc_object_deserializes_unchanged"],
-        "no test applies this spelling",
+        Supported,
+        &[
+            "model/src/ingress/build_tests.rs::class_params_prefix_lists_become_the_frontend_rules",
+            "model/src/crd/ingress_class_params.rs::albc_object_deserializes_unchanged",
+        ],
+        "and the legacy spelling PrefixListsIDs",
     ),
     row(Icp, "wafv2AclArn", Supported, &["model/src/ingress/params.rs::params_win_where_set_and_leave_the_rest"], ""),
     row(
         Icp,
         "wafv2AclName",
-        SupportedParseOnly,
-        &["model/src/crd/ingress_class_params.rs::albc_object_deserializes_unchanged"],
-        "no test applies it",
+        Supported,
+        &[
+            "model/src/ingress/build_tests.rs::class_params_capacity_and_web_acl_name_become_extras",
+            "model/src/crd/ingress_class_params.rs::albc_object_deserializes_unchanged",
+        ],
+        "wins over wafv2AclArn, as ALBC",
     ),
 ];
 

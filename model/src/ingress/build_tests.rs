@@ -717,3 +717,241 @@ fn a_target_control_port_is_set_on_its_backends_group_and_opened_to_the_alb() {
         build(&implicit("shop", "web"), &[web(&[IP, ("target-control-port.other.80", "3000")])], &echo(), &ctx());
     assert_eq!(other.unwrap().stack.target_groups[0], plain.stack.target_groups[0]);
 }
+
+/// `web(ann)` with IngressClassParams `p` applied, as the controller does before planning.
+fn web_with_params(ann: &[(&str, &str)], p: &crate::crd::IngressClassParamsSpec) -> Member {
+    let mut m = web(ann);
+    m.settings = crate::ingress::apply_params(&m.settings, Some(p), "class-a").expect("the params apply");
+    m
+}
+
+fn kv(key: &str, value: &str) -> crate::crd::ingress_class_params::KeyValue {
+    crate::crd::ingress_class_params::KeyValue { key: key.into(), value: value.into() }
+}
+
+fn attributes(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}
+
+/// `load-balancer-name` and IngressClassParams `loadBalancerName` (which wins) name the ALB instead
+/// of ALBC's generated name; members of a group must agree.
+#[test]
+fn load_balancer_name_annotation_and_class_params_name_the_alb() {
+    use crate::crd::IngressClassParamsSpec;
+    let g = implicit("shop", "web");
+    let name = |m: Member| build(&g, &[m], &echo(), &ctx()).unwrap().stack.load_balancer.name;
+    let named = ("load-balancer-name", "shop-alb");
+    assert_eq!(name(web(&[IP])), naming::ingress_load_balancer_name("prod", false, "shop/web", "internal"));
+    assert_eq!(name(web(&[IP, named])), "shop-alb");
+    let p = IngressClassParamsSpec { load_balancer_name: Some("class-alb".into()), ..Default::default() };
+    assert_eq!(name(web_with_params(&[IP], &p)), "class-alb");
+    assert_eq!(name(web_with_params(&[IP, named], &p)), "class-alb", "the params win");
+    let one = |key: &str, n: &str| {
+        let p = format!("/{key}");
+        member(
+            key,
+            &[IP, ("group.name", "g"), ("load-balancer-name", n)],
+            spec(vec![rule("", vec![path(&p, "Prefix", "echo-server", P::N(80))])]),
+        )
+    };
+    let err = build(&GroupId::Explicit("g".into()), &[one("shop/a", "alb-a"), one("shop/b", "alb-b")], &echo(), &ctx())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("conflicting alb.ingress.kubernetes.io/load-balancer-name"), "{err}");
+}
+
+/// `load-balancer-attributes` and IngressClassParams `loadBalancerAttributes` become the ALB's
+/// attributes; the params' value wins for the keys it sets.
+#[test]
+fn load_balancer_attributes_annotation_and_class_params_reach_the_alb() {
+    use crate::crd::IngressClassParamsSpec;
+    let g = implicit("shop", "web");
+    let attrs = |m: Member| build(&g, &[m], &echo(), &ctx()).unwrap().stack.load_balancer.attributes;
+    assert_eq!(attrs(web(&[IP])), attributes(&[]), "nothing asked: AWS's defaults stay");
+    let ann = ("load-balancer-attributes", "idle_timeout.timeout_seconds=120,routing.http2.enabled=false");
+    let want = attributes(&[("idle_timeout.timeout_seconds", "120"), ("routing.http2.enabled", "false")]);
+    assert_eq!(attrs(web(&[IP, ann])), want);
+    let p = IngressClassParamsSpec {
+        load_balancer_attributes: vec![
+            kv("idle_timeout.timeout_seconds", "300"),
+            kv("deletion_protection.enabled", "true"),
+        ],
+        ..Default::default()
+    };
+    let want = attributes(&[("idle_timeout.timeout_seconds", "300"), ("deletion_protection.enabled", "true")]);
+    assert_eq!(attrs(web_with_params(&[IP], &p)), want);
+    let both = attrs(web_with_params(&[IP, ann], &p));
+    assert_eq!(
+        (both["idle_timeout.timeout_seconds"].as_str(), both["deletion_protection.enabled"].as_str()),
+        ("300", "true"),
+        "the params win"
+    );
+}
+
+/// `target-group-attributes` becomes the target group's attributes; the Service's annotation wins
+/// over the Ingress's, whole.
+#[test]
+fn target_group_attributes_annotation_reaches_the_target_group() {
+    let g = implicit("shop", "web");
+    let tg_attrs = |ann: &[(&str, &str)], svcs: &Services| {
+        let st = build(&g, &[web(ann)], svcs, &ctx()).unwrap();
+        let [tg] = st.stack.target_groups.as_slice() else { panic!("{:?}", st.stack.target_groups) };
+        tg.attributes.clone()
+    };
+    assert_eq!(tg_attrs(&[IP], &echo()), attributes(&[]), "nothing asked: AWS's defaults stay");
+    let ann = (
+        "target-group-attributes",
+        "deregistration_delay.timeout_seconds=30,stickiness.enabled=true,stickiness.type=lb_cookie",
+    );
+    let want = attributes(&[
+        ("deregistration_delay.timeout_seconds", "30"),
+        ("stickiness.enabled", "true"),
+        ("stickiness.type", "lb_cookie"),
+    ]);
+    assert_eq!(tg_attrs(&[IP, ann], &echo()), want);
+    let mut svcs = echo();
+    let on_service = attributes(&[("deregistration_delay.timeout_seconds", "5")]);
+    svcs.values_mut().for_each(|v| v.settings.target_group_attributes = Some(on_service.clone()));
+    assert_eq!(tg_attrs(&[IP, ann], &svcs), on_service, "the Service's annotation wins");
+}
+
+/// IngressClassParams `sslPolicy` replaces `ssl-policy` on the HTTPS listeners; `listeners`
+/// sets the attributes of the listener with that protocol and port, replacing
+/// `listener-attributes.<PROTOCOL>-<port>`.
+#[test]
+fn class_params_ssl_policy_and_listener_attributes_reach_the_listeners() {
+    use crate::crd::IngressClassParamsSpec;
+    use crate::crd::ingress_class_params::{ParamsListener, ParamsListenerProtocol};
+    let g = implicit("shop", "web");
+    let listeners = |m: Member| {
+        let st = build(&g, &[m], &echo(), &ctx()).unwrap();
+        st.stack.listeners.iter().map(|l| (l.port, l.ssl_policy.clone(), l.attributes.clone())).collect::<Vec<_>>()
+    };
+    let https = [IP, ("listen-ports", r#"[{"HTTP":80},{"HTTPS":443}]"#), ("certificate-arn", "arn:c1")];
+    let default_policy = Some(ctx().default_ssl_policy);
+    let none = attributes(&[]);
+    assert_eq!(listeners(web(&https)), [(80, None, none.clone()), (443, default_policy, none.clone())]);
+    let mut ann = https.to_vec();
+    ann.push(("ssl-policy", "ELBSecurityPolicy-TLS13-1-2-2021-06"));
+    ann.push(("listener-attributes.HTTPS-443", "routing.http.response.server.enabled=true"));
+    let own = attributes(&[("routing.http.response.server.enabled", "true")]);
+    let by_annotation = Some("ELBSecurityPolicy-TLS13-1-2-2021-06".to_string());
+    assert_eq!(listeners(web(&ann)), [(80, None, none.clone()), (443, by_annotation, own)]);
+    let listener = |protocol, port, attrs: &[(&str, &str)]| ParamsListener {
+        protocol: Some(protocol),
+        port: Some(port),
+        listener_attributes: attrs.iter().map(|(k, v)| kv(k, v)).collect(),
+    };
+    let p = IngressClassParamsSpec {
+        ssl_policy: Some("ELBSecurityPolicy-TLS13-1-2-Res-2021-06".into()),
+        listeners: vec![
+            listener(ParamsListenerProtocol::HTTPS, 443, &[("routing.http.response.server.enabled", "false")]),
+            listener(
+                ParamsListenerProtocol::HTTP,
+                80,
+                &[("routing.http.response.x_frame_options.header_value", "DENY")],
+            ),
+            // Another protocol on the port: not this listener.
+            listener(ParamsListenerProtocol::HTTP, 443, &[("routing.http.response.server.enabled", "true")]),
+        ],
+        ..Default::default()
+    };
+    let by_params = Some("ELBSecurityPolicy-TLS13-1-2-Res-2021-06".to_string());
+    assert_eq!(
+        listeners(web_with_params(&ann, &p)),
+        [
+            (80, None, attributes(&[("routing.http.response.x_frame_options.header_value", "DENY")])),
+            (443, by_params, attributes(&[("routing.http.response.server.enabled", "false")])),
+        ],
+        "the params win"
+    );
+}
+
+/// IngressClassParams `ipAddressType` replaces `ip-address-type`: the ALB's address type, and a
+/// dualstack ALB's frontend security group admits IPv6 too.
+#[test]
+fn class_params_ip_address_type_sets_the_alb_and_its_frontend_rules() {
+    use crate::crd::IngressClassParamsSpec;
+    use crate::crd::ingress_class_params::ParamsIpAddressType;
+    let g = implicit("shop", "web");
+    let mut c = ctx();
+    c.ipv6_available = true;
+    let built = |m: Member| {
+        let st = build(&g, &[m], &echo(), &c).unwrap();
+        let sources: Vec<RuleSource> =
+            st.stack.frontend_security_group.as_ref().unwrap().ingress.iter().map(|r| r.source.clone()).collect();
+        (st.stack.load_balancer.ip_address_type, sources)
+    };
+    let with = |t| IngressClassParamsSpec { ip_address_type: Some(t), ..Default::default() };
+    let v4 = (LbIpAddressType::Ipv4, vec![RuleSource::Cidr("0.0.0.0/0".into())]);
+    let dual =
+        (LbIpAddressType::Dualstack, vec![RuleSource::Cidr("0.0.0.0/0".into()), RuleSource::Ipv6Cidr("::/0".into())]);
+    assert_eq!(built(web(&[IP])), v4, "the default");
+    assert_eq!(built(web_with_params(&[IP], &with(ParamsIpAddressType::Dualstack))), dual);
+    let ann = [IP, ("ip-address-type", "dualstack")];
+    assert_eq!(built(web(&ann)), dual);
+    assert_eq!(built(web_with_params(&ann, &with(ParamsIpAddressType::Ipv4))), v4, "the params win");
+    let err = build(&g, &[web_with_params(&[IP], &with(ParamsIpAddressType::Dualstack))], &echo(), &ctx())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("IPv6 CIDR"), "{err}");
+}
+
+/// IngressClassParams `prefixListsIDs` (and its legacy spelling `PrefixListsIDs`) replaces
+/// `security-group-prefix-lists`: the frontend security group admits those prefix lists on the
+/// listener ports instead of everyone.
+#[test]
+fn class_params_prefix_lists_become_the_frontend_rules() {
+    use crate::crd::IngressClassParamsSpec;
+    let g = implicit("shop", "web");
+    let rules = |m: Member| -> Vec<(i32, RuleSource)> {
+        let st = build(&g, &[m], &echo(), &ctx()).unwrap();
+        st.stack.frontend_security_group.unwrap().ingress.into_iter().map(|r| (r.from_port, r.source)).collect()
+    };
+    let list = |id: &str| RuleSource::PrefixList(id.into());
+    assert_eq!(rules(web(&[IP])), [(80, RuleSource::Cidr("0.0.0.0/0".into()))], "the default: everyone");
+    let ann = [IP, ("security-group-prefix-lists", "pl-ann")];
+    assert_eq!(rules(web(&ann)), [(80, list("pl-ann"))]);
+    let p = IngressClassParamsSpec { prefix_lists_ids: vec!["pl-1".into()], ..Default::default() };
+    assert_eq!(rules(web_with_params(&[IP], &p)), [(80, list("pl-1"))]);
+    assert_eq!(rules(web_with_params(&ann, &p)), [(80, list("pl-1"))], "the params win");
+    let both = IngressClassParamsSpec {
+        prefix_lists_ids: vec!["pl-1".into()],
+        prefix_lists_ids_legacy: vec!["pl-2".into(), "pl-1".into()],
+        ..Default::default()
+    };
+    assert_eq!(rules(web_with_params(&[IP], &both)), [(80, list("pl-1")), (80, list("pl-2"))]);
+}
+
+/// IngressClassParams `minimumLoadBalancerCapacity` and `wafv2AclName` replace their annotations
+/// in what is asked of AWS besides the stack; the name wins over an ARN, as ALBC.
+#[test]
+fn class_params_capacity_and_web_acl_name_become_extras() {
+    use crate::crd::IngressClassParamsSpec;
+    use crate::crd::ingress_class_params::MinimumCapacity;
+    let g = implicit("shop", "web");
+    let extras = |m: Member| build(&g, &[m], &echo(), &ctx()).unwrap().extras;
+    assert_eq!(extras(web(&[IP])), WantedExtras::default(), "nothing asked: AWS left alone");
+    let p = IngressClassParamsSpec {
+        minimum_load_balancer_capacity: Some(MinimumCapacity { capacity_units: 200 }),
+        wafv2_acl_name: Some("class-acl".into()),
+        ..Default::default()
+    };
+    let want = WantedExtras {
+        minimum_capacity_units: Some(200),
+        web_acl: Some(WebAclWanted::Name("class-acl".into())),
+        ..WantedExtras::default()
+    };
+    assert_eq!(extras(web_with_params(&[IP], &p)), want);
+    let ann = [IP, ("minimum-load-balancer-capacity", "CapacityUnits=100"), ("wafv2-acl-name", "shop-acl")];
+    let by_annotation = extras(web(&ann));
+    assert_eq!(
+        (by_annotation.minimum_capacity_units, by_annotation.web_acl),
+        (Some(100), Some(WebAclWanted::Name("shop-acl".into())))
+    );
+    assert_eq!(extras(web_with_params(&ann, &p)), want, "the params win");
+    let arn = ("wafv2-acl-arn", "arn:aws:wafv2:us-east-1:1:regional/webacl/w/1");
+    let st = build(&g, &[web_with_params(&[IP, arn], &p)], &echo(), &ctx()).unwrap();
+    assert_eq!(st.extras.web_acl, Some(WebAclWanted::Name("class-acl".into())), "the name wins over the ARN");
+    assert!(st.warnings.iter().any(|w| w.contains("the name is used, the ARN ignored")), "{:?}", st.warnings);
+}

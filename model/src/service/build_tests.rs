@@ -828,3 +828,117 @@ fn weighted_forward_to_another_service_and_an_arn() {
     assert!(st.warnings.iter().any(|w| w.contains("actions.TCP-81 matches no listener")), "{:?}", st.warnings);
     assert_eq!(st.stack.target_groups.len(), 1);
 }
+
+/// The deprecated `aws-load-balancer-internal` decides the scheme (and so ALBC's name, which hashes
+/// it, the subnets looked up and whether EIPs may be given) unless `aws-load-balancer-scheme` is set.
+#[test]
+fn deprecated_internal_annotation_decides_the_scheme() {
+    let mut public = ctx();
+    public.default_scheme = Scheme::InternetFacing;
+    let lb = |ann: &[(&str, &str)], c: &BuildContext| build(&svc(tcp80(), ann), c).unwrap().stack.load_balancer;
+    let (facing, internal) = (lb(&[], &public), lb(&[], &ctx()));
+    assert_eq!((facing.scheme, internal.scheme), (Scheme::InternetFacing, Scheme::Internal), "the defaults");
+    assert_ne!(facing.name, internal.name, "ALBC's name hashes the scheme");
+    let yes = lb(&[(k::INTERNAL, "true")], &public);
+    assert_eq!((yes.scheme, yes.name.as_str()), (Scheme::Internal, internal.name.as_str()));
+    let no = lb(&[(k::INTERNAL, "false")], &ctx());
+    assert_eq!((no.scheme, no.name.as_str()), (Scheme::InternetFacing, facing.name.as_str()));
+    // The scheme annotation wins.
+    assert_eq!(lb(&[(k::INTERNAL, "true"), (k::SCHEME, "internet-facing")], &ctx()).scheme, Scheme::InternetFacing);
+    assert_eq!(lb(&[(k::INTERNAL, "false"), (k::SCHEME, "internal")], &public).scheme, Scheme::Internal);
+    // The subnets looked up are those of the scheme it asks for.
+    let s = svc(tcp80(), &[(k::INTERNAL, "false")]);
+    let settings = parse_annotations(s.metadata.annotations.as_ref().unwrap()).expect("valid annotations");
+    assert_eq!(context_needs(&s, &settings, None, Scheme::Internal).scheme, Scheme::InternetFacing);
+    // Internet-facing: EIP allocations are accepted and mapped to the subnets.
+    let eips = [(k::INTERNAL, "false"), (k::EIP_ALLOCATIONS, "eipalloc-a,eipalloc-b")];
+    let mapped: Vec<_> = lb(&eips, &ctx()).subnets.into_iter().map(|m| m.allocation_id).collect();
+    assert_eq!(mapped, [Some("eipalloc-a".to_string()), Some("eipalloc-b".to_string())]);
+    let err = build(&svc(tcp80(), &[(k::INTERNAL, "true"), eips[1]]), &public).unwrap_err();
+    assert!(err.to_string().contains("only be set for internet-facing"), "{err}");
+}
+
+/// The deprecated access-log and cross-zone annotations become load balancer attributes, winning
+/// over the same keys of `aws-load-balancer-attributes`; as ALBC, the bucket and prefix count only
+/// while access logs are enabled, and "false" asks for nothing.
+#[test]
+fn access_log_and_cross_zone_annotations_become_load_balancer_attributes() {
+    let attrs = |ann: &[(&str, &str)]| build(&svc(tcp80(), ann), &ctx()).unwrap().stack.load_balancer.attributes;
+    let map = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    };
+    assert_eq!(attrs(&[]), map(&[]), "nothing asked: AWS's defaults stay");
+    let bucket = (k::ACCESS_LOG_S3_BUCKET_NAME, "shop-logs");
+    let prefix = (k::ACCESS_LOG_S3_BUCKET_PREFIX, "nlb/echo");
+    let ann = [(k::ACCESS_LOG_ENABLED, "true"), bucket, prefix, (k::CROSS_ZONE_ENABLED, "true")];
+    let want = [
+        ("access_logs.s3.enabled", "true"),
+        ("access_logs.s3.bucket", "shop-logs"),
+        ("access_logs.s3.prefix", "nlb/echo"),
+        ("load_balancing.cross_zone.enabled", "true"),
+    ];
+    assert_eq!(attrs(&ann), map(&want));
+    let over = [
+        (
+            k::ATTRIBUTES,
+            "access_logs.s3.bucket=old,load_balancing.cross_zone.enabled=true,deletion_protection.enabled=true",
+        ),
+        (k::ACCESS_LOG_ENABLED, "true"),
+        bucket,
+        (k::CROSS_ZONE_ENABLED, "false"),
+    ];
+    let want = [
+        ("access_logs.s3.enabled", "true"),
+        ("access_logs.s3.bucket", "shop-logs"),
+        ("load_balancing.cross_zone.enabled", "false"),
+        ("deletion_protection.enabled", "true"),
+    ];
+    assert_eq!(attrs(&over), map(&want), "the deprecated annotations win; other keys stay");
+    assert_eq!(attrs(&[(k::ACCESS_LOG_ENABLED, "false"), bucket, prefix]), map(&[]));
+    assert_eq!(attrs(&[bucket, prefix]), map(&[]));
+    assert_eq!(attrs(&[(k::CROSS_ZONE_ENABLED, "false")]), map(&[("load_balancing.cross_zone.enabled", "false")]));
+}
+
+/// `aws-load-balancer-ssl-negotiation-policy` is the TLS listeners' policy, over
+/// `--default-ssl-policy`; TCP listeners have none.
+#[test]
+fn ssl_negotiation_policy_annotation_sets_the_tls_listeners_policy() {
+    let ports =
+        vec![port("http", 80, "TCP", IntOrString::Int(8080)), port("https", 443, "TCP", IntOrString::Int(8080))];
+    let policies = |ann: &[(&str, &str)], c: &BuildContext| -> Vec<Option<String>> {
+        build(&svc(ports.clone(), ann), c).unwrap().stack.listeners.iter().map(|l| l.ssl_policy.clone()).collect()
+    };
+    let tls = [(k::SSL_CERT, "arn:c"), (k::SSL_PORTS, "https")];
+    let policy = "ELBSecurityPolicy-TLS13-1-2-2021-06";
+    let mut ann = tls.to_vec();
+    ann.push((k::SSL_NEGOTIATION_POLICY, policy));
+    assert_eq!(policies(&tls, &ctx()), [None, Some(DEFAULT_SSL_POLICY.to_string())]);
+    assert_eq!(policies(&ann, &ctx()), [None, Some(policy.to_string())]);
+    let mut c = ctx();
+    c.default_ssl_policy = "ELBSecurityPolicy-TLS-1-2-2017-01".into();
+    assert_eq!(policies(&tls, &c), [None, Some("ELBSecurityPolicy-TLS-1-2-2017-01".to_string())]);
+    assert_eq!(policies(&ann, &c), [None, Some(policy.to_string())], "the annotation wins over the flag");
+    assert_eq!(policies(&[(k::SSL_NEGOTIATION_POLICY, policy)], &ctx()), [None, None], "no TLS listener");
+}
+
+/// `healthcheck-unhealthy-threshold` and `healthcheck-success-codes` reach the target group's
+/// health check; success codes only for HTTP(S) checks (AWS takes none for TCP).
+#[test]
+fn health_check_unhealthy_threshold_and_success_codes_reach_the_target_group() {
+    let hc =
+        |ann: &[(&str, &str)]| build(&svc(tcp80(), ann), &ctx()).unwrap().stack.target_groups[0].health_check.clone();
+    let http = (k::HC_PROTOCOL, "http");
+    let set = [(k::HC_UNHEALTHY_THRESHOLD, "7"), (k::HC_SUCCESS_CODES, "200,302")];
+    let plain = hc(&[http]);
+    assert_eq!((plain.unhealthy_threshold, plain.success_codes.as_deref()), (3, Some("200-399")), "the defaults");
+    let got = hc(&[http, set[0], set[1]]);
+    assert_eq!((got.unhealthy_threshold, got.success_codes.as_deref()), (7, Some("200,302")));
+    assert_eq!(
+        (got.protocol, got.healthy_threshold, got.interval_seconds, got.timeout_seconds),
+        (plain.protocol, plain.healthy_threshold, plain.interval_seconds, plain.timeout_seconds),
+        "nothing else changes"
+    );
+    assert_eq!(hc(&[]).unhealthy_threshold, 3);
+    let tcp = hc(&set);
+    assert_eq!((tcp.protocol, tcp.unhealthy_threshold, tcp.success_codes), (Protocol::Tcp, 7, None));
+}
