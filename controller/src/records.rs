@@ -62,7 +62,7 @@ impl<R> Records<R> {
 
     #[cfg(test)]
     pub fn put(&self, ns: &str, name: &str, r: R) {
-        insert(&mut self.map.write().expect("records lock"), (ns.into(), name.into()), Arc::new(r));
+        let _ = insert(&mut self.map.write().expect("records lock"), (ns.into(), name.into()), Arc::new(r));
     }
 
     pub fn len(&self) -> usize {
@@ -81,14 +81,14 @@ fn key<K: Resource>(o: &K) -> (Box<str>, Box<str>) {
     (m.namespace.as_deref().unwrap_or_default().into(), m.name.as_deref().unwrap_or_default().into())
 }
 
-fn insert<R>(map: &mut Map<R>, (ns, name): (Box<str>, Box<str>), r: Arc<R>) {
-    map.entry(ns).or_default().insert(name, r);
+fn insert<R>(map: &mut Map<R>, (ns, name): (Box<str>, Box<str>), r: Arc<R>) -> Option<Arc<R>> {
+    map.entry(ns).or_default().insert(name, r)
 }
 
 /// One object of a list page (`InitApply`), decoded into the list being built aside.
 pub(crate) fn list_apply<K: Resource, R>(building: &mut Option<Map<R>>, o: K, decode: &mut impl FnMut(K) -> R) {
     let k = key(&o);
-    insert(building.get_or_insert_with(Map::default), k, Arc::new(decode(o)));
+    let _ = insert(building.get_or_insert_with(Map::default), k, Arc::new(decode(o)));
 }
 
 fn remove<R>(map: &mut Map<R>, (ns, name): &(Box<str>, Box<str>)) {
@@ -100,17 +100,18 @@ fn remove<R>(map: &mut Map<R>, (ns, name): &(Box<str>, Box<str>)) {
     }
 }
 
-/// Starts a watch whose objects are kept as `decode(object)`. `on_change(namespace, record)` is
-/// called for every change after the first sync: applied and deleted objects, and after a relist
-/// every object of the new list and every one that vanished during the gap (its deletion was
-/// never seen as an event), once the new list is visible to readers.
+/// Starts a watch whose objects are kept as `decode(object)`. `on_change(namespace, name,
+/// previous, record)` is called for every change after the first sync: applied objects (with the
+/// record they replace, if any), deleted objects, and after a relist every object of the new list
+/// and every one that vanished during the gap (its deletion was never seen as an event), once the
+/// new list is visible to readers (no previous record for those).
 pub fn watch_records<K, R>(
     name: &'static str,
     api: Api<K>,
     cfg: watcher::Config,
     mut decode: impl FnMut(K) -> R + Send + 'static,
     metrics: Metrics,
-    on_change: impl Fn(&str, &str, &R) + Send + 'static,
+    on_change: impl Fn(&str, &str, Option<&R>, &R) + Send + 'static,
 ) -> (Records<R>, JoinHandle<()>)
 where
     K: Resource + Clone + serde::de::DeserializeOwned + Debug + Send + Sync + 'static,
@@ -143,12 +144,12 @@ where
                                     for (n, r) in objs {
                                         if now.get(ns).is_none_or(|m| !m.contains_key(n)) {
                                             gone += 1;
-                                            on_change(ns, n, r);
+                                            on_change(ns, n, None, r);
                                         }
                                     }
                                 }
                                 for (ns, objs) in now.iter() {
-                                    objs.iter().for_each(|(n, r)| on_change(ns, n, r));
+                                    objs.iter().for_each(|(n, r)| on_change(ns, n, None, r));
                                 }
                                 drop(now);
                                 metrics
@@ -168,13 +169,13 @@ where
                         }
                         watcher::Event::Apply(o) => {
                             let (k, r) = (key(&o), Arc::new(decode(o)));
-                            insert(&mut map.write().expect("records lock"), k.clone(), r.clone());
-                            on_change(&k.0, &k.1, &r);
+                            let previous = insert(&mut map.write().expect("records lock"), k.clone(), r.clone());
+                            on_change(&k.0, &k.1, previous.as_deref(), &r);
                         }
                         watcher::Event::Delete(o) => {
                             let (k, r) = (key(&o), decode(o));
                             remove(&mut map.write().expect("records lock"), &k);
-                            on_change(&k.0, &k.1, &r);
+                            on_change(&k.0, &k.1, None, &r);
                         }
                     }
                     metrics.set_cache_objects(name, reader.len());

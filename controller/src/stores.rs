@@ -20,7 +20,7 @@ use lbc_model::endpoints::SliceInfo;
 use lbc_model::ingress::ClassSnapshot;
 use lbc_model::names::SERVICE_NAME_LABEL;
 use lbc_model::nodes::NodeFacts;
-use lbc_model::pod::{PodInfo, trim_node};
+use lbc_model::pod::{GateWrite, PodInfo, trim_node};
 use lbc_model::wire::{EndpointSliceWire, PodWire};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Debug;
@@ -96,7 +96,17 @@ pub struct Triggers {
     waiting_pods: Arc<Mutex<WaitingPods>>,
     /// Services whose NLB forwards to other Services (`actions.*`): those Services' changes wake them.
     weighted: Arc<Mutex<lbc_model::service::actions::BackendIndex>>,
+    /// Readiness-gate conditions this process patched and whose watch event has not come yet:
+    /// that event wakes no binding (`lbc_model::pod::only_our_gate_writes`).
+    gate_writes: Arc<Mutex<GateWrites>>,
 }
+
+/// (namespace, pod name) → when our last condition patch of it was sent, and what it wrote.
+type GateWrites = HashMap<(String, String), (std::time::Instant, Vec<GateWrite>)>;
+
+/// A write whose event has not come this long after is forgotten (the patch changed nothing, so
+/// the API server sent no event; or the pod went away).
+const GATE_WRITE_MEMORY: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// (namespace, pod name) → the bindings waiting for that pod.
 type WaitingPods = HashMap<(String, String), HashSet<ObjectRef<TargetGroupBinding>>>;
@@ -105,6 +115,50 @@ type WaitingPods = HashMap<(String, String), HashSet<ObjectRef<TargetGroupBindin
 const MAX_WAITING_PODS: usize = 10_000;
 
 impl Triggers {
+    /// A readiness-gate condition patch of pod `ns/name` is about to be sent.
+    pub fn expect_gate_write(&self, ns: &str, name: &str, write: GateWrite) {
+        let mut writes = self.gate_writes.lock().expect("gate writes lock");
+        let now = std::time::Instant::now();
+        if writes.len() >= MAX_WAITING_PODS {
+            writes.retain(|_, (at, _)| now.duration_since(*at) < GATE_WRITE_MEMORY);
+        }
+        let (at, list) = writes.entry((ns.to_string(), name.to_string())).or_insert_with(|| (now, Vec::new()));
+        *at = now;
+        list.retain(|w| w.condition_type != write.condition_type);
+        list.push(write);
+    }
+
+    /// The patch of pod `ns/name`'s condition `condition_type` failed: no event of it will come.
+    pub fn forget_gate_write(&self, ns: &str, name: &str, condition_type: &str) {
+        let mut writes = self.gate_writes.lock().expect("gate writes lock");
+        let key = (ns.to_string(), name.to_string());
+        if let Some((_, list)) = writes.get_mut(&key) {
+            list.retain(|w| w.condition_type != condition_type);
+            if list.is_empty() {
+                writes.remove(&key);
+            }
+        }
+    }
+
+    /// Whether the change of pod `ns/name` from `old` to `new` is only our own pending condition
+    /// writes (their record is then consumed). A change that also shows them written alongside
+    /// something else consumes them too, and is a real change.
+    pub fn only_our_gate_writes(&self, ns: &str, name: &str, old: &PodInfo, new: &PodInfo) -> bool {
+        let mut writes = self.gate_writes.lock().expect("gate writes lock");
+        let key = (ns.to_string(), name.to_string());
+        let Some((_, ours)) = writes.get(&key) else { return false };
+        let only_ours = lbc_model::pod::only_our_gate_writes(old, new, ours);
+        let seen = ours.iter().all(|w| {
+            new.gate(&w.condition_type)
+                .and_then(|g| g.current.as_ref())
+                .is_some_and(|c| c.parts() == (w.status.as_str(), w.reason.as_deref(), w.message.as_deref()))
+        });
+        if only_ours || seen {
+            writes.remove(&key);
+        }
+        only_ours
+    }
+
     /// `binding` left out endpoints whose pods (`names`, in `ns`) this process has not seen yet:
     /// after a relist the EndpointSlices cache can be ahead of the pods cache, and a pod's arrival
     /// is otherwise no reason to look at a binding again.
@@ -596,7 +650,7 @@ impl Stores {
             watch_config(Some(SERVICE_NAME_LABEL)).page_size(SLICE_PAGE_SIZE),
             SliceInfo::from_wire,
             metrics.clone(),
-            move |ns, _, s| {
+            move |ns, _, _, s| {
                 let Some(svc) = s.service.as_deref() else { return };
                 // A terminating endpoint is a target on its way out: its deregistration is never paced.
                 let removal = s.endpoints.iter().any(|e| e.terminating);
@@ -614,8 +668,18 @@ impl Stores {
             watch_config(None).page_size(POD_PAGE_SIZE),
             pod_decoder(),
             metrics.clone(),
-            move |ns, pod, p| {
-                for name in bindings_gating(p.gates().iter().map(|g| &*g.condition_type)) {
+            move |ns, pod, previous, p| {
+                // Our own condition patch coming back: the pass that sent it decided with it.
+                let ours = previous.is_some_and(|old| t.only_our_gate_writes(ns, pod, old, p));
+                if ours {
+                    tracing::debug!(
+                        namespace = ns,
+                        pod,
+                        "pod changed by our own condition patch only; no binding woken"
+                    );
+                }
+                for name in bindings_gating(p.gates().iter().map(|g| &*g.condition_type)).into_iter().filter(|_| !ours)
+                {
                     t.send(tgb_ref(ns, name));
                 }
                 for r in t.pod_seen(ns, pod) {

@@ -324,3 +324,47 @@ fn an_endpoint_change_that_may_remove_targets_is_flagged_until_reconciled() {
     assert!(!w.t.is_dirty(&r), "a change of something else is no endpoint change");
     assert_eq!(w.drain().0.len(), 4, "each one wakes the binding");
 }
+
+fn gated(gate_status: Option<(&str, &str)>, ready: bool) -> PodInfo {
+    let gate = "target-health.elbv2.k8s.aws/web";
+    let mut conditions = vec![json!({"type": "ContainersReady", "status": "True"})];
+    if let Some((status, reason)) = gate_status {
+        conditions.push(json!({"type": gate, "status": status, "reason": reason}));
+    }
+    if ready {
+        conditions.push(json!({"type": "Ready", "status": "True"}));
+    }
+    PodInfo::from_pod(
+        &serde_json::from_value(json!({
+            "metadata": {"name": "web-0", "namespace": "shop", "uid": "u"},
+            "spec": {"readinessGates": [{"conditionType": gate}], "nodeName": "n1"},
+            "status": {"podIP": "10.0.1.5", "conditions": conditions},
+        }))
+        .unwrap(),
+    )
+}
+
+#[test]
+fn our_own_gate_patch_coming_back_wakes_nobody_once_and_anything_else_still_does() {
+    let t = Triggers::default();
+    let write = |status: &str, reason: &str| GateWrite {
+        condition_type: "target-health.elbv2.k8s.aws/web".into(),
+        status: status.into(),
+        reason: Some(reason.into()),
+        message: None,
+    };
+    let (before, registering) = (gated(None, false), gated(Some(("False", "Elb.RegistrationInProgress")), false));
+    assert!(!t.only_our_gate_writes("shop", "web-0", &before, &registering), "no write of ours pending");
+    t.expect_gate_write("shop", "web-0", write("False", "Elb.RegistrationInProgress"));
+    assert!(t.only_our_gate_writes("shop", "web-0", &before, &registering), "our patch coming back");
+    assert!(!t.only_our_gate_writes("shop", "web-0", &before, &registering), "consumed: the same change again is real");
+    // Our True patch arriving together with the kubelet's Ready: a real change, and consumed.
+    let healthy = gated(Some(("True", "Healthy")), true);
+    t.expect_gate_write("shop", "web-0", write("True", "Healthy"));
+    assert!(!t.only_our_gate_writes("shop", "web-0", &registering, &healthy));
+    assert!(t.gate_writes.lock().unwrap().is_empty(), "the write was seen, so it is forgotten");
+    // A failed patch is forgotten at once.
+    t.expect_gate_write("shop", "web-0", write("True", "Healthy"));
+    t.forget_gate_write("shop", "web-0", "target-health.elbv2.k8s.aws/web");
+    assert!(t.gate_writes.lock().unwrap().is_empty());
+}

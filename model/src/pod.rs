@@ -333,6 +333,39 @@ impl PodInfo {
     }
 }
 
+/// A readiness-gate condition this controller wrote on a pod: what the pod's next watch event
+/// shows if nothing else changed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GateWrite {
+    pub condition_type: String,
+    pub status: String,
+    pub reason: Option<String>,
+    pub message: Option<String>,
+}
+
+/// Whether the change from `old` to `new` is nothing but our own condition writes `ours`: then no
+/// binding needs to look at the pod again (the pass that wrote them already decided with them),
+/// and waking the binding would only cost a reconcile. Any other change (readiness, addresses,
+/// another writer's condition, a different value than ours) is a real change.
+pub fn only_our_gate_writes(old: &PodInfo, new: &PodInfo, ours: &[GateWrite]) -> bool {
+    let (Some(o), Some(n)) = (old.gated.as_deref(), new.gated.as_deref()) else { return false };
+    if ours.is_empty() || o.gates.len() != n.gates.len() {
+        return false;
+    }
+    let mut expected = o.clone();
+    for g in expected.gates.iter_mut() {
+        let Some(w) = ours.iter().find(|w| *w.condition_type == *g.condition_type) else { continue };
+        let Some(seen) = n.gates.iter().find(|x| x.condition_type == g.condition_type) else { return false };
+        let Some(seen) = seen.current.as_ref() else { return false };
+        if seen.parts() != (w.status.as_str(), w.reason.as_deref(), w.message.as_deref()) {
+            return false;
+        }
+        // The API server's transition time is whatever the write carried: not compared.
+        g.current = Some(seen.clone());
+    }
+    expected == *n && old.ips == new.ips && old.named_ports == new.named_ports && old.quic == new.quic
+}
+
 /// Node readiness as far as target decisions care.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NodeReadiness {
@@ -468,6 +501,30 @@ mod tests {
         assert_eq!(plain.quic_server_id(443), Err(QuicIdMissing::NoAnnotation));
         assert!(plain.quic.is_none());
         assert!(QuicIdMissing::NoVariable.to_string().contains("/mutate-v1-pod-server-id"));
+    }
+
+    #[test]
+    fn our_own_gate_write_is_told_from_every_other_change() {
+        let before = PodInfo::from_pod(&pod("a", &[("ContainersReady", "True"), (G, "False")], &[G, G2]));
+        let write = |status: &str, reason: Option<&str>| GateWrite {
+            condition_type: G.into(),
+            status: status.into(),
+            reason: reason.map(Into::into),
+            message: None,
+        };
+        let with = |conds: &[(&str, &str)]| PodInfo::from_pod(&pod("a", conds, &[G, G2]));
+        let after = with(&[("ContainersReady", "True"), (G, "True")]);
+        assert!(only_our_gate_writes(&before, &after, &[write("True", None)]));
+        assert!(!only_our_gate_writes(&before, &after, &[]), "no write of ours expected");
+        assert!(!only_our_gate_writes(&before, &after, &[write("False", Some("Elb.RegistrationInProgress"))]));
+        // Our write plus the kubelet's Ready, or another gate's condition: real changes.
+        let and_ready = with(&[("ContainersReady", "True"), (G, "True"), ("Ready", "True")]);
+        assert!(!only_our_gate_writes(&before, &and_ready, &[write("True", None)]));
+        let and_other = with(&[("ContainersReady", "True"), (G, "True"), (G2, "True")]);
+        assert!(!only_our_gate_writes(&before, &and_other, &[write("True", None)]));
+        // A pod without our gates is never filtered.
+        let plain = PodInfo::from_pod(&pod("a", &[], &[]));
+        assert!(!only_our_gate_writes(&plain, &plain, &[write("True", None)]));
     }
 
     #[test]

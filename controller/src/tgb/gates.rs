@@ -180,7 +180,18 @@ pub(super) async fn patch_condition(
             "lastTransitionTime": transition,
         }]}
     });
-    match api.patch_status(name, &PatchParams::default(), &Patch::Strategic(body)).await {
+    let write = lbc_model::pod::GateWrite {
+        condition_type: gate.to_string(),
+        status: cond.status.to_string(),
+        reason: cond.reason.clone(),
+        message: cond.message.clone(),
+    };
+    ctx.triggers.expect_gate_write(ns, name, write);
+    let res = api.patch_status(name, &PatchParams::default(), &Patch::Strategic(body)).await;
+    if res.is_err() {
+        ctx.triggers.forget_gate_write(ns, name, gate);
+    }
+    match res {
         Ok(_) => {
             ctx.metrics.pod_condition_patches.inc();
             Ok(())

@@ -146,7 +146,7 @@ async fn pod_records(pods: Vec<Value>) -> crate::records::Records<PodInfo> {
         watcher::Config::default(),
         PodInfo::from_wire,
         crate::metrics::Metrics::new(),
-        |_, _, _| {},
+        |_, _, _, _| {},
     );
     records.wait_until_ready().await;
     records
