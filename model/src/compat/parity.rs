@@ -632,9 +632,10 @@ pub const PARITY: &[Row] = &[
         Supported,
         &[
             "model/src/ingress/build_tests.rs::load_balancer_attributes_annotation_and_class_params_reach_the_alb",
+            "model/src/ingress/group.rs::load_balancer_attributes_conflict_only_on_one_key_with_two_values",
             "model/src/ingress/annotations_tests.rs::valid_values_table",
         ],
-        "differs from ALBC: group members must set equal maps (ALBC merges them key by key), and IngressClassParams loadBalancerAttributes replace the whole map (ALBC keeps the keys the class does not set)",
+        "group members' maps merge key by key (one key with two values conflicts), as in ALBC",
     ),
     row(
         Ing,
@@ -1205,9 +1206,10 @@ pub const PARITY: &[Row] = &[
         Supported,
         &[
             "model/src/ingress/build_tests.rs::load_balancer_attributes_annotation_and_class_params_reach_the_alb",
+            "model/src/ingress/params.rs::attributes_merge_with_the_annotations_the_params_winning_per_key",
             "model/src/crd/ingress_class_params.rs::albc_object_deserializes_unchanged",
         ],
-        "differs from ALBC: replaces the annotation's attributes whole (ALBC merges them, the class winning per key)",
+        "merged into the annotation's attributes, the class winning per key, as in ALBC",
     ),
     row(
         Icp,
@@ -1217,8 +1219,9 @@ pub const PARITY: &[Row] = &[
             "model/src/ingress/build_tests.rs::class_params_ssl_policy_and_listener_attributes_reach_the_listeners",
             "model/src/crd/ingress_class_params.rs::albc_object_deserializes_unchanged",
             "model/src/ingress/params.rs::fields_that_cannot_be_honoured_are_refused_with_the_field_and_value",
+            "model/src/ingress/params.rs::attributes_merge_with_the_annotations_the_params_winning_per_key",
         ],
-        "listener attributes by protocol and port; differs from ALBC: replace that listener's listener-attributes annotation whole (ALBC merges them, the class winning per key)",
+        "listener attributes by protocol and port, merged into that listener's listener-attributes annotation, the class winning per key, as in ALBC; an entry with attributes but no protocol is refused (ALBC matches it to no listener)",
     ),
     row(
         Icp,

@@ -99,6 +99,33 @@ fn exclusive<T: PartialEq + Clone + std::fmt::Debug>(
     first.map(|(_, v)| v)
 }
 
+/// The members' `load-balancer-attributes`, merged key by key as ALBC merges them: one
+/// attribute with two values is a problem naming both Ingresses (the IngressClassParams' value is
+/// already in every member's map, so it never conflicts).
+fn merged_attributes(members: &[Member], problems: &mut Vec<String>) -> crate::lb::Attributes {
+    let mut out = crate::lb::Attributes::new();
+    let mut from: std::collections::BTreeMap<String, &IngressKey> = Default::default();
+    for m in members {
+        for (key, value) in m.settings.load_balancer_attributes.iter().flatten() {
+            match out.get(key) {
+                Some(have) if have != value => problems.push(format!(
+                    "conflicting {} attribute {key}: Ingress {} has {have:?}, Ingress {} has {value:?}; make them \
+                     equal, set it in the IngressClassParams, or move one Ingress to another group",
+                    full_key(k::LOAD_BALANCER_ATTRIBUTES),
+                    from[key],
+                    m.key
+                )),
+                Some(_) => {}
+                None => {
+                    out.insert(key.clone(), value.clone());
+                    from.insert(key.clone(), &m.key);
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Shared state of one build.
 struct Build<'a> {
     ctx: &'a BuildContext,
@@ -154,9 +181,7 @@ pub fn build_group_stack(
         |m| m.settings.manage_backend_security_group_rules,
         &mut problems,
     );
-    let attributes =
-        exclusive(members, k::LOAD_BALANCER_ATTRIBUTES, |m| m.settings.load_balancer_attributes.clone(), &mut problems)
-            .unwrap_or_default();
+    let attributes = merged_attributes(members, &mut problems);
     let mut warnings = plan.warnings.clone();
     let customer_owned_ipv4_pool =
         exclusive(members, k::CUSTOMER_OWNED_IPV4_POOL, |m| m.settings.customer_owned_ipv4_pool.clone(), &mut problems);

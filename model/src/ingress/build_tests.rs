@@ -786,6 +786,7 @@ fn load_balancer_attributes_annotation_and_class_params_reach_the_alb() {
         ("300", "true"),
         "the params win"
     );
+    assert_eq!(both["routing.http2.enabled"], "false", "merged, as in ALBC: the annotation's other keys stay");
 }
 
 /// `target-group-attributes` becomes the target group's attributes; the Service's annotation wins

@@ -102,7 +102,6 @@ fn exclusive(s: &IngressSettings) -> Vec<(&'static str, String)> {
     put(k::SUBNETS, s.subnets.as_ref().map(|v| sorted(v.clone())));
     put(k::SUBNETS, s.subnet_tags.as_ref().map(|t| format!("IngressClassParams subnets.tags {t:?}")));
     put(k::SECURITY_GROUPS, s.security_groups.as_ref().map(|v| sorted(v.clone())));
-    put(k::LOAD_BALANCER_ATTRIBUTES, s.load_balancer_attributes.as_ref().map(|m| format!("{m:?}")));
     put(k::WAFV2_ACL_ARN, s.wafv2_acl_arn.clone());
     put(k::WAFV2_ACL_NAME, s.wafv2_acl_name.clone());
     put(k::WAF_ACL_ID, s.waf_classic_acl_id.clone());
@@ -118,6 +117,9 @@ fn exclusive(s: &IngressSettings) -> Vec<(&'static str, String)> {
 /// The group-wide settings (annotation suffixes) `s` sets: they apply to every member's load balancer.
 pub fn group_wide_settings(s: &IngressSettings) -> Vec<&'static str> {
     let mut keys: Vec<&'static str> = exclusive(s).into_iter().map(|(k, _)| k).collect();
+    if s.load_balancer_attributes.as_ref().is_some_and(|a| !a.is_empty()) {
+        keys.push(k::LOAD_BALANCER_ATTRIBUTES);
+    }
     keys.dedup();
     keys
 }
@@ -128,17 +130,27 @@ fn sorted(mut v: Vec<String>) -> String {
 }
 
 /// Every exclusive-annotation conflict among ordered members (empty = the group is consistent).
+///
+/// `load-balancer-attributes` merge key by key, as in ALBC: only one attribute given two values
+/// by two members conflicts (the IngressClassParams' value, applied to every member, never does).
 pub fn conflicts(members: &[&Candidate]) -> Vec<Conflict> {
-    let mut first: std::collections::BTreeMap<&'static str, (String, String)> = Default::default();
+    let mut first: std::collections::BTreeMap<String, (String, String)> = Default::default();
     let mut out = Vec::new();
     for m in members {
-        for (key, value) in exclusive(&m.settings) {
-            match first.get(key) {
+        let attributes = m
+            .settings
+            .load_balancer_attributes
+            .iter()
+            .flatten()
+            .map(|(a, v)| (format!("{} (attribute {a})", full_key(k::LOAD_BALANCER_ATTRIBUTES)), format!("{v:?}")));
+        let settings = exclusive(&m.settings).into_iter().map(|(key, v)| (full_key(key), v));
+        for (key, value) in settings.chain(attributes) {
+            match first.get(&key) {
                 None => {
                     first.insert(key, (m.key(), value));
                 }
                 Some((who, v)) if *v != value => out.push(Conflict {
-                    annotation: full_key(key),
+                    annotation: key.clone(),
                     first: who.clone(),
                     first_value: v.clone(),
                     second: m.key(),
@@ -207,5 +219,26 @@ mod tests {
             assert!(text.contains(want), "{text}");
         }
         assert!(conflicts(&[&a, &c]).is_empty(), "set on one member only: no conflict");
+    }
+
+    /// As ALBC: load balancer attributes merge key by key; only one key with two values conflicts.
+    #[test]
+    fn load_balancer_attributes_conflict_only_on_one_key_with_two_values() {
+        let with = |name: &str, pairs: &[(&str, &str)]| {
+            let mut c = cand("shop", name, Some("g"), None);
+            c.settings.load_balancer_attributes =
+                Some(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect());
+            c
+        };
+        let a = with("a", &[("idle_timeout.timeout_seconds", "120")]);
+        let b = with("b", &[("deletion_protection.enabled", "true")]);
+        let same = with("c", &[("idle_timeout.timeout_seconds", "120")]);
+        assert!(conflicts(&[&a, &b, &same]).is_empty(), "different keys, or the same value: merged");
+        let other = with("d", &[("idle_timeout.timeout_seconds", "60")]);
+        let got = conflicts(&[&a, &other]);
+        assert_eq!(got.len(), 1, "{got:?}");
+        let text = got[0].to_string();
+        assert!(text.contains("load-balancer-attributes (attribute idle_timeout.timeout_seconds)"), "{text}");
+        assert!(text.contains("\"120\"") && text.contains("\"60\""), "{text}");
     }
 }

@@ -1,9 +1,9 @@
 //! IngressClassParams precedence: each field that is set replaces the annotation it stands for
 //! (ALBC `model_build_*`: scheme, ip-address-type, subnets, inbound-cidrs, prefix lists, ssl-policy,
 //! certificates, ssl-redirect, load-balancer-name, target-type, attributes, capacity, WAFv2 and
-//! `spec.group` over `group.name`). Tags merge, the params' value winning per key (`--default-tags`
-//! win over both, applied by `lb::tags`). Listener attributes from `spec.listeners` replace the
-//! annotation for the same protocol and port.
+//! `spec.group` over `group.name`). Tags, `loadBalancerAttributes` and the listener attributes of
+//! `spec.listeners` merge with the annotations', the params' value winning per key, as in ALBC
+//! (`--default-tags` win over both tag sets, applied by `lb::tags`).
 
 use super::annotations::IngressSettings;
 use crate::crd::IngressClassParamsSpec;
@@ -72,6 +72,12 @@ fn refusals(p: &IngressClassParamsSpec) -> Vec<String> {
                  spec.listeners[{i}].port"
             )),
             _ => {}
+        }
+        if l.protocol.is_none() && !l.listener_attributes.is_empty() {
+            out.push(format!(
+                "spec.listeners[{i}] has listenerAttributes but no protocol (expected: HTTP or HTTPS; ALBC matches \
+                 such an entry to no listener); add spec.listeners[{i}].protocol"
+            ));
         }
     }
     if let Some(c) = p.minimum_load_balancer_capacity
@@ -144,16 +150,17 @@ fn merge(settings: &IngressSettings, p: &IngressClassParamsSpec) -> IngressSetti
         s.backend.target_type = Some(t);
     }
     if !p.load_balancer_attributes.is_empty() {
-        s.load_balancer_attributes = Some(kv(&p.load_balancer_attributes));
+        s.load_balancer_attributes.get_or_insert_with(Default::default).extend(kv(&p.load_balancer_attributes));
     }
     s.backend.tags.extend(kv(&p.tags));
     for l in &p.listeners {
         let proto = match l.protocol {
             Some(ParamsListenerProtocol::HTTPS) => Protocol::Https,
-            _ => Protocol::Http,
+            Some(ParamsListenerProtocol::HTTP) => Protocol::Http,
+            None => continue, // refused above when it has attributes
         };
         if let Some(port) = l.port.and_then(|x| u16::try_from(x).ok()) {
-            s.listener_attributes.insert((proto, port), kv(&l.listener_attributes));
+            s.listener_attributes.entry((proto, port)).or_default().extend(kv(&l.listener_attributes));
         }
     }
     if let Some(c) = p.minimum_load_balancer_capacity {
@@ -319,6 +326,18 @@ mod tests {
                 "spec.listeners[0] has listenerAttributes but no port",
             ),
             (
+                "listener without protocol",
+                IngressClassParamsSpec {
+                    listeners: vec![ParamsListener {
+                        protocol: None,
+                        port: Some(443),
+                        listener_attributes: vec![KeyValue { key: "k".into(), value: "v".into() }],
+                    }],
+                    ..ok()
+                },
+                "spec.listeners[0] has listenerAttributes but no protocol",
+            ),
+            (
                 "capacity",
                 IngressClassParamsSpec {
                     minimum_load_balancer_capacity: Some(MinimumCapacity { capacity_units: -1 }),
@@ -335,5 +354,39 @@ mod tests {
         }
         let fine = IngressClassParamsSpec { ssl_redirect_port: Some(String::new()), ..ok() };
         assert!(apply_params(&ann, Some(&fine), "class-a").is_ok(), "an empty string is unset");
+    }
+
+    /// ALBC merges the params' attributes into the annotations', the params winning per key.
+    #[test]
+    fn attributes_merge_with_the_annotations_the_params_winning_per_key() {
+        let kv = |k: &str, v: &str| KeyValue { key: k.into(), value: v.into() };
+        let map = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        };
+        let mut ann = IngressSettings {
+            load_balancer_attributes: Some(map(&[
+                ("idle_timeout.timeout_seconds", "120"),
+                ("routing.http2.enabled", "false"),
+            ])),
+            ..Default::default()
+        };
+        ann.listener_attributes.insert((Protocol::Https, 443), map(&[("a", "1"), ("b", "2")]));
+        let p = IngressClassParamsSpec {
+            load_balancer_attributes: vec![kv("idle_timeout.timeout_seconds", "300")],
+            listeners: vec![ParamsListener {
+                protocol: Some(ParamsListenerProtocol::HTTPS),
+                port: Some(443),
+                listener_attributes: vec![kv("a", "9")],
+            }],
+            ..Default::default()
+        };
+        let s = apply_params(&ann, Some(&p), "icp").unwrap();
+        assert_eq!(
+            s.load_balancer_attributes,
+            Some(map(&[("idle_timeout.timeout_seconds", "300"), ("routing.http2.enabled", "false")]))
+        );
+        assert_eq!(s.listener_attributes[&(Protocol::Https, 443)], map(&[("a", "9"), ("b", "2")]));
+        let none = apply_params(&IngressSettings::default(), Some(&p), "icp").unwrap();
+        assert_eq!(none.load_balancer_attributes, Some(map(&[("idle_timeout.timeout_seconds", "300")])));
     }
 }
