@@ -655,6 +655,7 @@ pub const PARITY: &[Row] = &[
         &[
             "model/src/ingress/build_tests.rs::web_acl_and_minimum_capacity_become_extras",
             "e2e/tests/e2e/ingress_alb.rs::wafv2_web_acl_follows_the_annotations",
+            "model/src/ingress/group.rs::settings_that_decide_nothing_do_not_conflict",
         ],
         "wins over wafv2-acl-arn, as ALBC",
     ),
@@ -759,8 +760,9 @@ pub const PARITY: &[Row] = &[
         &[
             "model/src/ingress/build_tests.rs::instance_targets_use_the_node_port_and_node_labels",
             "e2e/tests/e2e/instance_targets.rs::services_and_ingresses_in_instance_mode_register_the_nodes_on_the_node_port",
+            "model/src/ingress/params.rs::the_class_wins_over_the_service_and_empty_strings_are_unset",
         ],
-        "",
+        "the IngressClassParams' targetType, then the Service's annotation, then the Ingress's, as ALBC",
     ),
     row(
         Ing,
@@ -935,8 +937,11 @@ pub const PARITY: &[Row] = &[
         Ing,
         "manage-backend-security-group-rules",
         Supported,
-        &["model/src/ingress/build_tests.rs::security_group_modes"],
-        "",
+        &[
+            "model/src/ingress/build_tests.rs::security_group_modes",
+            "model/src/ingress/group.rs::settings_that_decide_nothing_do_not_conflict",
+        ],
+        "read and compared only with custom security-groups, as ALBC",
     ),
     row(
         Ing,
@@ -973,8 +978,11 @@ pub const PARITY: &[Row] = &[
         Ing,
         "multi-cluster-target-group",
         Supported,
-        &["model/src/compat/parity_tests.rs::ingress_multi_cluster_target_group_marks_the_binding"],
-        "",
+        &[
+            "model/src/compat/parity_tests.rs::ingress_multi_cluster_target_group_marks_the_binding",
+            "model/src/ingress/params.rs::the_class_wins_over_the_service_and_empty_strings_are_unset",
+        ],
+        "on when the Ingress or the Service asks, as ALBC",
     ),
     row(
         Ing,
@@ -1115,6 +1123,7 @@ pub const PARITY: &[Row] = &[
             "model/src/ingress/build_tests.rs::load_balancer_name_annotation_and_class_params_name_the_alb",
             "model/src/crd/ingress_class_params.rs::albc_object_deserializes_unchanged",
             "model/src/admission/ingresses_tests.rs::class_params_names_and_ports",
+            "model/src/ingress/params.rs::the_class_wins_over_the_service_and_empty_strings_are_unset",
         ],
         "",
     ),
@@ -1196,10 +1205,20 @@ pub const PARITY: &[Row] = &[
         &[
             "model/src/ingress/params.rs::params_win_where_set_and_leave_the_rest",
             "model/src/ingress/params.rs::fields_that_cannot_be_honoured_are_refused_with_the_field_and_value",
+            "model/src/ingress/params.rs::the_class_wins_over_the_service_and_empty_strings_are_unset",
         ],
         "merged with the annotation's, the params winning per key",
     ),
-    row(Icp, "targetType", Supported, &["model/src/ingress/params.rs::params_win_where_set_and_leave_the_rest"], ""),
+    row(
+        Icp,
+        "targetType",
+        Supported,
+        &[
+            "model/src/ingress/params.rs::params_win_where_set_and_leave_the_rest",
+            "model/src/ingress/params.rs::the_class_wins_over_the_service_and_empty_strings_are_unset",
+        ],
+        "",
+    ),
     row(
         Icp,
         "loadBalancerAttributes",
@@ -1269,6 +1288,7 @@ pub const PARITY: &[Row] = &[
         &[
             "model/src/ingress/build_tests.rs::class_params_capacity_and_web_acl_name_become_extras",
             "model/src/crd/ingress_class_params.rs::albc_object_deserializes_unchanged",
+            "model/src/ingress/params.rs::the_class_wins_over_the_service_and_empty_strings_are_unset",
         ],
         "wins over wafv2AclArn, as ALBC",
     ),

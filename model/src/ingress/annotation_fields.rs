@@ -70,7 +70,8 @@ pub fn parse_annotations(
     s.manage_backend_security_group_rules = r.bool(k::MANAGE_BACKEND_SG_RULES);
     s.load_balancer_attributes = r.map(k::LOAD_BALANCER_ATTRIBUTES);
     s.wafv2_acl_arn = r.string(k::WAFV2_ACL_ARN);
-    s.wafv2_acl_name = r.string(k::WAFV2_ACL_NAME);
+    // As ALBC: an empty name is no name (the ARN, if any, is used).
+    s.wafv2_acl_name = r.string(k::WAFV2_ACL_NAME).filter(|n| !n.is_empty());
     // ALBC reads `waf-acl-id` and falls back to its older name `web-acl-id`; an empty value asks for nothing.
     let waf_acl_id = r.string(k::WAF_ACL_ID);
     let web_acl_id = r.string(k::WEB_ACL_ID);

@@ -67,6 +67,10 @@ pub struct BackendSettings {
     /// `target-control-port.<service>.<port>` by (Service name, port as the backend writes it):
     /// the ALB target optimizer's control port of that backend's target group.
     pub target_control_ports: BTreeMap<(String, String), u16>,
+    /// The IngressClassParams' `targetType` and `tags`, which win over a Service's annotations too
+    /// (ALBC: class, then Service, then Ingress); set by `super::params`.
+    pub class_target_type: Option<TargetType>,
+    pub class_tags: Tags,
 }
 
 /// Everything the annotations of one Ingress ask for.
@@ -130,7 +134,8 @@ impl IngressSettings {
 
 impl BackendSettings {
     /// The Service's annotations win over the Ingress's, field by field (tags are merged, the
-    /// Service's value winning per key).
+    /// Service's value winning per key), and the IngressClassParams' target type and tags over
+    /// both; `multi-cluster-target-group` is on when either asks.
     pub fn overridden_by(&self, svc: &BackendSettings) -> BackendSettings {
         let h = &self.health_check;
         let sh = &svc.health_check;
@@ -138,8 +143,9 @@ impl BackendSettings {
         let sa = &svc.auth;
         let mut tags = self.tags.clone();
         tags.extend(svc.tags.clone());
+        tags.extend(self.class_tags.clone());
         BackendSettings {
-            target_type: svc.target_type.or(self.target_type),
+            target_type: self.class_target_type.or(svc.target_type).or(self.target_type),
             backend_protocol: svc.backend_protocol.or(self.backend_protocol),
             backend_protocol_version: svc.backend_protocol_version.clone().or(self.backend_protocol_version.clone()),
             target_group_attributes: svc.target_group_attributes.clone().or(self.target_group_attributes.clone()),
@@ -166,7 +172,11 @@ impl BackendSettings {
                 session_timeout_seconds: sa.session_timeout_seconds.or(a.session_timeout_seconds),
             },
             tags,
-            multi_cluster_target_group: svc.multi_cluster_target_group.or(self.multi_cluster_target_group),
+            // Either one asking makes it multi-cluster (ALBC ORs the two).
+            multi_cluster_target_group: match (self.multi_cluster_target_group, svc.multi_cluster_target_group) {
+                (Some(true), _) | (_, Some(true)) => Some(true),
+                (mine, theirs) => theirs.or(mine),
+            },
             target_node_labels: svc.target_node_labels.clone().or(self.target_node_labels.clone()),
             // Key by key, the Service's win (ALBC merges the two annotation maps).
             target_control_ports: {
@@ -174,6 +184,8 @@ impl BackendSettings {
                 m.extend(svc.target_control_ports.clone());
                 m
             },
+            class_target_type: self.class_target_type,
+            class_tags: self.class_tags.clone(),
         }
     }
 }
@@ -235,6 +247,8 @@ pub(super) fn backend(r: &mut Reader<'_>, unsupported: &mut Vec<Unsupported>) ->
         multi_cluster_target_group: r.bool(k::MULTI_CLUSTER_TARGET_GROUP),
         target_node_labels: r.map(k::TARGET_NODE_LABELS),
         target_control_ports: target_control_ports(r),
+        class_target_type: None,
+        class_tags: Tags::new(),
     }
 }
 

@@ -175,12 +175,16 @@ pub fn build_group_stack(
         |m| m.settings.security_groups.clone().filter(|v| !v.is_empty()),
         &mut problems,
     );
-    let manage_backend = exclusive(
-        members,
-        k::MANAGE_BACKEND_SG_RULES,
-        |m| m.settings.manage_backend_security_group_rules,
-        &mut problems,
-    );
+    // As ALBC: read (and compared) only with custom security groups, the only case it decides.
+    let manage_backend = match custom_sgs {
+        Some(_) => exclusive(
+            members,
+            k::MANAGE_BACKEND_SG_RULES,
+            |m| m.settings.manage_backend_security_group_rules,
+            &mut problems,
+        ),
+        None => None,
+    };
     let attributes = merged_attributes(members, &mut problems);
     let mut warnings = plan.warnings.clone();
     let customer_owned_ipv4_pool =
@@ -200,8 +204,12 @@ pub fn build_group_stack(
             shown(&have.customer_owned_ipv4_pool),
         ));
     }
-    let acl_arn = exclusive(members, k::WAFV2_ACL_ARN, |m| m.settings.wafv2_acl_arn.clone(), &mut problems);
+    // As ALBC: a name (on any member) wins, and the ARNs are then not compared.
     let acl_name = exclusive(members, k::WAFV2_ACL_NAME, |m| m.settings.wafv2_acl_name.clone(), &mut problems);
+    let acl_arn = match acl_name {
+        Some(_) => members.iter().find_map(|m| m.settings.wafv2_acl_arn.clone()),
+        None => exclusive(members, k::WAFV2_ACL_ARN, |m| m.settings.wafv2_acl_arn.clone(), &mut problems),
+    };
     if acl_arn.is_some() && acl_name.is_some() {
         warnings.push(format!(
             "IngressGroup {stack_id}: both {} and {} are set; the name is used, the ARN ignored (as ALBC)",

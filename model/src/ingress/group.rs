@@ -107,7 +107,11 @@ fn exclusive(s: &IngressSettings) -> Vec<(&'static str, String)> {
     put(k::WAF_ACL_ID, s.waf_classic_acl_id.clone());
     put(k::SHIELD_ADVANCED_PROTECTION, s.shield_advanced_protection.map(|b| b.to_string()));
     put(k::SSL_REDIRECT, s.ssl_redirect.map(|p| p.to_string()));
-    put(k::MANAGE_BACKEND_SG_RULES, s.manage_backend_security_group_rules.map(|b| b.to_string()));
+    // Only decides anything with custom security groups (ALBC reads it only then).
+    put(
+        k::MANAGE_BACKEND_SG_RULES,
+        s.manage_backend_security_group_rules.filter(|_| s.security_groups.is_some()).map(|b| b.to_string()),
+    );
     put(k::MINIMUM_CAPACITY, s.minimum_capacity_units.map(|n| n.to_string()));
     put(k::CUSTOMER_OWNED_IPV4_POOL, s.customer_owned_ipv4_pool.clone());
     put(k::IPAM_IPV4_POOL_ID, s.ipv4_ipam_pool.clone());
@@ -136,6 +140,8 @@ fn sorted(mut v: Vec<String>) -> String {
 pub fn conflicts(members: &[&Candidate]) -> Vec<Conflict> {
     let mut first: std::collections::BTreeMap<String, (String, String)> = Default::default();
     let mut out = Vec::new();
+    // A web ACL name (on any member) wins, and ALBC then does not compare the ARNs.
+    let named_acl = members.iter().any(|m| m.settings.wafv2_acl_name.is_some());
     for m in members {
         let attributes = m
             .settings
@@ -143,7 +149,10 @@ pub fn conflicts(members: &[&Candidate]) -> Vec<Conflict> {
             .iter()
             .flatten()
             .map(|(a, v)| (format!("{} (attribute {a})", full_key(k::LOAD_BALANCER_ATTRIBUTES)), format!("{v:?}")));
-        let settings = exclusive(&m.settings).into_iter().map(|(key, v)| (full_key(key), v));
+        let settings = exclusive(&m.settings)
+            .into_iter()
+            .filter(|(key, _)| !(named_acl && *key == k::WAFV2_ACL_ARN))
+            .map(|(key, v)| (full_key(key), v));
         for (key, value) in settings.chain(attributes) {
             match first.get(&key) {
                 None => {
@@ -240,5 +249,26 @@ mod tests {
         let text = got[0].to_string();
         assert!(text.contains("load-balancer-attributes (attribute idle_timeout.timeout_seconds)"), "{text}");
         assert!(text.contains("\"120\"") && text.contains("\"60\""), "{text}");
+    }
+
+    /// As ALBC: a web ACL name on any member wins and the ARNs are not compared;
+    /// `manage-backend-security-group-rules` is compared only with custom security groups.
+    #[test]
+    fn settings_that_decide_nothing_do_not_conflict() {
+        let mut a = cand("shop", "a", Some("g"), None);
+        let mut b = cand("shop", "b", Some("g"), Some(1));
+        let mut c = cand("shop", "c", Some("g"), Some(2));
+        b.settings.wafv2_acl_arn = Some("arn:1".into());
+        c.settings.wafv2_acl_arn = Some("arn:2".into());
+        assert_eq!(conflicts(&[&a, &b, &c]).len(), 1, "two ARNs, no name: a conflict");
+        a.settings.wafv2_acl_name = Some("web".into());
+        assert!(conflicts(&[&a, &b, &c]).is_empty(), "the name wins; the ARNs are not compared");
+        let (mut d, mut e) = (cand("shop", "d", Some("g"), None), cand("shop", "e", Some("g"), Some(1)));
+        d.settings.manage_backend_security_group_rules = Some(true);
+        e.settings.manage_backend_security_group_rules = Some(false);
+        assert!(conflicts(&[&d, &e]).is_empty(), "no custom security groups: it decides nothing");
+        d.settings.security_groups = Some(vec!["sg-1".into()]);
+        e.settings.security_groups = Some(vec!["sg-1".into()]);
+        assert_eq!(conflicts(&[&d, &e]).len(), 1, "with custom security groups it does");
     }
 }

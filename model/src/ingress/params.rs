@@ -99,7 +99,8 @@ fn merge(settings: &IngressSettings, p: &IngressClassParamsSpec) -> IngressSetti
     if let Some(g) = &p.group {
         s.group_name = Some(g.name.clone());
     }
-    if let Some(n) = &p.load_balancer_name {
+    // As ALBC's Go strings: an empty value is unset.
+    if let Some(n) = p.load_balancer_name.as_ref().filter(|n| !n.is_empty()) {
         s.load_balancer_name = Some(n.clone());
     }
     // As ALBC: the class's pool wins over the members' annotations; an empty one sets none.
@@ -148,11 +149,13 @@ fn merge(settings: &IngressSettings, p: &IngressClassParamsSpec) -> IngressSetti
     }
     if let Some(t) = p.target_type {
         s.backend.target_type = Some(t);
+        s.backend.class_target_type = Some(t);
     }
     if !p.load_balancer_attributes.is_empty() {
         s.load_balancer_attributes.get_or_insert_with(Default::default).extend(kv(&p.load_balancer_attributes));
     }
     s.backend.tags.extend(kv(&p.tags));
+    s.backend.class_tags = kv(&p.tags);
     for l in &p.listeners {
         let proto = match l.protocol {
             Some(ParamsListenerProtocol::HTTPS) => Protocol::Https,
@@ -166,10 +169,10 @@ fn merge(settings: &IngressSettings, p: &IngressClassParamsSpec) -> IngressSetti
     if let Some(c) = p.minimum_load_balancer_capacity {
         s.minimum_capacity_units = u32::try_from(c.capacity_units).ok();
     }
-    if let Some(arn) = &p.wafv2_acl_arn {
+    if let Some(arn) = p.wafv2_acl_arn.as_ref().filter(|x| !x.is_empty()) {
         s.wafv2_acl_arn = Some(arn.clone());
     }
-    if let Some(name) = &p.wafv2_acl_name {
+    if let Some(name) = p.wafv2_acl_name.as_ref().filter(|x| !x.is_empty()) {
         s.wafv2_acl_name = Some(name.clone());
     }
     s
@@ -354,6 +357,45 @@ mod tests {
         }
         let fine = IngressClassParamsSpec { ssl_redirect_port: Some(String::new()), ..ok() };
         assert!(apply_params(&ann, Some(&fine), "class-a").is_ok(), "an empty string is unset");
+    }
+
+    /// ALBC's order for a target group: the class's target type and tags, then the Service's
+    /// annotations, then the Ingress's; multi-cluster when either the Ingress or the Service asks;
+    /// an empty string in the params is unset (Go strings).
+    #[test]
+    fn the_class_wins_over_the_service_and_empty_strings_are_unset() {
+        let p = IngressClassParamsSpec {
+            target_type: Some(TargetType::Ip),
+            tags: vec![KeyValue { key: "team".into(), value: "platform".into() }],
+            load_balancer_name: Some(String::new()),
+            wafv2_acl_name: Some(String::new()),
+            ..Default::default()
+        };
+        let mut ann = IngressSettings {
+            load_balancer_name: Some("mine".into()),
+            wafv2_acl_arn: Some("arn:w".into()),
+            ..Default::default()
+        };
+        ann.backend.tags.insert("team".into(), "ingress".into());
+        ann.backend.multi_cluster_target_group = Some(true);
+        let s = apply_params(&ann, Some(&p), "icp").unwrap();
+        assert_eq!(s.load_balancer_name.as_deref(), Some("mine"), "an empty name is unset");
+        assert_eq!((s.wafv2_acl_arn.as_deref(), s.wafv2_acl_name.as_deref()), (Some("arn:w"), None));
+        let mut svc = super::super::annotations::BackendSettings {
+            target_type: Some(TargetType::Instance),
+            multi_cluster_target_group: Some(false),
+            ..Default::default()
+        };
+        svc.tags.insert("team".into(), "svc".into());
+        svc.tags.insert("svc-only".into(), "1".into());
+        let b = s.backend.overridden_by(&svc);
+        assert_eq!(b.target_type, Some(TargetType::Ip), "the class over the Service");
+        assert_eq!(b.tags["team"], "platform", "the class's tag over the Service's");
+        assert_eq!(b.tags["svc-only"], "1");
+        assert_eq!(b.multi_cluster_target_group, Some(true), "either asking is enough");
+        // Without params the Service wins, as before.
+        let plain = ann.backend.overridden_by(&svc);
+        assert_eq!((plain.target_type, plain.tags["team"].as_str()), (Some(TargetType::Instance), "svc"));
     }
 
     /// ALBC merges the params' attributes into the annotations', the params winning per key.
