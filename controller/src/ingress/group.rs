@@ -178,6 +178,9 @@ async fn pass(ctx: &IngressCtx, g: &GroupId, gathered: &Gathered) -> Result<Opti
     let finalizer = g.finalizer();
     for ing in &member_ings {
         set_finalizer(&ctx.io.base, *ing, &finalizer, true).await?;
+        // ALBC with its IngressPlanAnnotation gate off (its default, the only value here) clears
+        // the plan an earlier run with the gate on left on the group's Ingresses.
+        crate::stack::clear_annotation(&ctx.io.base, *ing, &k::full_key(k::DRY_RUN_PLAN)).await?;
     }
 
     let mut members = Vec::new();

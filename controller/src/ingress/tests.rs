@@ -648,6 +648,24 @@ async fn a_missing_backend_service_answers_503_unless_the_controller_is_told_not
 }
 
 #[tokio::test(start_paused = true)]
+async fn albcs_plan_annotation_is_cleared_as_albc_clears_it_with_its_gate_off() {
+    let t = world();
+    let ing = ingress("a", &[("dry-run-plan", r#"{"id":"shop/a","resources":{}}"#)]);
+    t.reconcile(&[&ing]).await;
+    let patches: Vec<Seen> = t.w.kube().into_iter().filter(|r| r.path.ends_with("/ingresses/a")).collect();
+    let cleared = patches.iter().find(|r| r.body["metadata"]["annotations"].is_object()).expect("a patch of it");
+    let key = k::full_key(k::DRY_RUN_PLAN);
+    assert_eq!(cleared.body["metadata"]["annotations"][key.as_str()], serde_json::Value::Null);
+    assert!(cleared.body["metadata"]["annotations"].as_object().unwrap().contains_key(key.as_str()), "set to null");
+    assert!(cleared.body["metadata"]["resourceVersion"].is_string(), "guarded by the version it was read at");
+    assert!(t.w.events().iter().all(|e| !e.2.contains("dry-run-plan")), "no Warning about it: {:?}", t.w.events());
+    // Without it, nothing is patched for it.
+    let t = world();
+    t.reconcile(&[&ingress("a", &[])]).await;
+    assert!(t.w.kube().iter().all(|r| !r.body["metadata"]["annotations"].is_object()));
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_replica_that_does_not_lead_does_nothing() {
     let t = world();
     t.w.leader.send(false).unwrap();

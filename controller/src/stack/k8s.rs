@@ -37,6 +37,28 @@ where
     Ok(true)
 }
 
+/// Removes annotation `key` from `obj` when it has it (a merge patch setting it to null, guarded
+/// by the resourceVersion). `Ok(false)`: the object is gone.
+pub async fn clear_annotation<K>(base: &Context, obj: &K, key: &str) -> Result<bool>
+where
+    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + lbc_model::digest::ReadDigest
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    if !obj.annotations().contains_key(key) {
+        return Ok(true);
+    }
+    base.ensure_leader()?;
+    let body = json!({"metadata": {"annotations": {key: null}, "resourceVersion": obj.resource_version()}});
+    let write = base.triggers.own_write(obj.digest_key());
+    let patched = api(base, obj).patch(&obj.name_any(), &PatchParams::default(), &Patch::Merge(body)).await;
+    let Some(patched) = patched.ok_if_gone()? else { return Ok(false) };
+    write.done(&patched);
+    Ok(true)
+}
+
 /// The finalizer list that holds `finalizer` (or not), `None` when `current` already does.
 fn finalizers_patch(current: &[String], finalizer: &str, present: bool) -> Option<Vec<String>> {
     let has = current.iter().any(|f| f == finalizer);

@@ -17,7 +17,7 @@ pub mod pipeline;
 #[cfg(test)]
 pub mod test_world;
 
-pub use k8s::{set_finalizer, set_hostname};
+pub use k8s::{clear_annotation, set_finalizer, set_hostname};
 use lbc_model::text::{EVENT_NOTE_MAX, truncate};
 pub use pipeline::{StackOwner, settle};
 

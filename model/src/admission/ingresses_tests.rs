@@ -190,18 +190,20 @@ fn unknown_and_unsupported_annotations_are_warnings() {
 }
 
 /// WAF Classic and Shield Advanced are applied: admitted without a word; a refused annotation is
-/// admitted as ALBC admits it, with a warning saying it is not applied.
+/// admitted as ALBC admits it, with a warning saying it is not applied; ALBC's plan annotation (its
+/// own output) is neither.
 #[test]
 fn waf_classic_and_shield_are_admitted_a_refused_annotation_warned() {
     let ann = [
         ("alb.ingress.kubernetes.io/waf-acl-id", "acl-1"),
         ("alb.ingress.kubernetes.io/shield-advanced-protection", "true"),
-        ("alb.ingress.kubernetes.io/dry-run-plan", "x"),
+        ("alb.ingress.kubernetes.io/create-acm-cert", "true"),
+        ("alb.ingress.kubernetes.io/dry-run-plan", "{}"),
     ];
     let v = check(&ing("a", Some("alb"), &ann), None, &Default::default());
     assert!(v.violations.is_empty(), "{:?}", v.violations);
-    assert_eq!(v.warnings.len(), 1, "{:?}", v.warnings);
-    assert!(v.warnings[0].contains("dry-run-plan is not applied"), "{:?}", v.warnings);
+    assert_eq!(v.warnings.len(), 1, "the plan annotation is ALBC's output, not refused: {:?}", v.warnings);
+    assert!(v.warnings[0].contains("create-acm-cert is not applied"), "{:?}", v.warnings);
     let bad = [("alb.ingress.kubernetes.io/shield-advanced-protection", "yes")];
     let v = check(&ing("a", Some("alb"), &bad), None, &Default::default());
     assert!(format!("{:?}", v.violations).contains("shield-advanced-protection"), "{:?}", v.violations);

@@ -53,7 +53,6 @@ pub const INGRESS: &[Refused] = &[
         "ACM certificate creation is not supported; name certificates with certificate-arn",
     ),
     exact(ing::ACM_PCA_ARN, Degrade, "ACM certificate creation is not supported"),
-    exact(ing::DRY_RUN_PLAN, Degrade, "the dry-run plan annotation is not written by this controller"),
     exact(ing::ENABLE_FRONTEND_NLB, Degrade, "a frontend NLB in front of the ALB is not implemented yet"),
     family(ing::FRONTEND_NLB_FAMILY, Degrade, "frontend-nlb-* annotations are not implemented yet"),
 ];

@@ -11,7 +11,6 @@ fn every_refusal_has_its_decision() {
         vec![
             ("create-acm-cert", false, Degrade),
             ("acm-pca-arn", false, Degrade),
-            ("dry-run-plan", false, Degrade),
             ("enable-frontend-nlb", false, Degrade),
             ("frontend-nlb-", true, Degrade),
         ]

@@ -69,6 +69,9 @@ pub fn parse_annotations(
     s.security_groups = r.list(k::SECURITY_GROUPS);
     s.manage_backend_security_group_rules = r.bool(k::MANAGE_BACKEND_SG_RULES);
     s.load_balancer_attributes = r.map(k::LOAD_BALANCER_ATTRIBUTES);
+    // ALBC's own output (its plan for the migration console, with IngressPlanAnnotation on): read
+    // so it is not "unknown"; the group's pass clears it, as ALBC does with the gate off.
+    let _ = r.raw(k::DRY_RUN_PLAN);
     s.wafv2_acl_arn = r.string(k::WAFV2_ACL_ARN);
     // As ALBC: an empty name is no name (the ARN, if any, is used).
     s.wafv2_acl_name = r.string(k::WAFV2_ACL_NAME).filter(|n| !n.is_empty());
