@@ -90,15 +90,41 @@ pub(crate) fn split_list(raw: &str) -> Vec<String> {
     raw.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect()
 }
 
-/// ALBC's stringMap split; `None` when an item has no `=` or an empty key.
+/// ALBC's stringMap split; `None` when an item has no `=` or an empty key. As ALBC: a backslash
+/// takes the next character literally (`\,` is a comma inside a value), a comma ends an item only
+/// when an `=` follows somewhere after it (else it stays in the value), and keys and values are
+/// trimmed (`team = web` is `team`→`web`). Empty items are skipped.
 pub(crate) fn split_map(raw: &str) -> Option<BTreeMap<String, String>> {
+    let mut items = Vec::new();
+    let mut current = String::new();
+    let mut chars = raw.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '\\' => match chars.next() {
+                Some((_, next)) => current.push(next),
+                None => current.push(c),
+            },
+            ',' if raw[i + 1..].contains('=') => items.push(std::mem::take(&mut current)),
+            ',' if raw[i + 1..].trim().is_empty() => {}
+            ',' => {
+                // A comma and then text without any `=`: ALBC splits it off as an item of its own,
+                // which has no `=`, so the map is refused.
+                items.push(std::mem::take(&mut current));
+                items.push(raw[i + 1..].to_string());
+                break;
+            }
+            _ => current.push(c),
+        }
+    }
+    items.push(current);
     let mut out = BTreeMap::new();
-    for item in split_list(raw) {
+    for item in items.iter().map(|x| x.trim()).filter(|x| !x.is_empty()) {
         let (k, v) = item.split_once('=')?;
+        let k = k.trim();
         if k.is_empty() {
             return None;
         }
-        out.insert(k.to_string(), v.to_string());
+        out.insert(k.to_string(), v.trim().to_string());
     }
     Some(out)
 }
@@ -248,6 +274,11 @@ mod tests {
         assert_eq!(split_map("k1"), None);
         assert_eq!(split_map("=v"), None);
         assert_eq!(split_map(""), Some(BTreeMap::new()));
+        // Spaces around `=` and escaped commas, as ALBC's parser reads them.
+        let m = split_map("team = web , note=a\\,b,x=1,").unwrap();
+        assert_eq!((m["team"].as_str(), m["note"].as_str(), m["x"].as_str()), ("web", "a,b", "1"));
+        assert_eq!(split_map("k=v,w"), None, "text after a comma without = is an item without =");
+        assert_eq!(split_map(" = v"), None);
     }
 
     #[test]
