@@ -372,8 +372,8 @@ pub const PARITY: &[Row] = &[
         Svc,
         "aws-load-balancer-eip-allocations",
         Supported,
-        &["model/src/service/build_tests.rs::eip_allocations_follow_sorted_subnets_and_scheme"],
-        "",
+        &["model/src/service/build_tests.rs::eip_allocations_follow_the_subnets_order_and_scheme"],
+        "paired with the subnets in the subnets annotation's order, as ALBC v3.5 pairs them; an existing NLB keeps its EIPs if only their pairing differs",
     ),
     row(
         Svc,

@@ -150,7 +150,8 @@ pub struct SubnetParams<'a> {
 /// `subnets` should hold every subnet of the cluster VPC, plus, for an explicit selection, the
 /// subnets described by ID (which may live elsewhere). Subnets of other VPCs that carry a role
 /// tag are welcome too: discovery ignores them but names them in its error as a near miss.
-/// Returns the chosen subnets sorted by ID.
+/// Returns the chosen subnets: named ones in the order the annotation (or params) lists them,
+/// as ALBC v3.5 resolves them; discovered ones sorted by ID.
 pub fn resolve(
     selector: &SubnetSelector,
     params: &SubnetParams<'_>,
@@ -278,6 +279,8 @@ fn resolve_explicit(
 ) -> Result<Vec<Subnet>, SelectionError> {
     let mut problems = Vec::new();
     let mut chosen: BTreeMap<String, Subnet> = BTreeMap::new();
+    // The annotation's order (ALBC v3.5 keeps it: EIPs and source-NAT prefixes pair by position).
+    let mut order: Vec<String> = Vec::new();
     for entry in entries {
         if entry.starts_with("subnet-") {
             match subnets.iter().find(|s| &s.id == entry) {
@@ -286,7 +289,9 @@ fn resolve_explicit(
                     problems.push(SelectionProblem::OtherVpc { id: s.id.clone(), vpc_id: s.vpc_id.clone() })
                 }
                 Some(s) => {
-                    chosen.insert(s.id.clone(), s.clone());
+                    if chosen.insert(s.id.clone(), s.clone()).is_none() {
+                        order.push(s.id.clone());
+                    }
                 }
             }
             continue;
@@ -304,7 +309,9 @@ fn resolve_explicit(
                 problems.push(SelectionProblem::NameNotFound { name: entry.clone(), elsewhere });
             }
             [one] => {
-                chosen.insert(one.id.clone(), (*one).clone());
+                if chosen.insert(one.id.clone(), (*one).clone()).is_none() {
+                    order.push(one.id.clone());
+                }
             }
             many => {
                 let mut ids: Vec<String> = many.iter().map(|s| s.id.clone()).collect();
@@ -326,7 +333,7 @@ fn resolve_explicit(
         problems.push(SelectionProblem::TooFewAzs { found: by_az.len(), min: params.min_azs });
     }
     if problems.is_empty() {
-        Ok(chosen.into_values().collect())
+        Ok(order.iter().filter_map(|id| chosen.remove(id)).collect())
     } else {
         Err(SelectionError {
             annotation: params.subnets_annotation.to_string(),

@@ -104,13 +104,15 @@ pub(super) fn subnet_mappings(b: &mut Ctx<'_>) -> Vec<SubnetMapping> {
         } else if p.len() != n {
             b.problems.push(format!(
                 "{} source NAT prefixes are configured for {n} subnets; give exactly one per subnet, in the order \
-                 of the subnet IDs",
+                 of the subnets annotation (by subnet ID when the subnets are discovered)",
                 p.len()
             ));
         }
     }
     let mut out = Vec::new();
-    for (i, subnet) in b.subnets.clone().into_iter().enumerate() {
+    // EIPs and source-NAT prefixes pair with the subnets by position in the resolver's order: the
+    // subnets annotation's, as ALBC v3.5 keeps it (by subnet ID when discovered).
+    for (i, subnet) in b.c.subnets.iter().enumerate() {
         let mut m = SubnetMapping::plain(&subnet.id);
         if b.scheme == Scheme::InternetFacing {
             m.allocation_id = s.eip_allocations.as_ref().and_then(|e| e.get(i).cloned());
@@ -132,7 +134,7 @@ pub(super) fn subnet_mappings(b: &mut Ctx<'_>) -> Vec<SubnetMapping> {
                 if !cidrs.iter().any(|c| c.contains(&net.addr())) {
                     b.problems.push(format!(
                         "source NAT prefix {prefix} is not inside subnet {} (IPv6 CIDR blocks: {}); the prefixes go \
-                         one per subnet, in the order of the subnet IDs",
+                         one per subnet, in the order of the subnets annotation",
                         subnet.id,
                         if cidrs.is_empty() { "none".to_string() } else { subnet.ipv6_cidrs.join(", ") },
                     ));
@@ -142,6 +144,7 @@ pub(super) fn subnet_mappings(b: &mut Ctx<'_>) -> Vec<SubnetMapping> {
         }
         out.push(m);
     }
+    out.sort_by(|a, b| a.subnet_id.cmp(&b.subnet_id));
     out
 }
 

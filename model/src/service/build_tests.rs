@@ -44,9 +44,10 @@ fn subnet(id: &str, cidr: &str, v6: Option<&str>) -> Subnet {
 
 fn ctx() -> BuildContext {
     let mut c = BuildContext::new("prod", "vpc-1");
+    // As the resolver hands them over (by subnet ID when discovered).
     c.subnets = vec![
-        subnet("subnet-b", "10.0.2.0/24", Some("2600:1f18:0:2::/64")),
         subnet("subnet-a", "10.0.1.0/24", Some("2600:1f18:0:1::/64")),
+        subnet("subnet-b", "10.0.2.0/24", Some("2600:1f18:0:2::/64")),
     ];
     c.vpc_cidrs = vec!["10.0.0.0/16".into()];
     c.backend_security_group = Some("sg-backend".into());
@@ -264,11 +265,11 @@ fn ipv6_source_nat_prefixes_follow_the_subnets_and_are_checked() {
     let mut no_v6 = c.clone();
     no_v6.subnets[0].ipv6_cidrs.clear();
     let e = err(&[ds, on], &no_v6);
-    assert!(e.contains("subnets subnet-b have no IPv6 CIDR block"), "{e}");
+    assert!(e.contains("subnets subnet-a have no IPv6 CIDR block"), "{e}");
 }
 
 #[test]
-fn eip_allocations_follow_sorted_subnets_and_scheme() {
+fn eip_allocations_follow_the_subnets_order_and_scheme() {
     let ann = [(k::SCHEME, "internet-facing"), (k::EIP_ALLOCATIONS, "eipalloc-a,eipalloc-b")];
     let st = build(&svc(tcp80(), &ann), &ctx()).unwrap();
     let m = &st.stack.load_balancer.subnets;
@@ -279,6 +280,13 @@ fn eip_allocations_follow_sorted_subnets_and_scheme() {
     assert!(err.to_string().contains("1 EIP allocations are configured for 2 subnets"), "{err}");
     let err = build(&svc(tcp80(), &[(k::EIP_ALLOCATIONS, "eipalloc-a,eipalloc-b")]), &ctx()).unwrap_err();
     assert!(err.to_string().contains("only be set for internet-facing"), "{err}");
+    // Subnets named "subnet-b,subnet-a": the EIPs pair in that order, as ALBC v3.5 pairs them.
+    let mut named = ctx();
+    named.subnets.reverse();
+    let st = build(&svc(tcp80(), &ann), &named).unwrap();
+    let m = &st.stack.load_balancer.subnets;
+    assert_eq!((m[0].subnet_id.as_str(), m[0].allocation_id.as_deref()), ("subnet-a", Some("eipalloc-b")));
+    assert_eq!((m[1].subnet_id.as_str(), m[1].allocation_id.as_deref()), ("subnet-b", Some("eipalloc-a")));
 }
 
 #[test]

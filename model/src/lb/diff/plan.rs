@@ -527,20 +527,30 @@ fn rule_diff(want: &[IngressRule], have: &[IngressRule]) -> (Vec<IngressRule>, V
 /// Same subnets, and every address the desired side fixes is the observed one. An address the
 /// desired side leaves open is AWS's choice (an internal NLB reports the private IP AWS picked):
 /// not a difference, or every pass would call SetSubnets.
+///
+/// The same Elastic IPs paired with the same subnets in another order also match: AWS cannot move
+/// an EIP between the subnets of a load balancer, and an NLB built while EIPs paired with subnets
+/// sorted by ID (before the annotation's order, as ALBC v3.5 pairs them) keeps its addresses.
 fn subnets_match(want: &[SubnetMapping], have: &[SubnetMapping]) -> bool {
     fn fixed<T: PartialEq>(w: &Option<T>, h: &Option<T>) -> bool {
         w.is_none() || w == h
     }
-    want.len() == have.len()
-        && want.iter().all(|w| {
-            have.iter().any(|h| {
-                h.subnet_id == w.subnet_id
-                    && fixed(&w.allocation_id, &h.allocation_id)
-                    && fixed(&w.private_ipv4, &h.private_ipv4)
-                    && fixed(&w.ipv6, &h.ipv6)
-                    && source_nat_matches(&w.source_nat_ipv6_prefix, &h.source_nat_ipv6_prefix)
+    let matches = |eips: bool| {
+        want.len() == have.len()
+            && want.iter().all(|w| {
+                have.iter().any(|h| {
+                    h.subnet_id == w.subnet_id
+                        && (!eips || fixed(&w.allocation_id, &h.allocation_id))
+                        && fixed(&w.private_ipv4, &h.private_ipv4)
+                        && fixed(&w.ipv6, &h.ipv6)
+                        && source_nat_matches(&w.source_nat_ipv6_prefix, &h.source_nat_ipv6_prefix)
+                })
             })
-        })
+    };
+    let eip_set =
+        |m: &[SubnetMapping]| -> BTreeSet<String> { m.iter().filter_map(|x| x.allocation_id.clone()).collect() };
+    matches(true)
+        || (matches(false) && want.iter().all(|w| w.allocation_id.is_some()) && eip_set(want) == eip_set(have))
 }
 
 /// `auto_assigned` is met by whichever prefix AWS picked; a given prefix must be the one there.

@@ -162,6 +162,32 @@ fn step_kinds() {
             vec!["set load balancer subnets (3)"],
         ),
         (
+            "the same EIPs paired with the subnets in another order: kept (AWS cannot move them)",
+            |s| {
+                s.load_balancer.subnets[0].allocation_id = Some("eipalloc-2".into());
+                s.load_balancer.subnets[1].allocation_id = Some("eipalloc-1".into());
+            },
+            |o| {
+                let lb = &mut o.load_balancer.as_mut().unwrap().0.spec;
+                lb.subnets[0].allocation_id = Some("eipalloc-1".into());
+                lb.subnets[1].allocation_id = Some("eipalloc-2".into());
+            },
+            vec![],
+        ),
+        (
+            "another EIP: a real change",
+            |s| {
+                s.load_balancer.subnets[0].allocation_id = Some("eipalloc-3".into());
+                s.load_balancer.subnets[1].allocation_id = Some("eipalloc-1".into());
+            },
+            |o| {
+                let lb = &mut o.load_balancer.as_mut().unwrap().0.spec;
+                lb.subnets[0].allocation_id = Some("eipalloc-1".into());
+                lb.subnets[1].allocation_id = Some("eipalloc-2".into());
+            },
+            vec!["set load balancer subnets (2)"],
+        ),
+        (
             "to dual-stack: subnets first",
             |s| {
                 s.load_balancer.subnets = vec![mapping("subnet-v6a"), mapping("subnet-v6b")];

@@ -265,8 +265,9 @@ fn explicit_selection() {
     ];
     let sel = |v: &[&str]| SubnetSelector::Explicit(v.iter().map(|s| s.to_string()).collect());
     // IDs and names mix; no discovery rules apply (no role tags needed).
-    let got = resolve(&sel(&["pub-b", "subnet-a"]), &params(Scheme::InternetFacing, 2), &subnets).unwrap();
-    assert_eq!(ids(&got), vec!["subnet-a", "subnet-b"]);
+    // In the annotation's order, as ALBC v3.5 keeps it (EIPs pair with them by position).
+    let got = resolve(&sel(&["pub-b", "subnet-a", "subnet-b"]), &params(Scheme::InternetFacing, 2), &subnets).unwrap();
+    assert_eq!(ids(&got), vec!["subnet-b", "subnet-a"], "named twice: once, where first named");
 
     // (name, entries, min AZs, the full message)
     let prefix = "invalid subnets in service.beta.kubernetes.io/aws-load-balancer-subnets";
