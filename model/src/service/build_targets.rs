@@ -440,7 +440,11 @@ fn health_check(b: &mut Ctx<'_>, port: u16) -> Option<HealthCheck> {
     let hc = &b.s.health_check;
     let spec = b.svc.spec.as_ref();
     let instance = b.target_type == TargetType::Instance;
-    let local = instance && spec.and_then(|s| s.external_traffic_policy.as_deref()) == Some("Local");
+    // ALBC: only a `type: LoadBalancer` Service has a healthCheckNodePort to check (a NodePort
+    // Service with the NLB annotations gets the plain defaults).
+    let local = instance
+        && spec.and_then(|s| s.external_traffic_policy.as_deref()) == Some("Local")
+        && spec.and_then(|s| s.type_.as_deref()) == Some("LoadBalancer");
     let protocol = hc.protocol.unwrap_or(if local { Protocol::Http } else { Protocol::Tcp });
     let http = protocol != Protocol::Tcp;
     let hc_port = match &hc.port {

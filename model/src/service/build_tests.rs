@@ -622,6 +622,17 @@ fn instance_targets_table() {
             local,
         ),
         (
+            "Local on a NodePort Service: the plain defaults, as ALBC (no healthCheckNodePort)",
+            instance_svc(&tt, |s| {
+                s.external_traffic_policy = Some("Local".into());
+                s.type_ = Some("NodePort".into());
+            }),
+            &plain,
+            Instance,
+            30080,
+            tcp,
+        ),
+        (
             "Local, annotations win",
             instance_svc(&[tt[0], (k::HC_PATH, "/ready"), (k::HC_TIMEOUT, "4"), (k::HC_HEALTHY_THRESHOLD, "5")], |s| {
                 s.external_traffic_policy = Some("Local".into());
