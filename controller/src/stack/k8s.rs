@@ -27,10 +27,24 @@ where
         + std::fmt::Debug,
 {
     let Some(finalizers) = finalizers_patch(obj.finalizers(), finalizer, present) else { return Ok(true) };
-    base.ensure_leader()?;
-    let body = json!({"metadata": {"finalizers": finalizers, "resourceVersion": obj.resource_version()}});
     // The pass goes on with the finalizer in place; its watch event need not wake another.
+    patch_metadata(base, obj, json!({"finalizers": finalizers})).await
+}
+
+/// A merge patch of `obj`'s metadata by the leader, guarded by the resourceVersion the decision
+/// was made on, recorded as our own write (its watch event wakes no reader). `Ok(false)`: gone.
+async fn patch_metadata<K>(base: &Context, obj: &K, mut metadata: serde_json::Value) -> Result<bool>
+where
+    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + lbc_model::digest::ReadDigest
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    base.ensure_leader()?;
+    metadata["resourceVersion"] = json!(obj.resource_version());
     let write = base.triggers.own_write(obj.digest_key());
+    let body = json!({ "metadata": metadata });
     let patched = api(base, obj).patch(&obj.name_any(), &PatchParams::default(), &Patch::Merge(body)).await;
     let Some(patched) = patched.ok_if_gone()? else { return Ok(false) };
     write.done(&patched);
@@ -50,13 +64,7 @@ where
     if !obj.annotations().contains_key(key) {
         return Ok(true);
     }
-    base.ensure_leader()?;
-    let body = json!({"metadata": {"annotations": {key: null}, "resourceVersion": obj.resource_version()}});
-    let write = base.triggers.own_write(obj.digest_key());
-    let patched = api(base, obj).patch(&obj.name_any(), &PatchParams::default(), &Patch::Merge(body)).await;
-    let Some(patched) = patched.ok_if_gone()? else { return Ok(false) };
-    write.done(&patched);
-    Ok(true)
+    patch_metadata(base, obj, json!({"annotations": {key: null}})).await
 }
 
 /// The finalizer list that holds `finalizer` (or not), `None` when `current` already does.

@@ -956,3 +956,87 @@ fn class_params_capacity_and_web_acl_name_become_extras() {
     assert_eq!(st.extras.web_acl, Some(WebAclWanted::Name("class-acl".into())), "the name wins over the ARN");
     assert!(st.warnings.iter().any(|w| w.contains("the name is used, the ARN ignored")), "{:?}", st.warnings);
 }
+
+// Health-check counts, auth session settings and multi-cluster target groups: what reaches AWS.
+
+#[test]
+fn ingress_health_check_annotations_reach_the_target_group() {
+    let hc = |ann: &[(&str, &str)]| {
+        let st = build(&implicit("shop", "web"), &[web(&[&[IP], ann].concat())], &echo(), &ctx()).expect("builds");
+        let [tg] = st.stack.target_groups.as_slice() else { panic!("{:?}", st.stack.target_groups) };
+        let h = tg.health_check.clone();
+        (
+            h.protocol,
+            h.port,
+            h.path,
+            h.success_codes,
+            h.interval_seconds,
+            h.timeout_seconds,
+            h.healthy_threshold,
+            h.unhealthy_threshold,
+        )
+    };
+    let defaults = (Protocol::Http, HealthCheckPort::TrafficPort, Some("/".into()), Some("200".into()), 15, 5, 2, 2);
+    assert_eq!(hc(&[]), defaults);
+    let ann = [
+        ("healthcheck-protocol", "HTTPS"),
+        ("healthcheck-path", "/ready"),
+        ("healthcheck-interval-seconds", "20"),
+        ("healthcheck-timeout-seconds", "7"),
+        ("healthy-threshold-count", "4"),
+        ("unhealthy-threshold-count", "6"),
+        ("success-codes", "200-299"),
+    ];
+    let want =
+        (Protocol::Https, HealthCheckPort::TrafficPort, Some("/ready".into()), Some("200-299".into()), 20, 7, 4, 6);
+    assert_eq!(hc(&ann), want);
+}
+
+#[test]
+fn ingress_auth_session_annotations_reach_the_authenticate_action() {
+    let cognito = r#"{"userPoolARN":"arn:aws:cognito-idp:us-east-1:123456789012:userpool/us-east-1_x",
+        "userPoolClientID":"app","userPoolDomain":"auth.example.com"}"#;
+    let base = [
+        ("listen-ports", r#"[{"HTTPS":443}]"#),
+        ("certificate-arn", "arn:c1"),
+        ("auth-type", "cognito"),
+        ("auth-idp-cognito", cognito),
+    ];
+    let session = |ann: &[(&str, &str)]| {
+        let st = build(&implicit("shop", "web"), &[web(&[&[IP], ann].concat())], &echo(), &ctx()).expect("builds");
+        let r = &st.stack.listeners[0].rules[0];
+        let Action::AuthenticateCognito(c) = &r.actions[0] else { panic!("{:?}", r.actions) };
+        (
+            c.scope.clone(),
+            c.session_cookie_name.clone(),
+            c.session_timeout_seconds,
+            c.on_unauthenticated_request.clone(),
+        )
+    };
+    let defaults = session(&base);
+    let mut ann = base.to_vec();
+    ann.extend([
+        ("auth-scope", "email openid"),
+        ("auth-session-cookie", "shop-session"),
+        ("auth-session-timeout", "3600"),
+        ("auth-on-unauthenticated-request", "deny"),
+    ]);
+    let want = (Some("email openid".into()), Some("shop-session".into()), Some(3600), Some("deny".into()));
+    assert_eq!(session(&ann), want);
+    assert_ne!(defaults.0, want.0);
+    assert_ne!(defaults.1, want.1);
+    assert_ne!(defaults.2, want.2);
+    assert_ne!(defaults.3, want.3);
+}
+
+#[test]
+fn ingress_multi_cluster_target_group_marks_the_binding() {
+    let marked = |ann: &[(&str, &str)]| {
+        let st = build(&implicit("shop", "web"), &[web(&[&[IP], ann].concat())], &echo(), &ctx()).expect("builds");
+        let [b] = st.bindings.as_slice() else { panic!("{:?}", st.bindings) };
+        b.spec.multi_cluster_target_group
+    };
+    assert_eq!(marked(&[]), None);
+    assert_eq!(marked(&[("multi-cluster-target-group", "true")]), Some(true));
+    assert_eq!(marked(&[("multi-cluster-target-group", "false")]), None);
+}
