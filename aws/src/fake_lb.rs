@@ -3,7 +3,7 @@
 //! being deleted, a call log and injectable faults. Optionally mirrors target groups into a
 //! [`FakeElbV2`] so target sync sees what the load balancer path created.
 
-use crate::elbv2::TargetGroupInfo;
+use crate::elbv2::{ElbV2, TargetGroupInfo};
 use crate::error::{AwsError, ErrorKind};
 use crate::fake::FakeElbV2;
 use crate::lb::{FoundLoadBalancer, LoadBalancers, require_target_group_arns, tags_match};
@@ -479,6 +479,35 @@ impl LoadBalancers for FakeLoadBalancers {
             e.remove_target_group(arn);
         }
         Ok(())
+    }
+
+    async fn id_targets(&self, target_group_arn: &str) -> Result<Vec<(String, u16)>, AwsError> {
+        let e = self.elbv2.as_ref().ok_or_else(|| tg_missing("DescribeTargetHealth"))?;
+        let found = e.describe_instance_targets(target_group_arn).await?;
+        Ok(found.into_iter().map(|(t, _)| (t.id, t.port)).collect())
+    }
+
+    async fn write_id_targets(
+        &self,
+        target_group_arn: &str,
+        targets: &[(String, u16)],
+        register: bool,
+    ) -> Result<(), AwsError> {
+        const OP: &str = "RegisterTargets";
+        if register {
+            // AWS: an `alb` target is a load balancer with a listener on the target's port.
+            let s = self.enter(OP, target_group_arn)?;
+            for (id, port) in targets.iter().filter(|(id, _)| id.starts_with("arn:")) {
+                let listening = s.listeners.values().any(|(lb, l)| lb == id && l.port == *port);
+                if !s.lbs.contains_key(id) || !listening {
+                    let msg = format!("load balancer {id} has no listener on port {port}");
+                    return Err(error(ErrorKind::Invalid, OP, "InvalidTarget", msg));
+                }
+            }
+        }
+        let e = self.elbv2.as_ref().ok_or_else(|| tg_missing(OP))?;
+        let list: Vec<_> = targets.iter().map(|(id, port)| lbc_model::nodes::InstanceTarget::new(id, *port)).collect();
+        e.write_instance_targets(target_group_arn, &list, register).await
     }
 
     async fn create_listener(

@@ -37,6 +37,7 @@ from typing import Any
 
 import acm_patches  # next to this file
 import dataplane_views  # next to this file
+import alb_target_patches  # next to this file
 import lb_extras_patches  # next to this file
 import jwt_patches  # next to this file
 import listener_patches  # next to this file
@@ -1022,6 +1023,7 @@ def main(argv: list[str] | None = None) -> None:
     wafv2_patches.install()
     shield_patches.install()
     quic_patches.install()
+    alb_target_patches.install()
     install_ec2_patches()
     app = App(serialize=not args.no_serialize)
     STATE.settings["log_calls"] = args.verbose

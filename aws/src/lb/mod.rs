@@ -133,6 +133,16 @@ pub trait LoadBalancers: Send + Sync {
     async fn modify_target_group_attributes(&self, arn: &str, attributes: &Attributes) -> Result<(), AwsError>;
     /// Fails with `InUse` while a listener or rule forwards to it.
     async fn delete_target_group(&self, arn: &str) -> Result<(), AwsError>;
+    /// The targets of a target group registered by ID (an `alb` group's load balancer ARN), as
+    /// `(id, port)`; IP registrations are left out (DescribeTargetHealth).
+    async fn id_targets(&self, target_group_arn: &str) -> Result<Vec<(String, u16)>, AwsError>;
+    /// Registers (`register`) or deregisters targets by ID, one call.
+    async fn write_id_targets(
+        &self,
+        target_group_arn: &str,
+        targets: &[(String, u16)],
+        register: bool,
+    ) -> Result<(), AwsError>;
 
     /// Creates a listener with its tags; attributes are not applied. Target groups in actions
     /// must be [`TargetGroupRef::Arn`].

@@ -486,6 +486,54 @@ impl LoadBalancers for SdkLoadBalancers {
         gone_is_ok(r.map(|_| ()))
     }
 
+    async fn id_targets(&self, target_group_arn: &str) -> Result<Vec<(String, u16)>, AwsError> {
+        const OP: &str = "DescribeTargetHealth";
+        let out = self
+            .runner
+            .run(SVC, OP, || async {
+                self.client.describe_target_health().target_group_arn(target_group_arn).send().await.map_err(err(OP))
+            })
+            .await?;
+        Ok(out
+            .target_health_descriptions()
+            .iter()
+            .filter_map(|d| d.target())
+            .filter_map(|t| Some((t.id()?.to_string(), u16::try_from(t.port()?).ok()?)))
+            .filter(|(id, _)| id.parse::<std::net::IpAddr>().is_err())
+            .collect())
+    }
+
+    async fn write_id_targets(
+        &self,
+        target_group_arn: &str,
+        targets: &[(String, u16)],
+        register: bool,
+    ) -> Result<(), AwsError> {
+        let descs: Vec<sdk::TargetDescription> = targets
+            .iter()
+            .map(|(id, port)| sdk::TargetDescription::builder().id(id).port(i32::from(*port)).build())
+            .collect();
+        if register {
+            const OP: &str = "RegisterTargets";
+            self.runner
+                .run(SVC, OP, || async {
+                    let call = self.client.register_targets().target_group_arn(target_group_arn);
+                    call.set_targets(Some(descs.clone())).send().await.map_err(err(OP))
+                })
+                .await
+                .map(|_| ())
+        } else {
+            const OP: &str = "DeregisterTargets";
+            self.runner
+                .run(SVC, OP, || async {
+                    let call = self.client.deregister_targets().target_group_arn(target_group_arn);
+                    call.set_targets(Some(descs.clone())).send().await.map_err(err(OP))
+                })
+                .await
+                .map(|_| ())
+        }
+    }
+
     async fn create_listener(
         &self,
         load_balancer_arn: &str,

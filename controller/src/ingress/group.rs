@@ -272,6 +272,7 @@ async fn pass(ctx: &IngressCtx, g: &GroupId, gathered: &Gathered) -> Result<Opti
         trust_store_arns,
         tolerate_missing_service: ctx.cfg.tolerate_missing_service,
         tolerate_missing_action: ctx.cfg.tolerate_missing_action,
+        default_scheme: ctx.cfg.default_scheme,
     };
     let group_plan = plan_group(&members, &services, &merge_cfg).map_err(|errors| {
         let list: Vec<String> = errors.iter().map(ToString::to_string).collect();
@@ -384,9 +385,14 @@ impl StackOwner for GroupOwner<'_> {
         "dns_resolve_and_update_status"
     }
 
-    async fn set_hostname(&self, base: &Context, hostname: Option<&str>) -> Result<()> {
+    fn frontend_nlb(&self) -> Option<crate::stack::frontend_nlb::Wanted<'_>> {
+        let explicit = matches!(self.g, GroupId::Explicit(_));
+        self.plan.frontend_nlb.as_ref().map(|plan| crate::stack::frontend_nlb::Wanted { plan, explicit })
+    }
+
+    async fn set_hostname(&self, base: &Context, hostnames: &[&str]) -> Result<()> {
         for ing in self.ings {
-            set_hostname(base, *ing, hostname).await?;
+            set_hostname(base, *ing, hostnames).await?;
         }
         Ok(())
     }
@@ -427,7 +433,7 @@ async fn freeze(ctx: &IngressCtx, g: &GroupId, gathered: &Gathered) {
 /// A former member: its status is cleared (unless it is being deleted) and its finalizer removed.
 async fn release_member(ctx: &IngressCtx, ing: &Ingress, finalizer: &str) -> Result<()> {
     if ing.metadata.deletion_timestamp.is_none() {
-        set_hostname(&ctx.io.base, ing, None).await?;
+        set_hostname(&ctx.io.base, ing, &[]).await?;
     }
     set_finalizer(&ctx.io.base, ing, finalizer, false).await?;
     Ok(())

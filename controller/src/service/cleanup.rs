@@ -29,7 +29,7 @@ pub(super) async fn cleanup(ctx: &ServiceCtx, svc: &Service) -> Result<Option<Du
         }
     };
     if svc.metadata.deletion_timestamp.is_none() {
-        set_hostname(&ctx.io.base, svc, None).await?;
+        set_hostname(&ctx.io.base, svc, &[]).await?;
     }
     set_finalizer(&ctx.io.base, svc, SERVICE_FINALIZER, false).await?;
     release_backend_security_group(ctx, svc);

@@ -270,12 +270,12 @@ impl StackOwner for ServiceOwner<'_> {
     /// Only a known DNS name is written (a Service's status is cleared by its cleanup), and only on
     /// a `type: LoadBalancer` Service: the API server refuses `status.loadBalancer` on the others
     /// (which get an NLB with gate `ServiceTypeLoadBalancerOnly` off, as in ALBC).
-    async fn set_hostname(&self, base: &Context, hostname: Option<&str>) -> Result<()> {
+    async fn set_hostname(&self, base: &Context, hostnames: &[&str]) -> Result<()> {
         if self.svc.spec.as_ref().and_then(|s| s.type_.as_deref()) != Some("LoadBalancer") {
             return Ok(());
         }
-        match hostname {
-            Some(h) => crate::stack::set_hostname(base, self.svc, Some(h)).await,
+        match hostnames.first() {
+            Some(h) => crate::stack::set_hostname(base, self.svc, &[h]).await,
             None => Ok(()),
         }
     }

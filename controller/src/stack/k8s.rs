@@ -96,20 +96,19 @@ impl LoadBalancerStatus for k8s_openapi::api::networking::v1::Ingress {
     }
 }
 
-/// The merge patch that makes `status.loadBalancer.ingress` hold just `hostname` (or nothing),
-/// `None` when `current` (the hostnames there now) already says so.
-pub fn hostname_patch(current: &[Option<&str>], hostname: Option<&str>) -> Option<serde_json::Value> {
-    let want: Vec<Option<&str>> = hostname.into_iter().map(Some).collect();
+/// The merge patch that makes `status.loadBalancer.ingress` hold just `hostnames` (in order; none
+/// clears it), `None` when `current` (the hostnames there now) already says so.
+pub fn hostname_patch(current: &[Option<&str>], hostnames: &[&str]) -> Option<serde_json::Value> {
+    let want: Vec<Option<&str>> = hostnames.iter().copied().map(Some).collect();
     if current == want.as_slice() {
         return None;
     }
-    let ingress: Vec<serde_json::Value> = hostname.iter().map(|h| json!({"hostname": h})).collect();
+    let ingress: Vec<serde_json::Value> = hostnames.iter().map(|h| json!({"hostname": h})).collect();
     Some(json!({"status": {"loadBalancer": {"ingress": ingress}}}))
 }
 
-/// Makes `status.loadBalancer.ingress` of `obj` hold just `hostname` (or nothing) unless it
-/// already says so.
-pub async fn set_hostname<K>(base: &Context, obj: &K, hostname: Option<&str>) -> Result<()>
+/// Makes `status.loadBalancer.ingress` of `obj` hold just `hostnames` unless it already says so.
+pub async fn set_hostname<K>(base: &Context, obj: &K, hostnames: &[&str]) -> Result<()>
 where
     K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
         + LoadBalancerStatus
@@ -117,7 +116,7 @@ where
         + serde::de::DeserializeOwned
         + std::fmt::Debug,
 {
-    let Some(body) = hostname_patch(&obj.hostnames(), hostname) else { return Ok(()) };
+    let Some(body) = hostname_patch(&obj.hostnames(), hostnames) else { return Ok(()) };
     base.ensure_leader()?;
     let params = PatchParams::default();
     api(base, obj).patch_status(&obj.name_any(), &params, &Patch::Merge(body)).await.ok_if_gone()?;
@@ -146,11 +145,15 @@ mod tests {
 
     #[test]
     fn hostname_is_written_only_when_it_differs() {
-        assert_eq!(hostname_patch(&[Some("a.elb")], Some("a.elb")), None);
-        assert_eq!(hostname_patch(&[], None), None);
-        let set = hostname_patch(&[], Some("a.elb")).expect("set");
+        assert_eq!(hostname_patch(&[Some("a.elb")], &["a.elb"]), None);
+        assert_eq!(hostname_patch(&[], &[]), None);
+        let set = hostname_patch(&[], &["a.elb"]).expect("set");
         assert_eq!(set["status"]["loadBalancer"]["ingress"][0]["hostname"], "a.elb");
-        let clear = hostname_patch(&[Some("a.elb")], None).expect("cleared");
+        // A frontend NLB's name follows the ALB's, and leaves with it.
+        let both = hostname_patch(&[Some("a.elb")], &["a.elb", "n.elb"]).expect("the NLB's added");
+        assert_eq!(both["status"]["loadBalancer"]["ingress"][1]["hostname"], "n.elb");
+        assert!(hostname_patch(&[Some("a.elb"), Some("n.elb")], &["a.elb"]).is_some());
+        let clear = hostname_patch(&[Some("a.elb")], &[]).expect("cleared");
         assert_eq!(clear["status"]["loadBalancer"]["ingress"], json!([]));
     }
 }

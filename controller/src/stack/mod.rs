@@ -11,6 +11,7 @@
 pub mod bindings;
 pub mod deploy;
 pub mod extras;
+pub mod frontend_nlb;
 pub mod k8s;
 pub mod observe;
 pub mod pipeline;
@@ -113,24 +114,30 @@ pub enum Deleted {
 }
 
 /// Deletes every AWS resource of `stack_id` in `plan_delete`'s order (bindings must be gone
-/// already: their finalizers deregister the targets).
+/// already: their finalizers deregister the targets), a frontend NLB first: it sends traffic to
+/// the load balancer behind it, which AWS does not delete while it is a target.
 pub async fn delete_stack(io: &StackIo, stack_id: &str) -> Result<Deleted> {
-    let observed = observe::for_deletion(io, stack_id).await?;
-    if deletion_protected(&observed) {
-        let load_balancer = observed.load_balancer.as_ref().map(|(o, _)| o.spec.name.clone()).unwrap_or_default();
+    let parts = observe::for_deletion(io, stack_id).await?;
+    if let Some(load_balancer) = [&parts.frontend, &parts.main].into_iter().find_map(|o| {
+        deletion_protected(o).then(|| o.load_balancer.as_ref().map(|(l, _)| l.spec.name.clone()).unwrap_or_default())
+    }) {
         return Ok(Deleted::Protected { load_balancer });
     }
-    let steps = plan_delete(&observed);
-    let mut resolved = deploy::Resolved::default();
-    match deploy::execute(io, stack_id, &steps, &[], &mut resolved).await {
-        Ok(()) => Ok(Deleted::Done { changes: steps.len() }),
-        // The load balancer's network interfaces take a while to go; the security group waits.
-        Err(Error::Aws(e)) if e.kind == lbc_aws::error::ErrorKind::InUse => {
-            tracing::info!(stack = %stack_id, error = %e, "waiting for AWS to release resources before deleting them");
-            Ok(Deleted::Waiting)
+    let mut changes = 0;
+    for observed in [&parts.frontend, &parts.main] {
+        let steps = plan_delete(observed);
+        let mut resolved = deploy::Resolved::default();
+        match deploy::execute(io, stack_id, &steps, &[], &mut resolved).await {
+            Ok(()) => changes += steps.len(),
+            // The load balancer's network interfaces take a while to go; the security group waits.
+            Err(Error::Aws(e)) if e.kind == lbc_aws::error::ErrorKind::InUse => {
+                tracing::info!(stack = %stack_id, error = %e, "waiting for AWS to release resources before deleting them");
+                return Ok(Deleted::Waiting);
+            }
+            Err(e) => return Err(e),
         }
-        Err(e) => Err(e),
     }
+    Ok(Deleted::Done { changes })
 }
 
 /// Warning events sent once per (object, reason) until the message changes, so a persisting

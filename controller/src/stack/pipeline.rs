@@ -8,7 +8,7 @@
 //! place that reports it and decides the retry.
 
 use super::bindings::{self, BindingOwner};
-use super::{FAILED_BUILD, FAILED_DEPLOY, Reporter, StackIo, SubnetNeed, deploy, extras, observe};
+use super::{FAILED_BUILD, FAILED_DEPLOY, Reporter, StackIo, SubnetNeed, deploy, extras, frontend_nlb, observe};
 use crate::backend_sg::BackendSecurityGroup;
 use crate::context::Context;
 use crate::error::{Error, Result, Retry};
@@ -51,8 +51,13 @@ pub trait StackOwner: Sync {
     }
     /// Metric stage name of the hostname update.
     fn status_stage(&self) -> &'static str;
-    /// Writes the load balancer's DNS name (or its absence) on the owner's objects.
-    fn set_hostname(&self, base: &Context, hostname: Option<&str>) -> impl Future<Output = Result<()>> + Send;
+    /// Writes the load balancers' DNS names (the stack's, then its frontend NLB's; none when
+    /// unknown) on the owner's objects.
+    fn set_hostname(&self, base: &Context, hostnames: &[&str]) -> impl Future<Output = Result<()>> + Send;
+    /// The frontend NLB the owner asks for (IngressGroups only).
+    fn frontend_nlb(&self) -> Option<frontend_nlb::Wanted<'_>> {
+        None
+    }
 }
 
 /// What a pipeline of one controller shares.
@@ -87,7 +92,7 @@ pub async fn deploy<O: StackOwner>(p: &Pipeline<'_>, owner: &O) -> Result<()> {
     // ALBC's stages, timed where ours has the same work: reading AWS and building the stack
     // (build_model), the AWS writes and the bindings (deploy_model), the hostname.
     let stage = Instant::now();
-    let mut observed = observe::observe(io, &stack_id, None).await?;
+    let observe::Parts { main: mut observed, frontend } = observe::observe(io, &stack_id, None).await?;
     let mut c = build_context(p, owner, &observed).await.map_err(|e| e.map_blocked(|r| nothing_changed(owner, &r)))?;
     let mut built =
         owner.build(&c).map_err(|e| blocked(FAILED_BUILD, nothing_changed(owner, &e.to_string()), Retry::OnChange))?;
@@ -154,9 +159,28 @@ pub async fn deploy<O: StackOwner>(p: &Pipeline<'_>, owner: &O) -> Result<()> {
     for h in &held {
         tracing::info!(stack = %stack_id, target_group = %h.arn, bindings = ?h.bindings, "{}", h.summary());
     }
+    let front = match resolved.load_balancer_arn.as_deref() {
+        Some(arn) => {
+            let alb = frontend_nlb::DeployedAlb {
+                spec: &built.stack.load_balancer,
+                arn,
+                security_groups: resolved_security_groups(&built.stack.load_balancer, &resolved),
+            };
+            match frontend_nlb::sync(io, &stack_id, owner.frontend_nlb(), &alb, &c, frontend, &opts).await {
+                Ok(o) => o,
+                Err(e @ Error::Blocked { .. }) => return Err(e),
+                Err(e) => return failed(io, owner, &objects, e).await,
+            }
+        }
+        None => frontend_nlb::Outcome::default(),
+    };
     metrics.reconcile_stage(p.controller, "deploy_model", stage);
     let stage = Instant::now();
-    owner.set_hostname(&io.base, resolved.dns_name.as_deref()).await?;
+    let hostnames: Vec<&str> = match resolved.dns_name.as_deref() {
+        Some(alb) => [Some(alb), front.dns_name.as_deref()].into_iter().flatten().collect(),
+        None => Vec::new(),
+    };
+    owner.set_hostname(&io.base, &hostnames).await?;
     metrics.reconcile_stage(p.controller, owner.status_stage(), stage);
     let done: Vec<String> = steps
         .iter()
@@ -164,6 +188,7 @@ pub async fn deploy<O: StackOwner>(p: &Pipeline<'_>, owner: &O) -> Result<()> {
         .map(Step::summary)
         .chain(extra_steps)
         .chain(held.iter().map(HeldDeletion::summary))
+        .chain(front.done)
         .collect();
     if !done.is_empty() {
         let msg = truncate(
@@ -214,8 +239,20 @@ async fn build_context<O: StackOwner>(p: &Pipeline<'_>, owner: &O, observed: &Ob
     Ok(c)
 }
 
+/// The load balancer's security group IDs, the managed frontend group's resolved.
+fn resolved_security_groups(lb: &lbc_model::lb::LoadBalancer, resolved: &deploy::Resolved) -> Vec<String> {
+    use lbc_model::lb::diff::MANAGED_FRONTEND_SG;
+    lb.security_groups
+        .iter()
+        .map(|g| match &resolved.frontend_security_group {
+            Some(id) if g == MANAGED_FRONTEND_SG => id.clone(),
+            _ => g.clone(),
+        })
+        .collect()
+}
+
 /// What AWS already has, as the deployer's starting point.
-fn resolved_from(observed: &ObservedStack) -> deploy::Resolved {
+pub(super) fn resolved_from(observed: &ObservedStack) -> deploy::Resolved {
     deploy::Resolved {
         load_balancer_arn: observed.load_balancer.as_ref().map(|(o, _)| o.id.clone()),
         dns_name: observed.load_balancer.as_ref().map(|(_, s)| s.dns_name.clone()),

@@ -47,6 +47,10 @@ mod transforms;
 #[path = "ingress_alb/target_control.rs"]
 mod target_control;
 
+/// `enable-frontend-nlb`: an NLB in front of the ALB (issue 33).
+#[path = "ingress_alb/frontend_nlb.rs"]
+mod frontend_nlb;
+
 /// The group test's controller watches every namespace: the tests of this file run one at a time
 /// so no two controllers reconcile the same Ingress.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());

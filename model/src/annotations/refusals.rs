@@ -37,6 +37,7 @@ const fn exact(suffix: &'static str, refusal: Refusal, reason: &'static str) -> 
     Refused { suffix, family: false, refusal, reason, asks_nothing: &[] }
 }
 
+#[cfg(test)]
 const fn family(prefix: &'static str, refusal: Refusal, reason: &'static str) -> Refused {
     Refused { suffix: prefix, family: true, refusal, reason, asks_nothing: &[] }
 }
@@ -53,8 +54,6 @@ pub const INGRESS: &[Refused] = &[
         "ACM certificate creation is not supported; name certificates with certificate-arn",
     ),
     exact(ing::ACM_PCA_ARN, Degrade, "ACM certificate creation is not supported"),
-    exact(ing::ENABLE_FRONTEND_NLB, Degrade, "a frontend NLB in front of the ALB is not implemented yet"),
-    family(ing::FRONTEND_NLB_FAMILY, Degrade, "frontend-nlb-* annotations are not implemented yet"),
 ];
 
 /// `service.beta.kubernetes.io/*` annotations refused on a Service.

@@ -95,9 +95,20 @@ const fn row(kind: Kind, key: &'static str, status: Status, tests: &'static [&'s
     Row { kind, key, status, tests, note }
 }
 
-const FRONTEND_NLB: &str = "a frontend NLB in front of the ALB is not implemented yet";
-const FRONTEND_NLB_FAMILY: &str = "frontend-nlb-* annotations are not implemented yet";
-const FRONTEND_NLB_TESTS: &[&str] = &["model/src/annotations/refusals_tests.rs::every_refusal_has_its_decision"];
+const FRONTEND_NLB_E2E: &str =
+    "e2e/tests/e2e/ingress_alb/frontend_nlb.rs::frontend_nlb_fronts_the_alb_and_leaves_with_it";
+const FRONTEND_NLB_TESTS: &[&str] =
+    &["model/src/ingress/frontend_nlb_tests.rs::built_stack_has_albc_names_tags_and_targets", FRONTEND_NLB_E2E];
+const FRONTEND_NLB_TESTS_EXPLICIT: &[&str] =
+    &["model/src/ingress/frontend_nlb_tests.rs::explicit_settings_replace_the_albs", FRONTEND_NLB_E2E];
+const FRONTEND_NLB_TESTS_SETS: &[&str] = &[
+    "model/src/ingress/frontend_nlb_tests.rs::sets_agree_in_any_order_and_unset_values_never_conflict",
+    FRONTEND_NLB_E2E,
+];
+const FRONTEND_NLB_TESTS_PORTS: &[&str] =
+    &["model/src/ingress/frontend_nlb_tests.rs::listeners_come_from_each_members_ports_and_mapping", FRONTEND_NLB_E2E];
+const FRONTEND_NLB_TESTS_HC: &[&str] =
+    &["model/src/ingress/frontend_nlb_tests.rs::health_check_annotations_shape_the_target_group", FRONTEND_NLB_E2E];
 
 /// The table, in ALBC's order (`constants.go`, then the keys built in code; the spec's field order).
 pub const PARITY: &[Row] = &[
@@ -1001,40 +1012,22 @@ pub const PARITY: &[Row] = &[
         ],
         "",
     ),
-    row(
-        Ing,
-        "enable-frontend-nlb",
-        Refused,
-        &[
-            "model/src/ingress/annotations_tests.rs::unsupported_and_unknown_are_listed",
-            "model/src/annotations/refusals_tests.rs::every_refusal_has_its_decision",
-        ],
-        FRONTEND_NLB,
-    ),
-    row(
-        Ing,
-        "frontend-nlb-scheme",
-        Refused,
-        &[
-            "model/src/ingress/annotations_tests.rs::unsupported_and_unknown_are_listed",
-            "model/src/annotations/refusals_tests.rs::every_refusal_has_its_decision",
-        ],
-        FRONTEND_NLB_FAMILY,
-    ),
-    row(Ing, "frontend-nlb-subnets", Refused, FRONTEND_NLB_TESTS, FRONTEND_NLB_FAMILY),
-    row(Ing, "frontend-nlb-security-groups", Refused, FRONTEND_NLB_TESTS, FRONTEND_NLB_FAMILY),
-    row(Ing, "frontend-nlb-listener-port-mapping", Refused, FRONTEND_NLB_TESTS, FRONTEND_NLB_FAMILY),
-    row(Ing, "frontend-nlb-eip-allocations", Refused, FRONTEND_NLB_TESTS, FRONTEND_NLB_FAMILY),
-    row(Ing, "frontend-nlb-healthcheck-port", Refused, FRONTEND_NLB_TESTS, FRONTEND_NLB_FAMILY),
-    row(Ing, "frontend-nlb-healthcheck-protocol", Refused, FRONTEND_NLB_TESTS, FRONTEND_NLB_FAMILY),
-    row(Ing, "frontend-nlb-healthcheck-path", Refused, FRONTEND_NLB_TESTS, FRONTEND_NLB_FAMILY),
-    row(Ing, "frontend-nlb-healthcheck-interval-seconds", Refused, FRONTEND_NLB_TESTS, FRONTEND_NLB_FAMILY),
-    row(Ing, "frontend-nlb-healthcheck-timeout-seconds", Refused, FRONTEND_NLB_TESTS, FRONTEND_NLB_FAMILY),
-    row(Ing, "frontend-nlb-healthcheck-healthy-threshold-count", Refused, FRONTEND_NLB_TESTS, FRONTEND_NLB_FAMILY),
-    row(Ing, "frontend-nlb-healthcheck-unhealthy-threshold-count", Refused, FRONTEND_NLB_TESTS, FRONTEND_NLB_FAMILY),
-    row(Ing, "frontend-nlb-healthcheck-success-codes", Refused, FRONTEND_NLB_TESTS, FRONTEND_NLB_FAMILY),
-    row(Ing, "frontend-nlb-attributes", Refused, FRONTEND_NLB_TESTS, FRONTEND_NLB_FAMILY),
-    row(Ing, "frontend-nlb-tags", Refused, FRONTEND_NLB_TESTS, FRONTEND_NLB_FAMILY),
+    row(Ing, "enable-frontend-nlb", Supported, FRONTEND_NLB_TESTS, ""),
+    row(Ing, "frontend-nlb-scheme", Supported, FRONTEND_NLB_TESTS_EXPLICIT, ""),
+    row(Ing, "frontend-nlb-subnets", Supported, FRONTEND_NLB_TESTS_SETS, ""),
+    row(Ing, "frontend-nlb-security-groups", Supported, FRONTEND_NLB_TESTS_EXPLICIT, ""),
+    row(Ing, "frontend-nlb-listener-port-mapping", Supported, FRONTEND_NLB_TESTS_PORTS, ""),
+    row(Ing, "frontend-nlb-eip-allocations", Supported, FRONTEND_NLB_TESTS_EXPLICIT, ""),
+    row(Ing, "frontend-nlb-healthcheck-port", Supported, FRONTEND_NLB_TESTS_HC, ""),
+    row(Ing, "frontend-nlb-healthcheck-protocol", Supported, FRONTEND_NLB_TESTS_HC, ""),
+    row(Ing, "frontend-nlb-healthcheck-path", Supported, FRONTEND_NLB_TESTS_HC, ""),
+    row(Ing, "frontend-nlb-healthcheck-interval-seconds", Supported, FRONTEND_NLB_TESTS_HC, ""),
+    row(Ing, "frontend-nlb-healthcheck-timeout-seconds", Supported, FRONTEND_NLB_TESTS_HC, ""),
+    row(Ing, "frontend-nlb-healthcheck-healthy-threshold-count", Supported, FRONTEND_NLB_TESTS_HC, ""),
+    row(Ing, "frontend-nlb-healthcheck-unhealthy-threshold-count", Supported, FRONTEND_NLB_TESTS_HC, ""),
+    row(Ing, "frontend-nlb-healthcheck-success-codes", Supported, FRONTEND_NLB_TESTS_HC, ""),
+    row(Ing, "frontend-nlb-attributes", Supported, FRONTEND_NLB_TESTS_EXPLICIT, ""),
+    row(Ing, "frontend-nlb-tags", Supported, FRONTEND_NLB_TESTS_EXPLICIT, ""),
     row(
         Ing,
         "use-regex-path-match",

@@ -167,6 +167,7 @@ pub fn parse_annotations(
             Err(e) => r.fail(key, raw, format!("a JSON list of conditions ({e})")),
         }
     }
+    s.frontend_nlb = super::frontend_nlb::parse(&mut r, &mut s.unsupported);
     refusals::note_refused(&mut r, &mut s.unsupported, refusals::INGRESS);
     s.unknown = r.unknown(|_| true);
     r.finish(s)

@@ -5,9 +5,8 @@
 //! scheme, ipv4, `[{"HTTP":80}]` or `[{"HTTPS":443}]`, health-check numbers) are applied when the
 //! stack is built, because some depend on other values (certificates, gRPC).
 //!
-//! Known but not implemented (`crate::annotations::refusals::INGRESS`: frontend NLB,
-//! target control port, ACM certificate creation, WAF Classic, Shield,
-//! IPAM, customer-owned IPv4 pools, the dry-run plan) → `unsupported`, with the reason and whether
+//! Known but not implemented (`crate::annotations::refusals::INGRESS`: ACM certificate
+//! creation) → `unsupported`, with the reason and whether
 //! the group fails closed on it. Other keys of our prefix → `unknown`. Deviation: ALBC silently
 //! ignores unknown keys.
 
@@ -120,6 +119,8 @@ pub struct IngressSettings {
     pub conditions: BTreeMap<String, Vec<Condition>>,
     /// `transforms.<name>`, the rewrites of the rules whose backend Service (or action) is `<name>`.
     pub transforms: BTreeMap<String, Vec<crate::lb::Transform>>,
+    /// `enable-frontend-nlb` and `frontend-nlb-*`.
+    pub frontend_nlb: super::frontend_nlb::FrontendNlbSettings,
     pub unsupported: Vec<Unsupported>,
     pub unknown: Vec<String>,
 }

@@ -133,11 +133,12 @@ fn unsupported_and_unknown_are_listed() {
         ("healthcheck-pth", "/"),
     ]);
     let keys: Vec<&str> = s.unsupported.iter().map(|u| u.key.as_str()).collect();
-    assert_eq!(keys.len(), 3, "{keys:?}");
+    assert_eq!(keys, [full_key("create-acm-cert")]);
     assert!(s.unsupported.iter().all(|u| !u.reason.is_empty()));
     assert!(s.fail_closed().is_empty(), "no refused annotation is security-relevant any more: {keys:?}");
     // Implemented: read, not refused.
     assert_eq!(s.waf_classic_acl_id.as_deref(), Some("x"));
+    assert_eq!((s.frontend_nlb.enable, s.frontend_nlb.scheme), (Some(true), Some(crate::lb::Scheme::Internal)));
     assert_eq!(s.shield_advanced_protection, Some(true));
     assert_eq!(s.backend.target_control_ports, BTreeMap::from([(("svc".to_string(), "80".to_string()), 3000)]));
     assert_eq!(s.unknown, [full_key("healthcheck-pth")]);

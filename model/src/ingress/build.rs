@@ -66,13 +66,13 @@ use crate::lb::{
 pub type IngressStack = crate::lb::build::BuiltStack;
 
 /// ALB health-check defaults (ALBC `--default-*` ingress values).
-const HC_INTERVAL: u32 = 15;
-const HC_TIMEOUT: u32 = 5;
-const HC_HEALTHY: u32 = 2;
-const HC_UNHEALTHY: u32 = 2;
-const HC_PATH: &str = "/";
+pub(super) const HC_INTERVAL: u32 = 15;
+pub(super) const HC_TIMEOUT: u32 = 5;
+pub(super) const HC_HEALTHY: u32 = 2;
+pub(super) const HC_UNHEALTHY: u32 = 2;
+pub(super) const HC_PATH: &str = "/";
 const HC_PATH_GRPC: &str = "/AWS.ALB/healthcheck";
-const HC_CODES: &str = "200";
+pub(super) const HC_CODES: &str = "200";
 const HC_CODES_GRPC: &str = "12";
 const GRPC: &str = "GRPC";
 

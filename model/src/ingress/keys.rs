@@ -68,6 +68,21 @@ pub const CREATE_ACM_CERT: &str = "create-acm-cert";
 pub const ACM_PCA_ARN: &str = "acm-pca-arn";
 pub const DRY_RUN_PLAN: &str = "dry-run-plan";
 pub const ENABLE_FRONTEND_NLB: &str = "enable-frontend-nlb";
+pub const FRONTEND_NLB_SCHEME: &str = "frontend-nlb-scheme";
+pub const FRONTEND_NLB_SUBNETS: &str = "frontend-nlb-subnets";
+pub const FRONTEND_NLB_SECURITY_GROUPS: &str = "frontend-nlb-security-groups";
+pub const FRONTEND_NLB_LISTENER_PORT_MAPPING: &str = "frontend-nlb-listener-port-mapping";
+pub const FRONTEND_NLB_EIP_ALLOCATIONS: &str = "frontend-nlb-eip-allocations";
+pub const FRONTEND_NLB_HC_PORT: &str = "frontend-nlb-healthcheck-port";
+pub const FRONTEND_NLB_HC_PROTOCOL: &str = "frontend-nlb-healthcheck-protocol";
+pub const FRONTEND_NLB_HC_PATH: &str = "frontend-nlb-healthcheck-path";
+pub const FRONTEND_NLB_HC_INTERVAL: &str = "frontend-nlb-healthcheck-interval-seconds";
+pub const FRONTEND_NLB_HC_TIMEOUT: &str = "frontend-nlb-healthcheck-timeout-seconds";
+pub const FRONTEND_NLB_HC_HEALTHY_THRESHOLD: &str = "frontend-nlb-healthcheck-healthy-threshold-count";
+pub const FRONTEND_NLB_HC_UNHEALTHY_THRESHOLD: &str = "frontend-nlb-healthcheck-unhealthy-threshold-count";
+pub const FRONTEND_NLB_HC_SUCCESS_CODES: &str = "frontend-nlb-healthcheck-success-codes";
+pub const FRONTEND_NLB_ATTRIBUTES: &str = "frontend-nlb-attributes";
+pub const FRONTEND_NLB_TAGS: &str = "frontend-nlb-tags";
 /// Followed by `<name>`.
 pub const ACTIONS_PREFIX: &str = "actions.";
 /// Followed by `<name>`.
@@ -78,8 +93,6 @@ pub const TRANSFORMS_PREFIX: &str = "transforms.";
 pub const LISTENER_ATTRIBUTES_PREFIX: &str = "listener-attributes.";
 /// Followed by `<service>.<port>`.
 pub const TARGET_CONTROL_PORT_PREFIX: &str = "target-control-port.";
-/// Every `frontend-nlb-*` annotation.
-pub const FRONTEND_NLB_FAMILY: &str = "frontend-nlb-";
 
 /// The backend port name that sends a path to `actions.<service name>`.
 pub const USE_ANNOTATION: &str = "use-annotation";

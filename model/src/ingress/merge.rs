@@ -75,6 +75,8 @@ pub struct MergeConfig {
     /// `--tolerate-non-existent-backend-action` (ALBC's default true): a `use-annotation` backend
     /// without its `actions.<name>` answers 503 with a warning; false fails the group.
     pub tolerate_missing_action: bool,
+    /// `--default-load-balancer-scheme`: the frontend NLB's scheme unless `frontend-nlb-scheme`.
+    pub default_scheme: crate::lb::Scheme,
 }
 
 impl Default for MergeConfig {
@@ -84,6 +86,7 @@ impl Default for MergeConfig {
             trust_store_arns: BTreeMap::new(),
             tolerate_missing_service: true,
             tolerate_missing_action: true,
+            default_scheme: crate::lb::Scheme::Internal,
         }
     }
 }
@@ -132,6 +135,9 @@ pub enum GroupError {
     DefaultBackends { port: u16, ingresses: Vec<String> },
     #[error("Ingress {ingress}, {location}: {problem}; {fix}")]
     Invalid { ingress: String, location: String, problem: String, fix: String },
+    /// The frontend NLB's annotations disagree or cannot be applied.
+    #[error("{problem}")]
+    FrontendNlb { problem: String },
 }
 
 /// The listen ports of one member, with ALBC's default.

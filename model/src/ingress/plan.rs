@@ -54,6 +54,8 @@ pub struct GroupPlan {
     pub target_groups: Vec<TargetGroupBackend>,
     /// Tolerated problems (missing backend Service or action: the ALB answers 503).
     pub warnings: Vec<String>,
+    /// The NLB in front of the ALB (`enable-frontend-nlb`).
+    pub frontend_nlb: Option<super::frontend_nlb::FrontendNlbPlan>,
 }
 
 fn forwards(actions: &[RuleAction]) -> impl Iterator<Item = &BackendRef> {
@@ -97,5 +99,9 @@ pub fn plan_group(members: &[Member], services: &Services, cfg: &MergeConfig) ->
     }
     let target_groups =
         tgs.into_iter().map(|(key, (settings, service))| TargetGroupBackend { key, settings, service }).collect();
-    Ok(GroupPlan { listeners: merged.listeners, rules, target_groups, warnings })
+    let frontend_nlb =
+        super::frontend_nlb::plan(members, &merged.listeners, cfg.default_scheme).map_err(|problems| {
+            problems.into_iter().map(|problem| GroupError::FrontendNlb { problem }).collect::<Vec<_>>()
+        })?;
+    Ok(GroupPlan { listeners: merged.listeners, rules, target_groups, warnings, frontend_nlb })
 }

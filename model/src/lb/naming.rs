@@ -154,6 +154,30 @@ pub fn ingress_frontend_security_group_name(cluster: &str, explicit: bool, group
     ingress_group_name(explicit, group_id, &hash_hex([cluster, group_id]))
 }
 
+/// Everything ALBC hashes into the name of a frontend NLB's target group.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FrontendNlbTargetGroupNameInputs<'a> {
+    pub cluster: &'a str,
+    /// A named group (`group.name`), not an implicit one.
+    pub explicit: bool,
+    /// The group's stack ID (group name, or `namespace/name`).
+    pub group_id: &'a str,
+    /// The NLB listener port (the target group's port).
+    pub port: u16,
+    /// `traffic-port` or a number.
+    pub health_check_port: &'a str,
+    /// `HTTP` or `HTTPS`.
+    pub health_check_protocol: &'a str,
+}
+
+/// Target group name of a frontend NLB listener (target type `alb`, protocol TCP).
+pub fn ingress_frontend_nlb_target_group_name(i: &FrontendNlbTargetGroupNameInputs<'_>) -> String {
+    let port = i.port.to_string();
+    let hash =
+        hash_hex([i.cluster, i.group_id, port.as_str(), "alb", "TCP", i.health_check_port, i.health_check_protocol]);
+    ingress_group_name(i.explicit, i.group_id, &hash)
+}
+
 /// Everything ALBC hashes into an Ingress target group's name.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IngressTargetGroupNameInputs<'a> {

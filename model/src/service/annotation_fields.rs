@@ -10,8 +10,8 @@ use crate::annotations::{Reader, Unsupported, parse_go_bool};
 use crate::lb::{Attributes, Protocol};
 
 pub(super) const ALPN_POLICIES: &[&str] = &["None", "HTTP1Only", "HTTP2Only", "HTTP2Optional", "HTTP2Preferred"];
-pub(super) const DNS_POLICY_KEY: &str = "dns_record.client_routing_policy";
-pub(super) const DNS_POLICIES: &[&str] =
+pub(crate) const DNS_POLICY_KEY: &str = "dns_record.client_routing_policy";
+pub(crate) const DNS_POLICIES: &[&str] =
     &["availability_zone_affinity", "partial_availability_zone_affinity", "any_availability_zone"];
 
 pub(super) fn valid_name(r: &mut Reader<'_>, n: &str) -> Option<String> {

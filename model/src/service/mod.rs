@@ -12,7 +12,7 @@
 //!    load balancer or a target group, or cannot be applied at all (announce them first).
 
 pub mod actions;
-mod annotation_fields;
+pub(crate) mod annotation_fields;
 pub mod annotations;
 pub mod build;
 mod build_network;
