@@ -63,7 +63,8 @@ fn names(domain: Option<&str>, sans: &[String]) -> Vec<String> {
     out
 }
 
-fn all_key_types() -> Filters {
+/// Every key type: ListCertificates lists only RSA_1024 and RSA_2048 certificates otherwise.
+pub(crate) fn all_key_types() -> Filters {
     [
         KeyAlgorithm::Rsa1024,
         KeyAlgorithm::Rsa2048,

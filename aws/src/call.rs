@@ -21,6 +21,8 @@ pub enum Service {
     /// WAF Classic web ACL associations.
     WafRegional,
     Shield,
+    /// The DNS validation records of ACM certificates the controller requests.
+    Route53,
     /// `GetCallerIdentity` (`aws-lb-controller doctor`) and `AssumeRole` (TargetGroupBinding
     /// `spec.iamRoleArnToAssume`).
     Sts,
@@ -36,6 +38,7 @@ impl Service {
             Self::Wafv2 => lbc_model::throttle::WAFV2_SERVICE,
             Self::WafRegional => lbc_model::throttle::WAF_REGIONAL_SERVICE,
             Self::Shield => lbc_model::throttle::SHIELD_SERVICE,
+            Self::Route53 => lbc_model::throttle::ROUTE53_SERVICE,
             Self::Sts => "STS",
         }
     }
@@ -49,6 +52,7 @@ impl Service {
             Self::Wafv2 => "wafv2",
             Self::WafRegional => "waf-regional",
             Self::Shield => "shield",
+            Self::Route53 => "route53",
             Self::Sts => "sts",
         }
     }

@@ -8,8 +8,8 @@ use aws_credential_types::provider::SharedCredentialsProvider;
 use std::collections::HashMap;
 
 /// Endpoint overrides by service. Keys accept ALBC's service IDs (`Elastic Load Balancing v2`,
-/// `EC2`, `STS`, `ACM`, `WAFV2`, `WAF Regional`, `Shield`) and the short endpoint names
-/// (`elasticloadbalancing`, `ec2`, `sts`, `acm`, `wafv2`, `waf-regional`, `shield`).
+/// `EC2`, `STS`, `ACM`, `WAFV2`, `WAF Regional`, `Shield`, `Route 53`) and the short endpoint names
+/// (`elasticloadbalancing`, `ec2`, `sts`, `acm`, `wafv2`, `waf-regional`, `shield`, `route53`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Endpoints {
     pub elbv2: Option<String>,
@@ -19,6 +19,7 @@ pub struct Endpoints {
     pub wafv2: Option<String>,
     pub waf_regional: Option<String>,
     pub shield: Option<String>,
+    pub route53: Option<String>,
 }
 
 /// An `--aws-api-endpoints` value that does not parse.
@@ -50,9 +51,11 @@ impl Endpoints {
                 "wafv2" => &mut out.wafv2,
                 "waf regional" | "waf-regional" => &mut out.waf_regional,
                 "shield" => &mut out.shield,
+                "route 53" | "route53" => &mut out.route53,
                 _ => {
                     return Err(err(
-                        "unknown service (known: Elastic Load Balancing v2, EC2, STS, ACM, WAFV2, WAF Regional, Shield)",
+                        "unknown service (known: Elastic Load Balancing v2, EC2, STS, ACM, WAFV2, WAF Regional, \
+                         Shield, Route 53)",
                     ));
                 }
             };
@@ -64,7 +67,7 @@ impl Endpoints {
     /// Same URL for every service (the local emulator).
     pub fn all(url: &str) -> Self {
         let u = || Some(url.to_string());
-        Self { elbv2: u(), ec2: u(), sts: u(), acm: u(), wafv2: u(), waf_regional: u(), shield: u() }
+        Self { elbv2: u(), ec2: u(), sts: u(), acm: u(), wafv2: u(), waf_regional: u(), shield: u(), route53: u() }
     }
 }
 
@@ -85,6 +88,8 @@ pub struct Clients {
     pub wafv2: aws_sdk_wafv2::Client,
     pub waf_regional: aws_sdk_wafregional::Client,
     pub shield: aws_sdk_shield::Client,
+    /// Validation records of the ACM certificates the controller requests.
+    pub route53: aws_sdk_route53::Client,
     /// `doctor` (GetCallerIdentity) and assumed roles (AssumeRole).
     pub sts: aws_sdk_sts::Client,
     /// What the clients above were built from, for clients built later with other credentials
@@ -139,6 +144,10 @@ pub async fn build_clients(s: &ClientSettings) -> Clients {
     if let Some(u) = &s.endpoints.shield {
         shield = shield.endpoint_url(u);
     }
+    let mut route53 = aws_sdk_route53::config::Builder::from(&shared);
+    if let Some(u) = &s.endpoints.route53 {
+        route53 = route53.endpoint_url(u);
+    }
     let mut sts = aws_sdk_sts::config::Builder::from(&shared);
     if let Some(u) = &s.endpoints.sts {
         sts = sts.endpoint_url(u);
@@ -151,6 +160,7 @@ pub async fn build_clients(s: &ClientSettings) -> Clients {
         wafv2: aws_sdk_wafv2::Client::from_conf(waf.build()),
         waf_regional: aws_sdk_wafregional::Client::from_conf(waf_regional.build()),
         shield: aws_sdk_shield::Client::from_conf(shield.build()),
+        route53: aws_sdk_route53::Client::from_conf(route53.build()),
         elbv2_endpoint: s.endpoints.elbv2.clone(),
         shared,
     }

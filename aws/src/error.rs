@@ -93,6 +93,8 @@ impl ErrorKind {
             | "InvalidPermission.NotFound"
             // ACM: a certificate deleted between ListCertificates and DescribeCertificate.
             | "ResourceNotFoundException"
+            // Route 53: a validation record already deleted.
+            | "NoSuchHostedZone"
             | "WAFNonexistentItemException" => Self::NotFound,
             "DuplicateLoadBalancerName"
             | "DuplicateTargetGroupName"
@@ -100,9 +102,12 @@ impl ErrorKind {
             | "PriorityInUse"
             | "InvalidGroup.Duplicate"
             | "InvalidPermission.Duplicate" => Self::AlreadyExists,
-            "ResourceInUse" | "DependencyViolation" | "InvalidGroup.InUse" | "InvalidNetworkInterface.InUse" => {
-                Self::InUse
-            }
+            // ACM: a certificate a load balancer still uses.
+            "ResourceInUse"
+            | "ResourceInUseException"
+            | "DependencyViolation"
+            | "InvalidGroup.InUse"
+            | "InvalidNetworkInterface.InUse" => Self::InUse,
             "AccessDenied" | "AccessDeniedException" | "UnauthorizedOperation" => Self::AccessDenied,
             "ExpiredToken"
             | "ExpiredTokenException"

@@ -22,6 +22,7 @@
 //!   e2e/tests/e2e/ingress_alb.rs).
 
 pub mod acm;
+pub mod acm_requests;
 pub mod assume_role;
 pub mod backoff;
 pub mod call;
@@ -54,6 +55,7 @@ pub mod instances;
 pub mod lb;
 pub mod metrics;
 pub mod net;
+pub mod route53;
 pub mod shield;
 pub mod throttle;
 pub mod waf;

@@ -22,7 +22,7 @@ CLUSTER_TAG = "elbv2.k8s.aws/cluster"
 # SDK crate -> IAM service prefix.
 SDK_IAM = {"aws-sdk-elasticloadbalancingv2": "elasticloadbalancing", "aws-sdk-ec2": "ec2", "aws-sdk-sts": "sts",
            "aws-sdk-acm": "acm", "aws-sdk-wafv2": "wafv2", "aws-sdk-wafregional": "waf-regional",
-           "aws-sdk-shield": "shield"}
+           "aws-sdk-shield": "shield", "aws-sdk-route53": "route53"}
 
 # Permissions AWS checks on top of the called operation (no SDK call of their own).
 IMPLIED = {
@@ -31,14 +31,20 @@ IMPLIED = {
     "wafv2:disassociatewebacl": {"elasticloadbalancing:setwebacl"},
     "waf-regional:associatewebacl": {"elasticloadbalancing:setwebacl"},
     "waf-regional:disassociatewebacl": {"elasticloadbalancing:setwebacl"},
+    # ACM asks for the tagging permission when RequestCertificate carries tags.
+    "acm:requestcertificate": {"acm:addtagstocertificate"},
 }
+
+# Tagging AWS authorises only as part of a create (the controller never calls it on its own): conditioned on
+# the request tag like the create itself, since the resource has no tags yet.
+TAG_ON_CREATE = {"acm:AddTagsToCertificate"}
 
 # Actions AWS answers without any IAM permission (doctor's STS GetCallerIdentity: AWS documents that no
 # permission is required, and it works even under an explicit deny), so the policy does not grant them.
 NO_PERMISSION_NEEDED = {"sts:getcalleridentity"}
 
 # Verbs that create, change or delete something.
-WRITE = re.compile(r"^(Create|Delete|Modify|Set|Add|Remove|Register|Deregister|Authorize|Revoke|Associate|"
+WRITE = re.compile(r"^(Create|Delete|Modify|Set|Add|Remove|Register|Deregister|Authorize|Revoke|Associate|Change|Request|"
                    r"Disassociate)")
 
 # Writes allowed without an `elbv2.k8s.aws/cluster` condition: (action, resource) -> why.
@@ -72,6 +78,9 @@ UNCONDITIONED = {
                  "arn:aws:elasticloadbalancing:*:*:listener/net/*/*/*",
                  "arn:aws:elasticloadbalancing:*:*:listener-rule/app/*/*/*/*",
                  "arn:aws:elasticloadbalancing:*:*:listener-rule/net/*/*/*/*")},
+    # Route 53 records carry no tags; the policy confines the controller to CNAMEs named `_…`, the
+    # shape of ACM's validation records, which it writes only for certificates it requested.
+    ("route53:ChangeResourceRecordSets", "arn:aws:route53:::hostedzone/*"): "validation records carry no tags",
     # CreateSecurityGroup is authorised on the VPC too; the new group itself is conditioned.
     ("ec2:CreateSecurityGroup", "arn:aws:ec2:*:*:vpc/*"): "the VPC side of creating a tagged group",
     # Backend rules are opened on the pods' ENI security groups (the node's, the user's), not ours.
@@ -114,7 +123,7 @@ def condition_problems(policy, pinned=None):
             request_tag = (f"aws:RequestTag/{CLUSTER_TAG}", has[0]) in conds and \
                 conds[(f"aws:RequestTag/{CLUSTER_TAG}", has[0])] == has[1]
             # A create must carry the tag; anything else must find it on the resource.
-            creates = verb.startswith("Create") and verb != "CreateTags"
+            creates = (verb.startswith(("Create", "Request")) and verb != "CreateTags") or a in TAG_ON_CREATE
             if creates or "CreateAction" in json.dumps(s.get("Condition")):
                 if not request_tag:
                     problems.append(f"{s['Sid']}: {a} does not require the {CLUSTER_TAG} request tag")
@@ -271,9 +280,9 @@ def test_creates_the_policy_conditions_send_tags():
     # every set: model/src/lb/tags.rs, property-tested in model/tests/prop_tags.rs).
     conditioned = {a.lower() for s, actions, _ in statements(json.loads(POLICY.read_text()))
                    for a in actions if (f"aws:RequestTag/{CLUSTER_TAG}", "Null") in cluster_conditions(s)
-                   and a.split(":")[1].startswith("Create")}
+                   and a.split(":")[1].startswith(("Create", "Request"))}
     assert {"elasticloadbalancing:createloadbalancer", "elasticloadbalancing:createtargetgroup",
-            "ec2:createsecuritygroup"} <= conditioned
+            "ec2:createsecuritygroup", "acm:requestcertificate"} <= conditioned
     seen = set()
     for action, f, call in sdk_calls():
         if action in conditioned:

@@ -394,6 +394,12 @@ pub struct Args {
     #[arg(long, default_value_t = 3)]
     pub ingress_max_concurrent_reconciles: u16,
 
+    /// Private CA (AWS Private CA ARN) of the certificates `create-acm-cert` requests when the
+    /// Ingress names none with `acm-pca-arn`; empty: Amazon-issued, DNS-validated (ALBC flag; needs
+    /// the `EnableCertificateManagement` feature gate).
+    #[arg(long, default_value = "")]
+    pub default_pca_arn: String,
+
     /// SSL policy of HTTPS listeners whose Ingresses name none (ALBC flag).
     #[arg(long, default_value = "ELBSecurityPolicy-2016-08")]
     pub default_ssl_policy: String,

@@ -245,13 +245,20 @@ pub async fn run(mut args: Args, albc_only: Vec<lbc_model::compat::GivenFlag>) -
         )),
         shield: Arc::new(lbc_aws::shield::SdkProtections::new(clients.shield.clone(), runner.clone())),
     };
-    let ingress_ctx = Arc::new(crate::ingress::IngressCtx::new(
+    let mut ingress_ctx = crate::ingress::IngressCtx::new(
         ctx.clone(),
         &aws,
         acm,
         ingress_config(&args, &service_cfg, tenancy.clone()),
         backend_sg.clone(),
-    ));
+    );
+    if service_cfg.gates.certificate_management {
+        ingress_ctx = ingress_ctx.with_certificate_requests(
+            Arc::new(lbc_aws::acm_requests::SdkAcmRequests::new(clients.acm.clone(), runner.clone())),
+            Arc::new(lbc_aws::route53::SdkDnsRecords::new(clients.route53.clone(), runner.clone())),
+        );
+    }
+    let ingress_ctx = Arc::new(ingress_ctx);
     let service_ctx = Arc::new(crate::service::ServiceCtx::new(ctx.clone(), &aws, service_cfg, backend_sg));
 
     let worker_ids = Arc::new(crate::quic_worker_ids::ConfigMapWorkerIds::new(client.clone()));
@@ -466,6 +473,7 @@ fn ingress_config(
         tenancy,
         tolerate_missing_service: args.tolerate_non_existent_backend_service,
         tolerate_missing_action: args.tolerate_non_existent_backend_action,
+        default_pca_arn: args.default_pca_arn.clone(),
     }
 }
 

@@ -488,6 +488,21 @@ def default_status(code: str) -> int:
     return 400
 
 
+# Route 53 (REST) operations the controller calls, by method and path, for the call log.
+_ROUTE53_OPS = [
+    ("GET", re.compile(r"^/2013-04-01/hostedzone/?$"), "ListHostedZones"),
+    ("POST", re.compile(r"^/2013-04-01/hostedzone/?$"), "CreateHostedZone"),
+    ("GET", re.compile(r"^/2013-04-01/hostedzone/[^/]+/rrset/?$"), "ListResourceRecordSets"),
+    ("POST", re.compile(r"^/2013-04-01/hostedzone/[^/]+/rrset/?$"), "ChangeResourceRecordSets"),
+]
+
+
+def _rest_operation(service: str, method: str, path: str) -> str | None:
+    if service != "route53":
+        return None
+    return next((op for m, pattern, op in _ROUTE53_OPS if m == method and pattern.match(path)), None)
+
+
 def inspect_request(environ: dict[str, Any], raw: bytes) -> dict[str, Any]:
     auth = environ.get("HTTP_AUTHORIZATION", "")
     mt = CRED_RE.search(auth)
@@ -506,7 +521,8 @@ def inspect_request(environ: dict[str, Any], raw: bytes) -> dict[str, Any]:
         operation = operation or amz_target.rsplit(".", 1)[-1]
     elif not operation:
         protocol = "rest"
-        operation = f"{environ.get('REQUEST_METHOD', '')} {environ.get('PATH_INFO', '')}"
+        method, path = environ.get("REQUEST_METHOD", ""), environ.get("PATH_INFO", "")
+        operation = _rest_operation(service, method, path) or f"{method} {path}"
     if not service and operation in UNSIGNED_STS:
         service = "sts"
     version = (form.get("Version") or [""])[0]

@@ -1,6 +1,10 @@
 """Self-test of acm_patches.py (name summaries, pagination) and ACM through awsemu (routing, call log)."""
 
 import datetime
+import time
+
+import pytest
+from botocore.exceptions import ClientError
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -66,3 +70,34 @@ def test_list_certificates_has_name_summaries_and_pages(emu):
     # Routed by the credential scope and logged like every AWS call.
     _, log = ctl(emu, "GET", "calls?service=acm")
     assert [c["operation"] for c in log["calls"]] == ["ListCertificates"] * 3 + ["DescribeCertificate"]
+
+
+def test_a_requested_certificate_is_issued_once_its_dns_record_exists(emu):
+    acm, r53 = client(emu, "acm"), client(emu, "route53")
+    arn = acm.request_certificate(DomainName="www.issue.test", SubjectAlternativeNames=["www.issue.test"],
+                                  ValidationMethod="DNS")["CertificateArn"]
+    time.sleep(2.5)
+    assert acm.describe_certificate(CertificateArn=arn)["Certificate"]["Status"] == "PENDING_VALIDATION", "no record"
+    zone = r53.create_hosted_zone(Name="issue.test", CallerReference="z1")["HostedZone"]["Id"]
+    rr = acm.describe_certificate(CertificateArn=arn)["Certificate"]["DomainValidationOptions"][0]["ResourceRecord"]
+    r53.change_resource_record_sets(HostedZoneId=zone, ChangeBatch={"Changes": [{"Action": "CREATE", "ResourceRecordSet": {
+        "Name": rr["Name"], "Type": rr["Type"], "TTL": 60, "ResourceRecords": [{"Value": rr["Value"]}]}}]})
+    assert acm.describe_certificate(CertificateArn=arn)["Certificate"]["Status"] == "ISSUED"
+    private = acm.request_certificate(DomainName="p.issue.test",
+                                      CertificateAuthorityArn="arn:aws:acm-pca:us-east-1:123456789012:certificate-authority/x")
+    assert acm.describe_certificate(CertificateArn=private["CertificateArn"])["Certificate"]["Status"] == "ISSUED"
+
+
+def test_a_certificate_a_listener_uses_is_not_deleted(emu):
+    acm, elb, ec2 = client(emu, "acm"), client(emu, "elbv2"), client(emu, "ec2")
+    cert = acm.request_certificate(DomainName="used.test")["CertificateArn"]
+    vpc = ec2.describe_vpcs()["Vpcs"][0]["VpcId"]
+    subnets = [s["SubnetId"] for s in ec2.describe_subnets(Filters=[{"Name": "vpc-id", "Values": [vpc]}])["Subnets"]][:2]
+    lb = elb.create_load_balancer(Name="emu-acm-inuse", Subnets=subnets)["LoadBalancers"][0]["LoadBalancerArn"]
+    listener = elb.create_listener(LoadBalancerArn=lb, Protocol="HTTPS", Port=443, Certificates=[{"CertificateArn": cert}],
+                                   DefaultActions=[{"Type": "fixed-response", "FixedResponseConfig": {"StatusCode": "200"}}])
+    with pytest.raises(ClientError) as e:
+        acm.delete_certificate(CertificateArn=cert)
+    assert e.value.response["Error"]["Code"] == "ResourceInUseException"
+    elb.delete_listener(ListenerArn=listener["Listeners"][0]["ListenerArn"])
+    acm.delete_certificate(CertificateArn=cert)

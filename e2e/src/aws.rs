@@ -3,7 +3,7 @@
 use crate::Env;
 use aws_credential_types::Credentials;
 use aws_sdk_elasticloadbalancingv2 as elbv2;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Access key ID of the harness's own calls, so the call log tells them from the controller's.
 pub const HARNESS_ACCESS_KEY: &str = "E2EHARNESS";
@@ -242,4 +242,67 @@ pub async fn tags_of(client: &elbv2::Client, arns: &[String]) -> Vec<elbv2::type
 
 fn is_not_found<E: elbv2::error::ProvideErrorMetadata>(e: &E) -> bool {
     matches!(e.code(), Some("TargetGroupNotFound" | "LoadBalancerNotFound" | "ListenerNotFound"))
+}
+
+/// One Route 53 (REST) call to the emulator: the answer's text.
+async fn route53_call(env: &Env, method: reqwest::Method, path: &str, body: Option<String>) -> String {
+    let auth = format!(
+        "AWS4-HMAC-SHA256 Credential={HARNESS_ACCESS_KEY}/20260101/us-east-1/route53/aws4_request, SignedHeaders=host, Signature=0"
+    );
+    let url = format!("{}/2013-04-01/{path}", env.aws_endpoint().trim_end_matches('/'));
+    let mut req = reqwest::Client::new().request(method, url).header("Authorization", auth);
+    if let Some(b) = body {
+        req = req.header("Content-Type", "application/xml").body(b);
+    }
+    let answer = req.send().await.unwrap_or_else(|e| panic!("route53 {path}: {e}"));
+    answer.text().await.unwrap_or_else(|e| panic!("route53 {path} answer: {e}"))
+}
+
+/// The text of every `<tag>…</tag>` in `xml`, in order.
+fn xml_values(xml: &str, tag: &str) -> Vec<String> {
+    let (open, close) = (format!("<{tag}>"), format!("</{tag}>"));
+    xml.split(&open).skip(1).filter_map(|s| s.split_once(&close).map(|(v, _)| v.to_string())).collect()
+}
+
+/// Creates a public hosted zone in the emulator's Route 53; returns its ID (`/hostedzone/…`).
+pub async fn route53_hosted_zone(env: &Env, name: &str) -> String {
+    let body = format!(
+        "<CreateHostedZoneRequest><Name>{name}</Name><CallerReference>{}</CallerReference></CreateHostedZoneRequest>",
+        crate::unique("e2e")
+    );
+    let xml = route53_call(env, reqwest::Method::POST, "hostedzone", Some(body)).await;
+    xml_values(&xml, "Id")
+        .into_iter()
+        .find(|i| i.contains("hostedzone"))
+        .unwrap_or_else(|| panic!("no zone ID in {xml}"))
+}
+
+/// The (name, type, values) of every record of a hosted zone.
+pub async fn route53_records(env: &Env, zone_id: &str) -> Vec<(String, String, Vec<String>)> {
+    let id = zone_id.trim_start_matches("/hostedzone/");
+    let xml = route53_call(env, reqwest::Method::GET, &format!("hostedzone/{id}/rrset"), None).await;
+    xml.split("<ResourceRecordSet>")
+        .skip(1)
+        .map(|set| {
+            let first = |t: &str| xml_values(set, t).into_iter().next().unwrap_or_default();
+            (first("Name"), first("Type"), xml_values(set, "Value"))
+        })
+        .collect()
+}
+
+/// DescribeCertificate's `Certificate`, `None` when the certificate is gone.
+pub async fn acm_describe(env: &Env, arn: &str) -> Option<serde_json::Value> {
+    let out = acm_call(env, "DescribeCertificate", serde_json::json!({ "CertificateArn": arn })).await;
+    out.get("Certificate").cloned()
+}
+
+/// A certificate's tags.
+pub async fn acm_tags(env: &Env, arn: &str) -> BTreeMap<String, String> {
+    let out = acm_call(env, "ListTagsForCertificate", serde_json::json!({ "CertificateArn": arn })).await;
+    let tags = out["Tags"].as_array().cloned().unwrap_or_default();
+    tags.iter()
+        .map(|t| {
+            (t["Key"].as_str().unwrap_or_default().to_string(), t["Value"].as_str().unwrap_or_default().to_string())
+        })
+        .collect()
 }

@@ -65,7 +65,7 @@ pub fn flags(env: &Env, ns: &str, lease: &str, ports: Ports, extra: &[&str]) -> 
         format!("--aws-region={}", env.get("AWS_REGION")),
         format!("--aws-vpc-id={}", env.get("LBC_VPC_ID")),
         format!(
-            "--aws-api-endpoints=Elastic Load Balancing v2={e},EC2={e},STS={e},ACM={e},WAFV2={e},WAF Regional={e},Shield={e}",
+            "--aws-api-endpoints=Elastic Load Balancing v2={e},EC2={e},STS={e},ACM={e},WAFV2={e},WAF Regional={e},Shield={e},Route 53={e}",
             e = env.aws_endpoint()
         ),
         format!("--watch-namespace={ns}"),

@@ -15,6 +15,7 @@ pub const ACM_SERVICE: &str = "ACM";
 pub const WAFV2_SERVICE: &str = "WAFV2";
 pub const WAF_REGIONAL_SERVICE: &str = "WAF Regional";
 pub const SHIELD_SERVICE: &str = "Shield";
+pub const ROUTE53_SERVICE: &str = "Route 53";
 
 /// One rate limit.
 #[derive(Clone, Debug)]
@@ -54,7 +55,8 @@ fn rule(service: &str, ops: &str, rate: f64, burst: u32) -> ThrottleRule {
 /// 8/s, DescribeCertificate 10/s). WAFv2 gets ALBC's limits (association changes 0.5/s, reads 1/s):
 /// AWS's WAF quotas are low and shared with the console; WAF Classic (WAF Regional) the same, as in
 /// ALBC. Shield (a protection read per ALB that asks for one, a subscription read per pass) gets
-/// the WAF read limit.
+/// the WAF read limit. Route 53 (validation records of requested certificates, a few calls per
+/// certificate) stays under its 5 requests per second per account.
 pub fn default_rules() -> Vec<ThrottleRule> {
     vec![
         rule(ELBV2_SERVICE, "^(RegisterTargets|DeregisterTargets)$", 4.0, 20),
@@ -68,6 +70,7 @@ pub fn default_rules() -> Vec<ThrottleRule> {
         rule(WAF_REGIONAL_SERVICE, "^(AssociateWebACL|DisassociateWebACL)$", 0.5, 1),
         rule(WAF_REGIONAL_SERVICE, ".*", 1.0, 1),
         rule(SHIELD_SERVICE, ".*", 1.0, 2),
+        rule(ROUTE53_SERVICE, ".*", 2.0, 4),
     ]
 }
 

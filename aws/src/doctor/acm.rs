@@ -17,6 +17,15 @@ impl Probes {
                 run!(self, Service::Acm, "DescribeCertificate", c.describe_certificate().certificate_arn(&cert).send()),
                 false,
             ),
+            "ListTagsForCertificate" => outcome(
+                run!(
+                    self,
+                    Service::Acm,
+                    "ListTagsForCertificate",
+                    c.list_tags_for_certificate().certificate_arn(&cert).send()
+                ),
+                false,
+            ),
             _ => Outcome::Unverifiable("ACM has no DryRun".into()),
         }
     }

@@ -46,6 +46,7 @@ macro_rules! run {
 mod acm;
 mod ec2;
 mod elbv2;
+mod route53;
 mod shield;
 mod waf_regional;
 mod wafv2;
@@ -88,6 +89,7 @@ impl Probes {
             "wafv2" => self.wafv2(op, t).await,
             "waf-regional" => self.waf_regional(op, t).await,
             "shield" => self.shield(op, t).await,
+            "route53" => self.route53(op).await,
             // Trying it needs one of the user's roles; doctor has no binding's role to try.
             "sts" => Outcome::Unverifiable(format!(
                 "sts:{op} can only be tried with a role of yours; it is used only by TargetGroupBindings with \

@@ -84,7 +84,13 @@ impl CertificateCatalog {
     /// (looked at again once the list has expired) when a host has no certificate, or when ACM
     /// refuses in a way retrying will not fix (e.g. access denied); [`Error::Aws`] when a retry
     /// may help (throttling, 5xx).
-    pub async fn discover(&self, hosts: &[String]) -> Result<Vec<String>, Error> {
+    /// `exclude`: ARNs never chosen (the certificates a controller requested, with
+    /// `EnableCertificateManagement`).
+    pub async fn discover(
+        &self,
+        hosts: &[String],
+        exclude: Option<&std::collections::HashSet<String>>,
+    ) -> Result<Vec<String>, Error> {
         if hosts.iter().all(String::is_empty) {
             return Ok(Vec::new());
         }
@@ -95,7 +101,13 @@ impl CertificateCatalog {
             retry: Retry::After(jittered(LIST_TTL)),
         };
         match self.certificates().await {
-            Ok(certs) => discover(hosts, &certs).map_err(|missing| blocked(missing.to_string())),
+            Ok(certs) => {
+                let kept: Vec<AcmCertificate> = match exclude {
+                    Some(x) => certs.iter().filter(|c| !x.contains(&c.arn)).cloned().collect(),
+                    None => certs.to_vec(),
+                };
+                discover(hosts, &kept).map_err(|missing| blocked(missing.to_string()))
+            }
             Err(e) if e.kind.retry_later() => Err(e.into()),
             Err(e) => Err(blocked(format!("its ACM certificates cannot be discovered: {e}"))),
         }
@@ -143,20 +155,34 @@ mod tests {
         fake.add("arn:api", &["api.other.test"], "AMAZON_ISSUED");
         let cat = catalog(&fake);
         for _ in 0..5 {
-            let got = cat.discover(&hosts(&["api.other.test", "a.example.test"])).await.unwrap();
+            let got = cat.discover(&hosts(&["api.other.test", "a.example.test"]), None).await.unwrap();
             assert_eq!(got, ["arn:api", "arn:wild"]);
         }
         assert_eq!(ops(&fake), ["ListCertificates"]);
         // A certificate issued now is found once the list has expired (a minute in production).
         fake.add("arn:new", &["new.test"], "AMAZON_ISSUED");
-        let reason = blocked(cat.discover(&hosts(&["new.test"])).await);
+        let reason = blocked(cat.discover(&hosts(&["new.test"]), None).await);
         assert!(reason.contains("new.test"), "{reason}");
         tokio::time::sleep(LIST_TTL - Duration::from_secs(1)).await;
-        blocked(cat.discover(&hosts(&["new.test"])).await);
+        blocked(cat.discover(&hosts(&["new.test"]), None).await);
         assert_eq!(ops(&fake), ["ListCertificates"], "the list is reused for a minute");
         tokio::time::sleep(Duration::from_secs(1)).await;
-        assert_eq!(cat.discover(&hosts(&["new.test"])).await.unwrap(), ["arn:new"]);
+        assert_eq!(cat.discover(&hosts(&["new.test"]), None).await.unwrap(), ["arn:new"]);
         assert_eq!(ops(&fake), ["ListCertificates", "ListCertificates"]);
+    }
+
+    /// With EnableCertificateManagement, certificates a controller requested are never discovered.
+    #[tokio::test(start_paused = true)]
+    async fn excluded_certificates_are_not_chosen() {
+        let fake = Arc::new(FakeAcm::default());
+        fake.add("arn:made", &["a.test"], "AMAZON_ISSUED");
+        fake.add("arn:mine", &["a.test"], "IMPORTED");
+        let cat = catalog(&fake);
+        let made = std::collections::HashSet::from(["arn:made".to_string()]);
+        assert_eq!(cat.discover(&hosts(&["a.test"]), Some(&made)).await.unwrap(), ["arn:mine"]);
+        fake.remove("arn:mine");
+        tokio::time::sleep(LIST_TTL).await;
+        assert!(blocked(cat.discover(&hosts(&["a.test"]), Some(&made)).await).contains("a.test"));
     }
 
     #[tokio::test(start_paused = true)]
@@ -164,11 +190,11 @@ mod tests {
         let fake = Arc::new(FakeAcm::default());
         fake.add_pending("arn:pending", &["p.test"]);
         let cat = catalog(&fake);
-        assert_eq!(cat.discover(&[]).await.unwrap(), Vec::<String>::new());
-        assert_eq!(cat.discover(&hosts(&[""])).await.unwrap(), Vec::<String>::new());
+        assert_eq!(cat.discover(&[], None).await.unwrap(), Vec::<String>::new());
+        assert_eq!(cat.discover(&hosts(&[""]), None).await.unwrap(), Vec::<String>::new());
         assert!(calls(&fake).is_empty());
         let want = lbc_model::ingress::NoCertificate { hosts: hosts(&["p.test"]), examined: 0 };
-        assert_eq!(blocked(cat.discover(&hosts(&["p.test"])).await), want.to_string());
+        assert_eq!(blocked(cat.discover(&hosts(&["p.test"]), None).await), want.to_string());
     }
 
     #[tokio::test(start_paused = true)]
@@ -180,7 +206,7 @@ mod tests {
         let cat = catalog(&fake);
         // The first one described (arn:gone) was deleted since the listing: skipped, not an error.
         fake.log.lock().unwrap().fail_next("DescribeCertificate", ErrorKind::NotFound);
-        let got = cat.discover(&hosts(&["deep.test", "two.test"])).await.unwrap();
+        let got = cat.discover(&hosts(&["deep.test", "two.test"]), None).await.unwrap();
         assert_eq!(got, ["arn:imported", "arn:issued"]);
         let described = |f: &FakeAcm| calls(f).iter().filter(|(op, _)| *op == "DescribeCertificate").count();
         assert_eq!(described(&fake), 3);
@@ -188,7 +214,7 @@ mod tests {
         // Later: listed again; the imported certificate's names have expired, the
         // amazon-issued one's have not (the failed one is asked again).
         tokio::time::sleep(IMPORTED_NAMES_TTL).await;
-        cat.discover(&hosts(&["deep.test"])).await.unwrap();
+        cat.discover(&hosts(&["deep.test"]), None).await.unwrap();
         let mut asked: Vec<String> =
             calls(&fake).into_iter().filter(|(op, _)| *op == "DescribeCertificate").map(|(_, a)| a).collect();
         asked.sort();
@@ -202,16 +228,16 @@ mod tests {
         let cat = catalog(&fake);
         // Retrying will not fix it: blocked, the message names the AWS error.
         fake.log.lock().unwrap().fail_next("ListCertificates", ErrorKind::AccessDenied);
-        let reason = blocked(cat.discover(&hosts(&["a.test"])).await);
+        let reason = blocked(cat.discover(&hosts(&["a.test"]), None).await);
         assert!(reason.starts_with("its ACM certificates cannot be discovered: "), "{reason}");
         assert!(reason.contains("AccessDenied") || reason.contains("iam-policy"), "{reason}");
         // A retry may fix it: the AWS error itself, for the reconcile's backoff.
         fake.log.lock().unwrap().fail_next("ListCertificates", ErrorKind::Throttled);
-        match cat.discover(&hosts(&["a.test"])).await {
+        match cat.discover(&hosts(&["a.test"]), None).await {
             Err(Error::Aws(e)) => assert_eq!(e.kind, ErrorKind::Throttled),
             other => panic!("expected the throttling error, got {other:?}"),
         }
-        assert_eq!(cat.discover(&hosts(&["a.test"])).await.unwrap(), ["arn:a"]);
+        assert_eq!(cat.discover(&hosts(&["a.test"]), None).await.unwrap(), ["arn:a"]);
         assert_eq!(ops(&fake), ["ListCertificates", "ListCertificates", "ListCertificates"]);
     }
 }

@@ -186,6 +186,9 @@ async fn pass(ctx: &IngressCtx, g: &GroupId, gathered: &Gathered) -> Result<Opti
     let mut members = Vec::new();
     let mut blocked_members = Vec::new();
     let mut discovery_retry = None;
+    // With EnableCertificateManagement, the certificates a controller requested are not discovered
+    // (ALBC leaves them out too), and a member asking for one does not look for others.
+    let mut exclude: Option<std::collections::HashSet<String>> = None;
     for (ing, c) in &gathered.members {
         let notes: Vec<String> = c
             .settings
@@ -195,6 +198,7 @@ async fn pass(ctx: &IngressCtx, g: &GroupId, gathered: &Gathered) -> Result<Opti
             .map(|u| u.note())
             .chain(c.settings.unknown.iter().map(|u| format!("annotation {u} is unknown and ignored")))
             .chain(mtls::unused_entries(&c.settings))
+            .chain((ctx.created.is_none() && asks_for_certificate(&c.settings)).then(gate_off_note))
             .collect();
         ctx.reporter.warn_list_once(&ctx.io.base, &reference(ing), "UnsupportedAnnotation", &notes).await;
         // A protection that cannot be applied keeps the whole group as it is (`refusals`).
@@ -205,8 +209,12 @@ async fn pass(ctx: &IngressCtx, g: &GroupId, gathered: &Gathered) -> Result<Opti
         }
         let spec = ing.spec.clone().unwrap_or_default();
         let mut discovered_certificates = vec![];
-        if let Some(hosts) = certificate_discovery_hosts(&c.settings, &spec) {
-            match ctx.certificates.discover(&hosts).await {
+        let requested = ctx.created.is_some() && asks_for_certificate(&c.settings);
+        if let Some(hosts) = certificate_discovery_hosts(&c.settings, &spec).filter(|_| !requested) {
+            if let (Some(created), None) = (&ctx.created, &exclude) {
+                exclude = Some(created.controller_made().await?);
+            }
+            match ctx.certificates.discover(&hosts, exclude.as_ref()).await {
                 Ok(arns) => discovered_certificates = arns,
                 // Each member hears its own problem (below), so not handed to `settle` as is.
                 Err(Error::Blocked { reason, retry, .. }) => {
@@ -267,6 +275,9 @@ async fn pass(ctx: &IngressCtx, g: &GroupId, gathered: &Gathered) -> Result<Opti
             });
         }
     }
+    // Decided before the members get their certificates (which then count as named).
+    let wanted_certs =
+        certificates_requested(ctx, &stack_id, &mut members).await.map_err(|e| e.map_blocked(nothing_changed))?;
     let merge_cfg = MergeConfig {
         default_ssl_policy: ctx.cfg.default_ssl_policy.clone(),
         trust_store_arns,
@@ -307,6 +318,13 @@ async fn pass(ctx: &IngressCtx, g: &GroupId, gathered: &Gathered) -> Result<Opti
         external_managed_tags: &ctx.cfg.external_managed_tags,
     };
     deploy(&pipeline, &owner).await?;
+    if let Some(created) = &ctx.created {
+        for done in created.delete_leftovers(&ctx.io.base, &ctx.cfg.cluster_name, &stack_id, &wanted_certs).await? {
+            for ing in &member_ings {
+                ctx.io.base.event(&reference(ing), false, "SuccessfullyReconciled", done.clone()).await;
+            }
+        }
+    }
 
     // Former members: the ALB no longer routes to them.
     let member_keys: Vec<IngressKey> = member_ings.iter().map(|i| key_of(i)).collect();
@@ -398,6 +416,61 @@ impl StackOwner for GroupOwner<'_> {
     }
 }
 
+/// Why `create-acm-cert` does nothing with the gate off.
+fn gate_off_note() -> String {
+    format!(
+        "annotation {} is ignored: the EnableCertificateManagement feature gate is off (ALBC's default); turn it on \
+         with --feature-gates=EnableCertificateManagement=true, or name a certificate with {}",
+        k::full_key(k::CREATE_ACM_CERT),
+        k::full_key(k::CERTIFICATE_ARN)
+    )
+}
+
+/// Whether a member asks for a requested certificate (and names none).
+fn asks_for_certificate(s: &lbc_model::ingress::IngressSettings) -> bool {
+    s.create_acm_cert == Some(true) && s.certificate_arns.is_empty()
+}
+
+fn wanted_certificates(
+    ctx: &IngressCtx,
+    stack_id: &str,
+    members: &[Member],
+) -> std::result::Result<Vec<lbc_model::ingress::created_certificates::WantedCertificate>, String> {
+    let settings = lbc_model::ingress::created_certificates::Settings {
+        cluster: &ctx.cfg.cluster_name,
+        stack_id,
+        default_tags: &ctx.cfg.default_tags,
+        default_pca_arn: &ctx.cfg.default_pca_arn,
+    };
+    lbc_model::ingress::created_certificates::wanted(members, &settings).map_err(|p| p.join("; "))
+}
+
+/// `create-acm-cert`: each asking member gets its issued certificate as its `certificate-arn`
+/// (the group waits while ACM has not issued it). Without the gate nothing: the members' notes say
+/// the annotation is ignored.
+async fn certificates_requested(
+    ctx: &IngressCtx,
+    stack_id: &str,
+    members: &mut [Member],
+) -> Result<Vec<lbc_model::ingress::created_certificates::WantedCertificate>> {
+    let Some(created) = &ctx.created else { return Ok(Vec::new()) };
+    let wanted = wanted_certificates(ctx, stack_id, members).map_err(|reason| Error::Blocked {
+        event: FAILED_BUILD,
+        reason,
+        retry: Retry::OnChange,
+    })?;
+    if wanted.is_empty() {
+        return Ok(wanted);
+    }
+    let ready = created.ensure(&ctx.io.base, &ctx.cfg.cluster_name, stack_id, &wanted).await?;
+    for m in members.iter_mut() {
+        if let Some(arn) = ready.get(&m.key) {
+            m.settings.certificate_arns = vec![arn.clone()];
+        }
+    }
+    Ok(wanted)
+}
+
 /// Event reason of a frozen group's Warnings.
 const GROUP_FROZEN: &str = "GroupFrozen";
 /// The strict tenancy mode refused what an Ingress chose (its group, a group-wide setting, the legacy class annotation).
@@ -447,7 +520,12 @@ async fn delete_group(ctx: &IngressCtx, g: &GroupId, holders: &[Arc<Ingress>]) -
         return Ok(Some(Duration::from_secs(2)));
     }
     let changes = match delete_stack(&ctx.io, &stack_id).await? {
-        Deleted::Done { changes } => changes,
+        Deleted::Done { changes } => match &ctx.created {
+            Some(created) => {
+                changes + created.delete_leftovers(&ctx.io.base, &ctx.cfg.cluster_name, &stack_id, &[]).await?.len()
+            }
+            None => changes,
+        },
         Deleted::Waiting => return Ok(Some(Duration::from_secs(10))),
         Deleted::Protected { load_balancer } => {
             let msg = format!(

@@ -11,6 +11,7 @@
 //! groups at once, never one group twice. One pass is [`group::reconcile`].
 
 mod certificates;
+mod created_certificates;
 mod group;
 mod k8s;
 #[cfg(test)]
@@ -76,6 +77,8 @@ pub struct IngressConfig {
     /// `actions.<name>` answers 503 with a Warning (true, ALBC's default) or fails the group.
     pub tolerate_missing_service: bool,
     pub tolerate_missing_action: bool,
+    /// `--default-pca-arn`: the private CA of requested certificates (empty: Amazon-issued).
+    pub default_pca_arn: String,
 }
 
 /// What the Ingress reconciler shares.
@@ -85,6 +88,8 @@ pub struct IngressCtx {
     pub backend_sg: Arc<BackendSecurityGroup>,
     /// ACM certificates for hosts of HTTPS listeners without `certificate-arn`.
     pub certificates: certificates::CertificateCatalog,
+    /// Certificates `create-acm-cert` requests; `None` with the `EnableCertificateManagement` gate off.
+    pub created: Option<created_certificates::CreatedCertificates>,
     reporter: Reporter,
     backoff: PerKey<GroupId>,
     /// Groups found frozen (a holder's class gone), for the event when they resume.
@@ -120,8 +125,19 @@ impl IngressCtx {
             backoff: PerKey::new(crate::backoff::reconcile(cfg.max_backoff)),
             frozen: Default::default(),
             member_classes: Default::default(),
+            created: None,
             cfg,
         }
+    }
+
+    /// Requests certificates for `create-acm-cert` (gate `EnableCertificateManagement` on).
+    pub fn with_certificate_requests(
+        mut self,
+        acm: Arc<dyn lbc_aws::acm_requests::AcmRequests>,
+        dns: Arc<dyn lbc_aws::route53::DnsRecords>,
+    ) -> Self {
+        self.created = Some(created_certificates::CreatedCertificates::new(acm, dns));
+        self
     }
 }
 

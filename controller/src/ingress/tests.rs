@@ -92,6 +92,7 @@ fn world_with(change: impl FnOnce(&mut IngressConfig)) -> T {
         tenancy: Default::default(),
         tolerate_missing_service: true,
         tolerate_missing_action: true,
+        default_pca_arn: String::new(),
     };
     change(&mut cfg);
     let backend_sg = Arc::new(BackendSecurityGroup::new(BackendSgMode::Auto, w.net.clone(), CLUSTER, VPC, Tags::new()));
@@ -770,4 +771,17 @@ async fn compatible_tenancy_keeps_the_upstream_behaviour_for_the_same_scene() {
     let paths = t.routed_paths().await;
     assert_eq!(paths.len(), 2, "both members routed, as the upstream does: {paths:?}");
     assert!(paths[0].contains("/b"), "the order -1000 member first: {paths:?}");
+}
+
+/// `create-acm-cert` with the EnableCertificateManagement gate off (ALBC's default): the ALB is
+/// built without it, as ALBC does, and a Warning says the annotation is ignored and how to turn it on.
+#[tokio::test(start_paused = true)]
+async fn create_acm_cert_without_its_gate_is_reported_not_silently_ignored() {
+    let t = world();
+    t.reconcile(&[&ingress("a", &[(k::CREATE_ACM_CERT, "true")])]).await;
+    let notes: Vec<String> = t.w.events().into_iter().filter(|e| e.1 == "UnsupportedAnnotation").map(|e| e.2).collect();
+    assert_eq!(notes.len(), 1, "{:?}", t.w.events());
+    assert!(notes[0].contains("create-acm-cert") && notes[0].contains("EnableCertificateManagement=true"), "{notes:?}");
+    let listeners = t.w.lbs.calls().into_iter().filter(|c| c.0 == "CreateListener").count();
+    assert_eq!(listeners, 1, "the HTTP listener, as ALBC without the gate");
 }

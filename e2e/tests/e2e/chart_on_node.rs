@@ -333,7 +333,7 @@ fn values_file(env: &Env, system: &str, apps: &str, vault_role: &str, tag: &str)
         "createIngressClassResource": false,
         "nodeSelector": {label_key: label_value},
         "awsApiEndpoints": format!(
-            "Elastic Load Balancing v2={aws},EC2={aws},STS={aws},ACM={aws},WAFV2={aws},WAF Regional={aws},Shield={aws}"
+            "Elastic Load Balancing v2={aws},EC2={aws},STS={aws},ACM={aws},WAFV2={aws},WAF Regional={aws},Shield={aws},Route 53={aws}"
         ),
         // The lab's OpenBao listens on plain HTTP at the node's gateway: accepted only when asked for.
         "awsCredentials": {"source": "vault", "vault": {

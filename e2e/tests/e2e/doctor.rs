@@ -57,7 +57,7 @@ impl Report {
 /// Every AWS API doctor calls, at the emulator.
 fn endpoints(env: &Env) -> String {
     format!(
-        "Elastic Load Balancing v2={e},EC2={e},STS={e},ACM={e},WAFV2={e},WAF Regional={e},Shield={e}",
+        "Elastic Load Balancing v2={e},EC2={e},STS={e},ACM={e},WAFV2={e},WAF Regional={e},Shield={e},Route 53={e}",
         e = env.aws_endpoint()
     )
 }

@@ -51,6 +51,10 @@ mod target_control;
 #[path = "ingress_alb/frontend_nlb.rs"]
 mod frontend_nlb;
 
+/// `create-acm-cert` with `acm-pca-arn` (gate EnableCertificateManagement, issue 33).
+#[path = "ingress_alb/created_certificates.rs"]
+mod created_certificates;
+
 /// The group test's controller watches every namespace: the tests of this file run one at a time
 /// so no two controllers reconcile the same Ingress.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());

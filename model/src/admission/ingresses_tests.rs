@@ -189,11 +189,10 @@ fn unknown_and_unsupported_annotations_are_warnings() {
     assert!(v.warnings.iter().any(|w| w.contains("alb.ingress.kubernetes.io/shceme")), "{:?}", v.warnings);
 }
 
-/// WAF Classic and Shield Advanced are applied: admitted without a word; a refused annotation is
-/// admitted as ALBC admits it, with a warning saying it is not applied; ALBC's plan annotation (its
-/// own output) is neither.
+/// WAF Classic, Shield Advanced and requested certificates are applied: admitted without a word
+/// (no Ingress annotation is refused any more); ALBC's plan annotation (its own output) too.
 #[test]
-fn waf_classic_and_shield_are_admitted_a_refused_annotation_warned() {
+fn waf_classic_shield_certificates_and_the_plan_annotation_are_admitted() {
     let ann = [
         ("alb.ingress.kubernetes.io/waf-acl-id", "acl-1"),
         ("alb.ingress.kubernetes.io/shield-advanced-protection", "true"),
@@ -202,8 +201,7 @@ fn waf_classic_and_shield_are_admitted_a_refused_annotation_warned() {
     ];
     let v = check(&ing("a", Some("alb"), &ann), None, &Default::default());
     assert!(v.violations.is_empty(), "{:?}", v.violations);
-    assert_eq!(v.warnings.len(), 1, "the plan annotation is ALBC's output, not refused: {:?}", v.warnings);
-    assert!(v.warnings[0].contains("create-acm-cert is not applied"), "{:?}", v.warnings);
+    assert!(v.warnings.is_empty(), "the plan annotation is ALBC's output, not refused: {:?}", v.warnings);
     let bad = [("alb.ingress.kubernetes.io/shield-advanced-protection", "yes")];
     let v = check(&ing("a", Some("alb"), &bad), None, &Default::default());
     assert!(format!("{:?}", v.violations).contains("shield-advanced-protection"), "{:?}", v.violations);

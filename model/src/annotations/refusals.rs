@@ -42,19 +42,11 @@ const fn family(prefix: &'static str, refusal: Refusal, reason: &'static str) ->
     Refused { suffix: prefix, family: true, refusal, reason, asks_nothing: &[] }
 }
 
-use crate::ingress::keys as ing;
 use crate::service::keys as svc;
 use Refusal::{Degrade, FailClosed};
 
 /// `alb.ingress.kubernetes.io/*` annotations refused on an Ingress.
-pub const INGRESS: &[Refused] = &[
-    exact(
-        ing::CREATE_ACM_CERT,
-        Degrade,
-        "ACM certificate creation is not supported; name certificates with certificate-arn",
-    ),
-    exact(ing::ACM_PCA_ARN, Degrade, "ACM certificate creation is not supported"),
-];
+pub const INGRESS: &[Refused] = &[];
 
 /// `service.beta.kubernetes.io/*` annotations refused on a Service.
 pub const SERVICE: &[Refused] = &[exact(

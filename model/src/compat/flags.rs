@@ -86,11 +86,6 @@ pub const ALBC_ONLY_FLAGS: &[AlbcFlag] = &[
              flag and restrict access to the webhook port (NetworkPolicy) instead",
         ),
     ),
-    flag(
-        "default-pca-arn",
-        "",
-        Treatment::Warn("ACM certificates are discovered, never requested, so no private CA is used"),
-    ),
 ];
 
 impl AlbcFlag {

@@ -67,7 +67,7 @@ pub const GATES: &[Gate] = &[
     ),
     fixed("ALBTargetControlAgent", false, false, "the ALB target control agent is not supported"),
     fixed("GatewayListenerSet", true, false, NO_GATEWAY),
-    fixed("EnableCertificateManagement", false, false, "ACM certificates are discovered, never requested"),
+    honoured("EnableCertificateManagement", false),
     fixed("IngressPlanAnnotation", false, false, "the Ingress plan annotation is not written"),
 ];
 
@@ -91,6 +91,9 @@ pub struct FeatureGates {
     /// `ServiceTypeLoadBalancerOnly`: only `type: LoadBalancer` Services get an NLB (off: any
     /// type carrying the annotations, as ALBC).
     pub service_type_load_balancer_only: bool,
+    /// `EnableCertificateManagement`: `create-acm-cert` requests ACM certificates
+    /// (`ingress::created_certificates`), and discovery leaves controller-made ones out.
+    pub certificate_management: bool,
 }
 
 impl Default for FeatureGates {
@@ -104,6 +107,7 @@ impl Default for FeatureGates {
             tcp_udp_listener: d("EnableTCPUDPListener"),
             subnet_discovery_by_reachability: d("SubnetDiscoveryByReachability"),
             service_type_load_balancer_only: d("ServiceTypeLoadBalancerOnly"),
+            certificate_management: d("EnableCertificateManagement"),
         }
     }
 }
@@ -133,6 +137,7 @@ pub fn assess_gates(given: &[(String, bool)]) -> (FeatureGates, Vec<Finding>) {
                 "EnableTCPUDPListener" => gates.tcp_udp_listener = *value,
                 "SubnetDiscoveryByReachability" => gates.subnet_discovery_by_reachability = *value,
                 "ServiceTypeLoadBalancerOnly" => gates.service_type_load_balancer_only = *value,
+                "EnableCertificateManagement" => gates.certificate_management = *value,
                 other => unreachable!("honoured gate {other} has no setting"),
             },
             Here::Fixed(v, _) if v == *value => {}
@@ -166,6 +171,7 @@ mod tests {
                 tcp_udp_listener: false,
                 subnet_discovery_by_reachability: true,
                 service_type_load_balancer_only: false,
+                certificate_management: false,
             }
         );
     }
@@ -194,6 +200,7 @@ mod tests {
             ("EnableTCPUDPListener", true),
             ("SubnetDiscoveryByReachability", false),
             ("ServiceTypeLoadBalancerOnly", true),
+            ("EnableCertificateManagement", true),
         ]));
         assert!(f.is_empty());
         assert_eq!(
@@ -206,6 +213,7 @@ mod tests {
                 tcp_udp_listener: true,
                 subnet_discovery_by_reachability: false,
                 service_type_load_balancer_only: true,
+                certificate_management: true,
             }
         );
     }

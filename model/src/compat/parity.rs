@@ -89,7 +89,7 @@ impl Status {
 }
 
 use Kind::{IngressAnnotation as Ing, IngressClassParamsField as Icp, ServiceAnnotation as Svc};
-use Status::{Refused, Supported};
+use Status::Supported;
 
 const fn row(kind: Kind, key: &'static str, status: Status, tests: &'static [&'static str], note: &'static str) -> Row {
     Row { kind, key, status, tests, note }
@@ -1052,19 +1052,23 @@ pub const PARITY: &[Row] = &[
     row(
         Ing,
         "create-acm-cert",
-        Refused,
+        Supported,
         &[
-            "model/src/ingress/annotations_tests.rs::unsupported_and_unknown_are_listed",
-            "model/src/annotations/refusals_tests.rs::every_refusal_has_its_decision",
+            "model/src/ingress/created_certificates_tests.rs::a_member_asking_gets_its_hosts_sorted_and_its_issuer",
+            "model/src/ingress/created_certificates_tests.rs::decisions_by_resource_id_names_status_and_age",
+            "e2e/tests/e2e/ingress_alb/created_certificates.rs::created_certificates_are_requested_validated_used_and_deleted",
         ],
-        "ACM certificate creation is not supported; name certificates with certificate-arn",
+        "with the EnableCertificateManagement gate (off by default, as ALBC; off: a Warning)",
     ),
     row(
         Ing,
         "acm-pca-arn",
-        Refused,
-        &["model/src/annotations/refusals_tests.rs::every_refusal_has_its_decision"],
-        "ACM certificate creation is not supported",
+        Supported,
+        &[
+            "model/src/ingress/created_certificates_tests.rs::a_member_asking_gets_its_hosts_sorted_and_its_issuer",
+            "e2e/tests/e2e/ingress_alb/created_certificates.rs::created_certificates_are_requested_validated_used_and_deleted",
+        ],
+        "else --default-pca-arn",
     ),
     row(
         Ing,
@@ -1072,7 +1076,7 @@ pub const PARITY: &[Row] = &[
         Supported,
         &[
             "controller/src/ingress/tests.rs::albcs_plan_annotation_is_cleared_as_albc_clears_it_with_its_gate_off",
-            "model/src/admission/ingresses_tests.rs::waf_classic_and_shield_are_admitted_a_refused_annotation_warned",
+            "model/src/admission/ingresses_tests.rs::waf_classic_shield_certificates_and_the_plan_annotation_are_admitted",
         ],
         "ALBC's output: cleared from the group's Ingresses, as ALBC does with its IngressPlanAnnotation gate off (its default); the gate on (writing ALBC's stack JSON for its migration console) is not available",
     ),

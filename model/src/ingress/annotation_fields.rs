@@ -168,6 +168,8 @@ pub fn parse_annotations(
         }
     }
     s.frontend_nlb = super::frontend_nlb::parse(&mut r, &mut s.unsupported);
+    s.create_acm_cert = r.bool(k::CREATE_ACM_CERT);
+    s.acm_pca_arn = r.string(k::ACM_PCA_ARN).filter(|a| !a.is_empty());
     refusals::note_refused(&mut r, &mut s.unsupported, refusals::INGRESS);
     s.unknown = r.unknown(|_| true);
     r.finish(s)

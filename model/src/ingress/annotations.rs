@@ -5,8 +5,7 @@
 //! scheme, ipv4, `[{"HTTP":80}]` or `[{"HTTPS":443}]`, health-check numbers) are applied when the
 //! stack is built, because some depend on other values (certificates, gRPC).
 //!
-//! Known but not implemented (`crate::annotations::refusals::INGRESS`: ACM certificate
-//! creation) → `unsupported`, with the reason and whether
+//! Known but not implemented (`crate::annotations::refusals::INGRESS`, empty today) → `unsupported`, with the reason and whether
 //! the group fails closed on it. Other keys of our prefix → `unknown`. Deviation: ALBC silently
 //! ignores unknown keys.
 
@@ -119,6 +118,11 @@ pub struct IngressSettings {
     pub conditions: BTreeMap<String, Vec<Condition>>,
     /// `transforms.<name>`, the rewrites of the rules whose backend Service (or action) is `<name>`.
     pub transforms: BTreeMap<String, Vec<crate::lb::Transform>>,
+    /// `create-acm-cert` (gate `EnableCertificateManagement`): a certificate requested for the
+    /// Ingress's hosts when it names none.
+    pub create_acm_cert: Option<bool>,
+    /// `acm-pca-arn`: the private CA that issues it (else `--default-pca-arn`, else Amazon).
+    pub acm_pca_arn: Option<String>,
     /// `enable-frontend-nlb` and `frontend-nlb-*`.
     pub frontend_nlb: super::frontend_nlb::FrontendNlbSettings,
     pub unsupported: Vec<Unsupported>,

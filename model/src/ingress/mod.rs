@@ -30,6 +30,7 @@ pub mod annotations;
 pub mod backends;
 pub mod build;
 pub mod certificates;
+pub mod created_certificates;
 pub mod frontend_nlb;
 pub mod group;
 pub mod jwt;
