@@ -8,6 +8,7 @@ use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::routing::{get, post};
 use axum::{Json, response::IntoResponse};
+use futures::FutureExt;
 use json_patch::jsonptr::PointerBuf;
 use json_patch::{AddOperation, PatchOperation};
 use k8s_openapi::api::core::v1::{Pod, Service};
@@ -75,6 +76,19 @@ impl Hook {
         }
     }
 
+    /// The path it is served at (controller-runtime's `webhook` label).
+    fn path(self) -> &'static str {
+        match self {
+            Hook::Pod => PATH_MUTATE_POD,
+            Hook::PodServerId => PATH_MUTATE_POD_SERVER_ID,
+            Hook::Service => PATH_MUTATE_SERVICE,
+            Hook::TgbMutate => PATH_MUTATE_TGB,
+            Hook::TgbValidate => PATH_VALIDATE_TGB,
+            Hook::Ingress => PATH_VALIDATE_INGRESS,
+            Hook::IngressClassParams => PATH_VALIDATE_INGRESS_CLASS_PARAMS,
+        }
+    }
+
     fn mutating(self) -> bool {
         !matches!(self, Hook::TgbValidate | Hook::Ingress | Hook::IngressClassParams)
     }
@@ -117,6 +131,7 @@ where
     Fut: Future<Output = Decision>,
 {
     let start = Instant::now();
+    let _in_flight = state.metrics().path_in_flight(hook.path());
     let answer = match review::decode::<K>(body, &hook.expect()) {
         Err(a) => {
             warn!(webhook = hook.name(), reason = %a.response.result.message, "malformed admission request");
@@ -125,7 +140,22 @@ where
         Ok(req) => {
             let key = (req.uid.clone(), req.namespace.clone(), req.name.clone());
             let base = AdmissionResponse::from(&req);
-            let decision = decide(req).await;
+            // A handler that panics is answered with an error and counted, as controller-runtime
+            // does, instead of dropping the API server's connection.
+            let decision = match std::panic::AssertUnwindSafe(decide(req)).catch_unwind().await {
+                Ok(d) => d,
+                Err(panic) => {
+                    state.metrics().panics.inc();
+                    let what = panic
+                        .downcast_ref::<&str>()
+                        .map(|s| s.to_string())
+                        .or_else(|| panic.downcast_ref::<String>().cloned())
+                        .unwrap_or_default();
+                    tracing::error!(webhook = hook.name(), panic = %what, "admission handler panicked");
+                    let message = format!("the {} webhook failed: {what}", hook.name());
+                    Decision::Fail { message, category: "panic" }
+                }
+            };
             let a: Answer = review::answer(base, decision);
             match a.outcome {
                 "denied" | "error" => info!(
@@ -142,7 +172,7 @@ where
             a
         }
     };
-    state.metrics().observe(hook.name(), hook.mutating(), answer.outcome, answer.failure, start.elapsed());
+    state.metrics().observe(hook.name(), hook.path(), hook.mutating(), answer.outcome, answer.failure, start.elapsed());
     Json(review::review(answer.response))
 }
 

@@ -1,5 +1,7 @@
 //! Per-webhook metrics. Names follow ALBC's where one exists (`awslbc_webhook_*_failure_total`
-//! with `webhook_name`/`error_category`), so existing alerts keep a meaning.
+//! with `webhook_name`/`error_category`), so existing alerts keep a meaning; the families
+//! controller-runtime's webhook server exports for ALBC (`controller_runtime_webhook_*`, labelled by
+//! the webhook's path) are fed by the same requests, so ALBC's dashboards keep working.
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -32,12 +34,30 @@ pub struct FailureLabels {
     pub error_category: &'static str,
 }
 
+/// controller-runtime's label of its webhook families: the webhook's path (`/mutate-v1-pod`, …).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PathLabel {
+    pub webhook: &'static str,
+}
+
+/// controller-runtime's request counter labels: the HTTP status code sent and the path.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CodeLabels {
+    pub code: &'static str,
+    pub webhook: &'static str,
+}
+
 /// Labels of the refusal counter.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RefusalLabels {
     /// Which limit refused (see [`crate::limits`]): `body_too_large`, `decode_too_large`,
     /// `overloaded`, `decode_budget`, `deadline`, `too_many_connections`, `client_certificate`.
     pub reason: &'static str,
+}
+
+/// client_golang's default buckets, which controller-runtime's latency histogram uses.
+fn default_buckets() -> Histogram {
+    Histogram::new([0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0])
 }
 
 fn latency() -> Histogram {
@@ -66,6 +86,14 @@ pub struct WebhookMetrics {
     pub in_flight: Gauge,
     /// `awslbc_webhook_role_clients`: ELBv2 clients of assumed roles the webhook holds.
     pub role_clients: Gauge,
+    /// `controller_runtime_webhook_requests_total{code,webhook}`
+    pub cr_requests: Family<CodeLabels, Counter>,
+    /// `controller_runtime_webhook_latency_seconds{webhook}`
+    pub cr_latency: Family<PathLabel, Histogram, fn() -> Histogram>,
+    /// `controller_runtime_webhook_requests_in_flight{webhook}`
+    pub cr_in_flight: Family<PathLabel, Gauge>,
+    /// `controller_runtime_webhook_panics_total`: handlers that panicked (answered with an error).
+    pub panics: Counter,
 }
 
 impl std::fmt::Debug for WebhookMetrics {
@@ -93,6 +121,10 @@ impl Default for WebhookMetrics {
             refused: Family::default(),
             in_flight: Gauge::default(),
             role_clients: Gauge::default(),
+            cr_requests: Family::default(),
+            cr_latency: Family::new_with_constructor(default_buckets),
+            cr_in_flight: Family::default(),
+            panics: Counter::default(),
         }
     }
 }
@@ -100,6 +132,26 @@ impl Default for WebhookMetrics {
 impl WebhookMetrics {
     /// Registers every series under `awslbc_webhook_` in `registry`.
     pub fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "controller_runtime_webhook_requests",
+            "Admission requests answered, by HTTP status code and webhook path (controller-runtime's family)",
+            self.cr_requests.clone(),
+        );
+        registry.register(
+            "controller_runtime_webhook_latency_seconds",
+            "Time to answer one admission request, by webhook path (controller-runtime's family)",
+            self.cr_latency.clone(),
+        );
+        registry.register(
+            "controller_runtime_webhook_requests_in_flight",
+            "Admission requests being answered, by webhook path (controller-runtime's family)",
+            self.cr_in_flight.clone(),
+        );
+        registry.register(
+            "controller_runtime_webhook_panics",
+            "Admission handlers that panicked; each was answered with an error (controller-runtime's family)",
+            self.panics.clone(),
+        );
         let r = registry.sub_registry_with_prefix("awslbc_webhook");
         r.register("requests", "Admission requests by webhook and outcome", self.requests.clone());
         r.register("request_duration_seconds", "Time to answer one admission request", self.duration.clone());
@@ -136,14 +188,26 @@ impl WebhookMetrics {
         InFlight(self.in_flight.clone())
     }
 
+    /// One request of the webhook at `path` in flight until dropped.
+    pub(crate) fn path_in_flight(&self, path: &'static str) -> InFlight {
+        let g = self.cr_in_flight.get_or_create(&PathLabel { webhook: path }).clone();
+        g.inc();
+        InFlight(g)
+    }
+
+    /// One answered request of `webhook_name` (served at `path`, always HTTP 200: a refusal or an
+    /// error is in the AdmissionReview, as controller-runtime answers).
     pub(crate) fn observe(
         &self,
         webhook_name: &'static str,
+        path: &'static str,
         mutating: bool,
         outcome: &'static str,
         failure: Option<&'static str>,
         took: Duration,
     ) {
+        self.cr_requests.get_or_create(&CodeLabels { code: "200", webhook: path }).inc();
+        self.cr_latency.get_or_create(&PathLabel { webhook: path }).observe(took.as_secs_f64());
         self.requests.get_or_create(&RequestLabels { webhook_name, outcome }).inc();
         self.duration.get_or_create(&WebhookLabel { webhook_name }).observe(took.as_secs_f64());
         if let Some(error_category) = failure {

@@ -1052,6 +1052,15 @@ async fn metrics_count_requests_and_latency() {
         "awslbc_webhook_requests_total{webhook_name=\"mpod.elbv2.k8s.aws\",outcome=\"patched\"} 1",
         "awslbc_webhook_requests_total{webhook_name=\"mpod.elbv2.k8s.aws\",outcome=\"allowed\"} 1",
         "awslbc_webhook_request_duration_seconds_count{webhook_name=\"mpod.elbv2.k8s.aws\"} 2",
+        // controller-runtime's families, by path.
+        "# TYPE controller_runtime_webhook_requests counter",
+        "controller_runtime_webhook_requests_total{code=\"200\",webhook=\"/mutate-v1-pod\"} 2",
+        "# TYPE controller_runtime_webhook_latency_seconds histogram",
+        "controller_runtime_webhook_latency_seconds_count{webhook=\"/mutate-v1-pod\"} 2",
+        "controller_runtime_webhook_latency_seconds_bucket{le=\"10.0\",webhook=\"/mutate-v1-pod\"} 2",
+        "# TYPE controller_runtime_webhook_requests_in_flight gauge",
+        "controller_runtime_webhook_requests_in_flight{webhook=\"/mutate-v1-pod\"} 0",
+        "controller_runtime_webhook_panics_total 0",
     ] {
         assert!(text.contains(line), "missing {line} in\n{text}");
     }
@@ -1217,4 +1226,36 @@ async fn ingress_class_params_validated() {
     // An Ingress review sent to the params endpoint is refused as malformed.
     let wrong = create_ingress("a", "alb", json!({}));
     assert_denied(&h.post(PATH_VALIDATE_INGRESS_CLASS_PARAMS, &wrong).await, 400, &["IngressClassParams"]);
+}
+
+/// A cluster view that panics: a bug in a handler.
+struct PanickyView;
+
+impl lbc_webhook::view::ClusterView for PanickyView {
+    fn bindings_in(&self, _namespace: &str) -> Vec<Arc<TargetGroupBinding>> {
+        panic!("bindings_in broke")
+    }
+    fn all_bindings(&self) -> Vec<Arc<TargetGroupBinding>> {
+        panic!("all_bindings broke")
+    }
+    fn service(&self, _namespace: &str, _name: &str) -> Option<Arc<Service>> {
+        panic!("service broke")
+    }
+    fn ingress_classes(&self, _namespace: &str) -> lbc_model::ingress::ClassSnapshot {
+        panic!("ingress_classes broke")
+    }
+}
+
+/// A handler that panics is answered with an error and counted (controller-runtime's
+/// `controller_runtime_webhook_panics_total`), not a dropped connection.
+#[tokio::test]
+async fn a_panicking_handler_is_answered_with_an_error_and_counted() {
+    let mut h = Harness::shop();
+    h.state = Arc::new(WebhookState::new(Arc::new(PanickyView), h.accounts.clone(), WebhookConfig::default()));
+    let response = h.post(PATH_MUTATE_POD, &fixture("pod-create.json")).await;
+    assert_eq!(response["allowed"], false, "{response}");
+    assert!(response["status"]["message"].as_str().unwrap_or_default().contains("broke"), "{response}");
+    let text = h.metrics_text();
+    assert!(text.contains("controller_runtime_webhook_panics_total 1"), "{text}");
+    assert!(text.contains("controller_runtime_webhook_requests_in_flight{webhook=\"/mutate-v1-pod\"} 0"), "{text}");
 }

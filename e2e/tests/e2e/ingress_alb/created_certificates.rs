@@ -29,8 +29,11 @@ async fn created_certificates_are_requested_validated_used_and_deleted() {
     let ctl = ControllerProc::start(&f.env, &ns, "lbc-e2e-ing-acm", &["--enable-service-controller=false", gate]);
     let stack = format!("{ns}/web");
     let host = format!("www.{domain}");
-    let ing =
-        with_hosts(ingress("web", vec![path("/a", "svc-a")], &[("create-acm-cert", "true")]), &[host.clone()], &[]);
+    let ing = with_hosts(
+        ingress("web", vec![path("/a", "svc-a")], &[("create-acm-cert", "true")]),
+        std::slice::from_ref(&host),
+        &[],
+    );
     f.ingresses(&ns).create(&PostParams::default(), &ing).await.expect("create ingress");
 
     let first = eventually("an HTTPS listener with the requested certificate", 120, || async {
