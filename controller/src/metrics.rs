@@ -244,7 +244,21 @@ impl Metrics {
         if let Some(name) = albc_name {
             self.albc.active_workers.get_or_create(&albc::ControllerLabel { controller: name }).inc();
         }
-        let id = self.albc.activity.lock().expect("activity lock").start(albc_name, controller, namespace, name);
+        let id = {
+            let mut activity = self.albc.activity.lock().expect("activity lock");
+            if let Some(albc) = albc_name {
+                let q = albc::QueueLabels { name: albc, controller: albc };
+                match activity.dequeued(albc, namespace, name) {
+                    Some(waited) => self.albc.queue_duration.get_or_create(&q).observe(waited.as_secs_f64()),
+                    // A requeue after a delay: client-go adds it when it is due, which is now.
+                    None => {
+                        self.albc.queue_adds.get_or_create(&q).inc();
+                        self.albc.queue_duration.get_or_create(&q).observe(0.0);
+                    }
+                }
+            }
+            activity.start(albc_name, controller, namespace, name)
+        };
         let object = if namespace.is_empty() { name.to_string() } else { format!("{namespace}/{name}") };
         // A root: each reconcile is its own trace, whatever span the caller runs in.
         let span_name = format!("reconcile {controller}");
@@ -258,6 +272,15 @@ impl Metrics {
             outcome = tracing::field::Empty,
         );
         ReconcileTimer { metrics: self, controller, start: std::time::Instant::now(), id, span }
+    }
+
+    /// A trigger for `namespace/name` of `controller` reached its queue (`workqueue_adds_total`
+    /// unless it already waits; its wait ends at [`Metrics::reconcile_started`]).
+    pub fn queued(&self, controller: &'static str, namespace: &str, name: &str) {
+        let Some(albc) = albc::controller_name(controller) else { return };
+        if self.albc.activity.lock().expect("activity lock").queued(albc, namespace, name) {
+            self.albc.queue_adds.get_or_create(&albc::QueueLabels { name: albc, controller: albc }).inc();
+        }
     }
 
     /// Every [`albc::TOP_TALKERS_EVERY`], like ALBC: the objects reconciled most since the last
@@ -324,7 +347,10 @@ impl Metrics {
         for result in ["success", "error", "requeue", "requeue_after"] {
             let _ = a.reconcile_total.get_or_create(&albc::ResultLabels { controller: name, result });
         }
-        let _ = a.queue_retries.get_or_create(&albc::QueueLabels { name, controller: name });
+        let q = albc::QueueLabels { name, controller: name };
+        let _ = a.queue_retries.get_or_create(&q);
+        let _ = a.queue_adds.get_or_create(&q);
+        let _ = a.queue_duration.get_or_create(&q);
     }
 
     /// Whether this replica leads; `lease`: the lease's name when leaders are elected.
@@ -595,6 +621,32 @@ mod tests {
         // A controller ALBC lacks feeds only ours.
         m.reconcile_failed("backend-rules", "other");
         assert!(!m.encode().contains("awslbc_controller_reconcile_errors_total{controller=\"backend-rules\""));
+    }
+
+    /// client-go's queue families: an add per object that starts waiting (not per trigger), the
+    /// wait from its first trigger to its reconcile; a delayed requeue is added when it runs.
+    #[test]
+    fn queue_adds_and_waits_follow_client_go() {
+        let m = Metrics::new();
+        m.set_concurrency("targetgroupbinding", 2);
+        let q = "{name=\"targetGroupBinding\",controller=\"targetGroupBinding\"}";
+        let adds = |m: &Metrics| sample(&m.encode(), &format!("workqueue_adds_total{q}"));
+        let waits = |m: &Metrics| sample(&m.encode(), &format!("workqueue_queue_duration_seconds_count{q}"));
+        assert_eq!((adds(&m), waits(&m)), (Some(0.0), Some(0.0)), "at 0 from the start");
+        m.queued("targetgroupbinding", "ns", "a");
+        m.queued("targetgroupbinding", "ns", "a");
+        m.queued("targetgroupbinding", "ns", "b");
+        assert_eq!(adds(&m), Some(2.0), "a second trigger for a waiting object adds nothing");
+        m.reconcile_started("targetgroupbinding", "ns", "a").done(ReconcileResult::Success);
+        assert_eq!(waits(&m), Some(1.0));
+        m.queued("targetgroupbinding", "ns", "a");
+        assert_eq!(adds(&m), Some(3.0), "waiting again once its reconcile started");
+        // A requeue after a delay (kube-runtime's own schedule): added as it runs, no wait.
+        m.reconcile_started("targetgroupbinding", "ns", "c").done(ReconcileResult::Success);
+        assert_eq!((adds(&m), waits(&m)), (Some(4.0), Some(2.0)));
+        // A controller ALBC lacks counts nothing.
+        m.queued("backend-rules", "", "x");
+        assert!(!m.encode().contains("controller=\"backend-rules\""));
     }
 
     #[test]

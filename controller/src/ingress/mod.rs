@@ -353,6 +353,10 @@ pub async fn run(ctx: Arc<IngressCtx>, concurrency: u16, stop: impl std::future:
         let ctx = ctx.clone();
         tokio_stream::wrappers::UnboundedReceiverStream::new(rx).flat_map(move |t| {
             let groups = groups_of_trigger(&ctx.io.base.stores, &ctx.cfg, &t);
+            for g in &groups {
+                let (ns, name) = metrics_key(g);
+                ctx.io.base.metrics.queued(CONTROLLER, ns, name);
+            }
             futures::stream::iter(groups.into_iter().map(|g| crate::schedule::request(g, Duration::ZERO)))
         })
     };
@@ -364,6 +368,14 @@ pub async fn run(ctx: Arc<IngressCtx>, concurrency: u16, stop: impl std::future:
     ctx.io.base.triggers.set_ingress_sender(None);
 }
 
+/// A group as the metrics name it: its namespace (empty for an explicit group) and name.
+fn metrics_key(g: &GroupId) -> (&str, &str) {
+    match g {
+        GroupId::Explicit(name) => ("", name.as_str()),
+        GroupId::Implicit { namespace, name } => (namespace.as_str(), name.as_str()),
+    }
+}
+
 /// One pass over a group; the delay before the next one (`None`: only on change).
 async fn reconcile(ctx: &IngressCtx, g: &GroupId) -> Option<Duration> {
     let leader = ctx.io.base.is_leader();
@@ -372,10 +384,7 @@ async fn reconcile(ctx: &IngressCtx, g: &GroupId) -> Option<Duration> {
     if !leader {
         return None;
     }
-    let (ns, name) = match g {
-        GroupId::Explicit(name) => ("", name.as_str()),
-        GroupId::Implicit { namespace, name } => (namespace.as_str(), name.as_str()),
-    };
+    let (ns, name) = metrics_key(g);
     let timer = ctx.io.base.metrics.reconcile_started(CONTROLLER, ns, name);
     let res = group::reconcile(ctx, g).instrument(timer.span()).await;
     use crate::metrics::ReconcileResult;

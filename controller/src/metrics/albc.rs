@@ -174,6 +174,11 @@ pub struct AlbcMetrics {
     pub work_duration: HistogramFamily<QueueLabels>,
     /// `workqueue_retries_total{name,controller}`: reconciles that ended in a delayed requeue.
     pub queue_retries: Family<QueueLabels, Counter>,
+    /// `workqueue_adds_total{name,controller}`: objects that started waiting (a trigger for one
+    /// already waiting adds nothing, as client-go's dirty set).
+    pub queue_adds: Family<QueueLabels, Counter>,
+    /// `workqueue_queue_duration_seconds{name,controller}`: from the trigger to the reconcile's start.
+    pub queue_duration: HistogramFamily<QueueLabels>,
     /// `leader_election_master_status{name}`
     pub leader: Family<NameLabel, Gauge>,
     /// `rest_client_requests_total{code,host,method}`: every request to the API server, both
@@ -200,6 +205,8 @@ impl Default for AlbcMetrics {
             queue_depth: Family::default(),
             work_duration: Family::new_with_constructor(workqueue_buckets),
             queue_retries: Family::default(),
+            queue_adds: Family::default(),
+            queue_duration: Family::new_with_constructor(workqueue_buckets),
             leader: Family::default(),
             rest_requests: Family::default(),
             top_talkers: Family::default(),
@@ -276,6 +283,16 @@ impl AlbcMetrics {
             self.queue_retries.clone(),
         );
         r.register(
+            "workqueue_adds",
+            "Objects that started waiting for a reconcile (client-go's family)",
+            self.queue_adds.clone(),
+        );
+        r.register(
+            "workqueue_queue_duration_seconds",
+            "Time from an object's trigger to the start of its reconcile (client-go's family)",
+            self.queue_duration.clone(),
+        );
+        r.register(
             "awslbc_controller_top_talkers",
             "Reconciles of the objects reconciled most in the last 3 minutes, 3 per controller (ALBC's family)",
             self.top_talkers.clone(),
@@ -322,7 +339,14 @@ pub struct Activity {
     pub known: std::collections::BTreeSet<&'static str>,
     /// (our controller, namespace, name) → reconciles since the last pick.
     counts: std::collections::HashMap<(&'static str, String, String), u64>,
+    /// (ALBC's controller name, namespace, name) → when it started waiting for a reconcile.
+    waiting: std::collections::HashMap<(&'static str, String, String), std::time::Instant>,
 }
+
+/// Waiting objects kept at most (triggers for objects that are never reconciled, deleted before
+/// their turn, are dropped once this many wait and they are older than [`WAITING_FORGET`]).
+const WAITING_MAX: usize = 100_000;
+const WAITING_FORGET: std::time::Duration = std::time::Duration::from_secs(600);
 
 impl Activity {
     pub fn start(&mut self, albc: Option<&'static str>, ours: &'static str, namespace: &str, name: &str) -> u64 {
@@ -336,6 +360,26 @@ impl Activity {
 
     pub fn end(&mut self, id: u64) {
         self.running.remove(&id);
+    }
+
+    /// `namespace/name` of `controller` starts waiting, unless it already waits; whether it did.
+    pub fn queued(&mut self, controller: &'static str, namespace: &str, name: &str) -> bool {
+        let key = (controller, namespace.to_string(), name.to_string());
+        if self.waiting.contains_key(&key) {
+            return false;
+        }
+        if self.waiting.len() >= WAITING_MAX {
+            self.waiting.retain(|_, at| at.elapsed() < WAITING_FORGET);
+        }
+        self.waiting.insert(key, std::time::Instant::now());
+        true
+    }
+
+    /// How long `namespace/name` of `controller` waited; `None` when no trigger was seen (a
+    /// requeue kube-runtime scheduled after a delay, which becomes due as it starts).
+    pub fn dequeued(&mut self, controller: &'static str, namespace: &str, name: &str) -> Option<std::time::Duration> {
+        let key = (controller, namespace.to_string(), name.to_string());
+        self.waiting.remove(&key).map(|at| at.elapsed())
     }
 
     /// The objects reconciled most since the last pick, per controller; counts start over.

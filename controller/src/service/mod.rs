@@ -125,7 +125,7 @@ pub async fn run(
     ctx.io.base.triggers.set_service_sender(Some(tx));
     Controller::for_shared_stream(futures::stream::pending(), ctx.io.base.stores.services.clone())
         .with_config(Config::default().concurrency(concurrency))
-        .reconcile_on(UnboundedReceiverStream::new(rx))
+        .reconcile_on(crate::tgb::queued(UnboundedReceiverStream::new(rx), ctx.io.base.clone(), CONTROLLER))
         .graceful_shutdown_on(stop)
         .run(reconcile, error_policy, ctx.clone())
         .for_each(|res| {

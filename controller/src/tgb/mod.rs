@@ -34,6 +34,16 @@ use tracing::Instrument;
 
 pub const CONTROLLER: &str = "targetgroupbinding";
 
+/// `triggers` with each one counted as it reaches `controller`'s queue (`Metrics::queued`:
+/// `workqueue_adds_total`, and the wait `workqueue_queue_duration_seconds` measures).
+pub(crate) fn queued<K: Resource>(
+    triggers: impl futures::Stream<Item = ObjectRef<K>>,
+    base: Arc<Context>,
+    controller: &'static str,
+) -> impl futures::Stream<Item = ObjectRef<K>> {
+    triggers.inspect(move |r| base.metrics.queued(controller, r.namespace.as_deref().unwrap_or_default(), &r.name))
+}
+
 /// Runs the controller until `stop` resolves. Every binding is reconciled once at start
 /// (cheaply: bindings whose checkpoint matches make no AWS call), then on every relevant change.
 pub async fn run(
@@ -53,7 +63,7 @@ pub async fn run(
     ctx.triggers.set_sender(Some(tx));
     let controller = Controller::for_shared_stream(futures::stream::pending(), ctx.stores.tgbs.clone())
         .with_config(Config::default().concurrency(0).debounce(debounce))
-        .reconcile_on(UnboundedReceiverStream::new(rx))
+        .reconcile_on(queued(UnboundedReceiverStream::new(rx), ctx.clone(), CONTROLLER))
         .graceful_shutdown_on(stop)
         .run(
             move |tgb, ctx| {

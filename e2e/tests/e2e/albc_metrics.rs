@@ -51,8 +51,6 @@ const CTRL: &[&str] = &["controller"];
 const QUEUE: &[&str] = &["controller", "name"];
 
 const NO_GO: &str = "Go runtime internals; the controller is not a Go program";
-const NO_QUEUE: &str = "kube-runtime's scheduler does not expose when objects are added or how long they wait; \
-                        awslbc_pending_reconciles and workqueue_depth say how many wait";
 
 /// Every family ALBC exports (its source, v3.5.0+8, and a scrape of it), in ALBC's terms.
 const FAMILIES: &[Family] = &[
@@ -118,8 +116,8 @@ const FAMILIES: &[Family] = &[
     same("workqueue_depth", "gauge", &["controller", "name", "priority"], true),
     same("workqueue_work_duration_seconds", "histogram", QUEUE, true),
     same("workqueue_retries_total", "counter", QUEUE, true),
-    not("workqueue_adds_total", "counter", QUEUE, NO_QUEUE),
-    not("workqueue_queue_duration_seconds", "histogram", QUEUE, NO_QUEUE),
+    same("workqueue_adds_total", "counter", QUEUE, true),
+    same("workqueue_queue_duration_seconds", "histogram", QUEUE, true),
     same("workqueue_unfinished_work_seconds", "gauge", QUEUE, true),
     same("workqueue_longest_running_processor_seconds", "gauge", QUEUE, true),
     // client-go's leader election and REST client
