@@ -216,13 +216,15 @@ impl Context {
     }
 
     /// Publishes an Event; failures to publish are logged, never fatal.
+    /// Publishes an Event; whether the API server took it (a failure is logged: callers that
+    /// report a problem once must report it again later, not remember it as told).
     pub async fn event(
         &self,
         regarding: &k8s_openapi::api::core::v1::ObjectReference,
         warning: bool,
         reason: &str,
         note: String,
-    ) {
+    ) -> bool {
         if warning {
             tracing::warn!(object = ?regarding.name, namespace = ?regarding.namespace, reason, "{note}");
         } else {
@@ -242,8 +244,12 @@ impl Context {
             note: Some(note),
             secondary: None,
         };
-        if let Err(e) = self.recorder.publish(&ev, regarding).await {
-            tracing::debug!(error = %e, "could not publish event");
+        match self.recorder.publish(&ev, regarding).await {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!(error = %e, reason, "could not publish event; it is sent again on a later pass");
+                false
+            }
         }
     }
 }

@@ -160,9 +160,11 @@ impl Reporter {
     /// A Warning event, unless the same reason and message were the last one sent for `obj`.
     pub async fn warn_once(&self, base: &Context, obj: &ObjectReference, reason: &str, message: &str) {
         let key = (object_key(obj), reason.to_string());
-        let fresh = self.last.lock().expect("reported").insert(key, message.to_string()).as_deref() != Some(message);
-        if fresh {
-            base.event(obj, true, reason, message.to_string()).await;
+        let fresh =
+            self.last.lock().expect("reported").insert(key.clone(), message.to_string()).as_deref() != Some(message);
+        // Not published: forgotten, so the next pass sends it again.
+        if fresh && !base.event(obj, true, reason, message.to_string()).await {
+            self.last.lock().expect("reported").remove(&key);
         }
     }
 

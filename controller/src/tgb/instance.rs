@@ -191,7 +191,11 @@ async fn report_unresolved(
     unresolved: &[String],
     vpc_id: &str,
 ) {
-    if !ctx.with_state(key, |s| replaced(&mut s.unresolved_reported, unresolved.to_vec())) || unresolved.is_empty() {
+    if unresolved.is_empty() {
+        ctx.with_state(key, |s| s.unresolved_reported.clear());
+        return;
+    }
+    if ctx.with_state(key, |s| s.unresolved_reported == unresolved) {
         return;
     }
     let what: Vec<String> = unresolved
@@ -215,7 +219,10 @@ async fn report_unresolved(
         tgb.namespace().unwrap_or_default(),
         tgb.name_any()
     );
-    ctx.event(&tgb.object_ref(&()), true, "NodeInstanceNotFound", msg).await;
+    // Remembered as told only once the API server has it: a lost Warning is sent on the next pass.
+    if ctx.event(&tgb.object_ref(&()), true, "NodeInstanceNotFound", msg).await {
+        ctx.with_state(key, |s| s.unresolved_reported = unresolved.to_vec());
+    }
 }
 
 /// A Warning naming each node whose instance (found by its InternalIP) disagrees with the
@@ -228,7 +235,11 @@ async fn report_mismatched(
     mismatched: &[NodeMismatch],
 ) {
     let now: Vec<String> = mismatched.iter().map(|m| format!("{}/{}", m.node, m.instance)).collect();
-    if !ctx.with_state(key, |s| replaced(&mut s.mismatch_reported, now)) || mismatched.is_empty() {
+    if now.is_empty() {
+        ctx.with_state(key, |s| s.mismatch_reported.clear());
+        return;
+    }
+    if ctx.with_state(key, |s| s.mismatch_reported == now) {
         return;
     }
     let what: Vec<String> = mismatched
@@ -250,14 +261,9 @@ async fn report_mismatched(
         tgb.name_any(),
         lbc_model::nodes::ZONE_LABEL,
     );
-    ctx.event(&tgb.object_ref(&()), true, "NodeInstanceMismatch", msg).await;
-}
-
-/// Stores `now` as what was last reported; whether it differs from before (a Warning is due).
-fn replaced(reported: &mut Vec<String>, now: Vec<String>) -> bool {
-    let changed = *reported != now;
-    *reported = now;
-    changed
+    if ctx.event(&tgb.object_ref(&()), true, "NodeInstanceMismatch", msg).await {
+        ctx.with_state(key, |s| s.mismatch_reported = now);
+    }
 }
 
 /// On deletion: every instance target of the group deregistered, or in a multi-cluster group

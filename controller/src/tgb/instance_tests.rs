@@ -522,3 +522,21 @@ async fn a_warm_restart_with_the_checkpoint_costs_no_per_binding_aws_call() {
         "checkpoint cleared, status, checkpoint written"
     );
 }
+
+/// A Warning the API server did not take is not remembered as told: the next pass sends it again.
+#[tokio::test(start_paused = true)]
+async fn a_warning_the_api_server_lost_is_sent_again() {
+    let mut nodes = three_nodes();
+    nodes.push(node("ghost", "10.0.9.99", true, &[], None));
+    let h = instance_harness(nodes, Some(30080)).await;
+    let events = format!("/apis/events.k8s.io/v1/namespaces/{NS}/events");
+    h.server.lock().unwrap().fail.push((Method::POST, events, 500));
+    h.reconcile(&instance_binding(true)).await.unwrap();
+    let tried = h.event_notes();
+    assert!(tried.iter().any(|(r, _)| r == "NodeInstanceNotFound"), "tried once: {tried:?}");
+    h.reconcile(&instance_binding(true)).await.unwrap();
+    let again = h.event_notes();
+    assert!(again.iter().any(|(r, _)| r == "NodeInstanceNotFound"), "sent again: {again:?}");
+    h.reconcile(&instance_binding(true)).await.unwrap();
+    assert!(h.event_notes().iter().all(|(r, _)| r != "NodeInstanceNotFound"), "then told: once");
+}
