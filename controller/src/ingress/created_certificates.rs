@@ -173,14 +173,18 @@ impl CreatedCertificates {
         ))
     }
 
+    /// Every hosted zone of the account (ListHostedZones).
+    async fn zones(&self) -> Result<Vec<Zone>> {
+        Ok(self.dns.hosted_zones().await?.into_iter().map(|z| Zone { id: z.id, name: z.name }).collect())
+    }
+
     /// The hosted zone of each name of an Amazon-issued certificate, checked before the request so
     /// that no certificate waits for records nobody can write.
     async fn zones_for(&self, w: &WantedCertificate) -> Result<BTreeMap<String, Zone>> {
         if w.private_ca_arn.is_some() {
             return Ok(BTreeMap::new());
         }
-        let zones: Vec<Zone> =
-            self.dns.hosted_zones().await?.into_iter().map(|z| Zone { id: z.id, name: z.name }).collect();
+        let zones = self.zones().await?;
         let mut out = BTreeMap::new();
         for name in &w.names {
             match zone_for(name, &zones) {
@@ -235,8 +239,7 @@ impl CreatedCertificates {
         };
         self.acm.delete_certificate(arn).await?;
         if !records.is_empty() {
-            let zones: Vec<Zone> =
-                self.dns.hosted_zones().await?.into_iter().map(|z| Zone { id: z.id, name: z.name }).collect();
+            let zones = self.zones().await?;
             let in_use = self.records_of_others(arn).await?;
             for r in records.iter().filter(|r| !in_use.contains(&(r.name.clone(), r.value.clone()))) {
                 let Some(zone) = zone_for(&r.domain, &zones) else { continue };
