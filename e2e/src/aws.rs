@@ -3,6 +3,7 @@
 use crate::Env;
 use aws_credential_types::Credentials;
 use aws_sdk_elasticloadbalancingv2 as elbv2;
+use elbv2::operation::describe_target_health::DescribeTargetHealthError;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Access key ID of the harness's own calls, so the call log tells them from the controller's.
@@ -50,15 +51,25 @@ pub async fn create_target_group(
 
 /// Registered (not draining) targets as `ip:port`, sorted.
 pub async fn registered(client: &elbv2::Client, arn: &str) -> BTreeSet<String> {
-    let out = client.describe_target_health().target_group_arn(arn).send().await.expect("DescribeTargetHealth");
-    out.target_health_descriptions()
+    try_registered(client, arn).await.expect("DescribeTargetHealth")
+}
+
+/// [`registered`], or the error when the target group cannot be described (for example deleted
+/// between a listing and this look).
+pub async fn try_registered(
+    client: &elbv2::Client,
+    arn: &str,
+) -> Result<BTreeSet<String>, elbv2::error::SdkError<DescribeTargetHealthError>> {
+    let out = client.describe_target_health().target_group_arn(arn).send().await?;
+    Ok(out
+        .target_health_descriptions()
         .iter()
         .filter(|d| {
             let s = d.target_health().and_then(|h| h.state()).map(|s| s.as_str().to_string()).unwrap_or_default();
             s != "draining" && s != "unused"
         })
         .filter_map(|d| d.target().map(|t| format!("{}:{}", t.id().unwrap_or_default(), t.port().unwrap_or_default())))
-        .collect()
+        .collect())
 }
 
 /// The controller's EC2 networking adapter, signed as the harness, for tests that inspect

@@ -6,12 +6,14 @@
 
 use super::*;
 
-/// The stack's load balancers by type, and its target groups of type `alb` with their targets.
-async fn parts(f: &Fixture, stack: &str) -> (BTreeMap<String, String>, BTreeMap<String, BTreeSet<String>>) {
+/// The stack's load balancers by type, and its target groups of type `alb` with their targets;
+/// `None` while the stack changes under the look (a resource listed by its tags was deleted before
+/// it was described), so waiting callers look again.
+async fn parts(f: &Fixture, stack: &str) -> Option<(BTreeMap<String, String>, BTreeMap<String, BTreeSet<String>>)> {
     let (lbs, tgs) = f.stack_arns(stack).await;
     let mut by_type = BTreeMap::new();
     if !lbs.is_empty() {
-        let out = f.elb.describe_load_balancers().set_load_balancer_arns(Some(lbs)).send().await.unwrap();
+        let out = f.elb.describe_load_balancers().set_load_balancer_arns(Some(lbs)).send().await.ok()?;
         for lb in out.load_balancers() {
             let kind = lb.r#type().map(|t| t.as_str().to_string()).unwrap_or_default();
             by_type.insert(kind, lb.load_balancer_arn().unwrap_or_default().to_string());
@@ -19,14 +21,14 @@ async fn parts(f: &Fixture, stack: &str) -> (BTreeMap<String, String>, BTreeMap<
     }
     let mut alb_groups = BTreeMap::new();
     if !tgs.is_empty() {
-        let out = f.elb.describe_target_groups().set_target_group_arns(Some(tgs)).send().await.unwrap();
+        let out = f.elb.describe_target_groups().set_target_group_arns(Some(tgs)).send().await.ok()?;
         for tg in out.target_groups().iter().filter(|t| t.target_type().map(|x| x.as_str()) == Some("alb")) {
             let arn = tg.target_group_arn().unwrap_or_default().to_string();
-            let targets = aws::registered(&f.elb, &arn).await;
+            let targets = aws::try_registered(&f.elb, &arn).await.ok()?;
             alb_groups.insert(arn, targets);
         }
     }
-    (by_type, alb_groups)
+    Some((by_type, alb_groups))
 }
 
 async fn hostnames(f: &Fixture, ns: &str) -> Vec<String> {
@@ -61,7 +63,7 @@ async fn frontend_nlb_fronts_the_alb_and_leaves_with_it() {
     })
     .await;
     let (lbs, groups) = eventually("the ALB registered in both frontend target groups", 60, || async {
-        let (lbs, groups) = parts(&f, &stack).await;
+        let (lbs, groups) = parts(&f, &stack).await?;
         (lbs.len() == 2 && groups.len() == 2 && groups.values().all(|t| t.len() == 1)).then_some((lbs, groups))
     })
     .await;
@@ -114,7 +116,7 @@ async fn frontend_nlb_fronts_the_alb_and_leaves_with_it() {
     let patch = json!({"metadata": {"annotations": {format!("{ALB}/enable-frontend-nlb"): null}}});
     f.ingresses(&ns).patch("web", &PatchParams::default(), &Patch::Merge(patch)).await.unwrap();
     eventually("the NLB gone, the ALB kept", 90, || async {
-        let (lbs, groups) = parts(&f, &stack).await;
+        let (lbs, groups) = parts(&f, &stack).await?;
         (lbs.len() == 1 && lbs.contains_key("application") && groups.is_empty()).then_some(())
     })
     .await;
@@ -123,7 +125,7 @@ async fn frontend_nlb_fronts_the_alb_and_leaves_with_it() {
     // Back on, then the Ingress deleted: nothing of the stack is left.
     let patch = json!({"metadata": {"annotations": {format!("{ALB}/enable-frontend-nlb"): "true"}}});
     f.ingresses(&ns).patch("web", &PatchParams::default(), &Patch::Merge(patch)).await.unwrap();
-    eventually("the NLB again", 90, || async { (parts(&f, &stack).await.0.len() == 2).then_some(()) }).await;
+    eventually("the NLB again", 90, || async { (parts(&f, &stack).await?.0.len() == 2).then_some(()) }).await;
     f.ingresses(&ns).delete("web", &DeleteParams::default()).await.expect("delete ingress");
     eventually("Ingress gone", 120, || async { f.ingresses(&ns).get_opt("web").await.ok()?.is_none().then_some(()) })
         .await;
