@@ -178,7 +178,8 @@ def test_template(helm, tmp_path, case):
     assert env["POD_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
     assert env["POD_NAMESPACE"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.namespace"
     assert {d["metadata"]["name"] for d in by_kind(docs, "CustomResourceDefinition")} == {
-        "ingressclassparams.elbv2.k8s.aws", "targetgroupbindings.elbv2.k8s.aws"}
+        "albtargetcontrolconfigs.elbv2.k8s.aws", "ingressclassparams.elbv2.k8s.aws",
+        "targetgroupbindings.elbv2.k8s.aws"}
     dash = one(docs, "ConfigMap")
     assert dash["metadata"]["labels"]["grafana_dashboard"] == "1"
     json.loads(dash["data"]["aws-lb-controller.json"])
@@ -196,6 +197,21 @@ def test_template(helm, tmp_path, case):
     assert quic["namespaceSelector"]["matchExpressions"] == [
         {"key": "elbv2.k8s.aws/quic-server-id-inject", "operator": "In", "values": ["enabled"]}]
     assert quic["objectSelector"] == mpod["objectSelector"], "the controller's own pods are never mutated"
+    # The ALB target control agent: ALBC's two webhooks and selectors (the gate decides in the controller).
+    by_ns, by_pod = hooks["alb-target-control.namespace.elbv2.k8s.aws"], hooks["alb-target-control.object.elbv2.k8s.aws"]
+    assert by_ns["failurePolicy"] == by_pod["failurePolicy"] == "Fail"
+    assert by_ns["clientConfig"]["service"]["path"] == "/mutate-alb-target-control-namespace-v1-pod"
+    assert by_pod["clientConfig"]["service"]["path"] == "/mutate-alb-target-control-object-v1-pod"
+    assert by_ns["namespaceSelector"]["matchExpressions"] == [
+        {"key": "elbv2.k8s.aws/alb-target-control-agent-injection", "operator": "In", "values": ["enabled"]}]
+    assert by_pod["namespaceSelector"]["matchExpressions"] == [
+        {"key": "elbv2.k8s.aws/alb-target-control-agent-injection", "operator": "DoesNotExist"}]
+    not_self = mpod["objectSelector"]["matchExpressions"][0]
+    assert by_ns["objectSelector"]["matchExpressions"] == [{
+        "key": "elbv2.k8s.aws/alb-target-control-agent-inject", "operator": "NotIn", "values": ["false"]}, not_self]
+    assert by_pod["objectSelector"]["matchExpressions"] == [{
+        "key": "elbv2.k8s.aws/alb-target-control-agent-inject", "operator": "In", "values": ["true"]}, not_self]
+    assert by_ns["rules"][0]["operations"] == ["CREATE"]
     paths = {w["clientConfig"]["service"]["path"] for w in hooks.values()}
     assert {"/mutate-v1-pod", "/mutate-elbv2-k8s-aws-v1beta1-targetgroupbinding",
             "/validate-elbv2-k8s-aws-v1beta1-targetgroupbinding"} <= paths
@@ -334,6 +350,7 @@ EXPECTED_CLUSTER_RULES = {
     ("networking.k8s.io", "ingresses/status"): {"patch"},
     ("networking.k8s.io", "ingressclasses"): {"list", "watch"},
     ("elbv2.k8s.aws", "ingressclassparams"): {"list", "watch"},
+    ("elbv2.k8s.aws", "albtargetcontrolconfigs"): {"list", "watch"},
     ("", "namespaces"): {"list", "watch"},
     ("", "pods/status"): {"patch"},
     ("", "configmaps"): {"get", "create", "update", "delete"},
@@ -430,7 +447,8 @@ EXPECTED_DOCTOR_RULES = {
      ("lbc-aws-lb-controller-webhook", "aws-load-balancer-webhook")): {"get"},
     ("admissionregistration.k8s.io", "validatingwebhookconfigurations", ("lbc-aws-lb-controller-webhook",)): {"get"},
     ("apiextensions.k8s.io", "customresourcedefinitions",
-     ("ingressclassparams.elbv2.k8s.aws", "targetgroupbindings.elbv2.k8s.aws")): {"get"},
+     ("albtargetcontrolconfigs.elbv2.k8s.aws", "ingressclassparams.elbv2.k8s.aws",
+      "targetgroupbindings.elbv2.k8s.aws")): {"get"},
 }
 
 

@@ -23,6 +23,7 @@ mod schedule;
 mod service;
 mod stack;
 mod stores;
+mod target_control;
 mod telemetry;
 mod tgb;
 mod webhook_certs;
@@ -84,6 +85,13 @@ mod tests {
                 v["metadata"]["name"].as_str().expect("named").to_string()
             })
             .collect();
-        assert_eq!(names, ["ingressclassparams.elbv2.k8s.aws", "targetgroupbindings.elbv2.k8s.aws"]);
+        assert_eq!(
+            names,
+            [
+                "albtargetcontrolconfigs.elbv2.k8s.aws",
+                "ingressclassparams.elbv2.k8s.aws",
+                "targetgroupbindings.elbv2.k8s.aws"
+            ]
+        );
     }
 }

@@ -263,7 +263,12 @@ pub async fn run(mut args: Args, albc_only: Vec<lbc_model::compat::GivenFlag>) -
 
     let worker_ids = Arc::new(crate::quic_worker_ids::ConfigMapWorkerIds::new(client.clone()));
     let quic = lbc_webhook::quic::QuicInjector::new(args.quic_environment_variable_name.clone(), worker_ids);
-    let deps = WebhookDeps { elb: webhook_elb, serving, quic };
+    let target_control = gates.target_control_agent.then(|| {
+        let (configs, task) = crate::target_control::TargetControlConfigs::watch(&client, &metrics);
+        health.supervise("albtargetcontrolconfigs watch", task);
+        configs
+    });
+    let deps = WebhookDeps { elb: webhook_elb, serving, quic, target_control };
     let webhook = spawn_webhook(&args, &ctx, &health, deps, &metrics, shutdown_rx.clone());
 
     let stopping = health.stopping.clone();
@@ -484,6 +489,8 @@ struct WebhookDeps {
     /// The controller-managed serving pair, when the controller manages it.
     serving: Option<lbc_webhook::ServingCert>,
     quic: lbc_webhook::quic::QuicInjector,
+    /// The ALBTargetControlConfig cache, with the gate `ALBTargetControlAgent` on.
+    target_control: Option<crate::target_control::TargetControlConfigs>,
 }
 
 /// Serves the admission webhooks on every replica (leader or not), with the pair of `managed`
@@ -497,8 +504,13 @@ fn spawn_webhook(
     metrics: &Metrics,
     shutdown: watch::Receiver<bool>,
 ) -> tokio::task::JoinHandle<()> {
-    let WebhookDeps { elb, serving: managed, quic } = deps;
-    let view = crate::webhook_view::StoresView { stores: ctx.stores.clone(), synced: health.caches_synced.clone() };
+    let WebhookDeps { elb, serving: managed, quic, target_control } = deps;
+    let target_control_agent = target_control.is_some();
+    let view = crate::webhook_view::StoresView {
+        stores: ctx.stores.clone(),
+        synced: health.caches_synced.clone(),
+        target_control,
+    };
     let config = lbc_webhook::WebhookConfig {
         pod_readiness_gate_inject: args.enable_pod_readiness_gate_inject,
         service_mutator: args.enable_service_mutator_webhook,
@@ -506,6 +518,10 @@ fn spawn_webhook(
         ingress: args.ingress_select_config(),
         cluster_name: args.cluster_name.clone(),
         tenancy: ctx.cfg.tenancy.clone(),
+        target_control_agent,
+        // Set by the chart from the downward API (empty outside a pod: only the pod's namespace and
+        // kube-system are looked at).
+        controller_namespace: std::env::var("POD_NAMESPACE").unwrap_or_default(),
         ..Default::default()
     };
     let state = Arc::new(lbc_webhook::WebhookState::new(Arc::new(view), elb, config).with_quic(quic));

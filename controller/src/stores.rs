@@ -576,7 +576,7 @@ where
 }
 
 /// A cluster-wide cache whose changes trigger nothing.
-fn cache_all<K>(
+pub(crate) fn cache_all<K>(
     name: &'static str,
     client: &Client,
     cfg: watcher::Config,
@@ -597,7 +597,7 @@ fn every_group<K>(t: &Triggers) -> impl Fn(&K) + Send + 'static {
     move |_| t.send_ingress(IngressTrigger::All)
 }
 
-fn trim_meta<K: Resource>(o: &mut K) {
+pub(crate) fn trim_meta<K: Resource>(o: &mut K) {
     o.meta_mut().managed_fields = None;
 }
 

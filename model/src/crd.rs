@@ -4,9 +4,13 @@
 //! generated from [`all`] (`aws-lb-controller crd`) and checked for drift in CI.
 
 pub mod ingress_class_params;
+pub mod target_control;
 pub mod v1alpha1;
 
 pub use ingress_class_params::{IngressClassParams, IngressClassParamsSpec};
+pub use target_control::{
+    ALBTargetControlConfig, ALBTargetControlConfigSpec, AgentLogLevel, AgentProtocolVersion, TARGET_CONTROL_CONFIG_NAME,
+};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector};
@@ -210,7 +214,7 @@ pub fn all() -> Vec<CustomResourceDefinition> {
         kube::core::crd::merge_crds(vec![v1alpha1::TargetGroupBinding::crd(), TargetGroupBinding::crd()], "v1beta1")
             .expect("both TargetGroupBinding versions share group, kind and names");
     tgb.spec.versions.sort_by(|a, b| a.name.cmp(&b.name));
-    let mut crds = vec![IngressClassParams::crd(), tgb];
+    let mut crds = vec![ALBTargetControlConfig::crd(), IngressClassParams::crd(), tgb];
     for crd in &mut crds {
         let annotations = crd.metadata.annotations.get_or_insert_with(Default::default);
         annotations.extend(KEEP_ANNOTATIONS.iter().map(|(k, v)| (k.to_string(), v.to_string())));
@@ -333,7 +337,14 @@ mod tests {
         let cols: Vec<_> = v.additional_printer_columns.as_ref().unwrap().iter().map(|c| c.name.as_str()).collect();
         assert_eq!(cols, ["SERVICE-NAME", "SERVICE-PORT", "TARGET-TYPE", "READY", "ARN", "AGE"]);
         let names: Vec<_> = all().into_iter().filter_map(|c| c.metadata.name).collect();
-        assert_eq!(names, ["ingressclassparams.elbv2.k8s.aws", "targetgroupbindings.elbv2.k8s.aws"]);
+        assert_eq!(
+            names,
+            [
+                "albtargetcontrolconfigs.elbv2.k8s.aws",
+                "ingressclassparams.elbv2.k8s.aws",
+                "targetgroupbindings.elbv2.k8s.aws"
+            ]
+        );
     }
 
     /// As ALBC: v1alpha1 served, v1beta1 served and stored, no conversion webhook.

@@ -37,6 +37,12 @@ use tracing::{debug, info, warn};
 pub const PATH_MUTATE_POD: &str = "/mutate-v1-pod";
 /// Pod mutator: QUIC server IDs (`quicid.elbv2.k8s.aws`).
 pub const PATH_MUTATE_POD_SERVER_ID: &str = "/mutate-v1-pod-server-id";
+/// Pod mutator: the ALB target control agent, namespaces labelled
+/// `elbv2.k8s.aws/alb-target-control-agent-injection=enabled` (`alb-target-control.namespace.elbv2.k8s.aws`).
+pub const PATH_MUTATE_POD_TARGET_CONTROL_NAMESPACE: &str = "/mutate-alb-target-control-namespace-v1-pod";
+/// Pod mutator: the ALB target control agent, pods labelled
+/// `elbv2.k8s.aws/alb-target-control-agent-inject=true` (`alb-target-control.object.elbv2.k8s.aws`).
+pub const PATH_MUTATE_POD_TARGET_CONTROL_OBJECT: &str = "/mutate-alb-target-control-object-v1-pod";
 /// Service mutator: default `spec.loadBalancerClass` (`mservice.elbv2.k8s.aws`).
 pub const PATH_MUTATE_SERVICE: &str = "/mutate-v1-service";
 /// TargetGroupBinding mutator: defaults from the target group (`mtargetgroupbinding.elbv2.k8s.aws`).
@@ -56,6 +62,8 @@ const MAX_BODY: usize = 8 * 1024 * 1024;
 enum Hook {
     Pod,
     PodServerId,
+    TargetControlNamespace,
+    TargetControlObject,
     Service,
     TgbMutate,
     TgbValidate,
@@ -68,6 +76,8 @@ impl Hook {
         match self {
             Hook::Pod => "mpod.elbv2.k8s.aws",
             Hook::PodServerId => "quicid.elbv2.k8s.aws",
+            Hook::TargetControlNamespace => "alb-target-control.namespace.elbv2.k8s.aws",
+            Hook::TargetControlObject => "alb-target-control.object.elbv2.k8s.aws",
             Hook::Service => "mservice.elbv2.k8s.aws",
             Hook::TgbMutate => "mtargetgroupbinding.elbv2.k8s.aws",
             Hook::TgbValidate => "vtargetgroupbinding.elbv2.k8s.aws",
@@ -81,6 +91,8 @@ impl Hook {
         match self {
             Hook::Pod => PATH_MUTATE_POD,
             Hook::PodServerId => PATH_MUTATE_POD_SERVER_ID,
+            Hook::TargetControlNamespace => PATH_MUTATE_POD_TARGET_CONTROL_NAMESPACE,
+            Hook::TargetControlObject => PATH_MUTATE_POD_TARGET_CONTROL_OBJECT,
             Hook::Service => PATH_MUTATE_SERVICE,
             Hook::TgbMutate => PATH_MUTATE_TGB,
             Hook::TgbValidate => PATH_VALIDATE_TGB,
@@ -95,7 +107,9 @@ impl Hook {
 
     fn expect(self) -> Expect {
         match self {
-            Hook::Pod | Hook::PodServerId => Expect { group: "", kind: "Pod" },
+            Hook::Pod | Hook::PodServerId | Hook::TargetControlNamespace | Hook::TargetControlObject => {
+                Expect { group: "", kind: "Pod" }
+            }
             Hook::Service => Expect { group: "", kind: "Service" },
             Hook::TgbMutate | Hook::TgbValidate => Expect { group: "elbv2.k8s.aws", kind: "TargetGroupBinding" },
             Hook::Ingress => Expect { group: "networking.k8s.io", kind: "Ingress" },
@@ -109,6 +123,8 @@ pub fn router(state: Arc<WebhookState>) -> Router {
     Router::new()
         .route(PATH_MUTATE_POD, post(mutate_pod))
         .route(PATH_MUTATE_POD_SERVER_ID, post(mutate_pod_server_id))
+        .route(PATH_MUTATE_POD_TARGET_CONTROL_NAMESPACE, post(mutate_pod_target_control_namespace))
+        .route(PATH_MUTATE_POD_TARGET_CONTROL_OBJECT, post(mutate_pod_target_control_object))
         .route(PATH_MUTATE_SERVICE, post(mutate_service))
         .route(PATH_MUTATE_TGB, post(mutate_tgb))
         .route(PATH_VALIDATE_TGB, post(validate_tgb))
@@ -194,6 +210,20 @@ fn admission_op(op: &Operation) -> Option<AdmissionOp> {
 
 async fn mutate_pod(State(s): State<Arc<WebhookState>>, body: Bytes) -> impl IntoResponse {
     run(&s, Hook::Pod, &body, |req: AdmissionRequest<Pod>| async { pod_decision(&s, req) }).await
+}
+
+async fn mutate_pod_target_control_namespace(State(s): State<Arc<WebhookState>>, body: Bytes) -> impl IntoResponse {
+    run(&s, Hook::TargetControlNamespace, &body, |req: AdmissionRequest<Pod>| async {
+        crate::target_control::decide(&s, crate::target_control::Selected::ByNamespace, req)
+    })
+    .await
+}
+
+async fn mutate_pod_target_control_object(State(s): State<Arc<WebhookState>>, body: Bytes) -> impl IntoResponse {
+    run(&s, Hook::TargetControlObject, &body, |req: AdmissionRequest<Pod>| async {
+        crate::target_control::decide(&s, crate::target_control::Selected::ByObject, req)
+    })
+    .await
 }
 
 async fn mutate_pod_server_id(State(s): State<Arc<WebhookState>>, body: Bytes) -> impl IntoResponse {

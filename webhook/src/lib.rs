@@ -3,6 +3,7 @@
 //! | webhook | path | does |
 //! |---|---|---|
 //! | `mpod.elbv2.k8s.aws` | [`PATH_MUTATE_POD`] | adds `target-health.elbv2.k8s.aws/<binding>` readiness gates to new pods |
+//! | `alb-target-control.{namespace,object}.elbv2.k8s.aws` | [`PATH_MUTATE_POD_TARGET_CONTROL_NAMESPACE`], [`PATH_MUTATE_POD_TARGET_CONTROL_OBJECT`] | adds the ALB target control agent sidecar to new pods that ask for it (gate `ALBTargetControlAgent`) |
 //! | `mservice.elbv2.k8s.aws` | [`PATH_MUTATE_SERVICE`] | defaults `spec.loadBalancerClass` of LoadBalancer Services |
 //! | `mtargetgroupbinding.elbv2.k8s.aws` | [`PATH_MUTATE_TGB`] | fills ARN, targetType, ipAddressType, vpcID, protocol from the target group |
 //! | `vtargetgroupbinding.elbv2.k8s.aws` | [`PATH_VALIDATE_TGB`] | refuses bindings that cannot work, saying what to change |
@@ -35,10 +36,12 @@ mod review;
 #[cfg(test)]
 mod review_props;
 mod serve;
+mod target_control;
 pub mod view;
 
 pub use handlers::{
-    PATH_MUTATE_POD, PATH_MUTATE_POD_SERVER_ID, PATH_MUTATE_SERVICE, PATH_MUTATE_TGB, PATH_VALIDATE_INGRESS,
+    PATH_MUTATE_POD, PATH_MUTATE_POD_SERVER_ID, PATH_MUTATE_POD_TARGET_CONTROL_NAMESPACE,
+    PATH_MUTATE_POD_TARGET_CONTROL_OBJECT, PATH_MUTATE_SERVICE, PATH_MUTATE_TGB, PATH_VALIDATE_INGRESS,
     PATH_VALIDATE_INGRESS_CLASS_PARAMS, PATH_VALIDATE_TGB, router,
 };
 pub use limits::Limits;
@@ -91,6 +94,11 @@ pub struct WebhookConfig {
     /// `--tenancy-mode` and the policy: the strict mode's refusals of a TargetGroupBinding's
     /// role, `spec.networking` sources and target group are said at admission.
     pub tenancy: Arc<lbc_model::tenancy::Tenancy>,
+    /// Gate `ALBTargetControlAgent` (default off, as the upstream): pods asking for the agent
+    /// get it; off, they are admitted without it and told why.
+    pub target_control_agent: bool,
+    /// The controller's namespace: the second place an ALBTargetControlConfig is looked for.
+    pub controller_namespace: String,
 }
 
 impl Default for WebhookConfig {
@@ -103,6 +111,8 @@ impl Default for WebhookConfig {
             ingress: SelectConfig::default(),
             cluster_name: String::new(),
             tenancy: Arc::default(),
+            target_control_agent: false,
+            controller_namespace: String::new(),
         }
     }
 }

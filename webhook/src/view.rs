@@ -3,7 +3,7 @@
 //! every rollout does), so answers come from memory.
 
 use k8s_openapi::api::core::v1::Service;
-use lbc_model::crd::TargetGroupBinding;
+use lbc_model::crd::{ALBTargetControlConfig, TARGET_CONTROL_CONFIG_NAME, TargetGroupBinding};
 use lbc_model::ingress::ClassSnapshot;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -25,6 +25,9 @@ pub trait ClusterView: Send + Sync {
     /// Every IngressClass and IngressClassParams, and the labels of `namespace` when known, for
     /// Ingress class selection (`lbc_model::ingress::select`).
     fn ingress_classes(&self, namespace: &str) -> ClassSnapshot;
+    /// The ALBTargetControlConfig named [`TARGET_CONTROL_CONFIG_NAME`] in `namespace`, if any; an
+    /// error while those are not cached yet (or not at all: the gate is off).
+    fn target_control_config(&self, namespace: &str) -> Result<Option<Arc<ALBTargetControlConfig>>, String>;
     /// Whether the caches have finished their initial list. Before that the pod mutator adds
     /// no gates (exactly what happens when the webhook is down) and the validator cannot see
     /// other bindings of a target group (it says so in a warning).
@@ -43,6 +46,8 @@ pub struct StaticClusterView {
     pub classes: ClassSnapshot,
     /// Reported by [`ClusterView::synced`]; `true` unless set.
     pub not_synced: bool,
+    /// ALBTargetControlConfigs (only those named [`TARGET_CONTROL_CONFIG_NAME`] are found).
+    pub target_control: Vec<Arc<ALBTargetControlConfig>>,
 }
 
 impl StaticClusterView {
@@ -80,6 +85,17 @@ impl ClusterView for StaticClusterView {
         snap.namespace_labels =
             self.namespaces.get(namespace).map(|l| (namespace.to_string(), l.clone())).into_iter().collect();
         snap
+    }
+
+    fn target_control_config(&self, namespace: &str) -> Result<Option<Arc<ALBTargetControlConfig>>, String> {
+        Ok(self
+            .target_control
+            .iter()
+            .find(|c| {
+                c.metadata.namespace.as_deref() == Some(namespace)
+                    && c.metadata.name.as_deref() == Some(TARGET_CONTROL_CONFIG_NAME)
+            })
+            .cloned())
     }
 
     fn synced(&self) -> bool {

@@ -16,7 +16,8 @@ use lbc_model::crd::RoleToAssume;
 use lbc_model::crd::{ServiceReference, TargetGroupBinding, TargetGroupBindingSpec, TargetType};
 use lbc_model::target::Target;
 use lbc_webhook::{
-    PATH_MUTATE_POD, PATH_MUTATE_POD_SERVER_ID, PATH_MUTATE_SERVICE, PATH_MUTATE_TGB, PATH_VALIDATE_INGRESS,
+    PATH_MUTATE_POD, PATH_MUTATE_POD_SERVER_ID, PATH_MUTATE_POD_TARGET_CONTROL_NAMESPACE,
+    PATH_MUTATE_POD_TARGET_CONTROL_OBJECT, PATH_MUTATE_SERVICE, PATH_MUTATE_TGB, PATH_VALIDATE_INGRESS,
     PATH_VALIDATE_INGRESS_CLASS_PARAMS, PATH_VALIDATE_TGB, StaticClusterView, WebhookConfig, WebhookState, router,
 };
 use serde_json::{Value, json};
@@ -1067,6 +1068,104 @@ async fn metrics_count_requests_and_latency() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The ALB target control agent
+// ---------------------------------------------------------------------------------------------
+
+fn target_control_config(ns: &str, image: &str) -> Arc<lbc_model::crd::ALBTargetControlConfig> {
+    let mut c = lbc_model::crd::ALBTargetControlConfig::new(
+        lbc_model::crd::TARGET_CONTROL_CONFIG_NAME,
+        lbc_model::crd::ALBTargetControlConfigSpec {
+            image: image.into(),
+            data_address: "0.0.0.0:80".into(),
+            control_address: "0.0.0.0:3000".into(),
+            destination_address: "127.0.0.1:8080".into(),
+            max_concurrency: 1,
+            ..Default::default()
+        },
+    );
+    c.metadata.namespace = Some(ns.into());
+    Arc::new(c)
+}
+
+fn target_control_harness(gate: bool, configs: Vec<Arc<lbc_model::crd::ALBTargetControlConfig>>) -> Harness {
+    let view = StaticClusterView { target_control: configs, ..Default::default() };
+    let config = WebhookConfig { target_control_agent: gate, controller_namespace: "lbc".into(), ..Default::default() };
+    Harness::with_config(view, config)
+}
+
+/// The pod fixture (container `web` on 8080) with `labels` added.
+fn agent_review(labels: &[(&str, &str)]) -> Value {
+    let mut review = fixture("pod-create.json");
+    let object_labels = review.pointer_mut("/request/object/metadata/labels").unwrap().as_object_mut().unwrap();
+    for (k, v) in labels {
+        object_labels.insert(k.to_string(), json!(v));
+    }
+    review
+}
+
+#[tokio::test]
+async fn the_agent_is_added_from_the_namespaces_config_before_the_controllers() {
+    let h = target_control_harness(
+        true,
+        vec![target_control_config("lbc", "agent:ctl"), target_control_config("shop", "agent:shop")],
+    );
+    let review = agent_review(&[]);
+    let obj = patched(&review, &h.post(PATH_MUTATE_POD_TARGET_CONTROL_NAMESPACE, &review).await);
+    let agent = &obj["spec"]["containers"][1];
+    assert_eq!(agent["name"], "alb-target-control-agent");
+    assert_eq!(agent["image"], "agent:shop");
+    assert_eq!(
+        agent["ports"],
+        json!([{"name": "data", "containerPort": 80, "protocol": "TCP"}, {"name": "control", "containerPort": 3000, "protocol": "TCP"}])
+    );
+    assert_eq!(obj["metadata"]["annotations"]["elbv2.k8s.aws/alb-target-control-agent-injected"], "true");
+    assert_eq!(obj["spec"]["containers"][0]["name"], "web", "the application container is kept first");
+    // The controller's namespace's config when the pod's has none; a pod that already has the
+    // agent (a retried request) is left alone.
+    let h = target_control_harness(true, vec![target_control_config("lbc", "agent:ctl")]);
+    let obj = patched(&review, &h.post(PATH_MUTATE_POD_TARGET_CONTROL_NAMESPACE, &review).await);
+    assert_eq!(obj["spec"]["containers"][1]["image"], "agent:ctl");
+    let mut again = review.clone();
+    set(&mut again, "/request/object", obj);
+    assert_unchanged(&h.post(PATH_MUTATE_POD_TARGET_CONTROL_NAMESPACE, &again).await);
+}
+
+#[tokio::test]
+async fn pod_labels_decide_and_bad_values_are_refused() {
+    let h = target_control_harness(true, vec![target_control_config("shop", "agent:1")]);
+    let opted_out = agent_review(&[("elbv2.k8s.aws/alb-target-control-agent-inject", "false")]);
+    assert_unchanged(&h.post(PATH_MUTATE_POD_TARGET_CONTROL_NAMESPACE, &opted_out).await);
+    // The object webhook: the namespace is not opted in, the pod label asks.
+    let asks = agent_review(&[("elbv2.k8s.aws/alb-target-control-agent-inject", "true")]);
+    let obj = patched(&asks, &h.post(PATH_MUTATE_POD_TARGET_CONTROL_OBJECT, &asks).await);
+    assert_eq!(obj["spec"]["containers"][1]["image"], "agent:1");
+    assert_unchanged(&h.post(PATH_MUTATE_POD_TARGET_CONTROL_OBJECT, &agent_review(&[])).await);
+    let typo = agent_review(&[("elbv2.k8s.aws/alb-target-control-agent-inject", "yes")]);
+    assert_denied(&h.post(PATH_MUTATE_POD_TARGET_CONTROL_NAMESPACE, &typo).await, 403, &["\"yes\""]);
+    let mut bad = agent_review(&[]);
+    set(
+        &mut bad,
+        "/request/object/metadata/annotations",
+        json!({"elbv2.k8s.aws/alb-target-control-agent-cpu-limit": "lots"}),
+    );
+    assert_denied(&h.post(PATH_MUTATE_POD_TARGET_CONTROL_NAMESPACE, &bad).await, 403, &["cpu-limit", "quantity"]);
+}
+
+#[tokio::test]
+async fn without_the_gate_or_a_config_the_pod_is_admitted_and_told_why() {
+    let review = agent_review(&[]);
+    let off = target_control_harness(false, vec![target_control_config("shop", "agent:1")]);
+    let resp = off.post(PATH_MUTATE_POD_TARGET_CONTROL_NAMESPACE, &review).await;
+    assert_unchanged(&resp);
+    assert!(resp["warnings"][0].as_str().unwrap().contains("ALBTargetControlAgent is off"), "{resp}");
+    let none = target_control_harness(true, vec![target_control_config("elsewhere", "agent:1")]);
+    let resp = none.post(PATH_MUTATE_POD_TARGET_CONTROL_NAMESPACE, &review).await;
+    assert_unchanged(&resp);
+    let w = resp["warnings"][0].as_str().unwrap();
+    assert!(w.contains("namespace shop, lbc, kube-system"), "{w}");
+}
+
+// ---------------------------------------------------------------------------------------------
 // Ingresses and IngressClassParams
 // ---------------------------------------------------------------------------------------------
 
@@ -1243,6 +1342,12 @@ impl lbc_webhook::view::ClusterView for PanickyView {
     }
     fn ingress_classes(&self, _namespace: &str) -> lbc_model::ingress::ClassSnapshot {
         panic!("ingress_classes broke")
+    }
+    fn target_control_config(
+        &self,
+        _namespace: &str,
+    ) -> Result<Option<Arc<lbc_model::crd::ALBTargetControlConfig>>, String> {
+        panic!("target_control_config broke")
     }
 }
 

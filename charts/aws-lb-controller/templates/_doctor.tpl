@@ -76,7 +76,7 @@ rules:
   # CRDs: served and stored versions of ours, by name.
   - apiGroups: ["apiextensions.k8s.io"]
     resources: ["customresourcedefinitions"]
-    resourceNames: ["ingressclassparams.elbv2.k8s.aws", "targetgroupbindings.elbv2.k8s.aws"]
+    resourceNames: ["albtargetcontrolconfigs.elbv2.k8s.aws", "ingressclassparams.elbv2.k8s.aws", "targetgroupbindings.elbv2.k8s.aws"]
     verbs: ["get"]
   # The one write doctor sends: a server-side dry-run Pod create (never stored) in a labelled
   # namespace, to see the readiness gate injected. RBAC cannot tell a dry-run from a real create:

@@ -409,8 +409,15 @@ pub async fn gather(client: &Client, args: &Args, d: &DoctorArgs) -> Cluster {
 
     let mut crd_list = Vec::new();
     let crd_api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    // The ALBTargetControlConfig CRD matters only with its gate on (Helm never adds CRDs on upgrade).
+    let target_control = lbc_model::compat::parse_key_bools("--feature-gates", &args.feature_gates)
+        .map(|g| lbc_model::compat::assess_gates(&g).0.target_control_agent)
+        .unwrap_or(false);
     for want in lbc_model::crd::all() {
         let name = want.name_any();
+        if !target_control && want.spec.names.kind == "ALBTargetControlConfig" {
+            continue;
+        }
         let versions: Vec<String> = want.spec.versions.iter().map(|v| v.name.clone()).collect();
         match crd_api.get_opt(&name).await {
             Ok(found) => crd_list.push((

@@ -12,6 +12,8 @@ use lbc_model::crd::TargetGroupBinding;
 use serde_json::json;
 use std::path::Path;
 
+mod target_control;
+
 const GATE: &str = "target-health.elbv2.k8s.aws/web";
 
 /// A controller watching `ns` that serves its webhooks with the certificate in `cert_dir`, ready.

@@ -5,6 +5,7 @@
 //!
 //! - Pods: which `target-health.elbv2.k8s.aws/<binding>` readiness gates a new pod gets
 //!   ([`plan_readiness_gates`]).
+//! - Pods: the ALB target control agent sidecar ([`plan_agent`]).
 //! - Services: the default `spec.loadBalancerClass` ([`default_load_balancer_class`]).
 //! - TargetGroupBindings: defaults from the target group ([`tgb_lookup`], [`tgb_defaults`]) and
 //!   validation ([`validate_tgb_spec`], [`validate_tgb_update`], [`validate_tgb_unique`],
@@ -18,6 +19,7 @@ mod ingresses;
 mod pods;
 mod quic;
 mod services;
+mod target_control;
 mod tgb_defaults;
 mod tgb_tenancy;
 mod tgb_validation;
@@ -30,6 +32,11 @@ pub use quic::{
     unknown_quic_containers,
 };
 pub use services::default_load_balancer_class;
+pub use target_control::{
+    AGENT_CONTAINER, INJECT_LABEL as TARGET_CONTROL_INJECT_LABEL,
+    INJECTED_ANNOTATION as TARGET_CONTROL_INJECTED_ANNOTATION, NAMESPACE_LABEL as TARGET_CONTROL_NAMESPACE_LABEL,
+    agent_wanted, config_namespaces, namespace_opted_in, plan_agent,
+};
 pub use tgb_defaults::{
     SpecDefault, TargetGroupFacts, TargetGroupLookup, apply_defaults, parse_ip_address_type, parse_protocol,
     parse_target_type, tgb_defaults, tgb_lookup,

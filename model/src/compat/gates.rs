@@ -65,7 +65,7 @@ pub const GATES: &[Gate] = &[
         false,
         "--default-tags win over tags from annotations and IngressClassParams",
     ),
-    fixed("ALBTargetControlAgent", false, false, "the ALB target control agent is not supported"),
+    honoured("ALBTargetControlAgent", false),
     fixed("GatewayListenerSet", true, false, NO_GATEWAY),
     honoured("EnableCertificateManagement", false),
     fixed("IngressPlanAnnotation", false, false, "the Ingress plan annotation is not written"),
@@ -94,6 +94,9 @@ pub struct FeatureGates {
     /// `EnableCertificateManagement`: `create-acm-cert` requests ACM certificates
     /// (`ingress::created_certificates`), and discovery leaves controller-made ones out.
     pub certificate_management: bool,
+    /// `ALBTargetControlAgent`: pods asking for the ALB target control agent get the sidecar
+    /// (`admission::plan_agent`), configured by ALBTargetControlConfigs.
+    pub target_control_agent: bool,
 }
 
 impl Default for FeatureGates {
@@ -108,6 +111,7 @@ impl Default for FeatureGates {
             subnet_discovery_by_reachability: d("SubnetDiscoveryByReachability"),
             service_type_load_balancer_only: d("ServiceTypeLoadBalancerOnly"),
             certificate_management: d("EnableCertificateManagement"),
+            target_control_agent: d("ALBTargetControlAgent"),
         }
     }
 }
@@ -138,6 +142,7 @@ pub fn assess_gates(given: &[(String, bool)]) -> (FeatureGates, Vec<Finding>) {
                 "SubnetDiscoveryByReachability" => gates.subnet_discovery_by_reachability = *value,
                 "ServiceTypeLoadBalancerOnly" => gates.service_type_load_balancer_only = *value,
                 "EnableCertificateManagement" => gates.certificate_management = *value,
+                "ALBTargetControlAgent" => gates.target_control_agent = *value,
                 other => unreachable!("honoured gate {other} has no setting"),
             },
             Here::Fixed(v, _) if v == *value => {}
@@ -172,6 +177,7 @@ mod tests {
                 subnet_discovery_by_reachability: true,
                 service_type_load_balancer_only: false,
                 certificate_management: false,
+                target_control_agent: false,
             }
         );
     }
@@ -201,6 +207,7 @@ mod tests {
             ("SubnetDiscoveryByReachability", false),
             ("ServiceTypeLoadBalancerOnly", true),
             ("EnableCertificateManagement", true),
+            ("ALBTargetControlAgent", true),
         ]));
         assert!(f.is_empty());
         assert_eq!(
@@ -214,6 +221,7 @@ mod tests {
                 subnet_discovery_by_reachability: false,
                 service_type_load_balancer_only: true,
                 certificate_management: true,
+                target_control_agent: true,
             }
         );
     }
