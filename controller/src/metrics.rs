@@ -143,6 +143,35 @@ impl ReconcileResult {
     }
 }
 
+impl Metrics {
+    /// Runs one reconcile pass; a panic in it becomes [`crate::error::Error::Internal`] (so the
+    /// object is retried with backoff) and is counted in
+    /// `controller_runtime_reconcile_panics_total{controller}`, as controller-runtime recovers a
+    /// reconciler's panic: one object's bug never stops its controller's other objects.
+    pub async fn recover_panics<T>(
+        &self,
+        controller: &'static str,
+        pass: impl std::future::Future<Output = crate::error::Result<T>>,
+    ) -> crate::error::Result<T> {
+        use futures::FutureExt;
+        match std::panic::AssertUnwindSafe(pass).catch_unwind().await {
+            Ok(res) => res,
+            Err(panic) => {
+                let message = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "a panic without a message".into());
+                tracing::error!(controller, panic = %message, "reconcile panicked; the object is retried with backoff");
+                if let Some(name) = albc::controller_name(controller) {
+                    self.albc.reconcile_panics.get_or_create(&albc::ControllerLabel { controller: name }).inc();
+                }
+                Err(crate::error::Error::Internal(format!("reconcile panicked (a bug in the controller): {message}")))
+            }
+        }
+    }
+}
+
 /// One reconcile in progress (counted in `controller_runtime_active_workers` until dropped), and
 /// its trace span.
 pub struct ReconcileTimer<'a> {
@@ -344,6 +373,9 @@ impl Metrics {
         a.max_concurrent.get_or_create(&c).set(i64::from(workers));
         let _ = a.active_workers.get_or_create(&c);
         let _ = a.cr_reconcile_errors.get_or_create(&c);
+        let _ = a.reconcile_panics.get_or_create(&c);
+        let _ = a.terminal_reconcile_errors.get_or_create(&c);
+        let _ = a.reconcile_timeouts.get_or_create(&c);
         for result in ["success", "error", "requeue", "requeue_after"] {
             let _ = a.reconcile_total.get_or_create(&albc::ResultLabels { controller: name, result });
         }
@@ -581,6 +613,27 @@ mod tests {
 
     fn sample(text: &str, prefix: &str) -> Option<f64> {
         text.lines().find_map(|l| l.strip_prefix(prefix)?.trim().parse().ok())
+    }
+
+    #[tokio::test]
+    async fn a_panicking_pass_is_an_internal_error_counted_as_controller_runtime_counts_it() {
+        let m = Metrics::new();
+        m.set_concurrency("service", 2);
+        let ok = m.recover_panics("service", async { Ok::<_, crate::error::Error>(7) }).await;
+        assert_eq!(ok.unwrap(), 7);
+        let boom = m.recover_panics("service", async { panic!("index out of bounds at web") }).await;
+        let err: Result<(), _> = boom;
+        let err = err.unwrap_err();
+        assert_eq!(err.category(), "internal");
+        assert!(err.to_string().contains("index out of bounds at web"), "{err}");
+        let text = m.encode();
+        assert_eq!(sample(&text, "controller_runtime_reconcile_panics_total{controller=\"service\"}"), Some(1.0));
+        for zero in
+            ["controller_runtime_terminal_reconcile_errors_total", "controller_runtime_reconcile_timeouts_total"]
+        {
+            assert_eq!(sample(&text, &format!("{zero}{{controller=\"service\"}}")), Some(0.0), "{text}");
+        }
+        assert_eq!(sample(&text, "controller_runtime_conversion_webhook_panics_total"), Some(0.0), "{text}");
     }
 
     #[test]

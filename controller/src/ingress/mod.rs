@@ -386,7 +386,8 @@ async fn reconcile(ctx: &IngressCtx, g: &GroupId) -> Option<Duration> {
     }
     let (ns, name) = metrics_key(g);
     let timer = ctx.io.base.metrics.reconcile_started(CONTROLLER, ns, name);
-    let res = group::reconcile(ctx, g).instrument(timer.span()).await;
+    let pass = group::reconcile(ctx, g).instrument(timer.span());
+    let res = ctx.io.base.metrics.recover_panics(CONTROLLER, pass).await;
     use crate::metrics::ReconcileResult;
     match &res {
         Ok(None) => timer.done(ReconcileResult::Success),

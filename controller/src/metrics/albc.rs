@@ -162,6 +162,18 @@ pub struct AlbcMetrics {
     pub reconcile_total: Family<ResultLabels, Counter>,
     /// `controller_runtime_reconcile_errors_total{controller}`
     pub cr_reconcile_errors: Family<ControllerLabel, Counter>,
+    /// `controller_runtime_reconcile_panics_total{controller}`: passes that panicked
+    /// (`Metrics::recover_panics`).
+    pub reconcile_panics: Family<ControllerLabel, Counter>,
+    /// `controller_runtime_terminal_reconcile_errors_total{controller}`: always 0, every failed
+    /// pass is retried (ALBC returns no terminal error either).
+    pub terminal_reconcile_errors: Family<ControllerLabel, Counter>,
+    /// `controller_runtime_reconcile_timeouts_total{controller}`: always 0, a pass has no overall
+    /// deadline (ALBC configures none; our AWS and API calls have theirs).
+    pub reconcile_timeouts: Family<ControllerLabel, Counter>,
+    /// `controller_runtime_conversion_webhook_panics_total`: always 0, no conversion webhook is
+    /// served (ALBC serves none either).
+    pub conversion_webhook_panics: Counter,
     /// `controller_runtime_reconcile_time_seconds{controller}`
     pub reconcile_time: HistogramFamily<ControllerLabel>,
     /// `controller_runtime_max_concurrent_reconciles{controller}`
@@ -199,6 +211,10 @@ impl Default for AlbcMetrics {
             target_group_info: Family::default(),
             reconcile_total: Family::default(),
             cr_reconcile_errors: Family::default(),
+            reconcile_panics: Family::default(),
+            terminal_reconcile_errors: Family::default(),
+            reconcile_timeouts: Family::default(),
+            conversion_webhook_panics: Counter::default(),
             reconcile_time: Family::new_with_constructor(reconcile_time_buckets),
             max_concurrent: Family::default(),
             active_workers: Family::default(),
@@ -251,6 +267,26 @@ impl AlbcMetrics {
             "controller_runtime_reconcile_errors",
             "Reconciles that failed, per controller (controller-runtime's family)",
             self.cr_reconcile_errors.clone(),
+        );
+        r.register(
+            "controller_runtime_reconcile_panics",
+            "Reconciles that panicked, per controller; each is retried with backoff (controller-runtime's family)",
+            self.reconcile_panics.clone(),
+        );
+        r.register(
+            "controller_runtime_terminal_reconcile_errors",
+            "Reconciles that failed without retry, per controller: none, every failure is retried (controller-runtime's family)",
+            self.terminal_reconcile_errors.clone(),
+        );
+        r.register(
+            "controller_runtime_reconcile_timeouts",
+            "Reconciles cut by a reconcile deadline, per controller: none, passes have no overall deadline (controller-runtime's family)",
+            self.reconcile_timeouts.clone(),
+        );
+        r.register(
+            "controller_runtime_conversion_webhook_panics",
+            "Conversion webhook panics: none, no conversion webhook is served (controller-runtime's family)",
+            self.conversion_webhook_panics.clone(),
         );
         r.register(
             "controller_runtime_reconcile_time_seconds",

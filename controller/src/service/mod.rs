@@ -148,7 +148,8 @@ async fn reconcile(svc: Arc<Service>, ctx: Arc<ServiceCtx>) -> Result<Action> {
     }
     let timer =
         ctx.io.base.metrics.reconcile_started(CONTROLLER, &svc.namespace().unwrap_or_default(), &svc.name_any());
-    let res = reconcile_inner(&svc, &ctx).instrument(timer.span()).await;
+    let pass = reconcile_inner(&svc, &ctx).instrument(timer.span());
+    let res = ctx.io.base.metrics.recover_panics(CONTROLLER, pass).await;
     let res = crate::stack::settle(&ctx.reporter, &ctx.io.base, &[reference(&svc)], ctx.cfg.sync_period, res).await;
     let res = res.map(|next| next.map_or_else(Action::await_change, Action::requeue));
     if !res.as_ref().is_err_and(Error::is_not_leader) {

@@ -115,29 +115,32 @@ async fn reconcile(tgb: Arc<TargetGroupBinding>, ctx: Arc<Context>) -> Result<Ac
     let timer = ctx.metrics.reconcile_started(CONTROLLER, &ns, &tgb.name_any());
     let key = ObjectRef::from_obj(tgb.as_ref());
     let api: Api<TargetGroupBinding> = Api::namespaced(ctx.client.clone(), &ns);
-    let res = finalizer(&api, TGB_FINALIZER, tgb, |ev| async {
-        match ev {
-            FinalizerEvent::Apply(t) => {
-                // ALBC's stage of the same work: targets, health, gates and the status write.
-                let stage = std::time::Instant::now();
-                let r = sync::apply(t, &ctx).await;
-                ctx.metrics.reconcile_stage(CONTROLLER, "reconcile_targetgroupbinding", stage);
-                r
+    let pass = async {
+        finalizer(&api, TGB_FINALIZER, tgb, |ev| async {
+            match ev {
+                FinalizerEvent::Apply(t) => {
+                    // ALBC's stage of the same work: targets, health, gates and the status write.
+                    let stage = std::time::Instant::now();
+                    let r = sync::apply(t, &ctx).await;
+                    ctx.metrics.reconcile_stage(CONTROLLER, "reconcile_targetgroupbinding", stage);
+                    r
+                }
+                FinalizerEvent::Cleanup(t) => cleanup::cleanup(t, &ctx).await,
             }
-            FinalizerEvent::Cleanup(t) => cleanup::cleanup(t, &ctx).await,
-        }
-    })
-    .instrument(timer.span())
-    .await
-    .map_err(|e| match e {
-        kube::runtime::finalizer::Error::ApplyFailed(e) | kube::runtime::finalizer::Error::CleanupFailed(e) => e,
-        kube::runtime::finalizer::Error::AddFinalizer(e) | kube::runtime::finalizer::Error::RemoveFinalizer(e)
-            if crate::kube_gate::is_not_leader(&e) =>
-        {
-            Error::NotLeader(e.to_string())
-        }
-        other => Error::Finalizer(other.to_string()),
-    });
+        })
+        .instrument(timer.span())
+        .await
+        .map_err(|e| match e {
+            kube::runtime::finalizer::Error::ApplyFailed(e) | kube::runtime::finalizer::Error::CleanupFailed(e) => e,
+            kube::runtime::finalizer::Error::AddFinalizer(e) | kube::runtime::finalizer::Error::RemoveFinalizer(e)
+                if crate::kube_gate::is_not_leader(&e) =>
+            {
+                Error::NotLeader(e.to_string())
+            }
+            other => Error::Finalizer(other.to_string()),
+        })
+    };
+    let res = ctx.metrics.recover_panics(CONTROLLER, pass).await;
     // A write refused by the leader fence is no reconcile in ALBC's terms: not counted there.
     if !res.as_ref().is_err_and(Error::is_not_leader) {
         timer.done(crate::metrics::ReconcileResult::of(&res));
