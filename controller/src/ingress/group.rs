@@ -374,6 +374,7 @@ impl StackOwner for GroupOwner<'_> {
         let cfg = &self.ctx.cfg;
         let mut c = BuildContext::new(&cfg.cluster_name, &cfg.vpc_id);
         c.default_tags = cfg.default_tags.clone();
+        c.default_tags_low_priority = cfg.gates.default_tags_low_priority;
         c.external_managed_tags = cfg.external_managed_tags.clone();
         c.default_ssl_policy = cfg.default_ssl_policy.clone();
         c.default_target_type = cfg.default_target_type;
@@ -440,6 +441,7 @@ fn wanted_certificates(
         cluster: &ctx.cfg.cluster_name,
         stack_id,
         default_tags: &ctx.cfg.default_tags,
+        default_tags_low_priority: ctx.cfg.gates.default_tags_low_priority,
         default_pca_arn: &ctx.cfg.default_pca_arn,
     };
     lbc_model::ingress::created_certificates::wanted(members, &settings).map_err(|p| p.join("; "))

@@ -241,6 +241,7 @@ impl StackOwner for ServiceOwner<'_> {
         let cfg = &self.ctx.cfg;
         let mut c = BuildContext::new(&cfg.cluster_name, &cfg.vpc_id);
         c.default_tags = cfg.default_tags.clone();
+        c.default_tags_low_priority = cfg.gates.default_tags_low_priority;
         c.default_scheme = cfg.default_scheme;
         c.manage_frontend_security_groups = cfg.gates.nlb_security_group;
         c.enable_tcp_udp_listener = cfg.gates.tcp_udp_listener;

@@ -59,12 +59,7 @@ pub const GATES: &[Gate] = &[
     fixed("GlobalAcceleratorController", false, false, "GlobalAccelerator objects are not reconciled"),
     honoured("EnableTCPUDPListener", false),
     fixed("EnhancedDefaultBehavior", false, false, "ALBC's enhanced defaults are not implemented"),
-    fixed(
-        "EnableDefaultTagsLowPriority",
-        false,
-        false,
-        "--default-tags win over tags from annotations and IngressClassParams",
-    ),
+    honoured("EnableDefaultTagsLowPriority", false),
     honoured("ALBTargetControlAgent", false),
     fixed("GatewayListenerSet", true, false, NO_GATEWAY),
     honoured("EnableCertificateManagement", false),
@@ -97,6 +92,9 @@ pub struct FeatureGates {
     /// `ALBTargetControlAgent`: pods asking for the ALB target control agent get the sidecar
     /// (`admission::plan_agent`), configured by ALBTargetControlConfigs.
     pub target_control_agent: bool,
+    /// `EnableDefaultTagsLowPriority`: tags from annotations and IngressClassParams win over
+    /// `--default-tags` (off: `--default-tags` win).
+    pub default_tags_low_priority: bool,
 }
 
 impl Default for FeatureGates {
@@ -112,6 +110,7 @@ impl Default for FeatureGates {
             service_type_load_balancer_only: d("ServiceTypeLoadBalancerOnly"),
             certificate_management: d("EnableCertificateManagement"),
             target_control_agent: d("ALBTargetControlAgent"),
+            default_tags_low_priority: d("EnableDefaultTagsLowPriority"),
         }
     }
 }
@@ -143,6 +142,7 @@ pub fn assess_gates(given: &[(String, bool)]) -> (FeatureGates, Vec<Finding>) {
                 "ServiceTypeLoadBalancerOnly" => gates.service_type_load_balancer_only = *value,
                 "EnableCertificateManagement" => gates.certificate_management = *value,
                 "ALBTargetControlAgent" => gates.target_control_agent = *value,
+                "EnableDefaultTagsLowPriority" => gates.default_tags_low_priority = *value,
                 other => unreachable!("honoured gate {other} has no setting"),
             },
             Here::Fixed(v, _) if v == *value => {}
@@ -178,6 +178,7 @@ mod tests {
                 service_type_load_balancer_only: false,
                 certificate_management: false,
                 target_control_agent: false,
+                default_tags_low_priority: false,
             }
         );
     }
@@ -208,6 +209,7 @@ mod tests {
             ("ServiceTypeLoadBalancerOnly", true),
             ("EnableCertificateManagement", true),
             ("ALBTargetControlAgent", true),
+            ("EnableDefaultTagsLowPriority", true),
         ]));
         assert!(f.is_empty());
         assert_eq!(
@@ -222,6 +224,7 @@ mod tests {
                 service_type_load_balancer_only: true,
                 certificate_management: true,
                 target_control_agent: true,
+                default_tags_low_priority: true,
             }
         );
     }
@@ -231,7 +234,7 @@ mod tests {
         // ALBC's own defaults, written out as Helm charts often do: only the gates where we differ.
         let (_, f) = assess_gates(&given(&[("ListenerRulesTagging", true), ("NLBGatewayAPI", false)]));
         assert!(f.is_empty(), "{f:?}");
-        let (_, f) = assess_gates(&given(&[("EnableRGTAPI", true), ("EnableDefaultTagsLowPriority", true)]));
+        let (_, f) = assess_gates(&given(&[("EnableRGTAPI", true), ("EnhancedDefaultBehavior", true)]));
         assert_eq!(f.len(), 2);
         let m = f[0].message();
         assert!(matches!(f[0], Finding::Warning(_)));
@@ -239,7 +242,7 @@ mod tests {
             m.contains("EnableRGTAPI=true is not supported") && m.contains("=false") && m.contains("tagging API"),
             "{m}"
         );
-        assert!(f[1].message().contains("--default-tags win"), "{}", f[1].message());
+        assert!(f[1].message().contains("enhanced defaults"), "{}", f[1].message());
     }
 
     #[test]

@@ -144,6 +144,7 @@ impl Build<'_> {
             cluster: &self.ctx.cluster_name,
             stack_id: &self.stack_id,
             default_tags: &self.ctx.default_tags,
+            defaults_low: self.ctx.default_tags_low_priority,
         }
     }
 

@@ -56,6 +56,8 @@ pub struct Settings<'a> {
     /// The group's stack ID.
     pub stack_id: &'a str,
     pub default_tags: &'a Tags,
+    /// `EnableDefaultTagsLowPriority`.
+    pub default_tags_low_priority: bool,
     /// `--default-pca-arn` (empty: none).
     pub default_pca_arn: &'a str,
 }
@@ -70,8 +72,13 @@ pub fn resource_id(private: bool, domain: &str, ingress: &IngressKey) -> String 
 /// The members that ask for a certificate (and name none), each with what to request; a member
 /// without any host is a problem naming it.
 pub fn wanted(members: &[Member], s: &Settings<'_>) -> Result<Vec<WantedCertificate>, Vec<String>> {
-    let tagger =
-        Tagger { prefix: INGRESS_TAG_PREFIX, cluster: s.cluster, stack_id: s.stack_id, default_tags: s.default_tags };
+    let tagger = Tagger {
+        prefix: INGRESS_TAG_PREFIX,
+        cluster: s.cluster,
+        stack_id: s.stack_id,
+        default_tags: s.default_tags,
+        defaults_low: s.default_tags_low_priority,
+    };
     let mut out = Vec::new();
     let mut problems = Vec::new();
     for m in members {

@@ -12,7 +12,13 @@ fn web(ann: &[(&str, &str)], hosts: &[&str], tls: &[&str]) -> Member {
 }
 
 fn settings<'a>(default_tags: &'a Tags, pca: &'a str) -> Settings<'a> {
-    Settings { cluster: "prod", stack_id: "shop/web", default_tags, default_pca_arn: pca }
+    Settings {
+        cluster: "prod",
+        stack_id: "shop/web",
+        default_tags,
+        default_tags_low_priority: false,
+        default_pca_arn: pca,
+    }
 }
 
 #[test]

@@ -455,8 +455,13 @@ pub fn build(
             )],
         });
     }
-    let tagger =
-        Tagger { prefix: INGRESS_TAG_PREFIX, cluster: &ctx.cluster_name, stack_id, default_tags: &ctx.default_tags };
+    let tagger = Tagger {
+        prefix: INGRESS_TAG_PREFIX,
+        cluster: &ctx.cluster_name,
+        stack_id,
+        default_tags: &ctx.default_tags,
+        defaults_low: ctx.default_tags_low_priority,
+    };
     let user_tags = plan.tags.clone().unwrap_or_else(|| alb.user_tags.clone());
     let mut target_groups = Vec::new();
     let mut listeners = Vec::new();

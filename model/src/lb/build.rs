@@ -39,6 +39,9 @@ pub struct BuildContext {
     pub subnets: Vec<Subnet>,
     /// `--default-tags`.
     pub default_tags: Tags,
+    /// ALBC gate `EnableDefaultTagsLowPriority` (off): annotation and IngressClassParams tags win
+    /// over `default_tags`.
+    pub default_tags_low_priority: bool,
     /// `--external-managed-tags`: keys users may not set through annotations.
     pub external_managed_tags: BTreeSet<String>,
     /// The cluster's shared backend SG (`--backend-security-group` or the auto-created one).
@@ -94,6 +97,7 @@ impl BuildContext {
             vpc_cidrs: Vec::new(),
             subnets: Vec::new(),
             default_tags: Tags::new(),
+            default_tags_low_priority: false,
             external_managed_tags: BTreeSet::new(),
             backend_security_group: None,
             manage_frontend_security_groups: true,
@@ -325,12 +329,14 @@ pub(crate) struct Tagger<'a> {
     pub cluster: &'a str,
     pub stack_id: &'a str,
     pub default_tags: &'a Tags,
+    /// `EnableDefaultTagsLowPriority`: the user's tags win over `default_tags`.
+    pub defaults_low: bool,
 }
 
 impl Tagger<'_> {
     pub(crate) fn tags(&self, resource_id: &str, additional: &Tags) -> Tags {
         let t = Tracking { prefix: self.prefix, cluster: self.cluster, stack_id: self.stack_id, resource_id };
-        tags::resource_tags(&t, self.default_tags, additional)
+        tags::resource_tags(&t, self.default_tags, additional, self.defaults_low)
     }
 }
 

@@ -63,10 +63,12 @@ pub struct Tracking<'a> {
 }
 
 /// The full tag set of one resource: tracking tags win over `default_tags` (`--default-tags`),
-/// which win over the user's `additional` tags.
-pub fn resource_tags(t: &Tracking<'_>, default_tags: &Tags, additional: &Tags) -> Tags {
-    let mut tags = additional.clone();
-    tags.extend(default_tags.iter().map(|(k, v)| (k.clone(), v.clone())));
+/// which win over the user's `additional` tags, or lose to them with `defaults_low` (ALBC's gate
+/// `EnableDefaultTagsLowPriority`).
+pub fn resource_tags(t: &Tracking<'_>, default_tags: &Tags, additional: &Tags, defaults_low: bool) -> Tags {
+    let (first, then) = if defaults_low { (default_tags, additional) } else { (additional, default_tags) };
+    let mut tags = first.clone();
+    tags.extend(then.iter().map(|(k, v)| (k.clone(), v.clone())));
     tags.extend(stack_tags(t.prefix, t.cluster, t.stack_id));
     tags.insert(resource_tag_key(t.prefix), t.resource_id.to_string());
     tags
@@ -129,17 +131,20 @@ mod tests {
             ("service.k8s.aws/stack", "other/stack"),
             ("service.k8s.aws/resource", "x"),
         ]);
-        let got = resource_tags(&t, &defaults, &user);
-        assert_eq!(
-            got,
-            tags(&[
-                ("elbv2.k8s.aws/cluster", "prod"),
-                ("service.k8s.aws/stack", "shop/web"),
-                ("service.k8s.aws/resource", "LoadBalancer"),
-                ("team", "platform"),
-                ("cost-center", "42"),
-            ])
-        );
+        let got = resource_tags(&t, &defaults, &user, false);
+        let tracking = [
+            ("elbv2.k8s.aws/cluster", "prod"),
+            ("service.k8s.aws/stack", "shop/web"),
+            ("service.k8s.aws/resource", "LoadBalancer"),
+        ];
+        let want = |team| {
+            let mut w = tags(&tracking);
+            w.extend(tags(&[("team", team), ("cost-center", "42")]));
+            w
+        };
+        assert_eq!(got, want("platform"));
+        // EnableDefaultTagsLowPriority: the user's tags win over the defaults, never over tracking.
+        assert_eq!(resource_tags(&t, &defaults, &user, true), want("shop"));
     }
 
     #[test]

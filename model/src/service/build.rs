@@ -63,6 +63,7 @@ impl Ctx<'_> {
             cluster: &self.c.cluster_name,
             stack_id: &self.stack_id,
             default_tags: &self.c.default_tags,
+            defaults_low: self.c.default_tags_low_priority,
         };
         t.tags(resource_id, &self.s.additional_tags)
     }

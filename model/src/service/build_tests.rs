@@ -443,6 +443,12 @@ fn multi_cluster_listener_attributes_and_extras() {
     assert_eq!(st.stack.load_balancer.name, "custom-nlb");
     assert_eq!(st.stack.load_balancer.tags["owner"], "platform", "--default-tags beat annotation tags");
     assert_eq!(st.stack.load_balancer.tags["cost"], "1");
+    // ALBC's gate EnableDefaultTagsLowPriority: the annotation's tags win, on every resource.
+    let mut low = ctx();
+    low.default_tags_low_priority = true;
+    let st = build(&svc(tcp80(), &ann), &low).unwrap();
+    assert_eq!(st.stack.load_balancer.tags["owner"], "shop");
+    assert!(st.stack.target_groups.iter().all(|tg| tg.tags["owner"] == "shop"));
     let mut c = ctx();
     c.external_managed_tags.insert("cost".into());
     assert!(build(&svc(tcp80(), &ann), &c).unwrap_err().to_string().contains("--external-managed-tags"));

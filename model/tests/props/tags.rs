@@ -29,12 +29,20 @@ proptest! {
         ingress in any::<bool>(),
         defaults in tags(),
         user in tags(),
+        defaults_low in any::<bool>(),
     ) {
         let prefix = if ingress { INGRESS_TAG_PREFIX } else { SERVICE_TAG_PREFIX };
         let t = Tracking { prefix, cluster: &cluster, stack_id: &stack, resource_id: &resource };
-        let got = resource_tags(&t, &defaults, &user);
+        let got = resource_tags(&t, &defaults, &user, defaults_low);
         prop_assert_eq!(got.get(CLUSTER_TAG), Some(&cluster));
         prop_assert_eq!(got.get(&stack_tag_key(prefix)), Some(&stack));
+        // Every user key not reserved by tracking holds the winner's value.
+        for (k, v) in defaults.iter().chain(user.iter()) {
+            let winner = if defaults_low { user.get(k).or(defaults.get(k)) } else { defaults.get(k).or(user.get(k)) };
+            if got.get(k) != Some(v) && !k.starts_with("elbv2.k8s.aws/") && !k.starts_with(prefix) {
+                prop_assert_eq!(got.get(k), winner);
+            }
+        }
         let backend = backend_security_group_tags(&cluster, &defaults);
         prop_assert_eq!(backend.get(CLUSTER_TAG), Some(&cluster));
     }
