@@ -9,7 +9,22 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
+use std::sync::LazyLock;
 use std::time::Duration;
+
+/// `certwatcher_read_certificate_total` and `certwatcher_read_certificate_errors_total`: reads of
+/// the webhook's serving pair (the files every `CERT_RELOAD_INTERVAL`, or the controller-managed
+/// Secret on each change) and those that gave no usable pair. Process-wide, as controller-runtime
+/// keeps them, because the managed pair is read before the server and its metrics exist.
+static CERT_READS: LazyLock<(Counter, Counter)> = LazyLock::new(Default::default);
+
+/// Counts one read of the serving pair; `ok`: it gave a usable pair.
+pub fn count_certificate_read(ok: bool) {
+    CERT_READS.0.inc();
+    if !ok {
+        CERT_READS.1.inc();
+    }
+}
 
 /// Labels of the request counter.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -132,6 +147,16 @@ impl Default for WebhookMetrics {
 impl WebhookMetrics {
     /// Registers every series under `awslbc_webhook_` in `registry`.
     pub fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "certwatcher_read_certificate",
+            "Reads of the webhook serving certificate (controller-runtime's family)",
+            CERT_READS.0.clone(),
+        );
+        registry.register(
+            "certwatcher_read_certificate_errors",
+            "Reads of the webhook serving certificate that gave no usable pair (controller-runtime's family)",
+            CERT_READS.1.clone(),
+        );
         registry.register(
             "controller_runtime_webhook_requests",
             "Admission requests answered, by HTTP status code and webhook path (controller-runtime's family)",

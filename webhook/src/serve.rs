@@ -298,6 +298,7 @@ impl WebhookServer {
                     Ok((c, k)) => ServingPair::parse(&c, &k, &provider).map(|p| (c, k, p)),
                     Err(e) => Err(e),
                 };
+                crate::metrics::count_certificate_read(loaded.is_ok());
                 let (cert_pem, key_pem, pair) = loaded.map_err(|reason| ServeError::Certificate {
                     cert_file: cert_file.clone(),
                     key_file: key_file.clone(),
@@ -562,12 +563,18 @@ impl FileReloader {
     async fn check(&mut self) {
         let (cert, key) = match read_pair(&self.cert_file, &self.key_file).await {
             Ok(pair) => pair,
-            Err(e) => return self.report(e),
+            Err(e) => {
+                crate::metrics::count_certificate_read(false);
+                return self.report(e);
+            }
         };
         if (&cert, &key) == (&self.current.0, &self.current.1) {
+            crate::metrics::count_certificate_read(true);
             return;
         }
-        match ServingPair::parse(&cert, &key, &self.provider) {
+        let parsed = ServingPair::parse(&cert, &key, &self.provider);
+        crate::metrics::count_certificate_read(parsed.is_ok());
+        match parsed {
             Ok(pair) => {
                 let fp = pair.fingerprint().to_string();
                 match self.serving.offer(Some(pair), Timestamp::now()) {

@@ -159,6 +159,10 @@ async fn serves_tls_and_picks_up_a_rotated_certificate() {
     // the server presenting its certificate again.)
     let fresh_a = || client(&der_a, &[&rustls::version::TLS13], &[]);
     assert_eq!(peer_cert(&connect(addr, &fresh_a()).await.unwrap()), der_a);
+    // controller-runtime's certwatcher families count the reads and the broken one (process-wide:
+    // other tests of this binary read too, so at least).
+    let (reads, errors) = certwatcher_counts();
+    assert!(reads >= 2.0 && errors >= 1.0, "reads {reads}, errors {errors}");
 
     // Rotate to certificate B on disk; new handshakes get B without a restart.
     let (cert_b, key_b, der_b) = self_signed();
@@ -189,6 +193,17 @@ async fn serves_tls_and_picks_up_a_rotated_certificate() {
     let result = tokio::time::timeout(Duration::from_secs(15), running).await.expect("server did not stop").unwrap();
     assert!(result.is_ok(), "{result:?}");
     assert!(TcpStream::connect(addr).await.is_err(), "still accepting after shutdown");
+}
+
+/// `certwatcher_read_certificate_total` and `certwatcher_read_certificate_errors_total` as exported.
+fn certwatcher_counts() -> (f64, f64) {
+    let mut r = prometheus_client::registry::Registry::default();
+    lbc_webhook::WebhookMetrics::default().register(&mut r);
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &r).unwrap();
+    let value =
+        |name: &str| text.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok()).unwrap_or(-1.0);
+    (value("certwatcher_read_certificate_total"), value("certwatcher_read_certificate_errors_total"))
 }
 
 /// Waits (up to 5 s) until the server has closed the connection behind `sender`.

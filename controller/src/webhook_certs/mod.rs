@@ -289,6 +289,7 @@ async fn serve_from_secret(
             (Some(c), Some(k)) => ServingPair::from_pem(&c.0, &k.0).map(Some),
             _ => Ok(None),
         };
+        lbc_webhook::metrics::count_certificate_read(matches!(pair, Ok(Some(_))));
         let pair = match pair {
             Ok(p) => p,
             Err(e) => {

@@ -111,18 +111,9 @@ const FAMILIES: &[Family] = &[
     same("leader_election_master_status", "gauge", &["name"], true),
     not("leader_election_slowpath_total", "counter", &["name"], "client-go's lease fast path does not exist in ours"),
     same("rest_client_requests_total", "counter", &["code", "host", "method"], true),
-    not(
-        "certwatcher_read_certificate_total",
-        "counter",
-        &[],
-        "controller-runtime's certificate watcher; ours re-reads the webhook certificate per connection",
-    ),
-    not(
-        "certwatcher_read_certificate_errors_total",
-        "counter",
-        &[],
-        "controller-runtime's certificate watcher; ours re-reads the webhook certificate per connection",
-    ),
+    // Reads of the serving pair (files or the managed Secret), process-wide as controller-runtime keeps them.
+    same("certwatcher_read_certificate_total", "counter", &[], true),
+    same("certwatcher_read_certificate_errors_total", "counter", &[], true),
     // Go's runtime collector
     not("go_", "", &[], NO_GO),
     // The Prometheus clients' process collector (read from /proc/self here)
