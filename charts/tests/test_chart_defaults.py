@@ -221,7 +221,7 @@ def test_network_policy_bad_values_fail_with_a_message(helm, tmp_path, overrides
 
 def test_crds_are_kept_by_helm_and_argocd(helm, tmp_path):
     crds = by_kind(render(helm, tmp_path, {}), "CustomResourceDefinition")
-    assert len(crds) == 2
+    assert len(crds) == 3
     for crd in crds:
         a = crd["metadata"]["annotations"]
         assert a["helm.sh/resource-policy"] == "keep"
