@@ -30,6 +30,9 @@ pub struct AcmCertificateInfo {
     pub complete: bool,
     /// `IMPORTED`, `AMAZON_ISSUED` or `PRIVATE` (empty when not reported).
     pub kind: String,
+    /// The private CA that issued it (`CertificateAuthorityArn`): only DescribeCertificate says;
+    /// `None` from a listing.
+    pub issuer: Option<String>,
 }
 
 /// ACM operations used by certificate discovery.
@@ -110,6 +113,7 @@ impl Acm for SdkAcm {
                         names: names(s.domain_name(), s.subject_alternative_name_summaries()),
                         complete,
                         kind: s.r#type().map(|t| t.as_str().to_string()).unwrap_or_default(),
+                        issuer: None,
                     })
                 })
                 .collect();
@@ -139,6 +143,7 @@ impl Acm for SdkAcm {
             names: names(c.domain_name(), c.subject_alternative_names()),
             complete: true,
             kind: c.r#type().map(|t| t.as_str().to_string()).unwrap_or_default(),
+            issuer: c.certificate_authority_arn().map(str::to_string),
         })
     }
 }

@@ -31,6 +31,7 @@ impl FakeAcm {
             names: names.iter().map(|n| n.to_string()).collect(),
             complete: true,
             kind: kind.into(),
+            issuer: None,
         };
         let mut s = self.state.lock().unwrap();
         s.certificates.retain(|(o, _, _)| o.arn != arn);
@@ -45,6 +46,15 @@ impl FakeAcm {
     /// An ISSUED certificate listed with its domain name only (`complete: false`).
     pub fn add_long(&self, arn: &str, names: &[&str], kind: &str) {
         self.insert(arn, names, kind, true, false);
+    }
+
+    /// An ISSUED private certificate of CA `issuer` (which only DescribeCertificate reports).
+    pub fn add_private(&self, arn: &str, names: &[&str], issuer: &str) {
+        self.insert(arn, names, "PRIVATE", true, true);
+        let mut s = self.state.lock().unwrap();
+        if let Some((c, _, _)) = s.certificates.iter_mut().find(|(c, _, _)| c.arn == arn) {
+            c.issuer = Some(issuer.into());
+        }
     }
 
     /// A certificate waiting for validation: never listed as ISSUED.
@@ -74,6 +84,7 @@ impl Acm for FakeAcm {
             .filter(|(_, issued, _)| *issued)
             .map(|(c, _, listed_complete)| {
                 let mut c = c.clone();
+                c.issuer = None;
                 if !listed_complete {
                     c.names.truncate(1);
                     c.complete = false;

@@ -49,6 +49,11 @@ pub fn assess_albc(args: &Args, given: &[GivenFlag]) -> Result<(FeatureGates, Ve
     let (gates, mut findings) = lbc_model::compat::assess_gates(&gates);
     findings.extend(lbc_model::compat::assess_flags(given));
     findings.extend(lbc_model::vpc::ignored_tags(&args.aws_vpc_id, &args.aws_vpc_tags).map(Finding::Warning));
+    if let Err(e) =
+        lbc_model::ingress::certificates::parse_allowed_authorities(&args.allowed_certificate_authority_arns)
+    {
+        findings.push(Finding::Fatal(e));
+    }
     let fatal: Vec<&str> = findings.iter().filter(|f| matches!(f, Finding::Fatal(_))).map(Finding::message).collect();
     if !fatal.is_empty() {
         return Err(fatal.join("; "));
@@ -250,8 +255,8 @@ pub struct Args {
     /// PEM file of the CA(s) that sign the API server's webhook client certificate: when set,
     /// the webhook server completes a TLS handshake only with a client presenting a certificate
     /// chained to it (the API server's AdmissionConfiguration, docs/webhooks.md). Empty: no
-    /// client certificate asked for.
-    #[arg(long, default_value = "")]
+    /// client certificate asked for. ALBC's `--kube-ca-pem-filepath` is the same setting.
+    #[arg(long, default_value = "", alias = "kube-ca-pem-filepath")]
     pub webhook_client_ca_file: String,
 
     /// The webhook's own client-side AWS rate limits (`--aws-api-throttle` syntax), before its
@@ -399,6 +404,12 @@ pub struct Args {
     /// the `EnableCertificateManagement` feature gate).
     #[arg(long, default_value = "")]
     pub default_pca_arn: String,
+
+    /// ACM Private CA ARNs, comma-separated: certificate discovery (HTTPS without
+    /// `certificate-arn`) keeps only private certificates issued by these CAs. Empty: every
+    /// certificate (ALBC flag).
+    #[arg(long, default_value = "")]
+    pub allowed_certificate_authority_arns: String,
 
     /// SSL policy of HTTPS listeners whose Ingresses name none (ALBC flag).
     #[arg(long, default_value = "ELBSecurityPolicy-2016-08")]
@@ -696,54 +707,17 @@ mod tests {
         assert!(e.contains("maybe") && e.contains("expected true or false"), "{e}");
     }
 
-    /// Every flag of ALBC v3.5, as an ALBC Deployment would pass it (its defaults), parses.
+    /// Every flag of ALBC v3.5 (the parity table's rows), as an ALBC Deployment would pass it,
+    /// parses; only the ALBC-only ones are ALBC's alone, every other is ours under ALBC's name.
     #[test]
     fn every_albc_flag_parses() {
-        let albc_own = [
-            "--log-level=info",
-            "--cluster-name=c",
-            "--default-tags=a=b",
-            "--default-target-type=instance",
-            "--default-load-balancer-scheme=internal",
-            "--external-managed-tags=x",
-            "--service-max-concurrent-reconciles=3",
-            "--targetgroupbinding-max-concurrent-reconciles=3",
-            "--targetgroupbinding-max-exponential-backoff-delay=16m40s",
-            "--default-ssl-policy=ELBSecurityPolicy-2016-08",
-            "--enable-backend-security-group=true",
-            "--backend-security-group=",
-            "--disable-restricted-sg-rules=false",
-            "--service-target-eni-security-group-tags=",
-            "--targetgroupbinding-requeue-duration=15s",
-            "--required-secrets-label=",
-            "--feature-gates=ListenerRulesTagging=true",
-            "--aws-region=us-east-1",
-            "--aws-api-throttle=",
-            "--aws-vpc-id=vpc-1",
-            "--aws-max-retries=10",
-            "--aws-api-endpoints=",
-            "--kubeconfig=",
-            "--metrics-bind-addr=:8080",
-            "--health-probe-bind-addr=:61779",
-            "--webhook-bind-port=9443",
-            "--enable-leader-election",
-            "--leader-election-id=aws-load-balancer-controller-leader",
-            "--leader-election-namespace=",
-            "--watch-namespace=",
-            "--sync-period=10h0m0s",
-            "--webhook-cert-dir=/tmp/k",
-            "--webhook-cert-file=tls.crt",
-            "--webhook-key-file=tls.key",
-            "--enable-pod-readiness-gate-inject",
-            "--ingress-class=alb",
-            "--disable-ingress-class-annotation=false",
-            "--disable-ingress-group-name-annotation=false",
-            "--ingress-max-concurrent-reconciles=3",
-            "--enable-wafv2=true",
-            "--load-balancer-class=service.k8s.aws/nlb",
-        ];
-        let mut argv: Vec<String> = albc_own.iter().map(|s| s.to_string()).collect();
-        argv.extend(ALBC_ONLY_FLAGS.iter().map(|f| format!("--{}={}", f.name, f.albc_default)));
+        use lbc_model::compat::parity_flags::FLAGS;
+        let argv: Vec<String> = FLAGS.iter().map(|f| format!("--{}={}", f.name, f.example)).collect();
+        for (f, arg) in FLAGS.iter().zip(&argv) {
+            let (_, given) = parse(&[arg.as_str()]).unwrap_or_else(|e| panic!("{arg}: {e}"));
+            let albc_only = ALBC_ONLY_FLAGS.iter().any(|o| o.name == f.name);
+            assert_eq!(given.len(), usize::from(albc_only), "{arg}: ALBC-only here exactly when listed so");
+        }
         let (a, given) = parse(&argv.iter().map(String::as_str).collect::<Vec<_>>()).unwrap();
         assert_eq!(given.len(), ALBC_ONLY_FLAGS.len());
         assert_eq!(a.sync_period, Duration::from_secs(36000));
@@ -762,7 +736,10 @@ mod tests {
         ])
         .unwrap();
         let e = assess_albc(&a, &given).unwrap_err();
-        assert!(e.contains("--allowed-certificate-authority-arns=arn:aws:acm-pca:x is refused"), "{e}");
+        assert!(e.contains("\"arn:aws:acm-pca:x\" is not an ACM Private CA ARN"), "{e}");
+        let ca = "arn:aws:acm-pca:us-east-1:123456789012:certificate-authority/ours";
+        let (a, given) = parse(&[&format!("--allowed-certificate-authority-arns={ca}")]).unwrap();
+        assert!(assess_albc(&a, &given).is_ok(), "honoured, not refused");
         // As in ALBC, --aws-vpc-id wins over the tags: then they are only reported.
         let (a, given) = parse(&["--aws-vpc-tags=env=prod", "--aws-vpc-id=vpc-1"]).unwrap();
         assert!(assess_albc(&a, &given).unwrap().1[0].contains("--aws-vpc-tags=env=prod has no effect"));
@@ -782,6 +759,15 @@ mod tests {
         let (a, given) = parse(&["--feature-gates=ALBSingleSubnet"]).unwrap();
         assert!(assess_albc(&a, &given).unwrap_err().contains("has no '='"));
         assert!(parse(&["--required-secrets-label=novalue"]).is_err());
+    }
+
+    #[test]
+    fn albcs_kube_ca_pem_filepath_asks_webhook_callers_for_certificates_as_ours_does() {
+        let (a, given) = parse(&["--kube-ca-pem-filepath=/etc/kubernetes/pki/front-proxy-ca.crt"]).unwrap();
+        assert_eq!(a.webhook_client_ca_file, "/etc/kubernetes/pki/front-proxy-ca.crt");
+        assert!(given.is_empty() && assess_albc(&a, &given).unwrap().1.is_empty());
+        // Given twice under both names: refused by the parser rather than one silently dropped.
+        assert!(parse(&["--kube-ca-pem-filepath=/a", "--webhook-client-ca-file=/b"]).is_err());
     }
 
     /// What a parse yields, the subcommand aside.

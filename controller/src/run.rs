@@ -479,6 +479,10 @@ fn ingress_config(
         tolerate_missing_service: args.tolerate_non_existent_backend_service,
         tolerate_missing_action: args.tolerate_non_existent_backend_action,
         default_pca_arn: args.default_pca_arn.clone(),
+        allowed_certificate_authorities: lbc_model::ingress::certificates::parse_allowed_authorities(
+            &args.allowed_certificate_authority_arns,
+        )
+        .expect("--allowed-certificate-authority-arns is checked by args::assess_albc before the start"),
     }
 }
 

@@ -7,6 +7,11 @@
 //! DescribeCertificate (only for certificates whose listing lacks some) are kept 5 minutes for
 //! imported certificates (re-importing can change them) and 10 hours for the others. A pass that
 //! needs no discovery makes no ACM call.
+//!
+//! `--allowed-certificate-authority-arns` (ALBC's filter): only private certificates of those CAs
+//! are discovered. The issuing CA is known only from DescribeCertificate, so each private
+//! certificate is described once (kept as its names are); certificates of another kind are left
+//! out without a call.
 
 use crate::context::jittered;
 use crate::error::{Error, Retry};
@@ -14,7 +19,7 @@ use crate::stack::FAILED_BUILD;
 use lbc_aws::acm::Acm;
 use lbc_aws::error::{AwsError, ErrorKind};
 use lbc_model::ingress::AcmCertificate;
-use lbc_model::ingress::certificates::discover;
+use lbc_model::ingress::certificates::{discover, issuer_allowed};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,19 +33,21 @@ const ISSUED_NAMES_TTL: Duration = Duration::from_secs(10 * 3600);
 #[derive(Default)]
 struct State {
     listed: Option<(Instant, Arc<Vec<AcmCertificate>>)>,
-    /// ARN → (expiry, names) from DescribeCertificate.
-    described: HashMap<String, (Instant, Vec<String>)>,
+    /// ARN → (expiry, names, issuing CA) from DescribeCertificate.
+    described: HashMap<String, (Instant, Vec<String>, Option<String>)>,
 }
 
 /// The region's ISSUED ACM certificates, cached.
 pub struct CertificateCatalog {
     acm: Arc<dyn Acm>,
+    /// `--allowed-certificate-authority-arns` (empty: every certificate).
+    allowed_authorities: Vec<String>,
     state: tokio::sync::Mutex<State>,
 }
 
 impl CertificateCatalog {
-    pub fn new(acm: Arc<dyn Acm>) -> Self {
-        Self { acm, state: Default::default() }
+    pub fn new(acm: Arc<dyn Acm>, allowed_authorities: Vec<String>) -> Self {
+        Self { acm, allowed_authorities, state: Default::default() }
     }
 
     /// Every ISSUED certificate with all its names (one listing at a time; callers meanwhile wait
@@ -54,26 +61,33 @@ impl CertificateCatalog {
             return Ok(certs.clone());
         }
         let listed = self.acm.issued_certificates().await?;
-        s.described.retain(|_, (expiry, _)| *expiry > now);
+        s.described.retain(|_, (expiry, _, _)| *expiry > now);
         let mut out = Vec::with_capacity(listed.len());
+        let filtering = !self.allowed_authorities.is_empty();
         for c in listed {
-            let names = if c.complete {
-                c.names
-            } else if let Some((_, names)) = s.described.get(&c.arn) {
-                names.clone()
+            // No issuing CA: never allowed by a filter, and known without a call.
+            if filtering && !c.kind.is_empty() && c.kind != "PRIVATE" {
+                continue;
+            }
+            let (names, issuer) = if c.complete && !filtering {
+                (c.names, None)
+            } else if let Some((_, names, issuer)) = s.described.get(&c.arn) {
+                (names.clone(), issuer.clone())
             } else {
                 match self.acm.describe_certificate(&c.arn).await {
                     Ok(d) => {
                         let ttl = if d.kind == "IMPORTED" { IMPORTED_NAMES_TTL } else { ISSUED_NAMES_TTL };
-                        s.described.insert(c.arn.clone(), (now + ttl, d.names.clone()));
-                        d.names
+                        s.described.insert(c.arn.clone(), (now + ttl, d.names.clone(), d.issuer.clone()));
+                        (d.names, d.issuer)
                     }
                     // Deleted since it was listed.
                     Err(e) if e.kind == ErrorKind::NotFound => continue,
                     Err(e) => return Err(e),
                 }
             };
-            out.push(AcmCertificate { arn: c.arn, names });
+            if issuer_allowed(&self.allowed_authorities, issuer.as_deref()) {
+                out.push(AcmCertificate { arn: c.arn, names });
+            }
         }
         let out = Arc::new(out);
         s.listed = Some((now, out.clone()));
@@ -121,7 +135,7 @@ mod tests {
 
     // Paused tokio time: the production TTLs, with no real waiting.
     fn catalog(fake: &Arc<FakeAcm>) -> CertificateCatalog {
-        CertificateCatalog::new(fake.clone())
+        CertificateCatalog::new(fake.clone(), Vec::new())
     }
 
     /// The reason of a blocked discovery; panics on anything else.
@@ -169,6 +183,27 @@ mod tests {
         tokio::time::sleep(Duration::from_secs(1)).await;
         assert_eq!(cat.discover(&hosts(&["new.test"]), None).await.unwrap(), ["arn:new"]);
         assert_eq!(ops(&fake), ["ListCertificates", "ListCertificates"]);
+    }
+
+    /// `--allowed-certificate-authority-arns`: only private certificates of a listed CA are chosen;
+    /// each private certificate is described once for its CA, the others never.
+    #[tokio::test(start_paused = true)]
+    async fn allowed_authorities_keep_only_their_certificates() {
+        let ca = "arn:aws:acm-pca:us-east-1:123456789012:certificate-authority/ours";
+        let fake = Arc::new(FakeAcm::default());
+        fake.add_private("arn:ours", &["a.test"], ca);
+        fake.add_private("arn:theirs", &["a.test", "b.test"], "arn:aws:acm-pca:us-east-1:1:certificate-authority/x");
+        fake.add("arn:imported", &["a.test", "c.test"], "IMPORTED");
+        let cat = CertificateCatalog::new(fake.clone(), vec![ca.to_string()]);
+        assert_eq!(cat.discover(&hosts(&["a.test"]), None).await.unwrap(), ["arn:ours"]);
+        let reason = blocked(cat.discover(&hosts(&["b.test", "c.test"]), None).await);
+        assert!(reason.contains("b.test") && reason.contains("c.test"), "{reason}");
+        let described: Vec<String> =
+            calls(&fake).into_iter().filter(|(op, _)| *op == "DescribeCertificate").map(|(_, arn)| arn).collect();
+        assert_eq!(described, ["arn:ours", "arn:theirs"], "private ones only, once each");
+        tokio::time::sleep(LIST_TTL).await;
+        cat.discover(&hosts(&["a.test"]), None).await.unwrap();
+        assert_eq!(ops(&fake).iter().filter(|op| **op == "DescribeCertificate").count(), 2, "their CA is kept");
     }
 
     /// With EnableCertificateManagement, certificates a controller requested are never discovered.

@@ -316,6 +316,7 @@ async fn pass(ctx: &IngressCtx, g: &GroupId, gathered: &Gathered) -> Result<Opti
         reporter: &ctx.reporter,
         controller: super::CONTROLLER,
         external_managed_tags: &ctx.cfg.external_managed_tags,
+        enhanced_defaults: ctx.cfg.gates.enhanced_default_behavior,
     };
     deploy(&pipeline, &owner).await?;
     if let Some(created) = &ctx.created {

@@ -79,6 +79,9 @@ pub struct IngressConfig {
     pub tolerate_missing_action: bool,
     /// `--default-pca-arn`: the private CA of requested certificates (empty: Amazon-issued).
     pub default_pca_arn: String,
+    /// `--allowed-certificate-authority-arns`: discovery keeps only private certificates of these
+    /// CAs (empty: every certificate).
+    pub allowed_certificate_authorities: Vec<String>,
 }
 
 /// What the Ingress reconciler shares.
@@ -116,7 +119,7 @@ impl IngressCtx {
             subnet_reachability: cfg.gates.subnet_discovery_by_reachability,
         };
         let io = StackIo::new(base, aws, &cfg.cluster_name, &cfg.vpc_id, INGRESS_TAG_PREFIX, options);
-        let certificates = certificates::CertificateCatalog::new(acm);
+        let certificates = certificates::CertificateCatalog::new(acm, cfg.allowed_certificate_authorities.clone());
         Self {
             io,
             backend_sg,

@@ -93,6 +93,7 @@ fn world_with(change: impl FnOnce(&mut IngressConfig)) -> T {
         tolerate_missing_service: true,
         tolerate_missing_action: true,
         default_pca_arn: String::new(),
+        allowed_certificate_authorities: Vec::new(),
     };
     change(&mut cfg);
     let backend_sg = Arc::new(BackendSecurityGroup::new(BackendSgMode::Auto, w.net.clone(), CLUSTER, VPC, Tags::new()));
@@ -285,18 +286,23 @@ async fn a_web_acl_annotation_associates_the_alb_once() {
     assert_eq!(t.w.aws_writes(), (vec![], vec![]));
 }
 
-#[tokio::test(start_paused = true)]
-async fn an_oidc_secret_is_read_every_pass_missing_it_blocks_and_retries_within_a_minute() {
-    let t = world();
+/// An HTTPS Ingress's annotations authenticating with OIDC, its client credentials in Secret `oidc`.
+fn oidc_https() -> [(&'static str, &'static str); 4] {
     let oidc = r#"{"issuer":"https://idp.example","authorizationEndpoint":"https://idp.example/auth",
         "tokenEndpoint":"https://idp.example/token","userInfoEndpoint":"https://idp.example/userinfo",
         "secretName":"oidc"}"#;
-    let https = [
+    [
         (k::LISTEN_PORTS, r#"[{"HTTPS":443}]"#),
         (k::CERTIFICATE_ARN, "arn:aws:acm:eu-west-1:111122223333:certificate/1"),
         (k::AUTH_TYPE, "oidc"),
         (k::AUTH_IDP_OIDC, oidc),
-    ];
+    ]
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_oidc_secret_is_read_every_pass_missing_it_blocks_and_retries_within_a_minute() {
+    let t = world();
+    let https = oidc_https();
     let a = ingress("a", &https);
     let next = t.reconcile(&[&a]).await;
     assert_eq!(next, Some(Duration::from_secs(60)), "Secrets are not watched: looked at again soon");
@@ -324,6 +330,38 @@ async fn an_oidc_secret_is_read_every_pass_missing_it_blocks_and_retries_within_
     assert!(rules.iter().any(|a| a.contains("AuthenticateOidc") && a.contains("\"app\"")), "{rules:?}");
     let notes: Vec<String> = t.w.events().into_iter().map(|e| e.2).collect();
     assert!(notes.iter().all(|n| !n.contains("s3cret")), "never a secret value in an Event: {notes:?}");
+}
+
+/// `--required-secrets-label`: an OIDC Secret without the label is not used (the group waits, the
+/// Event names the label and what was found); labelled, it is.
+#[tokio::test(start_paused = true)]
+async fn an_oidc_secret_without_the_required_label_is_not_used() {
+    let t = world_with(|c| c.required_secrets_label = Some(("lbc.example/oidc".into(), "yes".into())));
+    let https = oidc_https();
+    let secret = |labels: serde_json::Value| {
+        json!({"apiVersion": "v1", "kind": "Secret",
+               "metadata": {"name": "oidc", "namespace": NS, "labels": labels},
+               "data": {"clientID": "YXBw", "clientSecret": "czNjcmV0"}})
+    };
+    t.w.server.lock().unwrap().secrets.insert(format!("{NS}/oidc"), secret(json!({"lbc.example/oidc": "no"})));
+    let a = ingress("a", &https);
+    t.reconcile(&[&a]).await;
+    assert_eq!(t.w.aws_writes(), (vec![], vec![]), "nothing deployed with an unlabelled Secret");
+    let (kind, _, note) = t.w.the_event();
+    assert_eq!(kind, "Warning");
+    assert!(
+        note.contains("shop/oidc")
+            && note.contains("lbc.example/oidc=yes")
+            && note.contains("found lbc.example/oidc=no"),
+        "{note}"
+    );
+
+    t.w.server.lock().unwrap().secrets.insert(format!("{NS}/oidc"), secret(json!({"lbc.example/oidc": "yes"})));
+    let mut with_finalizer = a.clone();
+    with_finalizer.metadata.finalizers = Some(vec![FINALIZER.into()]);
+    t.reconcile(&[&with_finalizer]).await;
+    let rules = t.routed_actions().await;
+    assert!(rules.iter().any(|a| a.contains("AuthenticateOidc")), "{rules:?}");
 }
 
 // ---------------------------------------------------------------------------------------------

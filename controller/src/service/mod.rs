@@ -208,6 +208,7 @@ async fn reconcile_inner(svc: &Service, ctx: &ServiceCtx) -> Result<Option<Durat
         reporter: &ctx.reporter,
         controller: CONTROLLER,
         external_managed_tags: &ctx.cfg.external_managed_tags,
+        enhanced_defaults: ctx.cfg.gates.enhanced_default_behavior,
     };
     deploy(&pipeline, &ServiceOwner { svc, settings: &settings, ctx }).await?;
     Ok(Some(crate::context::jittered(ctx.cfg.sync_period)))

@@ -68,6 +68,8 @@ pub struct Pipeline<'a> {
     /// The controller's name in metrics.
     pub controller: &'static str,
     pub external_managed_tags: &'a BTreeSet<String>,
+    /// ALBC's gate `EnhancedDefaultBehavior` (`PlanOptions::enhanced_defaults`).
+    pub enhanced_defaults: bool,
 }
 
 /// `nothing changed in AWS: <detail>`, naming the stack when the owner has a subject.
@@ -108,7 +110,8 @@ pub async fn deploy<O: StackOwner>(p: &Pipeline<'_>, owner: &O) -> Result<()> {
     }
     observed.foreign = observe::foreign(io, &built.stack, &observed).await?;
 
-    let opts = PlanOptions { external_managed_tags: p.external_managed_tags.clone() };
+    let opts =
+        PlanOptions { external_managed_tags: p.external_managed_tags.clone(), enhanced_defaults: p.enhanced_defaults };
     let steps = plan(&built.stack, &observed, &opts)
         .map_err(|e| blocked(FAILED_DEPLOY, nothing_changed(owner, &e.to_string()), Retry::SyncPeriod))?;
     metrics.reconcile_stage(p.controller, "build_model", stage);

@@ -11,8 +11,6 @@ pub enum Treatment {
     /// Matches this controller's behaviour at this value (booleans compared as Go reads them);
     /// any other value is reported with what happens instead.
     WarnUnless(&'static str, &'static str),
-    /// Refused unless empty: ignoring it would weaken a safety or security promise the user asked for.
-    FatalUnlessEmpty(&'static str),
 }
 
 /// One ALBC flag this controller accepts without implementing it.
@@ -68,24 +66,6 @@ pub const ALBC_ONLY_FLAGS: &[AlbcFlag] = &[
         "Name",
         Treatment::Warn("deprecated in ALBC; every tag of --aws-vpc-tags is used for the VPC lookup"),
     ),
-    flag(
-        "allowed-certificate-authority-arns",
-        "[]",
-        Treatment::FatalUnlessEmpty(
-            "ACM certificate discovery here does not filter by issuing CA, so it could serve a certificate from a \
-             CA you excluded; pin certificates with the alb.ingress.kubernetes.io/certificate-arn annotation or \
-             IngressClassParams spec.certificateArn and remove the flag",
-        ),
-    ),
-    flag(
-        "kube-ca-pem-filepath",
-        "",
-        Treatment::FatalUnlessEmpty(
-            "it makes ALBC's webhook server require client certificates from this CA; this controller's webhook \
-             server does not verify client certificates, so callers would no longer be authenticated; remove the \
-             flag and restrict access to the webhook port (NetworkPolicy) instead",
-        ),
-    ),
 ];
 
 impl AlbcFlag {
@@ -124,11 +104,6 @@ pub fn assess_flags(given: &[GivenFlag]) -> Vec<Finding> {
             Treatment::WarnUnless(_, what) => {
                 out.push(Finding::Warning(format!("--{name}={value} is not supported: {what}")))
             }
-            // `[]` is how Go prints an empty list flag (ALBC's `--help` default).
-            Treatment::FatalUnlessEmpty(_) if matches!(value.trim(), "" | "[]") => {}
-            Treatment::FatalUnlessEmpty(what) => {
-                out.push(Finding::Fatal(format!("--{name}={value} is refused: {what}")))
-            }
         }
     }
     out
@@ -152,7 +127,6 @@ mod tests {
             let found = assess_flags(&[given(f.name, f.albc_default)]);
             match f.treatment {
                 Treatment::Warn(_) => assert_eq!(found.len(), 1, "{}", f.name),
-                Treatment::FatalUnlessEmpty(_) => assert!(found.is_empty(), "{}", f.name),
                 Treatment::WarnUnless(ok, _) => {
                     assert_eq!(found.is_empty(), same_value(ok, f.albc_default), "{}", f.name)
                 }
@@ -174,7 +148,6 @@ mod tests {
             ("max-targets-per-target-group", "0", |f| f.is_empty()),
             ("max-targets-per-target-group", "500", |f| f.len() == 1),
             ("aws-vpc-tag-key", "Name", |f| matches!(f, [Finding::Warning(m)] if m.contains("--aws-vpc-tags"))),
-            ("allowed-certificate-authority-arns", "arn:aws:acm-pca:x", |f| matches!(f, [Finding::Fatal(_)])),
             (
                 "nlb-gateway-max-concurrent-reconciles",
                 "3",

@@ -1,8 +1,8 @@
 //! ALBC's `--feature-gates`: every gate ALBC v3.5 knows, its default there, and what this
 //! controller does about it. A gate is either honoured (mapped onto our own setting) or describes
 //! behaviour this controller has fixed; setting a fixed gate to the other value is reported at
-//! start-up, never silently dropped. Unknown gate names are reported too (ALBC refuses them; we
-//! start, since a typo in a gate must not take the data path down, but say so loudly).
+//! start-up, never silently dropped. An unknown gate name refuses the start, as in ALBC, naming
+//! the gate spelled the same but for case when there is one.
 
 use super::Finding;
 
@@ -58,7 +58,7 @@ pub const GATES: &[Gate] = &[
     fixed("ALBGatewayAPI", true, false, NO_GATEWAY),
     fixed("GlobalAcceleratorController", false, false, "GlobalAccelerator objects are not reconciled"),
     honoured("EnableTCPUDPListener", false),
-    fixed("EnhancedDefaultBehavior", false, false, "ALBC's enhanced defaults are not implemented"),
+    honoured("EnhancedDefaultBehavior", false),
     honoured("EnableDefaultTagsLowPriority", false),
     honoured("ALBTargetControlAgent", false),
     fixed("GatewayListenerSet", true, false, NO_GATEWAY),
@@ -95,6 +95,9 @@ pub struct FeatureGates {
     /// `EnableDefaultTagsLowPriority`: tags from annotations and IngressClassParams win over
     /// `--default-tags` (off: `--default-tags` win).
     pub default_tags_low_priority: bool,
+    /// `EnhancedDefaultBehavior`: listeners no longer asked for an ALPN policy or mutual TLS are
+    /// set back to none / off (`PlanOptions::enhanced_defaults`).
+    pub enhanced_default_behavior: bool,
 }
 
 impl Default for FeatureGates {
@@ -111,6 +114,7 @@ impl Default for FeatureGates {
             certificate_management: d("EnableCertificateManagement"),
             target_control_agent: d("ALBTargetControlAgent"),
             default_tags_low_priority: d("EnableDefaultTagsLowPriority"),
+            enhanced_default_behavior: d("EnhancedDefaultBehavior"),
         }
     }
 }
@@ -143,6 +147,7 @@ pub fn assess_gates(given: &[(String, bool)]) -> (FeatureGates, Vec<Finding>) {
                 "EnableCertificateManagement" => gates.certificate_management = *value,
                 "ALBTargetControlAgent" => gates.target_control_agent = *value,
                 "EnableDefaultTagsLowPriority" => gates.default_tags_low_priority = *value,
+                "EnhancedDefaultBehavior" => gates.enhanced_default_behavior = *value,
                 other => unreachable!("honoured gate {other} has no setting"),
             },
             Here::Fixed(v, _) if v == *value => {}
@@ -179,6 +184,7 @@ mod tests {
                 certificate_management: false,
                 target_control_agent: false,
                 default_tags_low_priority: false,
+                enhanced_default_behavior: false,
             }
         );
     }
@@ -210,6 +216,7 @@ mod tests {
             ("EnableCertificateManagement", true),
             ("ALBTargetControlAgent", true),
             ("EnableDefaultTagsLowPriority", true),
+            ("EnhancedDefaultBehavior", true),
         ]));
         assert!(f.is_empty());
         assert_eq!(
@@ -225,6 +232,7 @@ mod tests {
                 certificate_management: true,
                 target_control_agent: true,
                 default_tags_low_priority: true,
+                enhanced_default_behavior: true,
             }
         );
     }
@@ -234,7 +242,7 @@ mod tests {
         // ALBC's own defaults, written out as Helm charts often do: only the gates where we differ.
         let (_, f) = assess_gates(&given(&[("ListenerRulesTagging", true), ("NLBGatewayAPI", false)]));
         assert!(f.is_empty(), "{f:?}");
-        let (_, f) = assess_gates(&given(&[("EnableRGTAPI", true), ("EnhancedDefaultBehavior", true)]));
+        let (_, f) = assess_gates(&given(&[("EnableRGTAPI", true), ("IngressPlanAnnotation", true)]));
         assert_eq!(f.len(), 2);
         let m = f[0].message();
         assert!(matches!(f[0], Finding::Warning(_)));
@@ -242,7 +250,7 @@ mod tests {
             m.contains("EnableRGTAPI=true is not supported") && m.contains("=false") && m.contains("tagging API"),
             "{m}"
         );
-        assert!(f[1].message().contains("enhanced defaults"), "{}", f[1].message());
+        assert!(f[1].message().contains("plan annotation is not written"), "{}", f[1].message());
     }
 
     #[test]

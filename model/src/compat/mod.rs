@@ -9,8 +9,12 @@ mod gates;
 mod go;
 /// Every ALBC annotation and IngressClassParams field, its status here and the tests that show it.
 pub mod parity;
+/// The command-line flags' part of the parity table.
+pub mod parity_flags;
+/// The feature gates' part of the parity table.
+pub mod parity_gates;
 
-pub use flags::{ALBC_ONLY_FLAGS, AlbcFlag, GivenFlag, assess_flags};
+pub use flags::{ALBC_ONLY_FLAGS, AlbcFlag, GivenFlag, Treatment, assess_flags};
 pub use gates::{FeatureGates, GATES, Gate, Here, assess_gates};
 pub use go::{parse_go_bool, parse_key_bools};
 

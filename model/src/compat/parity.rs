@@ -1304,10 +1304,18 @@ pub fn render() -> String {
         "<!-- Generated from model/src/compat/parity.rs by its tests: do not edit; regenerate as below. -->\n\n",
     );
     out.push_str(
-        "Every Service annotation, Ingress annotation and IngressClassParams field that the upstream AWS Load \
-         Balancer Controller (ALBC) v3.5 defines, what this controller does with it, and the tests that show the \
-         effect (what is built or sent to AWS, or the Warning it is refused with). Tests under `e2e/` run against \
-         the local environment (`e2e/test-all`); the others run with `cargo test`.\n\n",
+        "Every Service annotation, Ingress annotation, IngressClassParams field, command-line flag and feature gate \
+         that the upstream AWS Load Balancer Controller (ALBC) v3.5 defines, what this controller does with it, and \
+         the tests that show the effect (what is built or sent to AWS, or the Warning it is refused with). Tests under \
+         `e2e/` run against the local environment (`e2e/test-all`); those under `charts/tests/` with pytest; the \
+         others run with `cargo test`.\n\n",
+    );
+    out.push_str(
+        "Two more lists are kept as tests beside the code they describe: ALBC's **metric families** (name, type, \
+         labels, or why not exported) in `e2e/tests/e2e/albc_metrics.rs`, checked against a scrape of the real ALBC \
+         binary and against the table of [metrics.md](metrics.md); and ALBC's **Helm values** (each supported, with \
+         the flag or object it renders, or not applicable, with why) in `charts/tests/test_albc_values.py`, checked \
+         against ALBC's own chart and our `values.yaml`.\n\n",
     );
     out.push_str(
         "This page is generated from the table in `model/src/compat/parity.rs`; `cargo test -p lbc-model --lib \
@@ -1346,6 +1354,8 @@ pub fn render() -> String {
             ));
         }
     }
+    out.push_str(&super::parity_flags::render_section(cell));
+    out.push_str(&super::parity_gates::render_section(cell));
     out
 }
 

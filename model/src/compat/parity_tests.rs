@@ -32,6 +32,31 @@ fn has_test(source: &str, name: &str) -> bool {
     })
 }
 
+/// Each of `tests` (`<file>::<test function>`) exists; else a problem naming `what`.
+fn check_tests<'a>(
+    what: &str,
+    tests: &[&'a str],
+    sources: &mut BTreeMap<&'a str, Option<String>>,
+    problems: &mut Vec<String>,
+) {
+    for t in tests {
+        let Some((file, name)) = t.split_once("::") else {
+            problems.push(format!("{what}: {t:?} is not <file>::<test function>"));
+            continue;
+        };
+        let source = sources.entry(file).or_insert_with(|| std::fs::read_to_string(root().join(file)).ok());
+        let found = |src: &str| match file.ends_with(".py") {
+            true => name.starts_with("test_") && src.lines().any(|l| l.starts_with(&format!("def {name}("))),
+            false => has_test(src, name),
+        };
+        match source {
+            None => problems.push(format!("{what}: {file} does not exist")),
+            Some(src) if !found(src) => problems.push(format!("{what}: no test fn {name} in {file}")),
+            Some(_) => {}
+        }
+    }
+}
+
 /// Every supported row names at least one test, every named test exists, and no row is missing.
 #[test]
 fn supported_rows_name_tests_that_exist_and_none_is_missing() {
@@ -45,18 +70,7 @@ fn supported_rows_name_tests_that_exist_and_none_is_missing() {
         if r.status.is_supported() && r.tests.is_empty() {
             problems.push(format!("{what}: {} but names no test", r.status.label()));
         }
-        for t in r.tests {
-            let Some((file, name)) = t.split_once("::") else {
-                problems.push(format!("{what}: {t:?} is not <file>::<test function>"));
-                continue;
-            };
-            let source = sources.entry(file).or_insert_with(|| std::fs::read_to_string(root().join(file)).ok());
-            match source {
-                None => problems.push(format!("{what}: {file} does not exist")),
-                Some(src) if !has_test(src, name) => problems.push(format!("{what}: no test fn {name} in {file}")),
-                Some(_) => {}
-            }
-        }
+        check_tests(&what, r.tests, &mut sources, &mut problems);
     }
     for p in &problems {
         eprintln!("parity: {p}");
@@ -250,4 +264,68 @@ fn render_counts_and_escapes() {
     let supported = rows(Kind::IngressClassParamsField).filter(|r| r.status.is_supported()).count();
     assert!(page.contains(&format!("{supported} of 20 supported")), "{page}");
     assert_eq!(cell("a|b\nc"), "a\\|b c");
+}
+
+/// The gate rows are ALBC's gates in order; each honoured gate names a test of its effect (or is
+/// listed as parse-only, with none), each gate at ALBC's default shows that behaviour, and every
+/// cited test exists.
+#[test]
+fn every_gate_has_its_row_and_its_tests_exist() {
+    use crate::compat::parity_gates::{FEATURE_ABSENT, GATE_TESTS, PARSE_ONLY, status};
+    use crate::compat::{GATES, Here};
+    let names: Vec<&str> = GATE_TESTS.iter().map(|(n, _)| *n).collect();
+    assert_eq!(names, GATES.iter().map(|g| g.name).collect::<Vec<_>>(), "GATE_TESTS follows GATES");
+    let (mut sources, mut problems) = (BTreeMap::new(), Vec::new());
+    for (g, (_, tests)) in GATES.iter().zip(GATE_TESTS) {
+        let what = format!("gate {}", g.name);
+        let at_default =
+            matches!(g.here, Here::Fixed(v, _) if v == g.albc_default && !FEATURE_ABSENT.contains(&g.name));
+        let parse_only = PARSE_ONLY.contains(&g.name);
+        if parse_only && (g.here != Here::Honoured || !tests.is_empty()) {
+            problems.push(format!("{what}: listed as parse-only, but {} with tests {tests:?}", status(g)));
+        }
+        if (g.here == Here::Honoured && !parse_only || at_default) && tests.is_empty() {
+            problems.push(format!("{what}: {} but names no test", status(g)));
+        }
+        check_tests(&what, tests, &mut sources, &mut problems);
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The flag rows are ALBC's 60 bound flags, each once; every ALBC-only flag and alias has its row
+/// (at ALBC's default value); each honoured flag names a test of its effect (or is listed as
+/// parse-only, with none); every cited test exists.
+#[test]
+fn every_flag_has_its_row_and_its_tests_exist() {
+    use crate::compat::ALBC_ONLY_FLAGS;
+    use crate::compat::parity_flags::{ALIASES, FLAGS, FlagStatus, PARSE_ONLY, status};
+    let names: BTreeSet<&str> = FLAGS.iter().map(|f| f.name).collect();
+    assert_eq!((names.len(), FLAGS.len()), (60, 60), "60 distinct flags");
+    let (mut sources, mut problems) = (BTreeMap::new(), Vec::new());
+    for f in ALBC_ONLY_FLAGS {
+        match FLAGS.iter().find(|r| r.name == f.name) {
+            None => problems.push(format!("ALBC-only flag --{} has no row", f.name)),
+            Some(r) if r.example != f.albc_default => {
+                problems.push(format!("--{}: example {:?}, ALBC's default {:?}", f.name, r.example, f.albc_default))
+            }
+            Some(_) => {}
+        }
+    }
+    for (albc, _) in ALIASES {
+        if !names.contains(albc) {
+            problems.push(format!("alias --{albc} has no row"));
+        }
+    }
+    for f in FLAGS {
+        let what = format!("flag --{}", f.name);
+        let parse_only = PARSE_ONLY.contains(&f.name);
+        if parse_only && (status(f.name) != FlagStatus::Honoured || !f.tests.is_empty()) {
+            problems.push(format!("{what}: listed as parse-only, but {:?} with tests {:?}", status(f.name), f.tests));
+        }
+        if !parse_only && f.tests.is_empty() {
+            problems.push(format!("{what}: {:?} but names no test", status(f.name)));
+        }
+        check_tests(&what, f.tests, &mut sources, &mut problems);
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }

@@ -91,6 +91,38 @@ pub fn discover(hosts: &[String], certificates: &[AcmCertificate]) -> Result<Vec
     }
 }
 
+/// Whether discovery may use a certificate issued by `issuer` under
+/// `--allowed-certificate-authority-arns` (ALBC's filter): with no list every certificate; with
+/// one, only private certificates of a CA on it (imported and Amazon-issued certificates have no
+/// issuing CA, so none of them).
+pub fn issuer_allowed(allowed: &[String], issuer: Option<&str>) -> bool {
+    allowed.is_empty() || issuer.is_some_and(|i| allowed.iter().any(|a| a == i))
+}
+
+/// `--allowed-certificate-authority-arns` (comma-separated, as ALBC's string slice): the ARNs, or
+/// the first entry that is not an ACM Private CA ARN, named with the fix.
+pub fn parse_allowed_authorities(raw: &str) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    for entry in raw.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let parts: Vec<&str> = entry.splitn(6, ':').collect();
+        let ok = parts.len() == 6
+            && parts[0] == "arn"
+            && parts[2] == "acm-pca"
+            && parts[5].starts_with("certificate-authority/")
+            && parts[5].len() > "certificate-authority/".len();
+        if !ok {
+            return Err(format!(
+                "--allowed-certificate-authority-arns: {entry:?} is not an ACM Private CA ARN; expected \
+                 arn:<partition>:acm-pca:<region>:<account>:certificate-authority/<id>, comma-separated"
+            ));
+        }
+        if !out.iter().any(|o| o == entry) {
+            out.push(entry.to_string());
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 #[path = "certificates_tests.rs"]
 mod tests;

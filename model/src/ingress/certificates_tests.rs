@@ -123,3 +123,28 @@ fn result_is_deterministic_whatever_the_listing_order() {
     assert_eq!(discover(&h, &certs), want);
     assert_eq!(discover(&h, &rev), want);
 }
+
+#[test]
+fn allowed_authorities_keep_only_their_private_certificates() {
+    let ca = "arn:aws:acm-pca:us-east-1:123456789012:certificate-authority/11111111-2222";
+    assert!(issuer_allowed(&[], None), "no list: every certificate");
+    assert!(issuer_allowed(&[], Some(ca)));
+    let allowed = vec![ca.to_string()];
+    assert!(issuer_allowed(&allowed, Some(ca)));
+    assert!(!issuer_allowed(&allowed, Some("arn:aws:acm-pca:us-east-1:123456789012:certificate-authority/other")));
+    assert!(!issuer_allowed(&allowed, None), "imported and Amazon-issued certificates have no issuing CA");
+}
+
+#[test]
+fn allowed_authorities_parse_as_albcs_string_slice() {
+    let a = "arn:aws:acm-pca:us-east-1:123456789012:certificate-authority/a";
+    let b = "arn:aws-us-gov:acm-pca:us-gov-west-1:123456789012:certificate-authority/b";
+    assert_eq!(parse_allowed_authorities(""), Ok(vec![]));
+    assert_eq!(parse_allowed_authorities(&format!(" {a} ,{b},{a},")), Ok(vec![a.to_string(), b.to_string()]));
+    for bad in
+        ["[]", "arn:aws:acm:us-east-1:123456789012:certificate/x", "arn:aws:acm-pca:us-east-1:1:certificate-authority/"]
+    {
+        let e = parse_allowed_authorities(bad).unwrap_err();
+        assert!(e.contains(&format!("{bad:?}")) && e.contains("certificate-authority/<id>"), "{e}");
+    }
+}

@@ -330,6 +330,19 @@ fn http_health_check_and_named_port() {
     assert!(err.to_string().contains("targetPort is not a number"), "{err}");
 }
 
+/// ALBC's gate NLBSecurityGroup off: a new NLB gets no security group at all (as with
+/// `disable-nlb-sg`), its targets admit the NLB's subnets by CIDR.
+#[test]
+fn without_the_nlb_security_group_gate_an_nlb_gets_no_frontend_group() {
+    let mut c = ctx();
+    c.manage_frontend_security_groups = false;
+    let st = build(&svc(tcp80(), &[]), &c).unwrap();
+    assert!(st.stack.load_balancer.security_groups.is_empty(), "{:?}", st.stack.load_balancer.security_groups);
+    assert!(st.stack.frontend_security_group.is_none());
+    let from = &st.bindings[0].spec.networking.as_ref().unwrap().ingress[0].from;
+    assert!(from.iter().all(|p| p.ip_block.is_some()), "CIDR sources, no security group: {from:?}");
+}
+
 #[test]
 fn custom_security_groups_and_no_security_groups() {
     let st = build(&svc(tcp80(), &[(k::SECURITY_GROUPS, "sg-1, sg-2")]), &ctx()).unwrap();

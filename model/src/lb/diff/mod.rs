@@ -129,6 +129,10 @@ pub struct ForeignResource {
 pub struct PlanOptions {
     /// `--external-managed-tags`: tag keys someone else manages; never added, changed or removed.
     pub external_managed_tags: BTreeSet<String>,
+    /// ALBC's gate `EnhancedDefaultBehavior`: a listener whose Service or Ingress no longer asks for
+    /// an ALPN policy or mutual TLS is set back to none / off. Off (ALBC's default): what the
+    /// listener has is left as it is.
+    pub enhanced_defaults: bool,
 }
 
 /// A security group as a step refers to it.

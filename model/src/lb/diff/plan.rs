@@ -307,12 +307,26 @@ fn listener_steps(
     if want.ssl_policy.is_some() && want.ssl_policy != obs.ssl_policy {
         change.ssl_policy = want.ssl_policy.clone();
     }
-    if want.alpn_policy.is_some() && want.alpn_policy != obs.alpn_policy {
+    // ALPN: `None` wanted leaves the listener's policy as it is, unless enhanced defaults say that
+    // no policy means AWS's `None` (ALBC's EnhancedDefaultBehavior).
+    let no_alpn = |p: &Option<String>| p.as_deref().is_none_or(|p| p == "None");
+    if opts.enhanced_defaults && no_alpn(&want.alpn_policy) {
+        if !no_alpn(&obs.alpn_policy) {
+            change.alpn_policy = Some("None".to_string());
+        }
+    } else if want.alpn_policy.is_some() && want.alpn_policy != obs.alpn_policy {
         change.alpn_policy = want.alpn_policy.clone();
     }
-    // Mutual TLS only exists on TLS/HTTPS listeners; `None` wanted leaves the listener's as it is.
+    // Mutual TLS only exists on TLS/HTTPS listeners; `None` wanted leaves the listener's as it is,
+    // or, with enhanced defaults, turns it off.
+    let off = crate::lb::MutualAuthentication::off();
+    let wanted_mtls = match &want.mutual_authentication {
+        Some(m) => Some(m),
+        None if opts.enhanced_defaults => Some(&off),
+        None => None,
+    };
     if tls
-        && let Some(m) = &want.mutual_authentication
+        && let Some(m) = wanted_mtls
         && !m.satisfied_by(obs.mutual_authentication.as_ref())
     {
         change.mutual_authentication = Some(m.clone());

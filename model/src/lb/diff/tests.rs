@@ -504,7 +504,10 @@ fn external_managed_tags_are_left_alone() {
     desired.load_balancer.tags.insert("cost-center".into(), "1".into());
     let mut observed = materialize(&stack());
     observed.load_balancer.as_mut().unwrap().0.spec.tags.insert("owner".into(), "finops".into());
-    let opts = PlanOptions { external_managed_tags: ["cost-center".to_string(), "owner".to_string()].into() };
+    let opts = PlanOptions {
+        external_managed_tags: ["cost-center".to_string(), "owner".to_string()].into(),
+        ..Default::default()
+    };
     assert_eq!(plan(&desired, &observed, &opts).unwrap(), vec![]);
 }
 
@@ -641,4 +644,29 @@ fn deletion_order() {
             "delete security group k8s-ns-svc-abc"
         ]
     );
+}
+
+/// ALBC's EnhancedDefaultBehavior: an ALPN policy or mutual TLS no longer asked for is set back to
+/// none / off; without it (ALBC's default) the listener keeps what it has.
+#[test]
+fn enhanced_defaults_reset_alpn_and_mutual_tls_no_longer_asked_for() {
+    let mut desired = stack();
+    desired.listeners[1].protocol = Protocol::Tls;
+    desired.listeners[1].certificates = vec!["arn:cert/a".into()];
+    let mut observed = materialize(&desired);
+    let l = &mut observed.listeners[1].spec;
+    l.alpn_policy = Some("HTTP2Preferred".into());
+    l.mutual_authentication = Some(crate::lb::MutualAuthentication {
+        mode: crate::lb::MtlsMode::Passthrough,
+        ..crate::lb::MutualAuthentication::off()
+    });
+    assert!(plan(&desired, &observed, &opts()).unwrap().is_empty(), "legacy: left as it is");
+    let enhanced = PlanOptions { enhanced_defaults: true, ..opts() };
+    let steps = plan_and_converge(&desired, &observed, &enhanced);
+    let [Step::ModifyListener { change, .. }] = steps.as_slice() else { panic!("{:?}", summaries(&steps)) };
+    assert_eq!(change.alpn_policy.as_deref(), Some("None"));
+    assert_eq!(change.mutual_authentication, Some(crate::lb::MutualAuthentication::off()));
+    // Nothing set: nothing to reset.
+    let clean = materialize(&desired);
+    assert!(plan(&desired, &clean, &enhanced).unwrap().is_empty());
 }
