@@ -19,6 +19,10 @@ const ANN: &str = "service.beta.kubernetes.io";
 #[path = "service_nlb/freeze.rs"]
 mod freeze;
 
+/// Gate EnableServiceController off: the Service controller does not run.
+#[path = "service_nlb/gate_off.rs"]
+mod gate_off;
+
 /// QUIC listeners and server IDs (`quic-enabled-ports`, the pod webhook).
 #[path = "service_nlb/quic.rs"]
 mod quic;
