@@ -20,6 +20,8 @@
 //!   deterministic names ([`lb::naming`]) and tracking tags ([`lb::tags`]).
 //! - [`service`]: Service (`type: LoadBalancer`) → desired NLB stack: selection, annotations, build.
 //! - [`ingress`]: Ingress → desired ALB: class selection, annotations, IngressGroups and rules.
+//! - [`gateway`]: Gateway API: listeners accepted or conflicted, route attachment by parentRefs,
+//!   allowedRoutes and hostnames, ReferenceGrants; the conditions and reasons of the spec.
 //! - [`throttle`]: client-side AWS API rate limits (`--aws-api-throttle`).
 //! - [`lease`]: leader election: when to take the Lease, how long leadership lasts after a renewal.
 //! - [`cilium`]: pod IP → ENI from CiliumNode objects (ENI IPAM mode), merged with EC2 results.
@@ -43,6 +45,7 @@ pub mod digest;
 pub mod doctor;
 pub mod drain;
 pub mod endpoints;
+pub mod gateway;
 pub mod ingress;
 pub mod lb;
 pub mod lease;

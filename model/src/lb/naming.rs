@@ -18,6 +18,8 @@
 //! | ALB of an IngressGroup | cluster name, group ID (group name, or `namespace/name`), scheme |
 //! | managed frontend SG of an IngressGroup | cluster name, group ID |
 //! | Ingress target group | cluster name, group ID, Ingress namespace, Ingress name, Service UID, backend port as written (number or name), target-group port, target type, protocol (`HTTP`/`HTTPS`), protocol version (`HTTP1`/`HTTP2`/`GRPC`) |
+//! | Gateway's load balancer | as the NLB: cluster name, Gateway UID, scheme |
+//! | Gateway route target group (named after the route) | cluster name, Gateway namespace and name, route namespace, name and kind, Service namespace and name, port, target type, protocol, protocol version and target-control port when set |
 //!
 //! IngressGroup names (ALB, frontend SG) have the shape `k8s-<group name, 17 chars>-<hash>` for an
 //! explicit group and the usual `k8s-<namespace>-<name>-<hash>` for an implicit one; an Ingress
@@ -224,9 +226,94 @@ pub fn ingress_target_group_name(i: &IngressTargetGroupNameInputs<'_>) -> String
     k8s_name(i.service_namespace, i.service_name, &hash)
 }
 
+/// Everything ALBC hashes into the name of a Gateway route backend's target group
+/// (`pkg/gateway/model/model_build_target_group.go`); a Gateway's load balancer is named by
+/// [`load_balancer_name`] from the Gateway's UID.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GatewayTargetGroupNameInputs<'a> {
+    pub cluster: &'a str,
+    pub gateway_namespace: &'a str,
+    pub gateway_name: &'a str,
+    pub route_namespace: &'a str,
+    pub route_name: &'a str,
+    /// `HTTPRoute`, `GRPCRoute`, `TCPRoute`, `UDPRoute` or `TLSRoute`.
+    pub route_kind: &'a str,
+    pub service_namespace: &'a str,
+    pub service_name: &'a str,
+    /// ip targets: the backend's port as the route identifies it (number or name); instance
+    /// targets: the target group's port (the NodePort).
+    pub port: &'a str,
+    /// `ip` or `instance`.
+    pub target_type: &'a str,
+    /// AWS spelling: `HTTP`, `HTTPS`, `TCP`, `UDP`, `TCP_UDP`, `TLS`.
+    pub protocol: &'a str,
+    /// `HTTP1`, `HTTP2` or `GRPC` (hashed only when set, as ALBC).
+    pub protocol_version: Option<&'a str>,
+    /// Hashed only when set, as ALBC.
+    pub target_control_port: Option<u16>,
+}
+
+/// Target group name of a Gateway route backend, named after the route (not the Service).
+pub fn gateway_target_group_name(i: &GatewayTargetGroupNameInputs<'_>) -> String {
+    let control = i.target_control_port.map(|p| p.to_string()).unwrap_or_default();
+    let hash = hash_hex([
+        i.cluster,
+        i.gateway_namespace,
+        i.gateway_name,
+        i.route_namespace,
+        i.route_name,
+        i.route_kind,
+        i.service_namespace,
+        i.service_name,
+        i.port,
+        i.target_type,
+        i.protocol,
+        i.protocol_version.unwrap_or_default(),
+        control.as_str(),
+    ]);
+    k8s_name(i.route_namespace, i.route_name, &hash)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Golden values from Python's hashlib over ALBC's inputs, concatenated.
+    #[test]
+    fn gateway_target_group_name_golden() {
+        let base = GatewayTargetGroupNameInputs {
+            cluster: "prod",
+            gateway_namespace: "gateway-conformance-infra",
+            gateway_name: "same-namespace",
+            route_namespace: "gateway-conformance-infra",
+            route_name: "http-route",
+            route_kind: "HTTPRoute",
+            service_namespace: "gateway-conformance-infra",
+            service_name: "infra-backend-v1",
+            port: "8080",
+            target_type: "ip",
+            protocol: "HTTP",
+            protocol_version: Some("HTTP1"),
+            target_control_port: None,
+        };
+        assert_eq!(gateway_target_group_name(&base), "k8s-gatewayc-httprout-18a79169e5");
+        let control = GatewayTargetGroupNameInputs { target_control_port: Some(7000), ..base.clone() };
+        assert_eq!(gateway_target_group_name(&control), "k8s-gatewayc-httprout-e2adffeb3a");
+        let tcp = GatewayTargetGroupNameInputs {
+            gateway_namespace: "infra",
+            gateway_name: "gw",
+            route_namespace: "app",
+            route_name: "r",
+            route_kind: "TCPRoute",
+            service_namespace: "app",
+            service_name: "db",
+            port: "5432",
+            protocol: "TCP",
+            protocol_version: None,
+            ..base
+        };
+        assert_eq!(gateway_target_group_name(&tcp), "k8s-app-r-22afacad64");
+    }
 
     // Golden values computed independently (Python hashlib, by hand-following ALBC's formula):
     //   sha256("prod" + "3f1b7c2e-0000-4000-8000-000000000001" + "internal")

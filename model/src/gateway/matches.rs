@@ -1,0 +1,178 @@
+//! An HTTPRoute match (and the hostname its rule is split to) as ALB rule conditions, built as
+//! ALBC builds them (`routeutils.BuildHttpRuleConditions`), so a Gateway it built is adopted
+//! without a ModifyRule, except where ALBC's conditions match more than the route asks:
+//!
+//! - an `Exact` path or header value holding `*` or `?` is sent by ALBC as an ALB wildcard
+//!   value (`/a*` then also matches `/abc`); here it becomes an anchored regular expression that
+//!   matches the literal value only; a `PathPrefix` holding them (refused by ALBC) likewise;
+//! - an `Exact` header value holding a comma is split by ALBC into alternatives (`a,b` matches `a`
+//!   or `b`); here it is the one literal value the spec asks for;
+//! - a query parameter of type `RegularExpression`, or an exact one holding `*` or `?`, has no
+//!   ALB condition that matches it (query-string conditions take wildcard values only): the
+//!   match is refused with the reason instead of being widened.
+
+use crate::lb::{Condition, QueryStringPair};
+
+/// An HTTPRoute path match.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PathMatch {
+    Exact(String),
+    PathPrefix(String),
+    RegularExpression(String),
+}
+
+/// A header or query-parameter match: name, whether the value is a regular expression, value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ValueMatch {
+    pub name: String,
+    pub regex: bool,
+    pub value: String,
+}
+
+/// One HTTPRoute match, defaults applied (the API server defaults a missing path to `PathPrefix /`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HttpMatch {
+    pub path: Option<PathMatch>,
+    pub headers: Vec<ValueMatch>,
+    pub query_params: Vec<ValueMatch>,
+    pub method: Option<String>,
+}
+
+fn has_wildcard(s: &str) -> bool {
+    s.contains(['*', '?'])
+}
+
+/// An anchored regular expression matching `literal` exactly.
+fn literal_regex(literal: &str) -> String {
+    format!("^{}$", regex::escape(literal))
+}
+
+fn path_conditions(path: &PathMatch) -> Condition {
+    match path {
+        PathMatch::Exact(v) if has_wildcard(v) => Condition::PathPatternRegex(vec![literal_regex(v)]),
+        PathMatch::Exact(v) => Condition::PathPattern(vec![v.clone()]),
+        PathMatch::PathPrefix(v) if v == "/" => Condition::PathPattern(vec!["/*".into()]),
+        PathMatch::PathPrefix(v) if has_wildcard(v) => {
+            let trimmed = v.trim_end_matches('/');
+            Condition::PathPatternRegex(vec![format!("^{}(/.*)?$", regex::escape(trimmed))])
+        }
+        PathMatch::PathPrefix(v) => {
+            let trimmed = v.trim_end_matches('/');
+            Condition::PathPattern(vec![trimmed.to_string(), format!("{trimmed}/*")])
+        }
+        PathMatch::RegularExpression(v) => Condition::PathPatternRegex(vec![v.clone()]),
+    }
+}
+
+/// The conditions of one ALB rule: the host (when the rule is split to one), the path, each
+/// header, each query parameter, the method, in ALBC's order. `Err` says why the match cannot
+/// be expressed on an ALB.
+pub fn http_conditions(hostname: &str, m: &HttpMatch) -> Result<Vec<Condition>, String> {
+    let mut out = Vec::new();
+    if !hostname.is_empty() {
+        out.push(Condition::HostHeader(vec![hostname.to_string()]));
+    }
+    if let Some(p) = &m.path {
+        out.push(path_conditions(p));
+    }
+    for h in &m.headers {
+        out.push(match (h.regex, has_wildcard(&h.value)) {
+            (true, _) => Condition::HttpHeaderRegex { name: h.name.clone(), values: vec![h.value.clone()] },
+            (false, true) => Condition::HttpHeaderRegex { name: h.name.clone(), values: vec![literal_regex(&h.value)] },
+            (false, false) => Condition::HttpHeader { name: h.name.clone(), values: vec![h.value.clone()] },
+        });
+    }
+    for q in &m.query_params {
+        if q.regex || has_wildcard(&q.value) {
+            return Err(format!(
+                "query parameter match {:?} = {:?}: an ALB query-string condition takes wildcard values only (`*`, `?`), \
+                 so a {} cannot be matched exactly; use an Exact value without `*` or `?`",
+                q.name,
+                q.value,
+                if q.regex { "regular expression" } else { "value holding `*` or `?`" }
+            ));
+        }
+        out.push(Condition::QueryString(vec![QueryStringPair { key: Some(q.name.clone()), value: q.value.clone() }]));
+    }
+    if let Some(method) = &m.method {
+        out.push(Condition::HttpRequestMethod(vec![method.clone()]));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn path(p: PathMatch) -> HttpMatch {
+        HttpMatch { path: Some(p), ..Default::default() }
+    }
+
+    #[test]
+    fn paths_as_albc_sends_them_and_literals_kept_literal() {
+        use PathMatch::*;
+        let cases: Vec<(PathMatch, Condition)> = vec![
+            (PathPrefix("/".into()), Condition::PathPattern(vec!["/*".into()])),
+            (PathPrefix("/abc".into()), Condition::PathPattern(vec!["/abc".into(), "/abc/*".into()])),
+            (PathPrefix("/abc/".into()), Condition::PathPattern(vec!["/abc".into(), "/abc/*".into()])),
+            (Exact("/match/exact".into()), Condition::PathPattern(vec!["/match/exact".into()])),
+            (RegularExpression("/v[0-9]+/.*".into()), Condition::PathPatternRegex(vec!["/v[0-9]+/.*".into()])),
+            (Exact("/a*".into()), Condition::PathPatternRegex(vec![r"^/a\*$".into()])),
+            (PathPrefix("/what?/".into()), Condition::PathPatternRegex(vec![r"^/what\?(/.*)?$".into()])),
+        ];
+        for (p, want) in cases {
+            assert_eq!(http_conditions("", &path(p.clone())).unwrap(), vec![want], "{p:?}");
+        }
+    }
+
+    #[test]
+    fn the_literal_regexes_match_the_literal_only() {
+        let exact = regex::Regex::new(&literal_regex("/a*")).unwrap();
+        assert!(exact.is_match("/a*") && !exact.is_match("/abc") && !exact.is_match("/a*/x"));
+        let Condition::PathPatternRegex(v) = path_conditions(&PathMatch::PathPrefix("/w?".into())) else { panic!() };
+        let prefix = regex::Regex::new(&v[0]).unwrap();
+        assert!(
+            prefix.is_match("/w?") && prefix.is_match("/w?/x") && !prefix.is_match("/wx") && !prefix.is_match("/w?x")
+        );
+    }
+
+    #[test]
+    fn a_whole_match_in_albcs_order() {
+        let m = HttpMatch {
+            path: Some(PathMatch::PathPrefix("/api".into())),
+            headers: vec![
+                ValueMatch { name: "version".into(), regex: false, value: "two".into() },
+                ValueMatch { name: "color".into(), regex: true, value: "^(red|blue)$".into() },
+                ValueMatch { name: "list".into(), regex: false, value: "a,b".into() },
+            ],
+            query_params: vec![ValueMatch { name: "animal".into(), regex: false, value: "whale".into() }],
+            method: Some("POST".into()),
+        };
+        let got = http_conditions("very.specific.com", &m).unwrap();
+        assert_eq!(
+            got,
+            vec![
+                Condition::HostHeader(vec!["very.specific.com".into()]),
+                Condition::PathPattern(vec!["/api".into(), "/api/*".into()]),
+                Condition::HttpHeader { name: "version".into(), values: vec!["two".into()] },
+                Condition::HttpHeaderRegex { name: "color".into(), values: vec!["^(red|blue)$".into()] },
+                Condition::HttpHeader { name: "list".into(), values: vec!["a,b".into()] },
+                Condition::QueryString(vec![QueryStringPair { key: Some("animal".into()), value: "whale".into() }]),
+                Condition::HttpRequestMethod(vec!["POST".into()]),
+            ]
+        );
+        assert_eq!(http_conditions("", &HttpMatch::default()).unwrap(), vec![], "a rule without matches: no condition");
+    }
+
+    #[test]
+    fn query_matches_an_alb_cannot_make_exact_are_refused() {
+        for (regex, value) in [(true, "^a.*$"), (false, "wh*le")] {
+            let m = HttpMatch {
+                query_params: vec![ValueMatch { name: "animal".into(), regex, value: value.into() }],
+                ..Default::default()
+            };
+            let e = http_conditions("", &m).unwrap_err();
+            assert!(e.contains("\"animal\"") && e.contains(value), "{e}");
+        }
+    }
+}

@@ -1,0 +1,135 @@
+//! The `Programmed` conditions and addresses of a Gateway and its listeners, from the state of
+//! its load balancer; the `Accepted` condition of a GatewayClass.
+
+use super::Flavor;
+use super::conditions::*;
+use super::listeners::ListenerVerdict;
+
+pub const REASON_PROGRAMMED: &str = "Programmed";
+pub const REASON_PENDING: &str = "Pending";
+pub const REASON_INVALID: &str = "Invalid";
+
+/// The Gateway's load balancer as the last pass saw it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LbState {
+    /// Not created yet, or `provisioning`.
+    Provisioning,
+    /// `active` or `active_impaired`: serving at `dns_name`.
+    Active { arn: String, dns_name: String },
+    /// The last pass could not build or change it: why.
+    Failed(String),
+}
+
+/// The Gateway's `Programmed` condition: True with the load balancer's ARN once it serves (as
+/// ALBC writes it), Unknown/Pending while it is being made, False/Invalid with the error.
+pub fn gateway_programmed(lb: &LbState) -> Cond {
+    programmed(lb, |arn| arn.to_string())
+}
+
+/// `Programmed` by the load balancer's state; `active`: the message once it serves, from its ARN.
+fn programmed(lb: &LbState, active: impl Fn(&str) -> String) -> Cond {
+    match lb {
+        LbState::Active { arn, .. } => Cond::new(PROGRAMMED, true, REASON_PROGRAMMED, active(arn)),
+        LbState::Provisioning => Cond {
+            type_: PROGRAMMED,
+            status: CondStatus::Unknown,
+            reason: REASON_PENDING,
+            message: "Waiting for load balancer to be active".into(),
+        },
+        LbState::Failed(why) => Cond::new(PROGRAMMED, false, REASON_INVALID, why.clone()),
+    }
+}
+
+/// `status.addresses`: the load balancer's DNS name, lower-cased, of type `Hostname`.
+pub fn gateway_addresses(lb: &LbState) -> Vec<(&'static str, String)> {
+    match lb {
+        LbState::Active { dns_name, .. } => vec![("Hostname", dns_name.to_ascii_lowercase())],
+        _ => vec![],
+    }
+}
+
+/// A listener's `Programmed` condition: True when it is usable and the load balancer serves;
+/// for a listener not accepted, False with the reason it was refused.
+pub fn listener_programmed(v: &ListenerVerdict, lb: &LbState) -> Cond {
+    if !v.usable {
+        let refused = find(&v.conditions, ACCEPTED).filter(|c| c.status == CondStatus::False);
+        let (reason, message) = refused.map_or((REASON_INVALID, String::new()), |c| (c.reason, c.message.clone()));
+        return Cond::new(PROGRAMMED, false, reason, message);
+    }
+    programmed(lb, |_| String::new())
+}
+
+/// A GatewayClass's `Accepted` condition when its `controllerName` is one of ours; `None`:
+/// another controller's class, whose status is not ours to write.
+pub fn gateway_class_accepted(controller_name: &str) -> Option<Cond> {
+    let flavor = Flavor::from_controller_name(controller_name)?;
+    let lb = if flavor == Flavor::Alb { "ALB" } else { "NLB" };
+    Some(Cond::new(ACCEPTED, true, REASON_ACCEPTED, format!("Gateways of this class get an {lb}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gateway::listeners::{ListenerSpec, assess};
+
+    fn active() -> LbState {
+        LbState::Active {
+            arn: "arn:aws:elasticloadbalancing:r:1:loadbalancer/app/k8s-x/1".into(),
+            dns_name: "K8s-X-1.r.elb.amazonaws.com".into(),
+        }
+    }
+
+    #[test]
+    fn the_gateway_follows_its_load_balancer() {
+        let c = gateway_programmed(&active());
+        assert_eq!((c.status, c.reason), (CondStatus::True, REASON_PROGRAMMED));
+        assert!(c.message.starts_with("arn:aws:elasticloadbalancing"), "ALBC writes the ARN");
+        assert_eq!(gateway_addresses(&active()), vec![("Hostname", "k8s-x-1.r.elb.amazonaws.com".to_string())]);
+        let c = gateway_programmed(&LbState::Provisioning);
+        assert_eq!((c.status, c.reason), (CondStatus::Unknown, REASON_PENDING));
+        assert!(gateway_addresses(&LbState::Provisioning).is_empty());
+        let c = gateway_programmed(&LbState::Failed("subnets: none tagged".into()));
+        assert_eq!(
+            (c.status, c.reason, c.message.as_str()),
+            (CondStatus::False, REASON_INVALID, "subnets: none tagged")
+        );
+    }
+
+    #[test]
+    fn listeners_are_programmed_when_usable_and_served() {
+        let l = |name: &str, port: i32, protocol: &str| ListenerSpec {
+            name: name.into(),
+            port,
+            protocol: protocol.into(),
+            hostname: None,
+            kinds: vec![],
+        };
+        let v =
+            assess(Flavor::Alb, &[l("http", 80, "HTTP"), l("a", 8080, "HTTP"), l("b", 8080, "HTTP"), l("x", 1, "UDP")]);
+        let got: Vec<(CondStatus, &str)> = v
+            .listeners
+            .iter()
+            .map(|lv| {
+                let c = listener_programmed(lv, &active());
+                (c.status, c.reason)
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (CondStatus::True, REASON_PROGRAMMED),
+                (CondStatus::False, REASON_HOSTNAME_CONFLICT),
+                (CondStatus::False, REASON_HOSTNAME_CONFLICT),
+                (CondStatus::False, REASON_UNSUPPORTED_PROTOCOL),
+            ]
+        );
+        assert_eq!(listener_programmed(&v.listeners[0], &LbState::Provisioning).status, CondStatus::Unknown);
+    }
+
+    #[test]
+    fn only_our_classes_are_accepted() {
+        assert_eq!(gateway_class_accepted("gateway.k8s.aws/alb").map(|c| c.status), Some(CondStatus::True));
+        assert!(gateway_class_accepted("gateway.k8s.aws/nlb").unwrap().message.contains("NLB"));
+        assert_eq!(gateway_class_accepted("example.com/gateway-controller"), None);
+    }
+}
