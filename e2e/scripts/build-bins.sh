@@ -6,11 +6,12 @@
 #   KUBE_VERSION   Kubernetes release to build (default: oldest 1.34.x the proxy serves, pinned below)
 #   ETCD_VERSION   etcd release (3.6.x)
 #   KWOK_VERSION   kwok release
+#   GATEWAY_API_VERSION  Gateway API release whose standard-channel CRDs e2e/up installs (from the module's zip)
 #   JAEGER_VERSION Jaeger v1 all-in-one (an OTLP receiver with an HTTP query API, for the tracing e2e test);
 #                  built only with ONLY=jaeger (e2e/scripts/build-jaeger.sh), into its own cache folder
 #   LBC_CACHE      cache root (default ~/.cache/aws-lb-controller)
 #
-# ONLY="..." picks what to build (default "etcd k8s kwok"); ONLY=node builds the real node's kubelet and
+# ONLY="..." picks what to build (default "etcd k8s kwok gatewayapi"; gatewayapi only copies CRDs); ONLY=node builds the real node's kubelet and
 # kube-scheduler (same source, same folder as the control plane; LBC_E2E_NODE=1 e2e/up asks for them).
 #
 # The wrapper modules under e2e/go/* are ours: k8s.io/kubernetes cannot be built with `go install`
@@ -22,6 +23,7 @@ KUBE_VERSION="${KUBE_VERSION:-1.34.0}"
 ETCD_VERSION="${ETCD_VERSION:-3.6.16}"
 KWOK_VERSION="${KWOK_VERSION:-0.8.0}"
 JAEGER_VERSION="${JAEGER_VERSION:-1.76.0}"
+GATEWAY_API_VERSION="${GATEWAY_API_VERSION:-1.6.3}"
 LBC_CACHE="${LBC_CACHE:-$HOME/.cache/aws-lb-controller}"
 BIN="$LBC_CACHE/bin/k8s-$KUBE_VERSION-etcd-$ETCD_VERSION-kwok-$KWOK_VERSION"
 REGEN=0; [ "${1:-}" = "--regen" ] && REGEN=1
@@ -176,6 +178,27 @@ GO
   echo "$jbin"
 }
 
-only="${ONLY:-etcd k8s kwok}"
+# The Gateway API's standard-channel CRDs (config/crd/standard of the sigs.k8s.io/gateway-api module,
+# the same files as its standard-install.yaml), into $LBC_CACHE/bin/gateway-api-<version>/crds; CRDs
+# only (the bundle's ValidatingAdmissionPolicy is left out).
+build_gatewayapi() {
+  local dest="$LBC_CACHE/bin/gateway-api-$GATEWAY_API_VERSION/crds" src
+  if [ -s "$dest/gateway.networking.k8s.io_gateways.yaml" ]; then log "gateway-api v$GATEWAY_API_VERSION CRDs cached in $dest"; return; fi
+  # Outside any module: `go mod download m@v` then touches no go.mod.
+  local scratch; scratch="$(mktemp -d)"
+  src="$(cd "$scratch" && GOFLAGS= go mod download -json "sigs.k8s.io/gateway-api@v$GATEWAY_API_VERSION" \
+    | python3 -c 'import json,sys;print(json.load(sys.stdin)["Dir"])')"
+  rmdir "$scratch"
+  mkdir -p "$dest.tmp"
+  for f in "$src"/config/crd/standard/gateway.networking.k8s.io_*.yaml; do
+    grep -q '^kind: CustomResourceDefinition' "$f" && cp "$f" "$dest.tmp/"
+  done
+  [ -s "$dest.tmp/gateway.networking.k8s.io_gateways.yaml" ] || { log "no Gateway CRD in $src/config/crd/standard"; exit 1; }
+  chmod u+w "$dest.tmp"/*.yaml
+  rm -rf "$dest" && mv "$dest.tmp" "$dest"
+  log "gateway-api v$GATEWAY_API_VERSION CRDs copied into $dest"
+}
+
+only="${ONLY:-etcd k8s kwok gatewayapi}"
 for t in $only; do "build_$t"; done
 [ "$only" = jaeger ] || echo "$BIN"

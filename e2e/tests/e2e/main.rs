@@ -17,6 +17,7 @@ mod cross_account;
 mod doctor;
 mod environment;
 mod fencing;
+mod gateway_api;
 mod guards;
 mod image;
 mod ingress_alb;

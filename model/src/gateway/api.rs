@@ -63,7 +63,7 @@ pub struct ParametersReference {
 #[serde(rename_all = "camelCase")]
 pub struct GatewaySpec {
     pub gateway_class_name: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub listeners: Vec<Listener>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub infrastructure: Option<GatewayInfrastructure>,
@@ -161,10 +161,10 @@ pub struct GatewayStatusAddress {
 #[serde(rename_all = "camelCase")]
 pub struct ListenerStatus {
     pub name: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub supported_kinds: Vec<RouteGroupKind>,
     pub attached_routes: i32,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
 }
 
@@ -198,11 +198,11 @@ pub struct ParentReference {
 )]
 #[serde(rename_all = "camelCase")]
 pub struct HTTPRouteSpec {
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub parent_refs: Vec<ParentReference>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hostnames: Vec<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rules: Vec<HTTPRouteRule>,
 }
 
@@ -211,11 +211,11 @@ pub struct HTTPRouteSpec {
 pub struct HTTPRouteRule {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub matches: Vec<HTTPRouteMatch>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub filters: Vec<serde_json::Value>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub backend_refs: Vec<HTTPBackendRef>,
 }
 
@@ -224,9 +224,9 @@ pub struct HTTPRouteRule {
 pub struct HTTPRouteMatch {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<HTTPPathMatch>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub headers: Vec<HTTPValueMatch>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub query_params: Vec<HTTPValueMatch>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub method: Option<String>,
@@ -265,7 +265,7 @@ pub struct HTTPBackendRef {
     pub port: Option<i32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub weight: Option<i32>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub filters: Vec<serde_json::Value>,
 }
 
@@ -273,7 +273,7 @@ pub struct HTTPBackendRef {
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct RouteStatus {
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub parents: Vec<RouteParentStatus>,
 }
 
@@ -282,7 +282,7 @@ pub struct RouteStatus {
 pub struct RouteParentStatus {
     pub parent_ref: ParentReference,
     pub controller_name: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
 }
 

@@ -112,3 +112,14 @@ fn a_reference_grant_reads_as_the_trust_it_gives() {
     let r = crate::gateway::refs::resolve_backend("HTTPRoute", "app", "r", &b, &[g], &|_, _| true).unwrap();
     assert_eq!((r.namespace.as_str(), r.name.as_str(), r.port), ("backend", "web", 80));
 }
+
+/// Empty lists are left out when written, so the API server applies the CRDs' defaults (a rule
+/// sent with `matches: []` would get no default `PathPrefix /` match and match nothing).
+#[test]
+fn empty_lists_are_not_written() {
+    let rule = serde_json::to_value(HTTPRouteRule::default()).unwrap();
+    assert_eq!(rule, json!({}), "{rule}");
+    let listener =
+        serde_json::to_value(Listener { name: "l".into(), port: 80, protocol: "HTTP".into(), ..Default::default() });
+    assert_eq!(listener.unwrap(), json!({"name": "l", "port": 80, "protocol": "HTTP"}));
+}
