@@ -1,6 +1,7 @@
-//! An HTTPRoute match (and the hostname its rule is split to) as ALB rule conditions, built as
-//! ALBC builds them (`routeutils.BuildHttpRuleConditions`), so a Gateway it built is adopted
-//! without a ModifyRule, except where ALBC's conditions match more than the route asks:
+//! An HTTPRoute or GRPCRoute match (and the hostname its rule is split to) as ALB rule
+//! conditions, built as ALBC builds them (`routeutils.Build{Http,Grpc}RuleConditions`), so a
+//! Gateway it built is adopted without a ModifyRule, except where ALBC's conditions match more
+//! than the route asks:
 //!
 //! - an `Exact` path or header value holding `*` or `?` is sent by ALBC as an ALB wildcard
 //!   value (`/a*` then also matches `/abc`); here it becomes an anchored regular expression that
@@ -100,6 +101,53 @@ pub fn http_conditions(hostname: &str, m: &HttpMatch) -> Result<Vec<Condition>, 
     Ok(out)
 }
 
+/// One GRPCRoute match: the method (`service`, `method`, either may be absent; `regex`: of type
+/// `RegularExpression`) and header matches.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GrpcMatch {
+    pub service: Option<String>,
+    pub method: Option<String>,
+    pub regex: bool,
+    pub headers: Vec<ValueMatch>,
+}
+
+/// The conditions of one ALB rule for a GRPCRoute match, as ALBC builds them: a gRPC call is an
+/// HTTP/2 POST to `/<service>/<method>`, so the method match is a path pattern (`/svc/m`,
+/// `/svc/*`, `/*/m`, or `/*` for none). ALBC sends a `RegularExpression` method as a wildcard
+/// value (so `a.b` matches `a.b` only and `.*` matches a literal `.*`); here it is a regular
+/// expression over the path.
+pub fn grpc_conditions(hostname: &str, m: &GrpcMatch) -> Result<Vec<Condition>, String> {
+    let mut out = Vec::new();
+    if !hostname.is_empty() {
+        out.push(Condition::HostHeader(vec![hostname.to_string()]));
+    }
+    let path = match (&m.service, &m.method, m.regex) {
+        (None, None, _) => Condition::PathPattern(vec!["/*".into()]),
+        (s, me, false) => {
+            let part = |p: &Option<String>| p.clone().unwrap_or_else(|| "*".into());
+            if [s, me].into_iter().flatten().any(|p| has_wildcard(p)) {
+                return Err(
+                    "GRPCRoute method match of type Exact holds `*` or `?`, which the API does not allow".into()
+                );
+            }
+            Condition::PathPattern(vec![format!("/{}/{}", part(s), part(me))])
+        }
+        (s, me, true) => {
+            let part = |p: &Option<String>| p.as_ref().map_or("[^/]+".to_string(), |r| format!("(?:{r})"));
+            Condition::PathPatternRegex(vec![format!("^/{}/{}$", part(s), part(me))])
+        }
+    };
+    out.push(path);
+    for h in &m.headers {
+        out.push(match (h.regex, has_wildcard(&h.value)) {
+            (true, _) => Condition::HttpHeaderRegex { name: h.name.clone(), values: vec![h.value.clone()] },
+            (false, true) => Condition::HttpHeaderRegex { name: h.name.clone(), values: vec![literal_regex(&h.value)] },
+            (false, false) => Condition::HttpHeader { name: h.name.clone(), values: vec![h.value.clone()] },
+        });
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -162,6 +210,45 @@ mod tests {
             ]
         );
         assert_eq!(http_conditions("", &HttpMatch::default()).unwrap(), vec![], "a rule without matches: no condition");
+    }
+
+    /// The suite's GRPCRouteExactMethodMatching shapes, and what ALBC's wildcard reading of a
+    /// regular expression would get wrong.
+    #[test]
+    fn grpc_methods_as_paths() {
+        let g = |service: Option<&str>, method: Option<&str>, regex: bool| GrpcMatch {
+            service: service.map(Into::into),
+            method: method.map(Into::into),
+            regex,
+            headers: vec![],
+        };
+        let pattern = |c: &[Condition]| c.last().cloned().unwrap();
+        let cases = [
+            (
+                g(Some("gateway_api_conformance.echo_basic.grpcecho.GrpcEcho"), Some("Echo"), false),
+                Condition::PathPattern(vec!["/gateway_api_conformance.echo_basic.grpcecho.GrpcEcho/Echo".into()]),
+            ),
+            (g(Some("svc"), None, false), Condition::PathPattern(vec!["/svc/*".into()])),
+            (g(None, Some("Echo"), false), Condition::PathPattern(vec!["/*/Echo".into()])),
+            (g(None, None, false), Condition::PathPattern(vec!["/*".into()])),
+            (
+                g(Some("echo\\..*"), Some("Ech."), true),
+                Condition::PathPatternRegex(vec![r"^/(?:echo\..*)/(?:Ech.)$".into()]),
+            ),
+            (g(None, Some("Get.*"), true), Condition::PathPatternRegex(vec!["^/[^/]+/(?:Get.*)$".into()])),
+        ];
+        for (m, want) in cases {
+            assert_eq!(pattern(&grpc_conditions("", &m).unwrap()), want, "{m:?}");
+        }
+        let Condition::PathPatternRegex(v) = pattern(&grpc_conditions("", &g(None, Some("Get.*"), true)).unwrap())
+        else {
+            panic!()
+        };
+        let re = regex::Regex::new(&v[0]).unwrap();
+        assert!(re.is_match("/pkg.Svc/GetThing") && !re.is_match("/pkg.Svc/Put") && !re.is_match("/a/b/GetX"));
+        assert!(grpc_conditions("", &g(Some("s*"), None, false)).is_err());
+        let with_host = grpc_conditions("api.example.com", &g(Some("svc"), None, false)).unwrap();
+        assert_eq!(with_host[0], Condition::HostHeader(vec!["api.example.com".into()]));
     }
 
     #[test]
