@@ -76,3 +76,4 @@ pub const REASON_NO_MATCHING_PARENT: &str = "NoMatchingParent";
 pub const REASON_REF_NOT_PERMITTED: &str = "RefNotPermitted";
 pub const REASON_INVALID_KIND: &str = "InvalidKind";
 pub const REASON_BACKEND_NOT_FOUND: &str = "BackendNotFound";
+pub const REASON_UNSUPPORTED_VALUE: &str = "UnsupportedValue";

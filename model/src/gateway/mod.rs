@@ -7,9 +7,9 @@
 //! [`hostname`]), which cross-namespace references a ReferenceGrant allows ([`refs`]), each with
 //! the condition types and reasons of the spec ([`conditions`]) that the upstream conformance
 //! suite checks; the order of the ALB rules built from routes ([`precedence`]), their conditions
-//! ([`matches`]) and actions ([`actions`]), put together per listener port ([`alb_rules`]); an NLB
-//! Gateway's listeners ([`nlb_listeners`]); the `Programmed` conditions and addresses that follow the load balancer
-//! ([`status`]). [`api`] holds the read types of the kinds and their conversion to that data.
+//! ([`matches`](mod@matches)) and actions ([`actions`]), put together per listener port ([`alb_rules`]); an NLB
+//! Gateway's listeners ([`nlb_listeners`]); a route's conditions per parent ([`route_status`]);
+//! the `Programmed` conditions and addresses that follow the load balancer ([`status`]). [`api`] holds the read types of the kinds and their conversion to that data.
 //!
 //! Not wired to a reconciler yet (issue 34): the gates `ALBGatewayAPI`, `NLBGatewayAPI` and
 //! `GatewayListenerSet` stay off until it is. Where the spec and ALBC differ, the spec wins and the
@@ -26,6 +26,7 @@ pub mod matches;
 pub mod nlb_listeners;
 pub mod precedence;
 pub mod refs;
+pub mod route_status;
 pub mod status;
 
 /// The API group of Gateway API's kinds.
