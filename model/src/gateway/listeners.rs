@@ -52,14 +52,14 @@ impl GatewayVerdict {
 /// Why a listener is not accepted, before conflicts are looked at.
 fn refusal(flavor: Flavor, l: &ListenerSpec) -> Option<(&'static str, String)> {
     if !flavor.protocols().contains(&l.protocol.as_str()) {
-        let lb = if flavor == Flavor::Alb { "an ALB" } else { "an NLB" };
         return Some((
             REASON_UNSUPPORTED_PROTOCOL,
             format!(
-                "listener {:?}: protocol {:?} is not served by {lb} (GatewayClass controller {}); expected one of {}",
+                "listener {:?}: protocol {:?} is not served by an {} (GatewayClass controller {}); expected one of {}",
                 l.name,
                 l.protocol,
-                if flavor == Flavor::Alb { Flavor::ALB_CONTROLLER } else { Flavor::NLB_CONTROLLER },
+                flavor.load_balancer(),
+                flavor.controller_name(),
                 flavor.protocols().join(", ")
             ),
         ));

@@ -48,6 +48,16 @@ fn literal_regex(literal: &str) -> String {
     format!("^{}$", regex::escape(literal))
 }
 
+/// A header match: a regular expression as one, an exact value holding `*` or `?` as an
+/// anchored regular expression of the literal, any other exact value as itself.
+fn header_condition(h: &ValueMatch) -> Condition {
+    match (h.regex, has_wildcard(&h.value)) {
+        (true, _) => Condition::HttpHeaderRegex { name: h.name.clone(), values: vec![h.value.clone()] },
+        (false, true) => Condition::HttpHeaderRegex { name: h.name.clone(), values: vec![literal_regex(&h.value)] },
+        (false, false) => Condition::HttpHeader { name: h.name.clone(), values: vec![h.value.clone()] },
+    }
+}
+
 fn path_conditions(path: &PathMatch) -> Condition {
     match path {
         PathMatch::Exact(v) if has_wildcard(v) => Condition::PathPatternRegex(vec![literal_regex(v)]),
@@ -76,13 +86,7 @@ pub fn http_conditions(hostname: &str, m: &HttpMatch) -> Result<Vec<Condition>, 
     if let Some(p) = &m.path {
         out.push(path_conditions(p));
     }
-    for h in &m.headers {
-        out.push(match (h.regex, has_wildcard(&h.value)) {
-            (true, _) => Condition::HttpHeaderRegex { name: h.name.clone(), values: vec![h.value.clone()] },
-            (false, true) => Condition::HttpHeaderRegex { name: h.name.clone(), values: vec![literal_regex(&h.value)] },
-            (false, false) => Condition::HttpHeader { name: h.name.clone(), values: vec![h.value.clone()] },
-        });
-    }
+    out.extend(m.headers.iter().map(header_condition));
     for q in &m.query_params {
         if q.regex || has_wildcard(&q.value) {
             return Err(format!(
@@ -138,13 +142,7 @@ pub fn grpc_conditions(hostname: &str, m: &GrpcMatch) -> Result<Vec<Condition>, 
         }
     };
     out.push(path);
-    for h in &m.headers {
-        out.push(match (h.regex, has_wildcard(&h.value)) {
-            (true, _) => Condition::HttpHeaderRegex { name: h.name.clone(), values: vec![h.value.clone()] },
-            (false, true) => Condition::HttpHeaderRegex { name: h.name.clone(), values: vec![literal_regex(&h.value)] },
-            (false, false) => Condition::HttpHeader { name: h.name.clone(), values: vec![h.value.clone()] },
-        });
-    }
+    out.extend(m.headers.iter().map(header_condition));
     Ok(out)
 }
 

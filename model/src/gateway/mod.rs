@@ -54,6 +54,22 @@ impl Flavor {
         }
     }
 
+    /// The GatewayClass `controllerName` of this flavor.
+    pub fn controller_name(self) -> &'static str {
+        match self {
+            Flavor::Alb => Self::ALB_CONTROLLER,
+            Flavor::Nlb => Self::NLB_CONTROLLER,
+        }
+    }
+
+    /// The load balancer type's name: `ALB` or `NLB`.
+    pub fn load_balancer(self) -> &'static str {
+        match self {
+            Flavor::Alb => "ALB",
+            Flavor::Nlb => "NLB",
+        }
+    }
+
     /// Listener protocols this flavor's load balancer serves.
     pub fn protocols(self) -> &'static [&'static str] {
         match self {

@@ -78,15 +78,15 @@ pub fn compare(a: &RuleKey, b: &RuleKey) -> Ordering {
         .then_with(|| a.hostname.cmp(&b.hostname))
 }
 
-/// `keys` in priority order: the first gets priority 1.
-pub fn order(mut keys: Vec<RuleKey>) -> Vec<RuleKey> {
-    keys.sort_by(compare);
-    keys
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `keys` in priority order, as [`crate::gateway::alb_rules`] sorts them.
+    fn order(mut keys: Vec<RuleKey>) -> Vec<RuleKey> {
+        keys.sort_by(compare);
+        keys
+    }
 
     fn key(route: &str, rule: usize, match_type: MatchType, path: &str) -> RuleKey {
         RuleKey {

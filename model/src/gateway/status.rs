@@ -63,8 +63,12 @@ pub fn listener_programmed(v: &ListenerVerdict, lb: &LbState) -> Cond {
 /// another controller's class, whose status is not ours to write.
 pub fn gateway_class_accepted(controller_name: &str) -> Option<Cond> {
     let flavor = Flavor::from_controller_name(controller_name)?;
-    let lb = if flavor == Flavor::Alb { "ALB" } else { "NLB" };
-    Some(Cond::new(ACCEPTED, true, REASON_ACCEPTED, format!("Gateways of this class get an {lb}")))
+    Some(Cond::new(
+        ACCEPTED,
+        true,
+        REASON_ACCEPTED,
+        format!("Gateways of this class get an {}", flavor.load_balancer()),
+    ))
 }
 
 #[cfg(test)]
