@@ -77,3 +77,49 @@ pub const REASON_REF_NOT_PERMITTED: &str = "RefNotPermitted";
 pub const REASON_INVALID_KIND: &str = "InvalidKind";
 pub const REASON_BACKEND_NOT_FOUND: &str = "BackendNotFound";
 pub const REASON_UNSUPPORTED_VALUE: &str = "UnsupportedValue";
+
+/// `conds` as Kubernetes conditions of an object at `generation`: a condition whose status is
+/// the one in `previous` keeps its `lastTransitionTime`, any other gets `now`.
+pub fn to_k8s(
+    conds: &[Cond],
+    generation: Option<i64>,
+    now: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+    previous: &[k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition],
+) -> Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition> {
+    conds
+        .iter()
+        .map(|c| {
+            let kept = previous.iter().find(|p| p.type_ == c.type_ && p.status == c.status.as_str());
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
+                type_: c.type_.to_string(),
+                status: c.status.as_str().to_string(),
+                reason: c.reason.to_string(),
+                message: c.message.clone(),
+                observed_generation: generation,
+                last_transition_time: kept.map_or_else(|| now.clone(), |p| p.last_transition_time.clone()),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+    #[test]
+    fn a_condition_keeps_its_transition_time_while_its_status_holds() {
+        let then = Time("2026-01-01T00:00:00Z".parse().unwrap());
+        let now = Time("2026-02-01T00:00:00Z".parse().unwrap());
+        let first = to_k8s(&[Cond::new(ACCEPTED, true, REASON_ACCEPTED, "")], Some(1), &then, &[]);
+        assert_eq!((first[0].observed_generation, &first[0].last_transition_time), (Some(1), &then));
+        // Same status, new message and generation: the time stays.
+        let same = to_k8s(&[Cond::new(ACCEPTED, true, REASON_ACCEPTED, "again")], Some(2), &now, &first);
+        assert_eq!(
+            (same[0].observed_generation, &same[0].last_transition_time, same[0].message.as_str()),
+            (Some(2), &then, "again")
+        );
+        let flipped = to_k8s(&[Cond::new(ACCEPTED, false, REASON_NO_MATCHING_PARENT, "x")], Some(2), &now, &first);
+        assert_eq!(flipped[0].last_transition_time, now);
+    }
+}

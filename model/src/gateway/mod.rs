@@ -16,11 +16,13 @@
 //! module says so.
 
 pub mod actions;
+pub mod alb_gateway;
 pub mod alb_rules;
 pub mod api;
 pub mod attach;
 pub mod conditions;
 pub mod hostname;
+pub mod http_route;
 pub mod listeners;
 pub mod matches;
 pub mod nlb_listeners;

@@ -253,6 +253,12 @@ pub struct GatewayTargetGroupNameInputs<'a> {
     pub target_control_port: Option<u16>,
 }
 
+/// Name of a Gateway's managed frontend security group (ALBC `buildManagedSecurityGroupName`:
+/// cluster, name, namespace and UID hashed, in that order).
+pub fn gateway_security_group_name(cluster: &str, namespace: &str, name: &str, uid: &str) -> String {
+    k8s_name(namespace, name, &hash_hex([cluster, name, namespace, uid]))
+}
+
 /// Target group name of a Gateway route backend, named after the route (not the Service).
 pub fn gateway_target_group_name(i: &GatewayTargetGroupNameInputs<'_>) -> String {
     let control = i.target_control_port.map(|p| p.to_string()).unwrap_or_default();

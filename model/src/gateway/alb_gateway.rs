@@ -1,0 +1,686 @@
+//! One Gateway of class `gateway.k8s.aws/alb`, from a snapshot of the cluster to the ALB stack
+//! and the status of everything involved.
+//!
+//! [`plan`] decides what does not depend on AWS: which listeners are accepted, which HTTPRoutes
+//! attach where (with each route's `status.parents` entry for this Gateway), which backends
+//! resolve, the target groups (one per route, Service and port, named as ALBC names them) and
+//! the rules of every listener port. [`build`] turns the plan and what AWS told the caller
+//! (subnets, the backend security group) into the stack the shared pipeline deploys, as ALBC's
+//! gateway model builder does (`pkg/gateway/model`): ALB named from the cluster, the Gateway's
+//! UID and scheme; a managed frontend security group open on every listener port; an ELB
+//! listener only for ports with attached routes, its default action a fixed 404; ALBC's tags
+//! under `gateway.k8s.aws.alb`; target-group health checks at ALBC's gateway defaults.
+//! [`gateway_status`] gives the Gateway's status once the load balancer's state is known.
+//!
+//! Not here yet (issue 34): HTTPS listeners (certificates from ACM or imported Secrets; such a
+//! listener is reported not programmed), LoadBalancerConfiguration, TargetGroupConfiguration,
+//! ListenerRuleConfiguration and GRPCRoute on the ALB.
+
+use super::alb_rules::{self, AlbRules, RouteIn, RouteRuleIn};
+use super::api::{Gateway, HTTPRoute, ParentReference, listener_views, parent_refs};
+use super::attach::{AttachListener, Attachment, GatewayView, RouteView, attach};
+use super::conditions::*;
+use super::http_route;
+use super::listeners::{GatewayVerdict, assess};
+use super::refs::{Grant, ServiceBackend, Unresolved, resolve_backend, resolved_refs};
+use super::route_status::parent_conditions;
+use super::status::{LbState, gateway_addresses, gateway_programmed, listener_programmed};
+use super::{Flavor, RouteKind};
+use crate::crd::{
+    NetworkingIngressRule, NetworkingPort, NetworkingProtocol, ServiceReference, TargetGroupBindingNetworking,
+    TargetGroupBindingSpec, TargetGroupIpAddressType, TargetType,
+};
+use crate::ingress::ServiceView;
+use crate::lb::build::{
+    BuildContext, BuildError, BuiltStack, ContextNeeds, FRONTEND_SG_DESCRIPTION, Tagger, TargetGroupBindingTemplate,
+    load_balancer_security_groups, managed_or_custom, security_group_peer, uses_backend_security_group,
+};
+use crate::lb::extras::WantedExtras;
+use crate::lb::naming::{self, GatewayTargetGroupNameInputs};
+use crate::lb::subnets::SubnetSelector;
+use crate::lb::tags::{RESOURCE_LOAD_BALANCER, RESOURCE_MANAGED_SECURITY_GROUP};
+use crate::lb::{
+    HealthCheck, HealthCheckPort, IngressRule, LbIpAddressType, LbType, Listener, LoadBalancer, Protocol, RuleSource,
+    SecurityGroup, Stack, SubnetMapping, Tags, TargetGroup, TgIpAddressType,
+};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Tag (and TargetGroupBinding label) prefix of ALB Gateway stacks (ALBC `ALBGatewayTagPrefix`).
+pub const ALB_GATEWAY_TAG_PREFIX: &str = "gateway.k8s.aws.alb";
+/// Finalizer on the Gateways whose ALB this controller made (ALBC `ALBGatewayFinalizer`).
+pub const ALB_GATEWAY_FINALIZER: &str = "gateway.k8s.aws/alb";
+/// AWS's quota of rules per ALB listener (the default rule not counted).
+pub const RULES_PER_LISTENER_MAX: usize = 100;
+
+// ALBC's gateway target-group health-check defaults (`newTargetGroupBuilder`).
+const HC_INTERVAL: u32 = 15;
+const HC_TIMEOUT: u32 = 5;
+const HC_HEALTHY: u32 = 3;
+const HC_UNHEALTHY: u32 = 3;
+const HC_PATH: &str = "/";
+const HC_CODES: &str = "200-399";
+const HTTP1: &str = "HTTP1";
+const KIND: &str = "HTTPRoute";
+
+/// What [`plan`] reads of the cluster.
+pub struct Snapshot<'a> {
+    pub gateway: &'a Gateway,
+    /// HTTPRoutes that may name the Gateway (others are skipped).
+    pub routes: Vec<&'a HTTPRoute>,
+    pub grants: &'a [Grant],
+    /// Services by (namespace, name).
+    pub services: &'a BTreeMap<(String, String), ServiceView>,
+    /// A namespace's labels (`None`: not known), for listeners selecting namespaces by label.
+    pub namespace_labels: &'a dyn Fn(&str) -> Option<BTreeMap<String, String>>,
+}
+
+/// Controller settings [`plan`] needs.
+#[derive(Clone, Debug)]
+pub struct PlanConfig {
+    pub cluster_name: String,
+    /// `--default-target-type`.
+    pub default_target_type: TargetType,
+}
+
+/// A target group the Gateway needs: one per (route, Service, port).
+#[derive(Clone, Debug, PartialEq)]
+pub struct WantedTargetGroup {
+    pub name: String,
+    /// ALBC's `resource` tag value (`buildTargetGroupResourceID`).
+    pub resource_id: String,
+    pub service_namespace: String,
+    pub service_name: String,
+    pub service_port: i32,
+    pub target_type: TargetType,
+    pub view: ServiceView,
+}
+
+/// A route's `status.parents` entries for this Gateway.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RouteOutcome {
+    pub namespace: String,
+    pub name: String,
+    pub generation: Option<i64>,
+    /// Each parentRef naming this Gateway, as written, with its conditions.
+    pub parents: Vec<(ParentReference, Vec<Cond>)>,
+}
+
+impl RouteOutcome {
+    /// Accepted by at least one of its references to this Gateway.
+    pub fn accepted(&self) -> bool {
+        self.parents.iter().any(|(_, c)| find(c, ACCEPTED).is_some_and(|c| c.status == CondStatus::True))
+    }
+}
+
+/// Everything decided about the Gateway before AWS is asked.
+#[derive(Clone, Debug)]
+pub struct GatewayPlan {
+    pub namespace: String,
+    pub name: String,
+    pub uid: String,
+    pub listeners: Vec<AttachListener>,
+    pub verdict: GatewayVerdict,
+    /// `attachedRoutes` per listener name.
+    pub attached: BTreeMap<String, i32>,
+    pub routes: Vec<RouteOutcome>,
+    pub target_groups: Vec<WantedTargetGroup>,
+    pub rules: AlbRules,
+    /// The ELB listeners to build: ports with attached routes, with their protocol.
+    pub ports: BTreeMap<u16, Protocol>,
+    /// Usable listeners the load balancer does not serve, with why.
+    pub not_programmed: BTreeMap<String, String>,
+    /// Why the Gateway's spec cannot be read at all (the listeners are then refused).
+    pub invalid: Option<String>,
+}
+
+impl GatewayPlan {
+    /// The `<prefix>/stack` tag value: `namespace/name`.
+    pub fn stack_id(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+}
+
+/// One route's parents, rules and backends, before the rules of all routes are put together.
+struct RouteWork<'a> {
+    route: &'a HTTPRoute,
+    namespace: String,
+    name: String,
+    /// Each parentRef to this Gateway, as written, with its attachment.
+    parents: Vec<(ParentReference, Attachment)>,
+    rules: Result<Vec<http_route::RuleSpec>, String>,
+    backends: Vec<Vec<Result<ServiceBackend, Unresolved>>>,
+}
+
+fn meta(route: &HTTPRoute) -> (String, String) {
+    (route.metadata.namespace.clone().unwrap_or_default(), route.metadata.name.clone().unwrap_or_default())
+}
+
+/// A resolved backend whose Service lacks the port is not found either.
+fn with_port(
+    r: Result<ServiceBackend, Unresolved>,
+    services: &BTreeMap<(String, String), ServiceView>,
+) -> Result<ServiceBackend, Unresolved> {
+    let b = r?;
+    let view = &services[&(b.namespace.clone(), b.name.clone())];
+    if view.ports.iter().any(|(_, p)| *p == b.port) {
+        return Ok(b);
+    }
+    let have: Vec<String> = view.ports.iter().map(|(_, p)| p.to_string()).collect();
+    Err(Unresolved {
+        reason: REASON_BACKEND_NOT_FOUND,
+        message: format!("Service {}/{} has no port {}; its ports: {}", b.namespace, b.name, b.port, have.join(", ")),
+    })
+}
+
+/// Decides everything about the Gateway that AWS does not answer.
+pub fn plan(s: &Snapshot<'_>, cfg: &PlanConfig) -> GatewayPlan {
+    let gw = s.gateway;
+    let namespace = gw.metadata.namespace.clone().unwrap_or_default();
+    let name = gw.metadata.name.clone().unwrap_or_default();
+    let (listeners, invalid) = match listener_views(gw) {
+        Ok(l) => (l, None),
+        Err(e) => (Vec::new(), Some(e)),
+    };
+    let mut verdict = assess(Flavor::Alb, &listeners.iter().map(|l| l.spec.clone()).collect::<Vec<_>>());
+    if let Some(why) = &invalid {
+        verdict.accepted = Cond::new(ACCEPTED, false, REASON_LISTENERS_NOT_VALID, why.clone());
+    }
+    let view = GatewayView { namespace: &namespace, name: &name, listeners: &listeners, verdict: &verdict };
+    let port_of: BTreeMap<&str, u16> = listeners
+        .iter()
+        .filter(|l| verdict.usable(&l.spec.name))
+        .filter_map(|l| Some((l.spec.name.as_str(), u16::try_from(l.spec.port).ok()?)))
+        .collect();
+
+    // Each route's attachments, rules and backends.
+    let mut work: Vec<RouteWork<'_>> = Vec::new();
+    let mut routes: Vec<&HTTPRoute> = s.routes.clone();
+    routes.sort_by_key(|r| meta(r));
+    for route in routes {
+        let (rns, rname) = meta(route);
+        let parents: Vec<(ParentReference, Attachment)> = route
+            .spec
+            .parent_refs
+            .iter()
+            .zip(parent_refs(&rns, &route.spec.parent_refs))
+            .filter(|(_, p)| p.is_gateway(&namespace, &name))
+            .map(|(written, p)| {
+                let rv = RouteView { kind: KIND, namespace: &rns, name: &rname, hostnames: &route.spec.hostnames };
+                (written.clone(), attach(&view, &p, &rv, s.namespace_labels))
+            })
+            .collect();
+        if parents.is_empty() {
+            continue;
+        }
+        let rules = http_route::rules(route);
+        let exists = |ns: &str, n: &str| s.services.contains_key(&(ns.to_string(), n.to_string()));
+        let backends = match &rules {
+            Ok(rules) => rules
+                .iter()
+                .map(|r| {
+                    r.backends
+                        .iter()
+                        .map(|b| with_port(resolve_backend(KIND, &rns, &rname, b, s.grants, &exists), s.services))
+                        .collect()
+                })
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        work.push(RouteWork { route, namespace: rns, name: rname, parents, rules, backends });
+    }
+
+    // Target groups and the rules' input, for routes accepted somewhere.
+    let mut target_groups: BTreeMap<String, WantedTargetGroup> = BTreeMap::new();
+    let mut route_ins = Vec::new();
+    for w in &work {
+        let Ok(rules) = &w.rules else { continue };
+        let mut hostnames_by_port: BTreeMap<u16, Option<Vec<String>>> = BTreeMap::new();
+        for (_, a) in w.parents.iter().filter(|(_, a)| a.accepted.status == CondStatus::True) {
+            for (listener, hosts) in &a.listeners {
+                let Some(port) = port_of.get(listener.as_str()) else { continue };
+                // Empty: every host, which covers any hostname another listener adds.
+                let entry = hostnames_by_port.entry(*port).or_insert_with(|| Some(Vec::new()));
+                match (entry.as_mut(), hosts.is_empty()) {
+                    (Some(_), true) => *entry = None,
+                    (Some(v), false) => v.extend(hosts.iter().cloned()),
+                    (None, _) => {}
+                }
+            }
+        }
+        if hostnames_by_port.is_empty() {
+            continue;
+        }
+        let mut rule_ins = Vec::new();
+        for (rule, backends) in rules.iter().zip(&w.backends) {
+            let mut tgs = Vec::new();
+            for b in backends.iter().flatten() {
+                let tg = target_group(cfg, &namespace, &name, w, b, s.services);
+                tgs.push((tg.name.clone(), u32::try_from(b.weight.max(0)).unwrap_or(0)));
+                target_groups.entry(tg.name.clone()).or_insert(tg);
+            }
+            rule_ins.push(RouteRuleIn {
+                matches: rule.matches.clone(),
+                redirect: rule.redirect.clone(),
+                target_groups: tgs,
+            });
+        }
+        let created = w.route.metadata.creation_timestamp.as_ref().map_or(0, |t| t.0.as_second());
+        route_ins.push(RouteIn {
+            namespace: w.namespace.clone(),
+            name: w.name.clone(),
+            created,
+            hostnames_by_port: hostnames_by_port
+                .into_iter()
+                .map(|(p, h)| {
+                    let mut h = h.unwrap_or_default();
+                    h.sort();
+                    h.dedup();
+                    (p, h)
+                })
+                .collect(),
+            rules: rule_ins,
+        });
+    }
+    let rules = alb_rules::build(&route_ins);
+    // A refused route's target groups are not wanted.
+    let used: BTreeSet<&str> = route_ins
+        .iter()
+        .filter(|r| !rules.refused.contains_key(&format!("{}/{}", r.namespace, r.name)))
+        .flat_map(|r| r.rules.iter().flat_map(|x| x.target_groups.iter().map(|(n, _)| n.as_str())))
+        .collect();
+    target_groups.retain(|n, _| used.contains(n.as_str()));
+
+    // Route statuses, then what attached where.
+    let mut outcomes = Vec::new();
+    let mut attachments: Vec<(String, Attachment)> = Vec::new();
+    for w in &work {
+        let id = format!("{}/{}", w.namespace, w.name);
+        let refused = match &w.rules {
+            Err(e) => Some(e.clone()),
+            Ok(_) => rules.refused.get(&id).cloned(),
+        };
+        let all: Vec<Result<ServiceBackend, Unresolved>> = w.backends.iter().flatten().cloned().collect();
+        let refs = resolved_refs(&all);
+        let parents: Vec<(ParentReference, Vec<Cond>)> = w
+            .parents
+            .iter()
+            .map(|(p, a)| (p.clone(), parent_conditions(a, refs.clone(), refused.as_deref())))
+            .collect();
+        if refused.is_none() {
+            attachments.extend(w.parents.iter().map(|(_, a)| (id.clone(), a.clone())));
+        }
+        outcomes.push(RouteOutcome {
+            namespace: w.namespace.clone(),
+            name: w.name.clone(),
+            generation: w.route.metadata.generation,
+            parents,
+        });
+    }
+    let attached = super::attach::attached_routes(&listeners, attachments.iter().map(|(id, a)| (id.as_str(), a)));
+
+    let mut ports = BTreeMap::new();
+    let mut not_programmed = BTreeMap::new();
+    for l in listeners.iter().filter(|l| verdict.usable(&l.spec.name)) {
+        let Some(port) = port_of.get(l.spec.name.as_str()).copied() else { continue };
+        if attached.get(&l.spec.name).copied().unwrap_or(0) == 0 {
+            continue;
+        }
+        match l.spec.protocol.as_str() {
+            "HTTP" => {
+                ports.insert(port, Protocol::Http);
+            }
+            _ => {
+                not_programmed.insert(
+                    l.spec.name.clone(),
+                    format!(
+                        "listener {:?} ({} on port {port}): HTTPS listeners need a certificate, and this controller \
+                         does not take Gateway certificates yet (ACM discovery, LoadBalancerConfiguration and \
+                         certificateRefs Secrets are still to come); its routes are not served",
+                        l.spec.name, l.spec.protocol
+                    ),
+                );
+            }
+        }
+    }
+    GatewayPlan {
+        namespace,
+        name,
+        uid: gw.metadata.uid.clone().unwrap_or_default(),
+        listeners,
+        verdict,
+        attached,
+        routes: outcomes,
+        target_groups: target_groups.into_values().collect(),
+        rules,
+        ports,
+        not_programmed,
+        invalid,
+    }
+}
+
+fn target_group(
+    cfg: &PlanConfig,
+    gw_ns: &str,
+    gw_name: &str,
+    w: &RouteWork<'_>,
+    b: &ServiceBackend,
+    services: &BTreeMap<(String, String), ServiceView>,
+) -> WantedTargetGroup {
+    let view = services[&(b.namespace.clone(), b.name.clone())].clone();
+    let target_type = cfg.default_target_type;
+    let instance = target_type == TargetType::Instance;
+    // ALBC hashes the Service port for ip targets, the NodePort for instance targets.
+    let port = match instance {
+        true => view.node_ports.get(&b.port).map_or(0, |p| i32::from(*p)).to_string(),
+        false => b.port.to_string(),
+    };
+    let name = naming::gateway_target_group_name(&GatewayTargetGroupNameInputs {
+        cluster: &cfg.cluster_name,
+        gateway_namespace: gw_ns,
+        gateway_name: gw_name,
+        route_namespace: &w.namespace,
+        route_name: &w.name,
+        route_kind: KIND,
+        service_namespace: &b.namespace,
+        service_name: &b.name,
+        port: &port,
+        target_type: if instance { "instance" } else { "ip" },
+        protocol: "HTTP",
+        protocol_version: Some(HTTP1),
+        target_control_port: None,
+    });
+    WantedTargetGroup {
+        name,
+        resource_id: format!(
+            "{gw_ns}/{gw_name}:{}-{}:{KIND}-{}-{}:{}",
+            w.namespace, w.name, b.namespace, b.name, b.port
+        ),
+        service_namespace: b.namespace.clone(),
+        service_name: b.name.clone(),
+        service_port: b.port,
+        target_type,
+        view,
+    }
+}
+
+/// What the caller looks up in AWS first: discovered subnets in two Availability Zones for the
+/// default scheme (LoadBalancerConfiguration is not read yet).
+pub fn context_needs(default_scheme: crate::lb::Scheme) -> ContextNeeds {
+    ContextNeeds {
+        subnets: SubnetSelector::Discover,
+        scheme: default_scheme,
+        min_azs: 2,
+        subnets_annotation: "LoadBalancerConfiguration loadBalancerSubnets (not read yet: subnets are discovered)"
+            .into(),
+        security_group_names: Vec::new(),
+        security_groups_annotation: String::new(),
+    }
+}
+
+/// The ALB stack of `plan`.
+pub fn build(plan: &GatewayPlan, ctx: &BuildContext) -> Result<BuiltStack, BuildError> {
+    let stack_id = plan.stack_id();
+    let tagger = Tagger {
+        prefix: ALB_GATEWAY_TAG_PREFIX,
+        cluster: &ctx.cluster_name,
+        stack_id: &stack_id,
+        default_tags: &ctx.default_tags,
+        defaults_low: ctx.default_tags_low_priority,
+    };
+    let none = Tags::new();
+    let mut problems = Vec::new();
+    if let Some(why) = &plan.invalid {
+        problems.push(why.clone());
+    }
+    let mut subnets: Vec<_> = ctx.subnets.iter().collect();
+    subnets.sort_by(|x, y| x.id.cmp(&y.id));
+    let zones: BTreeSet<&str> = subnets.iter().map(|s| s.availability_zone.as_str()).collect();
+    if zones.len() < 2 {
+        problems.push(format!(
+            "Gateway {stack_id}: an ALB needs subnets in at least two Availability Zones, found {}; tag subnets for \
+             discovery (kubernetes.io/role/internal-elb or kubernetes.io/role/elb, and kubernetes.io/cluster/{})",
+            zones.len(),
+            ctx.cluster_name
+        ));
+    }
+    for (port, rules) in &plan.rules.by_port {
+        if rules.len() > RULES_PER_LISTENER_MAX {
+            problems.push(format!(
+                "Gateway {stack_id}: listener port {port} needs {} rules and an ALB listener takes at most \
+                 {RULES_PER_LISTENER_MAX}; split the routes over more Gateways or fewer matches and hostnames",
+                rules.len()
+            ));
+        }
+    }
+    let sg_mode = managed_or_custom(None, false, ctx, &mut problems);
+    let security_groups = load_balancer_security_groups(&sg_mode, ctx);
+
+    let mut target_groups = Vec::new();
+    let mut bindings = Vec::new();
+    for w in &plan.target_groups {
+        if let Some((tg, b)) = target_group_and_binding(w, ctx, &tagger, sg_mode.source(), &mut problems) {
+            target_groups.push(tg);
+            bindings.push(b);
+        }
+    }
+    let listeners = plan
+        .ports
+        .iter()
+        .map(|(port, protocol)| Listener {
+            port: *port,
+            protocol: *protocol,
+            certificates: Vec::new(),
+            ssl_policy: None,
+            alpn_policy: None,
+            mutual_authentication: None,
+            default_actions: vec![super::actions::listener_default()],
+            attributes: Default::default(),
+            tags: tagger.tags(&port.to_string(), &none),
+            rules: plan
+                .rules
+                .by_port
+                .get(port)
+                .into_iter()
+                .flatten()
+                .map(|r| {
+                    let mut r = r.clone();
+                    r.tags = tagger.tags(&format!("{port}:{}", r.priority), &none);
+                    r
+                })
+                .collect(),
+        })
+        .collect();
+    if !problems.is_empty() {
+        return Err(BuildError { problems });
+    }
+    let scheme = ctx.default_scheme;
+    let (ns, name, uid) = (&plan.namespace, &plan.name, &plan.uid);
+    let frontend_security_group = SecurityGroup {
+        name: naming::gateway_security_group_name(&ctx.cluster_name, ns, name, uid),
+        description: FRONTEND_SG_DESCRIPTION.to_string(),
+        vpc_id: ctx.vpc_id.clone(),
+        ingress: frontend_rules(plan),
+        tags: tagger.tags(RESOURCE_MANAGED_SECURITY_GROUP, &none),
+    };
+    let backend_security_group_used = uses_backend_security_group(&security_groups, ctx);
+    let load_balancer = LoadBalancer {
+        name: naming::load_balancer_name(&ctx.cluster_name, ns, name, uid, scheme.as_aws()),
+        lb_type: LbType::Application,
+        scheme,
+        ip_address_type: LbIpAddressType::Ipv4,
+        subnets: subnets.iter().map(|s| SubnetMapping::plain(&s.id)).collect(),
+        security_groups,
+        attributes: Default::default(),
+        tags: tagger.tags(RESOURCE_LOAD_BALANCER, &none),
+        customer_owned_ipv4_pool: None,
+        ipv4_ipam_pool: None,
+        ipv6_source_nat: None,
+    };
+    Ok(BuiltStack {
+        stack: Stack {
+            id: stack_id,
+            load_balancer,
+            frontend_security_group: Some(frontend_security_group),
+            target_groups,
+            listeners,
+        },
+        extras: WantedExtras::default(),
+        bindings,
+        backend_security_group_used,
+        warnings: plan.not_programmed.values().cloned().collect(),
+    })
+}
+
+/// TCP from anywhere on every HTTP and HTTPS listener port of the Gateway (ALBC's default
+/// `sourceRanges`; IPv6 only on dualstack ALBs, which are not built yet).
+fn frontend_rules(plan: &GatewayPlan) -> Vec<IngressRule> {
+    let ports: BTreeSet<i32> = plan
+        .listeners
+        .iter()
+        .filter(|l| Flavor::Alb.protocols().contains(&l.spec.protocol.as_str()))
+        .map(|l| l.spec.port)
+        .collect();
+    ports
+        .into_iter()
+        .map(|port| IngressRule {
+            protocol: "tcp".into(),
+            from_port: port,
+            to_port: port,
+            source: RuleSource::Cidr("0.0.0.0/0".into()),
+            description: None,
+        })
+        .collect()
+}
+
+fn target_group_and_binding(
+    w: &WantedTargetGroup,
+    ctx: &BuildContext,
+    tagger: &Tagger<'_>,
+    sg_source: Option<&str>,
+    problems: &mut Vec<String>,
+) -> Option<(TargetGroup, TargetGroupBindingTemplate)> {
+    let at = format!("Service {}/{} port {}", w.service_namespace, w.service_name, w.service_port);
+    let instance = w.target_type == TargetType::Instance;
+    let target_port = match instance {
+        true => match w.view.node_ports.get(&w.service_port) {
+            Some(np) => IntOrString::Int(i32::from(*np)),
+            None => {
+                problems.push(format!(
+                    "{at}: target type instance registers the nodes on the port's nodePort and it has none; make the \
+                     Service type NodePort, or run the controller with --default-target-type=ip"
+                ));
+                return None;
+            }
+        },
+        false => w.view.target_port(w.service_port),
+    };
+    let tg_port = match &target_port {
+        IntOrString::Int(p) => match u16::try_from(*p) {
+            Ok(p) if p > 0 => p,
+            _ => {
+                problems.push(format!("{at}: targetPort {p} is not a port from 1 to 65535"));
+                return None;
+            }
+        },
+        IntOrString::String(_) => 1,
+    };
+    let ip_type = if w.view.ipv6 { TgIpAddressType::Ipv6 } else { TgIpAddressType::Ipv4 };
+    if w.view.ipv6 {
+        problems.push(format!("{at}: the Service is IPv6, which needs a dualstack ALB (not built for Gateways yet)"));
+        return None;
+    }
+    let networking = sg_source.map(|source| TargetGroupBindingNetworking {
+        ingress: vec![NetworkingIngressRule {
+            from: vec![security_group_peer(source)],
+            ports: vec![NetworkingPort { protocol: Some(NetworkingProtocol::TCP), port: Some(target_port.clone()) }],
+        }],
+    });
+    let binding = TargetGroupBindingTemplate {
+        namespace: w.service_namespace.clone(),
+        name: w.name.clone(),
+        spec: TargetGroupBindingSpec {
+            target_group_name: Some(w.name.clone()),
+            target_type: Some(w.target_type),
+            service_ref: ServiceReference { name: w.service_name.clone(), port: IntOrString::Int(w.service_port) },
+            networking,
+            ip_address_type: Some(TargetGroupIpAddressType::Ipv4),
+            vpc_id: Some(ctx.vpc_id.clone()),
+            ..Default::default()
+        },
+    };
+    let tg = TargetGroup {
+        name: w.name.clone(),
+        protocol: Protocol::Http,
+        protocol_version: Some(HTTP1.into()),
+        port: tg_port,
+        target_type: if instance { "instance" } else { "ip" }.into(),
+        ip_address_type: ip_type,
+        vpc_id: ctx.vpc_id.clone(),
+        health_check: HealthCheck {
+            protocol: Protocol::Http,
+            port: HealthCheckPort::TrafficPort,
+            path: Some(HC_PATH.into()),
+            success_codes: Some(HC_CODES.into()),
+            interval_seconds: HC_INTERVAL,
+            timeout_seconds: HC_TIMEOUT,
+            healthy_threshold: HC_HEALTHY,
+            unhealthy_threshold: HC_UNHEALTHY,
+        },
+        attributes: Default::default(),
+        tags: tagger.tags(&w.resource_id, &Tags::new()),
+        target_control_port: None,
+    };
+    Some((tg, binding))
+}
+
+/// One listener's status: its name, supported kinds, attached routes and conditions.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ListenerOutcome {
+    pub name: String,
+    pub supported_kinds: Vec<RouteKind>,
+    pub attached_routes: i32,
+    pub conditions: Vec<Cond>,
+}
+
+/// The Gateway's status as a plan and its load balancer's state make it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GatewayOutcome {
+    /// `Accepted`, `Programmed`.
+    pub conditions: Vec<Cond>,
+    /// (type, value).
+    pub addresses: Vec<(&'static str, String)>,
+    pub listeners: Vec<ListenerOutcome>,
+}
+
+/// The Gateway's status: `Accepted` from its listeners, `Programmed` and addresses from the load
+/// balancer, and per listener its verdict, attached routes and `Programmed`.
+pub fn gateway_status(plan: &GatewayPlan, lb: &LbState) -> GatewayOutcome {
+    let listeners = plan
+        .verdict
+        .listeners
+        .iter()
+        .map(|v| {
+            let mut conditions = v.conditions.clone();
+            conditions.push(match plan.not_programmed.get(&v.name) {
+                Some(why) => Cond::new(PROGRAMMED, false, super::status::REASON_INVALID, why.clone()),
+                None => listener_programmed(v, lb),
+            });
+            ListenerOutcome {
+                name: v.name.clone(),
+                supported_kinds: v.supported_kinds.clone(),
+                attached_routes: plan.attached.get(&v.name).copied().unwrap_or(0),
+                conditions,
+            }
+        })
+        .collect();
+    GatewayOutcome {
+        conditions: vec![plan.verdict.accepted.clone(), gateway_programmed(lb)],
+        addresses: gateway_addresses(lb),
+        listeners,
+    }
+}
+
+#[cfg(test)]
+#[path = "alb_gateway_tests.rs"]
+mod tests;

@@ -1,0 +1,283 @@
+use super::*;
+use crate::gateway::api::{
+    AllowedRoutes, GatewaySpec, HTTPBackendRef, HTTPPathMatch, HTTPRouteMatch, HTTPRouteRule, HTTPRouteSpec,
+    Listener as GwListener, RouteNamespaces,
+};
+use crate::gateway::refs::{GrantFrom, GrantTo};
+use crate::lb::{Action, Condition, Subnet, TargetGroupRef};
+use serde_json::json;
+
+fn listener(name: &str, port: i32, protocol: &str, from: &str) -> GwListener {
+    GwListener {
+        name: name.into(),
+        port,
+        protocol: protocol.into(),
+        allowed_routes: Some(AllowedRoutes {
+            namespaces: Some(RouteNamespaces { from: Some(from.into()), selector: None }),
+            kinds: vec![],
+        }),
+        ..Default::default()
+    }
+}
+
+fn gateway(listeners: Vec<GwListener>) -> Gateway {
+    let mut g = Gateway::new("gw", GatewaySpec { gateway_class_name: "alb".into(), listeners, infrastructure: None });
+    g.metadata.namespace = Some("infra".into());
+    g.metadata.uid = Some("uid-1".into());
+    g
+}
+
+fn backend(ns: Option<&str>, name: &str, port: i32) -> HTTPBackendRef {
+    HTTPBackendRef { name: name.into(), namespace: ns.map(Into::into), port: Some(port), ..Default::default() }
+}
+
+fn route(ns: &str, name: &str, rules: Vec<HTTPRouteRule>) -> HTTPRoute {
+    let mut r = HTTPRoute::new(
+        name,
+        HTTPRouteSpec {
+            parent_refs: vec![ParentReference {
+                name: "gw".into(),
+                namespace: Some("infra".into()),
+                ..Default::default()
+            }],
+            hostnames: vec![],
+            rules,
+        },
+    );
+    r.metadata.namespace = Some(ns.into());
+    r.metadata.generation = Some(3);
+    r
+}
+
+fn prefix_rule(path: &str, backends: Vec<HTTPBackendRef>) -> HTTPRouteRule {
+    HTTPRouteRule {
+        matches: vec![HTTPRouteMatch {
+            path: Some(HTTPPathMatch { type_: Some("PathPrefix".into()), value: Some(path.into()) }),
+            ..Default::default()
+        }],
+        backend_refs: backends,
+        ..Default::default()
+    }
+}
+
+fn services() -> BTreeMap<(String, String), ServiceView> {
+    let view = |uid: &str| ServiceView {
+        ports: vec![(Some("http".into()), 8080)],
+        uid: uid.into(),
+        target_ports: BTreeMap::from([(8080, IntOrString::Int(3000))]),
+        ..Default::default()
+    };
+    BTreeMap::from([(("infra".into(), "web".into()), view("svc-1")), (("apps".into(), "api".into()), view("svc-2"))])
+}
+
+fn cfg() -> PlanConfig {
+    PlanConfig { cluster_name: "prod".into(), default_target_type: TargetType::Ip }
+}
+
+fn ctx() -> BuildContext {
+    let mut c = BuildContext::new("prod", "vpc-1");
+    c.subnets = ["a", "b"]
+        .iter()
+        .map(|z| Subnet {
+            id: format!("subnet-{z}"),
+            vpc_id: "vpc-1".into(),
+            availability_zone: format!("eu-west-1{z}"),
+            cidr: "10.0.0.0/24".into(),
+            ipv6_cidrs: vec![],
+            available_ips: 200,
+            tags: Tags::new(),
+        })
+        .collect();
+    c.backend_security_group = Some("sg-backend".into());
+    c
+}
+
+fn run(gw: &Gateway, routes: &[HTTPRoute], grants: &[Grant]) -> GatewayPlan {
+    let services = services();
+    let labels = |_: &str| Some(BTreeMap::new());
+    let s = Snapshot {
+        gateway: gw,
+        routes: routes.iter().collect(),
+        grants,
+        services: &services,
+        namespace_labels: &labels,
+    };
+    plan(&s, &cfg())
+}
+
+fn cond<'a>(p: &'a GatewayPlan, route: &str, type_: &str) -> &'a Cond {
+    let r = p.routes.iter().find(|r| r.name == route).expect("route outcome");
+    find(&r.parents[0].1, type_).expect("condition")
+}
+
+#[test]
+fn one_route_builds_one_listener_rule_and_target_group_named_as_albc_names_them() {
+    let gw = gateway(vec![listener("http", 80, "HTTP", "Same")]);
+    let p = run(&gw, &[route("infra", "r", vec![prefix_rule("/api", vec![backend(None, "web", 8080)])])], &[]);
+    assert_eq!(cond(&p, "r", ACCEPTED).status, CondStatus::True);
+    assert_eq!(cond(&p, "r", RESOLVED_REFS).status, CondStatus::True);
+    assert_eq!(p.attached["http"], 1);
+    assert_eq!(p.ports, BTreeMap::from([(80, Protocol::Http)]));
+    let built = build(&p, &ctx()).expect("builds");
+    let lb = &built.stack.load_balancer;
+    // ALBC: sha256(cluster, UID, scheme) for the ALB; (cluster, name, namespace, UID) for its group.
+    assert_eq!(lb.name, "k8s-infra-gw-08a1ef1b79");
+    assert_eq!(built.stack.frontend_security_group.as_ref().unwrap().name, "k8s-infra-gw-f6032c4c2e");
+    assert_eq!(lb.tags["gateway.k8s.aws.alb/stack"], "infra/gw");
+    assert_eq!(lb.tags["elbv2.k8s.aws/cluster"], "prod");
+    let l = &built.stack.listeners[0];
+    assert_eq!((l.port, l.default_actions.clone()), (80, vec![crate::gateway::actions::listener_default()]));
+    assert_eq!(l.tags["gateway.k8s.aws.alb/resource"], "80");
+    let tg = &built.stack.target_groups[0];
+    assert_eq!(tg.port, 3000, "the Service port's targetPort, for ip targets");
+    assert_eq!(tg.tags["gateway.k8s.aws.alb/resource"], "infra/gw:infra-r:HTTPRoute-infra-web:8080");
+    assert_eq!((tg.health_check.healthy_threshold, tg.health_check.success_codes.as_deref()), (3, Some("200-399")));
+    let rule = &l.rules[0];
+    assert_eq!(rule.priority, 1);
+    assert_eq!(rule.tags["gateway.k8s.aws.alb/resource"], "80:1");
+    assert_eq!(rule.conditions, vec![Condition::PathPattern(vec!["/api".into(), "/api/*".into()])]);
+    match &rule.actions[0] {
+        Action::Forward { target_groups, .. } => {
+            assert_eq!(target_groups[0].target_group, TargetGroupRef::Name(tg.name.clone()))
+        }
+        other => panic!("forward expected, got {other:?}"),
+    }
+    let b = &built.bindings[0];
+    assert_eq!((b.namespace.as_str(), b.name.as_str()), ("infra", tg.name.as_str()));
+    assert_eq!(b.spec.service_ref.port, IntOrString::Int(8080));
+    assert_eq!(
+        built.stack.frontend_security_group.unwrap().ingress.iter().map(|r| r.from_port).collect::<Vec<_>>(),
+        vec![80]
+    );
+    let status = gateway_status(&p, &LbState::Active { arn: "arn:lb".into(), dns_name: "K8s-Infra.elb".into() });
+    assert_eq!(status.addresses, vec![("Hostname", "k8s-infra.elb".to_string())]);
+    let prog = find(&status.listeners[0].conditions, PROGRAMMED).unwrap();
+    assert_eq!((prog.status, status.listeners[0].attached_routes), (CondStatus::True, 1));
+}
+
+#[test]
+fn a_route_the_listeners_do_not_allow_builds_nothing() {
+    let gw = gateway(vec![listener("http", 80, "HTTP", "Same")]);
+    let p = run(&gw, &[route("apps", "r", vec![prefix_rule("/", vec![backend(None, "api", 8080)])])], &[]);
+    assert_eq!(cond(&p, "r", ACCEPTED).reason, REASON_NOT_ALLOWED_BY_LISTENERS);
+    assert_eq!(p.attached["http"], 0);
+    assert!(p.ports.is_empty() && p.target_groups.is_empty());
+    let built = build(&p, &ctx()).unwrap();
+    assert!(built.stack.listeners.is_empty(), "no ELB listener without attached routes (ALBC)");
+    // The frontend group still opens the Gateway's listener ports.
+    assert_eq!(built.stack.frontend_security_group.unwrap().ingress.len(), 1);
+}
+
+#[test]
+fn routes_of_other_namespaces_are_ignored_unless_they_name_the_gateway() {
+    let gw = gateway(vec![listener("http", 80, "HTTP", "All")]);
+    let mut other = route("apps", "elsewhere", vec![prefix_rule("/", vec![backend(None, "api", 8080)])]);
+    other.spec.parent_refs[0].name = "another".into();
+    let p = run(&gw, &[other], &[]);
+    assert!(p.routes.is_empty());
+}
+
+#[test]
+fn a_backend_across_namespaces_needs_a_grant_and_answers_500_without_one() {
+    let gw = gateway(vec![listener("http", 80, "HTTP", "Same")]);
+    let r = route("infra", "r", vec![prefix_rule("/", vec![backend(Some("apps"), "api", 8080)])]);
+    let p = run(&gw, std::slice::from_ref(&r), &[]);
+    assert_eq!(cond(&p, "r", ACCEPTED).status, CondStatus::True, "the route stays accepted");
+    assert_eq!(cond(&p, "r", RESOLVED_REFS).reason, REASON_REF_NOT_PERMITTED);
+    assert!(p.target_groups.is_empty());
+    let built = build(&p, &ctx()).unwrap();
+    assert_eq!(built.stack.listeners[0].rules[0].actions, vec![crate::gateway::actions::no_backend()]);
+    let grant = Grant {
+        namespace: "apps".into(),
+        from: vec![GrantFrom {
+            group: crate::gateway::GROUP.into(),
+            kind: "HTTPRoute".into(),
+            namespace: "infra".into(),
+        }],
+        to: vec![GrantTo { group: String::new(), kind: "Service".into(), name: None }],
+    };
+    let p = run(&gw, &[r], &[grant]);
+    assert_eq!(cond(&p, "r", RESOLVED_REFS).status, CondStatus::True);
+    let built = build(&p, &ctx()).unwrap();
+    assert_eq!(built.bindings[0].namespace, "apps", "the binding lives with its Service");
+}
+
+#[test]
+fn a_missing_service_or_port_is_backend_not_found() {
+    let gw = gateway(vec![listener("http", 80, "HTTP", "Same")]);
+    let p = run(&gw, &[route("infra", "r", vec![prefix_rule("/", vec![backend(None, "web", 9999)])])], &[]);
+    let c = cond(&p, "r", RESOLVED_REFS);
+    assert_eq!(c.reason, REASON_BACKEND_NOT_FOUND);
+    assert!(c.message.contains("no port 9999; its ports: 8080"), "{}", c.message);
+    let p = run(&gw, &[route("infra", "r", vec![prefix_rule("/", vec![backend(None, "gone", 80)])])], &[]);
+    assert_eq!(cond(&p, "r", RESOLVED_REFS).reason, REASON_BACKEND_NOT_FOUND);
+}
+
+#[test]
+fn an_unsupported_filter_refuses_the_route_and_builds_none_of_it() {
+    let gw = gateway(vec![listener("http", 80, "HTTP", "Same")]);
+    let mut rule = prefix_rule("/", vec![backend(None, "web", 8080)]);
+    rule.filters = vec![json!({"type": "RequestMirror", "requestMirror": {}})];
+    let p = run(&gw, &[route("infra", "r", vec![rule])], &[]);
+    let c = cond(&p, "r", ACCEPTED);
+    assert_eq!((c.status, c.reason), (CondStatus::False, REASON_UNSUPPORTED_VALUE));
+    assert!(c.message.contains("RequestMirror"));
+    assert!(p.target_groups.is_empty() && p.ports.is_empty());
+    assert_eq!(p.attached["http"], 0, "a refused route is not attached");
+}
+
+#[test]
+fn an_https_listener_with_routes_is_reported_not_programmed_and_not_built() {
+    let gw = gateway(vec![listener("http", 80, "HTTP", "Same"), listener("https", 443, "HTTPS", "Same")]);
+    let p = run(&gw, &[route("infra", "r", vec![prefix_rule("/", vec![backend(None, "web", 8080)])])], &[]);
+    assert_eq!(p.ports.keys().copied().collect::<Vec<_>>(), vec![80]);
+    assert!(p.not_programmed["https"].contains("certificate"));
+    let built = build(&p, &ctx()).unwrap();
+    assert_eq!(built.warnings.len(), 1);
+    let status = gateway_status(&p, &LbState::Active { arn: "a".into(), dns_name: "d".into() });
+    let https = status.listeners.iter().find(|l| l.name == "https").unwrap();
+    assert_eq!(find(&https.conditions, PROGRAMMED).unwrap().status, CondStatus::False);
+}
+
+#[test]
+fn problems_block_the_build_with_every_reason() {
+    let gw = gateway(vec![listener("http", 80, "HTTP", "Same")]);
+    let p = run(&gw, &[route("infra", "r", vec![prefix_rule("/", vec![backend(None, "web", 8080)])])], &[]);
+    let mut one_zone = ctx();
+    one_zone.subnets.truncate(1);
+    let err = build(&p, &one_zone).unwrap_err();
+    assert!(err.problems[0].contains("two Availability Zones"), "{err}");
+    // Instance targets need a nodePort.
+    let instance = PlanConfig { default_target_type: TargetType::Instance, ..cfg() };
+    let services = services();
+    let labels = |_: &str| Some(BTreeMap::new());
+    let routes = [route("infra", "r", vec![prefix_rule("/", vec![backend(None, "web", 8080)])])];
+    let s = Snapshot {
+        gateway: &gw,
+        routes: routes.iter().collect(),
+        grants: &[],
+        services: &services,
+        namespace_labels: &labels,
+    };
+    let err = build(&plan(&s, &instance), &ctx()).unwrap_err();
+    assert!(err.problems[0].contains("nodePort"), "{err}");
+}
+
+#[test]
+fn more_rules_than_an_alb_listener_takes_is_refused() {
+    let gw = gateway(vec![listener("http", 80, "HTTP", "Same")]);
+    let rules: Vec<HTTPRouteRule> = (0..=RULES_PER_LISTENER_MAX)
+        .map(|i| prefix_rule(&format!("/p{i}"), vec![backend(None, "web", 8080)]))
+        .collect();
+    let p = run(&gw, &[route("infra", "r", rules)], &[]);
+    let err = build(&p, &ctx()).unwrap_err();
+    assert!(err.problems[0].contains("101 rules"), "{err}");
+}
+
+#[test]
+fn an_unreadable_listener_spec_refuses_the_gateway() {
+    let gw = gateway(vec![listener("http", 80, "HTTP", "Elsewhere")]);
+    let p = run(&gw, &[], &[]);
+    assert_eq!(p.verdict.accepted.reason, REASON_LISTENERS_NOT_VALID);
+    assert!(build(&p, &ctx()).unwrap_err().problems[0].contains("Elsewhere"));
+}
