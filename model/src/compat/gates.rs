@@ -13,6 +13,9 @@ pub enum Here {
     Honoured,
     /// This controller always behaves as if the gate had this value; the text says how.
     Fixed(bool, &'static str),
+    /// Applied when given; not given, this controller leaves the feature off, unlike ALBC, for the
+    /// reason the text gives.
+    OptIn(&'static str),
 }
 
 /// One ALBC feature gate.
@@ -30,6 +33,14 @@ const fn fixed(name: &'static str, albc_default: bool, value: bool, what: &'stat
 const fn honoured(name: &'static str, albc_default: bool) -> Gate {
     Gate { name, albc_default, here: Here::Honoured }
 }
+
+const fn opt_in(name: &'static str, albc_default: bool, why: &'static str) -> Gate {
+    Gate { name, albc_default, here: Here::OptIn(why) }
+}
+
+const ALB_GATEWAY_PARTIAL: &str = "Gateways of class gateway.k8s.aws/alb get an ALB for their HTTP listeners and \
+     HTTPRoutes; HTTPS listeners, GRPCRoute and the gateway.k8s.aws configuration CRDs are not built yet, and a \
+     Gateway using them is refused as a whole (so an ALB that ALBC built is never changed to less than it serves)";
 
 const NO_GATEWAY: &str = "Gateway API objects (GatewayClass, Gateway, routes, ListenerSets) are not reconciled";
 
@@ -55,7 +66,7 @@ pub const GATES: &[Gate] = &[
     fixed("LBCapacityReservation", true, true, "the minimum-load-balancer-capacity annotations are applied"),
     honoured("SubnetDiscoveryByReachability", true),
     fixed("NLBGatewayAPI", true, false, NO_GATEWAY),
-    fixed("ALBGatewayAPI", true, false, NO_GATEWAY),
+    opt_in("ALBGatewayAPI", true, ALB_GATEWAY_PARTIAL),
     fixed("GlobalAcceleratorController", false, false, "GlobalAccelerator objects are not reconciled"),
     honoured("EnableTCPUDPListener", false),
     honoured("EnhancedDefaultBehavior", false),
@@ -98,6 +109,9 @@ pub struct FeatureGates {
     /// `EnhancedDefaultBehavior`: listeners no longer asked for an ALPN policy or mutual TLS are
     /// set back to none / off (`PlanOptions::enhanced_defaults`).
     pub enhanced_default_behavior: bool,
+    /// `ALBGatewayAPI` (opt-in here, see [`Here::OptIn`]): Gateways of class
+    /// `gateway.k8s.aws/alb` are reconciled (`gateway::alb_gateway`).
+    pub alb_gateway_api: bool,
 }
 
 impl Default for FeatureGates {
@@ -115,6 +129,8 @@ impl Default for FeatureGates {
             target_control_agent: d("ALBTargetControlAgent"),
             default_tags_low_priority: d("EnableDefaultTagsLowPriority"),
             enhanced_default_behavior: d("EnhancedDefaultBehavior"),
+            // Opt-in: not ALBC's default (`ALB_GATEWAY_PARTIAL`).
+            alb_gateway_api: false,
         }
     }
 }
@@ -136,7 +152,7 @@ pub fn assess_gates(given: &[(String, bool)]) -> (FeatureGates, Vec<Finding>) {
             continue;
         };
         match gate.here {
-            Here::Honoured => match gate.name {
+            Here::Honoured | Here::OptIn(_) => match gate.name {
                 "EnableServiceController" => gates.service_controller = *value,
                 "SubnetsClusterTagCheck" => gates.subnets_cluster_tag_check = *value,
                 "ALBSingleSubnet" => gates.alb_single_subnet = *value,
@@ -148,6 +164,7 @@ pub fn assess_gates(given: &[(String, bool)]) -> (FeatureGates, Vec<Finding>) {
                 "ALBTargetControlAgent" => gates.target_control_agent = *value,
                 "EnableDefaultTagsLowPriority" => gates.default_tags_low_priority = *value,
                 "EnhancedDefaultBehavior" => gates.enhanced_default_behavior = *value,
+                "ALBGatewayAPI" => gates.alb_gateway_api = *value,
                 other => unreachable!("honoured gate {other} has no setting"),
             },
             Here::Fixed(v, _) if v == *value => {}
@@ -185,6 +202,7 @@ mod tests {
                 target_control_agent: false,
                 default_tags_low_priority: false,
                 enhanced_default_behavior: false,
+                alb_gateway_api: false,
             }
         );
     }
@@ -204,6 +222,19 @@ mod tests {
     }
 
     #[test]
+    fn opt_in_gates_stay_off_unless_given_and_follow_either_value() {
+        for g in GATES.iter().filter(|g| matches!(g.here, Here::OptIn(_))) {
+            assert!(g.albc_default, "{}: an opt-in gate is one ALBC turns on", g.name);
+            let (on, f) = assess_gates(&given(&[(g.name, true)]));
+            assert!(f.is_empty(), "{}", g.name);
+            assert_ne!(on, FeatureGates::default(), "{} on changed nothing", g.name);
+            let (off, f) = assess_gates(&given(&[(g.name, false)]));
+            assert!(f.is_empty(), "{}: off is applied without a word", g.name);
+            assert_eq!(off, FeatureGates::default(), "{}", g.name);
+        }
+    }
+
+    #[test]
     fn honoured_gates_apply() {
         let (g, f) = assess_gates(&given(&[
             ("EnableServiceController", false),
@@ -217,6 +248,7 @@ mod tests {
             ("ALBTargetControlAgent", true),
             ("EnableDefaultTagsLowPriority", true),
             ("EnhancedDefaultBehavior", true),
+            ("ALBGatewayAPI", true),
         ]));
         assert!(f.is_empty());
         assert_eq!(
@@ -233,6 +265,7 @@ mod tests {
                 target_control_agent: true,
                 default_tags_low_priority: true,
                 enhanced_default_behavior: true,
+                alb_gateway_api: true,
             }
         );
     }

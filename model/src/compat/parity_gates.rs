@@ -73,7 +73,13 @@ pub const GATE_TESTS: &[(&str, &[&str])] = &[
         ],
     ),
     ("NLBGatewayAPI", &[]),
-    ("ALBGatewayAPI", &[]),
+    (
+        "ALBGatewayAPI",
+        &[
+            "model/src/compat/gates.rs::opt_in_gates_stay_off_unless_given_and_follow_either_value",
+            "model/src/gateway/alb_gateway_tests.rs::one_route_builds_one_listener_rule_and_target_group_named_as_albc_names_them",
+        ],
+    ),
     ("GlobalAcceleratorController", &[]),
     ("EnableTCPUDPListener", &["model/src/service/build_tests.rs::tcp_and_udp_on_one_port"]),
     (
@@ -121,6 +127,7 @@ pub fn status(g: &Gate) -> &'static str {
     match g.here {
         Here::Honoured if PARSE_ONLY.contains(&g.name) => "honoured (parse test only)",
         Here::Honoured => "honoured",
+        Here::OptIn(_) => "honoured, off unless given",
         Here::Fixed(_, _) if FEATURE_ABSENT.contains(&g.name) => "ALBC's default, fixed (feature absent)",
         Here::Fixed(v, _) if v == g.albc_default => "ALBC's default, fixed",
         Here::Fixed(..) => "not available",
@@ -135,20 +142,23 @@ pub fn tests_of(name: &str) -> &'static [&'static str] {
 /// The page's feature-gate section.
 pub fn render_section(cell: fn(&str) -> String) -> String {
     let honoured = GATES.iter().filter(|g| g.here == Here::Honoured).count();
+    let opt_in = GATES.iter().filter(|g| matches!(g.here, Here::OptIn(_))).count();
     let at_default = GATES.iter().filter(|g| matches!(g.here, Here::Fixed(v, _) if v == g.albc_default)).count();
     let mut out = String::from("\n## Feature gates (`--feature-gates`)\n\n");
     out.push_str(&format!(
-        "{} gates: {honoured} honoured (either value applied), {at_default} fixed at ALBC's default (the other value \
-         is reported at start-up with what happens instead), {} not available (ALBC's default differs; reported when \
+        "{} gates: {honoured} honoured (either value applied), {opt_in} honoured but off unless given (ALBC's \
+         default is on; the note says why not here), {at_default} fixed at ALBC's default (the other value is \
+         reported at start-up with what happens instead), {} not available (ALBC's default differs; reported when \
          set). An unknown gate refuses the start, as in ALBC.\n\n",
         GATES.len(),
-        GATES.len() - honoured - at_default,
+        GATES.len() - honoured - opt_in - at_default,
     ));
     out.push_str("| gate | ALBC default | status | tests | note |\n|---|---|---|---|---|\n");
     for g in GATES {
         let tests: Vec<String> = tests_of(g.name).iter().map(|t| format!("`{t}`")).collect();
         let note = match g.here {
             Here::Honoured => String::new(),
+            Here::OptIn(why) => format!("off unless given: {why}"),
             Here::Fixed(v, what) => format!("always {v}: {what}"),
         };
         out.push_str(&format!(

@@ -284,7 +284,8 @@ fn every_gate_has_its_row_and_its_tests_exist() {
         if parse_only && (g.here != Here::Honoured || !tests.is_empty()) {
             problems.push(format!("{what}: listed as parse-only, but {} with tests {tests:?}", status(g)));
         }
-        if (g.here == Here::Honoured && !parse_only || at_default) && tests.is_empty() {
+        let honoured = matches!(g.here, Here::Honoured | Here::OptIn(_));
+        if (honoured && !parse_only || at_default) && tests.is_empty() {
             problems.push(format!("{what}: {} but names no test", status(g)));
         }
         check_tests(&what, tests, &mut sources, &mut problems);

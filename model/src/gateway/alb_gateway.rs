@@ -12,12 +12,14 @@
 //! under `gateway.k8s.aws.alb`; target-group health checks at ALBC's gateway defaults.
 //! [`gateway_status`] gives the Gateway's status once the load balancer's state is known.
 //!
-//! Not here yet (issue 34): HTTPS listeners (certificates from ACM or imported Secrets; such a
-//! listener is reported not programmed), LoadBalancerConfiguration, TargetGroupConfiguration,
-//! ListenerRuleConfiguration and GRPCRoute on the ALB.
+//! Not here yet (issue 34): HTTPS listeners (certificates from ACM or imported Secrets),
+//! LoadBalancerConfiguration, TargetGroupConfiguration, ListenerRuleConfiguration and GRPCRoute
+//! on the ALB. An HTTPS listener with attached routes refuses the whole Gateway with the reason
+//! (its `Programmed` says it too): building the rest would take that listener off an ALB that
+//! ALBC built with it.
 
 use super::alb_rules::{self, AlbRules, RouteIn, RouteRuleIn};
-use super::api::{Gateway, HTTPRoute, ParentReference, listener_views, parent_refs};
+use super::api::{GRPCRoute, Gateway, HTTPRoute, ParametersReference, ParentReference, listener_views, parent_refs};
 use super::attach::{AttachListener, Attachment, GatewayView, RouteView, attach};
 use super::conditions::*;
 use super::http_route;
@@ -66,8 +68,12 @@ const KIND: &str = "HTTPRoute";
 /// What [`plan`] reads of the cluster.
 pub struct Snapshot<'a> {
     pub gateway: &'a Gateway,
+    /// The GatewayClass's `parametersRef`, if any.
+    pub class_parameters: Option<&'a ParametersReference>,
     /// HTTPRoutes that may name the Gateway (others are skipped).
     pub routes: Vec<&'a HTTPRoute>,
+    /// GRPCRoutes that may name the Gateway: not built on the ALB yet, so one naming it refuses it.
+    pub grpc_routes: Vec<&'a GRPCRoute>,
     pub grants: &'a [Grant],
     /// Services by (namespace, name).
     pub services: &'a BTreeMap<(String, String), ServiceView>,
@@ -132,6 +138,8 @@ pub struct GatewayPlan {
     pub not_programmed: BTreeMap<String, String>,
     /// Why the Gateway's spec cannot be read at all (the listeners are then refused).
     pub invalid: Option<String>,
+    /// What the Gateway uses that is not built yet: the whole Gateway waits, each says why.
+    pub unsupported: Vec<String>,
 }
 
 impl GatewayPlan {
@@ -182,6 +190,17 @@ pub fn plan(s: &Snapshot<'_>, cfg: &PlanConfig) -> GatewayPlan {
         Ok(l) => (l, None),
         Err(e) => (Vec::new(), Some(e)),
     };
+    let mut unsupported: Vec<String> = Vec::new();
+    let gw_params = gw.spec.infrastructure.as_ref().and_then(|i| i.parameters_ref.as_ref());
+    for (whose, p) in [("Gateway infrastructure", gw_params), ("GatewayClass", s.class_parameters)] {
+        if let Some(p) = p {
+            unsupported.push(format!(
+                "the {whose} parametersRef names {} {}: LoadBalancerConfiguration is not read by this controller yet, \
+                 and building without it would change the load balancer it configures",
+                p.kind, p.name
+            ));
+        }
+    }
     let mut verdict = assess(Flavor::Alb, &listeners.iter().map(|l| l.spec.clone()).collect::<Vec<_>>());
     if let Some(why) = &invalid {
         verdict.accepted = Cond::new(ACCEPTED, false, REASON_LISTENERS_NOT_VALID, why.clone());
@@ -228,6 +247,35 @@ pub fn plan(s: &Snapshot<'_>, cfg: &PlanConfig) -> GatewayPlan {
             Err(_) => Vec::new(),
         };
         work.push(RouteWork { route, namespace: rns, name: rname, parents, rules, backends });
+    }
+
+    let mut grpc_outcomes = Vec::new();
+    for g in &s.grpc_routes {
+        let (gns, gname) =
+            (g.metadata.namespace.clone().unwrap_or_default(), g.metadata.name.clone().unwrap_or_default());
+        let parents: Vec<(ParentReference, Vec<Cond>)> = g
+            .spec
+            .parent_refs
+            .iter()
+            .zip(parent_refs(&gns, &g.spec.parent_refs))
+            .filter(|(_, p)| p.is_gateway(&namespace, &name))
+            .map(|(written, _)| {
+                let why = "GRPCRoute is not built on an ALB by this controller yet; the Gateway is left unchanged";
+                (written.clone(), vec![Cond::new(ACCEPTED, false, REASON_UNSUPPORTED_VALUE, why)])
+            })
+            .collect();
+        if !parents.is_empty() {
+            unsupported.push(format!(
+                "GRPCRoute {gns}/{gname} names the Gateway, and GRPCRoute is not built on an ALB by this controller \
+                 yet; building without it would delete the rules it has on an ALB that ALBC built"
+            ));
+            grpc_outcomes.push(RouteOutcome {
+                namespace: gns,
+                name: gname,
+                generation: g.metadata.generation,
+                parents,
+            });
+        }
     }
 
     // Target groups and the rules' input, for routes accepted somewhere.
@@ -318,6 +366,7 @@ pub fn plan(s: &Snapshot<'_>, cfg: &PlanConfig) -> GatewayPlan {
         });
     }
     let attached = super::attach::attached_routes(&listeners, attachments.iter().map(|(id, a)| (id.as_str(), a)));
+    outcomes.extend(grpc_outcomes);
 
     let mut ports = BTreeMap::new();
     let mut not_programmed = BTreeMap::new();
@@ -334,9 +383,10 @@ pub fn plan(s: &Snapshot<'_>, cfg: &PlanConfig) -> GatewayPlan {
                 not_programmed.insert(
                     l.spec.name.clone(),
                     format!(
-                        "listener {:?} ({} on port {port}): HTTPS listeners need a certificate, and this controller \
-                         does not take Gateway certificates yet (ACM discovery, LoadBalancerConfiguration and \
-                         certificateRefs Secrets are still to come); its routes are not served",
+                        "listener {:?} ({} on port {port}) has routes, and this controller does not build HTTPS \
+                         listeners for Gateways yet (certificates from ACM discovery, LoadBalancerConfiguration and \
+                         certificateRefs Secrets are still to come); nothing of the Gateway is changed in AWS until \
+                         the listener's routes are detached or it becomes HTTP",
                         l.spec.name, l.spec.protocol
                     ),
                 );
@@ -356,6 +406,7 @@ pub fn plan(s: &Snapshot<'_>, cfg: &PlanConfig) -> GatewayPlan {
         ports,
         not_programmed,
         invalid,
+        unsupported,
     }
 }
 
@@ -433,6 +484,10 @@ pub fn build(plan: &GatewayPlan, ctx: &BuildContext) -> Result<BuiltStack, Build
     if let Some(why) = &plan.invalid {
         problems.push(why.clone());
     }
+    // A listener with routes that cannot be built refuses the whole Gateway: building the rest
+    // would delete that listener from an ALB ALBC built with it.
+    problems.extend(plan.not_programmed.values().cloned());
+    problems.extend(plan.unsupported.iter().map(|u| format!("Gateway {stack_id}: {u}")));
     let mut subnets: Vec<_> = ctx.subnets.iter().collect();
     subnets.sort_by(|x, y| x.id.cmp(&y.id));
     let zones: BTreeSet<&str> = subnets.iter().map(|s| s.availability_zone.as_str()).collect();
@@ -528,7 +583,7 @@ pub fn build(plan: &GatewayPlan, ctx: &BuildContext) -> Result<BuiltStack, Build
         extras: WantedExtras::default(),
         bindings,
         backend_security_group_used,
-        warnings: plan.not_programmed.values().cloned().collect(),
+        warnings: Vec::new(),
     })
 }
 

@@ -97,7 +97,9 @@ fn run(gw: &Gateway, routes: &[HTTPRoute], grants: &[Grant]) -> GatewayPlan {
     let labels = |_: &str| Some(BTreeMap::new());
     let s = Snapshot {
         gateway: gw,
+        class_parameters: None,
         routes: routes.iter().collect(),
+        grpc_routes: vec![],
         grants,
         services: &services,
         namespace_labels: &labels,
@@ -227,13 +229,13 @@ fn an_unsupported_filter_refuses_the_route_and_builds_none_of_it() {
 }
 
 #[test]
-fn an_https_listener_with_routes_is_reported_not_programmed_and_not_built() {
+fn an_https_listener_with_routes_refuses_the_whole_gateway() {
     let gw = gateway(vec![listener("http", 80, "HTTP", "Same"), listener("https", 443, "HTTPS", "Same")]);
     let p = run(&gw, &[route("infra", "r", vec![prefix_rule("/", vec![backend(None, "web", 8080)])])], &[]);
     assert_eq!(p.ports.keys().copied().collect::<Vec<_>>(), vec![80]);
     assert!(p.not_programmed["https"].contains("certificate"));
-    let built = build(&p, &ctx()).unwrap();
-    assert_eq!(built.warnings.len(), 1);
+    let err = build(&p, &ctx()).unwrap_err();
+    assert!(err.problems[0].contains("\"https\" (HTTPS on port 443)"), "{err}");
     let status = gateway_status(&p, &LbState::Active { arn: "a".into(), dns_name: "d".into() });
     let https = status.listeners.iter().find(|l| l.name == "https").unwrap();
     assert_eq!(find(&https.conditions, PROGRAMMED).unwrap().status, CondStatus::False);
@@ -254,7 +256,9 @@ fn problems_block_the_build_with_every_reason() {
     let routes = [route("infra", "r", vec![prefix_rule("/", vec![backend(None, "web", 8080)])])];
     let s = Snapshot {
         gateway: &gw,
+        class_parameters: None,
         routes: routes.iter().collect(),
+        grpc_routes: vec![],
         grants: &[],
         services: &services,
         namespace_labels: &labels,
@@ -280,4 +284,40 @@ fn an_unreadable_listener_spec_refuses_the_gateway() {
     let p = run(&gw, &[], &[]);
     assert_eq!(p.verdict.accepted.reason, REASON_LISTENERS_NOT_VALID);
     assert!(build(&p, &ctx()).unwrap_err().problems[0].contains("Elsewhere"));
+}
+
+#[test]
+fn what_is_not_built_yet_refuses_the_gateway_rather_than_dropping_it() {
+    use crate::gateway::api::{GRPCRouteSpec, GatewayInfrastructure};
+    let gw = gateway(vec![listener("http", 80, "HTTP", "Same")]);
+    let routes = [route("infra", "r", vec![prefix_rule("/", vec![backend(None, "web", 8080)])])];
+    let mut grpc =
+        GRPCRoute::new("g", GRPCRouteSpec { parent_refs: routes[0].spec.parent_refs.clone(), ..Default::default() });
+    grpc.metadata.namespace = Some("infra".into());
+    let services = services();
+    let labels = |_: &str| Some(BTreeMap::new());
+    let s = Snapshot {
+        gateway: &gw,
+        class_parameters: None,
+        routes: routes.iter().collect(),
+        grpc_routes: vec![&grpc],
+        grants: &[],
+        services: &services,
+        namespace_labels: &labels,
+    };
+    let p = plan(&s, &cfg());
+    assert_eq!(cond(&p, "g", ACCEPTED).reason, REASON_UNSUPPORTED_VALUE);
+    assert!(build(&p, &ctx()).unwrap_err().problems.iter().any(|e| e.contains("GRPCRoute infra/g")));
+    let mut gw = gw.clone();
+    gw.spec.infrastructure = Some(GatewayInfrastructure {
+        parameters_ref: Some(ParametersReference {
+            group: "gateway.k8s.aws".into(),
+            kind: "LoadBalancerConfiguration".into(),
+            name: "lbc".into(),
+            namespace: None,
+        }),
+    });
+    let s = Snapshot { gateway: &gw, grpc_routes: vec![], ..s };
+    let err = build(&plan(&s, &cfg()), &ctx()).unwrap_err();
+    assert!(err.problems[0].contains("LoadBalancerConfiguration lbc"), "{err}");
 }

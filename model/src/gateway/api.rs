@@ -185,6 +185,28 @@ pub struct ParentReference {
     pub port: Option<i32>,
 }
 
+/// gRPC routing rules attached to Gateways. Read for their parents only: a Gateway they attach
+/// to is refused until GRPCRoute is built on the ALB (`super::alb_gateway`).
+#[derive(CustomResource, Deserialize, Serialize, Clone, Debug, Default, PartialEq)]
+#[kube(
+    group = "gateway.networking.k8s.io",
+    version = "v1",
+    kind = "GRPCRoute",
+    plural = "grpcroutes",
+    namespaced,
+    status = "RouteStatus",
+    schema = "disabled"
+)]
+#[serde(rename_all = "camelCase")]
+pub struct GRPCRouteSpec {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parent_refs: Vec<ParentReference>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hostnames: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<serde_json::Value>,
+}
+
 /// HTTP routing rules attached to Gateways.
 #[derive(CustomResource, Deserialize, Serialize, Clone, Debug, Default, PartialEq)]
 #[kube(

@@ -82,7 +82,9 @@ fn redirect(f: &Value) -> Result<RedirectFilter, String> {
             Some("ReplaceFullPath") => out.full_path = text(p, "replaceFullPath"),
             Some("ReplacePrefixMatch") => out.prefix_path = text(p, "replacePrefixMatch"),
             other => {
-                return Err(format!("requestRedirect.path.type {other:?} is not ReplaceFullPath or ReplacePrefixMatch"));
+                return Err(format!(
+                    "requestRedirect.path.type {other:?} is not ReplaceFullPath or ReplacePrefixMatch"
+                ));
             }
         }
     }
