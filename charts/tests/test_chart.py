@@ -364,6 +364,19 @@ EXPECTED_CLUSTER_RULES = {
 }
 
 
+GATEWAY_RULES = {
+    ("gateway.networking.k8s.io", "gatewayclasses"): {"list", "watch"},
+    ("gateway.networking.k8s.io", "gateways"): {"list", "watch", "patch"},
+    ("gateway.networking.k8s.io", "httproutes"): {"list", "watch"},
+    ("gateway.networking.k8s.io", "grpcroutes"): {"list", "watch"},
+    ("gateway.networking.k8s.io", "referencegrants"): {"list", "watch"},
+    ("gateway.networking.k8s.io", "gatewayclasses/status"): {"patch"},
+    ("gateway.networking.k8s.io", "gateways/status"): {"patch"},
+    ("gateway.networking.k8s.io", "httproutes/status"): {"patch"},
+    ("gateway.networking.k8s.io", "grpcroutes/status"): {"patch"},
+}
+
+
 def rule_map(role):
     out = {}
     for r in role["rules"]:
@@ -372,6 +385,16 @@ def rule_map(role):
                 key = (g, res) + ((tuple(r["resourceNames"]),) if r.get("resourceNames") else ())
                 out.setdefault(key, set()).update(r["verbs"])
     return out
+
+
+@pytest.mark.parametrize("gate", [True, "true"])
+def test_gateway_rules_come_with_the_gate_only(helm, tmp_path, gate):
+    on = render(helm, tmp_path, {"controllerConfig": {"featureGates": {"ALBGatewayAPI": gate}}})
+    assert rule_map(one(on, "ClusterRole")) == {**EXPECTED_CLUSTER_RULES, **GATEWAY_RULES}
+    dep = one(on, "Deployment")
+    assert "--feature-gates=ALBGatewayAPI=true" in dep["spec"]["template"]["spec"]["containers"][0]["args"]
+    off = render(helm, tmp_path, {"controllerConfig": {"featureGates": {"ALBGatewayAPI": False}}})
+    assert rule_map(one(off, "ClusterRole")) == EXPECTED_CLUSTER_RULES
 
 
 def test_rbac_rules_exact_and_commented(helm, tmp_path):

@@ -424,6 +424,10 @@ pub struct Args {
     #[arg(long, default_value_t = 3)]
     pub service_max_concurrent_reconciles: u16,
 
+    /// Parallel Gateway (and GatewayClass) reconciles, with the gate ALBGatewayAPI.
+    #[arg(long, default_value_t = 3)]
+    pub alb_gateway_max_concurrent_reconciles: u16,
+
     /// Run leader election (only the leader writes to AWS and pod status).
     #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool, action = clap::ArgAction::Set)]
     pub enable_leader_election: bool,

@@ -9,6 +9,7 @@ mod context;
 mod credentials;
 mod doctor;
 mod error;
+mod gateway;
 mod ingress;
 mod kube_gate;
 mod leader;

@@ -135,7 +135,11 @@ pub async fn run(mut args: Args, albc_only: Vec<lbc_model::compat::GivenFlag>) -
     let net: Arc<dyn lbc_aws::net::Networking> = Arc::new(SdkNetworking::new(clients.ec2.clone(), runner.clone()));
 
     let triggers = Triggers::default();
-    let (stores, tasks) = Stores::start(&client, &args.watch_namespace, triggers.clone(), metrics.clone());
+    if gates.alb_gateway_api {
+        crate::gateway::require_crds(&client).await?;
+    }
+    let (stores, tasks) =
+        Stores::start(&client, &args.watch_namespace, triggers.clone(), metrics.clone(), gates.alb_gateway_api);
     for (name, task) in tasks {
         health.supervise(name, task);
     }
@@ -259,6 +263,17 @@ pub async fn run(mut args: Args, albc_only: Vec<lbc_model::compat::GivenFlag>) -
         );
     }
     let ingress_ctx = Arc::new(ingress_ctx);
+    let gateway_ctx = gates.alb_gateway_api.then(|| {
+        let options = crate::stack::StackOptions {
+            cluster_tag_check: gates.subnets_cluster_tag_check,
+            wafv2: false,
+            waf_classic: false,
+            shield: false,
+            subnet_reachability: gates.subnet_discovery_by_reachability,
+        };
+        let cfg = gateway_config(&args, &service_cfg);
+        Arc::new(crate::gateway::GatewayCtx::new(ctx.clone(), &aws, cfg, backend_sg.clone(), options))
+    });
     let service_ctx = Arc::new(crate::service::ServiceCtx::new(ctx.clone(), &aws, service_cfg, backend_sg));
 
     let worker_ids = Arc::new(crate::quic_worker_ids::ConfigMapWorkerIds::new(client.clone()));
@@ -335,6 +350,16 @@ pub async fn run(mut args: Args, albc_only: Vec<lbc_model::compat::GivenFlag>) -
                 }
             }
         };
+        let gateways = {
+            let (c, n, shutdown) =
+                (gateway_ctx.clone(), args.alb_gateway_max_concurrent_reconciles, shutdown_rx.clone());
+            async move {
+                match c {
+                    Some(c) => crate::gateway::run(c, n, async move { wait_true(shutdown).await }).await,
+                    None => wait_true(shutdown).await,
+                }
+            }
+        };
         let rules = {
             let (r, enabled, shutdown) =
                 (backend_rules.clone(), args.enable_backend_security_group_rules, shutdown_rx.clone());
@@ -355,6 +380,7 @@ pub async fn run(mut args: Args, albc_only: Vec<lbc_model::compat::GivenFlag>) -
                     must_run("TargetGroupBinding controller", Box::pin(bindings)),
                     must_run("Service controller", Box::pin(services)),
                     must_run("Ingress controller", Box::pin(ingresses)),
+                    must_run("Gateway controller", Box::pin(gateways)),
                     must_run("backend security-group rules", Box::pin(rules)),
                 )
             } => {}
@@ -483,6 +509,21 @@ fn ingress_config(
             &args.allowed_certificate_authority_arns,
         )
         .expect("--allowed-certificate-authority-arns is checked by args::assess_albc before the start"),
+    }
+}
+
+fn gateway_config(args: &Args, svc: &crate::service::ServiceConfig) -> crate::gateway::GatewayConfig {
+    crate::gateway::GatewayConfig {
+        cluster_name: svc.cluster_name.clone(),
+        vpc_id: svc.vpc_id.clone(),
+        default_tags: svc.default_tags.clone(),
+        external_managed_tags: svc.external_managed_tags.clone(),
+        default_tags_low_priority: svc.gates.default_tags_low_priority,
+        default_target_type: default_target_type(args),
+        default_scheme: svc.default_scheme,
+        sync_period: args.sync_period,
+        max_backoff: args.targetgroupbinding_max_exponential_backoff_delay,
+        enhanced_defaults: svc.gates.enhanced_default_behavior,
     }
 }
 

@@ -66,6 +66,52 @@ pub async fn run<K, W, F>(
     while in_flight.next().await.is_some() {}
 }
 
+/// One pass of `controller` over a key named `what` (namespace, name, for metrics and logs): timed
+/// and panic-safe, its failures counted and backed off per key. Returns the delay before the next
+/// pass (`None`: on change only). A pass that loses the lease midway is not retried here: the new
+/// leader takes over.
+pub async fn timed_pass<K: Hash + Eq + Clone>(
+    metrics: &crate::metrics::Metrics,
+    backoff: &crate::backoff::PerKey<K>,
+    controller: &'static str,
+    key: &K,
+    what: (&str, &str),
+    pass: impl Future<Output = crate::error::Result<Option<Duration>>>,
+) -> Option<Duration> {
+    use crate::metrics::ReconcileResult;
+    use tracing::Instrument;
+    let timer = metrics.reconcile_started(controller, what.0, what.1);
+    let res = metrics.recover_panics(controller, pass.instrument(timer.span())).await;
+    match &res {
+        Ok(None) => timer.done(ReconcileResult::Success),
+        Ok(Some(_)) => timer.done(ReconcileResult::RequeueAfter),
+        Err(e) if e.is_not_leader() => {}
+        Err(_) => timer.done(ReconcileResult::Error),
+    }
+    match res {
+        Ok(next) => {
+            backoff.succeeded(key);
+            next
+        }
+        Err(e) if e.is_not_leader() => None,
+        Err(e) => {
+            metrics.reconcile_failed(controller, e.category());
+            let (failures, delay) = backoff.failed(key);
+            tracing::warn!(
+                controller,
+                namespace = what.0,
+                name = what.1,
+                error = %e,
+                category = e.category(),
+                failures,
+                retry_in = ?delay,
+                "reconcile failed"
+            );
+            Some(delay)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

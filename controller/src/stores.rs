@@ -47,6 +47,8 @@ pub struct Stores {
     pub ingress_class_params: Store<IngressClassParams>,
     /// Namespaces, trimmed to name and labels (IngressClassParams `namespaceSelector`).
     pub namespaces: Store<Namespace>,
+    /// The Gateway API kinds, with the gate `ALBGatewayAPI` only.
+    pub gateways: Option<crate::gateway::stores::GatewayStores>,
 }
 
 /// What woke the Ingress controller; it maps each to the IngressGroups concerned
@@ -84,6 +86,8 @@ pub struct Triggers {
     services: Arc<Mutex<Option<UnboundedSender<ObjectRef<Service>>>>>,
     /// The Ingress controller's channel (leader only).
     ingresses: Arc<Mutex<Option<UnboundedSender<IngressTrigger>>>>,
+    /// The Gateway controller's channel (leader only).
+    gateways: Arc<Mutex<Option<UnboundedSender<crate::gateway::GatewayTrigger>>>>,
     dirty: Arc<Mutex<Dirty>>,
     /// What was last seen of each Service, Ingress and binding, as the digest of what its
     /// reconcilers read (`lbc_model::digest`), shared with the reconcilers' own writes so that
@@ -235,6 +239,17 @@ impl Triggers {
         }
     }
 
+    /// Installs (leader) or removes (follower) the Gateway controller's trigger channel.
+    pub fn set_gateway_sender(&self, s: Option<UnboundedSender<crate::gateway::GatewayTrigger>>) {
+        *self.gateways.lock().expect("trigger lock") = s;
+    }
+
+    pub fn send_gateway(&self, t: crate::gateway::GatewayTrigger) {
+        if let Some(tx) = self.gateways.lock().expect("trigger lock").as_ref() {
+            let _ = tx.send(t);
+        }
+    }
+
     /// When the oldest unreconciled EndpointSlice change for this binding arrived (cleared).
     pub fn take_dirty_since(&self, r: &ObjectRef<TargetGroupBinding>) -> Option<Instant> {
         let mut d = self.dirty.lock().expect("dirty lock");
@@ -274,7 +289,7 @@ impl Triggers {
 
     /// Runs `wake` now, later or never, as the watch event of `o` requires: it wakes the
     /// object's readers when what they read changed (`lbc_model::digest`).
-    fn wake_readers<K: ReadDigest>(&self, ev: CacheEvent, o: &K, wake: impl FnOnce() -> Wake) {
+    pub(crate) fn wake_readers<K: ReadDigest>(&self, ev: CacheEvent, o: &K, wake: impl FnOnce() -> Wake) {
         let key = o.digest_key();
         let version = o.meta().resource_version.as_deref();
         let now = event_wake(&mut self.digests.lock().expect("digests"), ev, &key, (o.read_digest(), version), wake);
@@ -384,6 +399,7 @@ fn on_binding_event(t: &Triggers, ev: CacheEvent, o: &TargetGroupBinding) {
     let wake_owners = || -> Wake {
         let owners: Vec<String> = owner_services(o).into_iter().map(String::from).collect();
         let ingress_labels = ingress_stack_labels(o);
+        let gateway = lbc_model::binding::gateway_stack(o);
         let (t, key, ns) = (t.clone(), key_of(o), o.namespace().unwrap_or_default());
         Box::new(move || {
             tracing::debug!(binding = %key, event = ?ev, "binding changed what its owner reads; waking the owner");
@@ -392,6 +408,9 @@ fn on_binding_event(t: &Triggers, ev: CacheEvent, o: &TargetGroupBinding) {
             }
             if !ingress_labels.is_empty() {
                 t.send_ingress(IngressTrigger::Binding(ingress_labels));
+            }
+            if let Some((ns, name)) = gateway {
+                t.send_gateway(crate::gateway::GatewayTrigger::Gateway(ns, name));
             }
         })
     };
@@ -417,6 +436,7 @@ fn on_service_event(t: &Triggers, tgbs: &Store<TargetGroupBinding>, ev: CacheEve
                 t.send_service(ObjectRef::new(&reader).within(&ns));
             }
             t.send_ingress(IngressTrigger::Service { namespace: ns.clone(), name: name.clone() });
+            t.send_gateway(crate::gateway::GatewayTrigger::Service { namespace: ns.clone(), name: name.clone() });
             for r in bindings_for_service(&tgbs, &ns, &name) {
                 t.send(r);
             }
@@ -461,7 +481,7 @@ fn watch_config(label_selector: Option<&str>) -> watcher::Config {
     }
 }
 
-fn api<K>(client: &Client, ns: &str) -> Api<K>
+pub(crate) fn api<K>(client: &Client, ns: &str) -> Api<K>
 where
     K: Resource<Scope = k8s_openapi::NamespaceResourceScope> + Clone + serde::de::DeserializeOwned + Debug,
     K::DynamicType: Default,
@@ -506,7 +526,7 @@ pub enum CacheEvent {
 }
 
 /// [`drive`], telling the callback what happened: the initial list, changes and deletions.
-fn drive_events<K>(
+pub(crate) fn drive_events<K>(
     name: &'static str,
     api: Api<K>,
     cfg: watcher::Config,
@@ -616,8 +636,15 @@ impl Stores {
         namespace: &str,
         triggers: Triggers,
         metrics: Metrics,
+        gateway_api: bool,
     ) -> (Self, Vec<(&'static str, JoinHandle<()>)>) {
         let mut tasks = Vec::new();
+        let gateways = gateway_api.then(|| {
+            let (stores, started) =
+                crate::gateway::stores::GatewayStores::start(client, namespace, &triggers, &metrics);
+            tasks.extend(started);
+            stores
+        });
 
         let t = triggers.clone();
         let (tgbs, task) = drive_events::<TargetGroupBinding>(
@@ -717,8 +744,12 @@ impl Stores {
             "" => watch_config(None),
             ns => watcher::Config::default().fields(&format!("metadata.name={ns}")),
         };
-        let (namespaces, task) =
-            cache_all("namespaces", client, ns_cfg, trim_namespace, &metrics, every_group(&triggers));
+        // Labels also decide which namespaces a Gateway listener's `Selector` admits routes from.
+        let (t, groups) = (triggers.clone(), every_group(&triggers));
+        let (namespaces, task) = cache_all("namespaces", client, ns_cfg, trim_namespace, &metrics, move |n| {
+            groups(n);
+            t.send_gateway(crate::gateway::GatewayTrigger::All);
+        });
         tasks.push(("namespaces watch", task));
 
         let t = triggers.clone();
@@ -728,8 +759,18 @@ impl Stores {
             });
         tasks.push(("ingresses watch", task));
 
-        let stores =
-            Self { tgbs, services, slices, pods, nodes, ingresses, ingress_classes, ingress_class_params, namespaces };
+        let stores = Self {
+            tgbs,
+            services,
+            slices,
+            pods,
+            nodes,
+            ingresses,
+            ingress_classes,
+            ingress_class_params,
+            namespaces,
+            gateways,
+        };
         (stores, tasks)
     }
 
@@ -746,6 +787,11 @@ impl Stores {
             self.ingress_classes.wait_until_ready(),
             self.ingress_class_params.wait_until_ready(),
             self.namespaces.wait_until_ready(),
+            async {
+                if let Some(g) = &self.gateways {
+                    g.wait_synced().await
+                }
+            },
         );
     }
 

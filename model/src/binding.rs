@@ -279,5 +279,14 @@ pub fn ingress_stack_labels(tgb: &TargetGroupBinding) -> BTreeMap<String, String
     labels.filter(|(k, _)| k.starts_with("ingress.k8s.aws/stack")).map(|(k, v)| (k.clone(), v.clone())).collect()
 }
 
+/// The ALB Gateway (namespace, name) whose stack labels a binding carries
+/// (`gateway.k8s.aws.alb/stack-namespace` and `-name`), if it carries both.
+pub fn gateway_stack(tgb: &TargetGroupBinding) -> Option<(String, String)> {
+    let labels = tgb.metadata.labels.as_ref()?;
+    let prefix = crate::gateway::alb_gateway::ALB_GATEWAY_TAG_PREFIX;
+    let get = |k: &str| labels.get(&format!("{prefix}/{k}")).cloned();
+    Some((get("stack-namespace")?, get("stack-name")?))
+}
+
 #[cfg(test)]
 mod tests;

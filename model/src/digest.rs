@@ -237,5 +237,25 @@ pub fn binding_owner_digest(t: &TargetGroupBinding) -> u64 {
     h.finish()
 }
 
+/// What the Gateway controller reads of the Gateway API kinds: metadata, annotations,
+/// finalizers and spec; never their status, which it writes itself.
+macro_rules! gateway_api_digest {
+    ($($kind:ty),*) => {$(
+        impl ReadDigest for $kind {
+            fn read_digest(&self) -> u64 {
+                configured_digest(self, &self.spec)
+            }
+        }
+    )*};
+}
+
+gateway_api_digest!(
+    crate::gateway::api::GatewayClass,
+    crate::gateway::api::Gateway,
+    crate::gateway::api::HTTPRoute,
+    crate::gateway::api::GRPCRoute,
+    crate::gateway::api::ReferenceGrant
+);
+
 #[cfg(test)]
 mod tests;

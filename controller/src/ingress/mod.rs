@@ -20,7 +20,6 @@ mod tests;
 use crate::backend_sg::BackendSecurityGroup;
 use crate::backoff::PerKey;
 use crate::context::Context;
-use crate::error::Error;
 use crate::stack::{Adapters, Reporter, StackIo};
 use crate::stores::{IngressTrigger, Stores};
 use k8s_openapi::api::networking::v1::Ingress;
@@ -39,7 +38,6 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
-use tracing::Instrument;
 
 pub const CONTROLLER: &str = "ingress";
 
@@ -387,32 +385,6 @@ async fn reconcile(ctx: &IngressCtx, g: &GroupId) -> Option<Duration> {
     if !leader {
         return None;
     }
-    let (ns, name) = metrics_key(g);
-    let timer = ctx.io.base.metrics.reconcile_started(CONTROLLER, ns, name);
-    let pass = group::reconcile(ctx, g).instrument(timer.span());
-    let res = ctx.io.base.metrics.recover_panics(CONTROLLER, pass).await;
-    use crate::metrics::ReconcileResult;
-    match &res {
-        Ok(None) => timer.done(ReconcileResult::Success),
-        Ok(Some(_)) => timer.done(ReconcileResult::RequeueAfter),
-        Err(e) if e.is_not_leader() => {}
-        Err(_) => timer.done(ReconcileResult::Error),
-    }
-    match res {
-        Ok(next) => {
-            ctx.backoff.succeeded(g);
-            next
-        }
-        // Lost the lease mid-pass: the new leader takes over, nothing to retry here.
-        Err(e) if e.is_not_leader() => None,
-        Err(e) => Some(backoff(ctx, g, &e)),
-    }
-}
-
-/// Per-group backoff, capped like the other controllers'.
-fn backoff(ctx: &IngressCtx, g: &GroupId, err: &Error) -> Duration {
-    ctx.io.base.metrics.reconcile_failed(CONTROLLER, err.category());
-    let (failures, delay) = ctx.backoff.failed(g);
-    tracing::warn!(group = %g.stack_id(), error = %err, category = err.category(), failures, retry_in = ?delay, "IngressGroup reconcile failed");
-    delay
+    let pass = group::reconcile(ctx, g);
+    crate::schedule::timed_pass(&ctx.io.base.metrics, &ctx.backoff, CONTROLLER, g, metrics_key(g), pass).await
 }

@@ -19,6 +19,8 @@ pub fn controller_name(ours: &str) -> Option<&'static str> {
         "targetgroupbinding" => Some("targetGroupBinding"),
         "service" => Some("service"),
         "ingress" => Some("ingress"),
+        // ALBC names its ALB Gateway controller after the GatewayClass controllerName.
+        "gateway-alb" => Some("gateway.k8s.aws/alb"),
         _ => None,
     }
 }

@@ -248,7 +248,7 @@ fn blocked_build(reason: String) -> Error {
     Error::Blocked { event: FAILED_BUILD, reason, retry: Retry::SyncPeriod }
 }
 
-/// Per Service and Ingress not in `except` (UIDs just cleaned up, which the cache may still show
+/// Per Service, Ingress and Gateway not in `except` (UIDs just cleaned up, which the cache may still show
 /// with their finalizer): whether it holds one of the controller's load-balancer finalizers. Input
 /// of `lbc_model::lb::backend_sg::release_allowed`.
 pub fn finalizer_holders(stores: &crate::stores::Stores, except: &[String]) -> Vec<bool> {
@@ -266,7 +266,8 @@ pub fn finalizer_holders(stores: &crate::stores::Stores, except: &[String]) -> V
             .iter()
             .any(|f| f == ik::IMPLICIT_GROUP_FINALIZER || f.starts_with(ik::EXPLICIT_GROUP_FINALIZER_PREFIX))
     });
-    services.chain(ingresses).collect()
+    let gateways = stores.gateways.as_ref().map(|g| crate::gateway::pass::finalizer_holders(g, except));
+    services.chain(ingresses).chain(gateways.into_iter().flatten()).collect()
 }
 
 /// IDs of the security groups a `security-groups` annotation names by `Name` (tag or group

@@ -228,6 +228,7 @@ impl World {
             ingress_classes,
             ingress_class_params: synced_store::<IngressClassParams>().0,
             namespaces: synced_store::<Namespace>().0,
+            gateways: None,
         };
         let ec2 = FakeEc2::default();
         ec2.vpcs.lock().unwrap().insert(VPC.into(), vec!["10.0.0.0/16".into()]);

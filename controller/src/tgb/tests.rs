@@ -215,6 +215,7 @@ async fn harness(c: Cluster) -> Harness {
         ingress_classes: synced_store::<IngressClass>().0,
         ingress_class_params: synced_store::<IngressClassParams>().0,
         namespaces: synced_store::<Namespace>().0,
+        gateways: None,
     };
 
     let elb = Arc::new(FakeElbV2::default());

@@ -17,6 +17,10 @@ use lbc_model::gateway::{Flavor, RouteKind};
 use serde_json::json;
 use std::collections::BTreeMap;
 
+/// A Gateway of class gateway.k8s.aws/alb gets its ALB (gate ALBGatewayAPI).
+#[path = "gateway_api/alb.rs"]
+mod alb;
+
 fn from<T: serde::de::DeserializeOwned>(v: serde_json::Value) -> T {
     serde_json::from_value(v).expect("an object of our types")
 }

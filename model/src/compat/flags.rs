@@ -22,7 +22,9 @@ pub struct AlbcFlag {
     pub treatment: Treatment,
 }
 
-const NO_GATEWAY: &str = "Gateway API objects are not reconciled by this controller";
+const NO_NLB_GATEWAY: &str = "NLB Gateways (class gateway.k8s.aws/nlb) are not reconciled by this controller";
+const ONE_CLASS_PASS: &str =
+    "GatewayClass status is written by the ALB Gateway controller's workers (--alb-gateway-max-concurrent-reconciles)";
 const NO_GA: &str = "GlobalAccelerator objects are not reconciled by this controller";
 
 const fn flag(name: &'static str, albc_default: &'static str, treatment: Treatment) -> AlbcFlag {
@@ -32,9 +34,8 @@ const fn flag(name: &'static str, albc_default: &'static str, treatment: Treatme
 /// Every ALBC v3.5 flag that has no equivalent here (the others are this controller's own flags
 /// under the same names and meanings).
 pub const ALBC_ONLY_FLAGS: &[AlbcFlag] = &[
-    flag("alb-gateway-max-concurrent-reconciles", "3", Treatment::Warn(NO_GATEWAY)),
-    flag("nlb-gateway-max-concurrent-reconciles", "3", Treatment::Warn(NO_GATEWAY)),
-    flag("gateway-class-max-concurrent-reconciles", "3", Treatment::Warn(NO_GATEWAY)),
+    flag("nlb-gateway-max-concurrent-reconciles", "3", Treatment::Warn(NO_NLB_GATEWAY)),
+    flag("gateway-class-max-concurrent-reconciles", "3", Treatment::Warn(ONE_CLASS_PASS)),
     flag("globalaccelerator-max-concurrent-reconciles", "1", Treatment::Warn(NO_GA)),
     flag("globalaccelerator-max-exponential-backoff-delay", "16m40s", Treatment::Warn(NO_GA)),
     flag(
@@ -151,7 +152,7 @@ mod tests {
             (
                 "nlb-gateway-max-concurrent-reconciles",
                 "3",
-                |f| matches!(f, [Finding::Warning(m)] if m.contains("has no effect") && m.contains("Gateway API")),
+                |f| matches!(f, [Finding::Warning(m)] if m.contains("has no effect") && m.contains("NLB Gateways")),
             ),
             ("no-such-flag", "1", |f| matches!(f, [Finding::Fatal(_)])),
         ];

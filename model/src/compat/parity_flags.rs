@@ -34,7 +34,8 @@ pub enum FlagStatus {
 pub const ALIASES: &[(&str, &str)] = &[("kube-ca-pem-filepath", "webhook-client-ca-file")];
 
 /// Honoured flags whose tests only show the value being read: no test shows the effect yet.
-pub const PARSE_ONLY: &[&str] = &["service-max-concurrent-reconciles", "aws-region"];
+pub const PARSE_ONLY: &[&str] =
+    &["service-max-concurrent-reconciles", "aws-region", "alb-gateway-max-concurrent-reconciles"];
 
 /// Tests of the start-up report of ALBC-only flags, cited by their rows.
 const REPORTED: &[&str] = &[
@@ -101,7 +102,7 @@ pub const FLAGS: &[FlagRow] = &[
         ],
     ),
     row("gateway-class-max-concurrent-reconciles", "3", REPORTED),
-    row("alb-gateway-max-concurrent-reconciles", "3", REPORTED),
+    row("alb-gateway-max-concurrent-reconciles", "3", &[]),
     row("nlb-gateway-max-concurrent-reconciles", "3", REPORTED),
     row("globalaccelerator-max-concurrent-reconciles", "1", REPORTED),
     row("globalaccelerator-max-exponential-backoff-delay", "16m40s", REPORTED),

@@ -34,18 +34,21 @@ pub fn no_backend() -> Action {
     Action::FixedResponse { status_code: "500".into(), content_type: Some("text/plain".into()), message_body: None }
 }
 
-/// A weighted forward to `target_groups` (name, weight), every weight sent as ALBC sends it; the
-/// rule answers 500 when there is none.
+/// A weighted forward to `target_groups` (name, weight); the rule answers 500 when there is none,
+/// or when every weight is 0 (the spec: a backend of weight 0 gets no requests). One group of
+/// weight 1 is written without a weight, the form the ELB adapter reads AWS's answer in (AWS
+/// reports weight 1 for it), so a resync compares equal.
 pub fn forward(target_groups: &[(String, u32)]) -> Action {
-    if target_groups.is_empty() {
+    if target_groups.iter().all(|(_, w)| *w == 0) {
         return no_backend();
     }
+    let single = target_groups.len() == 1;
     Action::Forward {
         target_groups: target_groups
             .iter()
             .map(|(name, weight)| WeightedTargetGroup {
                 target_group: TargetGroupRef::Name(name.clone()),
-                weight: Some(*weight),
+                weight: (!(single && *weight == 1)).then_some(*weight),
             })
             .collect(),
         stickiness_seconds: None,
@@ -144,6 +147,13 @@ mod tests {
         assert_eq!(target_groups.len(), 2);
         assert_eq!(target_groups[1].weight, Some(0), "weight 0 kept: no traffic, as the spec says");
         assert_eq!(forward(&[]), no_backend());
+        assert_eq!(forward(&[("k8s-a".into(), 0), ("k8s-b".into(), 0)]), no_backend(), "all weights 0: 500");
+        // One group of weight 1 in the form AWS's answer is read in; any other weight as written.
+        let one = |w| match forward(&[("k8s-a".into(), w)]) {
+            Action::Forward { target_groups, .. } => target_groups[0].weight,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!((one(1), one(5)), (None, Some(5)));
         let Action::FixedResponse { status_code, .. } = no_backend() else { panic!() };
         assert_eq!(status_code, "500");
         let Action::FixedResponse { status_code, content_type, .. } = listener_default() else { panic!() };

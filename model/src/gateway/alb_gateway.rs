@@ -105,6 +105,8 @@ pub struct WantedTargetGroup {
 /// A route's `status.parents` entries for this Gateway.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RouteOutcome {
+    /// `HTTPRoute` or `GRPCRoute`.
+    pub kind: &'static str,
     pub namespace: String,
     pub name: String,
     pub generation: Option<i64>,
@@ -270,6 +272,7 @@ pub fn plan(s: &Snapshot<'_>, cfg: &PlanConfig) -> GatewayPlan {
                  yet; building without it would delete the rules it has on an ALB that ALBC built"
             ));
             grpc_outcomes.push(RouteOutcome {
+                kind: "GRPCRoute",
                 namespace: gns,
                 name: gname,
                 generation: g.metadata.generation,
@@ -359,6 +362,7 @@ pub fn plan(s: &Snapshot<'_>, cfg: &PlanConfig) -> GatewayPlan {
             attachments.extend(w.parents.iter().map(|(_, a)| (id.clone(), a.clone())));
         }
         outcomes.push(RouteOutcome {
+            kind: KIND,
             namespace: w.namespace.clone(),
             name: w.name.clone(),
             generation: w.route.metadata.generation,

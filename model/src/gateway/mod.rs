@@ -11,9 +11,10 @@
 //! Gateway's listeners ([`nlb_listeners`]); a route's conditions per parent ([`route_status`]);
 //! the `Programmed` conditions and addresses that follow the load balancer ([`status`]). [`api`] holds the read types of the kinds and their conversion to that data.
 //!
-//! Not wired to a reconciler yet (issue 34): the gates `ALBGatewayAPI`, `NLBGatewayAPI` and
-//! `GatewayListenerSet` stay off until it is. Where the spec and ALBC differ, the spec wins and the
-//! module says so.
+//! [`alb_gateway`] puts them together for one Gateway of class `gateway.k8s.aws/alb`, which the
+//! controller reconciles with the gate `ALBGatewayAPI` (opt-in here, see `compat::gates`). NLB
+//! Gateways and ListenerSets are not reconciled yet (issue 34). Where the spec and ALBC differ,
+//! the spec wins and the module says so.
 
 pub mod actions;
 pub mod alb_gateway;

@@ -2,6 +2,7 @@
 //! its attachment (or False/UnsupportedValue when the load balancer cannot express one of its
 //! rules, [`super::alb_rules`]), and `ResolvedRefs` from its backends ([`super::refs::resolved_refs`]).
 
+use super::api::{RouteParentStatus, parent_refs};
 use super::attach::Attachment;
 use super::conditions::*;
 
@@ -17,10 +18,66 @@ pub fn parent_conditions(attachment: &Attachment, resolved_refs: Cond, refused: 
     vec![accepted, resolved_refs]
 }
 
+/// A route's new `status.parents`: the entries of other controllers and of our other Gateways
+/// kept as they are, ours for Gateway `gateway` (namespace, name) replaced by `ours` (empty:
+/// removed). `None` when that changes nothing.
+pub fn merge_parents(
+    route_namespace: &str,
+    existing: &[RouteParentStatus],
+    controller_name: &str,
+    gateway: (&str, &str),
+    ours: Vec<RouteParentStatus>,
+) -> Option<Vec<RouteParentStatus>> {
+    let mine = |p: &RouteParentStatus| {
+        p.controller_name == controller_name
+            && parent_refs(route_namespace, std::slice::from_ref(&p.parent_ref))
+                .first()
+                .is_some_and(|r| r.is_gateway(gateway.0, gateway.1))
+    };
+    let mut out: Vec<RouteParentStatus> = existing.iter().filter(|p| !mine(p)).cloned().collect();
+    out.extend(ours);
+    (out != existing).then_some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gateway::api::ParentReference;
     use std::collections::BTreeMap;
+
+    fn entry(controller: &str, gw: &str, section: Option<&str>) -> RouteParentStatus {
+        RouteParentStatus {
+            parent_ref: ParentReference {
+                name: gw.into(),
+                section_name: section.map(Into::into),
+                ..Default::default()
+            },
+            controller_name: controller.into(),
+            conditions: vec![],
+        }
+    }
+
+    #[test]
+    fn only_our_entries_for_this_gateway_are_replaced() {
+        let other = entry("example.net/gateway", "gw", None);
+        let ours_other_gw = entry("gateway.k8s.aws/alb", "gw2", None);
+        let old = entry("gateway.k8s.aws/alb", "gw", Some("http"));
+        let existing = vec![other.clone(), old.clone(), ours_other_gw.clone()];
+        let new = entry("gateway.k8s.aws/alb", "gw", Some("https"));
+        let got = merge_parents("app", &existing, "gateway.k8s.aws/alb", ("app", "gw"), vec![new.clone()]);
+        assert_eq!(got, Some(vec![other.clone(), ours_other_gw.clone(), new]));
+        // Removing: the other entries stay.
+        let got = merge_parents("app", &existing, "gateway.k8s.aws/alb", ("app", "gw"), vec![]);
+        assert_eq!(got, Some(vec![other.clone(), ours_other_gw.clone()]));
+        // The same entries: nothing to write.
+        let same = vec![other.clone(), ours_other_gw.clone(), old.clone()];
+        assert_eq!(merge_parents("app", &same, "gateway.k8s.aws/alb", ("app", "gw"), vec![old]), None);
+        // A Gateway of the same name in another namespace is another parent.
+        assert_eq!(
+            merge_parents("app", std::slice::from_ref(&other), "gateway.k8s.aws/alb", ("infra", "gw"), vec![]),
+            None
+        );
+    }
 
     fn attached(ok: bool) -> Attachment {
         Attachment {
