@@ -356,6 +356,9 @@ EXPECTED_CLUSTER_RULES = {
     ("", "configmaps"): {"get", "create", "update", "delete"},
     ("cilium.io", "ciliumnodes"): {"list", "watch"},
     ("events.k8s.io", "events"): {"create", "patch"},
+    # The start-up check for Gateways of ALBC's classes left alone.
+    ("gateway.networking.k8s.io", "gatewayclasses"): {"list"},
+    ("gateway.networking.k8s.io", "gateways"): {"list"},
     # The controller-managed webhook certificate: caBundle of the chart's two configurations.
     ("admissionregistration.k8s.io", "mutatingwebhookconfigurations", ("lbc-aws-lb-controller-webhook",)):
         {"list", "watch", "patch"},

@@ -138,6 +138,7 @@ pub async fn run(mut args: Args, albc_only: Vec<lbc_model::compat::GivenFlag>) -
     if gates.alb_gateway_api {
         crate::gateway::require_crds(&client).await?;
     }
+    tokio::spawn(crate::gateway::report_unreconciled(client.clone(), gates.alb_gateway_api));
     let (stores, tasks) =
         Stores::start(&client, &args.watch_namespace, triggers.clone(), metrics.clone(), gates.alb_gateway_api);
     for (name, task) in tasks {

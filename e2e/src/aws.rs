@@ -317,3 +317,47 @@ pub async fn acm_tags(env: &Env, arn: &str) -> BTreeMap<String, String> {
         })
         .collect()
 }
+
+/// Everything of one load-balancer stack that adoption must keep: ARNs of the load balancer, its
+/// listeners, rules and target groups, and each target group's registered targets.
+pub async fn stack_snapshot(client: &elbv2::Client, tag_key: &str, stack: &str) -> BTreeMap<String, Vec<String>> {
+    let (lbs, tgs) = stack_arns(client, tag_key, stack).await;
+    let mut out = BTreeMap::new();
+    let mut listeners = Vec::new();
+    let mut rules = Vec::new();
+    for lb in &lbs {
+        let ls = client.describe_listeners().load_balancer_arn(lb).send().await.expect("listeners");
+        for l in ls.listeners() {
+            let arn = l.listener_arn().unwrap_or_default().to_string();
+            let rs = client.describe_rules().listener_arn(&arn).send().await.expect("rules");
+            rules.extend(rs.rules().iter().map(|r| {
+                format!(
+                    "{} prio={} conditions={:?} actions={:?}",
+                    r.rule_arn().unwrap_or_default(),
+                    r.priority().unwrap_or_default(),
+                    r.conditions(),
+                    r.actions()
+                )
+            }));
+            listeners.push(format!(
+                "{arn} {:?}:{:?} default={:?} certs={:?} ssl={:?} alpn={:?}",
+                l.protocol(),
+                l.port(),
+                l.default_actions(),
+                l.certificates(),
+                l.ssl_policy(),
+                l.alpn_policy()
+            ));
+        }
+    }
+    for tg in &tgs {
+        out.insert(format!("targets {tg}"), registered(client, tg).await.into_iter().collect());
+    }
+    out.insert("load balancers".into(), lbs);
+    out.insert("target groups".into(), tgs);
+    listeners.sort();
+    rules.sort();
+    out.insert("listeners".into(), listeners);
+    out.insert("rules".into(), rules);
+    out
+}

@@ -252,6 +252,42 @@ pub async fn require_crds(client: &kube::Client) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Once at start-up: a warning per class of ALBC's controller names whose Gateways this run
+/// leaves alone (the gate off, or NLB Gateways), so a migration from ALBC never orphans a
+/// Gateway without a word. Without the Gateway API CRDs there is nothing to say.
+pub async fn report_unreconciled(client: kube::Client, alb_on: bool) {
+    use kube::api::{Api, ListParams};
+    use lbc_model::gateway::api::{Gateway, GatewayClass};
+    let classes = match Api::<GatewayClass>::all(client.clone()).list(&ListParams::default()).await {
+        Ok(l) => l.items,
+        Err(kube::Error::Api(s)) if s.code == 404 => return,
+        Err(e) => {
+            tracing::warn!(error = %e, "could not list GatewayClasses to check for Gateways of ALBC's classes \
+                (the chart grants list on gatewayclasses and gateways)");
+            return;
+        }
+    };
+    let classes: Vec<(String, String)> =
+        classes.iter().map(|c| (c.name_any(), c.spec.controller_name.clone())).collect();
+    if !classes.iter().any(|(_, c)| Flavor::from_controller_name(c).is_some()) {
+        return;
+    }
+    let gateways = match Api::<Gateway>::all(client).list(&ListParams::default()).await {
+        Ok(l) => l.items,
+        Err(e) => {
+            tracing::warn!(error = %e, "could not list Gateways to check for Gateways of ALBC's classes");
+            return;
+        }
+    };
+    let gateways: Vec<(String, String, String)> = gateways
+        .iter()
+        .map(|g| (g.namespace().unwrap_or_default(), g.name_any(), g.spec.gateway_class_name.clone()))
+        .collect();
+    for w in lbc_model::gateway::status::unreconciled(&classes, &gateways, alb_on) {
+        tracing::warn!("{w}");
+    }
+}
+
 /// Whether `controller_name` is the class controller this build serves.
 pub(crate) fn ours(controller_name: &str) -> bool {
     Flavor::from_controller_name(controller_name) == Some(Flavor::Alb)

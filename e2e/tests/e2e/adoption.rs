@@ -57,50 +57,6 @@ fn member(name: &str, class: &str, group: Option<&str>, svc: &str, path: &str) -
     .expect("ingress")
 }
 
-/// Everything of one load-balancer stack that adoption must keep: ARNs of the load balancer, its
-/// listeners, rules and target groups, and each target group's registered targets.
-async fn snapshot(elb: &elbv2::Client, tag_key: &str, stack: &str) -> BTreeMap<String, Vec<String>> {
-    let (lbs, tgs) = aws::stack_arns(elb, tag_key, stack).await;
-    let mut out = BTreeMap::new();
-    let mut listeners = Vec::new();
-    let mut rules = Vec::new();
-    for lb in &lbs {
-        let ls = elb.describe_listeners().load_balancer_arn(lb).send().await.expect("listeners");
-        for l in ls.listeners() {
-            let arn = l.listener_arn().unwrap_or_default().to_string();
-            let rs = elb.describe_rules().listener_arn(&arn).send().await.expect("rules");
-            rules.extend(rs.rules().iter().map(|r| {
-                format!(
-                    "{} prio={} conditions={:?} actions={:?}",
-                    r.rule_arn().unwrap_or_default(),
-                    r.priority().unwrap_or_default(),
-                    r.conditions(),
-                    r.actions()
-                )
-            }));
-            listeners.push(format!(
-                "{arn} {:?}:{:?} default={:?} certs={:?} ssl={:?} alpn={:?}",
-                l.protocol(),
-                l.port(),
-                l.default_actions(),
-                l.certificates(),
-                l.ssl_policy(),
-                l.alpn_policy()
-            ));
-        }
-    }
-    for tg in &tgs {
-        out.insert(format!("targets {tg}"), aws::registered(elb, tg).await.into_iter().collect());
-    }
-    out.insert("load balancers".into(), lbs);
-    out.insert("target groups".into(), tgs);
-    listeners.sort();
-    rules.sort();
-    out.insert("listeners".into(), listeners);
-    out.insert("rules".into(), rules);
-    out
-}
-
 fn writes_of(calls: &[Call], key: &str) -> Vec<String> {
     lbc_e2e::emulator::writes(calls, key)
 }
@@ -238,11 +194,11 @@ impl Scene {
         }
         let mut out = Vec::new();
         for (ns, name) in services {
-            out.push(snapshot(&self.elb, "service.k8s.aws/stack", &format!("{ns}/{name}")).await);
+            out.push(aws::stack_snapshot(&self.elb, "service.k8s.aws/stack", &format!("{ns}/{name}")).await);
         }
-        out.push(snapshot(&self.elb, "ingress.k8s.aws/stack", &self.group).await);
+        out.push(aws::stack_snapshot(&self.elb, "ingress.k8s.aws/stack", &self.group).await);
         for (ns, name) in ingresses.iter().skip(2) {
-            out.push(snapshot(&self.elb, "ingress.k8s.aws/stack", &format!("{ns}/{name}")).await);
+            out.push(aws::stack_snapshot(&self.elb, "ingress.k8s.aws/stack", &format!("{ns}/{name}")).await);
         }
         out
     }

@@ -21,6 +21,10 @@ use std::collections::BTreeMap;
 #[path = "gateway_api/alb.rs"]
 mod alb;
 
+/// A Gateway ALBC built is adopted with no AWS write (the real ALBC binary).
+#[path = "gateway_api/adoption.rs"]
+mod adoption;
+
 fn from<T: serde::de::DeserializeOwned>(v: serde_json::Value) -> T {
     serde_json::from_value(v).expect("an object of our types")
 }

@@ -79,6 +79,7 @@ pub const GATE_TESTS: &[(&str, &[&str])] = &[
             "model/src/compat/gates.rs::opt_in_gates_stay_off_unless_given_and_follow_either_value",
             "model/src/gateway/alb_gateway_tests.rs::one_route_builds_one_listener_rule_and_target_group_named_as_albc_names_them",
             "e2e/tests/e2e/gateway_api/alb.rs::an_alb_gateway_follows_its_http_route_and_goes_with_it",
+            "e2e/tests/e2e/gateway_api/adoption.rs::a_gateway_albc_built_is_adopted_without_one_aws_write",
         ],
     ),
     ("GlobalAcceleratorController", &[]),

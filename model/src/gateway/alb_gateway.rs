@@ -425,10 +425,15 @@ fn target_group(
     let view = services[&(b.namespace.clone(), b.name.clone())].clone();
     let target_type = cfg.default_target_type;
     let instance = target_type == TargetType::Instance;
-    // ALBC hashes the Service port for ip targets, the NodePort for instance targets.
+    // ALBC hashes the Service port's targetPort as written (a number or a name) for ip targets
+    // (`GetIdentifierPort`), the NodePort for instance targets.
+    let identifier = match view.target_port(b.port) {
+        IntOrString::Int(p) => p.to_string(),
+        IntOrString::String(name) => name,
+    };
     let port = match instance {
         true => view.node_ports.get(&b.port).map_or(0, |p| i32::from(*p)).to_string(),
-        false => b.port.to_string(),
+        false => identifier.clone(),
     };
     let name = naming::gateway_target_group_name(&GatewayTargetGroupNameInputs {
         cluster: &cfg.cluster_name,
@@ -447,9 +452,10 @@ fn target_group(
     });
     WantedTargetGroup {
         name,
+        // ALBC's `buildTargetGroupResourceID`, with the same identifier port as the name.
         resource_id: format!(
-            "{gw_ns}/{gw_name}:{}-{}:{KIND}-{}-{}:{}",
-            w.namespace, w.name, b.namespace, b.name, b.port
+            "{gw_ns}/{gw_name}:{}-{}:{KIND}-{}-{}:{identifier}",
+            w.namespace, w.name, b.namespace, b.name
         ),
         service_namespace: b.namespace.clone(),
         service_name: b.name.clone(),

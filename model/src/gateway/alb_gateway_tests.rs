@@ -132,7 +132,24 @@ fn one_route_builds_one_listener_rule_and_target_group_named_as_albc_names_them(
     assert_eq!(l.tags["gateway.k8s.aws.alb/resource"], "80");
     let tg = &built.stack.target_groups[0];
     assert_eq!(tg.port, 3000, "the Service port's targetPort, for ip targets");
-    assert_eq!(tg.tags["gateway.k8s.aws.alb/resource"], "infra/gw:infra-r:HTTPRoute-infra-web:8080");
+    // ALBC hashes the targetPort (its identifier port), not the Service port.
+    let want = naming::gateway_target_group_name(&GatewayTargetGroupNameInputs {
+        cluster: "prod",
+        gateway_namespace: "infra",
+        gateway_name: "gw",
+        route_namespace: "infra",
+        route_name: "r",
+        route_kind: "HTTPRoute",
+        service_namespace: "infra",
+        service_name: "web",
+        port: "3000",
+        target_type: "ip",
+        protocol: "HTTP",
+        protocol_version: Some("HTTP1"),
+        target_control_port: None,
+    });
+    assert_eq!(tg.name, want);
+    assert_eq!(tg.tags["gateway.k8s.aws.alb/resource"], "infra/gw:infra-r:HTTPRoute-infra-web:3000");
     assert_eq!((tg.health_check.healthy_threshold, tg.health_check.success_codes.as_deref()), (3, Some("200-399")));
     let rule = &l.rules[0];
     assert_eq!(rule.priority, 1);

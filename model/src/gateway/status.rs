@@ -71,6 +71,36 @@ pub fn gateway_class_accepted(controller_name: &str) -> Option<Cond> {
     ))
 }
 
+/// What the start-up says about Gateways of ALBC's classes this run leaves alone: one line per
+/// class of `controllerName` `gateway.k8s.aws/alb` (while `alb_on` is false) or
+/// `gateway.k8s.aws/nlb` (never reconciled here) that has Gateways. `classes`: (name,
+/// controllerName); `gateways`: (namespace, name, class name).
+pub fn unreconciled(classes: &[(String, String)], gateways: &[(String, String, String)], alb_on: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    for (class, controller) in classes {
+        let why = match Flavor::from_controller_name(controller) {
+            Some(Flavor::Alb) if !alb_on => {
+                "the gate ALBGatewayAPI is off (opt-in here, unlike ALBC): set --feature-gates=ALBGatewayAPI=true \
+                 (chart: controllerConfig.featureGates.ALBGatewayAPI: true) to reconcile them"
+            }
+            Some(Flavor::Nlb) => "NLB Gateways are not reconciled by this controller yet",
+            _ => continue,
+        };
+        let mine: Vec<String> =
+            gateways.iter().filter(|(_, _, c)| c == class).map(|(ns, name, _)| format!("{ns}/{name}")).collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let shown = if mine.len() > 5 { format!("{}, …", mine[..5].join(", ")) } else { mine.join(", ") };
+        out.push(format!(
+            "{} Gateway(s) of GatewayClass {class} ({controller}) are not reconciled, their load balancers left \
+             as they are: {why}. Gateways: {shown}",
+            mine.len()
+        ));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -81,6 +111,24 @@ mod tests {
             arn: "arn:aws:elasticloadbalancing:r:1:loadbalancer/app/k8s-x/1".into(),
             dns_name: "K8s-X-1.r.elb.amazonaws.com".into(),
         }
+    }
+
+    #[test]
+    fn gateways_left_alone_are_named_at_start_up() {
+        let classes = vec![
+            ("alb".to_string(), Flavor::ALB_CONTROLLER.to_string()),
+            ("nlb".to_string(), Flavor::NLB_CONTROLLER.to_string()),
+            ("other".to_string(), "example.net/gw".to_string()),
+            ("idle".to_string(), Flavor::ALB_CONTROLLER.to_string()),
+        ];
+        let gw = |ns: &str, n: &str, c: &str| (ns.to_string(), n.to_string(), c.to_string());
+        let gateways = vec![gw("a", "web", "alb"), gw("b", "tcp", "nlb"), gw("c", "x", "other")];
+        let off = unreconciled(&classes, &gateways, false);
+        assert_eq!(off.len(), 2, "{off:?}");
+        assert!(off[0].contains("GatewayClass alb") && off[0].contains("a/web") && off[0].contains("ALBGatewayAPI"));
+        assert!(off[1].contains("GatewayClass nlb") && off[1].contains("b/tcp"));
+        let on = unreconciled(&classes, &gateways, true);
+        assert_eq!(on.len(), 1, "with the gate on only NLB Gateways are left: {on:?}");
     }
 
     #[test]

@@ -18,14 +18,14 @@ use serde_json::json;
 use std::collections::BTreeMap;
 
 /// ALBC's controller-runtime name of its ALB Gateway controller, which our metrics keep.
-const CONTROLLER: &str = "gateway.k8s.aws/alb";
+pub(super) const CONTROLLER: &str = "gateway.k8s.aws/alb";
 const STACK_TAG: &str = "gateway.k8s.aws.alb/stack";
 
-fn from<T: serde::de::DeserializeOwned>(v: serde_json::Value) -> T {
+pub(super) fn from<T: serde::de::DeserializeOwned>(v: serde_json::Value) -> T {
     serde_json::from_value(v).expect("an object of our types")
 }
 
-fn condition<'a>(
+pub(super) fn condition<'a>(
     conds: &'a [k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition],
     type_: &str,
 ) -> Option<(&'a str, &'a str, &'a str)> {
