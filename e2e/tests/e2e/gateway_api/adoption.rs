@@ -4,16 +4,12 @@
 //! then it deletes what ALBC built when the Gateway goes. Both controllers watch the test's
 //! namespace only and never run at the same time.
 
-use super::alb::{condition, from};
-use kube::api::{Api, DeleteParams, PostParams};
+use super::alb::condition;
+use kube::api::DeleteParams;
 use lbc_e2e::albc::{AlbcProc, require_albc};
 use lbc_e2e::controller::ControllerProc;
 use lbc_e2e::emulator::{self, Emulator};
 use lbc_e2e::{Env, aws, eventually, kube_util, unique};
-use lbc_model::gateway::Flavor;
-use lbc_model::gateway::api::{Gateway, GatewayClass, HTTPRoute};
-use serde_json::json;
-use std::collections::BTreeMap;
 
 const STACK_TAG: &str = "gateway.k8s.aws.alb/stack";
 
@@ -52,35 +48,7 @@ async fn a_gateway_albc_built_is_adopted_without_one_aws_write() {
     let emu = Emulator::new(env.aws_endpoint());
     let ns = unique("gw-adopt");
     kube_util::namespace(&client, &ns, &[]).await;
-    env.pods(&["create", &ns, "web", "--replicas", "2", "--port", "8080", "--terminate-seconds", "2"]);
-    let services: Api<k8s_openapi::api::core::v1::Service> = Api::namespaced(client.clone(), &ns);
-    let svc = kube_util::backend_service("web", "web", None, BTreeMap::new());
-    services.create(&PostParams::default(), &svc).await.expect("create Service");
-    let class_name = unique("alb");
-    let classes: Api<GatewayClass> = Api::all(client.clone());
-    let class: GatewayClass = from(json!({
-        "apiVersion": "gateway.networking.k8s.io/v1", "kind": "GatewayClass",
-        "metadata": {"name": class_name}, "spec": {"controllerName": Flavor::ALB_CONTROLLER}
-    }));
-    classes.create(&PostParams::default(), &class).await.expect("create GatewayClass");
-    let gateways: Api<Gateway> = Api::namespaced(client.clone(), &ns);
-    let gw: Gateway = from(json!({
-        "apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
-        "metadata": {"name": "gw", "namespace": ns},
-        "spec": {"gatewayClassName": class_name, "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}]}
-    }));
-    gateways.create(&PostParams::default(), &gw).await.expect("create Gateway");
-    let routes: Api<HTTPRoute> = Api::namespaced(client.clone(), &ns);
-    let route: HTTPRoute = from(json!({
-        "apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
-        "metadata": {"name": "web", "namespace": ns},
-        "spec": {
-            "parentRefs": [{"name": "gw"}],
-            "rules": [{"matches": [{"path": {"type": "PathPrefix", "value": "/api"}}],
-                       "backendRefs": [{"name": "web", "port": 80}]}]
-        }
-    }));
-    routes.create(&PostParams::default(), &route).await.expect("create HTTPRoute");
+    let super::alb::Scene { class_name, classes, gateways, routes: _ } = super::alb::scene(&env, &client, &ns).await;
 
     // ALBC builds it.
     let albc = AlbcProc::start(

@@ -61,17 +61,19 @@ async fn rules(elb: &elbv2::Client, lb: &str) -> Vec<(String, Vec<String>, Vec<S
     out
 }
 
-#[tokio::test]
-#[ignore = "end-to-end: needs the local environment (e2e/up); e2e/test-all runs it with --include-ignored"]
-async fn an_alb_gateway_follows_its_http_route_and_goes_with_it() {
-    let Some(env) = Env::require("alb_gateway") else { return };
-    let client = kube_util::client(&env).await;
-    let elb = aws::elbv2(&env).await;
-    let emu = Emulator::new(env.aws_endpoint());
-    let ns = unique("gw-alb");
-    kube_util::namespace(&client, &ns, &[]).await;
-    env.pods(&["create", &ns, "web", "--replicas", "2", "--port", "8080", "--terminate-seconds", "2"]);
-    let services: Api<Service> = Api::namespaced(client.clone(), &ns);
+/// What both Gateway tests start from, in namespace `ns`: two pods behind Service `web` (port 80 to
+/// 8080), a GatewayClass of ours, Gateway `gw` with one HTTP listener on 80, and HTTPRoute `web`
+/// sending `/api` to the Service.
+pub(super) struct Scene {
+    pub class_name: String,
+    pub classes: Api<GatewayClass>,
+    pub gateways: Api<Gateway>,
+    pub routes: Api<HTTPRoute>,
+}
+
+pub(super) async fn scene(env: &Env, client: &kube::Client, ns: &str) -> Scene {
+    env.pods(&["create", ns, "web", "--replicas", "2", "--port", "8080", "--terminate-seconds", "2"]);
+    let services: Api<Service> = Api::namespaced(client.clone(), ns);
     services
         .create(&PostParams::default(), &kube_util::backend_service("web", "web", None, BTreeMap::new()))
         .await
@@ -84,14 +86,14 @@ async fn an_alb_gateway_follows_its_http_route_and_goes_with_it() {
         "metadata": {"name": class_name}, "spec": {"controllerName": Flavor::ALB_CONTROLLER}
     }));
     classes.create(&PostParams::default(), &class).await.expect("create GatewayClass");
-    let gateways: Api<Gateway> = Api::namespaced(client.clone(), &ns);
+    let gateways: Api<Gateway> = Api::namespaced(client.clone(), ns);
     let gw: Gateway = from(json!({
         "apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
         "metadata": {"name": "gw", "namespace": ns},
         "spec": {"gatewayClassName": class_name, "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}]}
     }));
     gateways.create(&PostParams::default(), &gw).await.expect("create Gateway");
-    let routes: Api<HTTPRoute> = Api::namespaced(client.clone(), &ns);
+    let routes: Api<HTTPRoute> = Api::namespaced(client.clone(), ns);
     let route: HTTPRoute = from(json!({
         "apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
         "metadata": {"name": "web", "namespace": ns},
@@ -102,6 +104,19 @@ async fn an_alb_gateway_follows_its_http_route_and_goes_with_it() {
         }
     }));
     routes.create(&PostParams::default(), &route).await.expect("create HTTPRoute");
+    Scene { class_name, classes, gateways, routes }
+}
+
+#[tokio::test]
+#[ignore = "end-to-end: needs the local environment (e2e/up); e2e/test-all runs it with --include-ignored"]
+async fn an_alb_gateway_follows_its_http_route_and_goes_with_it() {
+    let Some(env) = Env::require("alb_gateway") else { return };
+    let client = kube_util::client(&env).await;
+    let elb = aws::elbv2(&env).await;
+    let emu = Emulator::new(env.aws_endpoint());
+    let ns = unique("gw-alb");
+    kube_util::namespace(&client, &ns, &[]).await;
+    let Scene { class_name, classes, gateways, routes } = scene(&env, &client, &ns).await;
 
     let mark = emu.mark().await;
     let ctl = ControllerProc::start(
