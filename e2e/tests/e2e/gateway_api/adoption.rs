@@ -51,6 +51,7 @@ async fn a_gateway_albc_built_is_adopted_without_one_aws_write() {
     let super::alb::Scene { class_name, classes, gateways, routes: _ } = super::alb::scene(&env, &client, &ns).await;
 
     // ALBC builds it.
+    let albc_mark = emu.mark().await;
     let albc = AlbcProc::start(
         &env,
         &albc_bin,
@@ -79,6 +80,8 @@ async fn a_gateway_albc_built_is_adopted_without_one_aws_write() {
     })
     .await;
     let before = aws::stack_snapshot(&elb, STACK_TAG, &stack).await;
+    let albc_writes = emulator::writes(&emu.calls(albc_mark, None).await.0, &albc.access_key);
+    eprintln!("ALBC's writes to build the Gateway: {} {albc_writes:?}", albc_writes.len());
     albc.terminate();
     // ALBC's resource tag of the target group names the targetPort (its identifier port), as ours.
     let tags = elb.describe_tags().resource_arns(&albc_built.1[0]).send().await.expect("describe tags");
