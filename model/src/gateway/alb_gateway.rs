@@ -4,13 +4,9 @@
 //! [`plan`] decides what does not depend on AWS: which listeners are accepted, which HTTPRoutes
 //! attach where (with each route's `status.parents` entry for this Gateway), which backends
 //! resolve, the target groups (one per route, Service and port, named as ALBC names them) and
-//! the rules of every listener port. [`build`] turns the plan and what AWS told the caller
-//! (subnets, the backend security group) into the stack the shared pipeline deploys, as ALBC's
-//! gateway model builder does (`pkg/gateway/model`): ALB named from the cluster, the Gateway's
-//! UID and scheme; a managed frontend security group open on every listener port; an ELB
-//! listener only for ports with attached routes, its default action a fixed 404; ALBC's tags
-//! under `gateway.k8s.aws.alb`; target-group health checks at ALBC's gateway defaults.
-//! [`gateway_status`] gives the Gateway's status once the load balancer's state is known.
+//! the rules of every listener port. [`build`] (in `alb_build.rs`) turns the plan and what AWS
+//! told the caller (subnets, the backend security group) into the stack the shared pipeline
+//! deploys. [`gateway_status`] gives the Gateway's status once the load balancer's state is known.
 //!
 //! Not here yet (issue 34): HTTPS listeners (certificates from ACM or imported Secrets),
 //! LoadBalancerConfiguration, TargetGroupConfiguration, ListenerRuleConfiguration and GRPCRoute
@@ -28,23 +24,10 @@ use super::refs::{Grant, ServiceBackend, Unresolved, resolve_backend, resolved_r
 use super::route_status::parent_conditions;
 use super::status::{LbState, gateway_addresses, gateway_programmed, listener_programmed};
 use super::{Flavor, RouteKind};
-use crate::crd::{
-    NetworkingIngressRule, NetworkingPort, NetworkingProtocol, ServiceReference, TargetGroupBindingNetworking,
-    TargetGroupBindingSpec, TargetGroupIpAddressType, TargetType,
-};
+use crate::crd::TargetType;
 use crate::ingress::ServiceView;
-use crate::lb::build::{
-    BuildContext, BuildError, BuiltStack, ContextNeeds, FRONTEND_SG_DESCRIPTION, Tagger, TargetGroupBindingTemplate,
-    load_balancer_security_groups, managed_or_custom, security_group_peer, uses_backend_security_group,
-};
-use crate::lb::extras::WantedExtras;
+use crate::lb::Protocol;
 use crate::lb::naming::{self, GatewayTargetGroupNameInputs};
-use crate::lb::subnets::SubnetSelector;
-use crate::lb::tags::{RESOURCE_LOAD_BALANCER, RESOURCE_MANAGED_SECURITY_GROUP};
-use crate::lb::{
-    HealthCheck, HealthCheckPort, IngressRule, LbIpAddressType, LbType, Listener, LoadBalancer, Protocol, RuleSource,
-    SecurityGroup, Stack, SubnetMapping, Tags, TargetGroup, TgIpAddressType,
-};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -55,15 +38,7 @@ pub const ALB_GATEWAY_FINALIZER: &str = "gateway.k8s.aws/alb";
 /// AWS's quota of rules per ALB listener (the default rule not counted).
 pub const RULES_PER_LISTENER_MAX: usize = 100;
 
-// ALBC's gateway target-group health-check defaults (`newTargetGroupBuilder`).
-const HC_INTERVAL: u32 = 15;
-const HC_TIMEOUT: u32 = 5;
-const HC_HEALTHY: u32 = 3;
-const HC_UNHEALTHY: u32 = 3;
-const HC_PATH: &str = "/";
-const HC_CODES: &str = "200-399";
-const HTTP1: &str = "HTTP1";
-const KIND: &str = "HTTPRoute";
+pub(super) const KIND: &str = "HTTPRoute";
 
 /// What [`plan`] reads of the cluster.
 pub struct Snapshot<'a> {
@@ -447,7 +422,7 @@ fn target_group(
         port: &port,
         target_type: if instance { "instance" } else { "ip" },
         protocol: "HTTP",
-        protocol_version: Some(HTTP1),
+        protocol_version: Some(super::alb_build::HTTP1),
         target_control_port: None,
     });
     WantedTargetGroup {
@@ -463,240 +438,6 @@ fn target_group(
         target_type,
         view,
     }
-}
-
-/// What the caller looks up in AWS first: discovered subnets in two Availability Zones for the
-/// default scheme (LoadBalancerConfiguration is not read yet).
-pub fn context_needs(default_scheme: crate::lb::Scheme) -> ContextNeeds {
-    ContextNeeds {
-        subnets: SubnetSelector::Discover,
-        scheme: default_scheme,
-        min_azs: 2,
-        subnets_annotation: "LoadBalancerConfiguration loadBalancerSubnets (not read yet: subnets are discovered)"
-            .into(),
-        security_group_names: Vec::new(),
-        security_groups_annotation: String::new(),
-    }
-}
-
-/// The ALB stack of `plan`.
-pub fn build(plan: &GatewayPlan, ctx: &BuildContext) -> Result<BuiltStack, BuildError> {
-    let stack_id = plan.stack_id();
-    let tagger = Tagger {
-        prefix: ALB_GATEWAY_TAG_PREFIX,
-        cluster: &ctx.cluster_name,
-        stack_id: &stack_id,
-        default_tags: &ctx.default_tags,
-        defaults_low: ctx.default_tags_low_priority,
-    };
-    let none = Tags::new();
-    let mut problems = Vec::new();
-    if let Some(why) = &plan.invalid {
-        problems.push(why.clone());
-    }
-    // A listener with routes that cannot be built refuses the whole Gateway: building the rest
-    // would delete that listener from an ALB ALBC built with it.
-    problems.extend(plan.not_programmed.values().cloned());
-    problems.extend(plan.unsupported.iter().map(|u| format!("Gateway {stack_id}: {u}")));
-    let mut subnets: Vec<_> = ctx.subnets.iter().collect();
-    subnets.sort_by(|x, y| x.id.cmp(&y.id));
-    let zones: BTreeSet<&str> = subnets.iter().map(|s| s.availability_zone.as_str()).collect();
-    if zones.len() < 2 {
-        problems.push(format!(
-            "Gateway {stack_id}: an ALB needs subnets in at least two Availability Zones, found {}; tag subnets for \
-             discovery (kubernetes.io/role/internal-elb or kubernetes.io/role/elb, and kubernetes.io/cluster/{})",
-            zones.len(),
-            ctx.cluster_name
-        ));
-    }
-    for (port, rules) in &plan.rules.by_port {
-        if rules.len() > RULES_PER_LISTENER_MAX {
-            problems.push(format!(
-                "Gateway {stack_id}: listener port {port} needs {} rules and an ALB listener takes at most \
-                 {RULES_PER_LISTENER_MAX}; split the routes over more Gateways or fewer matches and hostnames",
-                rules.len()
-            ));
-        }
-    }
-    let sg_mode = managed_or_custom(None, false, ctx, &mut problems);
-    let security_groups = load_balancer_security_groups(&sg_mode, ctx);
-
-    let mut target_groups = Vec::new();
-    let mut bindings = Vec::new();
-    for w in &plan.target_groups {
-        if let Some((tg, b)) = target_group_and_binding(w, ctx, &tagger, sg_mode.source(), &mut problems) {
-            target_groups.push(tg);
-            bindings.push(b);
-        }
-    }
-    let listeners = plan
-        .ports
-        .iter()
-        .map(|(port, protocol)| Listener {
-            port: *port,
-            protocol: *protocol,
-            certificates: Vec::new(),
-            ssl_policy: None,
-            alpn_policy: None,
-            mutual_authentication: None,
-            default_actions: vec![super::actions::listener_default()],
-            attributes: Default::default(),
-            tags: tagger.tags(&port.to_string(), &none),
-            rules: plan
-                .rules
-                .by_port
-                .get(port)
-                .into_iter()
-                .flatten()
-                .map(|r| {
-                    let mut r = r.clone();
-                    r.tags = tagger.tags(&format!("{port}:{}", r.priority), &none);
-                    r
-                })
-                .collect(),
-        })
-        .collect();
-    if !problems.is_empty() {
-        return Err(BuildError { problems });
-    }
-    let scheme = ctx.default_scheme;
-    let (ns, name, uid) = (&plan.namespace, &plan.name, &plan.uid);
-    let frontend_security_group = SecurityGroup {
-        name: naming::gateway_security_group_name(&ctx.cluster_name, ns, name, uid),
-        description: FRONTEND_SG_DESCRIPTION.to_string(),
-        vpc_id: ctx.vpc_id.clone(),
-        ingress: frontend_rules(plan),
-        tags: tagger.tags(RESOURCE_MANAGED_SECURITY_GROUP, &none),
-    };
-    let backend_security_group_used = uses_backend_security_group(&security_groups, ctx);
-    let load_balancer = LoadBalancer {
-        name: naming::load_balancer_name(&ctx.cluster_name, ns, name, uid, scheme.as_aws()),
-        lb_type: LbType::Application,
-        scheme,
-        ip_address_type: LbIpAddressType::Ipv4,
-        subnets: subnets.iter().map(|s| SubnetMapping::plain(&s.id)).collect(),
-        security_groups,
-        attributes: Default::default(),
-        tags: tagger.tags(RESOURCE_LOAD_BALANCER, &none),
-        customer_owned_ipv4_pool: None,
-        ipv4_ipam_pool: None,
-        ipv6_source_nat: None,
-    };
-    Ok(BuiltStack {
-        stack: Stack {
-            id: stack_id,
-            load_balancer,
-            frontend_security_group: Some(frontend_security_group),
-            target_groups,
-            listeners,
-        },
-        extras: WantedExtras::default(),
-        bindings,
-        backend_security_group_used,
-        warnings: Vec::new(),
-    })
-}
-
-/// TCP from anywhere on every HTTP and HTTPS listener port of the Gateway (ALBC's default
-/// `sourceRanges`; IPv6 only on dualstack ALBs, which are not built yet).
-fn frontend_rules(plan: &GatewayPlan) -> Vec<IngressRule> {
-    let ports: BTreeSet<i32> = plan
-        .listeners
-        .iter()
-        .filter(|l| Flavor::Alb.protocols().contains(&l.spec.protocol.as_str()))
-        .map(|l| l.spec.port)
-        .collect();
-    ports
-        .into_iter()
-        .map(|port| IngressRule {
-            protocol: "tcp".into(),
-            from_port: port,
-            to_port: port,
-            source: RuleSource::Cidr("0.0.0.0/0".into()),
-            description: None,
-        })
-        .collect()
-}
-
-fn target_group_and_binding(
-    w: &WantedTargetGroup,
-    ctx: &BuildContext,
-    tagger: &Tagger<'_>,
-    sg_source: Option<&str>,
-    problems: &mut Vec<String>,
-) -> Option<(TargetGroup, TargetGroupBindingTemplate)> {
-    let at = format!("Service {}/{} port {}", w.service_namespace, w.service_name, w.service_port);
-    let instance = w.target_type == TargetType::Instance;
-    let target_port = match instance {
-        true => match w.view.node_ports.get(&w.service_port) {
-            Some(np) => IntOrString::Int(i32::from(*np)),
-            None => {
-                problems.push(format!(
-                    "{at}: target type instance registers the nodes on the port's nodePort and it has none; make the \
-                     Service type NodePort, or run the controller with --default-target-type=ip"
-                ));
-                return None;
-            }
-        },
-        false => w.view.target_port(w.service_port),
-    };
-    let tg_port = match &target_port {
-        IntOrString::Int(p) => match u16::try_from(*p) {
-            Ok(p) if p > 0 => p,
-            _ => {
-                problems.push(format!("{at}: targetPort {p} is not a port from 1 to 65535"));
-                return None;
-            }
-        },
-        IntOrString::String(_) => 1,
-    };
-    let ip_type = if w.view.ipv6 { TgIpAddressType::Ipv6 } else { TgIpAddressType::Ipv4 };
-    if w.view.ipv6 {
-        problems.push(format!("{at}: the Service is IPv6, which needs a dualstack ALB (not built for Gateways yet)"));
-        return None;
-    }
-    let networking = sg_source.map(|source| TargetGroupBindingNetworking {
-        ingress: vec![NetworkingIngressRule {
-            from: vec![security_group_peer(source)],
-            ports: vec![NetworkingPort { protocol: Some(NetworkingProtocol::TCP), port: Some(target_port.clone()) }],
-        }],
-    });
-    let binding = TargetGroupBindingTemplate {
-        namespace: w.service_namespace.clone(),
-        name: w.name.clone(),
-        spec: TargetGroupBindingSpec {
-            target_group_name: Some(w.name.clone()),
-            target_type: Some(w.target_type),
-            service_ref: ServiceReference { name: w.service_name.clone(), port: IntOrString::Int(w.service_port) },
-            networking,
-            ip_address_type: Some(TargetGroupIpAddressType::Ipv4),
-            vpc_id: Some(ctx.vpc_id.clone()),
-            ..Default::default()
-        },
-    };
-    let tg = TargetGroup {
-        name: w.name.clone(),
-        protocol: Protocol::Http,
-        protocol_version: Some(HTTP1.into()),
-        port: tg_port,
-        target_type: if instance { "instance" } else { "ip" }.into(),
-        ip_address_type: ip_type,
-        vpc_id: ctx.vpc_id.clone(),
-        health_check: HealthCheck {
-            protocol: Protocol::Http,
-            port: HealthCheckPort::TrafficPort,
-            path: Some(HC_PATH.into()),
-            success_codes: Some(HC_CODES.into()),
-            interval_seconds: HC_INTERVAL,
-            timeout_seconds: HC_TIMEOUT,
-            healthy_threshold: HC_HEALTHY,
-            unhealthy_threshold: HC_UNHEALTHY,
-        },
-        attributes: Default::default(),
-        tags: tagger.tags(&w.resource_id, &Tags::new()),
-        target_control_port: None,
-    };
-    Some((tg, binding))
 }
 
 /// One listener's status: its name, supported kinds, attached routes and conditions.
@@ -745,6 +486,8 @@ pub fn gateway_status(plan: &GatewayPlan, lb: &LbState) -> GatewayOutcome {
         listeners,
     }
 }
+
+pub use super::alb_build::{build, context_needs};
 
 #[cfg(test)]
 #[path = "alb_gateway_tests.rs"]

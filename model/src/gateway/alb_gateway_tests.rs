@@ -4,6 +4,8 @@ use crate::gateway::api::{
     Listener as GwListener, RouteNamespaces,
 };
 use crate::gateway::refs::{GrantFrom, GrantTo};
+use crate::lb::Tags;
+use crate::lb::build::BuildContext;
 use crate::lb::{Action, Condition, Subnet, TargetGroupRef};
 use serde_json::json;
 

@@ -17,6 +17,7 @@
 //! the spec wins and the module says so.
 
 pub mod actions;
+mod alb_build;
 pub mod alb_gateway;
 pub mod alb_rules;
 pub mod api;
