@@ -57,7 +57,41 @@ pub struct AlbcProc {
 
 impl AlbcProc {
     /// Starts ALBC watching every namespace, electing its leader on Lease `lease` in `lease_ns`.
+    /// Its ports are picked free just before it binds them; another test's process may take one
+    /// in between (ALBC then exits with "address already in use"): it is started again on new
+    /// ports, up to three times.
     pub fn start(env: &Env, bin: &std::path::Path, lease_ns: &str, lease: &str, extra: &[&str]) -> Self {
+        for _ in 0..2 {
+            let mut p = Self::start_once(env, bin, lease_ns, lease, extra);
+            if !p.lost_a_port() {
+                return p;
+            }
+            let _ = p.child.wait();
+        }
+        Self::start_once(env, bin, lease_ns, lease, extra)
+    }
+
+    /// Whether ALBC exited within its first seconds because a port it was given is taken.
+    fn lost_a_port(&mut self) -> bool {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while std::time::Instant::now() < deadline {
+            if self.child.try_wait().ok().flatten().is_some() {
+                return self.log_text().contains("address already in use");
+            }
+            // Something answers on its metrics port: ALBC, unless it is about to exit for want of it.
+            if std::net::TcpStream::connect(("127.0.0.1", self.metrics_port)).is_ok() {
+                std::thread::sleep(std::time::Duration::from_millis(500));
+                if self.child.try_wait().ok().flatten().is_none() {
+                    return false;
+                }
+                continue;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        false
+    }
+
+    fn start_once(env: &Env, bin: &std::path::Path, lease_ns: &str, lease: &str, extra: &[&str]) -> Self {
         let (metrics_port, health_port, webhook_port) = (free_port(), free_port(), free_port());
         let log = env.run_dir().join(format!("logs/albc-{metrics_port}.log"));
         let cert_dir = env.run_dir().join(format!("albc-cert-{metrics_port}"));

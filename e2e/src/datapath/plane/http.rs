@@ -141,10 +141,11 @@ fn strings(c: &ConditionView) -> impl Iterator<Item = &str> {
 pub fn condition_matches(c: &ConditionView, req: &Request, client: IpAddr) -> bool {
     match c.field.as_str() {
         "path-pattern" => strings(c).any(|p| wildcard(p, req.path())),
+        // The Host header as sent, port included: ALB does not strip it (a rule for `example.com`
+        // does not match `Host: example.com:8080`); host names compare case-insensitively.
         "host-header" => {
-            let host = req.header("host").unwrap_or_default();
-            let host = host.rsplit_once(':').filter(|(_, port)| port.parse::<u16>().is_ok()).map_or(host, |(h, _)| h);
-            strings(c).any(|p| wildcard(&p.to_ascii_lowercase(), &host.to_ascii_lowercase()))
+            let host = req.header("host").unwrap_or_default().to_ascii_lowercase();
+            strings(c).any(|p| wildcard(&p.to_ascii_lowercase(), &host))
         }
         "http-header" => {
             let name = c.header_name.as_deref().unwrap_or_default().to_ascii_lowercase();
@@ -154,12 +155,16 @@ pub fn condition_matches(c: &ConditionView, req: &Request, client: IpAddr) -> bo
                 .any(|(_, v)| strings(c).any(|p| wildcard(&p.to_ascii_lowercase(), &v.to_ascii_lowercase())))
         }
         "http-request-method" => strings(c).any(|m| m == req.method),
+        // AWS (QueryStringConfig): "The comparison is case insensitive", keys and values alike.
         "query-string" => {
             let q = req.query();
             c.values.iter().any(|kv| {
-                let key = kv["key"].as_str();
-                let value = kv["value"].as_str().unwrap_or_default();
-                q.iter().any(|(k, v)| key.is_none_or(|key| key == k) && wildcard(value, v))
+                let key = kv["key"].as_str().map(str::to_ascii_lowercase);
+                let value = kv["value"].as_str().unwrap_or_default().to_ascii_lowercase();
+                q.iter().any(|(k, v)| {
+                    key.as_deref().is_none_or(|key| key == k.to_ascii_lowercase())
+                        && wildcard(&value, &v.to_ascii_lowercase())
+                })
             })
         }
         "source-ip" => strings(c).any(|cidr| {
@@ -294,7 +299,11 @@ mod tests {
         let ip: IpAddr = "10.0.0.1".parse().unwrap();
         let tg = |text: &str| route(&l, &req(text), ip).unwrap().groups()[0].0.clone();
         assert_eq!(tg("GET /b/1 HTTP/1.1\r\nHost: x\r\n\r\n"), "b");
-        assert_eq!(tg("GET /b/1 HTTP/1.1\r\nHost: a.example.com:80\r\nX-Env: Blue\r\n\r\n"), "blue");
+        assert_eq!(tg("GET /b/1 HTTP/1.1\r\nHost: A.example.com\r\nX-Env: Blue\r\n\r\n"), "blue");
+        // ALB matches the Host header with its port: `*.example.com` is not `a.example.com:8080`.
+        assert_eq!(tg("GET /b/1 HTTP/1.1\r\nHost: a.example.com:8080\r\nX-Env: blue\r\n\r\n"), "b");
+        // Query keys and values compare case-insensitively (AWS QueryStringConfig).
+        assert_eq!(tg("GET /a?V=2 HTTP/1.1\r\n\r\n"), "v2");
         assert_eq!(tg("GET /a HTTP/1.1\r\nHost: a.example.com\r\n\r\n"), "default");
         assert_eq!(tg("GET /a?v=2 HTTP/1.1\r\n\r\n"), "v2");
         assert_eq!(l.all_groups(), ["default", "b", "blue", "v2"]);
