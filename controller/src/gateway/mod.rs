@@ -172,12 +172,24 @@ pub async fn run(ctx: Arc<GatewayCtx>, concurrency: u16, stop: impl std::future:
     let _ = tx.send(GatewayTrigger::All);
     ctx.io.base.triggers.set_gateway_sender(Some(tx));
     let router = Arc::new(Router::default());
-    // What each route names now, before the first events.
-    for r in ctx.stores().http_routes.state() {
-        let ns = r.namespace().unwrap_or_default();
-        let parents: Vec<(String, String)> =
-            parent_refs(&ns, &r.spec.parent_refs).into_iter().map(|p| (p.namespace, p.name)).collect();
-        router.route_parents.lock().expect("route parents").insert(format!("HTTPRoute/{ns}/{}", r.name_any()), parents);
+    // What each route names now, before the first events (keys as `stores::watch_routes` makes them).
+    {
+        let mut known = router.route_parents.lock().expect("route parents");
+        let s = ctx.stores();
+        let http = s
+            .http_routes
+            .state()
+            .into_iter()
+            .map(|r| ("HTTPRoute", r.namespace(), r.name_any(), r.spec.parent_refs.clone()));
+        let grpc = s
+            .grpc_routes
+            .state()
+            .into_iter()
+            .map(|r| ("GRPCRoute", r.namespace(), r.name_any(), r.spec.parent_refs.clone()));
+        for (kind, ns, name, refs) in http.chain(grpc) {
+            let ns = ns.unwrap_or_default();
+            known.insert(format!("{kind}/{ns}/{name}"), stores::parents(&ns, &refs));
+        }
     }
     let requests = {
         let ctx = ctx.clone();

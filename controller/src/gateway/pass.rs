@@ -22,8 +22,8 @@ use kube::{Resource, ResourceExt};
 use lbc_model::gateway::alb_gateway::{
     self, ALB_GATEWAY_FINALIZER, ALB_GATEWAY_TAG_PREFIX, GatewayPlan, PlanConfig, Snapshot,
 };
-use lbc_model::gateway::api::grant;
 use lbc_model::gateway::api::{Gateway, GatewayClass};
+use lbc_model::gateway::api::{grant, parent_refs};
 use lbc_model::gateway::conditions::{CondStatus, PROGRAMMED};
 use lbc_model::gateway::status::LbState;
 use lbc_model::ingress::{BackendSettings, ServiceView};
@@ -122,10 +122,14 @@ fn plan_of(ctx: &GatewayCtx, gw: &Gateway, class: &GatewayClass) -> GatewayPlan 
     let http_routes = s.http_routes.state();
     let grpc_routes = s.grpc_routes.state();
     let grants: Vec<_> = s.grants.state().iter().map(|g| grant(g)).collect();
-    // Every Service a route names (the plan looks up only those of routes attached here).
+    // The Services the routes naming this Gateway send to.
+    let (gns, gname) = (gw.namespace().unwrap_or_default(), gw.name_any());
     let mut services = BTreeMap::new();
     for r in &http_routes {
         let rns = r.namespace().unwrap_or_default();
+        if !parent_refs(&rns, &r.spec.parent_refs).iter().any(|p| p.is_gateway(&gns, &gname)) {
+            continue;
+        }
         for b in r.spec.rules.iter().flat_map(|x| &x.backend_refs) {
             let ns = b.namespace.clone().unwrap_or_else(|| rns.clone());
             if let Some(svc) = base.service(&ns, &b.name) {

@@ -24,7 +24,7 @@ pub struct GatewayStores {
 }
 
 /// The Gateways a route's `parentRefs` name (namespace, name), whatever their class.
-fn parents(namespace: &str, refs: &[ParentReference]) -> Vec<(String, String)> {
+pub(super) fn parents(namespace: &str, refs: &[ParentReference]) -> Vec<(String, String)> {
     parent_refs(namespace, refs)
         .into_iter()
         .filter(|p| p.group == lbc_model::gateway::GROUP && p.kind == "Gateway")

@@ -6,13 +6,15 @@
 
 use kube::api::{Api, DeleteParams, PostParams};
 use lbc_e2e::{Env, kube_util, unique};
-use lbc_model::gateway::api::{Gateway, GatewayClass, HTTPRoute, ReferenceGrant, grant, listener_views, parent_refs};
+use lbc_model::gateway::api::{
+    Gateway, GatewayClass, HTTPRoute, ReferenceGrant, backend_ref, grant, listener_views, parent_refs,
+};
 use lbc_model::gateway::attach::{AllowedNamespaces, GatewayView, RouteView, attach};
 use lbc_model::gateway::conditions::{
     CondStatus, REASON_ACCEPTED, REASON_NOT_ALLOWED_BY_LISTENERS, REASON_REF_NOT_PERMITTED,
 };
 use lbc_model::gateway::listeners::assess;
-use lbc_model::gateway::refs::{BackendRef, resolve_backend};
+use lbc_model::gateway::refs::resolve_backend;
 use lbc_model::gateway::{Flavor, RouteKind};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -144,14 +146,7 @@ async fn gateway_objects_read_back_from_the_api_server_attach_as_the_suite_expec
 
     // The ReferenceGrant lets the web route reach app's Service; without it, it may not.
     let b = &routes_web.get("web").await.expect("HTTPRoute").spec.rules[0].backend_refs[0];
-    let backend = BackendRef {
-        group: b.group.clone(),
-        kind: b.kind.clone(),
-        namespace: b.namespace.clone(),
-        name: b.name.clone(),
-        port: b.port,
-        weight: b.weight,
-    };
+    let backend = backend_ref(b);
     let read: Vec<_> = grants.list(&Default::default()).await.expect("grants").items.iter().map(grant).collect();
     let exists = |_: &str, _: &str| true;
     let ok = resolve_backend("HTTPRoute", &web, "web", &backend, &read, &exists).expect("granted");

@@ -89,13 +89,6 @@ pub struct RouteOutcome {
     pub parents: Vec<(ParentReference, Vec<Cond>)>,
 }
 
-impl RouteOutcome {
-    /// Accepted by at least one of its references to this Gateway.
-    pub fn accepted(&self) -> bool {
-        self.parents.iter().any(|(_, c)| find(c, ACCEPTED).is_some_and(|c| c.status == CondStatus::True))
-    }
-}
-
 /// Everything decided about the Gateway before AWS is asked.
 #[derive(Clone, Debug)]
 pub struct GatewayPlan {

@@ -411,6 +411,18 @@ pub fn parent_refs(route_namespace: &str, refs: &[ParentReference]) -> Vec<Paren
         .collect()
 }
 
+/// A `backendRefs` entry as [`super::refs`] reads it.
+pub fn backend_ref(b: &HTTPBackendRef) -> super::refs::BackendRef {
+    super::refs::BackendRef {
+        group: b.group.clone(),
+        kind: b.kind.clone(),
+        namespace: b.namespace.clone(),
+        name: b.name.clone(),
+        port: b.port,
+        weight: b.weight,
+    }
+}
+
 /// A ReferenceGrant as [`super::refs`] reads it.
 pub fn grant(g: &ReferenceGrant) -> Grant {
     Grant {

@@ -125,14 +125,7 @@ pub fn rules(route: &HTTPRoute) -> Result<Vec<RuleSpec>, String> {
                         b.name
                     )));
                 }
-                backends.push(BackendRef {
-                    group: b.group.clone(),
-                    kind: b.kind.clone(),
-                    namespace: b.namespace.clone(),
-                    name: b.name.clone(),
-                    port: b.port,
-                    weight: b.weight,
-                });
+                backends.push(super::api::backend_ref(b));
             }
             Ok(RuleSpec {
                 matches: r.matches.iter().map(http_match).collect::<Result<_, _>>().map_err(at)?,
