@@ -183,6 +183,27 @@ async fn an_alb_gateway_follows_its_http_route_and_goes_with_it() {
     ctl.settled(CONTROLLER, "a resync", poke).await;
     assert_eq!(emulator::writes(&emu.calls(quiet, None).await.0, &ctl.access_key), Vec::<String>::new());
 
+    // The GatewayClass goes: a cluster-level mistake freezes the Gateway, it never deletes its ALB.
+    let mark = emu.mark().await;
+    classes.delete(&class_name, &DeleteParams::default()).await.expect("delete GatewayClass");
+    let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(client.clone(), &ns);
+    let frozen = eventually("a GatewayClassMissing Warning on the Gateway", 60, || async {
+        let list = events.list(&ListParams::default()).await.ok()?;
+        list.items.into_iter().find(|e| e.reason.as_deref() == Some("GatewayClassMissing")).and_then(|e| e.note)
+    })
+    .await;
+    assert!(frozen.contains("left as it is"), "{frozen}");
+    ctl.settled(CONTROLLER, "the frozen Gateway", poke).await;
+    assert_eq!(emulator::writes(&emu.calls(mark, None).await.0, &ctl.access_key), Vec::<String>::new());
+    assert_eq!(aws::stack_arns(&elb, STACK_TAG, &stack).await, (lbs.clone(), tgs.clone()), "the ALB stays");
+    let class: GatewayClass = from(json!({
+        "apiVersion": "gateway.networking.k8s.io/v1", "kind": "GatewayClass",
+        "metadata": {"name": class_name}, "spec": {"controllerName": Flavor::ALB_CONTROLLER}
+    }));
+    classes.create(&PostParams::default(), &class).await.expect("create the GatewayClass again");
+    ctl.settled(CONTROLLER, "the class back", poke).await;
+    assert_eq!(emulator::writes(&emu.calls(mark, None).await.0, &ctl.access_key), Vec::<String>::new());
+
     // An HTTPS listener with a route: not built yet, so the whole Gateway waits, AWS untouched.
     let https = json!({"spec": {"listeners": [
         {"name": "http", "port": 80, "protocol": "HTTP"},
