@@ -122,6 +122,22 @@ def load_balancer_view(lb: Any) -> dict[str, Any]:
             "dns_name": lb.dns_name, "listeners": listeners}
 
 
+def load_balancers_view() -> list[dict[str, Any]]:
+    """Every ELBv2 load balancer of every account and region moto holds, sorted by ARN: what `lbc-dataplane fleet`
+    serves. `state` is moto's code as it keeps it (`provisioning` until a DescribeLoadBalancers, then `active`):
+    reading this view changes nothing."""
+    from moto.elbv2.models import elbv2_backends
+    out = []
+    # Snapshots (list(...)): the control API does not take moto's lock, a call may add or delete one meanwhile.
+    for regions in list(elbv2_backends.values()):
+        for backend in list(regions.values()):
+            for lb in list(backend.load_balancers.values()):
+                out.append({"load_balancer_arn": lb.arn, "name": lb.name, "type": lb.type, "dns_name": lb.dns_name,
+                            "state": lb.state})
+    out.sort(key=lambda x: x["load_balancer_arn"])
+    return out
+
+
 def apply_measured(tg: Any, targets: list[Any], key_of: Any) -> dict[str, Any]:
     """Stores the measured health of registered targets. From the first push on, a registered target that has no
     measurement yet reads `initial`. A target no longer registered, or registered again since the data plane saw

@@ -2,7 +2,8 @@
 
 import time
 
-from test_awsemu import aws, ctl, emu, reset  # noqa: F401  (fixtures)
+import boto3
+from test_awsemu import NO_RETRY, aws, ctl, emu, reset  # noqa: F401  (fixtures)
 
 
 def _tg(aws, name, **kw):
@@ -119,3 +120,31 @@ def test_load_balancer_view_lists_listeners_rules_and_actions(emu, aws):
     assert second["conditions"] == [{"field": "path-pattern", "values": ["/b*"]}]
     assert second["actions"][0]["target_groups"] == [{"arn": b, "weight": 1}]
     assert ctl(emu, "GET", "load-balancer?load_balancer_arn=" + lb + "x")[0] == 404
+
+
+def test_load_balancers_view_lists_every_load_balancer_until_deleted(emu, aws):
+    subnets = [s["SubnetId"] for s in aws.ec2.describe_subnets()["Subnets"]][:2]
+    alb = aws.elb.create_load_balancer(Name="fleet-alb", Subnets=subnets)["LoadBalancers"][0]
+    nlb = aws.elb.create_load_balancer(Name="fleet-nlb", Subnets=subnets, Type="network")["LoadBalancers"][0]
+    # another region's backend is listed too
+    west_ec2, west_elb = (boto3.client(name, endpoint_url=emu, region_name="us-west-2", aws_access_key_id="testing",
+                                       aws_secret_access_key="testing", config=NO_RETRY) for name in ("ec2", "elbv2"))
+    west_subnets = [s["SubnetId"] for s in west_ec2.describe_subnets()["Subnets"]][:2]
+    west = west_elb.create_load_balancer(Name="fleet-west", Subnets=west_subnets)["LoadBalancers"][0]
+    st, v = ctl(emu, "GET", "load-balancers")
+    assert st == 200, v
+    created = sorted([alb, nlb, west], key=lambda lb: lb["LoadBalancerArn"])
+    assert v["load_balancers"] == [{"load_balancer_arn": lb["LoadBalancerArn"], "name": lb["LoadBalancerName"],
+                                    "type": lb["Type"], "dns_name": lb["DNSName"], "state": lb["State"]["Code"]}
+                                   for lb in created]
+    assert {lb["name"]: lb["type"] for lb in v["load_balancers"]} == {
+        "fleet-alb": "application", "fleet-nlb": "network", "fleet-west": "application"}
+    # the state as moto keeps it: DescribeLoadBalancers activates; reading the view does not
+    assert alb["State"]["Code"] == "provisioning"
+    aws.elb.describe_load_balancers(LoadBalancerArns=[alb["LoadBalancerArn"]])
+    states = {lb["name"]: lb["state"] for lb in ctl(emu, "GET", "load-balancers")[1]["load_balancers"]}
+    assert states["fleet-alb"] == "active"
+    aws.elb.delete_load_balancer(LoadBalancerArn=alb["LoadBalancerArn"])
+    names = [lb["name"] for lb in ctl(emu, "GET", "load-balancers")[1]["load_balancers"]]
+    assert sorted(names) == ["fleet-nlb", "fleet-west"]
+    assert ctl(emu, "POST", "load-balancers", {})[0] == 405

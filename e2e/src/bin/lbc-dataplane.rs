@@ -6,18 +6,25 @@
 //! ip netns exec VPC lbc-dataplane run --emulator unix:/tmp/emu.sock \
 //!     --load-balancer-arn ARN --listen 10.0.255.10 [--registration-propagation-seconds 300] \
 //!     [--deregistration-propagation-seconds 50] [--status-file F]
+//! ip netns exec VPC lbc-dataplane fleet --emulator unix:/tmp/emu.sock --pool 10.0.254.0/24 \
+//!     --hosts-file /tmp/fleet/hosts --status-dir /tmp/fleet [run's tuning flags]
 //! ```
 //!
 //! `run` logs one line per event (registrations, health changes, drains) on stdout and runs until
-//! killed. `forward` relays a Unix socket to the emulator's TCP port (the emulator listens on the
-//! host's 127.0.0.1, which the VPC namespace cannot reach) until SIGTERM/SIGINT, then removes its socket.
+//! killed. `fleet` serves every ALB of the emulator, each with a `run` of its own on an address of
+//! `--pool` (see `lbc_e2e::datapath::plane::fleet`), until SIGTERM/SIGINT, then stops them and
+//! removes the addresses. `forward` relays a Unix socket to the emulator's TCP port (the emulator
+//! listens on the host's 127.0.0.1, which the VPC namespace cannot reach) until SIGTERM/SIGINT,
+//! then removes its socket.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
-use lbc_e2e::datapath::plane::{self, wire};
+use ipnet::Ipv4Net;
+use lbc_e2e::datapath::plane::{self, fleet, wire};
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
-use std::time::Duration;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 #[derive(Parser, Debug)]
 struct Args {
@@ -37,37 +44,31 @@ enum Cmd {
         /// The VPC address the listeners bind.
         #[arg(long)]
         listen: IpAddr,
-        /// Milliseconds between two reads of the views.
-        #[arg(long, default_value_t = 100)]
-        poll_ms: u64,
-        /// How long a registration takes to reach the data plane (health checks start, then
-        /// connections once healthy), in AWS seconds (times the emulator's time scale). Real NLBs
-        /// take minutes ("a few minutes for the registration process to complete and health checks
-        /// to start"), far longer than a deregistration.
-        #[arg(long, default_value_t = 300.0)]
-        registration_propagation_seconds: f64,
-        /// How long a deregistration takes to stop new connections to the target, in AWS seconds
-        /// (times the emulator's time scale). Tens of seconds on real NLBs.
-        #[arg(long, default_value_t = 50.0)]
-        deregistration_propagation_seconds: f64,
-        /// The same propagation delay both ways (overrides the two above).
-        #[arg(long)]
-        propagation_seconds: Option<f64>,
-        /// Lower bound of a time-scaled health-check timeout, in milliseconds.
-        #[arg(long, default_value_t = 100)]
-        min_timeout_ms: u64,
-        /// Lower bound of a time-scaled health-check interval, in milliseconds.
-        #[arg(long, default_value_t = 50)]
-        min_interval_ms: u64,
-        /// Connect timeout to a target, in milliseconds.
-        #[arg(long, default_value_t = 2000)]
-        connect_timeout_ms: u64,
-        /// How long an HTTP listener waits for a target's response, in milliseconds.
-        #[arg(long, default_value_t = 60000)]
-        request_timeout_ms: u64,
+        #[command(flatten)]
+        tuning: plane::Tuning,
         /// Write a JSON snapshot of the targets here after every poll.
         #[arg(long)]
         status_file: Option<PathBuf>,
+    },
+    /// Serve every ALB of the emulator, each with a `run` of its own on an address of `--pool`
+    /// (inside the VPC namespace), until SIGTERM/SIGINT.
+    Fleet {
+        /// The emulator: `unix:PATH` (a `forward` socket) or `HOST:PORT`.
+        #[arg(long)]
+        emulator: wire::Endpoint,
+        /// The addresses handed to the load balancers (network and broadcast addresses excluded),
+        /// added to the VPC bridge as /32s.
+        #[arg(long)]
+        pool: Ipv4Net,
+        /// Rewritten (atomically) after every change: one `ADDR DNS_NAME` line per served load balancer.
+        #[arg(long)]
+        hosts_file: PathBuf,
+        /// Each load balancer's `run`: status file `<name>.json`, stdout `<name>.log`, stderr `<name>.err`.
+        #[arg(long)]
+        status_dir: PathBuf,
+        /// Passed on to every `run` (`--poll-ms` is also the fleet's own poll interval).
+        #[command(flatten)]
+        tuning: plane::Tuning,
     },
     /// Relay a Unix socket to the emulator's TCP port (in the machine's own namespace).
     Forward {
@@ -78,48 +79,59 @@ enum Cmd {
     },
 }
 
+/// Sets `stop` on the first SIGTERM or SIGINT, from a thread of its own (the engines are plain std
+/// threads); returns once the handlers are installed.
+fn stop_on_signal(stop: Arc<AtomicBool>) -> Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<()>>();
+    std::thread::Builder::new().name("signals".into()).spawn(move || {
+        let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+            Ok(rt) => rt,
+            Err(e) => {
+                let _ = ready_tx.send(Err(e.into()));
+                return;
+            }
+        };
+        let _entered = rt.enter();
+        let (mut term, mut int) = match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
+            (Ok(t), Ok(i)) => (t, i),
+            (Err(e), _) | (_, Err(e)) => {
+                let _ = ready_tx.send(Err(e.into()));
+                return;
+            }
+        };
+        let _ = ready_tx.send(Ok(()));
+        rt.block_on(async {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+        });
+        stop.store(true, Ordering::SeqCst);
+    })?;
+    ready_rx.recv().context("the signal thread ended before installing its handlers")?
+}
+
 fn main() -> Result<()> {
     match Args::parse().cmd {
-        Cmd::Run {
-            emulator,
-            load_balancer_arn,
-            listen,
-            poll_ms,
-            registration_propagation_seconds,
-            deregistration_propagation_seconds,
-            propagation_seconds,
-            min_timeout_ms,
-            min_interval_ms,
-            connect_timeout_ms,
-            request_timeout_ms,
-            status_file,
-        } => plane::run(plane::Config {
-            emulator,
-            load_balancer_arn,
-            listen,
-            poll: Duration::from_millis(poll_ms.max(10)),
-            registration_propagation_seconds: propagation_seconds.unwrap_or(registration_propagation_seconds),
-            deregistration_propagation_seconds: propagation_seconds.unwrap_or(deregistration_propagation_seconds),
-            min_timeout: Duration::from_millis(min_timeout_ms),
-            min_interval: Duration::from_millis(min_interval_ms),
-            connect_timeout: Duration::from_millis(connect_timeout_ms),
-            request_timeout: Duration::from_millis(request_timeout_ms),
-            status_file,
-        }),
+        Cmd::Run { emulator, load_balancer_arn, listen, tuning, status_file } => {
+            plane::run(tuning.config(emulator, load_balancer_arn, listen, status_file))
+        }
+        Cmd::Fleet { emulator, pool, hosts_file, status_dir, tuning } => {
+            let stop = Arc::new(AtomicBool::new(false));
+            stop_on_signal(stop.clone())?;
+            let program = std::env::current_exe().context("finding lbc-dataplane's own path (current_exe)")?;
+            fleet::run(fleet::FleetConfig { emulator, pool, hosts_file, status_dir, tuning, program }, stop)
+        }
         Cmd::Forward { socket, to } => {
             let fwd = wire::EmulatorForwarder::start(&socket, to)?;
             println!("forwarding {} -> {to}", socket.display());
             // Until SIGTERM/SIGINT; dropping the forwarder removes its socket file.
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-            rt.block_on(async {
-                use tokio::signal::unix::{SignalKind, signal};
-                let (mut term, mut int) = (signal(SignalKind::terminate())?, signal(SignalKind::interrupt())?);
-                tokio::select! {
-                    _ = term.recv() => {}
-                    _ = int.recv() => {}
-                }
-                anyhow::Ok(())
-            })?;
+            let stop = Arc::new(AtomicBool::new(false));
+            stop_on_signal(stop.clone())?;
+            while !stop.load(Ordering::SeqCst) {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
             drop(fwd);
             Ok(())
         }

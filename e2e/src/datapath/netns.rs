@@ -18,10 +18,11 @@ use std::process::Command;
 
 const VPC_PREFIX: &str = "lbcv-";
 const POD_PREFIX: &str = "lbcp-";
-const BRIDGE: &str = "br0";
+/// The VPC namespace's bridge: the router address and the load balancers' VIPs (/32s) are on it.
+pub const BRIDGE: &str = "br0";
 
-/// Runs `ip ARGS`, failing with its stderr.
-fn ip(args: &[&str]) -> Result<String> {
+/// Runs `ip ARGS` (in the caller's namespace), failing with its stderr.
+pub(crate) fn ip(args: &[&str]) -> Result<String> {
     let out = Command::new("ip").args(args).output().context("running `ip` (iproute2 is required)")?;
     ensure!(
         out.status.success(),

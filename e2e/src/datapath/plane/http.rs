@@ -2,7 +2,7 @@
 //! listener's action by its rules (priority order, every condition of a rule must match), and
 //! rewriting a target's response for the client connection.
 
-use super::model::{ActionView, ConditionView, ListenerView};
+use super::model::{ActionView, ConditionView, Keyword, ListenerView, Redirect, RedirectPort, RedirectProtocol};
 use std::io::BufRead;
 use std::net::IpAddr;
 
@@ -187,22 +187,91 @@ pub fn route<'a>(l: &'a ListenerView, req: &Request, client: IpAddr) -> Option<&
         .unwrap_or_else(|| l.default_actions.first())
 }
 
-/// A response the load balancer itself writes (fixed-response, 502/503/504).
-pub fn own_response(status: u16, content_type: &str, body: &str, close: bool) -> Vec<u8> {
-    let reason = match status {
+fn reason(status: u16) -> &'static str {
+    match status {
         200 => "OK",
+        301 => "Moved Permanently",
+        302 => "Found",
+        400 => "Bad Request",
         404 => "Not Found",
+        500 => "Internal Server Error",
         502 => "Bad Gateway",
         503 => "Service Unavailable",
         504 => "Gateway Timeout",
         _ => "",
-    };
+    }
+}
+
+/// A response the load balancer itself writes (fixed-response, 500/502/503/504).
+pub fn own_response(status: u16, content_type: &str, body: &str, close: bool) -> Vec<u8> {
     format!(
-        "HTTP/1.1 {status} {reason}\r\nserver: lbc-dataplane\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n{}\r\n{body}",
+        "HTTP/1.1 {status} {}\r\nserver: lbc-dataplane\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n{}\r\n{body}",
+        reason(status),
         body.len(),
         if close { "connection: close\r\n" } else { "" }
     )
     .into_bytes()
+}
+
+/// A redirect action's answer: `status` (301/302), `Location`, no body.
+pub fn redirect_response(status: u16, location: &str, close: bool) -> Vec<u8> {
+    format!(
+        "HTTP/1.1 {status} {}\r\nserver: lbc-dataplane\r\nlocation: {location}\r\ncontent-length: 0\r\n{}\r\n",
+        reason(status),
+        if close { "connection: close\r\n" } else { "" }
+    )
+    .into_bytes()
+}
+
+/// The `Location` a redirect action sends for `req`, received on a listener of `protocol`
+/// (`HTTP`/`HTTPS`) and `port`; `local_host` stands for the host when the request has no `Host`
+/// header (HTTP/1.0). Follows AWS RedirectActionConfig: `protocol://hostname:port/path?query`,
+/// each component the config's with the reserved keywords replaced by the request's values
+/// (`#{protocol}` lowercase, `#{host}` the Host header without its port, `#{port}` the listener's,
+/// `#{path}` the path without its leading "/", `#{query}` the query without its "?"); the query
+/// with its "?" only when not empty.
+///
+/// The port is always written, also the scheme's default (`https://h:443/`): real ALBs send it
+/// that way as far as we know, and a client must accept it either way (RFC 3986 §6.2.3); this is
+/// the stricter choice, should ALB leave the default port out.
+pub fn redirect_location(
+    r: &Redirect,
+    protocol: &str,
+    port: u16,
+    req: &Request,
+    local_host: &str,
+) -> Result<String, String> {
+    r.check_listener(protocol)?;
+    let host_header = req.header("host").filter(|h| !h.is_empty()).unwrap_or(local_host);
+    let value = |k: Keyword| match k {
+        Keyword::Protocol => protocol.to_ascii_lowercase(),
+        Keyword::Host => host_without_port(host_header).to_string(),
+        Keyword::Port => port.to_string(),
+        Keyword::Path => req.path().strip_prefix('/').unwrap_or(req.path()).to_string(),
+        Keyword::Query => req.target.split_once('?').map(|(_, q)| q.to_string()).unwrap_or_default(),
+    };
+    let scheme = match r.protocol {
+        RedirectProtocol::Keep => protocol.to_ascii_lowercase(),
+        RedirectProtocol::Http => "http".into(),
+        RedirectProtocol::Https => "https".into(),
+    };
+    let to_port = match r.port {
+        RedirectPort::Keep => port,
+        RedirectPort::Number(p) => p,
+    };
+    let host = r.host.expand(value);
+    let path = r.path.expand(value);
+    let query = r.query.expand(value);
+    let query = if query.is_empty() { String::new() } else { format!("?{query}") };
+    Ok(format!("{scheme}://{host}:{to_port}{path}{query}"))
+}
+
+/// A Host header's host: `a.example.com:8080` → `a.example.com`, `[::1]:80` → `[::1]`.
+fn host_without_port(host: &str) -> &str {
+    if host.starts_with('[') {
+        return host.find(']').map_or(host, |end| &host[..=end]);
+    }
+    host.rsplit_once(':').filter(|(_, p)| p.bytes().all(|b| b.is_ascii_digit())).map_or(host, |(h, _)| h)
 }
 
 /// A target's whole response (read to EOF: the target connection carried one request) rewritten
@@ -248,8 +317,12 @@ mod tests {
         read_request(&mut std::io::Cursor::new(text.as_bytes())).unwrap().unwrap()
     }
 
+    fn action_json(tg: &str) -> serde_json::Value {
+        json!({"type": "forward", "target_groups": [{"arn": tg, "weight": 1}]})
+    }
+
     fn action(tg: &str) -> ActionView {
-        serde_json::from_value(json!({"type": "forward", "target_groups": [{"arn": tg, "weight": 1}]})).unwrap()
+        serde_json::from_value(action_json(tg)).unwrap()
     }
 
     fn rule(priority: i64, conditions: serde_json::Value, tg: &str) -> RuleView {
@@ -307,6 +380,136 @@ mod tests {
         assert_eq!(tg("GET /a HTTP/1.1\r\nHost: a.example.com\r\n\r\n"), "default");
         assert_eq!(tg("GET /a?v=2 HTTP/1.1\r\n\r\n"), "v2");
         assert_eq!(l.all_groups(), ["default", "b", "blue", "v2"]);
+    }
+
+    fn redirect(config: serde_json::Value) -> Redirect {
+        Redirect::from_config(Some(&json!({ "RedirectConfig": config }))).unwrap()
+    }
+
+    /// The Location for `request` on a listener `protocol:port` whose data plane listens on 10.0.254.1.
+    fn location(config: serde_json::Value, protocol: &str, port: u16, request: &str) -> Result<String, String> {
+        redirect_location(&redirect(config), protocol, port, &req(request), "10.0.254.1")
+    }
+
+    // AWS RedirectActionConfig: "A URI consists of the following components:
+    // protocol://hostname:port/path?query"; the components not set keep the request's: #{host} is
+    // the domain (the Host header without its port), #{path} the path, #{query} the query.
+    #[test]
+    fn redirects_keep_what_they_do_not_change() {
+        let to_https = json!({"Protocol": "HTTPS", "Port": "443", "StatusCode": "HTTP_301"});
+        assert_eq!(
+            location(to_https.clone(), "HTTP", 80, "GET /a/b?x=1&y=2 HTTP/1.1\r\nHost: Shop.example.com:80\r\n\r\n"),
+            Ok("https://Shop.example.com:443/a/b?x=1&y=2".into())
+        );
+        // The query with its "?" only when there is one.
+        assert_eq!(
+            location(to_https.clone(), "HTTP", 80, "GET / HTTP/1.1\r\nHost: shop.example.com\r\n\r\n"),
+            Ok("https://shop.example.com:443/".into())
+        );
+        assert_eq!(
+            location(to_https, "HTTP", 80, "GET /a? HTTP/1.1\r\nHost: shop.example.com\r\n\r\n"),
+            Ok("https://shop.example.com:443/a".into())
+        );
+    }
+
+    // AWS RedirectActionConfig: "Any components that you do not modify retain their original
+    // values": a protocol change alone keeps the listener's port (the controller sets 443 itself).
+    // The port is written even when it is the scheme's default (see redirect_location).
+    #[test]
+    fn redirects_keep_the_listeners_port_unless_set() {
+        let r = location(
+            json!({"Protocol": "HTTPS", "StatusCode": "HTTP_302"}),
+            "HTTP",
+            8080,
+            "GET /x HTTP/1.1\r\nHost: h:9999\r\n\r\n",
+        );
+        assert_eq!(r, Ok("https://h:8080/x".into()), "#{{port}} is the listener's, not the Host header's");
+        let r = location(
+            json!({"Host": "other.example.com", "StatusCode": "HTTP_302"}),
+            "HTTP",
+            80,
+            "GET /x HTTP/1.1\r\nHost: h\r\n\r\n",
+        );
+        assert_eq!(r, Ok("http://other.example.com:80/x".into()));
+    }
+
+    // AWS RedirectActionConfig: "#{path} (the leading "/" is removed)"; its examples: the path
+    // "/new/#{path}", the hostname "example.#{host}", the query "#{query}&value=xyz".
+    #[test]
+    fn redirect_keywords_take_the_requests_values() {
+        let cfg = json!({"Host": "example.#{host}", "Path": "/new/#{path}", "Query": "#{query}&value=xyz",
+                         "StatusCode": "HTTP_301"});
+        assert_eq!(
+            location(cfg, "HTTP", 80, "GET /old/page?id=7 HTTP/1.1\r\nHost: shop.example.com:80\r\n\r\n"),
+            Ok("http://example.shop.example.com:80/new/old/page?id=7&value=xyz".into())
+        );
+        // #{host}, #{port} in the path; #{protocol} (lowercase) and #{port} in the query.
+        let cfg = json!({"Path": "/#{host}/#{port}/#{path}", "Query": "from=#{protocol}:#{port}",
+                         "StatusCode": "HTTP_301"});
+        assert_eq!(
+            location(cfg, "HTTPS", 8443, "GET /p HTTP/1.1\r\nHost: h.example.com:8443\r\n\r\n"),
+            Ok("https://h.example.com:8443/h.example.com/8443/p?from=https:8443".into())
+        );
+        // An empty query expands to nothing: no "?".
+        let cfg = json!({"Path": "/v2/#{path}", "Query": "#{query}", "StatusCode": "HTTP_301"});
+        assert_eq!(location(cfg, "HTTP", 80, "GET /a HTTP/1.1\r\nHost: h\r\n\r\n"), Ok("http://h:80/v2/a".into()));
+    }
+
+    #[test]
+    fn redirect_hosts_come_from_the_host_header_or_the_listener_address() {
+        let cfg = json!({"Path": "/moved", "StatusCode": "HTTP_302"});
+        assert_eq!(
+            location(cfg.clone(), "HTTP", 80, "GET / HTTP/1.0\r\n\r\n"),
+            Ok("http://10.0.254.1:80/moved".into())
+        );
+        assert_eq!(
+            location(cfg, "HTTP", 80, "GET / HTTP/1.1\r\nHost: [fd00::1]:80\r\n\r\n"),
+            Ok("http://[fd00::1]:80/moved".into())
+        );
+        assert_eq!(host_without_port("a.example.com"), "a.example.com");
+        assert_eq!(host_without_port("[::1]"), "[::1]");
+    }
+
+    // AWS RedirectActionConfig Protocol: "You can redirect HTTP to HTTP, HTTP to HTTPS, and HTTPS
+    // to HTTPS. You can't redirect HTTPS to HTTP."
+    #[test]
+    fn https_listeners_do_not_redirect_to_http() {
+        let cfg = json!({"Protocol": "HTTP", "Port": "80", "StatusCode": "HTTP_301"});
+        let e = location(cfg.clone(), "HTTPS", 443, "GET / HTTP/1.1\r\nHost: h\r\n\r\n").unwrap_err();
+        assert!(e.contains("HTTPS listener to HTTP"), "{e}");
+        assert_eq!(location(cfg, "HTTP", 8080, "GET / HTTP/1.1\r\nHost: h\r\n\r\n"), Ok("http://h:80/".into()));
+    }
+
+    // AWS RedirectActionConfig StatusCode: "The redirect is either permanent (HTTP 301) or
+    // temporary (HTTP 302)".
+    #[test]
+    fn redirect_responses_carry_the_status_and_location_only() {
+        let out = String::from_utf8(redirect_response(301, "https://h:443/a", false)).unwrap();
+        assert_eq!(
+            out,
+            "HTTP/1.1 301 Moved Permanently\r\nserver: lbc-dataplane\r\nlocation: https://h:443/a\r\ncontent-length: 0\r\n\r\n"
+        );
+        let out = String::from_utf8(redirect_response(302, "http://h:80/", true)).unwrap();
+        assert!(out.starts_with("HTTP/1.1 302 Found\r\n") && out.ends_with("connection: close\r\n\r\n"), "{out}");
+        let (status, headers, body) = super::super::wire::parse_response(out.as_bytes()).unwrap();
+        assert_eq!((status, body.len()), (302, 0));
+        assert!(headers.contains(&("location".into(), "http://h:80/".into())));
+    }
+
+    #[test]
+    fn rules_route_to_redirects_read_from_the_view() {
+        let l: ListenerView = serde_json::from_value(json!({
+            "protocol": "HTTP", "port": 80, "default_actions": [action_json("default")],
+            "rules": [{"priority": 1, "conditions": [{"field": "path-pattern", "values": ["/old/*"]}],
+                       "actions": [{"type": "redirect", "order": 1, "config": {"RedirectConfig": {
+                           "Protocol": "HTTPS", "Port": "443", "Path": "/new/#{path}", "StatusCode": "HTTP_301"}}}]}],
+        }))
+        .unwrap();
+        let r = req("GET /old/x HTTP/1.1\r\nHost: h\r\n\r\n");
+        let a = route(&l, &r, "10.0.0.1".parse().unwrap()).unwrap();
+        let Some(Ok(redirect)) = &a.redirect else { panic!("{a:?}") };
+        assert_eq!(redirect.status, 301);
+        assert_eq!(redirect_location(redirect, "HTTP", 80, &r, "x"), Ok("https://h:443/new/old/x".into()));
     }
 
     #[test]

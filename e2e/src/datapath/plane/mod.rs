@@ -10,12 +10,15 @@
 //!
 //! HTTP/HTTPS listeners (an ALB's) are served request by request instead ([`http`]): each request
 //! goes through the listener's rules to an action (forward: a healthy target of the chosen target
-//! group, on a connection of its own; fixed-response), while the client's keep-alive connection
-//! stays with the load balancer. HTTPS listeners are served as plain HTTP.
+//! group, on a connection of its own; fixed-response; redirect), while the client's keep-alive
+//! connection stays with the load balancer. HTTPS listeners are served as plain HTTP.
+//!
+//! [`fleet`] runs one such data plane per ALB of the emulator, each on an address of its own.
 //!
 //! Plain std threads: one poller, one health checker per target, one acceptor per listener and
 //! one or two per client connection.
 
+pub mod fleet;
 pub mod http;
 pub mod model;
 pub mod wire;
@@ -57,6 +60,91 @@ pub struct Config {
     pub request_timeout: Duration,
     /// A JSON snapshot of the targets (state, connections) written after every poll.
     pub status_file: Option<PathBuf>,
+}
+
+/// `run`'s tuning flags (everything but what names the load balancer and where it listens), shared with
+/// `fleet`, which passes them on to every `run` it starts ([`Tuning::to_args`]).
+#[derive(clap::Args, Clone, Debug, PartialEq)]
+pub struct Tuning {
+    /// Milliseconds between two reads of the views.
+    #[arg(long, default_value_t = 100)]
+    pub poll_ms: u64,
+    /// How long a registration takes to reach the data plane (health checks start, then
+    /// connections once healthy), in AWS seconds (times the emulator's time scale). Real NLBs
+    /// take minutes ("a few minutes for the registration process to complete and health checks
+    /// to start"), far longer than a deregistration.
+    #[arg(long, default_value_t = 300.0)]
+    pub registration_propagation_seconds: f64,
+    /// How long a deregistration takes to stop new connections to the target, in AWS seconds
+    /// (times the emulator's time scale). Tens of seconds on real NLBs.
+    #[arg(long, default_value_t = 50.0)]
+    pub deregistration_propagation_seconds: f64,
+    /// The same propagation delay both ways (overrides the two above).
+    #[arg(long)]
+    pub propagation_seconds: Option<f64>,
+    /// Lower bound of a time-scaled health-check timeout, in milliseconds.
+    #[arg(long, default_value_t = 100)]
+    pub min_timeout_ms: u64,
+    /// Lower bound of a time-scaled health-check interval, in milliseconds.
+    #[arg(long, default_value_t = 50)]
+    pub min_interval_ms: u64,
+    /// Connect timeout to a target, in milliseconds.
+    #[arg(long, default_value_t = 2000)]
+    pub connect_timeout_ms: u64,
+    /// How long an HTTP listener waits for a target's response, in milliseconds.
+    #[arg(long, default_value_t = 60000)]
+    pub request_timeout_ms: u64,
+}
+
+impl Tuning {
+    /// How often the views are read.
+    pub fn poll(&self) -> Duration {
+        Duration::from_millis(self.poll_ms.max(10))
+    }
+
+    /// The data plane's configuration for one load balancer.
+    pub fn config(
+        &self,
+        emulator: Endpoint,
+        load_balancer_arn: String,
+        listen: IpAddr,
+        status_file: Option<PathBuf>,
+    ) -> Config {
+        Config {
+            emulator,
+            load_balancer_arn,
+            listen,
+            poll: self.poll(),
+            registration_propagation_seconds: self.propagation_seconds.unwrap_or(self.registration_propagation_seconds),
+            deregistration_propagation_seconds: self
+                .propagation_seconds
+                .unwrap_or(self.deregistration_propagation_seconds),
+            min_timeout: Duration::from_millis(self.min_timeout_ms),
+            min_interval: Duration::from_millis(self.min_interval_ms),
+            connect_timeout: Duration::from_millis(self.connect_timeout_ms),
+            request_timeout: Duration::from_millis(self.request_timeout_ms),
+            status_file,
+        }
+    }
+
+    /// The same flags as command-line arguments (f64 values print back to the same number).
+    pub fn to_args(&self) -> Vec<String> {
+        let mut args = vec![
+            format!("--poll-ms={}", self.poll_ms),
+            format!("--registration-propagation-seconds={}", self.registration_propagation_seconds),
+            format!("--deregistration-propagation-seconds={}", self.deregistration_propagation_seconds),
+        ];
+        if let Some(p) = self.propagation_seconds {
+            args.push(format!("--propagation-seconds={p}"));
+        }
+        args.extend([
+            format!("--min-timeout-ms={}", self.min_timeout_ms),
+            format!("--min-interval-ms={}", self.min_interval_ms),
+            format!("--connect-timeout-ms={}", self.connect_timeout_ms),
+            format!("--request-timeout-ms={}", self.request_timeout_ms),
+        ]);
+        args
+    }
 }
 
 /// Unix seconds now.
@@ -230,6 +318,12 @@ fn poll_once(plane: &Arc<Plane>, bound: &mut BTreeSet<u16>) -> Result<()> {
                     l.forward_groups(),
                     l.rules.len()
                 ));
+                // Once per change of the listener: the requests reaching these actions get a 500.
+                if l.is_http() {
+                    for problem in l.problems() {
+                        log(format_args!("{problem} (answered 500)"));
+                    }
+                }
             }
         }
         st.listeners = listeners.clone();
@@ -451,10 +545,25 @@ fn handle_request(plane: &Plane, port: u16, req: &http::Request, peer: IpAddr, c
     let now = now_unix();
     let picked = {
         let st = plane.lock();
-        let Some(action) = st.listeners.get(&port).and_then(|l| http::route(l, req, peer)) else {
+        let Some(listener) = st.listeners.get(&port) else { return fail(503, "no listener on this port") };
+        let Some(action) = http::route(listener, req, peer) else {
             return fail(503, "no action for this request");
         };
         match action.kind.as_str() {
+            "redirect" => {
+                let local = match plane.cfg.listen {
+                    IpAddr::V4(a) => a.to_string(),
+                    IpAddr::V6(a) => format!("[{a}]"),
+                };
+                return match &action.redirect {
+                    Some(Ok(r)) => match http::redirect_location(r, &listener.protocol, port, req, &local) {
+                        Ok(location) => http::redirect_response(r.status, &location, close),
+                        Err(e) => fail(500, &e),
+                    },
+                    Some(Err(e)) => fail(500, e),
+                    None => fail(500, "redirect action without a parsed config"),
+                };
+            }
             "fixed-response" => {
                 return http::own_response(
                     action.status_code.unwrap_or(200),

@@ -60,19 +60,271 @@ pub struct ForwardTo {
     pub weight: Option<u32>,
 }
 
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-pub struct ActionView {
+/// An action as the view sends it.
+#[derive(Deserialize)]
+struct RawAction {
     #[serde(rename = "type")]
-    pub kind: String,
+    kind: String,
     #[serde(default)]
+    target_groups: Option<Vec<ForwardTo>>,
+    #[serde(default)]
+    status_code: Option<u16>,
+    #[serde(default)]
+    content_type: Option<String>,
+    #[serde(default)]
+    message_body: Option<String>,
+    /// The other kinds' AWS fields, as sent (`{"RedirectConfig": {...}}`).
+    #[serde(default)]
+    config: Option<serde_json::Value>,
+}
+
+/// A listener action. A redirect's config is parsed when the view is read: a malformed one does
+/// not fail the whole view, it is kept as the error (logged once per listener change, answered 500).
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(from = "RawAction")]
+pub struct ActionView {
+    pub kind: String,
     pub target_groups: Option<Vec<ForwardTo>>,
     /// fixed-response
-    #[serde(default)]
     pub status_code: Option<u16>,
-    #[serde(default)]
     pub content_type: Option<String>,
-    #[serde(default)]
     pub message_body: Option<String>,
+    /// redirect: the parsed `RedirectConfig`, or what is wrong with it.
+    pub redirect: Option<Result<Redirect, String>>,
+}
+
+impl From<RawAction> for ActionView {
+    fn from(a: RawAction) -> Self {
+        let redirect = (a.kind == "redirect").then(|| Redirect::from_config(a.config.as_ref()));
+        Self {
+            kind: a.kind,
+            target_groups: a.target_groups,
+            status_code: a.status_code,
+            content_type: a.content_type,
+            message_body: a.message_body,
+            redirect,
+        }
+    }
+}
+
+/// A reserved keyword of a redirect's URI components (AWS RedirectActionConfig: "You can reuse URI
+/// components using the following reserved keywords").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Keyword {
+    Protocol,
+    Host,
+    Port,
+    /// The request's path without its leading "/".
+    Path,
+    Query,
+}
+
+impl Keyword {
+    const ALL: [Keyword; 5] = [Self::Protocol, Self::Host, Self::Port, Self::Path, Self::Query];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Protocol => "#{protocol}",
+            Self::Host => "#{host}",
+            Self::Port => "#{port}",
+            Self::Path => "#{path}",
+            Self::Query => "#{query}",
+        }
+    }
+}
+
+/// A piece of a redirect's host, path or query template.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Piece {
+    Text(String),
+    Keyword(Keyword),
+}
+
+/// A host, path or query of a redirect: text and reserved keywords.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Template(pub Vec<Piece>);
+
+impl Template {
+    /// Splits `value` (component `field` of a RedirectConfig) into text and the keywords
+    /// `allowed` there; any other `#{...}` is an error naming it.
+    fn parse(field: &str, value: &str, allowed: &[Keyword]) -> Result<Self, String> {
+        let mut pieces = Vec::new();
+        let mut rest = value;
+        while let Some(at) = rest.find("#{") {
+            if at > 0 {
+                pieces.push(Piece::Text(rest[..at].to_string()));
+            }
+            let end = rest[at..].find('}').map(|e| at + e + 1).ok_or_else(|| {
+                format!("RedirectConfig {field} {value:?}: `#{{` without a closing `}}`: expected a reserved keyword")
+            })?;
+            let word = &rest[at..end];
+            let allowed_names = || allowed.iter().map(|k| k.as_str()).collect::<Vec<_>>().join(", ");
+            match Keyword::ALL.into_iter().find(|k| k.as_str() == word) {
+                Some(k) if allowed.contains(&k) => pieces.push(Piece::Keyword(k)),
+                Some(_) => {
+                    return Err(format!(
+                        "RedirectConfig {field} {value:?} uses {word}: AWS allows only {} in the {field}",
+                        allowed_names()
+                    ));
+                }
+                None => {
+                    return Err(format!(
+                        "RedirectConfig {field} {value:?} uses {word}: not a reserved keyword; expected one of {}",
+                        allowed_names()
+                    ));
+                }
+            }
+            rest = &rest[end..];
+        }
+        if !rest.is_empty() {
+            pieces.push(Piece::Text(rest.to_string()));
+        }
+        Ok(Self(pieces))
+    }
+
+    /// The template with each keyword replaced by `value(keyword)`.
+    pub fn expand(&self, value: impl Fn(Keyword) -> String) -> String {
+        self.0
+            .iter()
+            .map(|p| match p {
+                Piece::Text(t) => t.clone(),
+                Piece::Keyword(k) => value(*k),
+            })
+            .collect()
+    }
+}
+
+/// A redirect's protocol: `HTTP`, `HTTPS` or `#{protocol}` (the request's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RedirectProtocol {
+    Http,
+    Https,
+    Keep,
+}
+
+/// A redirect's port: a number or `#{port}` (the listener's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RedirectPort {
+    Number(u16),
+    Keep,
+}
+
+/// A redirect action (AWS RedirectActionConfig), checked as the API documents it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Redirect {
+    pub protocol: RedirectProtocol,
+    pub host: Template,
+    pub port: RedirectPort,
+    /// Starts with "/".
+    pub path: Template,
+    pub query: Template,
+    /// 301 (`HTTP_301`) or 302 (`HTTP_302`).
+    pub status: u16,
+}
+
+impl Redirect {
+    /// Parses the view's `config` of a redirect action: `{"RedirectConfig": {"Protocol", "Host",
+    /// "Port", "Path", "Query", "StatusCode"}}` (AWS RedirectActionConfig; an omitted component
+    /// keeps the request's: `#{protocol}`, `#{host}`, `#{port}`, `/#{path}`, `#{query}`).
+    pub fn from_config(config: Option<&serde_json::Value>) -> Result<Self, String> {
+        const FIELDS: [&str; 6] = ["Protocol", "Host", "Port", "Path", "Query", "StatusCode"];
+        let shown = config.map_or_else(|| "none".to_string(), |c| c.to_string());
+        let rc = config.and_then(|c| c.get("RedirectConfig")).and_then(|r| r.as_object()).ok_or_else(|| {
+            format!(
+                "redirect action config {shown}: no RedirectConfig object; expected {{\"RedirectConfig\": \
+                 {{\"StatusCode\": \"HTTP_301\"|\"HTTP_302\", ...}}}}"
+            )
+        })?;
+        if let Some(k) = rc.keys().find(|k| !FIELDS.contains(&k.as_str())) {
+            return Err(format!("RedirectConfig field {k:?} is unknown: expected one of {}", FIELDS.join(", ")));
+        }
+        // Strings as the API sends them; a number is taken for Port only.
+        let field = |name: &str| -> Result<Option<String>, String> {
+            match rc.get(name) {
+                None | Some(serde_json::Value::Null) => Ok(None),
+                Some(serde_json::Value::String(s)) => Ok(Some(s.clone())),
+                Some(serde_json::Value::Number(n)) if name == "Port" => Ok(Some(n.to_string())),
+                Some(other) => Err(format!("RedirectConfig {name} is {other}: expected a string")),
+            }
+        };
+        let bounded = |name: &str, value: &str, min: usize| -> Result<(), String> {
+            let n = value.chars().count();
+            if n < min || n > 128 {
+                return Err(format!(
+                    "RedirectConfig {name} {value:?} has {n} characters: expected {min} to 128 (AWS length constraints)"
+                ));
+            }
+            Ok(())
+        };
+        let status = match field("StatusCode")?.as_deref() {
+            Some("HTTP_301") => 301,
+            Some("HTTP_302") => 302,
+            other => return Err(format!("RedirectConfig StatusCode {other:?}: expected \"HTTP_301\" or \"HTTP_302\"")),
+        };
+        let protocol = match field("Protocol")?.as_deref() {
+            None | Some("#{protocol}") => RedirectProtocol::Keep,
+            Some("HTTP") => RedirectProtocol::Http,
+            Some("HTTPS") => RedirectProtocol::Https,
+            Some(other) => {
+                return Err(format!(
+                    "RedirectConfig Protocol {other:?}: expected \"HTTP\", \"HTTPS\" or \"#{{protocol}}\""
+                ));
+            }
+        };
+        let port = match field("Port")?.as_deref() {
+            None | Some("#{port}") => RedirectPort::Keep,
+            Some(p) => match p.parse::<u16>() {
+                Ok(n) if n >= 1 => RedirectPort::Number(n),
+                _ => {
+                    return Err(format!(
+                        "RedirectConfig Port {p:?}: expected a number from 1 to 65535 or \"#{{port}}\""
+                    ));
+                }
+            },
+        };
+        let host = match field("Host")? {
+            None => Template(vec![Piece::Keyword(Keyword::Host)]),
+            Some(h) => {
+                bounded("Host", &h, 1)?;
+                Template::parse("Host", &h, &[Keyword::Host])?
+            }
+        };
+        let path = match field("Path")? {
+            None => Template(vec![Piece::Text("/".into()), Piece::Keyword(Keyword::Path)]),
+            Some(p) => {
+                bounded("Path", &p, 1)?;
+                if !p.starts_with('/') {
+                    return Err(format!("RedirectConfig Path {p:?}: expected an absolute path, starting with \"/\""));
+                }
+                Template::parse("Path", &p, &[Keyword::Host, Keyword::Path, Keyword::Port])?
+            }
+        };
+        let query = match field("Query")? {
+            None => Template(vec![Piece::Keyword(Keyword::Query)]),
+            Some(q) => {
+                bounded("Query", &q, 0)?;
+                Template::parse("Query", &q, &Keyword::ALL)?
+            }
+        };
+        let r = Self { protocol, host, port, path, query, status };
+        if r.loops() {
+            return Err(format!(
+                "RedirectConfig {}: keeps the protocol, host, port and path of the request, a redirect loop; \
+                 expected at least one of them changed (AWS RedirectActionConfig)",
+                serde_json::Value::Object(rc.clone())
+            ));
+        }
+        Ok(r)
+    }
+
+    /// Whether the redirect keeps protocol, host, port and path as they are (AWS: "You must modify at
+    /// least one of the following components to avoid a redirect loop: protocol, hostname, port, or path").
+    fn loops(&self) -> bool {
+        self.protocol == RedirectProtocol::Keep
+            && self.port == RedirectPort::Keep
+            && self.host.0 == [Piece::Keyword(Keyword::Host)]
+            && self.path.0 == [Piece::Text("/".into()), Piece::Keyword(Keyword::Path)]
+    }
 }
 
 impl ActionView {
@@ -129,6 +381,42 @@ impl ListenerView {
     /// Whether requests are forwarded one by one (ALB) rather than connections (NLB).
     pub fn is_http(&self) -> bool {
         matches!(self.protocol.as_str(), "HTTP" | "HTTPS")
+    }
+
+    /// What the data plane cannot do with this HTTP listener's actions (each answered 500 when a
+    /// request reaches it), for the log: one line per action, naming the rule.
+    pub fn problems(&self) -> Vec<String> {
+        let actions =
+            self.default_actions.iter().map(|a| ("default action".to_string(), a)).chain(self.rules.iter().flat_map(
+                |r| r.actions.iter().map(|a| (format!("rule priority {}", r.priority.unwrap_or_default()), a)),
+            ));
+        actions
+            .filter_map(|(place, a)| {
+                let why = match (a.kind.as_str(), &a.redirect) {
+                    ("forward" | "fixed-response", _) => return None,
+                    ("redirect", Some(Ok(r))) => match r.check_listener(&self.protocol) {
+                        Ok(()) => return None,
+                        Err(e) => e,
+                    },
+                    ("redirect", Some(Err(e))) => e.clone(),
+                    (other, _) => format!("action {other} is not supported by lbc-dataplane"),
+                };
+                Some(format!("listener port={} {place}: {why}", self.port))
+            })
+            .collect()
+    }
+}
+
+impl Redirect {
+    /// A redirect the listener of `protocol` cannot send (AWS RedirectActionConfig: "You can
+    /// redirect HTTP to HTTP, HTTP to HTTPS, and HTTPS to HTTPS. You can't redirect HTTPS to HTTP").
+    pub fn check_listener(&self, protocol: &str) -> Result<(), String> {
+        if protocol == "HTTPS" && self.protocol == RedirectProtocol::Http {
+            return Err("redirect of an HTTPS listener to HTTP: AWS does not redirect HTTPS to HTTP; \
+                        expected Protocol HTTPS or #{protocol}"
+                .into());
+        }
+        Ok(())
     }
 }
 
@@ -452,6 +740,7 @@ impl Targets {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn view(targets: &[(&str, f64)], draining: &[(&str, f64, f64)]) -> TargetGroupView {
         TargetGroupView {
@@ -493,6 +782,155 @@ mod tests {
 
     fn set_health(ts: &mut Targets, id: &str, h: Health) {
         ts.map.get_mut(&key(id)).unwrap().health.state = h;
+    }
+
+    fn redirect(config: serde_json::Value) -> Result<Redirect, String> {
+        Redirect::from_config(Some(&json!({ "RedirectConfig": config })))
+    }
+
+    fn text(t: &str) -> Piece {
+        Piece::Text(t.into())
+    }
+
+    // AWS RedirectActionConfig: "Any components that you do not modify retain their original
+    // values"; the defaults #{protocol}, #{host}, #{port}, /#{path}, #{query} are those values.
+    #[test]
+    fn redirect_components_default_to_the_requests() {
+        let r = redirect(json!({"Protocol": "HTTPS", "StatusCode": "HTTP_301"})).unwrap();
+        assert_eq!(
+            r,
+            Redirect {
+                protocol: RedirectProtocol::Https,
+                host: Template(vec![Piece::Keyword(Keyword::Host)]),
+                port: RedirectPort::Keep,
+                path: Template(vec![text("/"), Piece::Keyword(Keyword::Path)]),
+                query: Template(vec![Piece::Keyword(Keyword::Query)]),
+                status: 301,
+            }
+        );
+        // null as absent; the port as a string (the API's type) or a number
+        let r = redirect(json!({"Port": 8443, "Host": null, "StatusCode": "HTTP_302"})).unwrap();
+        assert_eq!((r.port, r.status), (RedirectPort::Number(8443), 302));
+    }
+
+    // AWS RedirectActionConfig StatusCode: "Valid Values: HTTP_301 | HTTP_302", "Required: Yes".
+    #[test]
+    fn redirect_status_codes_are_301_or_302_and_required() {
+        for bad in [json!({"Protocol": "HTTPS"}), json!({"Protocol": "HTTPS", "StatusCode": "HTTP_307"})] {
+            let e = redirect(bad).unwrap_err();
+            assert!(e.contains("StatusCode") && e.contains("HTTP_301"), "{e}");
+        }
+        let e = redirect(json!({"Protocol": "HTTPS", "StatusCode": 301})).unwrap_err();
+        assert!(e.contains("StatusCode is 301: expected a string"), "{e}");
+    }
+
+    // AWS RedirectActionConfig Protocol: "You can specify HTTP, HTTPS, or #{protocol}"; Port: "You
+    // can specify a value from 1 to 65535 or #{port}".
+    #[test]
+    fn redirect_protocols_and_ports_are_the_documented_values() {
+        let ok = |p: &str, port: &str| redirect(json!({"Protocol": p, "Port": port, "StatusCode": "HTTP_301"}));
+        assert_eq!(ok("HTTP", "80").unwrap().protocol, RedirectProtocol::Http);
+        assert_eq!(ok("#{protocol}", "8080").unwrap().protocol, RedirectProtocol::Keep);
+        assert_eq!(ok("HTTPS", "#{port}").unwrap().port, RedirectPort::Keep);
+        let e = ok("ftp", "80").unwrap_err();
+        assert!(e.contains("Protocol \"ftp\"") && e.contains("\"HTTPS\""), "{e}");
+        for bad in ["0", "65536", "http", "#{host}"] {
+            let e = ok("HTTPS", bad).unwrap_err();
+            assert!(e.contains(&format!("Port {bad:?}")) && e.contains("1 to 65535"), "{e}");
+        }
+    }
+
+    // AWS RedirectActionConfig: "The hostname can contain #{host}"; "The path can contain #{host},
+    // #{path}, and #{port}"; Query: "You can specify any of the reserved keywords".
+    #[test]
+    fn redirect_keywords_are_allowed_where_aws_allows_them() {
+        let r = redirect(json!({"Host": "example.#{host}", "Path": "/#{host}/#{port}/#{path}",
+                                "Query": "#{query}&from=#{protocol}", "StatusCode": "HTTP_301"}))
+        .unwrap();
+        assert_eq!(r.host, Template(vec![text("example."), Piece::Keyword(Keyword::Host)]));
+        assert_eq!(r.path.0.len(), 6);
+        assert_eq!(r.query.0[2], Piece::Keyword(Keyword::Protocol));
+        let cases = [
+            (json!({"Host": "#{path}.example.com"}), "uses #{path}: AWS allows only #{host} in the Host"),
+            (json!({"Path": "/#{query}"}), "uses #{query}: AWS allows only #{host}, #{path}, #{port} in the Path"),
+            (json!({"Host": "#{hostname}"}), "uses #{hostname}: not a reserved keyword"),
+            (json!({"Path": "/a#{path"}), "without a closing"),
+        ];
+        for (mut cfg, want) in cases {
+            cfg["StatusCode"] = json!("HTTP_301");
+            let e = redirect(cfg.clone()).unwrap_err();
+            assert!(e.contains(want), "{cfg}: {e}");
+        }
+    }
+
+    // AWS RedirectActionConfig Path: "The absolute path, starting with the leading "/"", length
+    // 1-128; Host: length 1-128; Query: length 0-128.
+    #[test]
+    fn redirect_paths_are_absolute_and_components_bounded() {
+        let e = redirect(json!({"Path": "new", "StatusCode": "HTTP_301"})).unwrap_err();
+        assert!(e.contains("Path \"new\"") && e.contains("starting with \"/\""), "{e}");
+        let e = redirect(json!({"Host": "a".repeat(129), "StatusCode": "HTTP_301"})).unwrap_err();
+        assert!(e.contains("129 characters: expected 1 to 128"), "{e}");
+        let e = redirect(json!({"Host": "", "StatusCode": "HTTP_301"})).unwrap_err();
+        assert!(e.contains("0 characters: expected 1 to 128"), "{e}");
+        let r = redirect(json!({"Host": "x.example.com", "Query": "", "StatusCode": "HTTP_301"})).unwrap();
+        assert_eq!(r.query, Template(vec![]));
+    }
+
+    // AWS RedirectActionConfig: "You must modify at least one of the following components to avoid
+    // a redirect loop: protocol, hostname, port, or path" (the query alone is not enough).
+    #[test]
+    fn redirects_that_change_nothing_are_loops() {
+        for cfg in
+            [json!({"StatusCode": "HTTP_301"}), json!({"Query": "a=1", "Path": "/#{path}", "StatusCode": "HTTP_302"})]
+        {
+            let e = redirect(cfg.clone()).unwrap_err();
+            assert!(e.contains("redirect loop"), "{cfg}: {e}");
+        }
+        assert!(redirect(json!({"Path": "/new/#{path}", "StatusCode": "HTTP_301"})).is_ok());
+    }
+
+    #[test]
+    fn redirect_configs_are_checked_whole() {
+        let e = Redirect::from_config(None).unwrap_err();
+        assert!(e.contains("no RedirectConfig object"), "{e}");
+        let e = Redirect::from_config(Some(&json!({"TargetGroupArn": "x"}))).unwrap_err();
+        assert!(e.contains("{\"TargetGroupArn\":\"x\"}"), "{e}");
+        let e = redirect(json!({"StatusCode": "HTTP_301", "Protocol": "HTTPS", "Fragment": "x"})).unwrap_err();
+        assert!(
+            e.contains("\"Fragment\" is unknown: expected one of Protocol, Host, Port, Path, Query, StatusCode"),
+            "{e}"
+        );
+    }
+
+    // A bad redirect does not fail the view: it is kept as the action's error, and the listener
+    // reports it (with the HTTPS-to-HTTP rule of AWS RedirectActionConfig Protocol: "You can't
+    // redirect HTTPS to HTTP") and any kind the data plane does not do.
+    #[test]
+    fn listener_views_keep_bad_actions_as_problems() {
+        let l: ListenerView = serde_json::from_value(json!({
+            "protocol": "HTTPS", "port": 443,
+            "default_actions": [{"type": "redirect", "order": 1,
+                                 "config": {"RedirectConfig": {"Protocol": "HTTP", "StatusCode": "HTTP_301"}}}],
+            "rules": [
+                {"priority": 5, "conditions": [], "actions": [{"type": "redirect", "order": null,
+                                                              "config": {"RedirectConfig": {"StatusCode": "HTTP_999"}}}]},
+                {"priority": 6, "conditions": [], "actions": [{"type": "authenticate-oidc", "config": {}}]},
+                {"priority": 7, "conditions": [], "actions": [{"type": "fixed-response", "status_code": 200}]},
+            ],
+        }))
+        .unwrap();
+        assert!(matches!(&l.default_actions[0].redirect, Some(Ok(r)) if r.protocol == RedirectProtocol::Http));
+        assert!(matches!(&l.rules[0].actions[0].redirect, Some(Err(e)) if e.contains("HTTP_999")));
+        assert_eq!(l.rules[2].actions[0].redirect, None);
+        let problems = l.problems();
+        assert_eq!(problems.len(), 3, "{problems:?}");
+        assert!(problems[0].starts_with("listener port=443 default action: redirect of an HTTPS listener to HTTP"));
+        assert!(problems[1].starts_with("listener port=443 rule priority 5: RedirectConfig StatusCode"));
+        assert_eq!(
+            problems[2],
+            "listener port=443 rule priority 6: action authenticate-oidc is not supported by lbc-dataplane"
+        );
     }
 
     #[test]
