@@ -11,7 +11,7 @@
 #                  built only with ONLY=jaeger (e2e/scripts/build-jaeger.sh), into its own cache folder
 #   LBC_CACHE      cache root (default ~/.cache/aws-lb-controller)
 #
-# ONLY="..." picks what to build (default "etcd k8s kwok gatewayapi"; gatewayapi only copies CRDs); ONLY=node builds the real node's kubelet and
+# ONLY="..." picks what to build (default "etcd k8s kwok gatewayapi conformance"; gatewayapi only copies CRDs); ONLY=node builds the real node's kubelet and
 # kube-scheduler (same source, same folder as the control plane; LBC_E2E_NODE=1 e2e/up asks for them).
 #
 # The wrapper modules under e2e/go/* are ours: k8s.io/kubernetes cannot be built with `go install`
@@ -199,6 +199,24 @@ build_gatewayapi() {
   log "gateway-api v$GATEWAY_API_VERSION CRDs copied into $dest"
 }
 
-only="${ONLY:-etcd k8s kwok gatewayapi}"
+# The Gateway API conformance suite (e2e/go/conformance: our runner around sigs.k8s.io/gateway-api/conformance, its
+# go test binary) and the suite's echo backend (echo-basic, which the node agent runs for the suite's pods). Rebuilt
+# when the wrapper module's files change; its own unit tests run first.
+build_conformance() {
+  local dir="$HERE/go/conformance" dest="$LBC_CACHE/bin/gateway-api-$GATEWAY_API_VERSION" stamp
+  stamp="$(cd "$dir" && cat go.mod go.sum *.go | sha256sum | cut -c1-16)"
+  if [ -x "$dest/conformance.test" ] && [ -x "$dest/echo-basic" ] && [ "$(cat "$dest/conformance.stamp" 2>/dev/null)" = "$stamp" ]; then
+    log "conformance suite v$GATEWAY_API_VERSION cached in $dest"; return
+  fi
+  mkdir -p "$dest"
+  (cd "$dir" && go vet . && go test -count=1 . >&2 \
+    && go test -c -o "$dest/conformance.test.tmp" . \
+    && go build -o "$dest/echo-basic.tmp" "sigs.k8s.io/gateway-api/conformance/echo-basic")
+  mv "$dest/conformance.test.tmp" "$dest/conformance.test" && mv "$dest/echo-basic.tmp" "$dest/echo-basic"
+  echo "$stamp" > "$dest/conformance.stamp"
+  log "conformance suite v$GATEWAY_API_VERSION and echo-basic built into $dest"
+}
+
+only="${ONLY:-etcd k8s kwok gatewayapi conformance}"
 for t in $only; do "build_$t"; done
 [ "$only" = jaeger ] || echo "$BIN"

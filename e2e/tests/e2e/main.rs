@@ -12,6 +12,7 @@ mod aws_adapter;
 mod aws_lb_adapter;
 mod backend_rules;
 mod chart_on_node;
+mod conformance;
 mod credential_chain;
 mod cross_account;
 mod doctor;

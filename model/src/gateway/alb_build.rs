@@ -220,9 +220,16 @@ fn target_group_and_binding(
         },
         IntOrString::String(_) => 1,
     };
-    let ip_type = if w.view.ipv6 { TgIpAddressType::Ipv6 } else { TgIpAddressType::Ipv4 };
-    if w.view.ipv6 {
-        problems.push(format!("{at}: the Service is IPv6, which needs a dualstack ALB (not built for Gateways yet)"));
+    // The ALB is IPv4 (dualstack Gateways are not built yet), so the target group is IPv4 whenever the Service has
+    // IPv4 endpoints. ALBC makes an IPv6 group as soon as `ipFamilies` lists IPv6, which the API server does for
+    // every headless Service without a selector ([IPv4, IPv6], RequireDualStack) even on single-stack clusters, and
+    // the IPv4 ALB then refuses it (the suite's HTTPRouteServiceTypes, skipped in ALBC's report).
+    let ip_type = TgIpAddressType::Ipv4;
+    if w.view.ipv6_only {
+        problems.push(format!(
+            "{at}: the Service's ipFamilies are IPv6 only, which needs a dualstack ALB (not built for Gateways yet); \
+             add IPv4 to spec.ipFamilies"
+        ));
         return None;
     }
     let networking = sg_source.map(|source| TargetGroupBindingNetworking {

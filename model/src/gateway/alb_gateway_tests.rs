@@ -6,7 +6,7 @@ use crate::gateway::api::{
 use crate::gateway::refs::{GrantFrom, GrantTo};
 use crate::lb::Tags;
 use crate::lb::build::BuildContext;
-use crate::lb::{Action, Condition, Subnet, TargetGroupRef};
+use crate::lb::{Action, Condition, Subnet, TargetGroupRef, TgIpAddressType};
 use serde_json::json;
 
 fn listener(name: &str, port: i32, protocol: &str, from: &str) -> GwListener {
@@ -95,7 +95,16 @@ fn ctx() -> BuildContext {
 }
 
 fn run(gw: &Gateway, routes: &[HTTPRoute], grants: &[Grant]) -> GatewayPlan {
-    let services = services();
+    plan_with(gw, routes, grants, &services(), &cfg())
+}
+
+fn plan_with(
+    gw: &Gateway,
+    routes: &[HTTPRoute],
+    grants: &[Grant],
+    services: &BTreeMap<(String, String), ServiceView>,
+    config: &PlanConfig,
+) -> GatewayPlan {
     let labels = |_: &str| Some(BTreeMap::new());
     let s = Snapshot {
         gateway: gw,
@@ -103,10 +112,10 @@ fn run(gw: &Gateway, routes: &[HTTPRoute], grants: &[Grant]) -> GatewayPlan {
         routes: routes.iter().collect(),
         grpc_routes: vec![],
         grants,
-        services: &services,
+        services,
         namespace_labels: &labels,
     };
-    plan(&s, &cfg())
+    plan(&s, config)
 }
 
 fn cond<'a>(p: &'a GatewayPlan, route: &str, type_: &str) -> &'a Cond {
@@ -270,19 +279,8 @@ fn problems_block_the_build_with_every_reason() {
     assert!(err.problems[0].contains("two Availability Zones"), "{err}");
     // Instance targets need a nodePort.
     let instance = PlanConfig { default_target_type: TargetType::Instance, ..cfg() };
-    let services = services();
-    let labels = |_: &str| Some(BTreeMap::new());
     let routes = [route("infra", "r", vec![prefix_rule("/", vec![backend(None, "web", 8080)])])];
-    let s = Snapshot {
-        gateway: &gw,
-        class_parameters: None,
-        routes: routes.iter().collect(),
-        grpc_routes: vec![],
-        grants: &[],
-        services: &services,
-        namespace_labels: &labels,
-    };
-    let err = build(&plan(&s, &instance), &ctx()).unwrap_err();
+    let err = build(&plan_with(&gw, &routes, &[], &services(), &instance), &ctx()).unwrap_err();
     assert!(err.problems[0].contains("nodePort"), "{err}");
 }
 
@@ -339,4 +337,35 @@ fn what_is_not_built_yet_refuses_the_gateway_rather_than_dropping_it() {
     let s = Snapshot { gateway: &gw, grpc_routes: vec![], ..s };
     let err = build(&plan(&s, &cfg()), &ctx()).unwrap_err();
     assert!(err.problems[0].contains("LoadBalancerConfiguration lbc"), "{err}");
+}
+
+/// The API server gives a headless Service without a selector `ipFamilies: [IPv4, IPv6]` even on a single-stack
+/// cluster (the suite's HTTPRouteServiceTypes): its target group is IPv4 on our IPv4 ALB; IPv6 only is refused.
+#[test]
+fn a_dual_stack_service_gets_an_ipv4_group_and_an_ipv6_only_one_is_refused() {
+    let gw = gateway(vec![listener("http", 80, "HTTP", "Same")]);
+    let routes = [route("infra", "r", vec![prefix_rule("/api", vec![backend(None, "web", 8080)])])];
+    let mut services = services();
+    let web = services.get_mut(&("infra".to_string(), "web".to_string())).unwrap();
+    web.ipv6 = true;
+    let labels = |_: &str| Some(BTreeMap::new());
+    let outcome = |services: &BTreeMap<(String, String), ServiceView>| {
+        let s = Snapshot {
+            gateway: &gw,
+            class_parameters: None,
+            routes: routes.iter().collect(),
+            grpc_routes: vec![],
+            grants: &[],
+            services,
+            namespace_labels: &labels,
+        };
+        build(&plan(&s, &cfg()), &ctx())
+            .map(|b| b.stack.target_groups.iter().map(|t| t.ip_address_type).collect::<Vec<_>>())
+    };
+    assert_eq!(outcome(&services).expect("dual stack builds"), vec![TgIpAddressType::Ipv4]);
+
+    services.get_mut(&("infra".to_string(), "web".to_string())).unwrap().ipv6_only = true;
+    let problems = outcome(&services).expect_err("IPv6 only is refused");
+    let text = problems.to_string();
+    assert!(text.contains("IPv6 only") && text.contains("add IPv4"), "{text}");
 }

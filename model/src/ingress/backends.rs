@@ -39,8 +39,10 @@ pub struct ServiceView {
     pub uid: String,
     /// `spec.ports[].targetPort` by `spec.ports[].port` (absent: the port itself).
     pub target_ports: BTreeMap<i32, IntOrString>,
-    /// `spec.ipFamilies` includes IPv6 (the target group's addresses are IPv6).
+    /// `spec.ipFamilies` includes IPv6 (an Ingress's target group's addresses are IPv6, as ALBC decides).
     pub ipv6: bool,
+    /// `spec.ipFamilies` lists IPv6 only (no IPv4 endpoints to register on an IPv4 load balancer).
+    pub ipv6_only: bool,
     /// `spec.ports[].nodePort` by `spec.ports[].port` (instance targets are registered there).
     pub node_ports: BTreeMap<i32, u16>,
 }
@@ -50,9 +52,12 @@ impl ServiceView {
         let all = || svc.spec.iter().flat_map(|s| s.ports.iter().flatten());
         let ports = all().map(|p| (p.name.clone(), p.port)).collect();
         let target_ports = all().filter_map(|p| p.target_port.clone().map(|t| (p.port, t))).collect();
-        let ipv6 = svc.spec.iter().flat_map(|s| s.ip_families.iter().flatten()).any(|f| f == "IPv6");
+        let families: Vec<&String> = svc.spec.iter().flat_map(|s| s.ip_families.iter().flatten()).collect();
+        let ipv6 = families.iter().any(|f| *f == "IPv6");
+        let ipv6_only = ipv6 && !families.iter().any(|f| *f == "IPv4");
         let node_ports = all().filter_map(|p| crate::nodes::node_port(p).map(|np| (p.port, np))).collect();
-        Self { ports, settings, uid: svc.metadata.uid.clone().unwrap_or_default(), target_ports, ipv6, node_ports }
+        let uid = svc.metadata.uid.clone().unwrap_or_default();
+        Self { ports, settings, uid, target_ports, ipv6, ipv6_only, node_ports }
     }
 
     /// The Service port (number) a backend port names, if the Service has it.

@@ -30,6 +30,7 @@ pub mod eni;
 pub mod ipam;
 pub mod kubelet;
 pub mod prober;
+pub mod programs;
 
 use crate::Env;
 use crate::datapath::netns::{PodNet, Vpc, signal};
@@ -37,7 +38,7 @@ use anyhow::{Context, Result, bail, ensure};
 use futures::StreamExt;
 use ipnet::Ipv4Net;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Binding, Node, ObjectReference, Pod};
+use k8s_openapi::api::core::v1::{Binding, Node, ObjectReference, Pod, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, Time};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -107,6 +108,10 @@ pub struct AgentConfig {
     pub ready_while_terminating: bool,
     /// Create an ENI per pod IP in the emulator (as `e2e/pods` does), or none.
     pub enis: Option<EniConfig>,
+    /// Without [`AgentConfig::namespace`]: only pods of namespaces whose name starts with this.
+    pub namespace_prefix: Option<String>,
+    /// The program each container image runs ([`programs`]); empty: `lbc-podserver` for every pod.
+    pub images: Vec<programs::ImageRule>,
 }
 
 impl AgentConfig {
@@ -158,6 +163,8 @@ impl AgentConfig {
                 region: seed["region"].as_str().unwrap_or("us-east-1").to_string(),
                 security_group: seed["node_security_group_id"].as_str().map(str::to_string),
             }),
+            namespace_prefix: None,
+            images: Vec::new(),
         })
     }
 
@@ -627,6 +634,45 @@ async fn create_node(client: &Client, c: &AgentConfig, n: &NodeSpec) -> Result<(
     Ok(())
 }
 
+/// How long a pod waits for the Secrets its volumes name (the kubelet waits forever; a test would rather fail).
+const SECRET_WAIT: Duration = Duration::from_secs(180);
+
+/// Writes each Secret volume's files under the pod's control directory, waiting for Secrets not created yet.
+async fn materialise_secrets(
+    api: &Api<Secret>,
+    pod: &str,
+    mounts: &[programs::SecretMount],
+    control: &Path,
+) -> Result<(), String> {
+    for m in mounts {
+        let started = Instant::now();
+        let secret = loop {
+            match api.get_opt(&m.secret).await {
+                Ok(Some(s)) => break s,
+                Ok(None) if started.elapsed() < SECRET_WAIT => tokio::time::sleep(Duration::from_millis(500)).await,
+                Ok(None) => {
+                    return Err(format!(
+                        "pod {pod}: Secret {:?} of volume {:?} did not appear within {SECRET_WAIT:?}",
+                        m.secret, m.volume
+                    ));
+                }
+                Err(e) => {
+                    return Err(format!("pod {pod}: reading Secret {:?} of volume {:?}: {e}", m.secret, m.volume));
+                }
+            }
+        };
+        let files = programs::secret_files(m, &secret).map_err(|e| format!("pod {pod}: {e}"))?;
+        let dir = programs::mount_dir(control, m);
+        for (path, bytes) in files {
+            let file = dir.join(&path);
+            let written =
+                file.parent().map_or(Ok(()), std::fs::create_dir_all).and_then(|()| std::fs::write(&file, bytes));
+            written.map_err(|e| format!("pod {pod}: writing {}: {e}", file.display()))?;
+        }
+    }
+    Ok(())
+}
+
 /// Renews the nodes' Leases and Ready conditions every [`HEARTBEAT`].
 async fn heartbeat(client: Client, nodes: Vec<String>) {
     let nodes_api = Api::<Node>::all(client.clone());
@@ -655,7 +701,15 @@ async fn watch_pods(client: Client, config: AgentConfig, tx: mpsc::UnboundedSend
     let wc = watcher::Config::default().fields(&format!("spec.schedulerName={}", config.scheduler_name));
     let mut stream = watcher(api, wc).default_backoff().boxed();
     let mut listed = std::collections::HashSet::new();
+    let prefix = config.namespace_prefix.clone().filter(|_| config.namespace.is_none());
+    let ours = |p: &Pod| prefix.as_ref().is_none_or(|x| p.namespace().unwrap_or_default().starts_with(x.as_str()));
     while let Some(ev) = stream.next().await {
+        let ev = match ev {
+            Ok(watcher::Event::InitApply(p) | watcher::Event::Apply(p) | watcher::Event::Delete(p)) if !ours(&p) => {
+                continue;
+            }
+            ev => ev,
+        };
         let sent = match ev {
             Ok(watcher::Event::Init) => {
                 listed.clear();
@@ -817,6 +871,17 @@ impl Runner {
         let Some(c) = kubelet::main_container(&pod).cloned() else {
             return self.error(format!("pod {ns}/{name} has no container"));
         };
+        let image = c.image.clone().unwrap_or_default();
+        let program = match programs::program_for(&self.config.images, &image) {
+            Ok(p) => p,
+            Err(e) => return self.error(format!("pod {ns}/{name}: {e}")),
+        };
+        // A placeholder runs nothing: its volumes (the suite's coredns has a ConfigMap) are never read.
+        let mounts = match programs::secret_mounts(&pod, &c) {
+            _ if program == programs::Program::Placeholder => Vec::new(),
+            Ok(m) => m,
+            Err(e) => return self.error(format!("pod {ns}/{name}: {e}")),
+        };
         for problem in [kubelet::readiness_probe(&c).err(), kubelet::pre_stop(&c).err()].into_iter().flatten() {
             self.error(format!("pod {ns}/{name}: {problem}"));
         }
@@ -826,6 +891,7 @@ impl Runner {
             ));
         };
         let control = self.config.run_dir.join(&ns).join(&name);
+        let spec_pod = pod.clone();
         let rt = PodRt {
             namespace: ns.clone(),
             name: name.clone(),
@@ -850,7 +916,14 @@ impl Runner {
         let sg = self.config.enis.as_ref().and_then(|e| e.security_group.clone());
         let key = format!("{ns}/{name}");
         let agent_id = self.config.agent_id();
+        let secrets: Api<Secret> = Api::namespaced(self.client.clone(), &ns);
+        let node_name = node.clone();
         tokio::spawn(async move {
+            // Secret volumes first: as the kubelet, the container starts only once its Secrets exist.
+            if let Err(e) = materialise_secrets(&secrets, &key, &mounts, &control).await {
+                let _ = tx.send(Ev::Started { uid, node, ip, result: Err(e) });
+                return;
+            }
             // The ENI first, so it exists before the pod reports its IP (as with Cilium ENI mode).
             let eni = match (&enis, &subnet) {
                 (Some(enis), Some(subnet)) => match enis.create(&key, &agent_id, ip, subnet, sg.as_deref()).await {
@@ -868,15 +941,32 @@ impl Runner {
                     std::fs::create_dir_all(&control)?;
                     let net = vpc.add_pod(&format!("{ns}.{name}"), ip)?;
                     let log = std::fs::File::create(control.join("server.log"))?;
-                    let child = net
-                        .command(&bin)
-                        .args(["--name", &name, "--port", &port.to_string(), "--control-dir"])
-                        .arg(&control)
+                    let mut cmd = match &program {
+                        programs::Program::PodServer => {
+                            let mut cmd = net.command(&bin);
+                            cmd.args(["--name", &name, "--port", &port.to_string(), "--control-dir"]).arg(&control);
+                            cmd
+                        }
+                        programs::Program::Binary(path) => {
+                            let env =
+                                programs::container_env(&spec_pod, &c, &ip.to_string(), &node_name, &mounts, &control)
+                                    .map_err(anyhow::Error::msg)?;
+                            let mut cmd = net.command(path);
+                            cmd.env_clear().env("PATH", "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin").envs(env);
+                            cmd
+                        }
+                        programs::Program::Placeholder => {
+                            let mut cmd = net.command("sleep");
+                            cmd.arg("infinity");
+                            cmd
+                        }
+                    };
+                    let child = cmd
                         .stdin(Stdio::null())
                         .stdout(log.try_clone()?)
                         .stderr(log)
                         .spawn()
-                        .with_context(|| format!("starting {}", bin.display()))?;
+                        .with_context(|| format!("starting the program of image {image:?}"))?;
                     Ok((net, child))
                 })()
                 .map_err(|e| format!("starting pod {ns}/{name} at {ip}: {e:#}"))
