@@ -180,9 +180,7 @@ async fn gateway_api_conformance_suite_gateway_http_passes() {
     let agent = Agent::start(&env, config).await.expect("starting the node agent");
 
     // The data-plane fleet: every ALB of the emulator served on an address of the pool.
-    let emu_addr = env.aws_endpoint().trim_start_matches("http://").trim_end_matches('/').parse().unwrap();
-    let sock = std::env::temp_dir().join(format!("{}.sock", unique("lbc-emu")));
-    let fwd = EmulatorForwarder::start(&sock, emu_addr).expect("emulator forwarder");
+    let fwd = EmulatorForwarder::for_env(&env).expect("emulator forwarder");
     let hosts = out.join("hosts");
     let fleet = Stop(
         vpc.command(env!("CARGO_BIN_EXE_lbc-dataplane"))

@@ -535,14 +535,19 @@ impl Fleet {
 
     /// Stops the child of a load balancer gone from the emulator, removes and frees its address.
     fn stop_one(&mut self, arn: &str) {
-        let Some(mut s) = self.served.remove(arn) else { return };
-        let status = s.child.as_mut().map(|c| {
+        let Some(s) = self.served.remove(arn) else { return };
+        if let Some(c) = &s.child {
             netns::signal(c.id() as i32, "TERM");
-            wait_or_kill(c, Instant::now() + STOP_GRACE)
-        });
+        }
+        self.retire(s, Instant::now() + STOP_GRACE, " (gone from the emulator)");
+    }
+
+    /// Waits for a child sent SIGTERM (killed at `deadline`), then removes and frees its address.
+    fn retire(&mut self, mut s: Served, deadline: Instant, why: &str) {
+        let status = s.child.as_mut().map(|c| wait_or_kill(c, deadline));
         self.remove_address(s.addr);
         log(format_args!(
-            "stopped lb={} addr={} (gone from the emulator) child_status={}",
+            "stopped lb={} addr={}{why} child_status={}",
             s.lb.name,
             s.addr,
             status.unwrap_or_else(|| "not running".into())
@@ -582,15 +587,8 @@ impl Fleet {
         }
         let deadline = Instant::now() + STOP_GRACE;
         let served = std::mem::take(&mut self.served);
-        for (_, mut s) in served {
-            let status = s.child.as_mut().map(|c| wait_or_kill(c, deadline));
-            self.remove_address(s.addr);
-            log(format_args!(
-                "stopped lb={} addr={} child_status={}",
-                s.lb.name,
-                s.addr,
-                status.unwrap_or_else(|| "not running".into())
-            ));
+        for (_, s) in served {
+            self.retire(s, deadline, "");
         }
         self.rewrite_hosts();
         log(format_args!("fleet stopped"));

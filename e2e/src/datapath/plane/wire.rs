@@ -178,6 +178,17 @@ impl EmulatorForwarder {
         Ok(Self { path: path.to_path_buf(), stop })
     }
 
+    /// A forwarder to the environment's emulator, on a socket of its own in the temporary directory.
+    pub fn for_env(env: &crate::Env) -> Result<Self> {
+        let url = env.aws_endpoint();
+        let to: SocketAddr = url
+            .trim_start_matches("http://")
+            .trim_end_matches('/')
+            .parse()
+            .with_context(|| format!("the emulator's endpoint {url:?} is not http://IP:PORT"))?;
+        Self::start(&std::env::temp_dir().join(format!("{}.sock", crate::unique("lbc-emu"))), to)
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }

@@ -83,9 +83,7 @@ impl Scene {
         std::fs::create_dir_all(&dir).unwrap();
         let vpc = Vpc::create(tag, CIDR).expect("creating the VPC namespace");
         vpc.add_address(VIP.parse().unwrap()).unwrap();
-        let emu_addr = env.aws_endpoint().trim_start_matches("http://").trim_end_matches('/').parse().unwrap();
-        let sock = std::env::temp_dir().join(format!("{}.sock", unique("lbc-emu")));
-        let fwd = EmulatorForwarder::start(&sock, emu_addr).expect("emulator forwarder");
+        let fwd = EmulatorForwarder::for_env(&env).expect("emulator forwarder");
 
         let mut pods = BTreeMap::new();
         let port = PORT.to_string();

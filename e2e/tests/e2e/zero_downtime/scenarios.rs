@@ -199,9 +199,7 @@ impl Bed {
     /// through a forwarder), once it listens on port 80. Its files: `plane.{json,log,err}` in the
     /// bed's directory. On a panic, dropping the VPC kills what runs in it.
     async fn start_plane(&self, lb_arn: &str) -> (Child, EmulatorForwarder) {
-        let emu_addr = self.env.aws_endpoint().trim_start_matches("http://").trim_end_matches('/').parse().unwrap();
-        let sock = std::env::temp_dir().join(format!("{}.sock", unique("lbc-emu")));
-        let fwd = EmulatorForwarder::start(&sock, emu_addr).expect("emulator forwarder");
+        let fwd = EmulatorForwarder::for_env(&self.env).expect("emulator forwarder");
         let emulator = fwd.endpoint_arg();
         let dir = &self.dir;
         let plane = self
