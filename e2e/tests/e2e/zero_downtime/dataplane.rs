@@ -83,7 +83,7 @@ impl Scene {
         std::fs::create_dir_all(&dir).unwrap();
         let vpc = Vpc::create(tag, CIDR).expect("creating the VPC namespace");
         vpc.add_address(VIP.parse().unwrap()).unwrap();
-        let fwd = EmulatorForwarder::for_env(&env).expect("emulator forwarder");
+        let fwd = EmulatorForwarder::for_env(env).expect("emulator forwarder");
 
         let mut pods = BTreeMap::new();
         let port = PORT.to_string();
