@@ -686,12 +686,19 @@ def _check_state(value: Any, field: str, allowed: tuple) -> None:
 
 def _dataplane_control(method: str, path: str, q: dict[str, str], body: dict[str, Any]) -> tuple[int, Any]:
     """The data plane's views (dataplane_views.py): list the load balancers, describe a target group / load balancer,
-    push measured health."""
+    read a listener certificate with its key, push measured health."""
     want = "POST" if path == "measured-health" else "GET"
     if method != want:
         raise ControlError(f"use {want} /_awsemu/{path}", 405)
     if path == "load-balancers":
         return 200, {"load_balancers": dataplane_views.load_balancers_view()}
+    if path == "certificate":
+        if not q.get("certificate_arn"):
+            raise ControlError("/_awsemu/certificate needs certificate_arn")
+        try:
+            return 200, dataplane_views.certificate_view(q["certificate_arn"])
+        except dataplane_views.ViewError as e:
+            raise ControlError(str(e), e.status) from e
     arn = (body if want == "POST" else q).get("target_group_arn" if path != "load-balancer" else "load_balancer_arn")
     if not arn:
         raise ControlError(f"/_awsemu/{path} needs " +
@@ -856,7 +863,7 @@ def control(method: str, path: str, query: dict[str, list[str]], body: dict[str,
             return 200, {"enabled": STATE.buckets_enabled,
                          "buckets": [{k: v for k, v in b.items() if k != "last"} for b in STATE.buckets]}
 
-    if path in ("target-group", "load-balancer", "load-balancers", "measured-health"):
+    if path in ("target-group", "load-balancer", "load-balancers", "measured-health", "certificate"):
         return _dataplane_control(method, path, q, body)
 
     if path == "reset" and method == "POST":

@@ -8,6 +8,7 @@ same machine and compares them with its own clock.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 MEASURED_STATES = ("initial", "healthy", "unhealthy", "unavailable")
@@ -116,10 +117,69 @@ def load_balancer_view(lb: Any) -> dict[str, Any]:
         listeners.append({"arn": lst.arn, "protocol": lst.protocol, "port": _int(lst.port),
                           "default_actions": sorted((_action(a.data) for a in lst.default_actions),
                                                     key=lambda a: a["order"] or 0),
-                          "rules": rules})
+                          "rules": rules, "certificates": listener_certificates(lst),
+                          "ssl_policy": getattr(lst, "ssl_policy", None)})
     listeners.sort(key=lambda x: x["port"] or 0)
     return {"load_balancer_arn": lb.arn, "name": lb.name, "type": lb.type, "scheme": lb.scheme,
             "dns_name": lb.dns_name, "listeners": listeners}
+
+
+def listener_certificates(lst: Any) -> list[dict[str, Any]]:
+    """The listener's default certificate (is_default) first, then its certificate list (AddListenerCertificates),
+    as listener_patches.py keeps them: `certificate` is the default, `certificates` = [default] + the list.
+    `fingerprint` (SHA-256 of the PEM, null when the ARN is in neither ACM nor IAM) changes on a re-import to the
+    same ARN, so the data plane knows to fetch the certificate again."""
+    default = lst.certificate or (lst.certificates[0] if lst.certificates else None)
+    listed = list(lst.certificates or [])
+    extras = listed[1:] if listed[:1] == [default] else listed
+    out = [{"certificate_arn": default, "is_default": True}] if default else []
+    seen: set[str] = set()
+    for arn in extras:
+        if arn not in seen:
+            seen.add(arn)
+            out.append({"certificate_arn": arn, "is_default": False})
+    for c in out:
+        try:
+            found = _certificate(c["certificate_arn"])
+        except ViewError:
+            found = None
+        c["fingerprint"] = hashlib.sha256(found[0].encode()).hexdigest() if found else None
+    return out
+
+
+def _certificate(arn: str) -> tuple[str, str | None, str] | None:
+    """(certificate PEM, chain PEM or None, private key PEM) of an ACM certificate or IAM server certificate, None
+    when there is no such ARN; ViewError for an ARN of another service."""
+    parts = arn.split(":")
+    if len(parts) < 6 or parts[2] not in ("acm", "iam"):
+        raise ViewError(f"{arn!r} is neither an ACM certificate ARN (arn:aws:acm:REGION:ACCOUNT:certificate/ID) "
+                        "nor an IAM server certificate ARN (arn:aws:iam::ACCOUNT:server-certificate/NAME)")
+    from moto.acm.models import AWS_ROOT_CA, acm_backends
+    from moto.iam.models import iam_backends
+    try:
+        if parts[2] == "iam":
+            cert = iam_backends[parts[4]][parts[1]].get_certificate_by_arn(arn)
+            return (cert.cert_body, cert.cert_chain or None, cert.private_key) if cert else None
+        bundle = acm_backends[parts[4]][parts[3]]._certificates.get(arn)
+    except KeyError:  # a partition or region moto does not know
+        return None
+    if bundle is None:
+        return None
+    # moto appends its own "AWS root CA" to every chain (also to none): not part of what was imported.
+    chain = bundle.chain.strip()
+    if chain.endswith(AWS_ROOT_CA.strip()):
+        chain = chain[:-len(AWS_ROOT_CA.strip())].strip()
+    return bundle.cert.decode(), (chain.decode() + "\n") if chain else None, bundle.key.decode()
+
+
+def certificate_view(arn: str) -> dict[str, Any]:
+    """A listener certificate with its private key, for the data plane's TLS termination (HTTPS listeners)."""
+    found = _certificate(arn)
+    if found is None:
+        where = "IAM server certificates" if arn.split(":")[2] == "iam" else "ACM"
+        raise ViewError(f"certificate {arn} not found in {where} (account {arn.split(':')[4]})", 404)
+    cert, chain, key = found
+    return {"certificate_arn": arn, "certificate": cert, "certificate_chain": chain, "private_key": key}
 
 
 def load_balancers_view() -> list[dict[str, Any]]:

@@ -14,15 +14,18 @@ from cryptography.x509.oid import NameOID
 from test_awsemu import client, ctl, emu, reset  # noqa: F401 (fixtures)
 
 
-def _pem(names):
+def _pem(names, issuer=None):
+    """(certificate PEM, key PEM) for `names`: self-signed, or signed by `issuer`, a pair _pem returned."""
     key = ec.generate_private_key(ec.SECP256R1())
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[0])])
+    issuer_name, signer = (subject, key) if issuer is None else (
+        x509.load_pem_x509_certificate(issuer[0]).subject, serialization.load_pem_private_key(issuer[1], None))
     now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key())
+    cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(issuer_name).public_key(key.public_key())
             .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(days=1))
             .not_valid_after(now + datetime.timedelta(days=30))
             .add_extension(x509.SubjectAlternativeName([x509.DNSName(n) for n in names]), critical=False)
-            .sign(key, hashes.SHA256()))
+            .sign(signer, hashes.SHA256()))
     key_pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                 serialization.NoEncryption())
     return cert.public_bytes(serialization.Encoding.PEM), key_pem

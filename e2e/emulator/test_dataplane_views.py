@@ -1,9 +1,12 @@
 """Self-test of the data plane's control endpoints (dataplane_views.py via awsemu.py)."""
 
+import hashlib
+import json
 import time
 
 import boto3
-from test_awsemu import NO_RETRY, aws, ctl, emu, reset  # noqa: F401  (fixtures)
+from test_acm_patches import _pem
+from test_awsemu import NO_RETRY, aws, client, ctl, emu, reset  # noqa: F401  (fixtures)
 
 
 def _tg(aws, name, **kw):
@@ -148,3 +151,62 @@ def test_load_balancers_view_lists_every_load_balancer_until_deleted(emu, aws):
     names = [lb["name"] for lb in ctl(emu, "GET", "load-balancers")[1]["load_balancers"]]
     assert sorted(names) == ["fleet-nlb", "fleet-west"]
     assert ctl(emu, "POST", "load-balancers", {})[0] == 405
+
+
+def test_listener_certificates_and_their_keys_for_tls_termination(emu, aws):
+    acm = client(emu, "acm")
+    a_cert, a_key = _pem(["a.example.com"])
+    ca = _pem(["Example CA"])
+    b_cert, b_key = _pem(["*.b.example.com"], issuer=ca)
+    a = acm.import_certificate(Certificate=a_cert, PrivateKey=a_key)["CertificateArn"]
+    b = acm.import_certificate(Certificate=b_cert, PrivateKey=b_key, CertificateChain=ca[0])["CertificateArn"]
+    subnets = [s["SubnetId"] for s in aws.ec2.describe_subnets()["Subnets"]][:2]
+    lb = aws.elb.create_load_balancer(Name="tls-alb", Subnets=subnets)["LoadBalancers"][0]["LoadBalancerArn"]
+    lst = aws.elb.create_listener(LoadBalancerArn=lb, Protocol="HTTPS", Port=443,
+                                  SslPolicy="ELBSecurityPolicy-TLS13-1-2-2021-06", Certificates=[{"CertificateArn": a}],
+                                  DefaultActions=[{"Type": "fixed-response",
+                                                   "FixedResponseConfig": {"StatusCode": "200"}}])
+    aws.elb.add_listener_certificates(ListenerArn=lst["Listeners"][0]["ListenerArn"],
+                                      Certificates=[{"CertificateArn": b}])
+
+    def listener():
+        return ctl(emu, "GET", "load-balancer?load_balancer_arn=" + lb)[1]["listeners"][0]
+
+    fp = {arn: hashlib.sha256(pem).hexdigest() for arn, pem in ((a, a_cert), (b, b_cert))}
+    assert listener()["certificates"] == [{"certificate_arn": a, "is_default": True, "fingerprint": fp[a]},
+                                          {"certificate_arn": b, "is_default": False, "fingerprint": fp[b]}]
+    assert listener()["ssl_policy"] == "ELBSecurityPolicy-TLS13-1-2-2021-06"
+    st, v = ctl(emu, "GET", "certificate?certificate_arn=" + a)
+    assert (st, v) == (200, {"certificate_arn": a, "certificate": a_cert.decode(), "certificate_chain": None,
+                             "private_key": a_key.decode()})
+    # the chain as imported, without the root moto appends to every chain
+    v = ctl(emu, "GET", "certificate?certificate_arn=" + b)[1]
+    assert (v["certificate"], v["certificate_chain"], v["private_key"]) == (b_cert.decode(), ca[0].decode(),
+                                                                           b_key.decode())
+    # a re-import to the same ARN shows as a new fingerprint
+    c_cert, c_key = _pem(["a.example.com"])
+    acm.import_certificate(CertificateArn=a, Certificate=c_cert, PrivateKey=c_key)
+    assert listener()["certificates"][0]["fingerprint"] == hashlib.sha256(c_cert).hexdigest()
+    assert ctl(emu, "GET", "certificate?certificate_arn=" + a)[1]["certificate"] == c_cert.decode()
+    # an IAM server certificate (ALB takes those too)
+    iam = client(emu, "iam").upload_server_certificate(ServerCertificateName="tls-alb", CertificateBody=a_cert.decode(),
+                                                       PrivateKey=a_key.decode())["ServerCertificateMetadata"]["Arn"]
+    v = ctl(emu, "GET", "certificate?certificate_arn=" + iam)[1]
+    assert (v["certificate"].strip(), v["certificate_chain"], v["private_key"]) == (a_cert.decode().strip(), None,
+                                                                                   a_key.decode())
+
+
+def test_certificate_view_rejects_unknown_certificates(emu, aws):
+    unknown = "arn:aws:acm:us-east-1:123456789012:certificate/00000000-0000-0000-0000-000000000000"
+    st, v = ctl(emu, "GET", "certificate?certificate_arn=" + unknown)
+    assert st == 404 and f"certificate {unknown} not found in ACM" in json.dumps(v), v
+    nowhere = unknown.replace("us-east-1", "nowhere-1")
+    st, v = ctl(emu, "GET", "certificate?certificate_arn=" + nowhere)
+    assert st == 404 and f"certificate {nowhere} not found in ACM" in json.dumps(v), v
+    iam = "arn:aws:iam::123456789012:server-certificate/none"
+    st, v = ctl(emu, "GET", "certificate?certificate_arn=" + iam)
+    assert st == 404 and "not found in IAM server certificates" in json.dumps(v), v
+    st, v = ctl(emu, "GET", "certificate?certificate_arn=arn:aws:s3:::bucket")
+    assert st == 400 and "neither an ACM certificate ARN" in json.dumps(v), v
+    assert ctl(emu, "GET", "certificate")[0] == 400
+    assert ctl(emu, "POST", "certificate?certificate_arn=" + unknown, {})[0] == 405

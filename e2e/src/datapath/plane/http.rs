@@ -45,11 +45,17 @@ impl Request {
     }
 
     /// The request as sent to a target: `Connection: close` (one request per target connection)
-    /// and `X-Forwarded-For`.
-    pub fn to_upstream(&self, client: IpAddr) -> Vec<u8> {
+    /// and AWS's X-Forwarded headers ("HTTP headers and Application Load Balancers"): the client
+    /// appended to `X-Forwarded-For`; `X-Forwarded-Proto` the protocol the client used to reach
+    /// the listener (`http`/`https`, from the listener's `protocol`) and `X-Forwarded-Port` its
+    /// port, replacing what the client sent.
+    pub fn to_upstream(&self, client: IpAddr, protocol: &str, port: u16) -> Vec<u8> {
         let mut out = format!("{} {} HTTP/1.1\r\n", self.method, self.target);
         for (k, v) in &self.headers {
-            if !matches!(k.as_str(), "connection" | "keep-alive" | "x-forwarded-for") {
+            if !matches!(
+                k.as_str(),
+                "connection" | "keep-alive" | "x-forwarded-for" | "x-forwarded-proto" | "x-forwarded-port"
+            ) {
                 out.push_str(&format!("{k}: {v}\r\n"));
             }
         }
@@ -57,7 +63,10 @@ impl Request {
             Some(prev) => format!("{prev}, {client}"),
             None => client.to_string(),
         };
-        out.push_str(&format!("x-forwarded-for: {xff}\r\nconnection: close\r\n\r\n"));
+        out.push_str(&format!(
+            "x-forwarded-for: {xff}\r\nx-forwarded-proto: {}\r\nx-forwarded-port: {port}\r\nconnection: close\r\n\r\n",
+            protocol.to_ascii_lowercase()
+        ));
         let mut bytes = out.into_bytes();
         bytes.extend_from_slice(&self.body);
         bytes
@@ -341,8 +350,16 @@ mod tests {
         assert!(req("GET / HTTP/1.0\r\n\r\n").wants_close());
         assert!(req("GET / HTTP/1.1\r\nConnection: close\r\n\r\n").wants_close());
         assert_eq!(read_request(&mut std::io::Cursor::new(&b""[..])).unwrap(), None);
-        let up = String::from_utf8(r.to_upstream("10.0.0.1".parse().unwrap())).unwrap();
-        assert!(up.contains("x-forwarded-for: 10.0.0.1\r\nconnection: close\r\n\r\nhi"), "{up}");
+        let up = String::from_utf8(r.to_upstream("10.0.0.1".parse().unwrap(), "HTTP", 80)).unwrap();
+        assert!(
+            up.contains("x-forwarded-for: 10.0.0.1\r\nx-forwarded-proto: http\r\nx-forwarded-port: 80\r\nconnection: close\r\n\r\nhi"),
+            "{up}"
+        );
+        // The client's X-Forwarded-Proto/Port are replaced, its X-Forwarded-For appended to.
+        let r =
+            req("GET / HTTP/1.1\r\nX-Forwarded-Proto: http\r\nX-Forwarded-Port: 1\r\nX-Forwarded-For: 1.2.3.4\r\n\r\n");
+        let up = String::from_utf8(r.to_upstream("10.0.0.1".parse().unwrap(), "HTTPS", 443)).unwrap();
+        assert!(up.ends_with("x-forwarded-for: 1.2.3.4, 10.0.0.1\r\nx-forwarded-proto: https\r\nx-forwarded-port: 443\r\nconnection: close\r\n\r\n"), "{up}");
     }
 
     #[test]
@@ -357,6 +374,8 @@ mod tests {
         let l = ListenerView {
             protocol: "HTTP".into(),
             port: 80,
+            certificates: Vec::new(),
+            ssl_policy: None,
             default_actions: vec![action("default")],
             rules: vec![
                 rule(20, json!([{"field": "path-pattern", "values": ["/b*"]}]), "b"),

@@ -11,7 +11,11 @@
 //! HTTP/HTTPS listeners (an ALB's) are served request by request instead ([`http`]): each request
 //! goes through the listener's rules to an action (forward: a healthy target of the chosen target
 //! group, on a connection of its own; fixed-response; redirect), while the client's keep-alive
-//! connection stays with the load balancer. HTTPS listeners are served as plain HTTP.
+//! connection stays with the load balancer. HTTPS listeners terminate TLS first ([`https`]): the
+//! listener's certificates and keys come from the emulator (`/_awsemu/certificate`), the one
+//! presented is chosen by SNI as AWS documents it ([`tls`]), and the decrypted stream is served
+//! like an HTTP listener's. NLB `TLS` listeners are not terminated: their connections are proxied
+//! to the targets as TCP, TLS and all.
 //!
 //! [`fleet`] runs one such data plane per ALB of the emulator, each on an address of its own.
 //!
@@ -20,7 +24,9 @@
 
 pub mod fleet;
 pub mod http;
+pub mod https;
 pub mod model;
+pub mod tls;
 pub mod wire;
 
 use anyhow::{Context, Result};
@@ -171,6 +177,8 @@ struct State {
     conns: HashMap<TargetKey, BTreeMap<u64, Conn>>,
     time_scale: f64,
     health_dirty: BTreeSet<String>,
+    /// HTTPS listeners' TLS configurations by port (an error: its connections are closed).
+    tls: BTreeMap<u16, https::TlsConfig>,
 }
 
 struct Plane {
@@ -182,6 +190,16 @@ struct Plane {
 }
 
 impl Plane {
+    fn new(cfg: Config) -> Self {
+        Plane {
+            cfg,
+            state: Mutex::new(State { time_scale: 1.0, ..State::default() }),
+            turn: AtomicUsize::new(0),
+            conn_ids: AtomicU64::new(0),
+            refused: AtomicU64::new(0),
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -189,13 +207,7 @@ impl Plane {
 
 /// Runs the data plane until the process is killed (it is stateless: the emulator holds the truth).
 pub fn run(cfg: Config) -> Result<()> {
-    let plane = Arc::new(Plane {
-        cfg,
-        state: Mutex::new(State { time_scale: 1.0, ..State::default() }),
-        turn: AtomicUsize::new(0),
-        conn_ids: AtomicU64::new(0),
-        refused: AtomicU64::new(0),
-    });
+    let plane = Arc::new(Plane::new(cfg));
     log(format_args!(
         "start load_balancer={} listen={} emulator={} registration_propagation_seconds={} \
          deregistration_propagation_seconds={}",
@@ -206,11 +218,12 @@ pub fn run(cfg: Config) -> Result<()> {
         plane.cfg.deregistration_propagation_seconds
     ));
     let mut bound: BTreeSet<u16> = BTreeSet::new();
+    let mut certs = https::Certs::default();
     let mut last_push = Instant::now();
     let mut failing_since: Option<Instant> = None;
     loop {
         let started = Instant::now();
-        match poll_once(&plane, &mut bound) {
+        match poll_once(&plane, &mut bound, &mut certs) {
             Ok(()) => {
                 if failing_since.take().is_some() {
                     log(format_args!("emulator reachable again"));
@@ -244,7 +257,7 @@ fn urlencode(s: &str) -> String {
         .collect()
 }
 
-fn poll_once(plane: &Arc<Plane>, bound: &mut BTreeSet<u16>) -> Result<()> {
+fn poll_once(plane: &Arc<Plane>, bound: &mut BTreeSet<u16>, certs: &mut https::Certs) -> Result<()> {
     let ep = &plane.cfg.emulator;
     let lb: LoadBalancerView = serde_json::from_value(wire::get_json(
         ep,
@@ -267,10 +280,13 @@ fn poll_once(plane: &Arc<Plane>, bound: &mut BTreeSet<u16>) -> Result<()> {
         .with_context(|| format!("parsing the target-group view of {arn}"))?;
         views.push(v);
     }
+    let tls_changes = certs.update(ep, &listeners);
     let now = now_unix();
     let mut new_checks = Vec::new();
     {
         let mut st = plane.lock();
+        st.tls.extend(tls_changes);
+        st.tls.retain(|port, _| listeners.get(port).is_some_and(|l| l.protocol == "HTTPS"));
         for v in &views {
             st.time_scale = v.time_scale;
             let propagation = model::Propagation {
@@ -312,7 +328,7 @@ fn poll_once(plane: &Arc<Plane>, bound: &mut BTreeSet<u16>) -> Result<()> {
         st.groups.retain(|arn, _| groups.contains(arn));
         for (port, l) in &listeners {
             if st.listeners.get(port) != Some(l) {
-                let kind = if l.is_http() { "requests (HTTP)" } else { "connections (TCP)" };
+                let kind = if l.is_http() { format!("requests ({})", l.protocol) } else { "connections (TCP)".into() };
                 log(format_args!(
                     "listener port={port} forwards {kind} to {:?} ({} rule(s))",
                     l.forward_groups(),
@@ -449,10 +465,12 @@ fn accept_loop(plane: Arc<Plane>, listener: TcpListener, port: u16) {
     for conn in listener.incoming() {
         let Ok(client) = conn else { continue };
         let p = plane.clone();
-        let http = p.lock().listeners.get(&port).is_some_and(ListenerView::is_http);
-        let _ = std::thread::Builder::new()
-            .name("conn".into())
-            .spawn(move || if http { serve_http(p, client, port) } else { proxy(p, client, port) });
+        let protocol = p.lock().listeners.get(&port).map(|l| l.protocol.clone());
+        let _ = std::thread::Builder::new().name("conn".into()).spawn(move || match protocol.as_deref() {
+            Some("HTTPS") => https::serve(p, client, port),
+            Some("HTTP") => serve_http(p, client, port),
+            _ => proxy(p, client, port),
+        });
     }
 }
 
@@ -514,26 +532,38 @@ fn proxy(plane: Arc<Plane>, client: TcpStream, port: u16) {
     }
 }
 
-/// Serves one client connection of an HTTP listener, request by request, until the client
-/// closes it or asks to.
-fn serve_http(plane: Arc<Plane>, client: TcpStream, port: u16) {
+/// Serves one client connection of an HTTP listener.
+fn serve_http(plane: Arc<Plane>, mut client: TcpStream, port: u16) {
     let _ = client.set_nodelay(true);
-    let peer = client.peer_addr().map(|a| a.ip()).unwrap_or(IpAddr::from([0, 0, 0, 0]));
-    let Ok(mut w) = client.try_clone() else { return };
-    let mut r = BufReader::new(client);
+    let peer = peer_ip(&client);
+    serve_requests(&plane, &mut client, peer, port);
+}
+
+fn peer_ip(client: &TcpStream) -> IpAddr {
+    client.peer_addr().map(|a| a.ip()).unwrap_or(IpAddr::from([0, 0, 0, 0]))
+}
+
+/// Serves the requests of one client connection (plain, or TLS once decrypted) one by one, until
+/// the client closes it or asks to.
+fn serve_requests(plane: &Plane, stream: &mut (impl Read + Write), peer: IpAddr, port: u16) {
+    let mut r = BufReader::new(stream);
     loop {
         let req = match http::read_request(&mut r) {
             Ok(Some(req)) => req,
             Ok(None) => return,
             Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
-                let _ = w.write_all(&http::own_response(400, "text/plain", &format!("{e}\n"), true));
+                let w = r.get_mut();
+                let _ = w
+                    .write_all(&http::own_response(400, "text/plain", &format!("{e}\n"), true))
+                    .and_then(|()| w.flush());
                 return;
             }
             Err(_) => return,
         };
         let close = req.wants_close();
-        let resp = handle_request(&plane, port, &req, peer, close);
-        if w.write_all(&resp).is_err() || close {
+        let resp = handle_request(plane, port, &req, peer, close);
+        let w = r.get_mut();
+        if w.write_all(&resp).and_then(|()| w.flush()).is_err() || close {
             return;
         }
     }
@@ -543,7 +573,7 @@ fn serve_http(plane: Arc<Plane>, client: TcpStream, port: u16) {
 fn handle_request(plane: &Plane, port: u16, req: &http::Request, peer: IpAddr, close: bool) -> Vec<u8> {
     let fail = |status: u16, why: &str| http::own_response(status, "text/plain", &format!("{why}\n"), close);
     let now = now_unix();
-    let picked = {
+    let (picked, protocol) = {
         let st = plane.lock();
         let Some(listener) = st.listeners.get(&port) else { return fail(503, "no listener on this port") };
         let Some(action) = http::route(listener, req, peer) else {
@@ -574,7 +604,8 @@ fn handle_request(plane: &Plane, port: u16, req: &http::Request, peer: IpAddr, c
             }
             "forward" => {
                 let turn = plane.turn.fetch_add(1, Ordering::Relaxed);
-                pick_group(&action.groups(), turn).and_then(|tg| st.targets.pick(&tg, now, turn))
+                let picked = pick_group(&action.groups(), turn).and_then(|tg| st.targets.pick(&tg, now, turn));
+                (picked, listener.protocol.clone())
             }
             other => return fail(500, &format!("action {other} is not supported by lbc-dataplane")),
         }
@@ -603,7 +634,8 @@ fn handle_request(plane: &Plane, port: u16, req: &http::Request, peer: IpAddr, c
         }
     }
     let mut raw = Vec::new();
-    let result = upstream.write_all(&req.to_upstream(peer)).and_then(|()| upstream.read_to_end(&mut raw));
+    let result =
+        upstream.write_all(&req.to_upstream(peer, &protocol, port)).and_then(|()| upstream.read_to_end(&mut raw));
     {
         let mut st = plane.lock();
         if let Some(m) = st.conns.get_mut(&key) {

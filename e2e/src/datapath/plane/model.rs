@@ -361,6 +361,23 @@ pub struct ListenerView {
     pub default_actions: Vec<ActionView>,
     #[serde(default)]
     pub rules: Vec<RuleView>,
+    /// HTTPS/TLS: the default certificate first, then the certificate list.
+    #[serde(default)]
+    pub certificates: Vec<ListenerCertView>,
+    /// Not modelled: the data plane speaks TLS 1.2 and 1.3 with rustls' defaults whatever it is.
+    #[serde(default)]
+    pub ssl_policy: Option<String>,
+}
+
+/// One certificate of a listener, as the view lists it.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+pub struct ListenerCertView {
+    pub certificate_arn: String,
+    pub is_default: bool,
+    /// Changes when the certificate is imported again under the same ARN; None when the emulator
+    /// has no such certificate.
+    #[serde(default)]
+    pub fingerprint: Option<String>,
 }
 
 impl ListenerView {
