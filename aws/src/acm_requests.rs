@@ -49,7 +49,26 @@ pub struct CertificateRequest {
     pub tags: Tags,
 }
 
-/// ACM operations of requested certificates.
+/// A certificate to import (ImportCertificate), new or again in place of `arn`. Debug leaves the
+/// key out.
+#[derive(Clone, PartialEq, Eq)]
+pub struct CertificateImport {
+    /// `Some`: import again under this ARN (ACM takes no tags then).
+    pub arn: Option<String>,
+    pub certificate: String,
+    pub chain: Option<String>,
+    pub private_key: String,
+    /// Set with a new import only.
+    pub tags: Tags,
+}
+
+impl std::fmt::Debug for CertificateImport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CertificateImport").field("arn", &self.arn).field("tags", &self.tags).finish()
+    }
+}
+
+/// ACM operations of requested and imported certificates.
 #[async_trait]
 pub trait AcmRequests: Send + Sync {
     /// Every certificate of the region, any status and key type, every page.
@@ -62,6 +81,14 @@ pub trait AcmRequests: Send + Sync {
     async fn request_certificate(&self, r: &CertificateRequest) -> Result<String, AwsError>;
     /// `InUse` while a load balancer uses it; a certificate already gone is no error.
     async fn delete_certificate(&self, arn: &str) -> Result<(), AwsError>;
+    /// ImportCertificate; the certificate's ARN (the same one when imported again).
+    async fn import_certificate(&self, i: &CertificateImport) -> Result<String, AwsError>;
+    /// AddTagsToCertificate: sets `tags` (others are kept).
+    async fn tag_certificate(&self, arn: &str, tags: &Tags) -> Result<(), AwsError>;
+}
+
+fn acm_tags(tags: &Tags) -> Vec<Tag> {
+    tags.iter().filter_map(|(k, v)| Tag::builder().key(k).value(v).build().ok()).collect()
 }
 
 /// [`AcmRequests`] over the AWS SDK.
@@ -157,7 +184,7 @@ impl AcmRequests for SdkAcmRequests {
 
     async fn request_certificate(&self, r: &CertificateRequest) -> Result<String, AwsError> {
         const OP: &str = "RequestCertificate";
-        let tags: Vec<Tag> = r.tags.iter().filter_map(|(k, v)| Tag::builder().key(k).value(v).build().ok()).collect();
+        let tags = acm_tags(&r.tags);
         let out = self
             .runner
             .run(SVC, OP, || async {
@@ -192,5 +219,47 @@ impl AcmRequests for SdkAcmRequests {
             Err(e) if e.kind == ErrorKind::NotFound => Ok(()),
             Err(e) => Err(e),
         }
+    }
+
+    async fn import_certificate(&self, i: &CertificateImport) -> Result<String, AwsError> {
+        const OP: &str = "ImportCertificate";
+        let blob = |s: &str| aws_smithy_types::Blob::new(s.as_bytes().to_vec());
+        let out = self
+            .runner
+            .run(SVC, OP, || async {
+                let call = self
+                    .client
+                    .import_certificate()
+                    .certificate(blob(&i.certificate))
+                    .private_key(blob(&i.private_key))
+                    .set_certificate_chain(i.chain.as_deref().map(blob))
+                    .set_certificate_arn(i.arn.clone());
+                let call = match &i.arn {
+                    Some(_) => call,
+                    None => call.set_tags(Some(acm_tags(&i.tags))),
+                };
+                call.send().await.map_err(err(OP))
+            })
+            .await?;
+        out.certificate_arn().map(str::to_string).ok_or_else(|| {
+            AwsError::new(
+                ErrorKind::Invalid,
+                SVC.label(),
+                OP,
+                "ImportCertificate answered no certificate ARN".to_string(),
+            )
+        })
+    }
+
+    async fn tag_certificate(&self, arn: &str, tags: &Tags) -> Result<(), AwsError> {
+        const OP: &str = "AddTagsToCertificate";
+        let tags = acm_tags(tags);
+        self.runner
+            .run(SVC, OP, || async {
+                let call = self.client.add_tags_to_certificate().certificate_arn(arn).set_tags(Some(tags.clone()));
+                call.send().await.map_err(err(OP))
+            })
+            .await?;
+        Ok(())
     }
 }

@@ -74,6 +74,21 @@ def test_all_secrets_only_when_asked(helm, tmp_path):
     assert secret_reads(docs, exclude_named_in="kube-system") == {("ClusterRole", None): [(None, {"get"})]}
 
 
+def test_gateway_certificate_secrets_only_when_asked(helm, tmp_path):
+    gate = {"controllerConfig": {"featureGates": {"ALBGatewayAPI": True}}}
+    docs = render(helm, tmp_path, gate)
+    assert secret_reads(docs, exclude_named_in="kube-system") == {}
+    args = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--enable-gateway-certificate-secrets=false" in args
+    docs = render(helm, tmp_path, {**gate, "gateway": {"certificateSecrets": True}})
+    assert secret_reads(docs, exclude_named_in="kube-system") == {("ClusterRole", None): [(None, {"list", "watch"})]}
+    args = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--enable-gateway-certificate-secrets=true" in args
+    # Without the gate, the setting is refused, not ignored.
+    p = render(helm, tmp_path, {"gateway": {"certificateSecrets": True}}, check=False)
+    assert p.returncode != 0 and "needs the Gateway controller" in p.stderr, p.stderr
+
+
 def test_oidc_secrets_only_in_their_namespaces(helm, tmp_path):
     docs = render(helm, tmp_path, {"oidcSecrets": {"namespaces": ["shop", "auth", "shop"],
                                                    "secretNames": ["oidc-client"]}})

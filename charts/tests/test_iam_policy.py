@@ -31,8 +31,9 @@ IMPLIED = {
     "wafv2:disassociatewebacl": {"elasticloadbalancing:setwebacl"},
     "waf-regional:associatewebacl": {"elasticloadbalancing:setwebacl"},
     "waf-regional:disassociatewebacl": {"elasticloadbalancing:setwebacl"},
-    # ACM asks for the tagging permission when RequestCertificate carries tags.
+    # ACM asks for the tagging permission when RequestCertificate or ImportCertificate carries tags.
     "acm:requestcertificate": {"acm:addtagstocertificate"},
+    "acm:importcertificate": {"acm:addtagstocertificate"},
 }
 
 # Tagging AWS authorises only as part of a create (the controller never calls it on its own): conditioned on
@@ -45,7 +46,7 @@ NO_PERMISSION_NEEDED = {"sts:getcalleridentity"}
 
 # Verbs that create, change or delete something.
 WRITE = re.compile(r"^(Create|Delete|Modify|Set|Add|Remove|Register|Deregister|Authorize|Revoke|Associate|Change|Request|"
-                   r"Disassociate)")
+                   r"Import|Disassociate)")
 
 # Writes allowed without an `elbv2.k8s.aws/cluster` condition: (action, resource) -> why.
 UNCONDITIONED = {
@@ -122,15 +123,17 @@ def condition_problems(policy, pinned=None):
                 conds[(f"aws:ResourceTag/{CLUSTER_TAG}", has[0])] == has[1]
             request_tag = (f"aws:RequestTag/{CLUSTER_TAG}", has[0]) in conds and \
                 conds[(f"aws:RequestTag/{CLUSTER_TAG}", has[0])] == has[1]
-            # A create must carry the tag; anything else must find it on the resource.
-            creates = (verb.startswith(("Create", "Request")) and verb != "CreateTags") or a in TAG_ON_CREATE
-            if creates or "CreateAction" in json.dumps(s.get("Condition")):
+            # A create must carry the tag; anything else must find it on the resource. A create verb
+            # conditioned on the resource tag acts on an existing resource only (ImportCertificate of a
+            # certificate again, AddTagsToCertificate on one): it needs no request tag.
+            creates = (verb.startswith(("Create", "Request", "Import")) and verb != "CreateTags") or a in TAG_ON_CREATE
+            if (creates and not resource_tag) or "CreateAction" in json.dumps(s.get("Condition")):
                 if not request_tag:
                     problems.append(f"{s['Sid']}: {a} does not require the {CLUSTER_TAG} request tag")
             elif not resource_tag:
                 problems.append(f"{s['Sid']}: {a} does not require the {CLUSTER_TAG} resource tag")
             # Retagging our own resource must not move it to another cluster.
-            if verb in ("AddTags", "CreateTags") and resource_tag and \
+            if verb in ("AddTags", "CreateTags", "AddTagsToCertificate", "ImportCertificate") and resource_tag and \
                     conds.get((f"aws:RequestTag/{CLUSTER_TAG}", "Null")) != "true":
                 problems.append(f"{s['Sid']}: {a} on a tagged resource may rewrite {CLUSTER_TAG}")
     return problems, used_exceptions

@@ -428,6 +428,13 @@ pub struct Args {
     #[arg(long, default_value_t = 3)]
     pub alb_gateway_max_concurrent_reconciles: u16,
 
+    /// With the gate ALBGatewayAPI: read Secrets of type kubernetes.io/tls (a list+watch of every
+    /// namespace watched) for the certificates of HTTPS listeners (`tls.certificateRefs`), imported
+    /// into ACM. Off: such listeners are refused with this reason. Needs the chart's
+    /// `gateway.certificateSecrets: true` (its RBAC).
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool, action = clap::ArgAction::Set)]
+    pub enable_gateway_certificate_secrets: bool,
+
     /// Run leader election (only the leader writes to AWS and pod status).
     #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_parser = go_bool, action = clap::ArgAction::Set)]
     pub enable_leader_election: bool,

@@ -1,5 +1,6 @@
 //! `aws-lb-controller`: keeps AWS NLB/ALB IP target groups in sync with pod IPs.
 
+mod acm_inventory;
 mod admin;
 mod args;
 mod backend_sg;

@@ -135,12 +135,24 @@ pub async fn run(mut args: Args, albc_only: Vec<lbc_model::compat::GivenFlag>) -
     let net: Arc<dyn lbc_aws::net::Networking> = Arc::new(SdkNetworking::new(clients.ec2.clone(), runner.clone()));
 
     let triggers = Triggers::default();
+    if args.enable_gateway_certificate_secrets && !gates.alb_gateway_api {
+        anyhow::bail!(
+            "--enable-gateway-certificate-secrets=true reads Secrets for the Gateway controller, which is off: add \
+             --feature-gates=ALBGatewayAPI=true, or drop the flag"
+        );
+    }
     if gates.alb_gateway_api {
         crate::gateway::require_crds(&client).await?;
     }
     tokio::spawn(crate::gateway::report_unreconciled(client.clone(), gates.alb_gateway_api));
-    let (stores, tasks) =
-        Stores::start(&client, &args.watch_namespace, triggers.clone(), metrics.clone(), gates.alb_gateway_api);
+    let (stores, tasks) = Stores::start(
+        &client,
+        &args.watch_namespace,
+        triggers.clone(),
+        metrics.clone(),
+        gates.alb_gateway_api,
+        args.enable_gateway_certificate_secrets,
+    );
     for (name, task) in tasks {
         health.supervise(name, task);
     }
@@ -257,9 +269,13 @@ pub async fn run(mut args: Args, albc_only: Vec<lbc_model::compat::GivenFlag>) -
         ingress_config(&args, &service_cfg, tenancy.clone()),
         backend_sg.clone(),
     );
+    // Requested (Ingress) and imported (Gateway) certificates share one listing of ACM.
+    let acm_inventory = Arc::new(crate::acm_inventory::AcmInventory::new(Arc::new(
+        lbc_aws::acm_requests::SdkAcmRequests::new(clients.acm.clone(), runner.clone()),
+    )));
     if service_cfg.gates.certificate_management {
         ingress_ctx = ingress_ctx.with_certificate_requests(
-            Arc::new(lbc_aws::acm_requests::SdkAcmRequests::new(clients.acm.clone(), runner.clone())),
+            acm_inventory.clone(),
             Arc::new(lbc_aws::route53::SdkDnsRecords::new(clients.route53.clone(), runner.clone())),
         );
     }
@@ -273,7 +289,8 @@ pub async fn run(mut args: Args, albc_only: Vec<lbc_model::compat::GivenFlag>) -
             subnet_reachability: gates.subnet_discovery_by_reachability,
         };
         let cfg = gateway_config(&args, &service_cfg);
-        Arc::new(crate::gateway::GatewayCtx::new(ctx.clone(), &aws, cfg, backend_sg.clone(), options))
+        let imports = crate::gateway::imported_certificates::ImportedCertificates::new(acm_inventory.clone());
+        Arc::new(crate::gateway::GatewayCtx::new(ctx.clone(), &aws, cfg, backend_sg.clone(), options, imports))
     });
     let service_ctx = Arc::new(crate::service::ServiceCtx::new(ctx.clone(), &aws, service_cfg, backend_sg));
 

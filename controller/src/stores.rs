@@ -637,11 +637,12 @@ impl Stores {
         triggers: Triggers,
         metrics: Metrics,
         gateway_api: bool,
+        gateway_secrets: bool,
     ) -> (Self, Vec<(&'static str, JoinHandle<()>)>) {
         let mut tasks = Vec::new();
         let gateways = gateway_api.then(|| {
             let (stores, started) =
-                crate::gateway::stores::GatewayStores::start(client, namespace, &triggers, &metrics);
+                crate::gateway::stores::GatewayStores::start(client, namespace, &triggers, &metrics, gateway_secrets);
             tasks.extend(started);
             stores
         });

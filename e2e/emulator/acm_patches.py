@@ -12,6 +12,9 @@
   * DeleteCertificate of a certificate a listener uses: ResourceInUseException (AWS: "the certificate is in use by
     another AWS resource"); moto deleted it.
 
+  * ImportCertificate of an existing ARN (a re-import) keeps the certificate's tags and refuses new ones, as AWS
+    does ("you cannot apply tags when reimporting a certificate"); moto made a new bundle without any tags.
+
 Everything else (filters on status and key type) is moto's: an imported certificate is ISSUED at once, a private
 one (CertificateAuthorityArn) too.
 """
@@ -103,3 +106,18 @@ def install() -> None:
         orig_delete(self, arn)
 
     acm_models.AWSCertificateManagerBackend.delete_certificate = delete_certificate
+
+    orig_import = acm_models.AWSCertificateManagerBackend.import_certificate
+
+    def import_certificate(self: Any, certificate: bytes, private_key: bytes, chain: bytes | None, arn: str | None,
+                           tags: list[dict[str, str]]) -> str:
+        if arn is None or arn not in self._certificates:
+            return orig_import(self, certificate, private_key, chain, arn, tags)
+        if tags:
+            raise AWSValidationException("Tags cannot be applied when reimporting a certificate")
+        kept = dict(self._certificates[arn].tags)
+        out = orig_import(self, certificate, private_key, chain, arn, tags)
+        self._certificates[arn].tags.update(kept)
+        return out
+
+    acm_models.AWSCertificateManagerBackend.import_certificate = import_certificate

@@ -104,3 +104,17 @@ def test_a_certificate_a_listener_uses_is_not_deleted(emu):
     assert e.value.response["Error"]["Code"] == "ResourceInUseException"
     elb.delete_listener(ListenerArn=listener["Listeners"][0]["ListenerArn"])
     acm.delete_certificate(CertificateArn=cert)
+
+
+def test_reimport_keeps_the_tags_and_refuses_new_ones(emu):
+    acm = client(emu, "acm")
+    cert, key = _pem(["a.example.com"])
+    arn = acm.import_certificate(Certificate=cert, PrivateKey=key,
+                                 Tags=[{"Key": "elbv2.k8s.aws/cluster", "Value": "c1"}])["CertificateArn"]
+    cert2, key2 = _pem(["b.example.com"])
+    assert acm.import_certificate(Certificate=cert2, PrivateKey=key2, CertificateArn=arn)["CertificateArn"] == arn
+    assert acm.describe_certificate(CertificateArn=arn)["Certificate"]["DomainName"] == "b.example.com"
+    assert acm.list_tags_for_certificate(CertificateArn=arn)["Tags"] == [{"Key": "elbv2.k8s.aws/cluster", "Value": "c1"}]
+    with pytest.raises(ClientError) as e:
+        acm.import_certificate(Certificate=cert, PrivateKey=key, CertificateArn=arn, Tags=[{"Key": "k", "Value": "v"}])
+    assert e.value.response["Error"]["Code"] == "ValidationException"

@@ -237,6 +237,18 @@ pub fn binding_owner_digest(t: &TargetGroupBinding) -> u64 {
     h.finish()
 }
 
+/// What the Gateway controller reads of a TLS Secret: its identity, type and data (the caches keep
+/// `tls.crt` and `tls.key` only).
+impl ReadDigest for k8s_openapi::api::core::v1::Secret {
+    fn read_digest(&self) -> u64 {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        self.metadata.uid.hash(&mut h);
+        self.type_.hash(&mut h);
+        spec_digest(&self.data, &mut h);
+        h.finish()
+    }
+}
+
 /// What the Gateway controller reads of the Gateway API kinds: metadata, annotations,
 /// finalizers and spec; never their status, which it writes itself.
 macro_rules! gateway_api_digest {

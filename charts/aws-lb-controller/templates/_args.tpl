@@ -28,6 +28,7 @@
   (list "targetgroupbindingMaxExponentialBackoffDelay" "targetgroupbinding-max-exponential-backoff-delay")
   (list "targetgroupbindingRequeueDuration" "targetgroupbinding-requeue-duration")
   (list "albGatewayMaxConcurrentReconciles" "alb-gateway-max-concurrent-reconciles")
+  (list "gateway.certificateSecrets" "enable-gateway-certificate-secrets")
   (list "nlbGatewayMaxConcurrentReconciles" "nlb-gateway-max-concurrent-reconciles")
   (list "globalAcceleratorMaxConcurrentReconciles" "globalaccelerator-max-concurrent-reconciles")
   (list "globalAcceleratorMaxExponentialBackoffDelay" "globalaccelerator-max-exponential-backoff-delay")

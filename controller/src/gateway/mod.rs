@@ -9,6 +9,7 @@
 //! Gateway gets one pass ([`pass::reconcile`]). Watch events are mapped to the keys they concern
 //! ([`Router`]) and fed to the shared scheduler ([`crate::schedule::run`]).
 
+pub mod imported_certificates;
 pub mod pass;
 mod status;
 pub mod stores;
@@ -22,6 +23,7 @@ use lbc_model::crd::TargetType;
 use lbc_model::gateway::Flavor;
 use lbc_model::gateway::alb_gateway::ALB_GATEWAY_TAG_PREFIX;
 use lbc_model::gateway::api::parent_refs;
+use lbc_model::gateway::certificates::secret_refs;
 use lbc_model::lb::Tags;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -42,6 +44,8 @@ pub enum GatewayTrigger {
     Route { key: String, parents: Vec<(String, String)> },
     /// A Service changed: the Gateways with a route to it.
     Service { namespace: String, name: String },
+    /// A TLS Secret changed: the Gateways whose listeners name it.
+    Secret { namespace: String, name: String },
     /// Something any Gateway may depend on (ReferenceGrants, namespace labels).
     All,
 }
@@ -77,6 +81,8 @@ pub struct GatewayCtx {
     pub backend_sg: Arc<BackendSecurityGroup>,
     reporter: Reporter,
     backoff: PerKey<GatewayKey>,
+    /// Listener certificates imported from Secrets.
+    imports: imported_certificates::ImportedCertificates,
 }
 
 impl GatewayCtx {
@@ -86,6 +92,7 @@ impl GatewayCtx {
         cfg: GatewayConfig,
         backend_sg: Arc<BackendSecurityGroup>,
         options: crate::stack::StackOptions,
+        imports: imported_certificates::ImportedCertificates,
     ) -> Self {
         let io = StackIo::new(base, aws, &cfg.cluster_name, &cfg.vpc_id, ALB_GATEWAY_TAG_PREFIX, options);
         Self {
@@ -94,6 +101,7 @@ impl GatewayCtx {
             reporter: Reporter::default(),
             backoff: PerKey::new(crate::backoff::reconcile(cfg.max_backoff)),
             cfg,
+            imports,
         }
     }
 
@@ -150,6 +158,15 @@ impl Router {
                                 .filter(|p| p.kind == "Gateway")
                                 .map(|p| gw((p.namespace, p.name))),
                         );
+                    }
+                }
+            }
+            GatewayTrigger::Secret { namespace, name } => {
+                let wanted = (namespace.clone(), name.clone());
+                for g in s.gateways.state() {
+                    let gns = g.namespace().unwrap_or_default();
+                    if g.spec.listeners.iter().any(|l| secret_refs(&gns, l).contains(&wanted)) {
+                        out.insert(gw((gns, g.name_any())));
                     }
                 }
             }

@@ -24,6 +24,7 @@ use lbc_model::gateway::alb_gateway::{
 };
 use lbc_model::gateway::api::{Gateway, GatewayClass};
 use lbc_model::gateway::api::{grant, parent_refs};
+use lbc_model::gateway::certificates::secret_refs;
 use lbc_model::gateway::conditions::{CondStatus, PROGRAMMED};
 use lbc_model::gateway::status::LbState;
 use lbc_model::ingress::{BackendSettings, ServiceView};
@@ -91,7 +92,14 @@ async fn build_and_deploy(ctx: &GatewayCtx, gw: &Gateway, class: &GatewayClass) 
         return Ok(None);
     }
     let plan = plan_of(ctx, gw, class);
-    let owner = GatewayOwner { ctx, gw, plan: &plan, lb_name: Mutex::default(), hostnames: Mutex::default() };
+    let owner = GatewayOwner {
+        ctx,
+        gw,
+        plan: &plan,
+        certificate_arns: Mutex::default(),
+        lb_name: Mutex::default(),
+        hostnames: Mutex::default(),
+    };
     let pipeline = Pipeline {
         io: &ctx.io,
         backend_sg: &ctx.backend_sg,
@@ -100,7 +108,16 @@ async fn build_and_deploy(ctx: &GatewayCtx, gw: &Gateway, class: &GatewayClass) 
         external_managed_tags: &ctx.cfg.external_managed_tags,
         enhanced_defaults: ctx.cfg.enhanced_defaults,
     };
-    let deployed = deploy(&pipeline, &owner).await;
+    let (cluster, stack) = (&ctx.cfg.cluster_name, stack_id(gw));
+    let wanted = plan.wanted_certificates();
+    let deployed = async {
+        let arns = ctx.imports.ensure(&ctx.io.base, cluster, &stack, &wanted).await?;
+        *owner.certificate_arns.lock().expect("certificate arns") = arns;
+        deploy(&pipeline, &owner).await?;
+        // The listeners use only the wanted certificates now.
+        ctx.imports.delete_leftovers(&ctx.io.base, cluster, &stack, &wanted).await.map(|_| ())
+    }
+    .await;
     let lb = match &deployed {
         Ok(()) => load_balancer_state(ctx, gw, &owner).await?,
         Err(Error::Blocked { reason, .. }) => LbState::Failed(reason.clone()),
@@ -137,6 +154,16 @@ fn plan_of(ctx: &GatewayCtx, gw: &Gateway, class: &GatewayClass) -> GatewayPlan 
             }
         }
     }
+    // The TLS Secrets its listeners name (`None`: Secrets are not read).
+    let secrets = s.secrets.as_ref().map(|store| {
+        let mut found = BTreeMap::new();
+        for (ns, name) in gw.spec.listeners.iter().flat_map(|l| secret_refs(&gns, l)) {
+            if let Some(secret) = store.get(&ObjectRef::new(&name).within(&ns)) {
+                found.insert((ns, name), super::stores::secret_data(&secret));
+            }
+        }
+        found
+    });
     let labels = |ns: &str| base.namespace_labels(ns);
     let snapshot = Snapshot {
         gateway: gw,
@@ -145,6 +172,7 @@ fn plan_of(ctx: &GatewayCtx, gw: &Gateway, class: &GatewayClass) -> GatewayPlan 
         grpc_routes: grpc_routes.iter().map(|r| r.as_ref()).collect(),
         grants: &grants,
         services: &services,
+        secrets: secrets.as_ref(),
         namespace_labels: &labels,
     };
     let cfg =
@@ -196,6 +224,11 @@ async fn teardown(ctx: &GatewayCtx, gw: &Gateway) -> Result<Option<Duration>> {
             return Ok(Some(crate::context::jittered(ctx.cfg.sync_period)));
         }
     };
+    let (_, in_use) = ctx.imports.delete_leftovers(&io.base, &ctx.cfg.cluster_name, &stack_id(gw), &[]).await?;
+    if !in_use.is_empty() {
+        // ACM reports a certificate in use for a while after its load balancer is gone.
+        return Ok(Some(Duration::from_secs(10)));
+    }
     status::forget_routes(ctx, gw).await?;
     set_finalizer(&io.base, gw, ALB_GATEWAY_FINALIZER, false).await?;
     release_backend_security_group(ctx, gw);
@@ -220,6 +253,8 @@ struct GatewayOwner<'a> {
     ctx: &'a GatewayCtx,
     gw: &'a Gateway,
     plan: &'a GatewayPlan,
+    /// The ACM ARN of each Secret the HTTPS listeners use.
+    certificate_arns: Mutex<BTreeMap<String, String>>,
     /// The ALB's name, known once built.
     lb_name: Mutex<Option<String>>,
     /// The ALB's DNS name once deployed.
@@ -259,7 +294,7 @@ impl StackOwner for GatewayOwner<'_> {
     }
 
     fn build(&self, c: &BuildContext) -> std::result::Result<BuiltStack, BuildError> {
-        let built = alb_gateway::build(self.plan, c)?;
+        let built = alb_gateway::build(self.plan, c, &self.certificate_arns.lock().expect("certificate arns"))?;
         *self.lb_name.lock().expect("lb name") = Some(built.stack.load_balancer.name.clone());
         Ok(built)
     }

@@ -2,10 +2,15 @@
 //! events owe the Gateway controller. Like every cache they run on every replica; the wake-ups
 //! reach the controller only while this replica leads ([`crate::stores::Triggers`]). Only a change
 //! of what the controller reads wakes it (`lbc_model::digest`): our own status writes do not.
+//!
+//! Secrets: only those of type `kubernetes.io/tls` are watched (a field selector), and each is kept
+//! as its `tls.crt` and `tls.key` alone (no labels, annotations or other keys), for the listener
+//! certificates of `tls.certificateRefs`.
 
 use super::GatewayTrigger;
 use crate::metrics::Metrics;
 use crate::stores::{CacheEvent, Triggers, api, drive_events, trim_meta};
+use k8s_openapi::api::core::v1::Secret;
 use kube::runtime::reflector::Store;
 use kube::{Api, Client, ResourceExt};
 use lbc_model::gateway::api::{
@@ -21,6 +26,8 @@ pub struct GatewayStores {
     pub http_routes: Store<HTTPRoute>,
     pub grpc_routes: Store<GRPCRoute>,
     pub grants: Store<ReferenceGrant>,
+    /// TLS Secrets, trimmed to their certificate and key (`--enable-gateway-certificate-secrets`).
+    pub secrets: Option<Store<Secret>>,
 }
 
 /// The Gateways a route's `parentRefs` name (namespace, name), whatever their class.
@@ -40,6 +47,7 @@ impl GatewayStores {
         namespace: &str,
         triggers: &Triggers,
         metrics: &Metrics,
+        secrets: bool,
     ) -> (Self, Vec<(&'static str, JoinHandle<()>)>) {
         let mut tasks = Vec::new();
         let t = triggers.clone();
@@ -78,7 +86,26 @@ impl GatewayStores {
             move |ev, g| wake(&t, ev, g, GatewayTrigger::All),
         );
         tasks.push(("referencegrants watch", task));
-        (Self { classes, gateways, http_routes, grpc_routes, grants }, tasks)
+        let secrets = secrets.then(|| {
+            let t = triggers.clone();
+            let tls = kube::runtime::watcher::Config::default()
+                .fields(&format!("type={}", lbc_model::gateway::certificates::TLS_SECRET_TYPE));
+            let (store, task) = drive_events::<Secret>(
+                "secrets",
+                api(client, namespace),
+                tls,
+                trim_secret,
+                metrics.clone(),
+                move |ev, s| {
+                    let trigger =
+                        GatewayTrigger::Secret { namespace: s.namespace().unwrap_or_default(), name: s.name_any() };
+                    wake(&t, ev, s, trigger)
+                },
+            );
+            tasks.push(("secrets watch", task));
+            store
+        });
+        (Self { classes, gateways, http_routes, grpc_routes, grants, secrets }, tasks)
     }
 
     /// Waits until every cache holds a complete first list.
@@ -89,6 +116,11 @@ impl GatewayStores {
             self.http_routes.wait_until_ready(),
             self.grpc_routes.wait_until_ready(),
             self.grants.wait_until_ready(),
+            async {
+                if let Some(s) = &self.secrets {
+                    let _ = s.wait_until_ready().await;
+                }
+            },
         );
     }
 }
@@ -120,6 +152,27 @@ where
         };
         wake(&t, ev, r, trigger)
     })
+}
+
+/// A Secret is cached for its certificate and key only.
+fn trim_secret(s: &mut Secret) {
+    s.metadata.managed_fields = None;
+    s.metadata.annotations = None;
+    s.metadata.labels = None;
+    s.string_data = None;
+    if let Some(data) = s.data.as_mut() {
+        data.retain(|k, _| k == "tls.crt" || k == "tls.key");
+    }
+}
+
+/// What the plan reads of a cached Secret.
+pub(super) fn secret_data(s: &Secret) -> lbc_model::gateway::certificates::SecretData {
+    let get = |k: &str| s.data.as_ref().and_then(|d| d.get(k)).map(|b| b.0.clone());
+    lbc_model::gateway::certificates::SecretData {
+        type_: s.type_.clone().unwrap_or_default(),
+        crt: get("tls.crt"),
+        key: get("tls.key"),
+    }
 }
 
 fn watcher_config() -> kube::runtime::watcher::Config {

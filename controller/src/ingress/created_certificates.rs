@@ -5,10 +5,10 @@
 //! certificate the DNS validation records are written to the hosted zones first checked to exist.
 //! After a deploy, the group's certificates nobody wants any more are deleted with their records.
 //!
-//! Reads: one ListCertificates per [`LIST_TTL`] for every group, and one ListTagsForCertificate per
-//! certificate, kept (a certificate's ownership tags do not change); the list is read again after any
-//! write of ours.
+//! Reads: through [`AcmInventory`] (one ListCertificates per minute for every group, one
+//! ListTagsForCertificate per certificate, kept); the list is read again after any write of ours.
 
+use crate::acm_inventory::AcmInventory;
 use crate::context::jittered;
 use crate::error::{Error, Result, Retry};
 use crate::stack::FAILED_BUILD;
@@ -22,21 +22,15 @@ use lbc_model::ingress::created_certificates::{
 use lbc_model::lb::Tags;
 use lbc_model::lb::tags::stack_tag_key;
 use lbc_model::names::CLUSTER_TAG;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::time::Instant;
 
-/// How long the certificate list is reused between writes.
-pub const LIST_TTL: Duration = Duration::from_secs(60);
 /// How soon a group waiting for its certificate looks again.
 pub const PENDING_RETRY: Duration = Duration::from_secs(10);
 
 #[derive(Default)]
 struct State {
-    listed: Option<(Instant, Vec<lbc_aws::acm_requests::ListedCertificate>)>,
-    /// ARN → tags (ownership tags never change).
-    tags: HashMap<String, Tags>,
     /// Certificates whose validation records were written by this process.
     records_written: HashSet<String>,
 }
@@ -44,6 +38,7 @@ struct State {
 /// Requested certificates: the ACM and Route 53 adapters and what was read of them.
 pub struct CreatedCertificates {
     acm: Arc<dyn AcmRequests>,
+    inventory: Arc<AcmInventory>,
     dns: Arc<dyn DnsRecords>,
     state: tokio::sync::Mutex<State>,
 }
@@ -53,40 +48,16 @@ fn blocked(reason: String, retry: Retry) -> Error {
 }
 
 impl CreatedCertificates {
-    pub fn new(acm: Arc<dyn AcmRequests>, dns: Arc<dyn DnsRecords>) -> Self {
-        Self { acm, dns, state: Default::default() }
+    pub fn new(inventory: Arc<AcmInventory>, dns: Arc<dyn DnsRecords>) -> Self {
+        Self { acm: inventory.acm().clone(), inventory, dns, state: Default::default() }
     }
 
-    /// Every certificate with its tags (listed at most once per [`LIST_TTL`]).
     async fn tagged(&self) -> Result<Vec<(lbc_aws::acm_requests::ListedCertificate, Tags)>> {
-        let mut s = self.state.lock().await;
-        let fresh = s.listed.as_ref().is_some_and(|(at, _)| at.elapsed() < LIST_TTL);
-        if !fresh {
-            let listed = self.acm.all_certificates().await?;
-            s.listed = Some((Instant::now(), listed));
-        }
-        let listed = s.listed.as_ref().map(|(_, l)| l.clone()).unwrap_or_default();
-        let mut out = Vec::with_capacity(listed.len());
-        for c in listed {
-            let tags = match s.tags.get(&c.arn) {
-                Some(t) => t.clone(),
-                None => match self.acm.certificate_tags(&c.arn).await {
-                    Ok(t) => {
-                        s.tags.insert(c.arn.clone(), t.clone());
-                        t
-                    }
-                    Err(e) if e.kind == ErrorKind::NotFound => continue,
-                    Err(e) => return Err(e.into()),
-                },
-            };
-            out.push((c, tags));
-        }
-        s.tags.retain(|arn, _| out.iter().any(|(c, _)| &c.arn == arn));
-        Ok(out)
+        self.inventory.tagged().await
     }
 
     async fn forget_list(&self) {
-        self.state.lock().await.listed = None;
+        self.inventory.forget(None).await;
     }
 
     /// The certificates carrying the stack's tags.
@@ -249,9 +220,8 @@ impl CreatedCertificates {
                 }
             }
         }
-        let mut s = self.state.lock().await;
-        s.records_written.remove(arn);
-        s.listed = None;
+        self.state.lock().await.records_written.remove(arn);
+        self.forget_list().await;
         tracing::info!(certificate = %arn, "deleted ACM certificate");
         Ok(())
     }

@@ -134,10 +134,10 @@ impl IngressCtx {
     /// Requests certificates for `create-acm-cert` (gate `EnableCertificateManagement` on).
     pub fn with_certificate_requests(
         mut self,
-        acm: Arc<dyn lbc_aws::acm_requests::AcmRequests>,
+        inventory: Arc<crate::acm_inventory::AcmInventory>,
         dns: Arc<dyn lbc_aws::route53::DnsRecords>,
     ) -> Self {
-        self.created = Some(created_certificates::CreatedCertificates::new(acm, dns));
+        self.created = Some(created_certificates::CreatedCertificates::new(inventory, dns));
         self
     }
 }

@@ -45,20 +45,6 @@ const SUPPORTED_FEATURES: &str = "Gateway,HTTPRoute,ReferenceGrant,HTTPRouteMeth
                                   HTTPRoutePortRedirect,HTTPRouteDestinationPortMatching,HTTPRouteSchemeRedirect";
 /// Tests of the profile we skip, each with the reason. Nothing else is skipped.
 const SKIPS: &[(&str, &str)] = &[
-    ("HTTPRouteHTTPSListener", "HTTPS listeners with routes are refused until Secrets → ACM lands (issue 34 item 5)"),
-    ("GatewaySecretInvalidReferenceGrant", "certificateRefs Secrets are not imported into ACM yet (issue 34 item 5)"),
-    ("GatewaySecretMissingReferenceGrant", "certificateRefs Secrets are not imported into ACM yet (issue 34 item 5)"),
-    (
-        "GatewaySecretReferenceGrantAllInNamespace",
-        "certificateRefs Secrets are not imported into ACM yet (issue 34 item 5)",
-    ),
-    ("GatewaySecretReferenceGrantSpecific", "certificateRefs Secrets are not imported into ACM yet (issue 34 item 5)"),
-    ("GatewayInvalidTLSConfiguration", "certificateRefs Secrets are not imported into ACM yet (issue 34 item 5)"),
-    ("GatewayModifyListeners", "its Gateways route on HTTPS listeners with certificateRefs Secrets (issue 34 item 5)"),
-    (
-        "GatewayWithAttachedRoutes",
-        "its Gateways route on HTTPS listeners with certificateRefs Secrets (issue 34 item 5)",
-    ),
     (
         "HTTPRouteHostnameIntersection",
         "ALB matches the Host header with its port (`very.specific.com:1234` matches no host-header value, and a value \
@@ -204,6 +190,7 @@ async fn gateway_api_conformance_suite_gateway_http_passes() {
         &[
             "--watch-namespace=",
             "--feature-gates=ALBGatewayAPI=true",
+            "--enable-gateway-certificate-secrets=true",
             "--default-target-type=ip",
             "--enable-service-controller=false",
         ],

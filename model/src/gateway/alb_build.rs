@@ -24,7 +24,7 @@ use crate::lb::{
     SecurityGroup, Stack, SubnetMapping, Tags, TargetGroup, TgIpAddressType,
 };
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 // ALBC's gateway target-group health-check defaults (`newTargetGroupBuilder`).
 const HC_INTERVAL: u32 = 15;
@@ -34,6 +34,8 @@ const HC_UNHEALTHY: u32 = 3;
 const HC_PATH: &str = "/";
 const HC_CODES: &str = "200-399";
 pub(super) const HTTP1: &str = "HTTP1";
+/// AWS's quota of certificates per ALB (the default certificates of listeners not counted).
+const CERTIFICATES_PER_LISTENER_MAX: usize = 25;
 
 /// What the caller looks up in AWS first: discovered subnets in two Availability Zones for the
 /// default scheme (LoadBalancerConfiguration is not read yet).
@@ -49,8 +51,13 @@ pub fn context_needs(default_scheme: crate::lb::Scheme) -> ContextNeeds {
     }
 }
 
-/// The ALB stack of `plan`.
-pub fn build(plan: &GatewayPlan, ctx: &BuildContext) -> Result<BuiltStack, BuildError> {
+/// The ALB stack of `plan`; `certificate_arns`: the ACM ARN of each Secret (`namespace/name`) the
+/// HTTPS listeners use, imported by the caller.
+pub fn build(
+    plan: &GatewayPlan,
+    ctx: &BuildContext,
+    certificate_arns: &BTreeMap<String, String>,
+) -> Result<BuiltStack, BuildError> {
     let stack_id = plan.stack_id();
     let tagger = Tagger {
         prefix: ALB_GATEWAY_TAG_PREFIX,
@@ -99,14 +106,34 @@ pub fn build(plan: &GatewayPlan, ctx: &BuildContext) -> Result<BuiltStack, Build
             bindings.push(b);
         }
     }
+    let mut listener_certificates: BTreeMap<u16, Vec<String>> = BTreeMap::new();
+    for (port, certs) in &plan.certificates {
+        for c in certs {
+            match certificate_arns.get(&c.secret()) {
+                Some(arn) => listener_certificates.entry(*port).or_default().push(arn.clone()),
+                None => problems.push(format!(
+                    "Gateway {stack_id}: the certificate of Secret {} is not in ACM yet (port {port})",
+                    c.secret()
+                )),
+            }
+        }
+        // ALB quota "Certificates per Application Load Balancer": 25, the default ones not counted.
+        if certs.len() > CERTIFICATES_PER_LISTENER_MAX + 1 {
+            problems.push(format!(
+                "Gateway {stack_id}: HTTPS port {port} needs {} certificates and an ALB listener takes the default \
+                 one and {CERTIFICATES_PER_LISTENER_MAX} more; spread the hostnames over more Gateways",
+                certs.len()
+            ));
+        }
+    }
     let listeners = plan
         .ports
         .iter()
         .map(|(port, protocol)| Listener {
             port: *port,
             protocol: *protocol,
-            certificates: Vec::new(),
-            ssl_policy: None,
+            certificates: listener_certificates.get(port).cloned().unwrap_or_default(),
+            ssl_policy: (*protocol == Protocol::Https).then(|| ctx.default_ssl_policy.clone()),
             alpn_policy: None,
             mutual_authentication: None,
             default_actions: vec![super::actions::listener_default()],

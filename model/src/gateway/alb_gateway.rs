@@ -8,15 +8,20 @@
 //! told the caller (subnets, the backend security group) into the stack the shared pipeline
 //! deploys. [`gateway_status`] gives the Gateway's status once the load balancer's state is known.
 //!
-//! Not here yet (issue 34): HTTPS listeners (certificates from ACM or imported Secrets),
-//! LoadBalancerConfiguration, TargetGroupConfiguration, ListenerRuleConfiguration and GRPCRoute
-//! on the ALB. An HTTPS listener with attached routes refuses the whole Gateway with the reason
-//! (its `Programmed` says it too): building the rest would take that listener off an ALB that
-//! ALBC built with it.
+//! HTTPS listeners take their certificates from the Secrets of `tls.certificateRefs`
+//! ([`super::certificates`]: the controller imports them into ACM before the build). Not here yet
+//! (issue 34): ACM certificate discovery and ARNs for Gateways, LoadBalancerConfiguration,
+//! TargetGroupConfiguration, ListenerRuleConfiguration and GRPCRoute on the ALB. A listener with
+//! attached routes that cannot be built (its certificates do not resolve) refuses the whole Gateway
+//! with the reason (its `Programmed` says it too): building the rest would take that listener off
+//! an ALB that has it.
 
 use super::alb_rules::{self, AlbRules, RouteIn, RouteRuleIn};
 use super::api::{GRPCRoute, Gateway, HTTPRoute, ParametersReference, ParentReference, listener_views, parent_refs};
 use super::attach::{AttachListener, Attachment, GatewayView, RouteView, attach};
+use super::certificates::{
+    ImportableCertificate, REASON_INVALID_CERTIFICATE_REF, SecretData, listener_certificates, secrets_not_read,
+};
 use super::conditions::*;
 use super::http_route;
 use super::listeners::{GatewayVerdict, assess};
@@ -52,6 +57,9 @@ pub struct Snapshot<'a> {
     pub grants: &'a [Grant],
     /// Services by (namespace, name).
     pub services: &'a BTreeMap<(String, String), ServiceView>,
+    /// The Secrets the Gateway's listeners name, by (namespace, name), as far as they exist;
+    /// `None`: the controller does not read Secrets (`--enable-gateway-certificate-secrets`).
+    pub secrets: Option<&'a BTreeMap<(String, String), SecretData>>,
     /// A namespace's labels (`None`: not known), for listeners selecting namespaces by label.
     pub namespace_labels: &'a dyn Fn(&str) -> Option<BTreeMap<String, String>>,
 }
@@ -104,8 +112,12 @@ pub struct GatewayPlan {
     pub rules: AlbRules,
     /// The ELB listeners to build: ports with attached routes, with their protocol.
     pub ports: BTreeMap<u16, Protocol>,
-    /// Usable listeners the load balancer does not serve, with why.
+    /// The certificates of each HTTPS port in `ports`, the default one first.
+    pub certificates: BTreeMap<u16, Vec<ImportableCertificate>>,
+    /// Listeners with routes the load balancer cannot serve, with why: the Gateway waits.
     pub not_programmed: BTreeMap<String, String>,
+    /// HTTPS listeners whose certificates do not resolve, with why (their `Programmed` is False).
+    pub certificates_refused: BTreeMap<String, String>,
     /// Why the Gateway's spec cannot be read at all (the listeners are then refused).
     pub invalid: Option<String>,
     /// What the Gateway uses that is not built yet: the whole Gateway waits, each says why.
@@ -116,6 +128,17 @@ impl GatewayPlan {
     /// The `<prefix>/stack` tag value: `namespace/name`.
     pub fn stack_id(&self) -> String {
         format!("{}/{}", self.namespace, self.name)
+    }
+
+    /// Every certificate the listeners to build need, once each.
+    pub fn wanted_certificates(&self) -> Vec<ImportableCertificate> {
+        let mut out: Vec<ImportableCertificate> = Vec::new();
+        for c in self.certificates.values().flatten() {
+            if !out.iter().any(|o| o.secret() == c.secret()) {
+                out.push(c.clone());
+            }
+        }
+        out
     }
 }
 
@@ -174,6 +197,23 @@ pub fn plan(s: &Snapshot<'_>, cfg: &PlanConfig) -> GatewayPlan {
     let mut verdict = assess(Flavor::Alb, &listeners.iter().map(|l| l.spec.clone()).collect::<Vec<_>>());
     if let Some(why) = &invalid {
         verdict.accepted = Cond::new(ACCEPTED, false, REASON_LISTENERS_NOT_VALID, why.clone());
+    }
+    // Each usable HTTPS listener's certificates, or why not (its `ResolvedRefs`).
+    let mut listener_certs: BTreeMap<String, Result<Vec<ImportableCertificate>, String>> = BTreeMap::new();
+    let https: Vec<_> = gw.spec.listeners.iter().filter(|l| l.protocol == "HTTPS" && verdict.usable(&l.name)).collect();
+    for l in https {
+        let got = match s.secrets {
+            Some(secrets) => listener_certificates(&namespace, l, secrets, s.grants),
+            None => Err((REASON_INVALID_CERTIFICATE_REF, secrets_not_read(&l.name))),
+        };
+        if let Err((reason, msg)) = &got
+            && let Some(v) = verdict.listeners.iter_mut().find(|v| v.name == l.name)
+            && let Some(c) = v.conditions.iter_mut().find(|c| c.type_ == RESOLVED_REFS)
+            && c.status == CondStatus::True
+        {
+            *c = Cond::new(RESOLVED_REFS, false, reason, msg.clone());
+        }
+        listener_certs.insert(l.name.clone(), got.map_err(|e| e.1));
     }
     let view = GatewayView { namespace: &namespace, name: &name, listeners: &listeners, verdict: &verdict };
     let port_of: BTreeMap<&str, u16> = listeners
@@ -341,27 +381,36 @@ pub fn plan(s: &Snapshot<'_>, cfg: &PlanConfig) -> GatewayPlan {
     outcomes.extend(grpc_outcomes);
 
     let mut ports = BTreeMap::new();
+    let mut certificates: BTreeMap<u16, Vec<ImportableCertificate>> = BTreeMap::new();
     let mut not_programmed = BTreeMap::new();
+    let certificates_refused: BTreeMap<String, String> =
+        listener_certs.iter().filter_map(|(n, r)| Some((n.clone(), r.as_ref().err()?.clone()))).collect();
     for l in listeners.iter().filter(|l| verdict.usable(&l.spec.name)) {
         let Some(port) = port_of.get(l.spec.name.as_str()).copied() else { continue };
         if attached.get(&l.spec.name).copied().unwrap_or(0) == 0 {
             continue;
         }
-        match l.spec.protocol.as_str() {
-            "HTTP" => {
-                ports.insert(port, Protocol::Http);
+        match (l.spec.protocol.as_str(), listener_certs.get(&l.spec.name)) {
+            ("HTTPS", Some(Ok(certs))) => {
+                ports.insert(port, Protocol::Https);
+                let on_port = certificates.entry(port).or_default();
+                for c in certs {
+                    if !on_port.iter().any(|o| o.secret() == c.secret()) {
+                        on_port.push(c.clone());
+                    }
+                }
             }
-            _ => {
+            ("HTTPS", Some(Err(why))) => {
                 not_programmed.insert(
                     l.spec.name.clone(),
                     format!(
-                        "listener {:?} ({} on port {port}) has routes, and this controller does not build HTTPS \
-                         listeners for Gateways yet (certificates from ACM discovery, LoadBalancerConfiguration and \
-                         certificateRefs Secrets are still to come); nothing of the Gateway is changed in AWS until \
-                         the listener's routes are detached or it becomes HTTP",
-                        l.spec.name, l.spec.protocol
+                        "{why}; the listener has routes, so nothing of the Gateway is changed in AWS until its \
+                         certificates resolve or its routes are detached"
                     ),
                 );
+            }
+            _ => {
+                ports.insert(port, Protocol::Http);
             }
         }
     }
@@ -376,7 +425,9 @@ pub fn plan(s: &Snapshot<'_>, cfg: &PlanConfig) -> GatewayPlan {
         target_groups: target_groups.into_values().collect(),
         rules,
         ports,
+        certificates,
         not_programmed,
+        certificates_refused,
         invalid,
         unsupported,
     }
@@ -461,7 +512,7 @@ pub fn gateway_status(plan: &GatewayPlan, lb: &LbState) -> GatewayOutcome {
         .iter()
         .map(|v| {
             let mut conditions = v.conditions.clone();
-            conditions.push(match plan.not_programmed.get(&v.name) {
+            conditions.push(match plan.not_programmed.get(&v.name).or(plan.certificates_refused.get(&v.name)) {
                 Some(why) => Cond::new(PROGRAMMED, false, super::status::REASON_INVALID, why.clone()),
                 None => listener_programmed(v, lb),
             });

@@ -3,10 +3,11 @@ use crate::gateway::api::{
     AllowedRoutes, GatewaySpec, HTTPBackendRef, HTTPPathMatch, HTTPRouteMatch, HTTPRouteRule, HTTPRouteSpec,
     Listener as GwListener, RouteNamespaces,
 };
+use crate::gateway::certificates::SecretData;
 use crate::gateway::refs::{GrantFrom, GrantTo};
-use crate::lb::Tags;
 use crate::lb::build::BuildContext;
 use crate::lb::{Action, Condition, Subnet, TargetGroupRef, TgIpAddressType};
+use crate::lb::{Protocol, Tags};
 use serde_json::json;
 
 fn listener(name: &str, port: i32, protocol: &str, from: &str) -> GwListener {
@@ -105,6 +106,17 @@ fn plan_with(
     services: &BTreeMap<(String, String), ServiceView>,
     config: &PlanConfig,
 ) -> GatewayPlan {
+    plan_with_secrets(gw, routes, grants, services, config, &BTreeMap::new())
+}
+
+fn plan_with_secrets(
+    gw: &Gateway,
+    routes: &[HTTPRoute],
+    grants: &[Grant],
+    services: &BTreeMap<(String, String), ServiceView>,
+    config: &PlanConfig,
+    secrets: &BTreeMap<(String, String), SecretData>,
+) -> GatewayPlan {
     let labels = |_: &str| Some(BTreeMap::new());
     let s = Snapshot {
         gateway: gw,
@@ -113,6 +125,7 @@ fn plan_with(
         grpc_routes: vec![],
         grants,
         services,
+        secrets: Some(secrets),
         namespace_labels: &labels,
     };
     plan(&s, config)
@@ -131,7 +144,7 @@ fn one_route_builds_one_listener_rule_and_target_group_named_as_albc_names_them(
     assert_eq!(cond(&p, "r", RESOLVED_REFS).status, CondStatus::True);
     assert_eq!(p.attached["http"], 1);
     assert_eq!(p.ports, BTreeMap::from([(80, Protocol::Http)]));
-    let built = build(&p, &ctx()).expect("builds");
+    let built = build(&p, &ctx(), &BTreeMap::new()).expect("builds");
     let lb = &built.stack.load_balancer;
     // ALBC: sha256(cluster, UID, scheme) for the ALB; (cluster, name, namespace, UID) for its group.
     assert_eq!(lb.name, "k8s-infra-gw-08a1ef1b79");
@@ -192,7 +205,7 @@ fn a_route_the_listeners_do_not_allow_builds_nothing() {
     assert_eq!(cond(&p, "r", ACCEPTED).reason, REASON_NOT_ALLOWED_BY_LISTENERS);
     assert_eq!(p.attached["http"], 0);
     assert!(p.ports.is_empty() && p.target_groups.is_empty());
-    let built = build(&p, &ctx()).unwrap();
+    let built = build(&p, &ctx(), &BTreeMap::new()).unwrap();
     assert!(built.stack.listeners.is_empty(), "no ELB listener without attached routes (ALBC)");
     // The frontend group still opens the Gateway's listener ports.
     assert_eq!(built.stack.frontend_security_group.unwrap().ingress.len(), 1);
@@ -215,7 +228,7 @@ fn a_backend_across_namespaces_needs_a_grant_and_answers_500_without_one() {
     assert_eq!(cond(&p, "r", ACCEPTED).status, CondStatus::True, "the route stays accepted");
     assert_eq!(cond(&p, "r", RESOLVED_REFS).reason, REASON_REF_NOT_PERMITTED);
     assert!(p.target_groups.is_empty());
-    let built = build(&p, &ctx()).unwrap();
+    let built = build(&p, &ctx(), &BTreeMap::new()).unwrap();
     assert_eq!(built.stack.listeners[0].rules[0].actions, vec![crate::gateway::actions::no_backend()]);
     let grant = Grant {
         namespace: "apps".into(),
@@ -228,7 +241,7 @@ fn a_backend_across_namespaces_needs_a_grant_and_answers_500_without_one() {
     };
     let p = run(&gw, &[r], &[grant]);
     assert_eq!(cond(&p, "r", RESOLVED_REFS).status, CondStatus::True);
-    let built = build(&p, &ctx()).unwrap();
+    let built = build(&p, &ctx(), &BTreeMap::new()).unwrap();
     assert_eq!(built.bindings[0].namespace, "apps", "the binding lives with its Service");
 }
 
@@ -256,17 +269,77 @@ fn an_unsupported_filter_refuses_the_route_and_builds_none_of_it() {
     assert_eq!(p.attached["http"], 0, "a refused route is not attached");
 }
 
+fn https_listener(name: &str, secret: Option<&str>) -> GwListener {
+    let tls = secret.map(|n| crate::gateway::api::ListenerTls {
+        mode: None,
+        certificate_refs: vec![crate::gateway::api::SecretObjectReference {
+            group: Some(String::new()),
+            kind: Some("Secret".into()),
+            name: n.into(),
+            namespace: None,
+        }],
+    });
+    GwListener { tls, ..listener(name, 443, "HTTPS", "Same") }
+}
+
+fn tls_secrets() -> BTreeMap<(String, String), SecretData> {
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = rcgen::CertificateParams::new(vec!["a.example.com".to_string()]).unwrap().self_signed(&key).unwrap();
+    let data = SecretData {
+        type_: crate::gateway::certificates::TLS_SECRET_TYPE.into(),
+        crt: Some(cert.pem().into_bytes()),
+        key: Some(key.serialize_pem().into_bytes()),
+    };
+    BTreeMap::from([(("infra".to_string(), "tls".to_string()), data)])
+}
+
 #[test]
-fn an_https_listener_with_routes_refuses_the_whole_gateway() {
-    let gw = gateway(vec![listener("http", 80, "HTTP", "Same"), listener("https", 443, "HTTPS", "Same")]);
+fn an_https_listener_with_routes_and_no_usable_certificate_refuses_the_whole_gateway() {
+    let gw = gateway(vec![listener("http", 80, "HTTP", "Same"), https_listener("https", Some("absent"))]);
     let p = run(&gw, &[route("infra", "r", vec![prefix_rule("/", vec![backend(None, "web", 8080)])])], &[]);
     assert_eq!(p.ports.keys().copied().collect::<Vec<_>>(), vec![80]);
-    assert!(p.not_programmed["https"].contains("certificate"));
-    let err = build(&p, &ctx()).unwrap_err();
-    assert!(err.problems[0].contains("\"https\" (HTTPS on port 443)"), "{err}");
+    assert!(p.not_programmed["https"].contains("Secret infra/absent not found"), "{:?}", p.not_programmed);
+    let err = build(&p, &ctx(), &BTreeMap::new()).unwrap_err();
+    assert!(err.problems[0].contains("nothing of the Gateway is changed in AWS"), "{err}");
     let status = gateway_status(&p, &LbState::Active { arn: "a".into(), dns_name: "d".into() });
     let https = status.listeners.iter().find(|l| l.name == "https").unwrap();
     assert_eq!(find(&https.conditions, PROGRAMMED).unwrap().status, CondStatus::False);
+    let refs = find(&https.conditions, RESOLVED_REFS).unwrap();
+    assert_eq!((refs.status, refs.reason), (CondStatus::False, "InvalidCertificateRef"));
+}
+
+#[test]
+fn an_https_listener_without_routes_and_a_bad_certificate_is_not_programmed_and_blocks_nothing() {
+    let gw = gateway(vec![listener("http", 80, "HTTP", "Same"), https_listener("https", None)]);
+    let p = run(&gw, &[], &[]);
+    assert!(p.not_programmed.is_empty());
+    assert!(p.certificates_refused["https"].contains("without tls.certificateRefs"));
+    assert!(build(&p, &ctx(), &BTreeMap::new()).is_ok());
+    let status = gateway_status(&p, &LbState::Active { arn: "a".into(), dns_name: "d".into() });
+    let https = status.listeners.iter().find(|l| l.name == "https").unwrap();
+    assert_eq!(find(&https.conditions, PROGRAMMED).unwrap().status, CondStatus::False);
+    assert_eq!(find(&https.conditions, RESOLVED_REFS).unwrap().status, CondStatus::False);
+}
+
+#[test]
+fn an_https_listener_with_a_secret_is_built_with_its_imported_certificate() {
+    let gw = gateway(vec![listener("http", 80, "HTTP", "Same"), https_listener("https", Some("tls"))]);
+    let routes = [route("infra", "r", vec![prefix_rule("/", vec![backend(None, "web", 8080)])])];
+    let p = plan_with_secrets(&gw, &routes, &[], &services(), &cfg(), &tls_secrets());
+    assert_eq!(p.ports, BTreeMap::from([(80, Protocol::Http), (443, Protocol::Https)]));
+    assert_eq!(p.wanted_certificates().iter().map(|c| c.secret()).collect::<Vec<_>>(), vec!["infra/tls"]);
+    assert_eq!(p.attached["https"], 1);
+    // Not imported yet: the build says so rather than making a listener without its certificate.
+    let err = build(&p, &ctx(), &BTreeMap::new()).unwrap_err();
+    assert!(err.problems[0].contains("Secret infra/tls is not in ACM yet"), "{err}");
+    let arns = BTreeMap::from([("infra/tls".to_string(), "arn:aws:acm:us-west-2:1:certificate/x".to_string())]);
+    let built = build(&p, &ctx(), &arns).unwrap();
+    let l443 = built.stack.listeners.iter().find(|l| l.port == 443).unwrap();
+    assert_eq!(l443.certificates, vec!["arn:aws:acm:us-west-2:1:certificate/x".to_string()]);
+    assert_eq!(l443.ssl_policy.as_deref(), Some(crate::lb::build::DEFAULT_SSL_POLICY));
+    assert_eq!(l443.rules.len(), built.stack.listeners.iter().find(|l| l.port == 80).unwrap().rules.len());
+    let l80 = built.stack.listeners.iter().find(|l| l.port == 80).unwrap();
+    assert!(l80.certificates.is_empty() && l80.ssl_policy.is_none());
 }
 
 #[test]
@@ -275,12 +348,12 @@ fn problems_block_the_build_with_every_reason() {
     let p = run(&gw, &[route("infra", "r", vec![prefix_rule("/", vec![backend(None, "web", 8080)])])], &[]);
     let mut one_zone = ctx();
     one_zone.subnets.truncate(1);
-    let err = build(&p, &one_zone).unwrap_err();
+    let err = build(&p, &one_zone, &BTreeMap::new()).unwrap_err();
     assert!(err.problems[0].contains("two Availability Zones"), "{err}");
     // Instance targets need a nodePort.
     let instance = PlanConfig { default_target_type: TargetType::Instance, ..cfg() };
     let routes = [route("infra", "r", vec![prefix_rule("/", vec![backend(None, "web", 8080)])])];
-    let err = build(&plan_with(&gw, &routes, &[], &services(), &instance), &ctx()).unwrap_err();
+    let err = build(&plan_with(&gw, &routes, &[], &services(), &instance), &ctx(), &BTreeMap::new()).unwrap_err();
     assert!(err.problems[0].contains("nodePort"), "{err}");
 }
 
@@ -291,7 +364,7 @@ fn more_rules_than_an_alb_listener_takes_is_refused() {
         .map(|i| prefix_rule(&format!("/p{i}"), vec![backend(None, "web", 8080)]))
         .collect();
     let p = run(&gw, &[route("infra", "r", rules)], &[]);
-    let err = build(&p, &ctx()).unwrap_err();
+    let err = build(&p, &ctx(), &BTreeMap::new()).unwrap_err();
     assert!(err.problems[0].contains("101 rules"), "{err}");
 }
 
@@ -300,7 +373,7 @@ fn an_unreadable_listener_spec_refuses_the_gateway() {
     let gw = gateway(vec![listener("http", 80, "HTTP", "Elsewhere")]);
     let p = run(&gw, &[], &[]);
     assert_eq!(p.verdict.accepted.reason, REASON_LISTENERS_NOT_VALID);
-    assert!(build(&p, &ctx()).unwrap_err().problems[0].contains("Elsewhere"));
+    assert!(build(&p, &ctx(), &BTreeMap::new()).unwrap_err().problems[0].contains("Elsewhere"));
 }
 
 #[test]
@@ -320,11 +393,12 @@ fn what_is_not_built_yet_refuses_the_gateway_rather_than_dropping_it() {
         grpc_routes: vec![&grpc],
         grants: &[],
         services: &services,
+        secrets: None,
         namespace_labels: &labels,
     };
     let p = plan(&s, &cfg());
     assert_eq!(cond(&p, "g", ACCEPTED).reason, REASON_UNSUPPORTED_VALUE);
-    assert!(build(&p, &ctx()).unwrap_err().problems.iter().any(|e| e.contains("GRPCRoute infra/g")));
+    assert!(build(&p, &ctx(), &BTreeMap::new()).unwrap_err().problems.iter().any(|e| e.contains("GRPCRoute infra/g")));
     let mut gw = gw.clone();
     gw.spec.infrastructure = Some(GatewayInfrastructure {
         parameters_ref: Some(ParametersReference {
@@ -335,7 +409,7 @@ fn what_is_not_built_yet_refuses_the_gateway_rather_than_dropping_it() {
         }),
     });
     let s = Snapshot { gateway: &gw, grpc_routes: vec![], ..s };
-    let err = build(&plan(&s, &cfg()), &ctx()).unwrap_err();
+    let err = build(&plan(&s, &cfg()), &ctx(), &BTreeMap::new()).unwrap_err();
     assert!(err.problems[0].contains("LoadBalancerConfiguration lbc"), "{err}");
 }
 
@@ -357,9 +431,10 @@ fn a_dual_stack_service_gets_an_ipv4_group_and_an_ipv6_only_one_is_refused() {
             grpc_routes: vec![],
             grants: &[],
             services,
+            secrets: None,
             namespace_labels: &labels,
         };
-        build(&plan(&s, &cfg()), &ctx())
+        build(&plan(&s, &cfg()), &ctx(), &BTreeMap::new())
             .map(|b| b.stack.target_groups.iter().map(|t| t.ip_address_type).collect::<Vec<_>>())
     };
     assert_eq!(outcome(&services).expect("dual stack builds"), vec![TgIpAddressType::Ipv4]);

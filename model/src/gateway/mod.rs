@@ -22,6 +22,7 @@ pub mod alb_gateway;
 pub mod alb_rules;
 pub mod api;
 pub mod attach;
+pub mod certificates;
 pub mod conditions;
 pub mod hostname;
 pub mod http_route;

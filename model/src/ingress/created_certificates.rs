@@ -123,11 +123,13 @@ pub struct OwnedCertificate {
     pub created_unix: Option<i64>,
 }
 
-/// Whether `tags` mark a certificate as requested by a controller (ours or ALBC's) for any stack:
-/// certificate discovery leaves those out, as ALBC does with the gate on.
+/// Whether `tags` mark a certificate as requested by a controller (ours or ALBC's) for any stack,
+/// or imported by ours from a Gateway's Secret: certificate discovery leaves those out, as ALBC
+/// does with the gate on (an Ingress using a Gateway's import would keep it from being deleted).
 pub fn made_by_a_controller(tags: &Tags) -> bool {
+    let gateway = crate::gateway::alb_gateway::ALB_GATEWAY_TAG_PREFIX;
     tags.contains_key(crate::names::CLUSTER_TAG)
-        && tags.contains_key(&crate::lb::tags::stack_tag_key(INGRESS_TAG_PREFIX))
+        && [INGRESS_TAG_PREFIX, gateway].iter().any(|p| tags.contains_key(&crate::lb::tags::stack_tag_key(p)))
 }
 
 /// The `ingress.k8s.aws/resource` tag of a certificate.

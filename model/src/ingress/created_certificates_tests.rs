@@ -148,4 +148,9 @@ fn controller_made_certificates_are_told_by_their_tags() {
     assert!(made_by_a_controller(&mine));
     assert_eq!(owned_resource_id(&mine).as_deref(), Some("amazon_issued/a-1"));
     assert!(!made_by_a_controller(&Tags::from([("team".to_string(), "x".to_string())])));
+    let imported_for_a_gateway = Tags::from([
+        ("elbv2.k8s.aws/cluster".to_string(), "prod".to_string()),
+        ("gateway.k8s.aws.alb/stack".to_string(), "infra/gw".to_string()),
+    ]);
+    assert!(made_by_a_controller(&imported_for_a_gateway));
 }
