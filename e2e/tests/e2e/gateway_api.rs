@@ -26,6 +26,8 @@ mod alb;
 /// A Gateway ALBC built is adopted with no AWS write (the real ALBC binary).
 #[path = "gateway_api/adoption.rs"]
 mod adoption;
+#[path = "gateway_api/certificates.rs"]
+mod certificates;
 
 fn from<T: serde::de::DeserializeOwned>(v: serde_json::Value) -> T {
     serde_json::from_value(v).expect("an object of our types")

@@ -204,7 +204,8 @@ async fn an_alb_gateway_follows_its_http_route_and_goes_with_it() {
     ctl.settled(CONTROLLER, "the class back", poke).await;
     assert_eq!(emulator::writes(&emu.calls(mark, None).await.0, &ctl.access_key), Vec::<String>::new());
 
-    // An HTTPS listener with a route: not built yet, so the whole Gateway waits, AWS untouched.
+    // An HTTPS listener with a route whose certificate this controller cannot read (it reads no
+    // Secrets: gateway_api/certificates.rs runs the one that does): the whole Gateway waits.
     let https = json!({"spec": {"listeners": [
         {"name": "http", "port": 80, "protocol": "HTTP"},
         {"name": "https", "port": 443, "protocol": "HTTPS", "tls": {"certificateRefs": [{"name": "cert"}]}}
@@ -217,7 +218,7 @@ async fn an_alb_gateway_follows_its_http_route_and_goes_with_it() {
         (status == "False" && reason == "Invalid").then(|| message.to_string())
     })
     .await;
-    assert!(message.contains("HTTPS listeners"), "{message}");
+    assert!(message.contains("--enable-gateway-certificate-secrets"), "{message}");
     ctl.settled(CONTROLLER, "the refusal", poke).await;
     assert_eq!(
         emulator::writes(&emu.calls(mark, None).await.0, &ctl.access_key),
