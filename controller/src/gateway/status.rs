@@ -1,5 +1,5 @@
-//! The Gateway controller's status writes: a GatewayClass's `Accepted`, a Gateway's conditions,
-//! addresses and listeners, and each route's `status.parents` entries for our Gateways. Each is a
+//! The Gateway controller's status writes: a GatewayClass's `Accepted` and `supportedFeatures`, a
+//! Gateway's conditions, addresses and listeners, and each route's `status.parents` entries for our Gateways. Each is a
 //! merge patch of `/status` sent only when it changes something (a condition keeps its
 //! `lastTransitionTime` while its status holds), by the leader. Route entries of other controllers
 //! and of our other Gateways are never touched; a route write carries the resourceVersion it was
@@ -16,10 +16,11 @@ use lbc_model::gateway::alb_gateway::{GatewayPlan, gateway_status};
 use lbc_model::gateway::api::{GRPCRoute, Gateway, GatewayClass, HTTPRoute};
 use lbc_model::gateway::api::{
     GatewayStatus, GatewayStatusAddress, ListenerStatus, RouteGroupKind, RouteParentStatus, RouteStatus,
+    SupportedFeature,
 };
 use lbc_model::gateway::conditions::to_k8s;
 use lbc_model::gateway::route_status::merge_parents;
-use lbc_model::gateway::status::{LbState, gateway_class_accepted};
+use lbc_model::gateway::status::{LbState, gateway_class_accepted, supported_features};
 use serde_json::json;
 
 fn now() -> Time {
@@ -33,14 +34,20 @@ pub(super) async fn class(ctx: &GatewayCtx, name: &str) -> Result<()> {
         return Ok(());
     }
     let Some(accepted) = gateway_class_accepted(&c.spec.controller_name) else { return Ok(()) };
+    let features: Vec<SupportedFeature> = supported_features(&c.spec.controller_name)
+        .unwrap_or_default()
+        .iter()
+        .map(|n| SupportedFeature { name: n.to_string() })
+        .collect();
     let previous = c.status.as_ref().map(|s| s.conditions.as_slice()).unwrap_or_default();
+    let previous_features = c.status.as_ref().map(|s| s.supported_features.as_slice()).unwrap_or_default();
     let conditions = to_k8s(&[accepted], c.metadata.generation, &now(), previous);
-    if conditions == previous {
+    if conditions == previous && features == previous_features {
         return Ok(());
     }
     ctx.io.base.ensure_leader()?;
     let api: Api<GatewayClass> = Api::all(ctx.io.base.client.clone());
-    let body = json!({"status": {"conditions": conditions}});
+    let body = json!({"status": {"conditions": conditions, "supportedFeatures": features}});
     api.patch_status(name, &PatchParams::default(), &Patch::Merge(body)).await.ok_if_gone()?;
     Ok(())
 }

@@ -26,6 +26,7 @@ use lbc_e2e::datapath::require_root;
 use lbc_e2e::{Env, eventually, kube_util, unique};
 use lbc_model::gateway::Flavor;
 use lbc_model::gateway::api::GatewayClass;
+use lbc_model::gateway::status::ALB_SUPPORTED_FEATURES;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
@@ -38,11 +39,6 @@ const VIP_POOL: &str = "10.0.254.0/24";
 const CLASS: &str = "lbc-conformance";
 /// The suite's namespaces (base manifests and tests).
 const NS_PREFIX: &str = "gateway-conformance-";
-/// The features we claim (GatewayClass `supportedFeatures` is not written yet: passed as flags). Not claimed, as an
-/// ALB cannot do them: HTTPRouteQueryParamMatching (ALB compares query keys and values case-insensitively, the API
-/// case-sensitively), HTTPRoutePathRedirect (`replacePrefixMatch` has no ALB redirect form), 303/307/308 redirects.
-const SUPPORTED_FEATURES: &str = "Gateway,HTTPRoute,ReferenceGrant,HTTPRouteMethodMatching,HTTPRouteParentRefPort,\
-                                  HTTPRoutePortRedirect,HTTPRouteDestinationPortMatching,HTTPRouteSchemeRedirect";
 /// Tests of the profile we skip, each with the reason. Nothing else is skipped.
 const SKIPS: &[(&str, &str)] = &[
     (
@@ -54,6 +50,11 @@ const SKIPS: &[(&str, &str)] = &[
         "HTTPRouteListenerPortMatching",
         "its requests carry the listener port in the Host header (`foo.com:8080`), which no ALB host-header value can \
          match (as HTTPRouteHostnameIntersection)",
+    ),
+    (
+        "HTTPRouteRedirectPortAndScheme",
+        "three of its cases redirect an HTTPS listener to http, which an ALB does not do (RedirectActionConfig: \
+         \"You can't redirect HTTPS to HTTP\"): the route is refused with that reason",
     ),
     (
         "HTTPRouteRequestHeaderModifier",
@@ -207,9 +208,14 @@ async fn gateway_api_conformance_suite_gateway_http_passes() {
     if classes.get_opt(class_name).await.expect("read GatewayClass").is_none() {
         classes.create(&PostParams::default(), &class).await.expect("create GatewayClass");
     }
-    eventually("GatewayClass Accepted", 60, || async {
-        let c = classes.get(class_name).await.ok()?;
-        c.status?.conditions.iter().any(|c| c.type_ == "Accepted" && c.status == "True").then_some(())
+    // The features claimed are the class's `status.supportedFeatures`, which the suite reads (no
+    // --supported-features: the report says "Inferred").
+    let claimed: Vec<String> = ALB_SUPPORTED_FEATURES.iter().map(|f| f.to_string()).collect();
+    eventually("GatewayClass Accepted with its supported features", 60, || async {
+        let st = classes.get(class_name).await.ok()?.status?;
+        let accepted = st.conditions.iter().any(|c| c.type_ == "Accepted" && c.status == "True");
+        let features: Vec<String> = st.supported_features.iter().map(|f| f.name.clone()).collect();
+        (accepted && features == claimed).then_some(())
     })
     .await;
     remove_leftovers(&client).await;
@@ -231,7 +237,6 @@ async fn gateway_api_conformance_suite_gateway_http_passes() {
     cmd.current_dir(&out)
         .args(["-test.v", "-test.timeout=60m", "-test.run=^TestConformance$"])
         .arg(format!("--gateway-class={class_name}"))
-        .arg(format!("--supported-features={SUPPORTED_FEATURES}"))
         .arg(format!("--skip-tests={}", skips.join(",")))
         .args(["--conformance-profiles=GATEWAY-HTTP", "--organization=aws-lb-controller"])
         .args(["--project=aws-lb-controller", "--url=https://example.invalid/aws-lb-controller"])

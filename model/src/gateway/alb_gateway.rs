@@ -341,7 +341,33 @@ pub fn plan(s: &Snapshot<'_>, cfg: &PlanConfig) -> GatewayPlan {
             rules: rule_ins,
         });
     }
-    let rules = alb_rules::build(&route_ins);
+    // AWS RedirectActionConfig: "You can't redirect HTTPS to HTTP": a route asking for it on an
+    // HTTPS listener is refused rather than given a rule the ALB will not follow.
+    let https_ports: BTreeSet<u16> = listeners
+        .iter()
+        .filter(|l| l.spec.protocol == "HTTPS")
+        .filter_map(|l| port_of.get(l.spec.name.as_str()).copied())
+        .collect();
+    let mut refused_early = BTreeMap::new();
+    route_ins.retain(|r| {
+        let to_http = r.rules.iter().any(|x| {
+            x.redirect.as_ref().and_then(|d| d.scheme.as_deref()).is_some_and(|s| s.eq_ignore_ascii_case("http"))
+        });
+        let on_https: Vec<u16> = r.hostnames_by_port.keys().filter(|p| https_ports.contains(p)).copied().collect();
+        let refuse = to_http && !on_https.is_empty();
+        if refuse {
+            refused_early.insert(
+                format!("{}/{}", r.namespace, r.name),
+                format!(
+                    "a RequestRedirect to scheme http on HTTPS listener port {on_https:?}: an ALB cannot redirect \
+                     HTTPS to HTTP; attach the route to HTTP listeners only (sectionName) or redirect to https"
+                ),
+            );
+        }
+        !refuse
+    });
+    let mut rules = alb_rules::build(&route_ins);
+    rules.refused.extend(refused_early);
     // A refused route's target groups are not wanted.
     let used: BTreeSet<&str> = route_ins
         .iter()

@@ -444,3 +444,22 @@ fn a_dual_stack_service_gets_an_ipv4_group_and_an_ipv6_only_one_is_refused() {
     let text = problems.to_string();
     assert!(text.contains("IPv6 only") && text.contains("add IPv4"), "{text}");
 }
+
+#[test]
+fn a_redirect_to_http_on_an_https_listener_refuses_the_route() {
+    let gw = gateway(vec![listener("http", 80, "HTTP", "Same"), https_listener("https", Some("tls"))]);
+    let mut rule = prefix_rule("/old", vec![]);
+    rule.filters = vec![json!({"type": "RequestRedirect", "requestRedirect": {"scheme": "http"}})];
+    let to_http = route("infra", "to-http", vec![rule]);
+    let mut on_80 = to_http.clone();
+    on_80.metadata.name = Some("to-http-80".into());
+    on_80.spec.parent_refs[0].section_name = Some("http".into());
+    let p = plan_with_secrets(&gw, &[to_http, on_80], &[], &services(), &cfg(), &tls_secrets());
+    let refused = cond(&p, "to-http", ACCEPTED);
+    assert_eq!((refused.status, refused.reason), (CondStatus::False, REASON_UNSUPPORTED_VALUE));
+    assert!(refused.message.contains("cannot redirect HTTPS to HTTP"), "{}", refused.message);
+    // The same redirect on the HTTP listener alone is built.
+    assert_eq!(cond(&p, "to-http-80", ACCEPTED).status, CondStatus::True);
+    assert_eq!(p.rules.by_port.get(&80).map(Vec::len), Some(1));
+    assert!(!p.rules.by_port.contains_key(&443));
+}

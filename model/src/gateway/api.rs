@@ -36,6 +36,14 @@ pub struct GatewayClassSpec {
 pub struct GatewayClassStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub supported_features: Vec<SupportedFeature>,
+}
+
+/// One entry of a GatewayClass's `status.supportedFeatures`.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq)]
+pub struct SupportedFeature {
+    pub name: String,
 }
 
 /// `parametersRef` of a GatewayClass or of a Gateway's `infrastructure`.

@@ -71,6 +71,32 @@ pub fn gateway_class_accepted(controller_name: &str) -> Option<Cond> {
     ))
 }
 
+/// The Gateway API features (the conformance suite's names) Gateways of an ALB class get here, for
+/// the class's `status.supportedFeatures`, sorted as the spec asks. Each one passes the upstream suite
+/// (e2e/tests/e2e/conformance.rs reads them from the class). Not claimed, as an ALB cannot do them:
+/// HTTPRouteQueryParamMatching (ALB compares query keys and values case-insensitively, the API
+/// case-sensitively), HTTPRoutePathRedirect (`replacePrefixMatch` has no ALB redirect form).
+pub const ALB_SUPPORTED_FEATURES: &[&str] = &[
+    "Gateway",
+    "GatewayPort8080",
+    "HTTPRoute",
+    "HTTPRouteDestinationPortMatching",
+    "HTTPRouteMethodMatching",
+    "HTTPRouteParentRefPort",
+    "HTTPRoutePortRedirect",
+    "HTTPRouteSchemeRedirect",
+    "ReferenceGrant",
+];
+
+/// The `status.supportedFeatures` of a class of `controller_name`; `None`: not ours.
+pub fn supported_features(controller_name: &str) -> Option<&'static [&'static str]> {
+    match Flavor::from_controller_name(controller_name)? {
+        Flavor::Alb => Some(ALB_SUPPORTED_FEATURES),
+        // NLB Gateways are not reconciled yet: their classes get no status from us.
+        Flavor::Nlb => None,
+    }
+}
+
 /// What the start-up says about Gateways of ALBC's classes this run leaves alone: one line per
 /// class of `controllerName` `gateway.k8s.aws/alb` (while `alb_on` is false) or
 /// `gateway.k8s.aws/nlb` (never reconciled here) that has Gateways. `classes`: (name,
@@ -183,5 +209,17 @@ mod tests {
         assert_eq!(gateway_class_accepted("gateway.k8s.aws/alb").map(|c| c.status), Some(CondStatus::True));
         assert!(gateway_class_accepted("gateway.k8s.aws/nlb").unwrap().message.contains("NLB"));
         assert_eq!(gateway_class_accepted("example.com/gateway-controller"), None);
+    }
+
+    #[test]
+    fn supported_features_are_sorted_unique_and_only_for_our_alb_classes() {
+        let f = supported_features("gateway.k8s.aws/alb").unwrap();
+        assert!(f.windows(2).all(|w| w[0] < w[1]), "sorted ascending, no duplicates: {f:?}");
+        assert!(f.len() <= 64, "the CRD takes at most 64");
+        for core in ["Gateway", "HTTPRoute", "ReferenceGrant"] {
+            assert!(f.contains(&core), "{core}");
+        }
+        assert_eq!(supported_features("gateway.k8s.aws/nlb"), None);
+        assert_eq!(supported_features("example.com/gateway-controller"), None);
     }
 }
