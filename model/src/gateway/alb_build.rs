@@ -87,6 +87,11 @@ pub fn build(
         ));
     }
     for (port, rules) in &plan.rules.by_port {
+        for r in rules {
+            for p in crate::lb::transform_problems(&r.transforms) {
+                problems.push(format!("Gateway {stack_id}: listener port {port} rule {}: {p}", r.priority));
+            }
+        }
         if rules.len() > RULES_PER_LISTENER_MAX {
             problems.push(format!(
                 "Gateway {stack_id}: listener port {port} needs {} rules and an ALB listener takes at most \

@@ -321,6 +321,7 @@ pub fn plan(s: &Snapshot<'_>, cfg: &PlanConfig) -> GatewayPlan {
             rule_ins.push(RouteRuleIn {
                 matches: rule.matches.clone(),
                 redirect: rule.redirect.clone(),
+                rewrite: rule.rewrite.clone(),
                 target_groups: tgs,
             });
         }

@@ -9,6 +9,7 @@
 use super::actions::{self, RedirectFilter};
 use super::matches::{HttpMatch, http_conditions};
 use super::precedence::{MatchType, RuleKey, compare, split_hostnames};
+use super::rewrite::{self, RewriteFilter};
 use crate::lb::{Rule, Tags};
 use std::collections::BTreeMap;
 
@@ -18,6 +19,8 @@ pub struct RouteRuleIn {
     /// Empty: a rule without matches (every request).
     pub matches: Vec<HttpMatch>,
     pub redirect: Option<RedirectFilter>,
+    /// A `URLRewrite` filter: the rule's transforms.
+    pub rewrite: Option<RewriteFilter>,
     /// Target-group name and weight of each backend that resolved; empty: the rule answers 500.
     pub target_groups: Vec<(String, u32)>,
 }
@@ -91,6 +94,13 @@ pub fn build(routes: &[RouteIn]) -> AlbRules {
                     rule.matches.iter().enumerate().map(|(i, m)| (i, Some(m))).collect()
                 };
                 for (mi, m) in matches {
+                    let transforms = match rule.rewrite.as_ref().map(|f| rewrite::transforms(f, m)).transpose() {
+                        Ok(t) => t.unwrap_or_default(),
+                        Err(e) => {
+                            problem = Some(format!("rule {ri} match {mi}: {e}"));
+                            break 'rules;
+                        }
+                    };
                     for host in split_hostnames(hostnames) {
                         let conditions = match http_conditions(&host, m.unwrap_or(&HttpMatch::default())) {
                             Ok(c) => c,
@@ -103,7 +113,7 @@ pub fn build(routes: &[RouteIn]) -> AlbRules {
                             priority: 0,
                             conditions,
                             actions: vec![action.clone()],
-                            transforms: vec![],
+                            transforms: transforms.clone(),
                             tags: Tags::new(),
                         };
                         mine.push((*port, key_of(route, ri, mi, m, &host), rule));

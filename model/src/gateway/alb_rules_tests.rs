@@ -11,7 +11,7 @@ fn exact(p: &str) -> HttpMatch {
 }
 
 fn forward(tg: &str, matches: Vec<HttpMatch>) -> RouteRuleIn {
-    RouteRuleIn { matches, redirect: None, target_groups: vec![(tg.into(), 1)] }
+    RouteRuleIn { matches, redirect: None, rewrite: None, target_groups: vec![(tg.into(), 1)] }
 }
 
 fn route(name: &str, created: i64, ports: &[(u16, &[&str])], rules: Vec<RouteRuleIn>) -> RouteIn {
@@ -84,7 +84,10 @@ fn a_rule_without_backends_answers_500_and_one_without_matches_takes_every_reque
         "r",
         1,
         &[(80, &[])],
-        vec![RouteRuleIn { matches: vec![], redirect: None, target_groups: vec![] }, forward("tg", vec![exact("/a")])],
+        vec![
+            RouteRuleIn { matches: vec![], redirect: None, rewrite: None, target_groups: vec![] },
+            forward("tg", vec![exact("/a")]),
+        ],
     );
     let got = build(&[r]);
     let s = summary(&got.by_port[&80]);
@@ -99,6 +102,7 @@ fn a_route_with_an_impossible_rule_is_refused_whole() {
     let bad_redirect = RouteRuleIn {
         matches: vec![prefix("/old")],
         redirect: Some(RedirectFilter { status_code: Some(307), ..Default::default() }),
+        rewrite: None,
         target_groups: vec![],
     };
     let bad = route("bad", 1, &[(80, &[])], vec![forward("tg-bad", vec![exact("/keep")]), bad_redirect]);
@@ -124,8 +128,37 @@ fn redirects_become_redirect_rules() {
             status_code: Some(301),
             ..Default::default()
         }),
+        rewrite: None,
         target_groups: vec![],
     };
     let got = build(&[route("r", 1, &[(80, &[])], vec![r])]);
     assert_eq!(summary(&got.by_port[&80])[0].3, "HTTP_301");
+}
+
+#[test]
+fn a_url_rewrite_becomes_the_transforms_of_every_rule_of_its_matches() {
+    use crate::gateway::rewrite::RewriteFilter;
+    use crate::lb::TransformKind;
+    let r = RouteRuleIn {
+        rewrite: Some(RewriteFilter { prefix_path: Some("/new".into()), ..Default::default() }),
+        ..forward("tg", vec![prefix("/a"), prefix("/b")])
+    };
+    let got = build(&[route("r", 1, &[(80, &["x.example.com", "y.example.com"])], vec![r])]);
+    let rules = &got.by_port[&80];
+    assert_eq!(rules.len(), 4, "two matches on two hostnames");
+    for rule in rules {
+        assert_eq!(rule.transforms.len(), 1);
+        assert_eq!(rule.transforms[0].kind, TransformKind::UrlRewrite);
+        assert_eq!(rule.transforms[0].rewrites[0].replace, "/new$2");
+    }
+    let regexes: std::collections::BTreeSet<&str> =
+        rules.iter().map(|r| r.transforms[0].rewrites[0].regex.as_str()).collect();
+    assert_eq!(regexes, ["(^/a(/)?)", "(^/b(/)?)"].into_iter().collect());
+    // ReplacePrefixMatch on an Exact match cannot be built: the route is refused whole.
+    let bad = RouteRuleIn {
+        rewrite: Some(RewriteFilter { prefix_path: Some("/new".into()), ..Default::default() }),
+        ..forward("tg", vec![exact("/a")])
+    };
+    let got = build(&[route("bad", 1, &[(80, &[])], vec![bad])]);
+    assert!(got.refused["app/bad"].contains("needs a PathPrefix match"), "{:?}", got.refused);
 }

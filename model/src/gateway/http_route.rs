@@ -11,6 +11,7 @@ use super::actions::RedirectFilter;
 use super::api::{HTTPPathMatch, HTTPRoute, HTTPRouteMatch, HTTPValueMatch};
 use super::matches::{HttpMatch, PathMatch, ValueMatch};
 use super::refs::BackendRef;
+use super::rewrite::{self, RewriteFilter};
 use serde_json::Value;
 
 /// The largest weight of one target group in an ALB forward action.
@@ -22,6 +23,8 @@ pub struct RuleSpec {
     /// Empty: the rule matches every request.
     pub matches: Vec<HttpMatch>,
     pub redirect: Option<RedirectFilter>,
+    /// A `URLRewrite` filter: rule transforms.
+    pub rewrite: Option<RewriteFilter>,
     pub backends: Vec<BackendRef>,
 }
 
@@ -100,18 +103,24 @@ pub fn rules(route: &HTTPRoute) -> Result<Vec<RuleSpec>, String> {
         .enumerate()
         .map(|(i, r)| {
             let at = |e: String| format!("rule {i}: {e}");
-            let mut redirect_filter = None;
+            let (mut redirect_filter, mut rewrite_filter) = (None, None);
             for f in &r.filters {
                 match f.get("type").and_then(Value::as_str) {
                     Some("RequestRedirect") if redirect_filter.is_none() => redirect_filter = Some(redirect(f).map_err(at)?),
                     Some("RequestRedirect") => return Err(at("more than one RequestRedirect filter".into())),
+                    Some("URLRewrite") if rewrite_filter.is_none() => rewrite_filter = Some(rewrite::parse(f).map_err(at)?),
+                    Some("URLRewrite") => return Err(at("more than one URLRewrite filter".into())),
                     other => {
                         return Err(at(format!(
-                            "filter type {} is not supported on an ALB by this controller (supported: RequestRedirect)",
+                            "filter type {} is not supported on an ALB by this controller (supported: RequestRedirect, \
+                             URLRewrite)",
                             other.unwrap_or("(none)")
                         )));
                     }
                 }
+            }
+            if redirect_filter.is_some() && rewrite_filter.is_some() {
+                return Err(at("RequestRedirect and URLRewrite in one rule: the spec allows one of them".into()));
             }
             let mut backends = Vec::new();
             for b in &r.backend_refs {
@@ -130,6 +139,7 @@ pub fn rules(route: &HTTPRoute) -> Result<Vec<RuleSpec>, String> {
             Ok(RuleSpec {
                 matches: r.matches.iter().map(http_match).collect::<Result<_, _>>().map_err(at)?,
                 redirect: redirect_filter,
+                rewrite: rewrite_filter,
                 backends,
             })
         })
@@ -188,6 +198,18 @@ mod tests {
         ]))
         .unwrap_err();
         assert!(err.starts_with("rule 1: filter type RequestHeaderModifier"), "{err}");
+    }
+
+    #[test]
+    fn url_rewrite_filters_are_read_one_per_rule_and_never_with_a_redirect() {
+        let rewrite = json!({"type": "URLRewrite", "urlRewrite": {"hostname": "h.example.org"}});
+        let got = rules(&route(vec![HTTPRouteRule { filters: vec![rewrite.clone()], ..Default::default() }])).unwrap();
+        assert_eq!(got[0].rewrite.as_ref().and_then(|r| r.hostname.as_deref()), Some("h.example.org"));
+        let two = HTTPRouteRule { filters: vec![rewrite.clone(), rewrite.clone()], ..Default::default() };
+        assert!(rules(&route(vec![two])).unwrap_err().contains("more than one URLRewrite"));
+        let redirect = json!({"type": "RequestRedirect", "requestRedirect": {"scheme": "https"}});
+        let both = HTTPRouteRule { filters: vec![redirect, rewrite], ..Default::default() };
+        assert!(rules(&route(vec![both])).unwrap_err().contains("RequestRedirect and URLRewrite"));
     }
 
     #[test]

@@ -31,6 +31,7 @@ pub mod matches;
 pub mod nlb_listeners;
 pub mod precedence;
 pub mod refs;
+pub mod rewrite;
 pub mod route_status;
 pub mod status;
 
