@@ -11,6 +11,8 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from transform_patches import _CONFIG as _REWRITE_CONFIG  # next to this file: transform type -> its config key
+
 MEASURED_STATES = ("initial", "healthy", "unhealthy", "unavailable")
 
 
@@ -103,6 +105,18 @@ def _action(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _transforms(rule: Any) -> list[dict[str, Any]]:
+    """A rule's transforms as transform_patches.py stores them (`rule.transforms`, the API's shapes), in the view's
+    shape: `[{"type", "rewrites": [{"regex", "replace"}]}]`; none: []."""
+    out = []
+    for t in getattr(rule, "transforms", None) or []:
+        kind = t.get("Type")
+        rewrites = (t.get(_REWRITE_CONFIG.get(kind, "")) or {}).get("Rewrites") or []
+        out.append({"type": kind, "rewrites": [{"regex": r.get("Regex"), "replace": r.get("Replace")}
+                                               for r in rewrites]})
+    return out
+
+
 def load_balancer_view(lb: Any) -> dict[str, Any]:
     listeners = []
     for lst in lb.listeners.values():
@@ -112,6 +126,7 @@ def load_balancer_view(lb: Any) -> dict[str, Any]:
                 continue
             rules.append({"arn": rule.arn, "priority": _int(rule.priority),
                           "conditions": [_condition(c) for c in rule.conditions or []],
+                          "transforms": _transforms(rule),
                           "actions": sorted((_action(a.data) for a in rule.actions), key=lambda a: a["order"] or 0)})
         rules.sort(key=lambda r: r["priority"] if r["priority"] is not None else 1 << 30)
         listeners.append({"arn": lst.arn, "protocol": lst.protocol, "port": _int(lst.port),

@@ -125,6 +125,44 @@ def test_load_balancer_view_lists_listeners_rules_and_actions(emu, aws):
     assert ctl(emu, "GET", "load-balancer?load_balancer_arn=" + lb + "x")[0] == 404
 
 
+def test_load_balancer_view_carries_rule_transforms_and_regex_conditions(emu, aws):
+    subnets = [s["SubnetId"] for s in aws.ec2.describe_subnets()["Subnets"]][:2]
+    lb = aws.elb.create_load_balancer(Name="alb-xf", Subnets=subnets)["LoadBalancers"][0]["LoadBalancerArn"]
+    tg = _tg(aws, "xf", Protocol="HTTP", Port=80)
+    forward = [{"Type": "forward", "TargetGroupArn": tg}]
+    lst = aws.elb.create_listener(LoadBalancerArn=lb, Protocol="HTTP", Port=80,
+                                  DefaultActions=forward)["Listeners"][0]["ListenerArn"]
+    host = {"Type": "host-header-rewrite", "HostHeaderRewriteConfig": {"Rewrites": [
+        {"Regex": ".*", "Replace": "new.example.com"}]}}
+    url = {"Type": "url-rewrite", "UrlRewriteConfig": {"Rewrites": [{"Regex": "(^/prefix(/)?)", "Replace": "/new$2"}]}}
+    regex = [{"Field": "host-header", "HostHeaderConfig": {"RegexValues": ["^shop\\.example\\.com(:\\d+)?$"]}},
+             {"Field": "path-pattern", "PathPatternConfig": {"RegexValues": ["^/prefix(/|$)"]}},
+             {"Field": "http-header", "HttpHeaderConfig": {"HttpHeaderName": "X-Env", "RegexValues": ["^blue$"]}}]
+    rule = aws.elb.create_rule(ListenerArn=lst, Priority=1, Conditions=regex, Actions=forward,
+                               Transforms=[host, url])["Rules"][0]["RuleArn"]
+    aws.elb.create_rule(ListenerArn=lst, Priority=2, Actions=forward,
+                        Conditions=[{"Field": "path-pattern", "PathPatternConfig": {"Values": ["/b"]}}])
+
+    def rules():
+        st, v = ctl(emu, "GET", "load-balancer?load_balancer_arn=" + lb)
+        assert st == 200, v
+        return v["listeners"][0]["rules"]
+
+    first, second = rules()
+    assert first["transforms"] == [{"type": "host-header-rewrite",
+                                    "rewrites": [{"regex": ".*", "replace": "new.example.com"}]},
+                                   {"type": "url-rewrite", "rewrites": [{"regex": "(^/prefix(/)?)", "replace": "/new$2"}]}]
+    assert first["conditions"] == [
+        {"field": "host-header", "values": [], "regex_values": ["^shop\\.example\\.com(:\\d+)?$"]},
+        {"field": "path-pattern", "values": [], "regex_values": ["^/prefix(/|$)"]},
+        {"field": "http-header", "values": [], "regex_values": ["^blue$"], "header_name": "X-Env"}]
+    assert second["transforms"] == []
+    aws.elb.modify_rule(RuleArn=rule, Conditions=regex, Actions=forward, Transforms=[url])
+    assert [t["type"] for t in rules()[0]["transforms"]] == ["url-rewrite"]
+    aws.elb.modify_rule(RuleArn=rule, Conditions=regex, Actions=forward, ResetTransforms=True)
+    assert rules()[0]["transforms"] == []
+
+
 def test_load_balancers_view_lists_every_load_balancer_until_deleted(emu, aws):
     subnets = [s["SubnetId"] for s in aws.ec2.describe_subnets()["Subnets"]][:2]
     alb = aws.elb.create_load_balancer(Name="fleet-alb", Subnets=subnets)["LoadBalancers"][0]

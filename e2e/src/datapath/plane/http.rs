@@ -3,6 +3,8 @@
 //! rewriting a target's response for the client connection.
 
 use super::model::{ActionView, ConditionView, Keyword, ListenerView, Redirect, RedirectPort, RedirectProtocol};
+use super::pattern::found;
+use super::transform::TransformView;
 use std::io::BufRead;
 use std::net::IpAddr;
 
@@ -146,22 +148,24 @@ fn strings(c: &ConditionView) -> impl Iterator<Item = &str> {
     c.values.iter().filter_map(|v| v.as_str())
 }
 
-/// Whether one rule condition matches the request from `client`.
+/// Whether one rule condition matches the request from `client`. Host, path and header conditions
+/// take wildcard `values` or `regex_values` ([`super::pattern`] says how those are compared).
 pub fn condition_matches(c: &ConditionView, req: &Request, client: IpAddr) -> bool {
     match c.field.as_str() {
-        "path-pattern" => strings(c).any(|p| wildcard(p, req.path())),
+        "path-pattern" => strings(c).any(|p| wildcard(p, req.path())) || found(&c.regex_values, req.path()),
         // The Host header as sent, port included: ALB does not strip it (a rule for `example.com`
         // does not match `Host: example.com:8080`); host names compare case-insensitively.
         "host-header" => {
-            let host = req.header("host").unwrap_or_default().to_ascii_lowercase();
-            strings(c).any(|p| wildcard(&p.to_ascii_lowercase(), &host))
+            let raw = req.header("host").unwrap_or_default();
+            let host = raw.to_ascii_lowercase();
+            strings(c).any(|p| wildcard(&p.to_ascii_lowercase(), &host)) || found(&c.regex_values, raw)
         }
         "http-header" => {
             let name = c.header_name.as_deref().unwrap_or_default().to_ascii_lowercase();
-            req.headers
-                .iter()
-                .filter(|(k, _)| *k == name)
-                .any(|(_, v)| strings(c).any(|p| wildcard(&p.to_ascii_lowercase(), &v.to_ascii_lowercase())))
+            req.headers.iter().filter(|(k, _)| *k == name).any(|(_, v)| {
+                strings(c).any(|p| wildcard(&p.to_ascii_lowercase(), &v.to_ascii_lowercase()))
+                    || found(&c.regex_values, v)
+            })
         }
         "http-request-method" => strings(c).any(|m| m == req.method),
         // AWS (QueryStringConfig): "The comparison is case insensitive", keys and values alike.
@@ -185,15 +189,18 @@ pub fn condition_matches(c: &ConditionView, req: &Request, client: IpAddr) -> bo
 }
 
 /// The action for `req`: the first rule (by priority) whose conditions all match, else the
-/// listener's default; the lowest-order action of either.
-pub fn route<'a>(l: &'a ListenerView, req: &Request, client: IpAddr) -> Option<&'a ActionView> {
+/// listener's default; the lowest-order action of either, with the transforms of the rule (none
+/// for the default: AWS puts no transform on a default rule).
+pub fn route<'a>(l: &'a ListenerView, req: &Request, client: IpAddr) -> Option<(&'a ActionView, &'a [TransformView])> {
     let mut rules: Vec<_> = l.rules.iter().collect();
     rules.sort_by_key(|r| r.priority.unwrap_or(i64::MAX));
-    rules
+    match rules
         .into_iter()
         .find(|r| !r.conditions.is_empty() && r.conditions.iter().all(|c| condition_matches(c, req, client)))
-        .map(|r| r.actions.first())
-        .unwrap_or_else(|| l.default_actions.first())
+    {
+        Some(r) => r.actions.first().map(|a| (a, r.transforms.as_slice())),
+        None => l.default_actions.first().map(|a| (a, &[][..])),
+    }
 }
 
 fn reason(status: u16) -> &'static str {
@@ -339,6 +346,7 @@ mod tests {
             priority: Some(priority),
             conditions: serde_json::from_value(conditions).unwrap(),
             actions: vec![action(tg)],
+            transforms: Vec::new(),
         }
     }
 
@@ -389,7 +397,7 @@ mod tests {
             ],
         };
         let ip: IpAddr = "10.0.0.1".parse().unwrap();
-        let tg = |text: &str| route(&l, &req(text), ip).unwrap().groups()[0].0.clone();
+        let tg = |text: &str| route(&l, &req(text), ip).unwrap().0.groups()[0].0.clone();
         assert_eq!(tg("GET /b/1 HTTP/1.1\r\nHost: x\r\n\r\n"), "b");
         assert_eq!(tg("GET /b/1 HTTP/1.1\r\nHost: A.example.com\r\nX-Env: Blue\r\n\r\n"), "blue");
         // ALB matches the Host header with its port: `*.example.com` is not `a.example.com:8080`.
@@ -525,7 +533,7 @@ mod tests {
         }))
         .unwrap();
         let r = req("GET /old/x HTTP/1.1\r\nHost: h\r\n\r\n");
-        let a = route(&l, &r, "10.0.0.1".parse().unwrap()).unwrap();
+        let (a, _) = route(&l, &r, "10.0.0.1".parse().unwrap()).unwrap();
         let Some(Ok(redirect)) = &a.redirect else { panic!("{a:?}") };
         assert_eq!(redirect.status, 301);
         assert_eq!(redirect_location(redirect, "HTTP", 80, &r, "x"), Ok("https://h:443/new/old/x".into()));

@@ -218,7 +218,7 @@ pub(super) fn serve(plane: Arc<Plane>, client: TcpStream, port: u16) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::datapath::plane::{Config, model};
     use rustls::pki_types::ServerName;
@@ -331,7 +331,7 @@ mod tests {
     }
 
     /// A target answering each request with `ok` and handing the request's head to the test.
-    fn target() -> (u16, std::sync::mpsc::Receiver<String>) {
+    pub(in crate::datapath::plane) fn target() -> (u16, std::sync::mpsc::Receiver<String>) {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = l.local_addr().unwrap().port();
         let (tx, rx) = std::sync::mpsc::channel();
@@ -350,6 +350,31 @@ mod tests {
     /// A data plane for one HTTPS listener on 127.0.0.1 (on a free port), its target group `tg`
     /// holding `target_port`: the port.
     fn https_plane(certs: TlsConfig, target_port: u16) -> u16 {
+        serving_plane(
+            json!({
+                "protocol": "HTTPS",
+                "default_actions": [{"type": "fixed-response", "status_code": 200, "content_type": "text/plain",
+                                     "message_body": "hello"}],
+                "rules": [
+                    {"priority": 1, "conditions": [{"field": "path-pattern", "values": ["/old"]}],
+                     "actions": [{"type": "redirect", "config": {"RedirectConfig": {
+                         "Protocol": "#{protocol}", "Path": "/new", "StatusCode": "HTTP_301"}}}]},
+                    {"priority": 2, "conditions": [{"field": "path-pattern", "values": ["/app"]}],
+                     "actions": [{"type": "forward", "target_groups": [{"arn": "tg", "weight": 1}]}]}],
+            }),
+            target_port,
+            Some(certs),
+        )
+    }
+
+    /// A data plane serving one listener on 127.0.0.1 (on a free port, set as the view's `port`):
+    /// `view` is the listener's view, its target group `tg` holds `target_port`, `certs` are an
+    /// HTTPS listener's. Returns the port.
+    pub(in crate::datapath::plane) fn serving_plane(
+        mut view: serde_json::Value,
+        target_port: u16,
+        certs: Option<TlsConfig>,
+    ) -> u16 {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let cfg = Config {
@@ -366,18 +391,8 @@ mod tests {
             status_file: None,
         };
         let plane = Arc::new(Plane::new(cfg));
-        let view: ListenerView = serde_json::from_value(json!({
-            "protocol": "HTTPS", "port": port,
-            "default_actions": [{"type": "fixed-response", "status_code": 200, "content_type": "text/plain",
-                                 "message_body": "hello"}],
-            "rules": [
-                {"priority": 1, "conditions": [{"field": "path-pattern", "values": ["/old"]}],
-                 "actions": [{"type": "redirect", "config": {"RedirectConfig": {
-                     "Protocol": "#{protocol}", "Path": "/new", "StatusCode": "HTTP_301"}}}]},
-                {"priority": 2, "conditions": [{"field": "path-pattern", "values": ["/app"]}],
-                 "actions": [{"type": "forward", "target_groups": [{"arn": "tg", "weight": 1}]}]}],
-        }))
-        .unwrap();
+        view["port"] = json!(port);
+        let view: ListenerView = serde_json::from_value(view).unwrap();
         let group: model::TargetGroupView = serde_json::from_value(json!({
             "target_group_arn": "tg", "name": "tg", "deregistration_delay_seconds": 0, "time_scale": 1.0,
             "health_check": {"protocol": "TCP", "port": "traffic-port", "interval_seconds": 30,
@@ -389,7 +404,9 @@ mod tests {
             let mut st = plane.lock();
             st.targets.apply_view(&group, now_unix(), model::Propagation::both(0.0));
             st.listeners.insert(port, view);
-            st.tls.insert(port, certs);
+            if let Some(certs) = certs {
+                st.tls.insert(port, certs);
+            }
         }
         std::thread::spawn(move || super::super::accept_loop(plane, listener, port));
         port
@@ -403,7 +420,7 @@ mod tests {
     }
 
     /// One request on the connection; the response with its `content-length` body.
-    fn exchange(s: &mut StreamOwned<ClientConnection, TcpStream>, request: &str) -> String {
+    pub(in crate::datapath::plane) fn exchange(s: &mut (impl Read + Write), request: &str) -> String {
         s.write_all(request.as_bytes()).unwrap();
         let mut r = BufReader::new(s);
         let mut head = String::new();

@@ -11,11 +11,15 @@
 //! HTTP/HTTPS listeners (an ALB's) are served request by request instead ([`http`]): each request
 //! goes through the listener's rules to an action (forward: a healthy target of the chosen target
 //! group, on a connection of its own; fixed-response; redirect), while the client's keep-alive
-//! connection stays with the load balancer. HTTPS listeners terminate TLS first ([`https`]): the
-//! listener's certificates and keys come from the emulator (`/_awsemu/certificate`), the one
-//! presented is chosen by SNI as AWS documents it ([`tls`]), and the decrypted stream is served
-//! like an HTTP listener's. NLB `TLS` listeners are not terminated: their connections are proxied
-//! to the targets as TCP, TLS and all.
+//! connection stays with the load balancer. Host, path and header conditions take wildcard values
+//! or regexes ([`pattern`]); a forward action sends the request as the matched rule's transforms
+//! rewrite it (host header and URL; [`transform`]), the rule having matched the request as sent.
+//! Not modelled: the other action kinds (authenticate-*, jwt-validation: answered 500, logged).
+//!
+//! HTTPS listeners terminate TLS first ([`https`]): the listener's certificates and keys come from
+//! the emulator (`/_awsemu/certificate`), the one presented is chosen by SNI as AWS documents it
+//! ([`tls`]), and the decrypted stream is served like an HTTP listener's. NLB `TLS` listeners are
+//! not terminated: their connections are proxied to the targets as TCP, TLS and all.
 //!
 //! [`fleet`] runs one such data plane per ALB of the emulator, each on an address of its own.
 //!
@@ -26,7 +30,9 @@ pub mod fleet;
 pub mod http;
 pub mod https;
 pub mod model;
+pub mod pattern;
 pub mod tls;
+pub mod transform;
 pub mod wire;
 
 use anyhow::{Context, Result};
@@ -339,6 +345,9 @@ fn poll_once(plane: &Arc<Plane>, bound: &mut BTreeSet<u16>, certs: &mut https::C
                     for problem in l.problems() {
                         log(format_args!("{problem} (answered 500)"));
                     }
+                    for problem in transform::problems(l) {
+                        log(format_args!("{problem}"));
+                    }
                 }
             }
         }
@@ -573,10 +582,10 @@ fn serve_requests(plane: &Plane, stream: &mut (impl Read + Write), peer: IpAddr,
 fn handle_request(plane: &Plane, port: u16, req: &http::Request, peer: IpAddr, close: bool) -> Vec<u8> {
     let fail = |status: u16, why: &str| http::own_response(status, "text/plain", &format!("{why}\n"), close);
     let now = now_unix();
-    let (picked, protocol) = {
+    let (picked, protocol, sent) = {
         let st = plane.lock();
         let Some(listener) = st.listeners.get(&port) else { return fail(503, "no listener on this port") };
-        let Some(action) = http::route(listener, req, peer) else {
+        let Some((action, transforms)) = http::route(listener, req, peer) else {
             return fail(503, "no action for this request");
         };
         match action.kind.as_str() {
@@ -603,9 +612,14 @@ fn handle_request(plane: &Plane, port: u16, req: &http::Request, peer: IpAddr, c
                 );
             }
             "forward" => {
+                // The rule's transforms rewrite what the target receives, not the routing decision.
+                let sent = match transform::apply(transforms, req) {
+                    Ok(sent) => sent,
+                    Err(e) => return fail(500, &e),
+                };
                 let turn = plane.turn.fetch_add(1, Ordering::Relaxed);
                 let picked = pick_group(&action.groups(), turn).and_then(|tg| st.targets.pick(&tg, now, turn));
-                (picked, listener.protocol.clone())
+                (picked, listener.protocol.clone(), sent)
             }
             other => return fail(500, &format!("action {other} is not supported by lbc-dataplane")),
         }
@@ -635,7 +649,7 @@ fn handle_request(plane: &Plane, port: u16, req: &http::Request, peer: IpAddr, c
     }
     let mut raw = Vec::new();
     let result =
-        upstream.write_all(&req.to_upstream(peer, &protocol, port)).and_then(|()| upstream.read_to_end(&mut raw));
+        upstream.write_all(&sent.to_upstream(peer, &protocol, port)).and_then(|()| upstream.read_to_end(&mut raw));
     {
         let mut st = plane.lock();
         if let Some(m) = st.conns.get_mut(&key) {

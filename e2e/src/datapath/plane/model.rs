@@ -4,6 +4,7 @@
 //!
 //! Times are Unix seconds (f64), the clock of the emulator's views, which runs on the same machine.
 
+use super::transform::TransformView;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -343,6 +344,9 @@ pub struct ConditionView {
     pub field: String,
     #[serde(default)]
     pub values: Vec<serde_json::Value>,
+    /// host-header, path-pattern, http-header: `RegexValues` instead of `Values` ([`super::pattern`]).
+    #[serde(default)]
+    pub regex_values: Vec<String>,
     #[serde(default)]
     pub header_name: Option<String>,
 }
@@ -352,6 +356,9 @@ pub struct RuleView {
     pub priority: Option<i64>,
     pub conditions: Vec<ConditionView>,
     pub actions: Vec<ActionView>,
+    /// Applied to what a forward action sends ([`super::transform`]).
+    #[serde(default)]
+    pub transforms: Vec<TransformView>,
 }
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
