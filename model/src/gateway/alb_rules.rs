@@ -102,7 +102,7 @@ pub fn build(routes: &[RouteIn]) -> AlbRules {
                         }
                     };
                     for host in split_hostnames(hostnames) {
-                        let conditions = match http_conditions(&host, m.unwrap_or(&HttpMatch::default())) {
+                        let conditions = match http_conditions(&host, *port, m.unwrap_or(&HttpMatch::default())) {
                             Ok(c) => c,
                             Err(e) => {
                                 problem = Some(format!("rule {ri} match {mi}: {e}"));

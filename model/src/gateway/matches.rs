@@ -75,13 +75,41 @@ fn path_conditions(path: &PathMatch) -> Condition {
     }
 }
 
-/// The conditions of one ALB rule: the host (when the rule is split to one), the path, each
-/// header, each query parameter, the method, in ALBC's order. `Err` says why the match cannot
-/// be expressed on an ALB.
-pub fn http_conditions(hostname: &str, m: &HttpMatch) -> Result<Vec<Condition>, String> {
+/// The longest regex AWS takes in `HostHeaderConfig.RegexValues`.
+const HOST_REGEX_MAX: usize = 128;
+
+/// The host condition of a rule for `hostname` on listener port `port`.
+///
+/// The spec: the port in a Host header "MUST not be considered" when matching hostnames. An ALB
+/// compares a host-header value with the whole Host header, port included (ALBC's conformance
+/// notes; a value cannot hold a `:`), and a client sends the port whenever it is not the scheme's
+/// default. So on ports other than 80 and 443 the hostname is a regex that allows any port
+/// (`^a\.example\.com(:[0-9]+)?$`; `*.` as one or more labels, as ALB's `*` matches them). On 80
+/// and 443 it stays ALBC's wildcard value, so an ALB ALBC built compares equal there; a Host
+/// naming another port than the connection's is then not matched (conformance
+/// HTTPRouteHostnameIntersection). A regex longer than AWS takes falls back to the value.
+pub fn host_condition(hostname: &str, port: u16) -> Condition {
+    if matches!(port, 80 | 443) {
+        return Condition::HostHeader(vec![hostname.to_string()]);
+    }
+    let (wild, rest) = match hostname.strip_prefix("*.") {
+        Some(rest) => (".+\\.", rest),
+        None => ("", hostname),
+    };
+    let regex = format!("^{wild}{}(:[0-9]+)?$", regex_syntax::escape(rest));
+    match regex.len() <= HOST_REGEX_MAX {
+        true => Condition::HostHeaderRegex(vec![regex]),
+        false => Condition::HostHeader(vec![hostname.to_string()]),
+    }
+}
+
+/// The conditions of one ALB rule on listener port `port`: the host (when the rule is split to
+/// one, see [`host_condition`]), the path, each header, each query parameter, the method, in
+/// ALBC's order. `Err` says why the match cannot be expressed on an ALB.
+pub fn http_conditions(hostname: &str, port: u16, m: &HttpMatch) -> Result<Vec<Condition>, String> {
     let mut out = Vec::new();
     if !hostname.is_empty() {
-        out.push(Condition::HostHeader(vec![hostname.to_string()]));
+        out.push(host_condition(hostname, port));
     }
     if let Some(p) = &m.path {
         out.push(path_conditions(p));
@@ -155,6 +183,49 @@ mod tests {
     }
 
     #[test]
+    fn hostnames_ignore_the_port_off_the_default_ports_and_stay_albcs_values_on_them() {
+        assert_eq!(host_condition("foo.com", 80), Condition::HostHeader(vec!["foo.com".into()]));
+        assert_eq!(host_condition("*.wildcard.io", 443), Condition::HostHeader(vec!["*.wildcard.io".into()]));
+        assert_eq!(host_condition("foo.com", 8080), Condition::HostHeaderRegex(vec![r"^foo\.com(:[0-9]+)?$".into()]));
+        assert_eq!(
+            host_condition("*.wildcard.io", 8090),
+            Condition::HostHeaderRegex(vec![r"^.+\.wildcard\.io(:[0-9]+)?$".into()])
+        );
+        let re = |c: Condition| match c {
+            Condition::HostHeaderRegex(v) => regex::Regex::new(&v[0]).unwrap(),
+            other => panic!("{other:?}"),
+        };
+        let exact = re(host_condition("foo.com", 8080));
+        for (host, hit) in [
+            ("foo.com", true),
+            ("foo.com:8080", true),
+            ("foo.com:1", true),
+            ("xfoo.com", false),
+            ("foo.com.evil", false),
+            ("fooXcom", false),
+            ("foo.com:", false),
+        ] {
+            assert_eq!(exact.is_match(host), hit, "{host}");
+        }
+        let wild = re(host_condition("*.wildcard.io", 8080));
+        for (host, hit) in [
+            ("foo.wildcard.io", true),
+            ("foo.bar.wildcard.io:8080", true),
+            ("wildcard.io", false),
+            (".wildcard.io", false),
+        ] {
+            assert_eq!(wild.is_match(host), hit, "{host}");
+        }
+        // Longer than AWS takes as a regex: the value, as on the default ports.
+        let long = format!("{}.example.com", "a".repeat(120));
+        assert_eq!(host_condition(&long, 8080), Condition::HostHeader(vec![long.clone()]));
+        assert_eq!(
+            http_conditions("foo.com", 8080, &HttpMatch::default()).unwrap()[0],
+            host_condition("foo.com", 8080)
+        );
+    }
+
+    #[test]
     fn paths_as_albc_sends_them_and_literals_kept_literal() {
         use PathMatch::*;
         let cases: Vec<(PathMatch, Condition)> = vec![
@@ -167,7 +238,7 @@ mod tests {
             (PathPrefix("/what?/".into()), Condition::PathPatternRegex(vec![r"^/what\?(/.*)?$".into()])),
         ];
         for (p, want) in cases {
-            assert_eq!(http_conditions("", &path(p.clone())).unwrap(), vec![want], "{p:?}");
+            assert_eq!(http_conditions("", 80, &path(p.clone())).unwrap(), vec![want], "{p:?}");
         }
     }
 
@@ -194,7 +265,7 @@ mod tests {
             query_params: vec![ValueMatch { name: "animal".into(), regex: false, value: "whale".into() }],
             method: Some("POST".into()),
         };
-        let got = http_conditions("very.specific.com", &m).unwrap();
+        let got = http_conditions("very.specific.com", 80, &m).unwrap();
         assert_eq!(
             got,
             vec![
@@ -207,7 +278,11 @@ mod tests {
                 Condition::HttpRequestMethod(vec!["POST".into()]),
             ]
         );
-        assert_eq!(http_conditions("", &HttpMatch::default()).unwrap(), vec![], "a rule without matches: no condition");
+        assert_eq!(
+            http_conditions("", 80, &HttpMatch::default()).unwrap(),
+            vec![],
+            "a rule without matches: no condition"
+        );
     }
 
     /// The suite's GRPCRouteExactMethodMatching shapes, and what ALBC's wildcard reading of a
@@ -256,7 +331,7 @@ mod tests {
                 query_params: vec![ValueMatch { name: "animal".into(), regex, value: value.into() }],
                 ..Default::default()
             };
-            let e = http_conditions("", &m).unwrap_err();
+            let e = http_conditions("", 80, &m).unwrap_err();
             assert!(e.contains("\"animal\"") && e.contains(value), "{e}");
         }
     }
