@@ -79,7 +79,7 @@ def test_gateway_certificate_secrets_only_when_asked(helm, tmp_path):
     docs = render(helm, tmp_path, gate)
     assert secret_reads(docs, exclude_named_in="kube-system") == {}
     args = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
-    assert "--enable-gateway-certificate-secrets=false" in args
+    assert not [a for a in args if a.startswith("--enable-gateway-certificate-secrets")], args
     docs = render(helm, tmp_path, {**gate, "gateway": {"certificateSecrets": True}})
     assert secret_reads(docs, exclude_named_in="kube-system") == {("ClusterRole", None): [(None, {"list", "watch"})]}
     args = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
