@@ -41,6 +41,15 @@ impl AcmInventory {
 
     /// Every certificate with its tags (listed at most once per [`LIST_TTL`]).
     pub async fn tagged(&self) -> Result<Vec<(ListedCertificate, Tags)>> {
+        self.tagged_where(|_| true).await
+    }
+
+    /// The certificates `keep` selects from the listing, with their tags: tags are read (once) for
+    /// those only, so an account's other certificates cost no ListTagsForCertificate.
+    pub async fn tagged_where(
+        &self,
+        keep: impl Fn(&ListedCertificate) -> bool,
+    ) -> Result<Vec<(ListedCertificate, Tags)>> {
         let mut s = self.state.lock().await;
         let fresh = s.listed.as_ref().is_some_and(|(at, _)| at.elapsed() < LIST_TTL);
         if !fresh {
@@ -49,7 +58,7 @@ impl AcmInventory {
         }
         let listed = s.listed.as_ref().map(|(_, l)| l.clone()).unwrap_or_default();
         let mut out = Vec::with_capacity(listed.len());
-        for c in listed {
+        for c in listed.into_iter().filter(|c| keep(c)) {
             let tags = match s.tags.get(&c.arn) {
                 Some(t) => t.clone(),
                 None => match self.acm.certificate_tags(&c.arn).await {
@@ -63,7 +72,13 @@ impl AcmInventory {
             };
             out.push((c, tags));
         }
-        s.tags.retain(|arn, _| out.iter().any(|(c, _)| &c.arn == arn));
+        // Forget only certificates gone from the listing (another caller may keep others' tags).
+        let listed_arns: std::collections::HashSet<&str> =
+            s.listed.as_ref().map(|(_, l)| l.iter().map(|c| c.arn.as_str()).collect()).unwrap_or_default();
+        let gone: Vec<String> = s.tags.keys().filter(|a| !listed_arns.contains(a.as_str())).cloned().collect();
+        for arn in gone {
+            s.tags.remove(&arn);
+        }
         Ok(out)
     }
 

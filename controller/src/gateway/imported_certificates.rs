@@ -5,8 +5,9 @@
 //! deleted, and all of them after the Gateway's ALB is gone.
 //!
 //! Reads through [`AcmInventory`]: one ListCertificates per minute at most for every Gateway, one
-//! ListTagsForCertificate per certificate, kept. A Gateway whose certificates are in ACM as its
-//! Secrets hold them costs no call beyond that.
+//! ListTagsForCertificate per imported certificate, kept. A Gateway whose certificates are in ACM as
+//! its Secrets hold them costs no call beyond that; with `--enable-gateway-certificate-secrets` off
+//! none of this runs (imports made while it was on stay until it is on again).
 
 use crate::acm_inventory::AcmInventory;
 use crate::context::Context;
@@ -37,10 +38,9 @@ impl ImportedCertificates {
     async fn owned(&self, cluster: &str, stack_id: &str) -> Result<Vec<OwnedImport>> {
         Ok(self
             .inventory
-            .tagged()
+            .tagged_where(|c| c.kind == IMPORTED)
             .await?
             .into_iter()
-            .filter(|(c, _)| c.kind == IMPORTED)
             .filter_map(|(c, t)| OwnedImport::from_tags(PREFIX, cluster, stack_id, &c.arn, &t))
             .collect())
     }

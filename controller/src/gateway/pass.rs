@@ -110,12 +110,19 @@ async fn build_and_deploy(ctx: &GatewayCtx, gw: &Gateway, class: &GatewayClass) 
     };
     let (cluster, stack) = (&ctx.cfg.cluster_name, stack_id(gw));
     let wanted = plan.wanted_certificates();
+    // Without Secrets read, nothing is imported and ACM is not asked.
+    let imports = ctx.stores().secrets.is_some();
     let deployed = async {
-        let arns = ctx.imports.ensure(&ctx.io.base, cluster, &stack, &wanted).await?;
-        *owner.certificate_arns.lock().expect("certificate arns") = arns;
+        if imports {
+            let arns = ctx.imports.ensure(&ctx.io.base, cluster, &stack, &wanted).await?;
+            *owner.certificate_arns.lock().expect("certificate arns") = arns;
+        }
         deploy(&pipeline, &owner).await?;
         // The listeners use only the wanted certificates now.
-        ctx.imports.delete_leftovers(&ctx.io.base, cluster, &stack, &wanted).await.map(|_| ())
+        match imports {
+            true => ctx.imports.delete_leftovers(&ctx.io.base, cluster, &stack, &wanted).await.map(|_| ()),
+            false => Ok(()),
+        }
     }
     .await;
     let lb = match &deployed {
@@ -224,7 +231,10 @@ async fn teardown(ctx: &GatewayCtx, gw: &Gateway) -> Result<Option<Duration>> {
             return Ok(Some(crate::context::jittered(ctx.cfg.sync_period)));
         }
     };
-    let (_, in_use) = ctx.imports.delete_leftovers(&io.base, &ctx.cfg.cluster_name, &stack_id(gw), &[]).await?;
+    let in_use = match ctx.stores().secrets.is_some() {
+        true => ctx.imports.delete_leftovers(&io.base, &ctx.cfg.cluster_name, &stack_id(gw), &[]).await?.1,
+        false => Vec::new(),
+    };
     if !in_use.is_empty() {
         // ACM reports a certificate in use for a while after its load balancer is gone.
         return Ok(Some(Duration::from_secs(10)));
