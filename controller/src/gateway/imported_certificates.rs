@@ -24,6 +24,17 @@ use std::sync::Arc;
 const PREFIX: &str = ALB_GATEWAY_TAG_PREFIX;
 const IMPORTED: &str = "IMPORTED";
 
+/// ImportCertificate's request for `c`: new (`arn` None, with `tags`) or again in place.
+fn import_of(c: &ImportableCertificate, arn: Option<&String>, tags: Tags) -> CertificateImport {
+    CertificateImport {
+        arn: arn.cloned(),
+        certificate: c.certificate.clone(),
+        chain: c.chain.clone(),
+        private_key: c.private_key.clone(),
+        tags,
+    }
+}
+
 /// Imported listener certificates of every Gateway.
 pub struct ImportedCertificates {
     inventory: Arc<AcmInventory>,
@@ -60,27 +71,13 @@ impl ImportedCertificates {
         let mut ready = d.ready;
         for c in &d.import {
             base.ensure_leader()?;
-            let i = CertificateImport {
-                arn: None,
-                certificate: c.certificate.clone(),
-                chain: c.chain.clone(),
-                private_key: c.private_key.clone(),
-                tags: tags(PREFIX, cluster, stack_id, c),
-            };
-            let arn = self.import(stack_id, c, &i).await?;
+            let arn = self.import(stack_id, c, &import_of(c, None, tags(PREFIX, cluster, stack_id, c))).await?;
             tracing::info!(certificate = %arn, secret = %c.secret(), gateway = %stack_id, "imported the Secret into ACM");
             ready.insert(c.secret(), arn);
         }
         for (arn, c) in &d.reimport {
             base.ensure_leader()?;
-            let i = CertificateImport {
-                arn: Some(arn.clone()),
-                certificate: c.certificate.clone(),
-                chain: c.chain.clone(),
-                private_key: c.private_key.clone(),
-                tags: Tags::new(),
-            };
-            self.import(stack_id, c, &i).await?;
+            self.import(stack_id, c, &import_of(c, Some(arn), Tags::new())).await?;
             // ACM takes no tags with a re-import: the digest follows it. Interrupted between the
             // two, the next pass imports the same content again, which is harmless.
             let digest = Tags::from([(digest_tag_key(PREFIX), c.digest.clone())]);
